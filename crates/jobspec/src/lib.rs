@@ -1,0 +1,419 @@
+//! fio-compatible job specifications: the job-file grammar, fio's option names and value
+//! syntax, and the resolution of `[global]` sections, command-line options and `numjobs`
+//! into a list of typed jobs.
+//!
+//! This crate does no I/O of its own: files and environment variables come through
+//! [`grammar::SourceContext`], so every rule here is unit-tested without a file system.
+
+pub mod grammar;
+pub mod options;
+pub mod units;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use grammar::{RawOption, RawSection, SourceContext};
+pub use options::{Applied, ApplyError, JobOptions};
+
+/// Where an option or section was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    File { path: PathBuf, line: usize },
+    CommandLine(String),
+    BuiltIn,
+}
+
+impl Origin {
+    pub fn file(path: &Path, line: usize) -> Origin {
+        Origin::File {
+            path: path.to_path_buf(),
+            line,
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File { path, line: 0 } => write!(f, "{}", path.display()),
+            Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Origin::CommandLine(arg) => write!(f, "command line '{arg}'"),
+            Origin::BuiltIn => write!(f, "built-in default job"),
+        }
+    }
+}
+
+/// A job-specification error: where, and what would be accepted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{origin}: {message}")]
+pub struct SpecError {
+    pub origin: Origin,
+    pub message: String,
+}
+
+impl SpecError {
+    pub fn new(origin: Origin, message: impl Into<String>) -> SpecError {
+        SpecError {
+            origin,
+            message: message.into(),
+        }
+    }
+}
+
+/// Something the user should read before the run starts (an ignored option, an engine mapped
+/// to another backend, an option with no effect in sinkrate).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub origin: Origin,
+    pub text: String,
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.text)
+    }
+}
+
+/// One job to run: its options, where it was defined, its reporting group and, for jobs
+/// cloned by `numjobs`, which clone it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub options: JobOptions,
+    pub origin: Origin,
+    pub group: u32,
+    pub clone_index: u32,
+}
+
+/// All the jobs of one invocation, in run order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSet {
+    pub jobs: Vec<Job>,
+    pub notices: Vec<Notice>,
+}
+
+/// Where the job definitions come from.
+pub struct JobSources<'a> {
+    /// Job files, in order; `-` is not special here (the caller reads stdin itself).
+    pub files: &'a [PathBuf],
+    /// Job text already read (stdin, or a built-in default), with the name to report it by.
+    pub texts: &'a [(PathBuf, String)],
+    /// fio-style `--key=value` options from the command line.
+    pub cli_options: &'a [String],
+    pub ignore_unsupported: bool,
+}
+
+/// Resolves job files, command-line options and `numjobs` into the jobs to run.
+///
+/// With job files, command-line options before any `--name` override the files' values for
+/// every job (so `--runtime=2 --size=16m` shrinks any job file); each `--name` adds a job.
+/// Without job files, options before the first `--name` are global defaults, as in fio.
+pub fn build_job_set(sources: &JobSources<'_>, ctx: &dyn SourceContext) -> Result<JobSet, SpecError> {
+    let mut file_sections: Vec<Vec<RawSection>> = Vec::new();
+    for path in sources.files {
+        file_sections.push(grammar::parse_job_file(path, ctx)?);
+    }
+    for (path, text) in sources.texts {
+        file_sections.push(grammar::parse_job_text(path, text, ctx)?);
+    }
+    let cli_sections = grammar::sections_from_args(sources.cli_options, ctx)?;
+    let (cli_global, cli_jobs): (Vec<RawSection>, Vec<RawSection>) =
+        cli_sections.into_iter().partition(RawSection::is_global);
+    let cli_overrides: Vec<RawOption> = cli_global.into_iter().flat_map(|s| s.options).collect();
+
+    let mut resolver = Resolver {
+        ignore_unsupported: sources.ignore_unsupported,
+        notices: Vec::new(),
+        jobs: Vec::new(),
+        group: 0,
+    };
+    let have_files = !file_sections.is_empty();
+    for sections in &file_sections {
+        resolver.add_sections(sections, &cli_overrides, &[])?;
+    }
+    if have_files {
+        resolver.add_sections(&cli_jobs, &cli_overrides, &[])?;
+    } else {
+        resolver.add_sections(&cli_jobs, &[], &cli_overrides)?;
+    }
+    if resolver.jobs.is_empty() {
+        let origin = sources
+            .files
+            .first()
+            .map(|p| Origin::file(p, 0))
+            .unwrap_or_else(|| Origin::CommandLine(sources.cli_options.join(" ")));
+        return Err(SpecError::new(
+            origin,
+            "no jobs defined (add a [jobname] section to the job file, or --name=NAME on the command line)",
+        ));
+    }
+    Ok(JobSet {
+        jobs: resolver.jobs,
+        notices: resolver.notices,
+    })
+}
+
+struct Resolver {
+    ignore_unsupported: bool,
+    notices: Vec<Notice>,
+    jobs: Vec<Job>,
+    group: u32,
+}
+
+impl Resolver {
+    /// `overrides` apply after a job's own options; `defaults` before them.
+    fn add_sections(
+        &mut self,
+        sections: &[RawSection],
+        overrides: &[RawOption],
+        defaults: &[RawOption],
+    ) -> Result<(), SpecError> {
+        let mut global = JobOptions::default();
+        for option in defaults {
+            self.apply(&mut global, option)?;
+        }
+        for section in sections {
+            if section.is_global() {
+                for option in &section.options {
+                    self.apply(&mut global, option)?;
+                }
+                continue;
+            }
+            let mut options = global.clone();
+            options.name = section.name.clone();
+            // A job inherits global stonewall/new_group only through its own section in fio.
+            options.stonewall = false;
+            options.new_group = false;
+            for option in section.options.iter().chain(overrides) {
+                self.apply(&mut options, option)?;
+            }
+            validate(&options).map_err(|m| SpecError::new(section.origin.clone(), m))?;
+            self.note_quirks(&options, &section.origin);
+            if !self.jobs.is_empty() && (options.stonewall || options.new_group) {
+                self.group += 1;
+            }
+            for clone_index in 0..options.numjobs {
+                self.jobs.push(Job {
+                    options: options.clone(),
+                    origin: section.origin.clone(),
+                    group: self.group,
+                    clone_index,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, options: &mut JobOptions, raw: &RawOption) -> Result<(), SpecError> {
+        match options.apply(&raw.key, raw.value.as_deref()) {
+            Ok(Applied::Set) => Ok(()),
+            Ok(Applied::NoEffect(why)) => {
+                self.notices.push(Notice {
+                    origin: raw.origin.clone(),
+                    text: format!("option '{}' is accepted but has no effect: {why}", raw.key),
+                });
+                Ok(())
+            }
+            Ok(Applied::Notice(text)) => {
+                self.notices.push(Notice {
+                    origin: raw.origin.clone(),
+                    text,
+                });
+                Ok(())
+            }
+            Err(ApplyError::BadValue(message)) => Err(SpecError::new(raw.origin.clone(), message)),
+            Err(ApplyError::Unsupported) if self.ignore_unsupported => {
+                self.notices.push(Notice {
+                    origin: raw.origin.clone(),
+                    text: format!("warning: option '{}' is not supported by sinkrate; ignored", raw.key),
+                });
+                Ok(())
+            }
+            Err(ApplyError::Unsupported) => Err(SpecError::new(
+                raw.origin.clone(),
+                format!(
+                    "option '{}' is not supported by sinkrate (supported: {}; --ignore-unsupported skips it)",
+                    raw.key,
+                    options::supported_names().join(" ")
+                ),
+            )),
+        }
+    }
+
+    fn note_quirks(&mut self, o: &JobOptions, origin: &Origin) {
+        if o.iodepth > 1 && !o.ioengine.is_async() && o.ioengine != options::Engine::Null {
+            self.notices.push(Notice {
+                origin: origin.clone(),
+                text: format!(
+                    "iodepth={} has no effect with the synchronous engine {} (one I/O at a time)",
+                    o.iodepth,
+                    o.ioengine.fio_name()
+                ),
+            });
+        }
+        if o.time_based && o.runtime.is_none() {
+            self.notices.push(Notice {
+                origin: origin.clone(),
+                text: "time_based without runtime: the job ends when its size is done".into(),
+            });
+        }
+    }
+}
+
+/// Contradictions that fio refuses too; checked before any I/O.
+pub fn validate(o: &JobOptions) -> Result<(), String> {
+    let max_bs = max_block_size(o);
+    if let Some(options::SizeSpec::Bytes(size)) = o.size {
+        if size == 0 {
+            return Err("size=0: nothing to do (give a size such as size=1g)".into());
+        }
+        if max_bs > size && !o.ioengine.is_file_operation() {
+            return Err(format!(
+                "block size {max_bs} is larger than size {size} (make size at least one block)"
+            ));
+        }
+    }
+    for d in 0..2 {
+        if o.rate[d] > 0 && o.rate_min[d] > o.rate[d] {
+            return Err(format!(
+                "rate_min ({}) is above rate ({}): the job could never meet it",
+                o.rate_min[d], o.rate[d]
+            ));
+        }
+    }
+    if o.ss.is_some() && o.ss_dur.is_none() {
+        return Err("ss= needs ss_dur= (how long the metric must stay steady, e.g. ss_dur=30s)".into());
+    }
+    if o.direct {
+        for d in 0..2 {
+            if o.bsrange.is_none() && o.bssplit.is_none() && o.bs[d] % 512 != 0 {
+                return Err(format!(
+                    "direct=1 needs block sizes that are multiples of 512 (bs={} is not)",
+                    o.bs[d]
+                ));
+            }
+        }
+    }
+    if o.fsync > 0 && o.fdatasync > 0 {
+        return Err("fsync= and fdatasync= are both set: choose one".into());
+    }
+    Ok(())
+}
+
+/// The largest block size a job can issue, over both directions and all block-size options.
+pub fn max_block_size(o: &JobOptions) -> u64 {
+    let dirs: &[usize] = match (o.rw.reads(), o.rw.writes()) {
+        (true, false) => &[options::READ],
+        (false, true) => &[options::WRITE],
+        _ => &[options::READ, options::WRITE],
+    };
+    dirs.iter()
+        .map(|&d| {
+            if let Some(split) = &o.bssplit {
+                split[d].iter().map(|e| e.0).max().unwrap_or(o.bs[d])
+            } else if let Some(range) = &o.bsrange {
+                range[d].1
+            } else {
+                o.bs[d]
+            }
+        })
+        .max()
+        .unwrap_or(4096)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct Files(HashMap<PathBuf, String>);
+    impl SourceContext for Files {
+        fn read_file(&self, path: &Path) -> Result<String, String> {
+            self.0.get(path).cloned().ok_or_else(|| "No such file or directory (os error 2)".into())
+        }
+        fn env_var(&self, _: &str) -> Option<String> {
+            None
+        }
+        fn reserved(&self, _: &str) -> Option<String> {
+            None
+        }
+    }
+
+    fn build(files: &[(&str, &str)], cli: &[&str], ignore: bool) -> Result<JobSet, SpecError> {
+        let ctx = Files(files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())).collect());
+        let paths: Vec<PathBuf> = files.iter().take(1).map(|(p, _)| PathBuf::from(p)).collect();
+        let cli: Vec<String> = cli.iter().map(|s| s.to_string()).collect();
+        build_job_set(
+            &JobSources {
+                files: &paths,
+                texts: &[],
+                cli_options: &cli,
+                ignore_unsupported: ignore,
+            },
+            &ctx,
+        )
+    }
+
+    #[test]
+    fn globals_apply_to_later_jobs_only_and_cli_overrides_win() {
+        let text = "[a]\nsize=1m\n[global]\nbs=8k\nruntime=60\n[b]\nsize=2m\n[c]\nstonewall\nnumjobs=2\nsize=1m\n";
+        let set = build(&[("j.fio", text)], &["--runtime=2"], false).expect("builds");
+        let names: Vec<_> = set.jobs.iter().map(|j| j.options.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c", "c"]);
+        assert_eq!(set.jobs[0].options.bs, [4096, 4096]);
+        assert_eq!(set.jobs[1].options.bs, [8192, 8192]);
+        assert_eq!(set.jobs[1].options.runtime, Some(std::time::Duration::from_secs(2)));
+        assert_eq!(set.jobs[0].options.runtime, Some(std::time::Duration::from_secs(2)));
+        let groups: Vec<_> = set.jobs.iter().map(|j| j.group).collect();
+        assert_eq!(groups, [0, 0, 1, 1]);
+        assert_eq!(set.jobs[3].clone_index, 1);
+    }
+
+    #[test]
+    fn command_line_only_jobs() {
+        let set = build(&[], &["--bs=64k", "--name=x", "--rw=write", "--size=1m", "--name=y", "--size=2m"], false)
+            .expect("builds");
+        assert_eq!(set.jobs.len(), 2);
+        assert_eq!(set.jobs[0].options.bs, [65536, 65536]);
+        assert_eq!(set.jobs[1].options.bs, [65536, 65536]);
+        assert_eq!(set.jobs[1].options.rw.fio_name(), "read");
+    }
+
+    #[test]
+    fn unsupported_option_names_file_line_and_alternatives() {
+        let e = build(&[("job.fio", "[j]\nsize=1m\nverify=md5\n")], &[], false).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("job.fio:3: option 'verify' is not supported by sinkrate (supported: "),
+            "{text}"
+        );
+        assert!(text.contains("bssplit"));
+        let ok = build(&[("job.fio", "[j]\nsize=1m\nverify=md5\n")], &[], true).expect("ignored");
+        assert!(ok.notices.iter().any(|n| n.text.contains("'verify' is not supported")));
+    }
+
+    #[test]
+    fn contradictions_are_refused() {
+        let e = build(&[("j.fio", "[j]\nsize=4k\nbs=1m\n")], &[], false).unwrap_err();
+        assert!(e.to_string().contains("larger than size"), "{e}");
+        let e = build(&[("j.fio", "[j]\nrwmixread=150\n")], &[], false).unwrap_err();
+        assert_eq!(e.origin, Origin::file(Path::new("j.fio"), 2));
+        let e = build(&[("j.fio", "[j]\nss=iops:1%\n")], &[], false).unwrap_err();
+        assert!(e.to_string().contains("ss_dur"));
+        let e = build(&[("j.fio", "[j]\nrate=1m\nrate_min=2m\n")], &[], false).unwrap_err();
+        assert!(e.to_string().contains("rate_min"));
+        let e = build(&[("j.fio", "[j]\ndirect=1\nbs=1000\n")], &[], false).unwrap_err();
+        assert!(e.to_string().contains("512"));
+        let e = build(&[("j.fio", "[global]\nbs=4k\n")], &[], false).unwrap_err();
+        assert!(e.to_string().contains("no jobs defined"));
+    }
+
+    #[test]
+    fn notices_for_mapped_engines_and_no_effect_options() {
+        let set = build(&[("j.fio", "[j]\nioengine=libaio\niodepth=4\ngtod_reduce=1\n")], &[], false)
+            .expect("builds");
+        assert!(set.notices.iter().any(|n| n.text.contains("io_uring backend")));
+        assert!(set.notices.iter().any(|n| n.text.contains("no effect")));
+        let set = build(&[("j.fio", "[j]\nioengine=psync\niodepth=8\n")], &[], false).expect("builds");
+        assert!(set.notices.iter().any(|n| n.text.contains("synchronous engine")));
+    }
+}

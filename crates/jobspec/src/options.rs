@@ -1,0 +1,1003 @@
+//! The option table: every fio option sinkrate understands, its type and default, and how a
+//! raw `key=value` turns into a field of [`JobOptions`].
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::units::{parse_bool, parse_int, parse_percent, parse_size, parse_time, KbBase, TimeUnit};
+
+/// Data direction index used for per-direction pairs (`bs=4k,8k`): read, write.
+pub const READ: usize = 0;
+pub const WRITE: usize = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    Sequential,
+    Random,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Read,
+    Write,
+    Mixed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ReadWrite {
+    pub pattern: Pattern,
+    pub direction: Direction,
+}
+
+impl ReadWrite {
+    pub fn fio_name(&self) -> &'static str {
+        match (self.pattern, self.direction) {
+            (Pattern::Sequential, Direction::Read) => "read",
+            (Pattern::Sequential, Direction::Write) => "write",
+            (Pattern::Sequential, Direction::Mixed) => "rw",
+            (Pattern::Random, Direction::Read) => "randread",
+            (Pattern::Random, Direction::Write) => "randwrite",
+            (Pattern::Random, Direction::Mixed) => "randrw",
+        }
+    }
+    pub fn reads(&self) -> bool {
+        self.direction != Direction::Write
+    }
+    pub fn writes(&self) -> bool {
+        self.direction != Direction::Read
+    }
+}
+
+/// The I/O engines sinkrate has a backend for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Sync,
+    Psync,
+    Vsync,
+    Pvsync,
+    IoUring,
+    Mmap,
+    Null,
+    Ftruncate,
+    Filecreate,
+    Filestat,
+    Filedelete,
+    Falloc,
+}
+
+impl Engine {
+    pub fn fio_name(&self) -> &'static str {
+        match self {
+            Engine::Sync => "sync",
+            Engine::Psync => "psync",
+            Engine::Vsync => "vsync",
+            Engine::Pvsync => "pvsync",
+            Engine::IoUring => "io_uring",
+            Engine::Mmap => "mmap",
+            Engine::Null => "null",
+            Engine::Ftruncate => "ftruncate",
+            Engine::Filecreate => "filecreate",
+            Engine::Filestat => "filestat",
+            Engine::Filedelete => "filedelete",
+            Engine::Falloc => "falloc",
+        }
+    }
+    /// Engines that operate on whole files rather than doing block I/O.
+    pub fn is_file_operation(&self) -> bool {
+        matches!(
+            self,
+            Engine::Filecreate | Engine::Filestat | Engine::Filedelete | Engine::Ftruncate | Engine::Falloc
+        )
+    }
+    /// Engines that can keep more than one I/O in flight.
+    pub fn is_async(&self) -> bool {
+        matches!(self, Engine::IoUring)
+    }
+}
+
+pub const SUPPORTED_ENGINES: &str =
+    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, falloc (libaio and posixaio run on io_uring)";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    None,
+    Sync,
+    Dsync,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fallocate {
+    None,
+    Native,
+    Posix,
+    Keep,
+    Truncate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateProcess {
+    Linear,
+    Poisson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinktimeBlocksType {
+    Complete,
+    Issue,
+}
+
+/// Size given as bytes or as a percentage of the file or device.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SizeSpec {
+    Bytes(u64),
+    Percent(f64),
+}
+
+/// Steady-state detection (`ss=iops:10%`, `ss=bw_slope:0.1%`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SteadyState {
+    pub metric: SteadyMetric,
+    pub slope: bool,
+    /// Limit as a fraction of the mean when `percent`, else an absolute value.
+    pub limit: f64,
+    pub percent: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SteadyMetric {
+    Iops,
+    Bw,
+}
+
+/// A log that a job writes in fio's log format.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogRequest {
+    /// fio's file-name prefix: `PREFIX_bw.N.log`.
+    pub prefix: String,
+}
+
+/// Every option of one job, typed and with fio's defaults.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobOptions {
+    pub name: String,
+    pub description: Option<String>,
+    pub filename: Option<String>,
+    pub directory: Option<String>,
+    pub size: Option<SizeSpec>,
+    pub io_size: Option<u64>,
+    pub filesize: Option<(u64, u64)>,
+    pub nrfiles: u32,
+    pub numjobs: u32,
+    pub thread: bool,
+    pub group_reporting: bool,
+    pub stonewall: bool,
+    pub new_group: bool,
+    pub loops: u32,
+    pub offset: SizeSpec,
+    pub unlink: bool,
+    pub unlink_each_loop: bool,
+    pub kb_base: KbBase,
+    pub rw: ReadWrite,
+    pub rwmixread: f64,
+    pub bs: [u64; 2],
+    pub bsrange: Option<[(u64, u64); 2]>,
+    pub bssplit: Option<[Vec<(u64, f64)>; 2]>,
+    pub blockalign: Option<[u64; 2]>,
+    pub ioengine: Engine,
+    /// The engine name as written, when it was mapped to another backend (libaio -> io_uring).
+    pub ioengine_requested: Option<String>,
+    pub iodepth: u32,
+    pub iodepth_batch_submit: u32,
+    pub iodepth_batch_complete_min: u32,
+    pub iodepth_batch_complete_max: u32,
+    pub iodepth_low: u32,
+    pub direct: bool,
+    pub sync: SyncMode,
+    pub fsync: u64,
+    pub fdatasync: u64,
+    pub end_fsync: bool,
+    pub fsync_on_close: bool,
+    pub fallocate: Fallocate,
+    pub create_on_open: bool,
+    pub pre_read: bool,
+    pub invalidate: bool,
+    pub overwrite: bool,
+    pub norandommap: bool,
+    pub randseed: u64,
+    pub randrepeat: bool,
+    pub runtime: Option<Duration>,
+    pub time_based: bool,
+    pub ramp_time: Duration,
+    pub startdelay: Duration,
+    pub rate: [u64; 2],
+    pub rate_iops: [u64; 2],
+    pub rate_min: [u64; 2],
+    pub rate_process: RateProcess,
+    pub thinktime: Duration,
+    pub thinktime_spin: Duration,
+    pub thinktime_blocks: u64,
+    pub thinktime_blocks_type: ThinktimeBlocksType,
+    pub max_latency: Option<Duration>,
+    pub latency_target: Option<Duration>,
+    pub latency_window: Duration,
+    pub latency_percentile: f64,
+    pub ss: Option<SteadyState>,
+    pub ss_dur: Option<Duration>,
+    pub ss_ramp: Duration,
+    pub zero_buffers: bool,
+    pub refill_buffers: bool,
+    pub scramble_buffers: bool,
+    pub buffer_pattern: Option<Vec<u8>>,
+    pub write_bw_log: Option<LogRequest>,
+    pub write_lat_log: Option<LogRequest>,
+    pub write_iops_log: Option<LogRequest>,
+    pub log_avg_msec: u64,
+    pub log_unix_epoch: bool,
+    pub percentile_list: Vec<f64>,
+}
+
+pub const DEFAULT_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99,
+];
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            name: String::new(),
+            description: None,
+            filename: None,
+            directory: None,
+            size: None,
+            io_size: None,
+            filesize: None,
+            nrfiles: 1,
+            numjobs: 1,
+            thread: false,
+            group_reporting: false,
+            stonewall: false,
+            new_group: false,
+            loops: 1,
+            offset: SizeSpec::Bytes(0),
+            unlink: false,
+            unlink_each_loop: false,
+            kb_base: KbBase::Compat1024,
+            rw: ReadWrite {
+                pattern: Pattern::Sequential,
+                direction: Direction::Read,
+            },
+            rwmixread: 50.0,
+            bs: [4096, 4096],
+            bsrange: None,
+            bssplit: None,
+            blockalign: None,
+            ioengine: Engine::Psync,
+            ioengine_requested: None,
+            iodepth: 1,
+            iodepth_batch_submit: 1,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
+            iodepth_low: 0,
+            direct: false,
+            sync: SyncMode::None,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            fsync_on_close: false,
+            fallocate: Fallocate::Native,
+            create_on_open: false,
+            pre_read: false,
+            invalidate: true,
+            overwrite: false,
+            norandommap: false,
+            randseed: 0x89,
+            randrepeat: true,
+            runtime: None,
+            time_based: false,
+            ramp_time: Duration::ZERO,
+            startdelay: Duration::ZERO,
+            rate: [0, 0],
+            rate_iops: [0, 0],
+            rate_min: [0, 0],
+            rate_process: RateProcess::Linear,
+            thinktime: Duration::ZERO,
+            thinktime_spin: Duration::ZERO,
+            thinktime_blocks: 1,
+            thinktime_blocks_type: ThinktimeBlocksType::Complete,
+            max_latency: None,
+            latency_target: None,
+            latency_window: Duration::ZERO,
+            latency_percentile: 100.0,
+            ss: None,
+            ss_dur: None,
+            ss_ramp: Duration::ZERO,
+            zero_buffers: false,
+            refill_buffers: false,
+            scramble_buffers: true,
+            buffer_pattern: None,
+            write_bw_log: None,
+            write_lat_log: None,
+            write_iops_log: None,
+            log_avg_msec: 0,
+            log_unix_epoch: false,
+            percentile_list: DEFAULT_PERCENTILES.to_vec(),
+        }
+    }
+}
+
+/// Options that fio has and sinkrate accepts, but that change nothing in sinkrate's
+/// measurement; each with the reason, shown by `--parse-only`.
+pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[
+    ("gtod_reduce", "sinkrate's clock is cheap enough that latency is always recorded"),
+    ("clat_percentiles", "completion-latency percentiles are always reported"),
+    ("lat_percentiles", "total-latency percentiles are always computed"),
+    ("slat_percentiles", "submission latency is summarised without percentiles"),
+    ("disable_lat", "latency is always recorded"),
+    ("disable_clat", "latency is always recorded"),
+    ("disable_slat", "latency is always recorded"),
+    ("disable_bw_measurement", "bandwidth is always recorded"),
+    ("random_generator", "random offsets use a full-period generator like fio's lfsr"),
+    ("allrandrepeat", "random streams are always seeded from randseed"),
+    ("file_service_type", "files of a job are served round robin"),
+    ("fadvise_hint", "no access-pattern hint is given to the kernel"),
+    ("exitall", "jobs run to their own end"),
+    ("exitall_on_error", "the first error stops its job and is reported"),
+    ("continue_on_error", "the first error stops its job and is reported"),
+    ("group_reporting_all", "groups are reported as defined by stonewall/new_group"),
+    ("clocksource", "sinkrate always uses the monotonic clock"),
+];
+
+/// All option names sinkrate understands (including those accepted without effect).
+pub fn supported_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = OPTIONS.to_vec();
+    names.extend(ACCEPTED_WITHOUT_EFFECT.iter().map(|(n, _)| *n));
+    names.sort_unstable();
+    names
+}
+
+const OPTIONS: &[&str] = &[
+    "name", "description", "filename", "directory", "size", "io_size", "io_limit", "filesize", "nrfiles",
+    "numjobs", "thread", "group_reporting", "stonewall", "wait_for_previous", "new_group", "loops",
+    "offset", "unlink", "unlink_each_loop", "kb_base", "rw", "readwrite", "rwmixread", "rwmixwrite",
+    "bs", "blocksize", "bsrange", "blocksize_range", "bssplit", "blockalign", "ba", "ioengine",
+    "iodepth", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete",
+    "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "direct", "buffered",
+    "sync", "fsync", "fdatasync", "end_fsync", "fsync_on_close", "fallocate", "create_on_open",
+    "pre_read", "invalidate", "overwrite", "norandommap", "randseed", "randrepeat", "runtime",
+    "timeout", "time_based", "ramp_time", "startdelay", "rate", "rate_iops", "rate_min",
+    "ratemin", "rate_process", "thinktime", "thinktime_spin", "thinktime_blocks",
+    "thinktime_blocks_type", "max_latency", "latency_target", "latency_window",
+    "latency_percentile", "ss", "steadystate", "ss_dur", "steadystate_duration", "ss_ramp",
+    "steadystate_ramp_time", "zero_buffers", "refill_buffers", "scramble_buffers",
+    "buffer_pattern", "write_bw_log", "write_lat_log", "write_iops_log", "log_avg_msec",
+    "log_unix_epoch", "percentile_list",
+];
+
+/// The outcome of applying one option.
+#[derive(Debug, PartialEq)]
+pub enum Applied {
+    Set,
+    /// Accepted, changes nothing; carries the reason.
+    NoEffect(&'static str),
+    /// Accepted, with a notice the user should see (e.g. libaio mapped to io_uring).
+    Notice(String),
+}
+
+/// Why an option could not be applied.
+#[derive(Debug, PartialEq)]
+pub enum ApplyError {
+    /// sinkrate has no such option.
+    Unsupported,
+    /// The option exists but its value is wrong; the text says what would be accepted.
+    BadValue(String),
+}
+
+fn need<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, ApplyError> {
+    value.ok_or_else(|| ApplyError::BadValue(format!("option '{key}' needs a value ({key}=...)")))
+}
+
+fn bad(key: &str, msg: impl std::fmt::Display) -> ApplyError {
+    ApplyError::BadValue(format!("option '{key}': {msg}"))
+}
+
+/// A flag option: bare means true.
+fn flag(key: &str, value: Option<&str>) -> Result<bool, ApplyError> {
+    match value {
+        None => Ok(true),
+        Some(v) => parse_bool(v).map_err(|e| bad(key, e)),
+    }
+}
+
+/// Splits `a,b` into per-direction values; one value applies to both; an empty part keeps
+/// the default.
+fn per_direction<T: Copy>(
+    key: &str,
+    text: &str,
+    current: [T; 2],
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<[T; 2], ApplyError> {
+    let parts: Vec<&str> = text.split(',').collect();
+    if parts.len() > 3 {
+        return Err(bad(key, format!("'{text}' has more than three comma-separated values (read,write,trim)")));
+    }
+    let mut out = current;
+    if parts.len() == 1 {
+        let v = parse(parts[0]).map_err(|e| bad(key, e))?;
+        return Ok([v, v]);
+    }
+    for (i, part) in parts.iter().take(2).enumerate() {
+        if !part.trim().is_empty() {
+            out[i] = parse(part).map_err(|e| bad(key, e))?;
+        }
+    }
+    Ok(out)
+}
+
+fn parse_range(text: &str, kb: KbBase) -> Result<(u64, u64), String> {
+    let (lo, hi) = text
+        .split_once('-')
+        .or_else(|| text.split_once(':'))
+        .ok_or_else(|| format!("'{text}' is not a range (expected LOW-HIGH, e.g. 4k-64k)"))?;
+    let lo = parse_size(lo, kb)?;
+    let hi = parse_size(hi, kb)?;
+    if lo > hi {
+        return Err(format!("range '{text}' has its low end above its high end"));
+    }
+    Ok((lo, hi))
+}
+
+fn parse_bssplit_one(text: &str, kb: KbBase) -> Result<Vec<(u64, f64)>, String> {
+    let mut entries: Vec<(u64, Option<f64>)> = Vec::new();
+    for item in text.split(':').filter(|s| !s.trim().is_empty()) {
+        let (size, pct) = match item.split_once('/') {
+            Some((s, p)) if !p.trim().is_empty() => (s, Some(parse_percent(p)?)),
+            Some((s, _)) => (s, None),
+            None => (item, None),
+        };
+        entries.push((parse_size(size, kb)?, pct));
+    }
+    if entries.is_empty() {
+        return Err(format!("'{text}' has no block sizes (expected e.g. 4k/10:64k/50:32k/40)"));
+    }
+    let given: f64 = entries.iter().filter_map(|e| e.1).sum();
+    if given > 100.0 + 1e-9 {
+        return Err(format!("percentages in '{text}' add up to {given}, more than 100"));
+    }
+    let unspecified = entries.iter().filter(|e| e.1.is_none()).count();
+    let share = if unspecified > 0 { (100.0 - given) / unspecified as f64 } else { 0.0 };
+    let out: Vec<(u64, f64)> = entries.into_iter().map(|(s, p)| (s, p.unwrap_or(share))).collect();
+    let total: f64 = out.iter().map(|e| e.1).sum();
+    if (total - 100.0).abs() > 0.01 {
+        return Err(format!("percentages in '{text}' add up to {total}, not 100"));
+    }
+    Ok(out)
+}
+
+fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
+    let t = text.trim();
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        if hex.is_empty() || hex.len() % 2 != 0 && hex.len() > 1 {
+            if hex.len() == 1 {
+                return u8::from_str_radix(hex, 16)
+                    .map(|b| vec![b])
+                    .map_err(|_| format!("'{t}' is not hexadecimal"));
+            }
+            return Err(format!("'{t}' has an odd number of hex digits"));
+        }
+        return (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| format!("'{t}' is not hexadecimal"));
+    }
+    if let Some(inner) = t.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
+        return if inner.is_empty() { Err("empty pattern".into()) } else { Ok(inner.as_bytes().to_vec()) };
+    }
+    if let Some(inner) = t.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        return if inner.is_empty() { Err("empty pattern".into()) } else { Ok(inner.as_bytes().to_vec()) };
+    }
+    match t.parse::<u64>() {
+        Ok(v) => {
+            let bytes = v.to_be_bytes();
+            let first = bytes.iter().position(|b| *b != 0).unwrap_or(7);
+            Ok(bytes[first..].to_vec())
+        }
+        Err(_) => Err(format!(
+            "'{t}' is not a pattern (expected 0xHEX, 'text' in quotes, or a decimal number)"
+        )),
+    }
+}
+
+fn parse_ss(text: &str) -> Result<SteadyState, String> {
+    let (kind, limit) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}' is not a steady-state spec (expected e.g. iops:10% or bw_slope:0.1%)"))?;
+    let (metric, slope) = match kind.trim().to_ascii_lowercase().as_str() {
+        "iops" => (SteadyMetric::Iops, false),
+        "iops_slope" => (SteadyMetric::Iops, true),
+        "bw" => (SteadyMetric::Bw, false),
+        "bw_slope" => (SteadyMetric::Bw, true),
+        other => return Err(format!("'{other}' is not a steady-state metric (accepted: iops, iops_slope, bw, bw_slope)")),
+    };
+    let limit = limit.trim();
+    let percent = limit.ends_with('%');
+    let number: f64 = limit
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{limit}' is not a number"))?;
+    if number < 0.0 {
+        return Err(format!("'{limit}' is negative"));
+    }
+    Ok(SteadyState {
+        metric,
+        slope,
+        limit: if percent { number / 100.0 } else { number },
+        percent,
+    })
+}
+
+fn log_request(key: &str, value: Option<&str>, job_name: &str) -> Result<Option<LogRequest>, ApplyError> {
+    match value {
+        None => Ok(Some(LogRequest { prefix: job_name.to_string() })),
+        Some(v) if v.trim().is_empty() => Ok(Some(LogRequest { prefix: job_name.to_string() })),
+        Some(v) => {
+            if v.contains('/') && v.ends_with('/') {
+                return Err(bad(key, format!("'{v}' names a directory, expected a file-name prefix")));
+            }
+            Ok(Some(LogRequest { prefix: v.trim().to_string() }))
+        }
+    }
+}
+
+impl JobOptions {
+    /// Applies one `key[=value]`. Unknown keys give [`ApplyError::Unsupported`].
+    pub fn apply(&mut self, key: &str, value: Option<&str>) -> Result<Applied, ApplyError> {
+        let kb = self.kb_base;
+        let size = |v: &str| parse_size(v, kb);
+        let secs = |v: &str| parse_time(v, TimeUnit::Seconds);
+        let usecs = |v: &str| parse_time(v, TimeUnit::Microseconds);
+        match key {
+            "name" => self.name = need(key, value)?.to_string(),
+            "description" => self.description = value.map(str::to_string),
+            "filename" => {
+                let v = need(key, value)?;
+                if v.trim().is_empty() {
+                    return Err(bad(key, "empty file name"));
+                }
+                self.filename = Some(v.to_string());
+            }
+            "directory" => self.directory = Some(need(key, value)?.to_string()),
+            "size" => {
+                let v = need(key, value)?;
+                self.size = Some(if v.trim().ends_with('%') {
+                    SizeSpec::Percent(parse_percent(v).map_err(|e| bad(key, e))?)
+                } else {
+                    SizeSpec::Bytes(size(v).map_err(|e| bad(key, e))?)
+                });
+            }
+            "io_size" | "io_limit" => self.io_size = Some(size(need(key, value)?).map_err(|e| bad(key, e))?),
+            "filesize" => {
+                let v = need(key, value)?;
+                self.filesize = Some(if v.contains('-') || v.contains(':') {
+                    parse_range(v, kb).map_err(|e| bad(key, e))?
+                } else {
+                    let s = size(v).map_err(|e| bad(key, e))?;
+                    (s, s)
+                });
+            }
+            "nrfiles" => {
+                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+                if n == 0 || n > 1_000_000 {
+                    return Err(bad(key, format!("{n} is out of range (expected 1 to 1000000)")));
+                }
+                self.nrfiles = n as u32;
+            }
+            "numjobs" => {
+                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+                if n == 0 || n > 4096 {
+                    return Err(bad(key, format!("{n} is out of range (expected 1 to 4096)")));
+                }
+                self.numjobs = n as u32;
+            }
+            "thread" => self.thread = flag(key, value)?,
+            "group_reporting" => self.group_reporting = flag(key, value)?,
+            "stonewall" | "wait_for_previous" => self.stonewall = flag(key, value)?,
+            "new_group" => self.new_group = flag(key, value)?,
+            "loops" => {
+                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+                if n == 0 || n > u32::MAX as u64 {
+                    return Err(bad(key, format!("{n} is out of range (expected 1 or more)")));
+                }
+                self.loops = n as u32;
+            }
+            "offset" => {
+                let v = need(key, value)?;
+                self.offset = if v.trim().ends_with('%') {
+                    SizeSpec::Percent(parse_percent(v).map_err(|e| bad(key, e))?)
+                } else {
+                    SizeSpec::Bytes(size(v).map_err(|e| bad(key, e))?)
+                };
+            }
+            "unlink" => self.unlink = flag(key, value)?,
+            "unlink_each_loop" => self.unlink_each_loop = flag(key, value)?,
+            "kb_base" => {
+                self.kb_base = match need(key, value)?.trim() {
+                    "1024" => KbBase::Compat1024,
+                    "1000" => KbBase::Si1000,
+                    other => return Err(bad(key, format!("'{other}' is not accepted (expected 1000 or 1024)"))),
+                }
+            }
+            "rw" | "readwrite" => {
+                let v = need(key, value)?.trim().to_ascii_lowercase();
+                let (mode, modifier) = match v.split_once(':') {
+                    Some((m, x)) => (m.to_string(), Some(x.to_string())),
+                    None => (v.clone(), None),
+                };
+                if let Some(m) = modifier {
+                    return Err(bad(
+                        key,
+                        format!("the ':{m}' offset modifier is not supported by sinkrate (write rw={mode})"),
+                    ));
+                }
+                let (pattern, direction) = match mode.as_str() {
+                    "read" => (Pattern::Sequential, Direction::Read),
+                    "write" => (Pattern::Sequential, Direction::Write),
+                    "rw" | "readwrite" => (Pattern::Sequential, Direction::Mixed),
+                    "randread" => (Pattern::Random, Direction::Read),
+                    "randwrite" => (Pattern::Random, Direction::Write),
+                    "randrw" => (Pattern::Random, Direction::Mixed),
+                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+                        return Err(bad(key, format!("'{mode}' (trim) is not supported by sinkrate (supported: read, write, rw, randread, randwrite, randrw)")))
+                    }
+                    other => {
+                        return Err(bad(key, format!("'{other}' is not a mode (accepted: read, write, rw, readwrite, randread, randwrite, randrw)")))
+                    }
+                };
+                self.rw = ReadWrite { pattern, direction };
+            }
+            "rwmixread" => self.rwmixread = parse_percent(need(key, value)?).map_err(|e| bad(key, e))?,
+            "rwmixwrite" => {
+                self.rwmixread = 100.0 - parse_percent(need(key, value)?).map_err(|e| bad(key, e))?
+            }
+            "bs" | "blocksize" => {
+                let v = need(key, value)?;
+                if v.contains('-') {
+                    let r = per_direction(key, v, [(0, 0); 2], |p| parse_range(p, kb))?;
+                    self.bsrange = Some(r);
+                } else {
+                    self.bs = per_direction(key, v, self.bs, size)?;
+                    if self.bs.contains(&0) {
+                        return Err(bad(key, "a block size of 0 (expected at least 1 byte, usually 512 or more)"));
+                    }
+                }
+            }
+            "bsrange" | "blocksize_range" => {
+                let v = need(key, value)?;
+                self.bsrange = Some(per_direction(key, v, [(0, 0); 2], |p| parse_range(p, kb))?);
+            }
+            "bssplit" => {
+                let v = need(key, value)?;
+                let parts: Vec<&str> = v.split(',').collect();
+                let first = parse_bssplit_one(parts[0], kb).map_err(|e| bad(key, e))?;
+                let second = match parts.get(1) {
+                    Some(p) if !p.trim().is_empty() => parse_bssplit_one(p, kb).map_err(|e| bad(key, e))?,
+                    _ => first.clone(),
+                };
+                self.bssplit = Some([first, second]);
+            }
+            "blockalign" | "ba" => {
+                self.blockalign = Some(per_direction(key, need(key, value)?, [0, 0], size)?);
+            }
+            "ioengine" => return self.apply_engine(need(key, value)?),
+            "iodepth" => {
+                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+                if n == 0 || n > 65536 {
+                    return Err(bad(key, format!("{n} is out of range (expected 1 to 65536)")));
+                }
+                self.iodepth = n as u32;
+            }
+            "iodepth_batch" | "iodepth_batch_submit" => {
+                self.iodepth_batch_submit = parse_int(need(key, value)?).map_err(|e| bad(key, e))?.max(1) as u32
+            }
+            "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
+                self.iodepth_batch_complete_min = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
+            }
+            "iodepth_batch_complete_max" => {
+                self.iodepth_batch_complete_max = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
+            }
+            "iodepth_low" => self.iodepth_low = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32,
+            "direct" => self.direct = flag(key, value)?,
+            "buffered" => self.direct = !flag(key, value)?,
+            "sync" => {
+                self.sync = match value.map(|v| v.trim().to_ascii_lowercase()) {
+                    None => SyncMode::Sync,
+                    Some(v) => match v.as_str() {
+                        "1" | "sync" | "true" => SyncMode::Sync,
+                        "0" | "none" | "false" => SyncMode::None,
+                        "dsync" => SyncMode::Dsync,
+                        other => return Err(bad(key, format!("'{other}' is not accepted (expected none, sync, dsync, 0 or 1)"))),
+                    },
+                }
+            }
+            "fsync" => self.fsync = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
+            "fdatasync" => self.fdatasync = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
+            "end_fsync" => self.end_fsync = flag(key, value)?,
+            "fsync_on_close" => self.fsync_on_close = flag(key, value)?,
+            "fallocate" => {
+                self.fallocate = match need(key, value)?.trim().to_ascii_lowercase().as_str() {
+                    "none" | "0" => Fallocate::None,
+                    "native" => Fallocate::Native,
+                    "posix" | "1" => Fallocate::Posix,
+                    "keep" => Fallocate::Keep,
+                    "truncate" => Fallocate::Truncate,
+                    other => return Err(bad(key, format!("'{other}' is not accepted (expected none, native, posix, keep, truncate)"))),
+                }
+            }
+            "create_on_open" => self.create_on_open = flag(key, value)?,
+            "pre_read" => self.pre_read = flag(key, value)?,
+            "invalidate" => self.invalidate = flag(key, value)?,
+            "overwrite" => self.overwrite = flag(key, value)?,
+            "norandommap" => self.norandommap = flag(key, value)?,
+            "randseed" => self.randseed = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
+            "randrepeat" => self.randrepeat = flag(key, value)?,
+            "runtime" | "timeout" => {
+                let d = secs(need(key, value)?).map_err(|e| bad(key, e))?;
+                self.runtime = if d.is_zero() { None } else { Some(d) };
+            }
+            "time_based" => self.time_based = flag(key, value)?,
+            "ramp_time" => self.ramp_time = secs(need(key, value)?).map_err(|e| bad(key, e))?,
+            "startdelay" => {
+                let v = need(key, value)?;
+                if v.contains('-') {
+                    return Err(bad(key, format!("a range '{v}' is not supported by sinkrate (give one delay)")));
+                }
+                self.startdelay = secs(v).map_err(|e| bad(key, e))?;
+            }
+            "rate" => self.rate = per_direction(key, need(key, value)?, self.rate, size)?,
+            "rate_iops" => self.rate_iops = per_direction(key, need(key, value)?, self.rate_iops, parse_int)?,
+            "rate_min" | "ratemin" => self.rate_min = per_direction(key, need(key, value)?, self.rate_min, size)?,
+            "rate_process" => {
+                self.rate_process = match need(key, value)?.trim().to_ascii_lowercase().as_str() {
+                    "linear" => RateProcess::Linear,
+                    "poisson" => RateProcess::Poisson,
+                    other => return Err(bad(key, format!("'{other}' is not accepted (expected linear or poisson)"))),
+                }
+            }
+            "thinktime" => self.thinktime = usecs(need(key, value)?).map_err(|e| bad(key, e))?,
+            "thinktime_spin" => self.thinktime_spin = usecs(need(key, value)?).map_err(|e| bad(key, e))?,
+            "thinktime_blocks" => {
+                self.thinktime_blocks = parse_int(need(key, value)?).map_err(|e| bad(key, e))?.max(1)
+            }
+            "thinktime_blocks_type" => {
+                self.thinktime_blocks_type = match need(key, value)?.trim().to_ascii_lowercase().as_str() {
+                    "complete" => ThinktimeBlocksType::Complete,
+                    "issue" => ThinktimeBlocksType::Issue,
+                    other => return Err(bad(key, format!("'{other}' is not accepted (expected complete or issue)"))),
+                }
+            }
+            "max_latency" => {
+                let d = usecs(need(key, value)?).map_err(|e| bad(key, e))?;
+                self.max_latency = if d.is_zero() { None } else { Some(d) };
+            }
+            "latency_target" => {
+                let d = usecs(need(key, value)?).map_err(|e| bad(key, e))?;
+                self.latency_target = if d.is_zero() { None } else { Some(d) };
+            }
+            "latency_window" => self.latency_window = usecs(need(key, value)?).map_err(|e| bad(key, e))?,
+            "latency_percentile" => {
+                self.latency_percentile = parse_percent(need(key, value)?).map_err(|e| bad(key, e))?
+            }
+            "ss" | "steadystate" => self.ss = Some(parse_ss(need(key, value)?).map_err(|e| bad(key, e))?),
+            "ss_dur" | "steadystate_duration" => {
+                self.ss_dur = Some(secs(need(key, value)?).map_err(|e| bad(key, e))?)
+            }
+            "ss_ramp" | "steadystate_ramp_time" => {
+                self.ss_ramp = secs(need(key, value)?).map_err(|e| bad(key, e))?
+            }
+            "zero_buffers" => self.zero_buffers = flag(key, value)?,
+            "refill_buffers" => self.refill_buffers = flag(key, value)?,
+            "scramble_buffers" => self.scramble_buffers = flag(key, value)?,
+            "buffer_pattern" => {
+                self.buffer_pattern = Some(parse_buffer_pattern(need(key, value)?).map_err(|e| bad(key, e))?)
+            }
+            "write_bw_log" => self.write_bw_log = log_request(key, value, &self.name)?,
+            "write_lat_log" => self.write_lat_log = log_request(key, value, &self.name)?,
+            "write_iops_log" => self.write_iops_log = log_request(key, value, &self.name)?,
+            "log_avg_msec" => self.log_avg_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
+            "log_unix_epoch" => self.log_unix_epoch = flag(key, value)?,
+            "percentile_list" => {
+                let v = need(key, value)?;
+                let mut list = Vec::new();
+                for p in v.split(':').filter(|s| !s.trim().is_empty()) {
+                    list.push(parse_percent(p).map_err(|e| bad(key, e))?);
+                }
+                if list.is_empty() || list.len() > 20 {
+                    return Err(bad(key, "expected 1 to 20 percentiles separated by ':' (e.g. 50:99:99.9)"));
+                }
+                list.sort_by(|a, b| a.total_cmp(b));
+                self.percentile_list = list;
+            }
+            other => {
+                return match ACCEPTED_WITHOUT_EFFECT.iter().find(|(n, _)| *n == other) {
+                    Some((_, why)) => Ok(Applied::NoEffect(why)),
+                    None => Err(ApplyError::Unsupported),
+                }
+            }
+        }
+        Ok(Applied::Set)
+    }
+
+    fn apply_engine(&mut self, value: &str) -> Result<Applied, ApplyError> {
+        let name = value.trim().to_ascii_lowercase();
+        let (engine, notice) = match name.as_str() {
+            "sync" => (Engine::Sync, None),
+            "psync" => (Engine::Psync, None),
+            "vsync" => (Engine::Vsync, None),
+            "pvsync" => (Engine::Pvsync, None),
+            "pvsync2" => (
+                Engine::Pvsync,
+                Some("ioengine=pvsync2 runs on sinkrate's pvsync backend (no RWF_* flags)".to_string()),
+            ),
+            "io_uring" => (Engine::IoUring, None),
+            "mmap" => (Engine::Mmap, None),
+            "null" => (Engine::Null, None),
+            "ftruncate" => (Engine::Ftruncate, None),
+            "filecreate" => (Engine::Filecreate, None),
+            "filestat" => (Engine::Filestat, None),
+            "filedelete" => (Engine::Filedelete, None),
+            "falloc" => (Engine::Falloc, None),
+            "libaio" | "posixaio" => (
+                Engine::IoUring,
+                Some(format!("ioengine={name} runs on sinkrate's io_uring backend (same queue depth, same semantics)")),
+            ),
+            other => {
+                return Err(ApplyError::BadValue(format!(
+                    "option 'ioengine': engine '{other}' is not supported by sinkrate (supported: {SUPPORTED_ENGINES})"
+                )))
+            }
+        };
+        self.ioengine = engine;
+        self.ioengine_requested = notice.as_ref().map(|_| name.clone());
+        Ok(match notice {
+            Some(n) => Applied::Notice(n),
+            None => Applied::Set,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(o: &mut JobOptions, k: &str, v: Option<&str>) -> Result<Applied, ApplyError> {
+        o.apply(k, v)
+    }
+
+    #[test]
+    fn defaults_match_fio() {
+        let o = JobOptions::default();
+        assert_eq!(o.bs, [4096, 4096]);
+        assert_eq!(o.ioengine, Engine::Psync);
+        assert_eq!(o.iodepth, 1);
+        assert_eq!(o.rw.fio_name(), "read");
+        assert_eq!(o.rwmixread, 50.0);
+        assert!(o.invalidate);
+        assert_eq!(o.percentile_list.len(), 17);
+    }
+
+    #[test]
+    fn typed_values() {
+        let mut o = JobOptions::default();
+        apply(&mut o, "bs", Some("4k,8k")).expect("bs");
+        assert_eq!(o.bs, [4096, 8192]);
+        apply(&mut o, "bs", Some(",64k")).expect("bs");
+        assert_eq!(o.bs, [4096, 65536]);
+        apply(&mut o, "bs", Some("1m")).expect("bs");
+        assert_eq!(o.bs, [1 << 20, 1 << 20]);
+        apply(&mut o, "bsrange", Some("1k-4k")).expect("bsrange");
+        assert_eq!(o.bsrange, Some([(1024, 4096), (1024, 4096)]));
+        apply(&mut o, "bssplit", Some("4k/10:64k/50:32k/40")).expect("bssplit");
+        assert_eq!(o.bssplit.as_ref().map(|b| b[0].len()), Some(3));
+        apply(&mut o, "bssplit", Some("4k/50:8k/,16k")).expect("bssplit");
+        assert_eq!(o.bssplit.as_ref().map(|b| b[0][1].1), Some(50.0));
+        assert_eq!(o.bssplit.as_ref().map(|b| b[1][0]), Some((16384, 100.0)));
+        apply(&mut o, "rw", Some("randrw")).expect("rw");
+        assert_eq!(o.rw.fio_name(), "randrw");
+        apply(&mut o, "rwmixwrite", Some("30")).expect("mix");
+        assert_eq!(o.rwmixread, 70.0);
+        apply(&mut o, "runtime", Some("2m")).expect("runtime");
+        assert_eq!(o.runtime, Some(Duration::from_secs(120)));
+        apply(&mut o, "thinktime", Some("66")).expect("thinktime");
+        assert_eq!(o.thinktime, Duration::from_micros(66));
+        apply(&mut o, "rate_iops", Some("15")).expect("rate_iops");
+        assert_eq!(o.rate_iops, [15, 15]);
+        apply(&mut o, "rate", Some(",10m")).expect("rate");
+        assert_eq!(o.rate, [0, 10 << 20]);
+        apply(&mut o, "time_based", None).expect("flag");
+        assert!(o.time_based);
+        apply(&mut o, "direct", Some("0")).expect("flag");
+        assert!(!o.direct);
+        apply(&mut o, "buffered", Some("0")).expect("flag");
+        assert!(o.direct);
+        apply(&mut o, "sync", Some("dsync")).expect("sync");
+        assert_eq!(o.sync, SyncMode::Dsync);
+        apply(&mut o, "size", Some("50%")).expect("size");
+        assert_eq!(o.size, Some(SizeSpec::Percent(50.0)));
+        apply(&mut o, "buffer_pattern", Some("0xdeadbeef")).expect("pattern");
+        assert_eq!(o.buffer_pattern, Some(vec![0xde, 0xad, 0xbe, 0xef]));
+        apply(&mut o, "buffer_pattern", Some("'ab'")).expect("pattern");
+        assert_eq!(o.buffer_pattern, Some(b"ab".to_vec()));
+        apply(&mut o, "ss", Some("iops_slope:0.1%")).expect("ss");
+        assert!(o.ss.is_some_and(|s| s.slope && (s.limit - 0.001).abs() < 1e-12));
+        apply(&mut o, "percentile_list", Some("99.9:50")).expect("pl");
+        assert_eq!(o.percentile_list, vec![50.0, 99.9]);
+        apply(&mut o, "kb_base", Some("1000")).expect("kb");
+        apply(&mut o, "size", Some("1m")).expect("size");
+        assert_eq!(o.size, Some(SizeSpec::Bytes(1_000_000)));
+        o.name = "cam".into();
+        apply(&mut o, "write_bw_log", None).expect("log");
+        assert_eq!(o.write_bw_log, Some(LogRequest { prefix: "cam".into() }));
+    }
+
+    #[test]
+    fn engines_and_notices() {
+        let mut o = JobOptions::default();
+        assert_eq!(apply(&mut o, "ioengine", Some("io_uring")), Ok(Applied::Set));
+        assert!(matches!(apply(&mut o, "ioengine", Some("libaio")), Ok(Applied::Notice(_))));
+        assert_eq!(o.ioengine, Engine::IoUring);
+        match apply(&mut o, "ioengine", Some("rbd")) {
+            Err(ApplyError::BadValue(m)) => assert!(m.contains("engine 'rbd' is not supported by sinkrate")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_values_say_what_is_accepted() {
+        let mut o = JobOptions::default();
+        let cases = [
+            ("rwmixread", Some("150")),
+            ("rw", Some("sideways")),
+            ("rw", Some("trim")),
+            ("rw", Some("randread:8")),
+            ("bs", Some("0")),
+            ("bs", Some("4q")),
+            ("bsrange", Some("8k-4k")),
+            ("bssplit", Some("4k/60:8k/60")),
+            ("iodepth", Some("0")),
+            ("numjobs", Some("0")),
+            ("runtime", Some("ten")),
+            ("fallocate", Some("maybe")),
+            ("sync", Some("often")),
+            ("kb_base", Some("512")),
+            ("size", None),
+            ("direct", Some("2")),
+            ("buffer_pattern", Some("zz")),
+            ("ss", Some("latency:1")),
+            ("loops", Some("0")),
+        ];
+        for (k, v) in cases {
+            match apply(&mut o, k, v) {
+                Err(ApplyError::BadValue(m)) => assert!(m.contains(k), "{k}: {m}"),
+                other => panic!("{k}={v:?} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_and_no_effect_options() {
+        let mut o = JobOptions::default();
+        assert_eq!(apply(&mut o, "xyz", Some("1")), Err(ApplyError::Unsupported));
+        assert_eq!(apply(&mut o, "verify", Some("crc32c")), Err(ApplyError::Unsupported));
+        assert!(matches!(apply(&mut o, "gtod_reduce", Some("1")), Ok(Applied::NoEffect(_))));
+        assert!(supported_names().contains(&"bssplit"));
+    }
+}
