@@ -1,0 +1,8 @@
+//! Pure parsers for the /proc files sinkrate reads. Each takes the file's text and returns a
+//! typed struct; fields a kernel does not provide are `None`, never a guess. The `procfs`
+//! crate covers many of these, but reads the live system itself; parsers that take text are
+//! what lets sinkrate test every kernel's format from fixtures.
+
+pub mod meminfo;
+pub mod mountinfo;
+pub mod vmstat;
