@@ -1,0 +1,20 @@
+//! The benchmark engine: backends, workers and the runner. This crate holds sinkrate's
+//! Linux-specific unsafe code (syscalls, aligned buffers, mmap, io_uring).
+
+pub mod backend;
+pub mod buffers;
+pub mod clock;
+pub mod error;
+pub mod files;
+pub mod host;
+pub mod logs;
+pub mod progress;
+pub mod rng;
+pub mod runner;
+pub mod safety;
+pub mod status;
+pub mod units;
+pub mod worker;
+
+pub use error::EngineError;
+pub use runner::{execute, prepare, PreparedRun, RunOptions};

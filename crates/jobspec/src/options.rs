@@ -184,7 +184,8 @@ pub struct JobOptions {
     pub new_group: bool,
     pub loops: u32,
     pub offset: SizeSpec,
-    pub unlink: bool,
+    /// `None` when the job did not say: sinkrate then removes the files it created.
+    pub unlink: Option<bool>,
     pub unlink_each_loop: bool,
     pub kb_base: KbBase,
     pub rw: ReadWrite,
@@ -268,7 +269,7 @@ impl Default for JobOptions {
             new_group: false,
             loops: 1,
             offset: SizeSpec::Bytes(0),
-            unlink: false,
+            unlink: None,
             unlink_each_loop: false,
             kb_base: KbBase::Compat1024,
             rw: ReadWrite {
@@ -627,7 +628,7 @@ impl JobOptions {
                     SizeSpec::Bytes(size(v).map_err(|e| bad(key, e))?)
                 };
             }
-            "unlink" => self.unlink = flag(key, value)?,
+            "unlink" => self.unlink = Some(flag(key, value)?),
             "unlink_each_loop" => self.unlink_each_loop = flag(key, value)?,
             "kb_base" => {
                 self.kb_base = match need(key, value)?.trim() {

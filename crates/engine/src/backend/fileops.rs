@@ -1,0 +1,43 @@
+//! fio's `ftruncate` and `falloc` engines: each write "I/O" becomes an ftruncate to its
+//! offset, or an fallocate of its range (reads allocate with KEEP_SIZE, as fio does).
+
+use std::io;
+
+use super::{Backend, IoRequest, Submitted};
+
+pub struct Ftruncate;
+
+impl Backend for Ftruncate {
+    fn name(&self) -> &'static str {
+        "ftruncate"
+    }
+
+    fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
+        if !req.write {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "ftruncate engine only does writes"));
+        }
+        // SAFETY: ftruncate on a descriptor the worker owns.
+        if unsafe { libc::ftruncate(req.fd, req.offset as libc::off_t) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Submitted::Done(req.len))
+    }
+}
+
+pub struct Falloc;
+
+impl Backend for Falloc {
+    fn name(&self) -> &'static str {
+        "falloc"
+    }
+
+    fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
+        let mode = if req.write { 0 } else { libc::FALLOC_FL_KEEP_SIZE };
+        // SAFETY: fallocate on a descriptor the worker owns.
+        let r = unsafe { libc::fallocate(req.fd, mode, req.offset as libc::off_t, req.len as libc::off_t) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Submitted::Done(req.len))
+    }
+}

@@ -1,0 +1,104 @@
+//! I/O backends, one file each, like fio's `engines/`. A synchronous backend completes each
+//! I/O inside `submit`; an asynchronous one queues it and hands completions back from `reap`.
+
+mod fileops;
+mod io_uring;
+mod mmap;
+mod null;
+mod sync_rw;
+
+use std::io;
+use std::os::fd::RawFd;
+
+use sinkrate_jobspec::options::Engine;
+
+/// One I/O to do. `buf` points at a buffer of at least `len` bytes that stays valid and
+/// untouched until the I/O completes.
+#[derive(Clone, Copy, Debug)]
+pub struct IoRequest {
+    pub fd: RawFd,
+    pub file_index: usize,
+    pub write: bool,
+    pub offset: u64,
+    pub len: usize,
+    pub buf: *mut u8,
+    /// Caller's tag, returned with the completion (the buffer slot for async backends).
+    pub tag: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Submitted {
+    /// Done inside submit: bytes transferred.
+    Done(usize),
+    /// Queued; its completion arrives from `reap`.
+    Queued,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Completion {
+    pub tag: u64,
+    /// Bytes transferred, or a negative errno.
+    pub result: i64,
+}
+
+pub trait Backend {
+    fn name(&self) -> &'static str;
+    /// Called once per file after it is opened; `size` is the region the job may touch.
+    fn attach_file(&mut self, _file_index: usize, _fd: RawFd, _size: u64, _write: bool) -> io::Result<()> {
+        Ok(())
+    }
+    fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted>;
+    /// Pushes queued I/Os to the kernel; returns how many went.
+    fn commit(&mut self) -> io::Result<usize> {
+        Ok(0)
+    }
+    /// Waits for at least `min` completions and appends all available ones to `out`.
+    fn reap(&mut self, _min: usize, _out: &mut Vec<Completion>) -> io::Result<()> {
+        Ok(())
+    }
+    /// Makes a file's written data durable (msync for mmap, fsync otherwise).
+    fn sync_file(&mut self, _file_index: usize, fd: RawFd, data_only: bool) -> io::Result<()> {
+        let r = unsafe {
+            // SAFETY: plain syscalls on a descriptor the worker owns.
+            if data_only {
+                libc::fdatasync(fd)
+            } else {
+                libc::fsync(fd)
+            }
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    fn detach_file(&mut self, _file_index: usize) {}
+}
+
+/// The backend for a block-I/O engine (file-operation engines have none).
+pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
+    Ok(match engine {
+        Engine::Null => Box::new(null::Null::new(depth)),
+        Engine::Sync => Box::new(sync_rw::SyncRw::new(sync_rw::Flavor::Sync)),
+        Engine::Psync => Box::new(sync_rw::SyncRw::new(sync_rw::Flavor::Psync)),
+        Engine::Vsync => Box::new(sync_rw::SyncRw::new(sync_rw::Flavor::Vsync)),
+        Engine::Pvsync => Box::new(sync_rw::SyncRw::new(sync_rw::Flavor::Pvsync)),
+        Engine::IoUring => Box::new(io_uring::Uring::new(depth)?),
+        Engine::Mmap => Box::new(mmap::Mmap::default()),
+        Engine::Ftruncate => Box::new(fileops::Ftruncate),
+        Engine::Falloc => Box::new(fileops::Falloc),
+        Engine::Filecreate | Engine::Filestat | Engine::Filedelete => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is a file-operation engine", engine.fio_name()),
+            ))
+        }
+    })
+}
+
+pub(crate) fn check(r: isize) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}

@@ -1,0 +1,39 @@
+use std::path::PathBuf;
+
+/// Errors that stop a run before or during I/O. Each names the file or job and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("job '{job}': {message}")]
+    Job { job: String, message: String },
+    #[error("{}: {message}", path.display())]
+    Path { path: PathBuf, message: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl EngineError {
+    pub fn job(job: &str, message: impl Into<String>) -> EngineError {
+        EngineError::Job {
+            job: job.to_string(),
+            message: message.into(),
+        }
+    }
+    pub fn path(path: impl Into<PathBuf>, message: impl Into<String>) -> EngineError {
+        EngineError::Path {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> EngineError {
+        EngineError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

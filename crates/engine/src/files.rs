@@ -1,0 +1,237 @@
+//! Which files a job touches, how large, and whether there is room: all decided before any
+//! I/O, so a bad target stops the run with nothing written.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+
+use sinkrate_jobspec::options::{Engine, SizeSpec};
+use sinkrate_jobspec::Job;
+
+use crate::error::EngineError;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedFile {
+    pub path: PathBuf,
+    /// First byte the job touches.
+    pub region_start: u64,
+    /// Bytes from `region_start` the job touches.
+    pub region_len: u64,
+    pub is_block_device: bool,
+    /// Size the file had before the run (None: it did not exist).
+    pub existing_size: Option<u64>,
+}
+
+impl PlannedFile {
+    pub fn needed_size(&self) -> u64 {
+        self.region_start + self.region_len
+    }
+}
+
+/// Splits fio's `filename=a:b` list; `\:` keeps a colon in a name.
+pub fn split_filenames(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = list.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                cur.push(':');
+                chars.next();
+            }
+            ':' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Size of a file or block device at `path`, if it exists.
+pub fn existing_size(path: &Path) -> Result<Option<(u64, bool)>, EngineError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.file_type().is_block_device() => Ok(Some((block_device_size(path)?, true))),
+        Ok(meta) if meta.is_dir() => Err(EngineError::path(
+            path,
+            "is a directory (use directory= for where files go, filename= for the file)",
+        )),
+        Ok(meta) => Ok(Some((meta.len(), false))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(EngineError::io(path, e)),
+    }
+}
+
+fn block_device_size(path: &Path) -> Result<u64, EngineError> {
+    let file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: the ioctl writes one u64 into `size`.
+    let r = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&file), BLKGETSIZE64, &mut size) };
+    if r < 0 {
+        return Err(EngineError::io(path, std::io::Error::last_os_error()));
+    }
+    Ok(size)
+}
+
+/// The files of one job, sized. `base_dir` is where relative names go when the job has no
+/// `directory=`.
+pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, EngineError> {
+    let o = &job.options;
+    if o.ioengine == Engine::Null {
+        let size = match o.size {
+            Some(SizeSpec::Bytes(s)) => s,
+            _ => o.filesize.map(|f| f.1).unwrap_or(0),
+        };
+        if size == 0 {
+            return Err(EngineError::job(&o.name, "ioengine=null needs size= (e.g. size=1g)"));
+        }
+        return Ok(vec![PlannedFile {
+            path: PathBuf::from("(null)"),
+            region_start: 0,
+            region_len: size,
+            is_block_device: false,
+            existing_size: Some(size),
+        }]);
+    }
+    let dir = match &o.directory {
+        Some(d) => PathBuf::from(split_filenames(d).into_iter().next().unwrap_or_else(|| d.clone())),
+        None => base_dir.to_path_buf(),
+    };
+    let names: Vec<PathBuf> = match &o.filename {
+        Some(list) => split_filenames(list)
+            .into_iter()
+            .map(|n| if Path::new(&n).is_absolute() { PathBuf::from(n) } else { dir.join(n) })
+            .collect(),
+        None => (0..o.nrfiles)
+            .map(|i| dir.join(format!("{}.{}.{}", o.name, job.clone_index, i)))
+            .collect(),
+    };
+    let nfiles = names.len().max(1) as u64;
+    let mut planned = Vec::with_capacity(names.len());
+    for path in names {
+        let existing = existing_size(&path)?;
+        let (existing_size, is_block_device) = match existing {
+            Some((s, b)) => (Some(s), b),
+            None => (None, false),
+        };
+        let per_file = match (o.filesize, o.size) {
+            (Some((lo, hi)), _) => {
+                if lo == hi {
+                    lo
+                } else {
+                    // A range: a size in the range, fixed per file name so re-runs agree.
+                    let h = path.as_os_str().as_bytes().iter().fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(*b as u64));
+                    lo + h % (hi - lo + 1)
+                }
+            }
+            (None, Some(SizeSpec::Bytes(s))) => s / nfiles,
+            (None, Some(SizeSpec::Percent(p))) => match existing_size {
+                Some(s) => (s as f64 * p / 100.0) as u64,
+                None => {
+                    return Err(EngineError::path(
+                        &path,
+                        format!("size={p}% needs an existing file or device to take a percentage of"),
+                    ))
+                }
+            },
+            (None, None) => match existing_size {
+                Some(s) if s > 0 => s,
+                _ => {
+                    return Err(EngineError::job(
+                        &o.name,
+                        format!(
+                            "size= is not set and {} does not exist (give size=, e.g. --size=1g)",
+                            path.display()
+                        ),
+                    ))
+                }
+            },
+        };
+        let offset = match o.offset {
+            SizeSpec::Bytes(b) => b,
+            SizeSpec::Percent(p) => (existing_size.unwrap_or(per_file) as f64 * p / 100.0) as u64,
+        };
+        let mut region_len = per_file;
+        if is_block_device {
+            let dev = existing_size.unwrap_or(0);
+            if offset >= dev {
+                return Err(EngineError::path(&path, format!("offset {offset} is beyond the device's {dev} bytes")));
+            }
+            region_len = region_len.min(dev - offset);
+        }
+        let min_bs = o.bs[0].min(o.bs[1]);
+        if region_len == 0 || (!o.ioengine.is_file_operation() && region_len < min_bs) {
+            return Err(EngineError::job(
+                &o.name,
+                format!(
+                    "{} gets {region_len} bytes, less than one block of {min_bs} (raise size= or lower nrfiles=)",
+                    path.display()
+                ),
+            ));
+        }
+        planned.push(PlannedFile {
+            path,
+            region_start: offset,
+            region_len,
+            is_block_device,
+            existing_size,
+        });
+    }
+    Ok(planned)
+}
+
+/// Bytes the file system must still provide for these files to reach their sizes.
+pub fn bytes_to_allocate(files: &[PlannedFile]) -> u64 {
+    files
+        .iter()
+        .filter(|f| !f.is_block_device && f.path != Path::new("(null)"))
+        .map(|f| f.needed_size().saturating_sub(f.existing_size.unwrap_or(0)))
+        .sum()
+}
+
+/// Free bytes for unprivileged writers on the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> Result<u64, EngineError> {
+    let c = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| EngineError::path(dir, "path contains a NUL byte"))?;
+    // SAFETY: statvfs fills the struct; zeroed is a valid initial value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } < 0 {
+        return Err(EngineError::io(dir, std::io::Error::last_os_error()));
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// The nearest existing ancestor of `path` (where a new file would be created).
+pub fn existing_parent(path: &Path) -> PathBuf {
+    let mut p = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    if p.as_os_str().is_empty() {
+        p = PathBuf::from(".");
+    }
+    while !p.exists() {
+        match p.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => p = parent.to_path_buf(),
+            _ => return PathBuf::from("."),
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filename_lists() {
+        assert_eq!(split_filenames("a:b"), ["a", "b"]);
+        assert_eq!(split_filenames(r"c\:d:e"), ["c:d", "e"]);
+        assert_eq!(split_filenames("/dev/sda"), ["/dev/sda"]);
+    }
+}

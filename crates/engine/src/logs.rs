@@ -1,0 +1,97 @@
+//! fio's log files (`write_bw_log`, `write_lat_log`, `write_iops_log`): one line per entry,
+//! `time_ms, value, direction, block_size, offset`, so fio's plotting tools (fio2gnuplot,
+//! fiologparser) read them unchanged. Latency values are in ns, bandwidth in KiB/s.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use sinkrate_jobspec::JobOptions;
+
+use crate::error::EngineError;
+
+pub struct LogFile {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl LogFile {
+    fn create(path: PathBuf) -> Result<LogFile, EngineError> {
+        let f = File::create(&path).map_err(|e| EngineError::io(&path, e))?;
+        Ok(LogFile {
+            path,
+            out: BufWriter::with_capacity(256 * 1024, f),
+        })
+    }
+
+    #[inline]
+    pub fn entry(&mut self, time_ms: u64, value: u64, write: bool, bs: u64, offset: u64) {
+        // A failed log write must not stop the measurement; it is reported at the end.
+        let _ = writeln!(self.out, "{time_ms}, {value}, {}, {bs}, {offset}", u8::from(write));
+    }
+
+    pub fn finish(mut self) -> Result<PathBuf, EngineError> {
+        self.out.flush().map_err(|e| EngineError::io(&self.path, e))?;
+        Ok(self.path)
+    }
+}
+
+/// The logs one job writes.
+#[derive(Default)]
+pub struct JobLogs {
+    pub bw: Option<LogFile>,
+    pub iops: Option<LogFile>,
+    pub lat: Option<LogFile>,
+    pub clat: Option<LogFile>,
+    pub slat: Option<LogFile>,
+    /// Averaging window in ms; 0 logs every I/O for latency logs and every 500 ms for rates.
+    pub avg_msec: u64,
+    /// Added to every timestamp: the run start in Unix ms with log_unix_epoch, else 0.
+    pub time_base_ms: u64,
+}
+
+impl JobLogs {
+    pub fn open(o: &JobOptions, job_number: u32, unix_start_ms: u64) -> Result<JobLogs, EngineError> {
+        let name = |prefix: &str, kind: &str| PathBuf::from(format!("{prefix}_{kind}.{job_number}.log"));
+        let mut logs = JobLogs {
+            avg_msec: o.log_avg_msec,
+            time_base_ms: if o.log_unix_epoch { unix_start_ms } else { 0 },
+            ..JobLogs::default()
+        };
+        if let Some(l) = &o.write_bw_log {
+            logs.bw = Some(LogFile::create(name(&l.prefix, "bw"))?);
+        }
+        if let Some(l) = &o.write_iops_log {
+            logs.iops = Some(LogFile::create(name(&l.prefix, "iops"))?);
+        }
+        if let Some(l) = &o.write_lat_log {
+            logs.lat = Some(LogFile::create(name(&l.prefix, "lat"))?);
+            logs.clat = Some(LogFile::create(name(&l.prefix, "clat"))?);
+            logs.slat = Some(LogFile::create(name(&l.prefix, "slat"))?);
+        }
+        Ok(logs)
+    }
+
+    pub fn wants_latency(&self) -> bool {
+        self.lat.is_some()
+    }
+
+    pub fn finish(self) -> Result<Vec<PathBuf>, EngineError> {
+        let mut paths = Vec::new();
+        for f in [self.bw, self.iops, self.lat, self.clat, self.slat].into_iter().flatten() {
+            paths.push(f.finish()?);
+        }
+        Ok(paths)
+    }
+}
+
+/// Accumulates latencies over a window for averaged latency logs.
+#[derive(Default, Clone, Copy)]
+pub struct Window {
+    pub sum: [u128; 2],
+    pub count: [u64; 2],
+}
+
+pub fn log_path_exists(p: &Path) -> bool {
+    p.exists()
+}

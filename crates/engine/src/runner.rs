@@ -1,0 +1,331 @@
+//! Runs a job set: checks every target before any I/O, then runs jobs concurrently within
+//! stonewall segments, shows the status line, and gathers results and honesty warnings.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use sinkrate_jobspec::options::Engine;
+use sinkrate_jobspec::{Job, JobSet};
+use sinkrate_model::{BenchRun, TargetFacts, Warning};
+
+use crate::clock::Clock;
+use crate::error::EngineError;
+use crate::files::{self, PlannedFile};
+use crate::host;
+use crate::progress::JobProgress;
+use crate::safety;
+use crate::status::{status_line, JobView};
+use crate::worker::{run_job, WorkerOutcome, WorkerSetup};
+
+pub struct RunOptions {
+    /// Where relative file names go (fio: the current directory).
+    pub base_dir: PathBuf,
+    /// Write to block devices even if mounted or holding data.
+    pub force_device_write: bool,
+    /// Keep files sinkrate created.
+    pub keep_files: bool,
+    /// Set by Ctrl-C; workers stop at the next I/O and the partial results are kept.
+    pub stop: Arc<AtomicBool>,
+    /// Draw the live status line on stderr.
+    pub show_status: bool,
+}
+
+/// A job set whose targets passed every check; nothing has been written yet.
+pub struct PreparedRun {
+    jobs: Vec<(Job, Vec<PlannedFile>)>,
+    targets: Vec<TargetFacts>,
+    warnings: Vec<Warning>,
+    notices: Vec<String>,
+}
+
+impl PreparedRun {
+    pub fn targets(&self) -> &[TargetFacts] {
+        &self.targets
+    }
+}
+
+/// Plans files and checks targets: missing directories, block devices in use, free space.
+pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineError> {
+    let mut jobs = Vec::with_capacity(set.jobs.len());
+    let mut needed_by_fs: HashMap<u64, (PathBuf, u64)> = HashMap::new();
+    let mut targets: Vec<TargetFacts> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut notices: Vec<String> = set.notices.iter().map(|n| n.to_string()).collect();
+    let mut seen_dirs: Vec<PathBuf> = Vec::new();
+    for job in &set.jobs {
+        let o = &job.options;
+        if let Some(dir) = &o.directory {
+            let d = PathBuf::from(files::split_filenames(dir).into_iter().next().unwrap_or_default());
+            if !d.is_dir() {
+                return Err(EngineError::path(&d, "directory= does not exist (create it, or point directory= elsewhere)"));
+            }
+        }
+        let planned = files::plan_files(job, &opts.base_dir)?;
+        let writes = o.rw.writes() || o.overwrite || o.ioengine == Engine::Filecreate;
+        for f in &planned {
+            if f.path == std::path::Path::new("(null)") {
+                continue;
+            }
+            if f.is_block_device && writes {
+                if let Some(reason) = safety::block_device_in_use(&f.path)? {
+                    if !opts.force_device_write {
+                        return Err(EngineError::Refused(format!(
+                            "refusing to write to {}: {reason} (--allow-mounted-write or --force writes anyway and destroys it)",
+                            f.path.display()
+                        )));
+                    }
+                    notices.push(format!("writing to {} although {reason} (--force)", f.path.display()));
+                }
+            }
+            if !f.is_block_device && f.existing_size.is_none() {
+                let parent = files::existing_parent(&f.path);
+                let expected = f.path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() });
+                if let Some(exp) = expected {
+                    if !exp.is_dir() {
+                        return Err(EngineError::path(&exp, "directory for the job's file does not exist"));
+                    }
+                }
+                let _ = parent;
+            }
+            let dir = if f.is_block_device { f.path.clone() } else { files::existing_parent(&f.path) };
+            if !seen_dirs.contains(&dir) {
+                seen_dirs.push(dir.clone());
+                targets.push(host::target_facts(&f.path, f.is_block_device));
+                if o.direct {
+                    if let Some(fs) = host::memory_backed_fs(&f.path) {
+                        warnings.push(Warning {
+                            id: "direct.no_device",
+                            job: Some(o.name.clone()),
+                            text: format!(
+                                "direct=1 on {fs} ({}): {fs} accepts O_DIRECT but keeps data in memory, so this measures RAM, not storage",
+                                dir.display()
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        if !o.ioengine.is_file_operation() || o.ioengine == Engine::Ftruncate || o.ioengine == Engine::Falloc {
+            let need = files::bytes_to_allocate(&planned);
+            if need > 0 {
+                if let Some(first) = planned.iter().find(|f| !f.is_block_device) {
+                    let dir = files::existing_parent(&first.path);
+                    let dev = std::fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
+                    let entry = needed_by_fs.entry(dev).or_insert((dir, 0));
+                    // numjobs clones with a shared filename= need the space once.
+                    if o.filename.is_none() || job.clone_index == 0 {
+                        entry.1 += need;
+                    }
+                }
+            }
+        }
+        jobs.push((job.clone(), planned));
+    }
+    for (dir, need) in needed_by_fs.values() {
+        let free = files::free_bytes(dir)?;
+        if *need > free {
+            return Err(EngineError::path(
+                dir,
+                format!(
+                    "not enough free space: the jobs need {} and the file system has {} (lower size=, or free space)",
+                    crate::units::bytes_iec(*need as f64),
+                    crate::units::bytes_iec(free as f64)
+                ),
+            ));
+        }
+    }
+    Ok(PreparedRun {
+        jobs,
+        targets,
+        warnings,
+        notices,
+    })
+}
+
+/// Runs a prepared job set to the end (or to Ctrl-C) and returns everything measured.
+pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
+    let clock = Clock::start();
+    let unix_start_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let mut run = BenchRun {
+        host: host::host_facts(),
+        targets: prepared.targets,
+        started_unix_ms: unix_start_ms,
+        notices: prepared.notices,
+        warnings: prepared.warnings,
+        ..BenchRun::default()
+    };
+    let progress: Vec<Arc<JobProgress>> = prepared.jobs.iter().map(|_| Arc::new(JobProgress::default())).collect();
+    let views_meta: Vec<(bool, bool, Option<u64>, u64)> = prepared
+        .jobs
+        .iter()
+        .map(|(j, files)| {
+            let o = &j.options;
+            let bytes: u64 = o.io_size.unwrap_or_else(|| files.iter().map(|f| f.region_len).sum()) * o.loops as u64;
+            let runtime = o.runtime.map(|r| r.as_nanos() as u64).filter(|_| o.time_based || o.runtime.is_some());
+            (o.rw.reads(), o.rw.writes(), runtime, bytes)
+        })
+        .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let status_thread = if opts.show_status && std::io::stderr().is_terminal() {
+        let progress = progress.clone();
+        let done = done.clone();
+        Some(std::thread::spawn(move || {
+            let mut prev = Vec::new();
+            let mut stderr = std::io::stderr();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                let views: Vec<JobView> = progress
+                    .iter()
+                    .zip(&views_meta)
+                    .map(|(p, m)| JobView { progress: p, reads: m.0, writes: m.1, runtime_ns: m.2, total_bytes: m.3 })
+                    .collect();
+                let line = status_line(&views, clock.now_ns(), &mut prev);
+                let _ = write!(stderr, "\r{line}\x1b[K");
+                let _ = stderr.flush();
+            }
+            let _ = write!(stderr, "\r\x1b[K");
+        }))
+    } else {
+        None
+    };
+
+    // Split into stonewall segments: a job with stonewall waits for everything before it.
+    let mut segments: Vec<Vec<usize>> = Vec::new();
+    for (i, (job, _)) in prepared.jobs.iter().enumerate() {
+        if segments.is_empty() || job.options.stonewall {
+            segments.push(Vec::new());
+        }
+        if let Some(last) = segments.last_mut() {
+            last.push(i);
+        }
+    }
+    let mut outcomes: Vec<Option<WorkerOutcome>> = (0..prepared.jobs.len()).map(|_| None).collect();
+    let mut jobs: Vec<Option<(Job, Vec<PlannedFile>)>> = prepared.jobs.into_iter().map(Some).collect();
+    for segment in segments {
+        if opts.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let mut handles = Vec::new();
+        for i in segment {
+            let Some((job, files)) = jobs[i].take() else { continue };
+            let setup = WorkerSetup {
+                job,
+                job_number: i as u32 + 1,
+                files,
+                clock,
+                stop: opts.stop.clone(),
+                progress: progress[i].clone(),
+                force_device_write: opts.force_device_write,
+                keep_files: opts.keep_files,
+                unix_start_ms,
+                read_meminfo: host::unwritten_bytes,
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("sinkrate-job{}", i + 1))
+                .spawn(move || run_job(setup));
+            match handle {
+                Ok(h) => handles.push((i, h)),
+                Err(e) => run.notices.push(format!("could not start job {}: {e}", i + 1)),
+            }
+        }
+        for (i, h) in handles {
+            match h.join() {
+                Ok(outcome) => outcomes[i] = Some(outcome),
+                Err(_) => run.notices.push(format!("job {} stopped unexpectedly", i + 1)),
+            }
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    if let Some(t) = status_thread {
+        let _ = t.join();
+    }
+    run.interrupted = opts.stop.load(Ordering::Relaxed);
+    run.elapsed_ns = clock.now_ns();
+    let dirty_limit = host::dirty_threshold_bytes();
+    for outcome in outcomes.into_iter().flatten() {
+        run.notices.extend(outcome.notices.iter().cloned());
+        honesty_warnings(&outcome, dirty_limit, &mut run.warnings);
+        for p in &outcome.log_files {
+            run.notices.push(format!("job '{}': wrote log {}", outcome.result.name, p.display()));
+        }
+        run.jobs.push(outcome.result);
+    }
+    run
+}
+
+fn honesty_warnings(outcome: &WorkerOutcome, dirty_limit: Option<u64>, warnings: &mut Vec<Warning>) {
+    let r = &outcome.result;
+    let o = &r.options;
+    let name = Some(r.name.clone());
+    if outcome.direct_fell_back {
+        warnings.push(Warning {
+            id: "direct.fell_back",
+            job: name.clone(),
+            text: "direct=1 was refused by the file system; the job ran buffered and its figures include the page cache".into(),
+        });
+    }
+    if let Some(flush) = &r.flush {
+        let app = r.write.bw_bytes_per_s();
+        let mut text = format!(
+            "buffered writes without fsync: the application saw {}/s, but data reached the device at {}/s once the {} flush at the end is counted",
+            human_mb(app),
+            human_mb(flush.device_bytes_per_s),
+            human_ms(flush.flush_ns)
+        );
+        if let Some(unwritten) = flush.unwritten_at_end_bytes {
+            text.push_str(&format!(
+                "; {} was still dirty or under writeback in the page cache when the job stopped",
+                crate::units::bytes_iec(unwritten as f64)
+            ));
+        }
+        text.push_str(" (add end_fsync=1 or direct=1 to measure the device)");
+        warnings.push(Warning {
+            id: "cache.unflushed_at_end",
+            job: name.clone(),
+            text,
+        });
+        if let Some(limit) = dirty_limit {
+            if r.write.io_bytes <= limit {
+                warnings.push(Warning {
+                    id: "cache.fits_in_dirty_limit",
+                    job: name.clone(),
+                    text: format!(
+                        "the job wrote {} buffered, less than the kernel's dirty limit of {}: the page cache absorbed it, so the application rate measures memory, not storage (write more than the limit, or use end_fsync=1 / direct=1)",
+                        crate::units::bytes_iec(r.write.io_bytes as f64),
+                        crate::units::bytes_iec(limit as f64)
+                    ),
+                });
+            }
+        }
+    }
+    let runtime = r.read.runtime_ns.max(r.write.runtime_ns);
+    if runtime > 0 && runtime < 1_000_000_000 && o.ioengine != Engine::Null && r.error == 0 {
+        warnings.push(Warning {
+            id: "run.too_short",
+            job: name,
+            text: format!(
+                "the measured run lasted {}: too short for a stable figure (use runtime= of a few seconds or more with time_based)",
+                human_ms(runtime)
+            ),
+        });
+    }
+}
+
+fn human_mb(bytes_per_s: f64) -> String {
+    format!("{:.1} MB", bytes_per_s / 1e6)
+}
+
+fn human_ms(ns: u64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.2} s", ns as f64 / 1e9)
+    } else {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    }
+}

@@ -1,0 +1,91 @@
+//! The live status line, modelled on fio's:
+//! `Jobs: 1 (f=1): [W(1)][45.0%][w=123MiB/s][w=31.5k IOPS][eta 00m:05s]`.
+
+use std::sync::atomic::Ordering;
+
+use crate::progress::{JobProgress, Phase};
+
+pub struct JobView<'a> {
+    pub progress: &'a JobProgress,
+    pub reads: bool,
+    pub writes: bool,
+    /// Expected measured duration in ns for time-bound jobs.
+    pub runtime_ns: Option<u64>,
+    /// Expected bytes for size-bound jobs.
+    pub total_bytes: u64,
+}
+
+/// Rates since the previous call; the caller keeps `prev` between calls.
+pub fn status_line(jobs: &[JobView<'_>], now_ns: u64, prev: &mut Vec<(u64, u64, u64, u64, u64)>) -> String {
+    let mut letters = String::new();
+    let mut running = 0;
+    let (mut rbw, mut wbw, mut riops, mut wiops) = (0.0, 0.0, 0.0, 0.0);
+    let mut fraction_sum = 0.0;
+    let mut eta_ns: u64 = 0;
+    prev.resize(jobs.len(), (0, 0, 0, 0, now_ns));
+    for (j, p) in jobs.iter().zip(prev.iter_mut()) {
+        let phase = j.progress.phase();
+        letters.push(match phase {
+            Phase::Waiting => 'P',
+            Phase::Preparing => 'p',
+            Phase::Ramping => '/',
+            Phase::Flushing => 'F',
+            Phase::Done => '_',
+            Phase::Running => match (j.reads, j.writes) {
+                (true, true) => 'M',
+                (false, true) => 'W',
+                _ => 'R',
+            },
+        });
+        if matches!(phase, Phase::Running | Phase::Ramping | Phase::Flushing | Phase::Preparing) {
+            running += 1;
+        }
+        let rb = j.progress.read_bytes.load(Ordering::Relaxed);
+        let wb = j.progress.write_bytes.load(Ordering::Relaxed);
+        let ri = j.progress.read_ios.load(Ordering::Relaxed);
+        let wi = j.progress.write_ios.load(Ordering::Relaxed);
+        let dt = now_ns.saturating_sub(p.4).max(1) as f64 / 1e9;
+        rbw += rb.saturating_sub(p.0) as f64 / dt;
+        wbw += wb.saturating_sub(p.1) as f64 / dt;
+        riops += ri.saturating_sub(p.2) as f64 / dt;
+        wiops += wi.saturating_sub(p.3) as f64 / dt;
+        *p = (rb, wb, ri, wi, now_ns);
+        let started = j.progress.started_ns.load(Ordering::Relaxed);
+        let elapsed = if started > 0 { now_ns.saturating_sub(started) } else { 0 };
+        let (fraction, remaining) = match (phase, j.runtime_ns) {
+            (Phase::Done, _) => (1.0, 0),
+            (_, Some(rt)) if rt > 0 => ((elapsed as f64 / rt as f64).min(1.0), rt.saturating_sub(elapsed)),
+            _ => {
+                let done = (rb + wb) as f64 / j.total_bytes.max(1) as f64;
+                let rate = (rb + wb) as f64 / (elapsed.max(1) as f64);
+                let left = if rate > 0.0 { ((j.total_bytes as f64 - (rb + wb) as f64).max(0.0) / rate) as u64 } else { 0 };
+                (done.min(1.0), left)
+            }
+        };
+        fraction_sum += fraction;
+        eta_ns = eta_ns.max(remaining);
+    }
+    let pct = 100.0 * fraction_sum / jobs.len().max(1) as f64;
+    let mut line = format!("Jobs: {running} (f={running}): [{letters}][{pct:.1}%]");
+    let mut rates = Vec::new();
+    if rbw > 0.0 {
+        rates.push(format!("r={}", crate::units::bytes_per_s_iec(rbw)));
+    }
+    if wbw > 0.0 {
+        rates.push(format!("w={}", crate::units::bytes_per_s_iec(wbw)));
+    }
+    if !rates.is_empty() {
+        line.push_str(&format!("[{}]", rates.join(",")));
+        let mut iops = Vec::new();
+        if riops > 0.0 {
+            iops.push(format!("r={}", crate::units::count_si(riops)));
+        }
+        if wiops > 0.0 {
+            iops.push(format!("w={}", crate::units::count_si(wiops)));
+        }
+        line.push_str(&format!("[{} IOPS]", iops.join(",")));
+    }
+    let eta_s = eta_ns / 1_000_000_000;
+    line.push_str(&format!("[eta {:02}m:{:02}s]", eta_s / 60, eta_s % 60));
+    line
+}
