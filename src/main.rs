@@ -1,1 +1,55 @@
-fn main() {}
+//! sinkrate: will this storage keep up with my recording?
+//!
+//! `main` parses the command line, runs one command, and is the one place that prints
+//! errors: one line, `sinkrate: error: ...`, exit 2.
+
+mod cli;
+mod cmd;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// Writes to stdout; a closed pipe (`sinkrate ... | head`) is not an error.
+pub fn write_stdout(bytes: &[u8]) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+fn run() -> Result<ExitCode> {
+    let (clap_args, job_options) = cli::bench_args::split(std::env::args().collect());
+    let cli = match Cli::try_parse_from(clap_args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return Ok(ExitCode::from(code));
+        }
+    };
+    match cli.command {
+        Command::Bench(mut args) => {
+            args.job_options = job_options;
+            cmd::bench::run(args)
+        }
+        Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),
+        Command::Man => cmd::docs::man().map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("sinkrate: error: {}", chain.join(": "));
+            ExitCode::from(2)
+        }
+    }
+}

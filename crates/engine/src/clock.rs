@@ -10,7 +10,9 @@ pub struct Clock {
 
 impl Clock {
     pub fn start() -> Clock {
-        Clock { base: Instant::now() }
+        Clock {
+            base: Instant::now(),
+        }
     }
 
     #[inline]

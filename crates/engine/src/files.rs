@@ -57,7 +57,9 @@ pub fn split_filenames(list: &str) -> Vec<String> {
 /// Size of a file or block device at `path`, if it exists.
 pub fn existing_size(path: &Path) -> Result<Option<(u64, bool)>, EngineError> {
     match std::fs::metadata(path) {
-        Ok(meta) if meta.file_type().is_block_device() => Ok(Some((block_device_size(path)?, true))),
+        Ok(meta) if meta.file_type().is_block_device() => {
+            Ok(Some((block_device_size(path)?, true)))
+        }
         Ok(meta) if meta.is_dir() => Err(EngineError::path(
             path,
             "is a directory (use directory= for where files go, filename= for the file)",
@@ -74,7 +76,13 @@ fn block_device_size(path: &Path) -> Result<u64, EngineError> {
     // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
     const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
     // SAFETY: the ioctl writes one u64 into `size`.
-    let r = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&file), BLKGETSIZE64, &mut size) };
+    let r = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            BLKGETSIZE64,
+            &mut size,
+        )
+    };
     if r < 0 {
         return Err(EngineError::io(path, std::io::Error::last_os_error()));
     }
@@ -91,7 +99,10 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             _ => o.filesize.map(|f| f.1).unwrap_or(0),
         };
         if size == 0 {
-            return Err(EngineError::job(&o.name, "ioengine=null needs size= (e.g. size=1g)"));
+            return Err(EngineError::job(
+                &o.name,
+                "ioengine=null needs size= (e.g. size=1g)",
+            ));
         }
         return Ok(vec![PlannedFile {
             path: PathBuf::from("(null)"),
@@ -102,13 +113,24 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
         }]);
     }
     let dir = match &o.directory {
-        Some(d) => PathBuf::from(split_filenames(d).into_iter().next().unwrap_or_else(|| d.clone())),
+        Some(d) => PathBuf::from(
+            split_filenames(d)
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| d.clone()),
+        ),
         None => base_dir.to_path_buf(),
     };
     let names: Vec<PathBuf> = match &o.filename {
         Some(list) => split_filenames(list)
             .into_iter()
-            .map(|n| if Path::new(&n).is_absolute() { PathBuf::from(n) } else { dir.join(n) })
+            .map(|n| {
+                if Path::new(&n).is_absolute() {
+                    PathBuf::from(n)
+                } else {
+                    dir.join(n)
+                }
+            })
             .collect(),
         None => (0..o.nrfiles)
             .map(|i| dir.join(format!("{}.{}.{}", o.name, job.clone_index, i)))
@@ -122,39 +144,44 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             Some((s, b)) => (Some(s), b),
             None => (None, false),
         };
-        let per_file = match (o.filesize, o.size) {
-            (Some((lo, hi)), _) => {
-                if lo == hi {
-                    lo
-                } else {
-                    // A range: a size in the range, fixed per file name so re-runs agree.
-                    let h = path.as_os_str().as_bytes().iter().fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(*b as u64));
-                    lo + h % (hi - lo + 1)
+        let per_file =
+            match (o.filesize, o.size) {
+                (Some((lo, hi)), _) => {
+                    if lo == hi {
+                        lo
+                    } else {
+                        // A range: a size in the range, fixed per file name so re-runs agree.
+                        let h = path
+                            .as_os_str()
+                            .as_bytes()
+                            .iter()
+                            .fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(*b as u64));
+                        lo + h % (hi - lo + 1)
+                    }
                 }
-            }
-            (None, Some(SizeSpec::Bytes(s))) => s / nfiles,
-            (None, Some(SizeSpec::Percent(p))) => match existing_size {
-                Some(s) => (s as f64 * p / 100.0) as u64,
-                None => {
-                    return Err(EngineError::path(
+                (None, Some(SizeSpec::Bytes(s))) => s / nfiles,
+                (None, Some(SizeSpec::Percent(p))) => match existing_size {
+                    Some(s) => (s as f64 * p / 100.0) as u64,
+                    None => return Err(EngineError::path(
                         &path,
-                        format!("size={p}% needs an existing file or device to take a percentage of"),
-                    ))
-                }
-            },
-            (None, None) => match existing_size {
-                Some(s) if s > 0 => s,
-                _ => {
-                    return Err(EngineError::job(
-                        &o.name,
                         format!(
+                            "size={p}% needs an existing file or device to take a percentage of"
+                        ),
+                    )),
+                },
+                (None, None) => match existing_size {
+                    Some(s) if s > 0 => s,
+                    _ => {
+                        return Err(EngineError::job(
+                            &o.name,
+                            format!(
                             "size= is not set and {} does not exist (give size=, e.g. --size=1g)",
                             path.display()
                         ),
-                    ))
-                }
-            },
-        };
+                        ))
+                    }
+                },
+            };
         let offset = match o.offset {
             SizeSpec::Bytes(b) => b,
             SizeSpec::Percent(p) => (existing_size.unwrap_or(per_file) as f64 * p / 100.0) as u64,
@@ -163,7 +190,10 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
         if is_block_device {
             let dev = existing_size.unwrap_or(0);
             if offset >= dev {
-                return Err(EngineError::path(&path, format!("offset {offset} is beyond the device's {dev} bytes")));
+                return Err(EngineError::path(
+                    &path,
+                    format!("offset {offset} is beyond the device's {dev} bytes"),
+                ));
             }
             region_len = region_len.min(dev - offset);
         }
@@ -211,7 +241,10 @@ pub fn free_bytes(dir: &Path) -> Result<u64, EngineError> {
 
 /// The nearest existing ancestor of `path` (where a new file would be created).
 pub fn existing_parent(path: &Path) -> PathBuf {
-    let mut p = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let mut p = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     if p.as_os_str().is_empty() {
         p = PathBuf::from(".");
     }

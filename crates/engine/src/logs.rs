@@ -27,11 +27,17 @@ impl LogFile {
     #[inline]
     pub fn entry(&mut self, time_ms: u64, value: u64, write: bool, bs: u64, offset: u64) {
         // A failed log write must not stop the measurement; it is reported at the end.
-        let _ = writeln!(self.out, "{time_ms}, {value}, {}, {bs}, {offset}", u8::from(write));
+        let _ = writeln!(
+            self.out,
+            "{time_ms}, {value}, {}, {bs}, {offset}",
+            u8::from(write)
+        );
     }
 
     pub fn finish(mut self) -> Result<PathBuf, EngineError> {
-        self.out.flush().map_err(|e| EngineError::io(&self.path, e))?;
+        self.out
+            .flush()
+            .map_err(|e| EngineError::io(&self.path, e))?;
         Ok(self.path)
     }
 }
@@ -51,8 +57,13 @@ pub struct JobLogs {
 }
 
 impl JobLogs {
-    pub fn open(o: &JobOptions, job_number: u32, unix_start_ms: u64) -> Result<JobLogs, EngineError> {
-        let name = |prefix: &str, kind: &str| PathBuf::from(format!("{prefix}_{kind}.{job_number}.log"));
+    pub fn open(
+        o: &JobOptions,
+        job_number: u32,
+        unix_start_ms: u64,
+    ) -> Result<JobLogs, EngineError> {
+        let name =
+            |prefix: &str, kind: &str| PathBuf::from(format!("{prefix}_{kind}.{job_number}.log"));
         let mut logs = JobLogs {
             avg_msec: o.log_avg_msec,
             time_base_ms: if o.log_unix_epoch { unix_start_ms } else { 0 },
@@ -78,7 +89,10 @@ impl JobLogs {
 
     pub fn finish(self) -> Result<Vec<PathBuf>, EngineError> {
         let mut paths = Vec::new();
-        for f in [self.bw, self.iops, self.lat, self.clat, self.slat].into_iter().flatten() {
+        for f in [self.bw, self.iops, self.lat, self.clat, self.slat]
+            .into_iter()
+            .flatten()
+        {
             paths.push(f.finish()?);
         }
         Ok(paths)

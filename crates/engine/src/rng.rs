@@ -12,7 +12,9 @@ impl Rng {
         let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Rng { state: (z ^ (z >> 31)) | 1 }
+        Rng {
+            state: (z ^ (z >> 31)) | 1,
+        }
     }
 
     #[inline]
@@ -121,7 +123,10 @@ mod tests {
         for _ in 0..100_000 {
             counts[r.below(10) as usize] += 1;
         }
-        assert!(counts.iter().all(|&c| (9_000..11_000).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
         let mut buf = [0u8; 13];
         r.fill(&mut buf);
         assert!(buf.iter().any(|&b| b != 0));

@@ -59,9 +59,17 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
     for job in &set.jobs {
         let o = &job.options;
         if let Some(dir) = &o.directory {
-            let d = PathBuf::from(files::split_filenames(dir).into_iter().next().unwrap_or_default());
+            let d = PathBuf::from(
+                files::split_filenames(dir)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default(),
+            );
             if !d.is_dir() {
-                return Err(EngineError::path(&d, "directory= does not exist (create it, or point directory= elsewhere)"));
+                return Err(EngineError::path(
+                    &d,
+                    "directory= does not exist (create it, or point directory= elsewhere)",
+                ));
             }
         }
         let planned = files::plan_files(job, &opts.base_dir)?;
@@ -78,20 +86,36 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                             f.path.display()
                         )));
                     }
-                    notices.push(format!("writing to {} although {reason} (--force)", f.path.display()));
+                    notices.push(format!(
+                        "writing to {} although {reason} (--force)",
+                        f.path.display()
+                    ));
                 }
             }
             if !f.is_block_device && f.existing_size.is_none() {
                 let parent = files::existing_parent(&f.path);
-                let expected = f.path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() });
+                let expected = f.path.parent().map(|p| {
+                    if p.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        p.to_path_buf()
+                    }
+                });
                 if let Some(exp) = expected {
                     if !exp.is_dir() {
-                        return Err(EngineError::path(&exp, "directory for the job's file does not exist"));
+                        return Err(EngineError::path(
+                            &exp,
+                            "directory for the job's file does not exist",
+                        ));
                     }
                 }
                 let _ = parent;
             }
-            let dir = if f.is_block_device { f.path.clone() } else { files::existing_parent(&f.path) };
+            let dir = if f.is_block_device {
+                f.path.clone()
+            } else {
+                files::existing_parent(&f.path)
+            };
             if !seen_dirs.contains(&dir) {
                 seen_dirs.push(dir.clone());
                 targets.push(host::target_facts(&f.path, f.is_block_device));
@@ -109,7 +133,10 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 }
             }
         }
-        if !o.ioengine.is_file_operation() || o.ioengine == Engine::Ftruncate || o.ioengine == Engine::Falloc {
+        if !o.ioengine.is_file_operation()
+            || o.ioengine == Engine::Ftruncate
+            || o.ioengine == Engine::Falloc
+        {
             let need = files::bytes_to_allocate(&planned);
             if need > 0 {
                 if let Some(first) = planned.iter().find(|f| !f.is_block_device) {
@@ -161,14 +188,24 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         warnings: prepared.warnings,
         ..BenchRun::default()
     };
-    let progress: Vec<Arc<JobProgress>> = prepared.jobs.iter().map(|_| Arc::new(JobProgress::default())).collect();
+    let progress: Vec<Arc<JobProgress>> = prepared
+        .jobs
+        .iter()
+        .map(|_| Arc::new(JobProgress::default()))
+        .collect();
     let views_meta: Vec<(bool, bool, Option<u64>, u64)> = prepared
         .jobs
         .iter()
         .map(|(j, files)| {
             let o = &j.options;
-            let bytes: u64 = o.io_size.unwrap_or_else(|| files.iter().map(|f| f.region_len).sum()) * o.loops as u64;
-            let runtime = o.runtime.map(|r| r.as_nanos() as u64).filter(|_| o.time_based || o.runtime.is_some());
+            let bytes: u64 = o
+                .io_size
+                .unwrap_or_else(|| files.iter().map(|f| f.region_len).sum())
+                * o.loops as u64;
+            let runtime = o
+                .runtime
+                .map(|r| r.as_nanos() as u64)
+                .filter(|_| o.time_based || o.runtime.is_some());
             (o.rw.reads(), o.rw.writes(), runtime, bytes)
         })
         .collect();
@@ -184,7 +221,13 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
                 let views: Vec<JobView> = progress
                     .iter()
                     .zip(&views_meta)
-                    .map(|(p, m)| JobView { progress: p, reads: m.0, writes: m.1, runtime_ns: m.2, total_bytes: m.3 })
+                    .map(|(p, m)| JobView {
+                        progress: p,
+                        reads: m.0,
+                        writes: m.1,
+                        runtime_ns: m.2,
+                        total_bytes: m.3,
+                    })
                     .collect();
                 let line = status_line(&views, clock.now_ns(), &mut prev);
                 let _ = write!(stderr, "\r{line}\x1b[K");
@@ -207,14 +250,17 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         }
     }
     let mut outcomes: Vec<Option<WorkerOutcome>> = (0..prepared.jobs.len()).map(|_| None).collect();
-    let mut jobs: Vec<Option<(Job, Vec<PlannedFile>)>> = prepared.jobs.into_iter().map(Some).collect();
+    let mut jobs: Vec<Option<(Job, Vec<PlannedFile>)>> =
+        prepared.jobs.into_iter().map(Some).collect();
     for segment in segments {
         if opts.stop.load(Ordering::Relaxed) {
             break;
         }
         let mut handles = Vec::new();
         for i in segment {
-            let Some((job, files)) = jobs[i].take() else { continue };
+            let Some((job, files)) = jobs[i].take() else {
+                continue;
+            };
             let setup = WorkerSetup {
                 job,
                 job_number: i as u32 + 1,
@@ -232,13 +278,17 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
                 .spawn(move || run_job(setup));
             match handle {
                 Ok(h) => handles.push((i, h)),
-                Err(e) => run.notices.push(format!("could not start job {}: {e}", i + 1)),
+                Err(e) => run
+                    .notices
+                    .push(format!("could not start job {}: {e}", i + 1)),
             }
         }
         for (i, h) in handles {
             match h.join() {
                 Ok(outcome) => outcomes[i] = Some(outcome),
-                Err(_) => run.notices.push(format!("job {} stopped unexpectedly", i + 1)),
+                Err(_) => run
+                    .notices
+                    .push(format!("job {} stopped unexpectedly", i + 1)),
             }
         }
     }
@@ -253,14 +303,22 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         run.notices.extend(outcome.notices.iter().cloned());
         honesty_warnings(&outcome, dirty_limit, &mut run.warnings);
         for p in &outcome.log_files {
-            run.notices.push(format!("job '{}': wrote log {}", outcome.result.name, p.display()));
+            run.notices.push(format!(
+                "job '{}': wrote log {}",
+                outcome.result.name,
+                p.display()
+            ));
         }
         run.jobs.push(outcome.result);
     }
     run
 }
 
-fn honesty_warnings(outcome: &WorkerOutcome, dirty_limit: Option<u64>, warnings: &mut Vec<Warning>) {
+fn honesty_warnings(
+    outcome: &WorkerOutcome,
+    dirty_limit: Option<u64>,
+    warnings: &mut Vec<Warning>,
+) {
     let r = &outcome.result;
     let o = &r.options;
     let name = Some(r.name.clone());

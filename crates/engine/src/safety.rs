@@ -21,7 +21,10 @@ pub fn block_device_in_use(path: &Path) -> Result<Option<String>, EngineError> {
     let related = related_devices(major, minor);
     let mounts_text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     for m in mountinfo::parse(&mounts_text) {
-        if related.iter().any(|(ma, mi, _)| *ma == m.major && *mi == m.minor) {
+        if related
+            .iter()
+            .any(|(ma, mi, _)| *ma == m.major && *mi == m.minor)
+        {
             let which = related
                 .iter()
                 .find(|(ma, mi, _)| *ma == m.major && *mi == m.minor)
@@ -40,8 +43,14 @@ pub fn block_device_in_use(path: &Path) -> Result<Option<String>, EngineError> {
             if let Ok(c) = std::fs::canonicalize(dev) {
                 if let Ok(sm) = std::fs::metadata(&c) {
                     let r = sm.rdev();
-                    if related.iter().any(|(ma, mi, _)| *ma == libc::major(r) && *mi == libc::minor(r)) {
-                        return Ok(Some(format!("{} is in use as swap ({dev})", canonical.display())));
+                    if related
+                        .iter()
+                        .any(|(ma, mi, _)| *ma == libc::major(r) && *mi == libc::minor(r))
+                    {
+                        return Ok(Some(format!(
+                            "{} is in use as swap ({dev})",
+                            canonical.display()
+                        )));
                     }
                 }
             }
@@ -73,7 +82,11 @@ fn related_devices(major: u32, minor: u32) -> Vec<(u32, u32, String)> {
             let p = e.path();
             if p.join("partition").exists() {
                 if let Some(dev) = read_dev(&p.join("dev")) {
-                    out.push((dev.0, dev.1, format!("its partition {}", e.file_name().to_string_lossy())));
+                    out.push((
+                        dev.0,
+                        dev.1,
+                        format!("its partition {}", e.file_name().to_string_lossy()),
+                    ));
                 }
             }
         }
@@ -82,7 +95,10 @@ fn related_devices(major: u32, minor: u32) -> Vec<(u32, u32, String)> {
         if let Ok(real) = std::fs::canonicalize(&sys) {
             if let Some(parent) = real.parent() {
                 if let Some(dev) = read_dev(&parent.join("dev")) {
-                    let name = parent.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let name = parent
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
                     out.push((dev.0, dev.1, format!("its whole disk {name}")));
                 }
             }
@@ -116,7 +132,9 @@ pub fn signature(path: &Path) -> Result<Option<&'static str>, EngineError> {
 }
 
 pub fn detect_signature(head: &[u8]) -> Option<&'static str> {
-    let at = |off: usize, magic: &[u8]| head.len() >= off + magic.len() && &head[off..off + magic.len()] == magic;
+    let at = |off: usize, magic: &[u8]| {
+        head.len() >= off + magic.len() && &head[off..off + magic.len()] == magic
+    };
     if at(1080, &[0x53, 0xEF]) {
         return Some("an ext2/3/4 filesystem");
     }
@@ -164,7 +182,11 @@ mod tests {
         let mut mbr = vec![0u8; 512];
         mbr[510] = 0x55;
         mbr[511] = 0xAA;
-        assert_eq!(detect_signature(&mbr), None, "boot signature without partitions");
+        assert_eq!(
+            detect_signature(&mbr),
+            None,
+            "boot signature without partitions"
+        );
         mbr[446 + 4] = 0x83;
         assert_eq!(detect_signature(&mbr), Some("an MBR partition table"));
     }

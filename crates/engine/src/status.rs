@@ -16,7 +16,11 @@ pub struct JobView<'a> {
 }
 
 /// Rates since the previous call; the caller keeps `prev` between calls.
-pub fn status_line(jobs: &[JobView<'_>], now_ns: u64, prev: &mut Vec<(u64, u64, u64, u64, u64)>) -> String {
+pub fn status_line(
+    jobs: &[JobView<'_>],
+    now_ns: u64,
+    prev: &mut Vec<(u64, u64, u64, u64, u64)>,
+) -> String {
     let mut letters = String::new();
     let mut running = 0;
     let (mut rbw, mut wbw, mut riops, mut wiops) = (0.0, 0.0, 0.0, 0.0);
@@ -37,7 +41,10 @@ pub fn status_line(jobs: &[JobView<'_>], now_ns: u64, prev: &mut Vec<(u64, u64, 
                 _ => 'R',
             },
         });
-        if matches!(phase, Phase::Running | Phase::Ramping | Phase::Flushing | Phase::Preparing) {
+        if matches!(
+            phase,
+            Phase::Running | Phase::Ramping | Phase::Flushing | Phase::Preparing
+        ) {
             running += 1;
         }
         let rb = j.progress.read_bytes.load(Ordering::Relaxed);
@@ -51,14 +58,25 @@ pub fn status_line(jobs: &[JobView<'_>], now_ns: u64, prev: &mut Vec<(u64, u64, 
         wiops += wi.saturating_sub(p.3) as f64 / dt;
         *p = (rb, wb, ri, wi, now_ns);
         let started = j.progress.started_ns.load(Ordering::Relaxed);
-        let elapsed = if started > 0 { now_ns.saturating_sub(started) } else { 0 };
+        let elapsed = if started > 0 {
+            now_ns.saturating_sub(started)
+        } else {
+            0
+        };
         let (fraction, remaining) = match (phase, j.runtime_ns) {
             (Phase::Done, _) => (1.0, 0),
-            (_, Some(rt)) if rt > 0 => ((elapsed as f64 / rt as f64).min(1.0), rt.saturating_sub(elapsed)),
+            (_, Some(rt)) if rt > 0 => (
+                (elapsed as f64 / rt as f64).min(1.0),
+                rt.saturating_sub(elapsed),
+            ),
             _ => {
                 let done = (rb + wb) as f64 / j.total_bytes.max(1) as f64;
                 let rate = (rb + wb) as f64 / (elapsed.max(1) as f64);
-                let left = if rate > 0.0 { ((j.total_bytes as f64 - (rb + wb) as f64).max(0.0) / rate) as u64 } else { 0 };
+                let left = if rate > 0.0 {
+                    ((j.total_bytes as f64 - (rb + wb) as f64).max(0.0) / rate) as u64
+                } else {
+                    0
+                };
                 (done.min(1.0), left)
             }
         };

@@ -8,10 +8,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sinkrate_jobspec::options::{Engine, Fallocate, Pattern, RateProcess, SteadyMetric, SyncMode, ThinktimeBlocksType};
+use sinkrate_jobspec::options::{
+    Engine, Fallocate, Pattern, RateProcess, SteadyMetric, SyncMode, ThinktimeBlocksType,
+};
 use sinkrate_jobspec::{Job, JobOptions};
 use sinkrate_model::{
-    batch_bucket, iodepth_bucket, DirectionResult, FlushResult, JobResult, LatencyTargetResult, SteadyStateResult,
+    batch_bucket, iodepth_bucket, DirectionResult, FlushResult, JobResult, LatencyTargetResult,
+    SteadyStateResult,
 };
 use sinkrate_stats::LatencyRecorder;
 
@@ -108,7 +111,12 @@ impl BlockSizes {
             }
             BlockSizes::Split(table) => {
                 let x = rng.unit() * 100.0;
-                table.iter().find(|(_, c)| x < *c).or(table.last()).map(|e| e.0).unwrap_or(4096)
+                table
+                    .iter()
+                    .find(|(_, c)| x < *c)
+                    .or(table.last())
+                    .map(|e| e.0)
+                    .unwrap_or(4096)
             }
         }
     }
@@ -188,16 +196,21 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
     outcome.result.job_number = setup.job_number;
     outcome.result.pid = std::process::id();
     outcome.result.options = o.clone();
+    outcome.result.written_options = setup.job.written.clone();
 
     if !o.startdelay.is_zero() {
         let until = setup.clock.now_ns() + o.startdelay.as_nanos() as u64;
         while setup.clock.now_ns() < until && !setup.stop.load(Ordering::Relaxed) {
-            setup.clock.sleep_until((setup.clock.now_ns() + 50_000_000).min(until));
+            setup
+                .clock
+                .sleep_until((setup.clock.now_ns() + 50_000_000).min(until));
         }
     }
     setup.progress.set_phase(Phase::Preparing);
     let result = match o.ioengine {
-        Engine::Filecreate | Engine::Filestat | Engine::Filedelete => run_file_operations(&setup, &mut outcome),
+        Engine::Filecreate | Engine::Filestat | Engine::Filedelete => {
+            run_file_operations(&setup, &mut outcome)
+        }
         _ => run_block_io(&setup, &mut outcome),
     };
     if let Err(e) = result {
@@ -210,7 +223,11 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
 }
 
 fn open_flags(o: &JobOptions, writes: bool, direct: bool) -> libc::c_int {
-    let mut flags = if writes { libc::O_RDWR | libc::O_CREAT } else { libc::O_RDONLY };
+    let mut flags = if writes {
+        libc::O_RDWR | libc::O_CREAT
+    } else {
+        libc::O_RDONLY
+    };
     flags |= libc::O_CLOEXEC;
     if direct {
         flags |= libc::O_DIRECT;
@@ -236,8 +253,15 @@ fn sys_open(path: &std::path::Path, flags: libc::c_int) -> std::io::Result<RawFd
 }
 
 /// Writes the file's region so a read job has data to read (fio's "laying out IO file").
-fn lay_out(path: &std::path::Path, from: u64, to: u64, rng: &mut Rng, stop: &AtomicBool) -> Result<(), EngineError> {
-    let fd = sys_open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC).map_err(|e| EngineError::io(path, e))?;
+fn lay_out(
+    path: &std::path::Path,
+    from: u64,
+    to: u64,
+    rng: &mut Rng,
+    stop: &AtomicBool,
+) -> Result<(), EngineError> {
+    let fd = sys_open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
+        .map_err(|e| EngineError::io(path, e))?;
     let guard = OpenFile {
         fd,
         plan: PlannedFile {
@@ -258,7 +282,10 @@ fn lay_out(path: &std::path::Path, from: u64, to: u64, rng: &mut Rng, stop: &Ato
     let mut off = from;
     while off < to {
         if stop.load(Ordering::Relaxed) {
-            return Err(EngineError::path(path, "interrupted while laying out the file"));
+            return Err(EngineError::path(
+                path,
+                "interrupted while laying out the file",
+            ));
         }
         let len = chunk.min((to - off) as usize);
         // SAFETY: buf holds at least len bytes.
@@ -322,7 +349,8 @@ fn open_files(
         let existed = plan.existing_size.is_some();
         let size_now = plan.existing_size.unwrap_or(0);
         if !plan.is_block_device {
-            let needs_data = (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes) && size_now < plan.needed_size();
+            let needs_data = (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
+                && size_now < plan.needed_size();
             if needs_data {
                 lay_out(path, size_now, plan.needed_size(), rng, &setup.stop)?;
             }
@@ -371,12 +399,23 @@ fn open_files(
         if o.invalidate {
             // SAFETY: advisory call on an owned descriptor.
             unsafe {
-                libc::posix_fadvise(fd, plan.region_start as libc::off_t, plan.region_len as libc::off_t, libc::POSIX_FADV_DONTNEED)
+                libc::posix_fadvise(
+                    fd,
+                    plan.region_start as libc::off_t,
+                    plan.region_len as libc::off_t,
+                    libc::POSIX_FADV_DONTNEED,
+                )
             };
         }
         if o.pre_read && o.rw.reads() {
             // SAFETY: advisory read-ahead into the page cache on an owned descriptor.
-            unsafe { libc::readahead(fd, plan.region_start as libc::off64_t, plan.region_len as usize) };
+            unsafe {
+                libc::readahead(
+                    fd,
+                    plan.region_start as libc::off64_t,
+                    plan.region_len as usize,
+                )
+            };
         }
         backend
             .attach_file(out.len(), fd, plan.needed_size(), writes)
@@ -388,20 +427,38 @@ fn open_files(
 
 fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), EngineError> {
     let o = &setup.job.options;
-    let seed = if o.randrepeat { o.randseed.wrapping_add(setup.job_number as u64 * 7919) } else { setup.clock.now_ns() ^ std::process::id() as u64 };
+    let seed = if o.randrepeat {
+        o.randseed.wrapping_add(setup.job_number as u64 * 7919)
+    } else {
+        setup.clock.now_ns() ^ std::process::id() as u64
+    };
     let mut rng = Rng::new(seed);
-    let depth = if o.ioengine.is_async() || o.ioengine == Engine::Null { o.iodepth.max(1) } else { 1 };
-    let mut backend = backend::for_engine(o.ioengine, depth).map_err(|e| EngineError::job(&o.name, format!("cannot start ioengine={}: {e}", o.ioengine.fio_name())))?;
+    let depth = if o.ioengine.is_async() || o.ioengine == Engine::Null {
+        o.iodepth.max(1)
+    } else {
+        1
+    };
+    let mut backend = backend::for_engine(o.ioengine, depth).map_err(|e| {
+        EngineError::job(
+            &o.name,
+            format!("cannot start ioengine={}: {e}", o.ioengine.fio_name()),
+        )
+    })?;
     let files = open_files(setup, outcome, &mut rng, backend.as_mut())?;
     let logs = JobLogs::open(o, setup.job_number, setup.unix_start_ms)?;
-    let pass_bytes = o.io_size.unwrap_or_else(|| files.iter().map(|f| f.plan.region_len).sum());
+    let pass_bytes = o
+        .io_size
+        .unwrap_or_else(|| files.iter().map(|f| f.plan.region_len).sum());
     let now = setup.clock.now_ns();
     let ramp_ns = o.ramp_time.as_nanos() as u64;
     let mut lp = Loop {
         o,
         clock: setup.clock,
         contents: Contents::from_options(o),
-        bs: [BlockSizes::for_direction(o, 0), BlockSizes::for_direction(o, 1)],
+        bs: [
+            BlockSizes::for_direction(o, 0),
+            BlockSizes::for_direction(o, 1),
+        ],
         files,
         next_file: 0,
         pass_bytes,
@@ -428,11 +485,20 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
         ss_result: None,
         lt_window: LatencyRecorder::new(),
         lt_window_end: now + o.latency_window.as_nanos().max(1) as u64,
-        lt: o.latency_target.map(|_| LatencyTargetResult { depth: 1, windows: 0, windows_met: 0 }),
+        lt: o.latency_target.map(|_| LatencyTargetResult {
+            depth: 1,
+            windows: 0,
+            windows_met: 0,
+        }),
         depth_cap: if o.latency_target.is_some() { 1 } else { depth },
         logs,
         log_window: Window::default(),
-        log_window_end: now + if o.log_avg_msec > 0 { o.log_avg_msec * 1_000_000 } else { SAMPLE_PERIOD_NS },
+        log_window_end: now
+            + if o.log_avg_msec > 0 {
+                o.log_avg_msec * 1_000_000
+            } else {
+                SAMPLE_PERIOD_NS
+            },
         progress: &setup.progress,
         stop: &setup.stop,
         error: None,
@@ -447,7 +513,11 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
         setup.progress.set_phase(Phase::Ramping);
     }
     let cpu_before = thread_rusage();
-    let loop_result = if depth > 1 { lp.run_queued(backend.as_mut(), depth) } else { lp.run_sync(backend.as_mut()) };
+    let loop_result = if depth > 1 {
+        lp.run_queued(backend.as_mut(), depth)
+    } else {
+        lp.run_sync(backend.as_mut())
+    };
     if let Err((errno, text)) = loop_result {
         lp.error = Some((errno, text));
     }
@@ -456,7 +526,10 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
         for i in 0..lp.files.len() {
             let t0 = lp.clock.now_ns();
             if let Err(e) = backend.sync_file(i, lp.files[i].fd, false) {
-                lp.error = Some((e.raw_os_error().unwrap_or(libc::EIO), format!("fsync of {}: {e}", lp.files[i].plan.path.display())));
+                lp.error = Some((
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                    format!("fsync of {}: {e}", lp.files[i].plan.path.display()),
+                ));
                 break;
             }
             lp.sync.record(lp.clock.now_ns() - t0);
@@ -474,7 +547,10 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
         && o.fdatasync == 0
         && !o.end_fsync
         && !o.fsync_on_close
-        && !matches!(o.ioengine, Engine::Null | Engine::Ftruncate | Engine::Falloc)
+        && !matches!(
+            o.ioengine,
+            Engine::Null | Engine::Ftruncate | Engine::Falloc
+        )
         && lp.tally[1].bytes > 0;
     if buffered_writes && lp.error.is_none() {
         setup.progress.set_phase(Phase::Flushing);
@@ -611,7 +687,10 @@ impl<'a> Loop<'a> {
     /// Whether the job should stop issuing: interrupted, out of time, or out of passes.
     #[inline]
     fn should_stop(&mut self, now: u64) -> bool {
-        if self.stop.load(Ordering::Relaxed) || self.error.is_some() || self.ss_result.as_ref().is_some_and(|s| s.attained) {
+        if self.stop.load(Ordering::Relaxed)
+            || self.error.is_some()
+            || self.ss_result.as_ref().is_some_and(|s| s.attained)
+        {
             return true;
         }
         if self.ramping {
@@ -647,7 +726,9 @@ impl<'a> Loop<'a> {
         let write = match self.o.rw.direction {
             sinkrate_jobspec::options::Direction::Read => false,
             sinkrate_jobspec::options::Direction::Write => true,
-            sinkrate_jobspec::options::Direction::Mixed => self.rng.unit() * 100.0 >= self.o.rwmixread,
+            sinkrate_jobspec::options::Direction::Mixed => {
+                self.rng.unit() * 100.0 >= self.o.rwmixread
+            }
         };
         let d = usize::from(write);
         let bs = self.bs[d].pick(&mut self.rng);
@@ -668,11 +749,18 @@ impl<'a> Loop<'a> {
                 (pos, len)
             }
             Pattern::Random => {
-                let align = self.o.blockalign.map(|a| a[d]).filter(|a| *a > 0).unwrap_or(bs);
+                let align = self
+                    .o
+                    .blockalign
+                    .map(|a| a[d])
+                    .filter(|a| *a > 0)
+                    .unwrap_or(bs);
                 let fixed = matches!(self.bs[d], BlockSizes::Fixed(_));
                 if fixed && !self.o.norandommap && region / bs > 0 {
                     let nblocks = region / bs;
-                    let perm = f.perm.get_or_insert_with(|| Permutation::new(nblocks, self.o.randseed ^ file as u64));
+                    let perm = f.perm.get_or_insert_with(|| {
+                        Permutation::new(nblocks, self.o.randseed ^ file as u64)
+                    });
                     let idx = match perm.next_index() {
                         Some(i) => i,
                         None => {
@@ -709,7 +797,11 @@ impl<'a> Loop<'a> {
         let due = match o.rate_process {
             RateProcess::Linear => {
                 let issued = self.issued_total[d] - self.rate_anchor_counts[d];
-                let by_iops = if o.rate_iops[d] > 0 { issued as u128 * NS_PER_S as u128 / o.rate_iops[d] as u128 } else { 0 };
+                let by_iops = if o.rate_iops[d] > 0 {
+                    issued as u128 * NS_PER_S as u128 / o.rate_iops[d] as u128
+                } else {
+                    0
+                };
                 let by_bytes = if o.rate[d] > 0 {
                     // issued counts I/Os; bytes are tracked through the tallies plus ramp.
                     let bytes = self.rate_bytes(d);
@@ -727,7 +819,8 @@ impl<'a> Loop<'a> {
                     len as f64 * NS_PER_S as f64 / o.rate[d] as f64
                 };
                 let u = self.rng.unit().max(1e-12);
-                self.rate_next_ns[d] = due.max(now.saturating_sub(NS_PER_S)) + (-u.ln() * mean_gap) as u64;
+                self.rate_next_ns[d] =
+                    due.max(now.saturating_sub(NS_PER_S)) + (-u.ln() * mean_gap) as u64;
                 due
             }
         };
@@ -776,7 +869,14 @@ impl<'a> Loop<'a> {
 
     /// Accounts one finished I/O. Returns an error for a failed I/O or a broken max_latency.
     #[inline]
-    fn complete(&mut self, p: &Planned, result: i64, prep_ns: u64, submit_ns: u64, done_ns: u64) -> Result<(), LoopError> {
+    fn complete(
+        &mut self,
+        p: &Planned,
+        result: i64,
+        prep_ns: u64,
+        submit_ns: u64,
+        done_ns: u64,
+    ) -> Result<(), LoopError> {
         if result < 0 {
             let errno = (-result) as i32;
             let what = if p.write { "write" } else { "read" };
@@ -832,7 +932,11 @@ impl<'a> Loop<'a> {
             if clat > max.as_nanos() as u64 {
                 return Err((
                     libc::ETIMEDOUT,
-                    format!("an I/O took {} us, above max_latency={} us", clat / 1000, max.as_micros()),
+                    format!(
+                        "an I/O took {} us, above max_latency={} us",
+                        clat / 1000,
+                        max.as_micros()
+                    ),
                 ));
             }
         }
@@ -887,7 +991,10 @@ impl<'a> Loop<'a> {
                         l.entry(t_ms, iops as u64, d == 1, 0, 0);
                     }
                 }
-                if self.logs.avg_msec > 0 && now >= self.log_window_end && self.log_window.count[d] > 0 {
+                if self.logs.avg_msec > 0
+                    && now >= self.log_window_end
+                    && self.log_window.count[d] > 0
+                {
                     let avg = (self.log_window.sum[d] / self.log_window.count[d] as u128) as u64;
                     if let Some(l) = &mut self.logs.clat {
                         l.entry(t_ms, avg, d == 1, 0, 0);
@@ -911,7 +1018,11 @@ impl<'a> Loop<'a> {
             self.log_window_end = now + self.logs.avg_msec * 1_000_000;
         }
         self.last_sample_ns = now;
-        let period = if self.logs.avg_msec > 0 { (self.logs.avg_msec * 1_000_000).min(SAMPLE_PERIOD_NS) } else { SAMPLE_PERIOD_NS };
+        let period = if self.logs.avg_msec > 0 {
+            (self.logs.avg_msec * 1_000_000).min(SAMPLE_PERIOD_NS)
+        } else {
+            SAMPLE_PERIOD_NS
+        };
         self.next_sample_ns = now + period;
         if self.o.ss.is_some() && now >= self.ss_next_ns {
             self.steady_state_tick(now);
@@ -934,7 +1045,10 @@ impl<'a> Loop<'a> {
                 if rate < o.rate_min[d] as f64 && self.error.is_none() {
                     self.error = Some((
                         libc::EIO,
-                        format!("bandwidth {:.0} B/s fell below rate_min={} B/s", rate, o.rate_min[d]),
+                        format!(
+                            "bandwidth {:.0} B/s fell below rate_min={} B/s",
+                            rate, o.rate_min[d]
+                        ),
                     ));
                 }
             }
@@ -949,16 +1063,28 @@ impl<'a> Loop<'a> {
         if elapsed <= self.o.ss_ramp.as_nanos() as u64 {
             return;
         }
-        let window = self.o.ss_dur.map(|d| d.as_secs().max(1) as usize).unwrap_or(30);
+        let window = self
+            .o
+            .ss_dur
+            .map(|d| d.as_secs().max(1) as usize)
+            .unwrap_or(30);
         self.ss_samples.push(value);
         if self.ss_samples.len() > window {
             self.ss_samples.remove(0);
         }
         let mean = self.ss_samples.iter().sum::<f64>() / self.ss_samples.len() as f64;
-        let max_dev = self.ss_samples.iter().map(|v| (v - mean).abs()).fold(0.0, f64::max);
+        let max_dev = self
+            .ss_samples
+            .iter()
+            .map(|v| (v - mean).abs())
+            .fold(0.0, f64::max);
         let slope = sinkrate_stats::slope(&self.ss_samples);
         let measure = if ss.slope { slope.abs() } else { max_dev };
-        let limit = if ss.percent { ss.limit * mean } else { ss.limit };
+        let limit = if ss.percent {
+            ss.limit * mean
+        } else {
+            ss.limit
+        };
         let attained = self.ss_samples.len() >= window && mean > 0.0 && measure <= limit;
         let metric = match ss.metric {
             SteadyMetric::Iops => "iops",
@@ -969,7 +1095,11 @@ impl<'a> Loop<'a> {
             criterion: format!(
                 "{metric}{}:{}{}",
                 if ss.slope { "_slope" } else { "" },
-                if ss.percent { ss.limit * 100.0 } else { ss.limit },
+                if ss.percent {
+                    ss.limit * 100.0
+                } else {
+                    ss.limit
+                },
                 if ss.percent { "%" } else { "" }
             ),
             max_deviation: max_dev,
@@ -979,12 +1109,16 @@ impl<'a> Loop<'a> {
     }
 
     fn latency_target_tick(&mut self, now: u64) {
-        let (Some(target), Some(lt)) = (self.o.latency_target, self.lt.as_mut()) else { return };
+        let (Some(target), Some(lt)) = (self.o.latency_target, self.lt.as_mut()) else {
+            return;
+        };
         self.lt_window_end = now + self.o.latency_window.as_nanos().max(1) as u64;
         if self.lt_window.count() == 0 {
             return;
         }
-        let p = self.lt_window.value_at_percentile(self.o.latency_percentile);
+        let p = self
+            .lt_window
+            .value_at_percentile(self.o.latency_percentile);
         lt.windows += 1;
         if p <= target.as_nanos() as u64 {
             lt.windows_met += 1;
@@ -1028,7 +1162,8 @@ impl<'a> Loop<'a> {
     fn run_sync(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
         let max_bs = self.bs[0].max().max(self.bs[1].max()) as usize;
         let mut buf = AlignedBuf::new(max_bs);
-        self.contents.initial_fill(buf.as_mut_slice(), &mut self.rng);
+        self.contents
+            .initial_fill(buf.as_mut_slice(), &mut self.rng);
         let buf_ptr = buf.as_mut_ptr();
         let mut now = self.clock.now_ns();
         loop {
@@ -1041,7 +1176,8 @@ impl<'a> Loop<'a> {
                 break;
             }
             if p.write {
-                self.contents.before_write(buf.as_mut_slice(), p.len, p.offset, &mut self.rng);
+                self.contents
+                    .before_write(buf.as_mut_slice(), p.len, p.offset, &mut self.rng);
             }
             let req = IoRequest {
                 fd: self.files[p.file].fd,
@@ -1055,7 +1191,9 @@ impl<'a> Loop<'a> {
             let t0 = self.clock.now_ns();
             let result = match backend.submit(&req) {
                 Ok(Submitted::Done(n)) => n as i64,
-                Ok(Submitted::Queued) => return Err((libc::EINVAL, "synchronous backend queued an I/O".into())),
+                Ok(Submitted::Queued) => {
+                    return Err((libc::EINVAL, "synchronous backend queued an I/O".into()))
+                }
                 Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
             };
             now = self.clock.now_ns();
@@ -1078,13 +1216,26 @@ impl<'a> Loop<'a> {
         for b in &mut bufs {
             self.contents.initial_fill(b.as_mut_slice(), &mut self.rng);
         }
-        let mut slots: Vec<(Planned, u64, u64)> = vec![(Planned { write: false, file: 0, offset: 0, len: 0 }, 0, 0); depth];
+        let mut slots: Vec<(Planned, u64, u64)> = vec![
+            (
+                Planned {
+                    write: false,
+                    file: 0,
+                    offset: 0,
+                    len: 0
+                },
+                0,
+                0
+            );
+            depth
+        ];
         let mut free: Vec<usize> = (0..depth).rev().collect();
         let mut batch: Vec<usize> = Vec::with_capacity(depth);
         let mut completions: Vec<Completion> = Vec::with_capacity(depth);
         let batch_submit = (self.o.iodepth_batch_submit.max(1) as usize).min(depth);
         let mut inflight = 0usize;
         let mut issuing = true;
+        let rate_limited = self.o.rate.iter().chain(&self.o.rate_iops).any(|r| *r > 0);
         loop {
             let now = self.clock.now_ns();
             if issuing && self.should_stop(now) {
@@ -1093,13 +1244,20 @@ impl<'a> Loop<'a> {
             while issuing && inflight + batch.len() < depth.min(self.depth_cap as usize) {
                 let p = self.plan_next();
                 let d = usize::from(p.write);
-                if (self.o.rate[d] > 0 || self.o.rate_iops[d] > 0) && !self.wait_for_rate(d, p.len as u64) {
+                if (self.o.rate[d] > 0 || self.o.rate_iops[d] > 0)
+                    && !self.wait_for_rate(d, p.len as u64)
+                {
                     issuing = false;
                     break;
                 }
                 let Some(slot) = free.pop() else { break };
                 if p.write {
-                    self.contents.before_write(bufs[slot].as_mut_slice(), p.len, p.offset, &mut self.rng);
+                    self.contents.before_write(
+                        bufs[slot].as_mut_slice(),
+                        p.len,
+                        p.offset,
+                        &mut self.rng,
+                    );
                 }
                 let req = IoRequest {
                     fd: self.files[p.file].fd,
@@ -1121,7 +1279,12 @@ impl<'a> Loop<'a> {
                         free.push(slot);
                         self.complete(&p, n as i64, prep, prep, done)?;
                     }
-                    Err(e) => return Err((e.raw_os_error().unwrap_or(libc::EIO), format!("submit: {e}"))),
+                    Err(e) => {
+                        return Err((
+                            e.raw_os_error().unwrap_or(libc::EIO),
+                            format!("submit: {e}"),
+                        ))
+                    }
                 }
                 if batch.len() >= batch_submit {
                     self.commit(backend, &mut batch, &mut slots, &mut inflight)?;
@@ -1139,10 +1302,16 @@ impl<'a> Loop<'a> {
                 }
                 break;
             }
-            let min = if !issuing || inflight >= depth.min(self.depth_cap as usize) {
+            let full = inflight >= depth.min(self.depth_cap as usize);
+            // As fio does: reap only once the queue is full (or no more I/O will be issued),
+            // which keeps the device at the requested depth. A rate-limited job also looks
+            // for completions without waiting, so its latencies are not held back.
+            let min = if !issuing || full {
                 (self.o.iodepth_batch_complete_min.max(1) as usize).min(inflight)
-            } else {
+            } else if rate_limited {
                 0
+            } else {
+                continue;
             };
             completions.clear();
             backend
@@ -1177,9 +1346,12 @@ impl<'a> Loop<'a> {
         slots: &mut [(Planned, u64, u64)],
         inflight: &mut usize,
     ) -> Result<(), LoopError> {
-        backend
-            .commit()
-            .map_err(|e| (e.raw_os_error().unwrap_or(libc::EIO), format!("submit: {e}")))?;
+        backend.commit().map_err(|e| {
+            (
+                e.raw_os_error().unwrap_or(libc::EIO),
+                format!("submit: {e}"),
+            )
+        })?;
         let now = self.clock.now_ns();
         *inflight += batch.len();
         if !self.ramping {
@@ -1195,7 +1367,10 @@ impl<'a> Loop<'a> {
 }
 
 /// filecreate / filestat / filedelete: each "I/O" is one file operation, timed.
-fn run_file_operations(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), EngineError> {
+fn run_file_operations(
+    setup: &WorkerSetup,
+    outcome: &mut WorkerOutcome,
+) -> Result<(), EngineError> {
     let o = &setup.job.options;
     let clock = setup.clock;
     let mut created_here: Vec<std::path::PathBuf> = Vec::new();
@@ -1203,7 +1378,8 @@ fn run_file_operations(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Resu
         // stat and delete need files: create the missing ones first, as fio does.
         for f in &setup.files {
             if f.existing_size.is_none() {
-                let fd = sys_open(&f.path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC).map_err(|e| EngineError::io(&f.path, e))?;
+                let fd = sys_open(&f.path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
+                    .map_err(|e| EngineError::io(&f.path, e))?;
                 // SAFETY: closing the descriptor just opened.
                 unsafe { libc::close(fd) };
                 created_here.push(f.path.clone());
@@ -1225,13 +1401,18 @@ fn run_file_operations(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Resu
                 break;
             }
         }
-        let c = CString::new(f.path.as_os_str().as_bytes()).map_err(|_| EngineError::path(&f.path, "NUL in path"))?;
+        let c = CString::new(f.path.as_os_str().as_bytes())
+            .map_err(|_| EngineError::path(&f.path, "NUL in path"))?;
         let t0 = clock.now_ns();
         // SAFETY: syscalls on a valid C string; results checked.
         let r = unsafe {
             match o.ioengine {
                 Engine::Filecreate => {
-                    let fd = libc::open(c.as_ptr(), libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC, 0o644 as libc::c_uint);
+                    let fd = libc::open(
+                        c.as_ptr(),
+                        libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC,
+                        0o644 as libc::c_uint,
+                    );
                     if fd >= 0 {
                         libc::close(fd);
                     }
@@ -1246,8 +1427,14 @@ fn run_file_operations(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Resu
         };
         let t1 = clock.now_ns();
         if r < 0 {
-            outcome.result.error = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-            outcome.result.error_text = Some(format!("{}: {}", f.path.display(), std::io::Error::last_os_error()));
+            outcome.result.error = std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+            outcome.result.error_text = Some(format!(
+                "{}: {}",
+                f.path.display(),
+                std::io::Error::last_os_error()
+            ));
             break;
         }
         rec.clat.record(t1 - t0);

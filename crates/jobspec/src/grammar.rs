@@ -43,7 +43,9 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 
 /// Parses one job file (and what it includes) into sections.
 pub fn parse_job_file(path: &Path, ctx: &dyn SourceContext) -> Result<Vec<RawSection>, SpecError> {
-    let text = ctx.read_file(path).map_err(|e| SpecError::new(Origin::file(path, 0), e))?;
+    let text = ctx
+        .read_file(path)
+        .map_err(|e| SpecError::new(Origin::file(path, 0), e))?;
     let mut sections = Vec::new();
     parse_text_into(path, &text, ctx, &mut sections, 0)?;
     Ok(sections)
@@ -75,7 +77,10 @@ fn parse_text_into(
         }
         if let Some(rest) = line.strip_prefix('[') {
             let name = rest.strip_suffix(']').ok_or_else(|| {
-                SpecError::new(origin.clone(), format!("section header '{line}' has no closing ']'"))
+                SpecError::new(
+                    origin.clone(),
+                    format!("section header '{line}' has no closing ']'"),
+                )
             })?;
             let name = name.trim();
             if name.is_empty() {
@@ -98,7 +103,10 @@ fn parse_text_into(
             let target = substitute(target, &origin, ctx)?;
             let included = resolve_include(path, &target);
             let text = ctx.read_file(&included).map_err(|e| {
-                SpecError::new(origin.clone(), format!("cannot include '{}': {e}", included.display()))
+                SpecError::new(
+                    origin.clone(),
+                    format!("cannot include '{}': {e}", included.display()),
+                )
             })?;
             parse_text_into(&included, &text, ctx, sections, depth + 1)?;
             continue;
@@ -106,7 +114,10 @@ fn parse_text_into(
         let (key, value) = split_option(line);
         let key = key.trim().to_ascii_lowercase();
         if key.is_empty() {
-            return Err(SpecError::new(origin, format!("'{line}' has no option name")));
+            return Err(SpecError::new(
+                origin,
+                format!("'{line}' has no option name"),
+            ));
         }
         let value = match value {
             Some(v) => Some(substitute(v.trim(), &origin, ctx)?),
@@ -115,7 +126,9 @@ fn parse_text_into(
         let Some(section) = sections.last_mut() else {
             return Err(SpecError::new(
                 origin,
-                format!("option '{key}' comes before any [section] (start with [global] or [jobname])"),
+                format!(
+                    "option '{key}' comes before any [section] (start with [global] or [jobname])"
+                ),
             ));
         };
         section.options.push(RawOption { key, value, origin });
@@ -166,7 +179,11 @@ fn split_option(line: &str) -> (&str, Option<&str>) {
 }
 
 /// Expands `${NAME}` from the environment and `$pagesize`, `$ncpus`, `$mb_memory`.
-pub fn substitute(value: &str, origin: &Origin, ctx: &dyn SourceContext) -> Result<String, SpecError> {
+pub fn substitute(
+    value: &str,
+    origin: &Origin,
+    ctx: &dyn SourceContext,
+) -> Result<String, SpecError> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(pos) = rest.find('$') {
@@ -174,7 +191,10 @@ pub fn substitute(value: &str, origin: &Origin, ctx: &dyn SourceContext) -> Resu
         let after = &rest[pos + 1..];
         if let Some(braced) = after.strip_prefix('{') {
             let end = braced.find('}').ok_or_else(|| {
-                SpecError::new(origin.clone(), format!("'${{' without closing '}}' in '{value}'"))
+                SpecError::new(
+                    origin.clone(),
+                    format!("'${{' without closing '}}' in '{value}'"),
+                )
             })?;
             let name = &braced[..end];
             let replacement = ctx.env_var(name).or_else(|| ctx.reserved(name)).ok_or_else(|| {
@@ -209,7 +229,10 @@ pub fn substitute(value: &str, origin: &Origin, ctx: &dyn SourceContext) -> Resu
 /// Turns fio-style command-line job options (`--name=a --rw=write --name=b ...`) into
 /// sections: options before the first `--name` form a `[global]` section, and every `--name`
 /// starts a job.
-pub fn sections_from_args(args: &[String], ctx: &dyn SourceContext) -> Result<Vec<RawSection>, SpecError> {
+pub fn sections_from_args(
+    args: &[String],
+    ctx: &dyn SourceContext,
+) -> Result<Vec<RawSection>, SpecError> {
     let mut sections: Vec<RawSection> = Vec::new();
     for arg in args {
         let origin = Origin::CommandLine(arg.clone());
@@ -225,7 +248,10 @@ pub fn sections_from_args(args: &[String], ctx: &dyn SourceContext) -> Result<Ve
         if key == "name" {
             let name = value.clone().unwrap_or_default();
             if name.is_empty() {
-                return Err(SpecError::new(origin, "--name needs a value, e.g. --name=job1"));
+                return Err(SpecError::new(
+                    origin,
+                    "--name needs a value, e.g. --name=job1",
+                ));
             }
             sections.push(RawSection {
                 name,
@@ -261,7 +287,10 @@ mod tests {
 
     impl SourceContext for Fake {
         fn read_file(&self, path: &Path) -> Result<String, String> {
-            self.files.get(path).cloned().ok_or_else(|| "No such file or directory".into())
+            self.files
+                .get(path)
+                .cloned()
+                .ok_or_else(|| "No such file or directory".into())
         }
         fn env_var(&self, name: &str) -> Option<String> {
             self.env.get(name).cloned()
@@ -278,8 +307,14 @@ mod tests {
 
     fn fake(files: &[(&str, &str)], env: &[(&str, &str)]) -> Fake {
         Fake {
-            files: files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())).collect(),
-            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            files: files
+                .iter()
+                .map(|(p, t)| (PathBuf::from(p), t.to_string()))
+                .collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         }
     }
 
@@ -316,7 +351,10 @@ mod tests {
         );
         let s = parse_job_file(Path::new("dir/main.fio"), &ctx).expect("parses");
         assert_eq!(s[0].options[0].key, "bs");
-        assert_eq!(s[0].options[0].origin, Origin::file(Path::new("dir/common.fio"), 1));
+        assert_eq!(
+            s[0].options[0].origin,
+            Origin::file(Path::new("dir/common.fio"), 1)
+        );
     }
 
     #[test]
@@ -333,11 +371,18 @@ mod tests {
     #[test]
     fn variables_are_substituted() {
         let ctx = fake(
-            &[("v.fio", "[j]\nsize=${SIZE}\nbs=$pagesize\nnumjobs=$ncpus\ncost=$5\n")],
+            &[(
+                "v.fio",
+                "[j]\nsize=${SIZE}\nbs=$pagesize\nnumjobs=$ncpus\ncost=$5\n",
+            )],
             &[("SIZE", "64m")],
         );
         let s = parse_job_file(Path::new("v.fio"), &ctx).expect("parses");
-        let values: Vec<_> = s[0].options.iter().map(|o| o.value.clone().unwrap_or_default()).collect();
+        let values: Vec<_> = s[0]
+            .options
+            .iter()
+            .map(|o| o.value.clone().unwrap_or_default())
+            .collect();
         assert_eq!(values, ["64m", "4096", "2", "$5"]);
     }
 
@@ -345,16 +390,24 @@ mod tests {
     fn unset_variable_is_an_error_with_its_line() {
         let ctx = fake(&[("v.fio", "[j]\n\nsize=${NOPE}\n")], &[]);
         let e = parse_job_file(Path::new("v.fio"), &ctx).unwrap_err();
-        assert_eq!(e.to_string(), "v.fio:3: environment variable 'NOPE' is not set (export it, or write the value)");
+        assert_eq!(
+            e.to_string(),
+            "v.fio:3: environment variable 'NOPE' is not set (export it, or write the value)"
+        );
     }
 
     #[test]
     fn malformed_lines_are_errors() {
         let ctx = fake(&[("b.fio", "bs=4k\n")], &[]);
         let e = parse_job_file(Path::new("b.fio"), &ctx).unwrap_err();
-        assert!(e.to_string().starts_with("b.fio:1: option 'bs' comes before any [section]"));
+        assert!(e
+            .to_string()
+            .starts_with("b.fio:1: option 'bs' comes before any [section]"));
         let ctx = fake(&[("b.fio", "[job\n")], &[]);
-        assert!(parse_job_file(Path::new("b.fio"), &ctx).unwrap_err().to_string().contains("closing"));
+        assert!(parse_job_file(Path::new("b.fio"), &ctx)
+            .unwrap_err()
+            .to_string()
+            .contains("closing"));
         let ctx = fake(&[("b.fio", "[]\n")], &[]);
         assert!(parse_job_file(Path::new("b.fio"), &ctx).is_err());
         let ctx = fake(&[("b.fio", "[j]\n=4k\n")], &[]);
@@ -366,10 +419,16 @@ mod tests {
     #[test]
     fn command_line_jobs() {
         let ctx = fake(&[], &[]);
-        let args: Vec<String> = ["--bs=4k", "--name=a", "--rw=write", "--name=b", "--direct=1"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> = [
+            "--bs=4k",
+            "--name=a",
+            "--rw=write",
+            "--name=b",
+            "--direct=1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let s = sections_from_args(&args, &ctx).expect("parses");
         assert_eq!(s.len(), 3);
         assert!(s[0].is_global());

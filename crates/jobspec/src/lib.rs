@@ -82,6 +82,8 @@ pub struct Job {
     pub origin: Origin,
     pub group: u32,
     pub clone_index: u32,
+    /// Options as written (globals, the section, then overrides), for fio's "job options".
+    pub written: Vec<(String, String)>,
 }
 
 /// All the jobs of one invocation, in run order.
@@ -107,7 +109,10 @@ pub struct JobSources<'a> {
 /// With job files, command-line options before any `--name` override the files' values for
 /// every job (so `--runtime=2 --size=16m` shrinks any job file); each `--name` adds a job.
 /// Without job files, options before the first `--name` are global defaults, as in fio.
-pub fn build_job_set(sources: &JobSources<'_>, ctx: &dyn SourceContext) -> Result<JobSet, SpecError> {
+pub fn build_job_set(
+    sources: &JobSources<'_>,
+    ctx: &dyn SourceContext,
+) -> Result<JobSet, SpecError> {
     let mut file_sections: Vec<Vec<RawSection>> = Vec::new();
     for path in sources.files {
         file_sections.push(grammar::parse_job_file(path, ctx)?);
@@ -168,16 +173,23 @@ impl Resolver {
         defaults: &[RawOption],
     ) -> Result<(), SpecError> {
         let mut global = JobOptions::default();
+        let mut global_written: Vec<(String, String)> = Vec::new();
+        let as_written = |o: &RawOption| (o.key.clone(), o.value.clone().unwrap_or_default());
         for option in defaults {
             self.apply(&mut global, option)?;
+            global_written.push(as_written(option));
         }
         for section in sections {
             if section.is_global() {
                 for option in &section.options {
                     self.apply(&mut global, option)?;
+                    global_written.push(as_written(option));
                 }
                 continue;
             }
+            let mut written = vec![("name".to_string(), section.name.clone())];
+            written.extend(global_written.iter().cloned());
+            written.extend(section.options.iter().chain(overrides).map(as_written));
             let mut options = global.clone();
             options.name = section.name.clone();
             // A job inherits global stonewall/new_group only through its own section in fio.
@@ -197,6 +209,7 @@ impl Resolver {
                     origin: section.origin.clone(),
                     group: self.group,
                     clone_index,
+                    written: written.clone(),
                 });
             }
         }
@@ -281,7 +294,9 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
         }
     }
     if o.ss.is_some() && o.ss_dur.is_none() {
-        return Err("ss= needs ss_dur= (how long the metric must stay steady, e.g. ss_dur=30s)".into());
+        return Err(
+            "ss= needs ss_dur= (how long the metric must stay steady, e.g. ss_dur=30s)".into(),
+        );
     }
     if o.direct {
         for d in 0..2 {
@@ -328,7 +343,10 @@ mod tests {
     struct Files(HashMap<PathBuf, String>);
     impl SourceContext for Files {
         fn read_file(&self, path: &Path) -> Result<String, String> {
-            self.0.get(path).cloned().ok_or_else(|| "No such file or directory (os error 2)".into())
+            self.0
+                .get(path)
+                .cloned()
+                .ok_or_else(|| "No such file or directory (os error 2)".into())
         }
         fn env_var(&self, _: &str) -> Option<String> {
             None
@@ -339,8 +357,17 @@ mod tests {
     }
 
     fn build(files: &[(&str, &str)], cli: &[&str], ignore: bool) -> Result<JobSet, SpecError> {
-        let ctx = Files(files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())).collect());
-        let paths: Vec<PathBuf> = files.iter().take(1).map(|(p, _)| PathBuf::from(p)).collect();
+        let ctx = Files(
+            files
+                .iter()
+                .map(|(p, t)| (PathBuf::from(p), t.to_string()))
+                .collect(),
+        );
+        let paths: Vec<PathBuf> = files
+            .iter()
+            .take(1)
+            .map(|(p, _)| PathBuf::from(p))
+            .collect();
         let cli: Vec<String> = cli.iter().map(|s| s.to_string()).collect();
         build_job_set(
             &JobSources {
@@ -361,8 +388,14 @@ mod tests {
         assert_eq!(names, ["a", "b", "c", "c"]);
         assert_eq!(set.jobs[0].options.bs, [4096, 4096]);
         assert_eq!(set.jobs[1].options.bs, [8192, 8192]);
-        assert_eq!(set.jobs[1].options.runtime, Some(std::time::Duration::from_secs(2)));
-        assert_eq!(set.jobs[0].options.runtime, Some(std::time::Duration::from_secs(2)));
+        assert_eq!(
+            set.jobs[1].options.runtime,
+            Some(std::time::Duration::from_secs(2))
+        );
+        assert_eq!(
+            set.jobs[0].options.runtime,
+            Some(std::time::Duration::from_secs(2))
+        );
         let groups: Vec<_> = set.jobs.iter().map(|j| j.group).collect();
         assert_eq!(groups, [0, 0, 1, 1]);
         assert_eq!(set.jobs[3].clone_index, 1);
@@ -370,8 +403,19 @@ mod tests {
 
     #[test]
     fn command_line_only_jobs() {
-        let set = build(&[], &["--bs=64k", "--name=x", "--rw=write", "--size=1m", "--name=y", "--size=2m"], false)
-            .expect("builds");
+        let set = build(
+            &[],
+            &[
+                "--bs=64k",
+                "--name=x",
+                "--rw=write",
+                "--size=1m",
+                "--name=y",
+                "--size=2m",
+            ],
+            false,
+        )
+        .expect("builds");
         assert_eq!(set.jobs.len(), 2);
         assert_eq!(set.jobs[0].options.bs, [65536, 65536]);
         assert_eq!(set.jobs[1].options.bs, [65536, 65536]);
@@ -383,12 +427,17 @@ mod tests {
         let e = build(&[("job.fio", "[j]\nsize=1m\nverify=md5\n")], &[], false).unwrap_err();
         let text = e.to_string();
         assert!(
-            text.starts_with("job.fio:3: option 'verify' is not supported by sinkrate (supported: "),
+            text.starts_with(
+                "job.fio:3: option 'verify' is not supported by sinkrate (supported: "
+            ),
             "{text}"
         );
         assert!(text.contains("bssplit"));
         let ok = build(&[("job.fio", "[j]\nsize=1m\nverify=md5\n")], &[], true).expect("ignored");
-        assert!(ok.notices.iter().any(|n| n.text.contains("'verify' is not supported")));
+        assert!(ok
+            .notices
+            .iter()
+            .any(|n| n.text.contains("'verify' is not supported")));
     }
 
     #[test]
@@ -409,11 +458,22 @@ mod tests {
 
     #[test]
     fn notices_for_mapped_engines_and_no_effect_options() {
-        let set = build(&[("j.fio", "[j]\nioengine=libaio\niodepth=4\ngtod_reduce=1\n")], &[], false)
-            .expect("builds");
-        assert!(set.notices.iter().any(|n| n.text.contains("io_uring backend")));
+        let set = build(
+            &[("j.fio", "[j]\nioengine=libaio\niodepth=4\ngtod_reduce=1\n")],
+            &[],
+            false,
+        )
+        .expect("builds");
+        assert!(set
+            .notices
+            .iter()
+            .any(|n| n.text.contains("io_uring backend")));
         assert!(set.notices.iter().any(|n| n.text.contains("no effect")));
-        let set = build(&[("j.fio", "[j]\nioengine=psync\niodepth=8\n")], &[], false).expect("builds");
-        assert!(set.notices.iter().any(|n| n.text.contains("synchronous engine")));
+        let set =
+            build(&[("j.fio", "[j]\nioengine=psync\niodepth=8\n")], &[], false).expect("builds");
+        assert!(set
+            .notices
+            .iter()
+            .any(|n| n.text.contains("synchronous engine")));
     }
 }

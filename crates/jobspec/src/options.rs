@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::units::{parse_bool, parse_int, parse_percent, parse_size, parse_time, KbBase, TimeUnit};
+use crate::units::{
+    parse_bool, parse_int, parse_percent, parse_size, parse_time, KbBase, TimeUnit,
+};
 
 /// Data direction index used for per-direction pairs (`bs=4k,8k`): read, write.
 pub const READ: usize = 0;
@@ -90,7 +92,11 @@ impl Engine {
     pub fn is_file_operation(&self) -> bool {
         matches!(
             self,
-            Engine::Filecreate | Engine::Filestat | Engine::Filedelete | Engine::Ftruncate | Engine::Falloc
+            Engine::Filecreate
+                | Engine::Filestat
+                | Engine::Filedelete
+                | Engine::Ftruncate
+                | Engine::Falloc
         )
     }
     /// Engines that can keep more than one I/O in flight.
@@ -248,7 +254,8 @@ pub struct JobOptions {
 }
 
 pub const DEFAULT_PERCENTILES: [f64; 17] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99,
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
 ];
 
 impl Default for JobOptions {
@@ -338,22 +345,52 @@ impl Default for JobOptions {
 /// Options that fio has and sinkrate accepts, but that change nothing in sinkrate's
 /// measurement; each with the reason, shown by `--parse-only`.
 pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[
-    ("gtod_reduce", "sinkrate's clock is cheap enough that latency is always recorded"),
-    ("clat_percentiles", "completion-latency percentiles are always reported"),
-    ("lat_percentiles", "total-latency percentiles are always computed"),
-    ("slat_percentiles", "submission latency is summarised without percentiles"),
+    (
+        "gtod_reduce",
+        "sinkrate's clock is cheap enough that latency is always recorded",
+    ),
+    (
+        "clat_percentiles",
+        "completion-latency percentiles are always reported",
+    ),
+    (
+        "lat_percentiles",
+        "total-latency percentiles are always computed",
+    ),
+    (
+        "slat_percentiles",
+        "submission latency is summarised without percentiles",
+    ),
     ("disable_lat", "latency is always recorded"),
     ("disable_clat", "latency is always recorded"),
     ("disable_slat", "latency is always recorded"),
     ("disable_bw_measurement", "bandwidth is always recorded"),
-    ("random_generator", "random offsets use a full-period generator like fio's lfsr"),
-    ("allrandrepeat", "random streams are always seeded from randseed"),
+    (
+        "random_generator",
+        "random offsets use a full-period generator like fio's lfsr",
+    ),
+    (
+        "allrandrepeat",
+        "random streams are always seeded from randseed",
+    ),
     ("file_service_type", "files of a job are served round robin"),
-    ("fadvise_hint", "no access-pattern hint is given to the kernel"),
+    (
+        "fadvise_hint",
+        "no access-pattern hint is given to the kernel",
+    ),
     ("exitall", "jobs run to their own end"),
-    ("exitall_on_error", "the first error stops its job and is reported"),
-    ("continue_on_error", "the first error stops its job and is reported"),
-    ("group_reporting_all", "groups are reported as defined by stonewall/new_group"),
+    (
+        "exitall_on_error",
+        "the first error stops its job and is reported",
+    ),
+    (
+        "continue_on_error",
+        "the first error stops its job and is reported",
+    ),
+    (
+        "group_reporting_all",
+        "groups are reported as defined by stonewall/new_group",
+    ),
     ("clocksource", "sinkrate always uses the monotonic clock"),
 ];
 
@@ -366,21 +403,94 @@ pub fn supported_names() -> Vec<&'static str> {
 }
 
 const OPTIONS: &[&str] = &[
-    "name", "description", "filename", "directory", "size", "io_size", "io_limit", "filesize", "nrfiles",
-    "numjobs", "thread", "group_reporting", "stonewall", "wait_for_previous", "new_group", "loops",
-    "offset", "unlink", "unlink_each_loop", "kb_base", "rw", "readwrite", "rwmixread", "rwmixwrite",
-    "bs", "blocksize", "bsrange", "blocksize_range", "bssplit", "blockalign", "ba", "ioengine",
-    "iodepth", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete",
-    "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "direct", "buffered",
-    "sync", "fsync", "fdatasync", "end_fsync", "fsync_on_close", "fallocate", "create_on_open",
-    "pre_read", "invalidate", "overwrite", "norandommap", "randseed", "randrepeat", "runtime",
-    "timeout", "time_based", "ramp_time", "startdelay", "rate", "rate_iops", "rate_min",
-    "ratemin", "rate_process", "thinktime", "thinktime_spin", "thinktime_blocks",
-    "thinktime_blocks_type", "max_latency", "latency_target", "latency_window",
-    "latency_percentile", "ss", "steadystate", "ss_dur", "steadystate_duration", "ss_ramp",
-    "steadystate_ramp_time", "zero_buffers", "refill_buffers", "scramble_buffers",
-    "buffer_pattern", "write_bw_log", "write_lat_log", "write_iops_log", "log_avg_msec",
-    "log_unix_epoch", "percentile_list",
+    "name",
+    "description",
+    "filename",
+    "directory",
+    "size",
+    "io_size",
+    "io_limit",
+    "filesize",
+    "nrfiles",
+    "numjobs",
+    "thread",
+    "group_reporting",
+    "stonewall",
+    "wait_for_previous",
+    "new_group",
+    "loops",
+    "offset",
+    "unlink",
+    "unlink_each_loop",
+    "kb_base",
+    "rw",
+    "readwrite",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "blocksize",
+    "bsrange",
+    "blocksize_range",
+    "bssplit",
+    "blockalign",
+    "ba",
+    "ioengine",
+    "iodepth",
+    "iodepth_batch",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
+    "iodepth_low",
+    "direct",
+    "buffered",
+    "sync",
+    "fsync",
+    "fdatasync",
+    "end_fsync",
+    "fsync_on_close",
+    "fallocate",
+    "create_on_open",
+    "pre_read",
+    "invalidate",
+    "overwrite",
+    "norandommap",
+    "randseed",
+    "randrepeat",
+    "runtime",
+    "timeout",
+    "time_based",
+    "ramp_time",
+    "startdelay",
+    "rate",
+    "rate_iops",
+    "rate_min",
+    "ratemin",
+    "rate_process",
+    "thinktime",
+    "thinktime_spin",
+    "thinktime_blocks",
+    "thinktime_blocks_type",
+    "max_latency",
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
+    "ss",
+    "steadystate",
+    "ss_dur",
+    "steadystate_duration",
+    "ss_ramp",
+    "steadystate_ramp_time",
+    "zero_buffers",
+    "refill_buffers",
+    "scramble_buffers",
+    "buffer_pattern",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "log_avg_msec",
+    "log_unix_epoch",
+    "percentile_list",
 ];
 
 /// The outcome of applying one option.
@@ -428,7 +538,10 @@ fn per_direction<T: Copy>(
 ) -> Result<[T; 2], ApplyError> {
     let parts: Vec<&str> = text.split(',').collect();
     if parts.len() > 3 {
-        return Err(bad(key, format!("'{text}' has more than three comma-separated values (read,write,trim)")));
+        return Err(bad(
+            key,
+            format!("'{text}' has more than three comma-separated values (read,write,trim)"),
+        ));
     }
     let mut out = current;
     if parts.len() == 1 {
@@ -467,18 +580,31 @@ fn parse_bssplit_one(text: &str, kb: KbBase) -> Result<Vec<(u64, f64)>, String> 
         entries.push((parse_size(size, kb)?, pct));
     }
     if entries.is_empty() {
-        return Err(format!("'{text}' has no block sizes (expected e.g. 4k/10:64k/50:32k/40)"));
+        return Err(format!(
+            "'{text}' has no block sizes (expected e.g. 4k/10:64k/50:32k/40)"
+        ));
     }
     let given: f64 = entries.iter().filter_map(|e| e.1).sum();
     if given > 100.0 + 1e-9 {
-        return Err(format!("percentages in '{text}' add up to {given}, more than 100"));
+        return Err(format!(
+            "percentages in '{text}' add up to {given}, more than 100"
+        ));
     }
     let unspecified = entries.iter().filter(|e| e.1.is_none()).count();
-    let share = if unspecified > 0 { (100.0 - given) / unspecified as f64 } else { 0.0 };
-    let out: Vec<(u64, f64)> = entries.into_iter().map(|(s, p)| (s, p.unwrap_or(share))).collect();
+    let share = if unspecified > 0 {
+        (100.0 - given) / unspecified as f64
+    } else {
+        0.0
+    };
+    let out: Vec<(u64, f64)> = entries
+        .into_iter()
+        .map(|(s, p)| (s, p.unwrap_or(share)))
+        .collect();
     let total: f64 = out.iter().map(|e| e.1).sum();
     if (total - 100.0).abs() > 0.01 {
-        return Err(format!("percentages in '{text}' add up to {total}, not 100"));
+        return Err(format!(
+            "percentages in '{text}' add up to {total}, not 100"
+        ));
     }
     Ok(out)
 }
@@ -501,10 +627,18 @@ fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
             .map_err(|_| format!("'{t}' is not hexadecimal"));
     }
     if let Some(inner) = t.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
-        return if inner.is_empty() { Err("empty pattern".into()) } else { Ok(inner.as_bytes().to_vec()) };
+        return if inner.is_empty() {
+            Err("empty pattern".into())
+        } else {
+            Ok(inner.as_bytes().to_vec())
+        };
     }
     if let Some(inner) = t.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-        return if inner.is_empty() { Err("empty pattern".into()) } else { Ok(inner.as_bytes().to_vec()) };
+        return if inner.is_empty() {
+            Err("empty pattern".into())
+        } else {
+            Ok(inner.as_bytes().to_vec())
+        };
     }
     match t.parse::<u64>() {
         Ok(v) => {
@@ -519,16 +653,19 @@ fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
 }
 
 fn parse_ss(text: &str) -> Result<SteadyState, String> {
-    let (kind, limit) = text
-        .split_once(':')
-        .ok_or_else(|| format!("'{text}' is not a steady-state spec (expected e.g. iops:10% or bw_slope:0.1%)"))?;
-    let (metric, slope) = match kind.trim().to_ascii_lowercase().as_str() {
-        "iops" => (SteadyMetric::Iops, false),
-        "iops_slope" => (SteadyMetric::Iops, true),
-        "bw" => (SteadyMetric::Bw, false),
-        "bw_slope" => (SteadyMetric::Bw, true),
-        other => return Err(format!("'{other}' is not a steady-state metric (accepted: iops, iops_slope, bw, bw_slope)")),
-    };
+    let (kind, limit) = text.split_once(':').ok_or_else(|| {
+        format!("'{text}' is not a steady-state spec (expected e.g. iops:10% or bw_slope:0.1%)")
+    })?;
+    let (metric, slope) =
+        match kind.trim().to_ascii_lowercase().as_str() {
+            "iops" => (SteadyMetric::Iops, false),
+            "iops_slope" => (SteadyMetric::Iops, true),
+            "bw" => (SteadyMetric::Bw, false),
+            "bw_slope" => (SteadyMetric::Bw, true),
+            other => return Err(format!(
+                "'{other}' is not a steady-state metric (accepted: iops, iops_slope, bw, bw_slope)"
+            )),
+        };
     let limit = limit.trim();
     let percent = limit.ends_with('%');
     let number: f64 = limit
@@ -546,15 +683,28 @@ fn parse_ss(text: &str) -> Result<SteadyState, String> {
     })
 }
 
-fn log_request(key: &str, value: Option<&str>, job_name: &str) -> Result<Option<LogRequest>, ApplyError> {
+fn log_request(
+    key: &str,
+    value: Option<&str>,
+    job_name: &str,
+) -> Result<Option<LogRequest>, ApplyError> {
     match value {
-        None => Ok(Some(LogRequest { prefix: job_name.to_string() })),
-        Some(v) if v.trim().is_empty() => Ok(Some(LogRequest { prefix: job_name.to_string() })),
+        None => Ok(Some(LogRequest {
+            prefix: job_name.to_string(),
+        })),
+        Some(v) if v.trim().is_empty() => Ok(Some(LogRequest {
+            prefix: job_name.to_string(),
+        })),
         Some(v) => {
             if v.contains('/') && v.ends_with('/') {
-                return Err(bad(key, format!("'{v}' names a directory, expected a file-name prefix")));
+                return Err(bad(
+                    key,
+                    format!("'{v}' names a directory, expected a file-name prefix"),
+                ));
             }
-            Ok(Some(LogRequest { prefix: v.trim().to_string() }))
+            Ok(Some(LogRequest {
+                prefix: v.trim().to_string(),
+            }))
         }
     }
 }
@@ -585,7 +735,9 @@ impl JobOptions {
                     SizeSpec::Bytes(size(v).map_err(|e| bad(key, e))?)
                 });
             }
-            "io_size" | "io_limit" => self.io_size = Some(size(need(key, value)?).map_err(|e| bad(key, e))?),
+            "io_size" | "io_limit" => {
+                self.io_size = Some(size(need(key, value)?).map_err(|e| bad(key, e))?)
+            }
             "filesize" => {
                 let v = need(key, value)?;
                 self.filesize = Some(if v.contains('-') || v.contains(':') {
@@ -598,14 +750,20 @@ impl JobOptions {
             "nrfiles" => {
                 let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
                 if n == 0 || n > 1_000_000 {
-                    return Err(bad(key, format!("{n} is out of range (expected 1 to 1000000)")));
+                    return Err(bad(
+                        key,
+                        format!("{n} is out of range (expected 1 to 1000000)"),
+                    ));
                 }
                 self.nrfiles = n as u32;
             }
             "numjobs" => {
                 let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
                 if n == 0 || n > 4096 {
-                    return Err(bad(key, format!("{n} is out of range (expected 1 to 4096)")));
+                    return Err(bad(
+                        key,
+                        format!("{n} is out of range (expected 1 to 4096)"),
+                    ));
                 }
                 self.numjobs = n as u32;
             }
@@ -616,7 +774,10 @@ impl JobOptions {
             "loops" => {
                 let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
                 if n == 0 || n > u32::MAX as u64 {
-                    return Err(bad(key, format!("{n} is out of range (expected 1 or more)")));
+                    return Err(bad(
+                        key,
+                        format!("{n} is out of range (expected 1 or more)"),
+                    ));
                 }
                 self.loops = n as u32;
             }
@@ -634,7 +795,12 @@ impl JobOptions {
                 self.kb_base = match need(key, value)?.trim() {
                     "1024" => KbBase::Compat1024,
                     "1000" => KbBase::Si1000,
-                    other => return Err(bad(key, format!("'{other}' is not accepted (expected 1000 or 1024)"))),
+                    other => {
+                        return Err(bad(
+                            key,
+                            format!("'{other}' is not accepted (expected 1000 or 1024)"),
+                        ))
+                    }
                 }
             }
             "rw" | "readwrite" => {
@@ -665,9 +831,12 @@ impl JobOptions {
                 };
                 self.rw = ReadWrite { pattern, direction };
             }
-            "rwmixread" => self.rwmixread = parse_percent(need(key, value)?).map_err(|e| bad(key, e))?,
+            "rwmixread" => {
+                self.rwmixread = parse_percent(need(key, value)?).map_err(|e| bad(key, e))?
+            }
             "rwmixwrite" => {
-                self.rwmixread = 100.0 - parse_percent(need(key, value)?).map_err(|e| bad(key, e))?
+                self.rwmixread =
+                    100.0 - parse_percent(need(key, value)?).map_err(|e| bad(key, e))?
             }
             "bs" | "blocksize" => {
                 let v = need(key, value)?;
@@ -677,7 +846,10 @@ impl JobOptions {
                 } else {
                     self.bs = per_direction(key, v, self.bs, size)?;
                     if self.bs.contains(&0) {
-                        return Err(bad(key, "a block size of 0 (expected at least 1 byte, usually 512 or more)"));
+                        return Err(bad(
+                            key,
+                            "a block size of 0 (expected at least 1 byte, usually 512 or more)",
+                        ));
                     }
                 }
             }
@@ -690,7 +862,9 @@ impl JobOptions {
                 let parts: Vec<&str> = v.split(',').collect();
                 let first = parse_bssplit_one(parts[0], kb).map_err(|e| bad(key, e))?;
                 let second = match parts.get(1) {
-                    Some(p) if !p.trim().is_empty() => parse_bssplit_one(p, kb).map_err(|e| bad(key, e))?,
+                    Some(p) if !p.trim().is_empty() => {
+                        parse_bssplit_one(p, kb).map_err(|e| bad(key, e))?
+                    }
                     _ => first.clone(),
                 };
                 self.bssplit = Some([first, second]);
@@ -702,20 +876,29 @@ impl JobOptions {
             "iodepth" => {
                 let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
                 if n == 0 || n > 65536 {
-                    return Err(bad(key, format!("{n} is out of range (expected 1 to 65536)")));
+                    return Err(bad(
+                        key,
+                        format!("{n} is out of range (expected 1 to 65536)"),
+                    ));
                 }
                 self.iodepth = n as u32;
             }
             "iodepth_batch" | "iodepth_batch_submit" => {
-                self.iodepth_batch_submit = parse_int(need(key, value)?).map_err(|e| bad(key, e))?.max(1) as u32
+                self.iodepth_batch_submit = parse_int(need(key, value)?)
+                    .map_err(|e| bad(key, e))?
+                    .max(1) as u32
             }
             "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
-                self.iodepth_batch_complete_min = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
+                self.iodepth_batch_complete_min =
+                    parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
             }
             "iodepth_batch_complete_max" => {
-                self.iodepth_batch_complete_max = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
+                self.iodepth_batch_complete_max =
+                    parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
             }
-            "iodepth_low" => self.iodepth_low = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32,
+            "iodepth_low" => {
+                self.iodepth_low = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
+            }
             "direct" => self.direct = flag(key, value)?,
             "buffered" => self.direct = !flag(key, value)?,
             "sync" => {
@@ -725,24 +908,38 @@ impl JobOptions {
                         "1" | "sync" | "true" => SyncMode::Sync,
                         "0" | "none" | "false" => SyncMode::None,
                         "dsync" => SyncMode::Dsync,
-                        other => return Err(bad(key, format!("'{other}' is not accepted (expected none, sync, dsync, 0 or 1)"))),
+                        other => return Err(bad(
+                            key,
+                            format!(
+                                "'{other}' is not accepted (expected none, sync, dsync, 0 or 1)"
+                            ),
+                        )),
                     },
                 }
             }
             "fsync" => self.fsync = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
-            "fdatasync" => self.fdatasync = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
+            "fdatasync" => {
+                self.fdatasync = parse_int(need(key, value)?).map_err(|e| bad(key, e))?
+            }
             "end_fsync" => self.end_fsync = flag(key, value)?,
             "fsync_on_close" => self.fsync_on_close = flag(key, value)?,
-            "fallocate" => {
-                self.fallocate = match need(key, value)?.trim().to_ascii_lowercase().as_str() {
-                    "none" | "0" => Fallocate::None,
-                    "native" => Fallocate::Native,
-                    "posix" | "1" => Fallocate::Posix,
-                    "keep" => Fallocate::Keep,
-                    "truncate" => Fallocate::Truncate,
-                    other => return Err(bad(key, format!("'{other}' is not accepted (expected none, native, posix, keep, truncate)"))),
-                }
-            }
+            "fallocate" => self.fallocate = match need(key, value)?
+                .trim()
+                .to_ascii_lowercase()
+                .as_str()
+            {
+                "none" | "0" => Fallocate::None,
+                "native" => Fallocate::Native,
+                "posix" | "1" => Fallocate::Posix,
+                "keep" => Fallocate::Keep,
+                "truncate" => Fallocate::Truncate,
+                other => return Err(bad(
+                    key,
+                    format!(
+                        "'{other}' is not accepted (expected none, native, posix, keep, truncate)"
+                    ),
+                )),
+            },
             "create_on_open" => self.create_on_open = flag(key, value)?,
             "pre_read" => self.pre_read = flag(key, value)?,
             "invalidate" => self.invalidate = flag(key, value)?,
@@ -759,31 +956,53 @@ impl JobOptions {
             "startdelay" => {
                 let v = need(key, value)?;
                 if v.contains('-') {
-                    return Err(bad(key, format!("a range '{v}' is not supported by sinkrate (give one delay)")));
+                    return Err(bad(
+                        key,
+                        format!("a range '{v}' is not supported by sinkrate (give one delay)"),
+                    ));
                 }
                 self.startdelay = secs(v).map_err(|e| bad(key, e))?;
             }
             "rate" => self.rate = per_direction(key, need(key, value)?, self.rate, size)?,
-            "rate_iops" => self.rate_iops = per_direction(key, need(key, value)?, self.rate_iops, parse_int)?,
-            "rate_min" | "ratemin" => self.rate_min = per_direction(key, need(key, value)?, self.rate_min, size)?,
+            "rate_iops" => {
+                self.rate_iops = per_direction(key, need(key, value)?, self.rate_iops, parse_int)?
+            }
+            "rate_min" | "ratemin" => {
+                self.rate_min = per_direction(key, need(key, value)?, self.rate_min, size)?
+            }
             "rate_process" => {
                 self.rate_process = match need(key, value)?.trim().to_ascii_lowercase().as_str() {
                     "linear" => RateProcess::Linear,
                     "poisson" => RateProcess::Poisson,
-                    other => return Err(bad(key, format!("'{other}' is not accepted (expected linear or poisson)"))),
+                    other => {
+                        return Err(bad(
+                            key,
+                            format!("'{other}' is not accepted (expected linear or poisson)"),
+                        ))
+                    }
                 }
             }
             "thinktime" => self.thinktime = usecs(need(key, value)?).map_err(|e| bad(key, e))?,
-            "thinktime_spin" => self.thinktime_spin = usecs(need(key, value)?).map_err(|e| bad(key, e))?,
+            "thinktime_spin" => {
+                self.thinktime_spin = usecs(need(key, value)?).map_err(|e| bad(key, e))?
+            }
             "thinktime_blocks" => {
-                self.thinktime_blocks = parse_int(need(key, value)?).map_err(|e| bad(key, e))?.max(1)
+                self.thinktime_blocks = parse_int(need(key, value)?)
+                    .map_err(|e| bad(key, e))?
+                    .max(1)
             }
             "thinktime_blocks_type" => {
-                self.thinktime_blocks_type = match need(key, value)?.trim().to_ascii_lowercase().as_str() {
-                    "complete" => ThinktimeBlocksType::Complete,
-                    "issue" => ThinktimeBlocksType::Issue,
-                    other => return Err(bad(key, format!("'{other}' is not accepted (expected complete or issue)"))),
-                }
+                self.thinktime_blocks_type =
+                    match need(key, value)?.trim().to_ascii_lowercase().as_str() {
+                        "complete" => ThinktimeBlocksType::Complete,
+                        "issue" => ThinktimeBlocksType::Issue,
+                        other => {
+                            return Err(bad(
+                                key,
+                                format!("'{other}' is not accepted (expected complete or issue)"),
+                            ))
+                        }
+                    }
             }
             "max_latency" => {
                 let d = usecs(need(key, value)?).map_err(|e| bad(key, e))?;
@@ -793,11 +1012,16 @@ impl JobOptions {
                 let d = usecs(need(key, value)?).map_err(|e| bad(key, e))?;
                 self.latency_target = if d.is_zero() { None } else { Some(d) };
             }
-            "latency_window" => self.latency_window = usecs(need(key, value)?).map_err(|e| bad(key, e))?,
-            "latency_percentile" => {
-                self.latency_percentile = parse_percent(need(key, value)?).map_err(|e| bad(key, e))?
+            "latency_window" => {
+                self.latency_window = usecs(need(key, value)?).map_err(|e| bad(key, e))?
             }
-            "ss" | "steadystate" => self.ss = Some(parse_ss(need(key, value)?).map_err(|e| bad(key, e))?),
+            "latency_percentile" => {
+                self.latency_percentile =
+                    parse_percent(need(key, value)?).map_err(|e| bad(key, e))?
+            }
+            "ss" | "steadystate" => {
+                self.ss = Some(parse_ss(need(key, value)?).map_err(|e| bad(key, e))?)
+            }
             "ss_dur" | "steadystate_duration" => {
                 self.ss_dur = Some(secs(need(key, value)?).map_err(|e| bad(key, e))?)
             }
@@ -808,12 +1032,15 @@ impl JobOptions {
             "refill_buffers" => self.refill_buffers = flag(key, value)?,
             "scramble_buffers" => self.scramble_buffers = flag(key, value)?,
             "buffer_pattern" => {
-                self.buffer_pattern = Some(parse_buffer_pattern(need(key, value)?).map_err(|e| bad(key, e))?)
+                self.buffer_pattern =
+                    Some(parse_buffer_pattern(need(key, value)?).map_err(|e| bad(key, e))?)
             }
             "write_bw_log" => self.write_bw_log = log_request(key, value, &self.name)?,
             "write_lat_log" => self.write_lat_log = log_request(key, value, &self.name)?,
             "write_iops_log" => self.write_iops_log = log_request(key, value, &self.name)?,
-            "log_avg_msec" => self.log_avg_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
+            "log_avg_msec" => {
+                self.log_avg_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?
+            }
             "log_unix_epoch" => self.log_unix_epoch = flag(key, value)?,
             "percentile_list" => {
                 let v = need(key, value)?;
@@ -822,7 +1049,10 @@ impl JobOptions {
                     list.push(parse_percent(p).map_err(|e| bad(key, e))?);
                 }
                 if list.is_empty() || list.len() > 20 {
-                    return Err(bad(key, "expected 1 to 20 percentiles separated by ':' (e.g. 50:99:99.9)"));
+                    return Err(bad(
+                        key,
+                        "expected 1 to 20 percentiles separated by ':' (e.g. 50:99:99.9)",
+                    ));
                 }
                 list.sort_by(|a, b| a.total_cmp(b));
                 self.percentile_list = list;
@@ -938,7 +1168,9 @@ mod tests {
         apply(&mut o, "buffer_pattern", Some("'ab'")).expect("pattern");
         assert_eq!(o.buffer_pattern, Some(b"ab".to_vec()));
         apply(&mut o, "ss", Some("iops_slope:0.1%")).expect("ss");
-        assert!(o.ss.is_some_and(|s| s.slope && (s.limit - 0.001).abs() < 1e-12));
+        assert!(o
+            .ss
+            .is_some_and(|s| s.slope && (s.limit - 0.001).abs() < 1e-12));
         apply(&mut o, "percentile_list", Some("99.9:50")).expect("pl");
         assert_eq!(o.percentile_list, vec![50.0, 99.9]);
         apply(&mut o, "kb_base", Some("1000")).expect("kb");
@@ -946,17 +1178,30 @@ mod tests {
         assert_eq!(o.size, Some(SizeSpec::Bytes(1_000_000)));
         o.name = "cam".into();
         apply(&mut o, "write_bw_log", None).expect("log");
-        assert_eq!(o.write_bw_log, Some(LogRequest { prefix: "cam".into() }));
+        assert_eq!(
+            o.write_bw_log,
+            Some(LogRequest {
+                prefix: "cam".into()
+            })
+        );
     }
 
     #[test]
     fn engines_and_notices() {
         let mut o = JobOptions::default();
-        assert_eq!(apply(&mut o, "ioengine", Some("io_uring")), Ok(Applied::Set));
-        assert!(matches!(apply(&mut o, "ioengine", Some("libaio")), Ok(Applied::Notice(_))));
+        assert_eq!(
+            apply(&mut o, "ioengine", Some("io_uring")),
+            Ok(Applied::Set)
+        );
+        assert!(matches!(
+            apply(&mut o, "ioengine", Some("libaio")),
+            Ok(Applied::Notice(_))
+        ));
         assert_eq!(o.ioengine, Engine::IoUring);
         match apply(&mut o, "ioengine", Some("rbd")) {
-            Err(ApplyError::BadValue(m)) => assert!(m.contains("engine 'rbd' is not supported by sinkrate")),
+            Err(ApplyError::BadValue(m)) => {
+                assert!(m.contains("engine 'rbd' is not supported by sinkrate"))
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -996,9 +1241,18 @@ mod tests {
     #[test]
     fn unknown_and_no_effect_options() {
         let mut o = JobOptions::default();
-        assert_eq!(apply(&mut o, "xyz", Some("1")), Err(ApplyError::Unsupported));
-        assert_eq!(apply(&mut o, "verify", Some("crc32c")), Err(ApplyError::Unsupported));
-        assert!(matches!(apply(&mut o, "gtod_reduce", Some("1")), Ok(Applied::NoEffect(_))));
+        assert_eq!(
+            apply(&mut o, "xyz", Some("1")),
+            Err(ApplyError::Unsupported)
+        );
+        assert_eq!(
+            apply(&mut o, "verify", Some("crc32c")),
+            Err(ApplyError::Unsupported)
+        );
+        assert!(matches!(
+            apply(&mut o, "gtod_reduce", Some("1")),
+            Ok(Applied::NoEffect(_))
+        ));
         assert!(supported_names().contains(&"bssplit"));
     }
 }

@@ -19,7 +19,8 @@ pub fn parse_size(text: &str, kb_base: KbBase) -> Result<u64, String> {
         return Err("empty size (expected a number with an optional k/m/g/t/p suffix)".into());
     }
     if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        return u64::from_str_radix(hex, 16).map_err(|_| format!("'{t}' is not a hexadecimal size"));
+        return u64::from_str_radix(hex, 16)
+            .map_err(|_| format!("'{t}' is not a hexadecimal size"));
     }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -198,7 +199,10 @@ mod tests {
     fn times_use_the_default_unit_and_suffixes() {
         use TimeUnit::*;
         assert_eq!(parse_time("10", Seconds), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_time("10", Microseconds), Ok(Duration::from_micros(10)));
+        assert_eq!(
+            parse_time("10", Microseconds),
+            Ok(Duration::from_micros(10))
+        );
         assert_eq!(parse_time("500ms", Seconds), Ok(Duration::from_millis(500)));
         assert_eq!(parse_time("2m", Seconds), Ok(Duration::from_secs(120)));
         assert_eq!(parse_time("1h", Seconds), Ok(Duration::from_secs(3600)));

@@ -34,7 +34,13 @@ fn parse_line(line: &str) -> Option<Mount> {
     let mut r = right.split(' ');
     let fs_type = r.next()?.to_string();
     let source = unescape(r.next()?);
-    let super_options = r.next().unwrap_or("").split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
+    let super_options = r
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
     Some(Mount {
         mount_id,
         parent_id,
@@ -55,8 +61,14 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
-            let value = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            let value =
+                (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
             out.push(value);
             i += 4;
         } else {
@@ -108,7 +120,10 @@ mod tests {
         assert_eq!(bind.root, "/export");
         assert_eq!(bind.source, "/dev/sda1");
         assert!(mounts.iter().any(|m| m.mount_point == "/mnt/with space"));
-        assert_eq!(mount_for_path(&mounts, "/media/sdx").map(|m| m.mount_point.as_str()), Some("/"));
+        assert_eq!(
+            mount_for_path(&mounts, "/media/sdx").map(|m| m.mount_point.as_str()),
+            Some("/")
+        );
     }
 
     #[test]

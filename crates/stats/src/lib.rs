@@ -127,7 +127,10 @@ impl LatencyRecorder {
                 Some(upper) => self.count_at_or_below(upper),
                 None => self.count,
             };
-            out.push((bucket, 100.0 * below.saturating_sub(below_prev) as f64 / total));
+            out.push((
+                bucket,
+                100.0 * below.saturating_sub(below_prev) as f64 / total,
+            ));
             below_prev = below;
         }
         out
@@ -288,7 +291,10 @@ mod tests {
         for p in [1.0, 50.0, 90.0, 99.0, 99.9, 99.99] {
             let want = reference_percentile(&values, p) as f64;
             let got = rec.value_at_percentile(p) as f64;
-            assert!((got - want).abs() / want < 0.002, "p{p}: got {got}, want {want}");
+            assert!(
+                (got - want).abs() / want < 0.002,
+                "p{p}: got {got}, want {want}"
+            );
         }
         let s = rec.summary(&[50.0]);
         assert_eq!(s.min_ns, values[0]);

@@ -14,7 +14,10 @@ impl Backend for Ftruncate {
 
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
         if !req.write {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "ftruncate engine only does writes"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "ftruncate engine only does writes",
+            ));
         }
         // SAFETY: ftruncate on a descriptor the worker owns.
         if unsafe { libc::ftruncate(req.fd, req.offset as libc::off_t) } < 0 {
@@ -32,9 +35,20 @@ impl Backend for Falloc {
     }
 
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
-        let mode = if req.write { 0 } else { libc::FALLOC_FL_KEEP_SIZE };
+        let mode = if req.write {
+            0
+        } else {
+            libc::FALLOC_FL_KEEP_SIZE
+        };
         // SAFETY: fallocate on a descriptor the worker owns.
-        let r = unsafe { libc::fallocate(req.fd, mode, req.offset as libc::off_t, req.len as libc::off_t) };
+        let r = unsafe {
+            libc::fallocate(
+                req.fd,
+                mode,
+                req.offset as libc::off_t,
+                req.len as libc::off_t,
+            )
+        };
         if r < 0 {
             return Err(io::Error::last_os_error());
         }

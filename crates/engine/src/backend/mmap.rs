@@ -15,7 +15,13 @@ impl Backend for Mmap {
         "mmap"
     }
 
-    fn attach_file(&mut self, file_index: usize, fd: RawFd, size: u64, write: bool) -> io::Result<()> {
+    fn attach_file(
+        &mut self,
+        file_index: usize,
+        fd: RawFd,
+        size: u64,
+        write: bool,
+    ) -> io::Result<()> {
         if self.maps.len() <= file_index {
             self.maps.resize(file_index + 1, None);
         }

@@ -44,7 +44,13 @@ pub struct Completion {
 pub trait Backend {
     fn name(&self) -> &'static str;
     /// Called once per file after it is opened; `size` is the region the job may touch.
-    fn attach_file(&mut self, _file_index: usize, _fd: RawFd, _size: u64, _write: bool) -> io::Result<()> {
+    fn attach_file(
+        &mut self,
+        _file_index: usize,
+        _fd: RawFd,
+        _size: u64,
+        _write: bool,
+    ) -> io::Result<()> {
         Ok(())
     }
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted>;

@@ -1,0 +1,130 @@
+//! fio's terse format, version 3: one semicolon-separated line per job, latencies in usec.
+
+use sinkrate_model::{BenchRun, DirectionResult, TOOL_VERSION};
+use sinkrate_stats::BucketUnit;
+
+use crate::format::ms;
+use crate::groups::apply_group_reporting;
+
+fn us(ns: f64) -> f64 {
+    ns / 1000.0
+}
+
+fn direction(fields: &mut Vec<String>, d: &DirectionResult, list: &[f64], group_bw: f64) {
+    let bw_kib = d.bw_bytes_per_s() / 1024.0;
+    fields.push((d.io_bytes / 1024).to_string());
+    fields.push(format!("{}", bw_kib.round() as u64));
+    fields.push(format!("{}", d.iops().round() as u64));
+    fields.push(ms(d.runtime_ns).to_string());
+    for rec in [&d.slat, &d.clat] {
+        let s = rec.summary(list);
+        fields.push(format!("{}", us(s.min_ns as f64) as u64));
+        fields.push(format!("{}", us(s.max_ns as f64) as u64));
+        fields.push(format!("{:.6}", us(s.mean_ns)));
+        fields.push(format!("{:.6}", us(s.stddev_ns)));
+        if std::ptr::eq(rec, &d.clat) {
+            for i in 0..20 {
+                match s.percentiles_ns.get(i) {
+                    Some((p, v)) if s.count > 0 => {
+                        fields.push(format!("{p:.6}%={}", us(*v as f64) as u64))
+                    }
+                    Some((p, _)) => fields.push(format!("{p:.6}%=0")),
+                    None => fields.push("0%=0".into()),
+                }
+            }
+        }
+    }
+    let s = d.lat.summary(&[]);
+    fields.push(format!("{}", us(s.min_ns as f64) as u64));
+    fields.push(format!("{}", us(s.max_ns as f64) as u64));
+    fields.push(format!("{:.6}", us(s.mean_ns)));
+    fields.push(format!("{:.6}", us(s.stddev_ns)));
+    let b = d.bw_summary();
+    fields.push(format!("{}", (b.min / 1024.0).round() as u64));
+    fields.push(format!("{}", (b.max / 1024.0).round() as u64));
+    let per = if group_bw > 0.0 {
+        100.0 * d.bw_bytes_per_s() / group_bw
+    } else {
+        0.0
+    };
+    fields.push(format!("{per:.6}%"));
+    fields.push(format!("{:.6}", b.mean / 1024.0));
+    fields.push(format!("{:.6}", b.stddev / 1024.0));
+}
+
+pub fn render(run: &BenchRun) -> String {
+    let mut out = String::new();
+    let merged = apply_group_reporting(&run.jobs);
+    for (job, _) in &merged {
+        let list = &job.options.percentile_list;
+        let mut f: Vec<String> = vec![
+            "3".into(),
+            format!("sinkrate-{TOOL_VERSION}"),
+            job.name.clone(),
+            job.group.to_string(),
+            job.error.to_string(),
+        ];
+        let group = |write: bool| -> f64 {
+            merged
+                .iter()
+                .filter(|(j, _)| j.group == job.group)
+                .map(|(j, _)| j.direction(write).bw_bytes_per_s())
+                .sum()
+        };
+        direction(&mut f, &job.read, list, group(false));
+        direction(&mut f, &job.write, list, group(true));
+        f.push(format!("{:.6}%", job.usr_cpu_pct));
+        f.push(format!("{:.6}%", job.sys_cpu_pct));
+        f.push(job.ctx_switches.to_string());
+        f.push(job.major_faults.to_string());
+        f.push(job.minor_faults.to_string());
+        for v in job.iodepth_level {
+            f.push(format!("{v:.1}%"));
+        }
+        let mut all = job.read.clat.clone();
+        all.merge(&job.write.clat);
+        let dist = all.bucket_distribution();
+        // Terse folds the nanosecond buckets into the first microsecond bucket, as fio does.
+        let ns_share: f64 = dist
+            .iter()
+            .filter(|(b, _)| b.unit == BucketUnit::Nanos)
+            .map(|(_, s)| s)
+            .sum();
+        let mut first = true;
+        for (b, share) in dist.iter().filter(|(b, _)| b.unit != BucketUnit::Nanos) {
+            let v = if first && b.unit == BucketUnit::Micros {
+                share + ns_share
+            } else {
+                *share
+            };
+            first = false;
+            f.push(format!("{v:.2}%"));
+        }
+        out.push_str(&f.join(";"));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sinkrate_model::JobResult;
+
+    #[test]
+    fn field_count_matches_fio_terse_v3() {
+        let mut job = JobResult {
+            name: "t".into(),
+            ..JobResult::default()
+        };
+        job.read.clat.record(1500);
+        job.read.total_ios = 1;
+        let run = BenchRun {
+            jobs: vec![job],
+            ..BenchRun::default()
+        };
+        let line = render(&run);
+        // fio 3.33 prints 121 fields for a job without disk utilisation.
+        assert_eq!(line.trim_end().split(';').count(), 121, "{line}");
+    }
+}

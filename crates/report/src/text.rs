@@ -1,0 +1,330 @@
+//! fio-style text output, plus sinkrate's honesty lines (flush, warnings).
+
+use std::fmt::Write;
+
+use sinkrate_model::{BenchRun, DirectionResult, JobResult, IODEPTH_LABELS, IODEPTH_SUBMIT_LABELS};
+use sinkrate_stats::{BucketUnit, LatencyRecorder};
+
+use crate::fio_json::ctime;
+use crate::format::{count, iec, ms, si};
+use crate::groups::apply_group_reporting;
+
+/// Unit fio picks for a latency block: nsec below 10 us, usec below 10 ms, else msec.
+fn unit_for(max_ns: u64) -> (&'static str, f64) {
+    if max_ns < 10_000 {
+        ("nsec", 1.0)
+    } else if max_ns < 10_000_000 {
+        ("usec", 1e3)
+    } else {
+        ("msec", 1e6)
+    }
+}
+
+fn latency_line(out: &mut String, label: &str, rec: &LatencyRecorder) {
+    let s = rec.summary(&[]);
+    if s.count == 0 {
+        return;
+    }
+    let (unit, div) = unit_for(s.max_ns);
+    let _ = writeln!(
+        out,
+        "{label} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
+        (s.min_ns as f64 / div).round() as u64,
+        (s.max_ns as f64 / div).round() as u64,
+        s.mean_ns / div,
+        s.stddev_ns / div
+    );
+}
+
+fn percentile_table(out: &mut String, label: &str, rec: &LatencyRecorder, list: &[f64]) {
+    let s = rec.summary(list);
+    if s.count == 0 || list.is_empty() {
+        return;
+    }
+    let (unit, div) = unit_for(s.max_ns);
+    let _ = writeln!(out, "    {label} percentiles ({unit}):");
+    let values: Vec<(f64, u64)> = s
+        .percentiles_ns
+        .iter()
+        .map(|(p, v)| (*p, (*v as f64 / div).round() as u64))
+        .collect();
+    let width = values
+        .iter()
+        .map(|(_, v)| v.to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(5);
+    for row in values.chunks(4) {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|(p, v)| format!("{p:5.2}th=[{v:>width$}]"))
+            .collect();
+        let _ = writeln!(out, "     | {}", cells.join(", "));
+    }
+}
+
+fn direction_block(out: &mut String, name: &str, d: &DirectionResult, group_bw: f64, list: &[f64]) {
+    if d.total_ios == 0 {
+        return;
+    }
+    let bw = d.bw_bytes_per_s();
+    let _ = writeln!(
+        out,
+        "  {name}: IOPS={}, BW={}/s ({}/s)({}/{}msec)",
+        count(d.iops()),
+        iec(bw),
+        si(bw),
+        iec(d.io_bytes as f64),
+        ms(d.runtime_ns)
+    );
+    latency_line(out, "    slat", &d.slat);
+    latency_line(out, "    clat", &d.clat);
+    latency_line(out, "     lat", &d.lat);
+    percentile_table(out, "clat", &d.clat, list);
+    let b = d.bw_summary();
+    if b.samples > 0 {
+        let per = if group_bw > 0.0 {
+            100.0 * bw / group_bw
+        } else {
+            100.0
+        };
+        let _ = writeln!(
+            out,
+            "   bw (  KiB/s): min={}, max={}, per={per:.2}%, avg={:.2}, stdev={:.2}, samples={}",
+            (b.min / 1024.0).round() as u64,
+            (b.max / 1024.0).round() as u64,
+            b.mean / 1024.0,
+            b.stddev / 1024.0,
+            b.samples
+        );
+        let i = d.iops_summary();
+        let _ = writeln!(
+            out,
+            "   iops        : min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
+            i.min.round() as u64,
+            i.max.round() as u64,
+            i.mean,
+            i.stddev,
+            i.samples
+        );
+    }
+}
+
+fn buckets(out: &mut String, job: &JobResult) {
+    let mut all = job.read.clat.clone();
+    all.merge(&job.write.clat);
+    if all.count() == 0 {
+        return;
+    }
+    let dist = all.bucket_distribution();
+    for (unit, label) in [
+        (BucketUnit::Nanos, "nsec"),
+        (BucketUnit::Micros, "usec"),
+        (BucketUnit::Millis, "msec"),
+    ] {
+        let cells: Vec<String> = dist
+            .iter()
+            .filter(|(b, share)| b.unit == unit && *share >= 0.01)
+            .map(|(b, share)| format!("{}={share:.2}%", b.label))
+            .collect();
+        if !cells.is_empty() {
+            let _ = writeln!(out, "  lat ({label})   : {}", cells.join(", "));
+        }
+    }
+}
+
+fn depth_line(values: &[f64; 7], labels: &[&str]) -> String {
+    labels
+        .iter()
+        .zip(values)
+        .map(|(l, v)| format!("{l}={v:.1}%"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn render(run: &BenchRun) -> String {
+    let mut out = String::new();
+    let merged = apply_group_reporting(&run.jobs);
+    let mut rates = std::collections::HashMap::new();
+    for (j, _) in &merged {
+        *rates.entry((j.group, false)).or_insert(0.0) += j.read.bw_bytes_per_s();
+        *rates.entry((j.group, true)).or_insert(0.0) += j.write.bw_bytes_per_s();
+    }
+    for t in &run.targets {
+        let _ = writeln!(
+            out,
+            "target: {} on {} ({}, {}){}",
+            t.path,
+            t.device.as_deref().unwrap_or("?"),
+            t.fs_type.as_deref().unwrap_or(if t.is_block_device {
+                "block device"
+            } else {
+                "?"
+            }),
+            t.mount_options.join(","),
+            t.mount_point
+                .as_deref()
+                .map(|m| format!(" mounted at {m}"))
+                .unwrap_or_default()
+        );
+    }
+    for (job, n) in &merged {
+        let o = &job.options;
+        let _ = writeln!(
+            out,
+            "{}: (groupid={}, jobs={n}): err={:2}: pid={}: {}",
+            job.name,
+            job.group,
+            job.error,
+            job.pid,
+            ctime(run.started_unix_ms + job.elapsed_ns / 1_000_000)
+        );
+        if let Some(t) = &job.error_text {
+            let _ = writeln!(out, "  error: {t}");
+        }
+        direction_block(
+            &mut out,
+            "read",
+            &job.read,
+            rates.get(&(job.group, false)).copied().unwrap_or(0.0),
+            &o.percentile_list,
+        );
+        direction_block(
+            &mut out,
+            "write",
+            &job.write,
+            rates.get(&(job.group, true)).copied().unwrap_or(0.0),
+            &o.percentile_list,
+        );
+        if job.sync.count() > 0 {
+            let _ = writeln!(out, "  fsync/fdatasync/sync_file_range:");
+            latency_line(&mut out, "    sync", &job.sync);
+        }
+        if job.files_done > 0 {
+            let _ = writeln!(
+                out,
+                "  files        : {} {} operations",
+                job.files_done,
+                o.ioengine.fio_name()
+            );
+        }
+        if let Some(f) = &job.flush {
+            let _ = writeln!(
+                out,
+                "  flush        : application {}/s, device {}/s incl. final fsync of {:.1} ms{}",
+                si(job.write.bw_bytes_per_s()),
+                si(f.device_bytes_per_s),
+                f.flush_ns as f64 / 1e6,
+                f.unwritten_at_end_bytes
+                    .map(|u| format!(", {} unwritten in page cache at end", iec(u as f64)))
+                    .unwrap_or_default()
+            );
+        }
+        buckets(&mut out, job);
+        let _ = writeln!(
+            out,
+            "  cpu          : usr={:.2}%, sys={:.2}%, ctx={}, majf={}, minf={}",
+            job.usr_cpu_pct, job.sys_cpu_pct, job.ctx_switches, job.major_faults, job.minor_faults
+        );
+        let _ = writeln!(
+            out,
+            "  IO depths    : {}",
+            depth_line(&job.iodepth_level, &IODEPTH_LABELS)
+        );
+        let _ = writeln!(
+            out,
+            "     submit    : {}",
+            depth_line(&job.iodepth_submit, &IODEPTH_SUBMIT_LABELS)
+        );
+        let _ = writeln!(
+            out,
+            "     complete  : {}",
+            depth_line(&job.iodepth_complete, &IODEPTH_SUBMIT_LABELS)
+        );
+        let _ = writeln!(
+            out,
+            "     issued rwts: total={},{},0,0 short={},{},0,0 dropped=0,0,0,0",
+            job.read.total_ios, job.write.total_ios, job.read.short_ios, job.write.short_ios
+        );
+        let _ = writeln!(
+            out,
+            "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
+            o.latency_target.map(|d| d.as_nanos()).unwrap_or(0),
+            o.latency_window.as_nanos(),
+            o.latency_percentile,
+            job.latency_target
+                .as_ref()
+                .map(|l| l.depth)
+                .unwrap_or(o.iodepth)
+        );
+        if let Some(ss) = &job.steady_state {
+            let _ = writeln!(
+                out,
+                "  steadystate  : attained={}, criterion={}, max deviation={:.2}, slope={:.2}",
+                if ss.attained { "yes" } else { "no" },
+                ss.criterion,
+                ss.max_deviation,
+                ss.slope
+            );
+        }
+        let _ = writeln!(out);
+    }
+    group_status(&mut out, &merged);
+    if !run.warnings.is_empty() {
+        let _ = writeln!(out);
+        for w in &run.warnings {
+            let job = w
+                .job
+                .as_deref()
+                .map(|j| format!(" job '{j}'"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "warning [{}]{job}: {}", w.id, w.text);
+        }
+    }
+    if run.interrupted {
+        let _ = writeln!(out, "\ninterrupted: these are partial results up to Ctrl-C");
+    }
+    out
+}
+
+fn group_status(out: &mut String, jobs: &[(JobResult, u32)]) {
+    let mut groups: Vec<u32> = jobs.iter().map(|(j, _)| j.group).collect();
+    groups.dedup();
+    for g in groups {
+        let _ = writeln!(out, "Run status group {g} (all jobs):");
+        for (write, label) in [(false, "READ"), (true, "WRITE")] {
+            let dirs: Vec<&DirectionResult> = jobs
+                .iter()
+                .filter(|(j, _)| j.group == g)
+                .map(|(j, _)| j.direction(write))
+                .filter(|d| d.total_ios > 0)
+                .collect();
+            if dirs.is_empty() {
+                continue;
+            }
+            let bytes: u64 = dirs.iter().map(|d| d.io_bytes).sum();
+            let max_rt = dirs.iter().map(|d| d.runtime_ns).max().unwrap_or(1).max(1);
+            let min_rt = dirs.iter().map(|d| d.runtime_ns).min().unwrap_or(0);
+            let agg = bytes as f64 * 1e9 / max_rt as f64;
+            let lo = dirs
+                .iter()
+                .map(|d| d.bw_bytes_per_s())
+                .fold(f64::INFINITY, f64::min);
+            let hi = dirs.iter().map(|d| d.bw_bytes_per_s()).fold(0.0, f64::max);
+            let _ = writeln!(
+                out,
+                "  {label:>6}: bw={}/s ({}/s), {}/s-{}/s ({}/s-{}/s), io={} ({}), run={}-{}msec",
+                iec(agg),
+                si(agg),
+                iec(lo),
+                iec(hi),
+                si(lo),
+                si(hi),
+                iec(bytes as f64),
+                si(bytes as f64),
+                ms(min_rt),
+                ms(max_rt)
+            );
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! `sinkrate bench`: fio job files and options in, fio-compatible results out, with the
+//! honesty warnings fio does not give.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use sinkrate_engine::RunOptions;
+use sinkrate_jobspec::{build_job_set, JobSet, JobSources, SourceContext};
+use sinkrate_report::OutputFormat;
+
+use crate::cli::BenchArgs;
+
+/// The job `sinkrate bench` runs with no job file and no options: what a recorder needs to
+/// know first, the device's sustained sequential write rate with the page cache out of the
+/// way (direct I/O, or a final fsync where direct I/O is refused).
+pub const DEFAULT_JOB: &str = "\
+[sinkrate-default]
+; sequential 1 MiB writes straight to the device for 10 s
+rw=write
+bs=1m
+size=256m
+direct=1
+time_based
+runtime=10s
+end_fsync=1
+";
+
+struct LiveContext;
+
+impl SourceContext for LiveContext {
+    fn read_file(&self, path: &Path) -> Result<String, String> {
+        std::fs::read_to_string(path).map_err(|e| e.to_string())
+    }
+    fn env_var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+    fn reserved(&self, name: &str) -> Option<String> {
+        match name {
+            "pagesize" => Some(sinkrate_engine::host::page_size().to_string()),
+            "ncpus" => Some(
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+                    .to_string(),
+            ),
+            "mb_memory" => sinkrate_engine::host::read_meminfo()
+                .mem_total_bytes
+                .map(|b| (b / (1 << 20)).to_string()),
+            _ => None,
+        }
+    }
+}
+
+fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut texts: Vec<(PathBuf, String)> = Vec::new();
+    for f in &args.job_files {
+        if f.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading a job file from standard input")?;
+            texts.push((PathBuf::from("<stdin>"), text));
+        } else {
+            files.push(f.clone());
+        }
+    }
+    let mut cli_options = args.job_options.clone();
+    let no_files = files.is_empty() && texts.is_empty();
+    if no_files && cli_options.is_empty() {
+        texts.push((
+            PathBuf::from("<built-in default job>"),
+            DEFAULT_JOB.to_string(),
+        ));
+    } else if no_files
+        && !cli_options
+            .iter()
+            .any(|o| o.starts_with("--name=") || o == "--name")
+    {
+        cli_options.insert(0, "--name=sinkrate".to_string());
+    }
+    let set = build_job_set(
+        &JobSources {
+            files: &files,
+            texts: &texts,
+            cli_options: &cli_options,
+            ignore_unsupported: args.ignore_unsupported,
+        },
+        &LiveContext,
+    )?;
+    Ok(set)
+}
+
+fn describe(set: &JobSet) -> String {
+    let mut out = String::new();
+    for (i, job) in set.jobs.iter().enumerate() {
+        let o = &job.options;
+        let size = match o.size {
+            Some(sinkrate_jobspec::options::SizeSpec::Bytes(b)) => format!("{b}"),
+            Some(sinkrate_jobspec::options::SizeSpec::Percent(p)) => format!("{p}%"),
+            None => "(file size)".into(),
+        };
+        out.push_str(&format!(
+            "job {} '{}' (group {}, clone {}): rw={} bs={},{} ioengine={} iodepth={} size={} direct={} runtime={} time_based={} numjobs={}\n",
+            i + 1,
+            o.name,
+            job.group,
+            job.clone_index,
+            o.rw.fio_name(),
+            o.bs[0],
+            o.bs[1],
+            o.ioengine.fio_name(),
+            o.iodepth,
+            size,
+            u8::from(o.direct),
+            o.runtime.map(|r| format!("{}s", r.as_secs_f64())).unwrap_or_else(|| "-".into()),
+            u8::from(o.time_based),
+            o.numjobs,
+        ));
+    }
+    out
+}
+
+pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    let formats = OutputFormat::parse_list(&args.output_format).map_err(|e| anyhow!(e))?;
+    let set = load_jobs(&args)?;
+    for n in &set.notices {
+        eprintln!("sinkrate: note: {n}");
+    }
+    if args.parse_only {
+        crate::write_stdout(describe(&set).as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second Ctrl-C ends the process at once; the first lets jobs stop and report.
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .context("installing the Ctrl-C handler")?;
+        signal_hook::flag::register(signal, stop.clone())
+            .context("installing the Ctrl-C handler")?;
+    }
+    let options = RunOptions {
+        base_dir: PathBuf::from("."),
+        force_device_write: args.force,
+        keep_files: args.keep,
+        stop: stop.clone(),
+        show_status: args.eta != "never",
+    };
+    let prepared = sinkrate_engine::prepare(&set, &options)?;
+    let run = sinkrate_engine::execute(prepared, &options);
+    let mut out = Vec::new();
+    for f in &formats {
+        match f {
+            OutputFormat::Normal => out.extend(sinkrate_report::text::render(&run).into_bytes()),
+            OutputFormat::Json | OutputFormat::JsonPlus => {
+                let doc =
+                    sinkrate_report::fio_json::run_document(&run, *f == OutputFormat::JsonPlus);
+                out.extend(serde_json::to_vec_pretty(&doc)?);
+                out.push(b'\n');
+            }
+            OutputFormat::Terse => out.extend(sinkrate_report::terse::render(&run).into_bytes()),
+        }
+    }
+    if !formats.contains(&OutputFormat::Normal) {
+        for w in &run.warnings {
+            eprintln!("sinkrate: warning [{}]: {}", w.id, w.text);
+        }
+    }
+    match &args.output {
+        Some(path) => {
+            let mut f = std::fs::File::create(path)
+                .with_context(|| format!("{}: cannot write the results", path.display()))?;
+            f.write_all(&out)
+                .with_context(|| format!("{}: cannot write the results", path.display()))?;
+        }
+        None => crate::write_stdout(&out)?,
+    }
+    for job in &run.jobs {
+        if let Some(t) = &job.error_text {
+            eprintln!("sinkrate: job '{}' failed: {t}", job.name);
+        }
+    }
+    if run.interrupted {
+        eprintln!("sinkrate: interrupted; the results above are partial");
+        return Ok(ExitCode::from(130));
+    }
+    if run.jobs.iter().any(|j| j.error != 0) {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
