@@ -19,6 +19,8 @@ pub struct PlannedFile {
     /// Bytes from `region_start` the job touches.
     pub region_len: u64,
     pub is_block_device: bool,
+    /// A character device or FIFO (/dev/zero, /dev/null): no layout, no fsync, no size.
+    pub special: bool,
     /// Size the file had before the run (None: it did not exist).
     pub existing_size: Option<u64>,
 }
@@ -109,6 +111,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             region_start: 0,
             region_len: size,
             is_block_device: false,
+            special: true,
             existing_size: Some(size),
         }]);
     }
@@ -133,55 +136,76 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             })
             .collect(),
         None => (0..o.nrfiles)
-            .map(|i| dir.join(format!("{}.{}.{}", o.name, job.clone_index, i)))
+            .map(|i| {
+                let name = match &o.filename_format {
+                    Some(f) => f
+                        .replace("$jobname", &o.name)
+                        .replace("$jobnum", &job.clone_index.to_string())
+                        .replace("$filenum", &i.to_string())
+                        .replace("$clientuid", "0"),
+                    None => format!("{}.{}.{}", o.name, job.clone_index, i),
+                };
+                if Path::new(&name).is_absolute() {
+                    PathBuf::from(name)
+                } else {
+                    dir.join(name)
+                }
+            })
             .collect(),
     };
     let nfiles = names.len().max(1) as u64;
     let mut planned = Vec::with_capacity(names.len());
     for path in names {
         let existing = existing_size(&path)?;
+        if existing.is_none() && path.starts_with("/dev") {
+            return Err(EngineError::path(
+                &path,
+                "does not exist; a device path is never created as a file (check filename=)",
+            ));
+        }
         let (existing_size, is_block_device) = match existing {
             Some((s, b)) => (Some(s), b),
             None => (None, false),
         };
-        let per_file =
-            match (o.filesize, o.size) {
-                (Some((lo, hi)), _) => {
-                    if lo == hi {
-                        lo
-                    } else {
-                        // A range: a size in the range, fixed per file name so re-runs agree.
-                        let h = path
-                            .as_os_str()
-                            .as_bytes()
-                            .iter()
-                            .fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(*b as u64));
-                        lo + h % (hi - lo + 1)
-                    }
+        let per_file = match (o.filesize, o.size) {
+            (Some((lo, hi)), _) => {
+                if lo == hi {
+                    lo
+                } else {
+                    // A range: a size in the range, fixed per file name so re-runs agree.
+                    let h = path
+                        .as_os_str()
+                        .as_bytes()
+                        .iter()
+                        .fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(*b as u64));
+                    lo + h % (hi - lo + 1)
                 }
-                (None, Some(SizeSpec::Bytes(s))) => s / nfiles,
-                (None, Some(SizeSpec::Percent(p))) => match existing_size {
-                    Some(s) => (s as f64 * p / 100.0) as u64,
-                    None => return Err(EngineError::path(
+            }
+            (None, Some(SizeSpec::Bytes(s))) => s / nfiles,
+            (None, Some(SizeSpec::Percent(p))) => match existing_size {
+                Some(s) => (s as f64 * p / 100.0) as u64,
+                None => {
+                    return Err(EngineError::path(
                         &path,
                         format!(
                             "size={p}% needs an existing file or device to take a percentage of"
                         ),
-                    )),
-                },
-                (None, None) => match existing_size {
-                    Some(s) if s > 0 => s,
-                    _ => {
-                        return Err(EngineError::job(
-                            &o.name,
-                            format!(
+                    ))
+                }
+            },
+            (None, None) => match existing_size {
+                Some(s) if s > 0 => s,
+                _ => {
+                    return Err(EngineError::job(
+                        &o.name,
+                        format!(
                             "size= is not set and {} does not exist (give size=, e.g. --size=1g)",
                             path.display()
                         ),
-                        ))
-                    }
-                },
-            };
+                    ))
+                }
+            },
+        };
         let offset = match o.offset {
             SizeSpec::Bytes(b) => b,
             SizeSpec::Percent(p) => (existing_size.unwrap_or(per_file) as f64 * p / 100.0) as u64,
@@ -207,11 +231,15 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
                 ),
             ));
         }
+        let special = std::fs::metadata(&path)
+            .map(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
+            .unwrap_or(false);
         planned.push(PlannedFile {
             path,
             region_start: offset,
             region_len,
             is_block_device,
+            special,
             existing_size,
         });
     }
@@ -222,7 +250,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
 pub fn bytes_to_allocate(files: &[PlannedFile]) -> u64 {
     files
         .iter()
-        .filter(|f| !f.is_block_device && f.path != Path::new("(null)"))
+        .filter(|f| !f.is_block_device && !f.special)
         .map(|f| f.needed_size().saturating_sub(f.existing_size.unwrap_or(0)))
         .sum()
 }

@@ -75,7 +75,7 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
         let planned = files::plan_files(job, &opts.base_dir)?;
         let writes = o.rw.writes() || o.overwrite || o.ioengine == Engine::Filecreate;
         for f in &planned {
-            if f.path == std::path::Path::new("(null)") {
+            if f.special {
                 continue;
             }
             if f.is_block_device && writes {

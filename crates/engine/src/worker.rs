@@ -206,6 +206,10 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
                 .sleep_until((setup.clock.now_ns() + 50_000_000).min(until));
         }
     }
+    if setup.stop.load(Ordering::Relaxed) {
+        setup.progress.set_phase(Phase::Done);
+        return outcome;
+    }
     setup.progress.set_phase(Phase::Preparing);
     let result = match o.ioengine {
         Engine::Filecreate | Engine::Filestat | Engine::Filedelete => {
@@ -213,9 +217,13 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
         }
         _ => run_block_io(&setup, &mut outcome),
     };
-    if let Err(e) = result {
-        outcome.result.error = libc::EIO;
-        outcome.result.error_text = Some(e.to_string());
+    match result {
+        Err(_) if setup.stop.load(Ordering::Relaxed) => {}
+        Err(e) => {
+            outcome.result.error = libc::EIO;
+            outcome.result.error_text = Some(e.to_string());
+        }
+        Ok(()) => {}
     }
     outcome.result.elapsed_ns = setup.clock.now_ns() - job_started;
     setup.progress.set_phase(Phase::Done);
@@ -269,6 +277,7 @@ fn lay_out(
             region_start: 0,
             region_len: 0,
             is_block_device: false,
+            special: false,
             existing_size: None,
         },
         created: false,
@@ -329,10 +338,10 @@ fn open_files(
     outcome: &mut WorkerOutcome,
     rng: &mut Rng,
     backend: &mut dyn Backend,
-) -> Result<Vec<OpenFile>, EngineError> {
+    out: &mut Vec<OpenFile>,
+) -> Result<(), EngineError> {
     let o = &setup.job.options;
     let writes = o.rw.writes();
-    let mut out = Vec::with_capacity(setup.files.len());
     if o.ioengine == Engine::Null {
         out.push(OpenFile {
             fd: -1,
@@ -342,17 +351,23 @@ fn open_files(
             perm: None,
             written: false,
         });
-        return Ok(out);
+        return Ok(());
     }
     for plan in &setup.files {
         let path = &plan.path;
         let existed = plan.existing_size.is_some();
         let size_now = plan.existing_size.unwrap_or(0);
-        if !plan.is_block_device {
+        if !plan.is_block_device && !plan.special {
             let needs_data = (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
                 && size_now < plan.needed_size();
             if needs_data {
-                lay_out(path, size_now, plan.needed_size(), rng, &setup.stop)?;
+                if let Err(e) = lay_out(path, size_now, plan.needed_size(), rng, &setup.stop) {
+                    // A half-written file sinkrate created is sinkrate's to remove.
+                    if !existed && !setup.keep_files {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    return Err(e);
+                }
             }
         }
         let mut flags = open_flags(o, writes, o.direct);
@@ -389,14 +404,14 @@ fn open_files(
             perm: None,
             written: false,
         };
-        if writes && !plan.is_block_device && size_now < plan.needed_size() {
+        if writes && !plan.is_block_device && !plan.special && size_now < plan.needed_size() {
             if o.ioengine == Engine::Mmap {
                 preallocate(fd, Fallocate::Truncate, plan.needed_size());
             } else if o.ioengine != Engine::Ftruncate && o.ioengine != Engine::Falloc {
                 preallocate(fd, o.fallocate, plan.needed_size());
             }
         }
-        if o.invalidate {
+        if o.invalidate && !plan.special {
             // SAFETY: advisory call on an owned descriptor.
             unsafe {
                 libc::posix_fadvise(
@@ -422,7 +437,7 @@ fn open_files(
             .map_err(|e| EngineError::io(path, e))?;
         out.push(file);
     }
-    Ok(out)
+    Ok(())
 }
 
 fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), EngineError> {
@@ -444,8 +459,19 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
             format!("cannot start ioengine={}: {e}", o.ioengine.fio_name()),
         )
     })?;
-    let files = open_files(setup, outcome, &mut rng, backend.as_mut())?;
-    let logs = JobLogs::open(o, setup.job_number, setup.unix_start_ms)?;
+    let mut files = Vec::with_capacity(setup.files.len());
+    let opened = open_files(setup, outcome, &mut rng, backend.as_mut(), &mut files)
+        .and_then(|()| JobLogs::open(o, setup.job_number, setup.unix_start_ms));
+    let logs = match opened {
+        Ok(logs) => logs,
+        Err(e) => {
+            for i in 0..files.len() {
+                backend.detach_file(i);
+            }
+            cleanup(setup, &mut files, outcome);
+            return Err(e);
+        }
+    };
     let pass_bytes = o
         .io_size
         .unwrap_or_else(|| files.iter().map(|f| f.plan.region_len).sum());
@@ -523,7 +549,7 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
     }
     // End-of-job syncs count in the job's runtime, as in fio.
     if lp.error.is_none() && (o.end_fsync || o.fsync_on_close) && o.rw.writes() {
-        for i in 0..lp.files.len() {
+        for i in (0..lp.files.len()).filter(|&i| !lp.files[i].plan.special) {
             let t0 = lp.clock.now_ns();
             if let Err(e) = backend.sync_file(i, lp.files[i].fd, false) {
                 lp.error = Some((
@@ -551,7 +577,8 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
             o.ioengine,
             Engine::Null | Engine::Ftruncate | Engine::Falloc
         )
-        && lp.tally[1].bytes > 0;
+        && lp.tally[1].bytes > 0
+        && lp.files.iter().any(|f| !f.plan.special);
     if buffered_writes && lp.error.is_none() {
         setup.progress.set_phase(Phase::Flushing);
         let unwritten = (setup.read_meminfo)();
@@ -589,7 +616,13 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
     res.iodepth_level = shares(&lp.depth_hist);
     res.iodepth_submit = shares(&lp.submit_hist);
     res.iodepth_complete = shares(&lp.complete_hist);
-    res.steady_state = lp.ss_result.take();
+    // A job that ended before its steady-state window filled did not attain it.
+    res.steady_state = lp.ss_result.take().or_else(|| {
+        o.ss.map(|ss| SteadyStateResult {
+            criterion: steady_state_criterion(&ss),
+            ..SteadyStateResult::default()
+        })
+    });
     if let Some(mut lt) = lp.lt.take() {
         lt.depth = lp.depth_cap;
         res.latency_target = Some(lt);
@@ -599,12 +632,13 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
         res.error_text = Some(text);
     }
     let logs = std::mem::take(&mut lp.logs);
-    outcome.log_files = logs.finish()?;
+    let finished_logs = logs.finish();
     for i in 0..lp.files.len() {
         backend.detach_file(i);
     }
     drop(backend);
     cleanup(setup, &mut lp.files, outcome);
+    outcome.log_files = finished_logs?;
     Ok(())
 }
 
@@ -657,6 +691,39 @@ fn thread_rusage() -> Option<(u64, u64, u64, u64, u64)> {
 
 type LoopError = (i32, String);
 
+fn steady_state_criterion(ss: &sinkrate_jobspec::options::SteadyState) -> String {
+    let metric = match ss.metric {
+        SteadyMetric::Iops => "iops",
+        SteadyMetric::Bw => "bw",
+    };
+    let limit = if ss.percent {
+        ss.limit * 100.0
+    } else {
+        ss.limit
+    };
+    let unit = if ss.percent { "%" } else { "" };
+    format!(
+        "{metric}{}:{limit}{unit}",
+        if ss.slope { "_slope" } else { "" }
+    )
+}
+
+/// Submits the one queued I/O of an async backend and waits for it.
+fn wait_one(backend: &mut dyn Backend) -> Result<i64, LoopError> {
+    let os = |e: std::io::Error| {
+        (
+            e.raw_os_error().unwrap_or(libc::EIO),
+            format!("submit: {e}"),
+        )
+    };
+    backend.commit().map_err(os)?;
+    let mut out = Vec::with_capacity(1);
+    while out.is_empty() {
+        backend.reap(1, &mut out).map_err(os)?;
+    }
+    Ok(out[0].result)
+}
+
 /// One planned I/O.
 #[derive(Clone, Copy)]
 struct Planned {
@@ -684,7 +751,8 @@ impl<'a> Loop<'a> {
         self.progress.set_phase(Phase::Running);
     }
 
-    /// Whether the job should stop issuing: interrupted, out of time, or out of passes.
+    /// Whether the job should stop issuing: interrupted, out of time, out of passes, or
+    /// out of I/Os.
     #[inline]
     fn should_stop(&mut self, now: u64) -> bool {
         if self.stop.load(Ordering::Relaxed)
@@ -692,6 +760,11 @@ impl<'a> Loop<'a> {
             || self.ss_result.as_ref().is_some_and(|s| s.attained)
         {
             return true;
+        }
+        if let Some(limit) = self.o.number_ios {
+            if !self.ramping && self.tally[0].ios + self.tally[1].ios >= limit {
+                return true;
+            }
         }
         if self.ramping {
             if now >= self.ramp_end_ns {
@@ -1040,7 +1113,8 @@ impl<'a> Loop<'a> {
             return;
         }
         for d in 0..2 {
-            if o.rate_min[d] > 0 {
+            let active = if d == 0 { o.rw.reads() } else { o.rw.writes() };
+            if active && o.rate_min[d] > 0 {
                 let rate = self.tally[d].bytes as f64 * 1e9 / elapsed as f64;
                 if rate < o.rate_min[d] as f64 && self.error.is_none() {
                     self.error = Some((
@@ -1086,22 +1160,9 @@ impl<'a> Loop<'a> {
             ss.limit
         };
         let attained = self.ss_samples.len() >= window && mean > 0.0 && measure <= limit;
-        let metric = match ss.metric {
-            SteadyMetric::Iops => "iops",
-            SteadyMetric::Bw => "bw",
-        };
         self.ss_result = Some(SteadyStateResult {
             attained,
-            criterion: format!(
-                "{metric}{}:{}{}",
-                if ss.slope { "_slope" } else { "" },
-                if ss.percent {
-                    ss.limit * 100.0
-                } else {
-                    ss.limit
-                },
-                if ss.percent { "%" } else { "" }
-            ),
+            criterion: steady_state_criterion(&ss),
             max_deviation: max_dev,
             slope,
             samples: self.ss_samples.clone(),
@@ -1141,7 +1202,7 @@ impl<'a> Loop<'a> {
             return Ok(());
         }
         let every = self.o.fsync.max(self.o.fdatasync);
-        if every == 0 {
+        if every == 0 || self.files[p.file].plan.special {
             return Ok(());
         }
         self.writes_since_sync += 1;
@@ -1191,9 +1252,8 @@ impl<'a> Loop<'a> {
             let t0 = self.clock.now_ns();
             let result = match backend.submit(&req) {
                 Ok(Submitted::Done(n)) => n as i64,
-                Ok(Submitted::Queued) => {
-                    return Err((libc::EINVAL, "synchronous backend queued an I/O".into()))
-                }
+                // An async engine at iodepth=1 (libaio with iodepth=1, as in fsx.fio).
+                Ok(Submitted::Queued) => wait_one(backend)?,
                 Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
             };
             now = self.clock.now_ns();

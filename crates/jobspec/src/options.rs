@@ -183,6 +183,10 @@ pub struct JobOptions {
     pub io_size: Option<u64>,
     pub filesize: Option<(u64, u64)>,
     pub nrfiles: u32,
+    /// fio's `filename_format`, with `$jobname`, `$jobnum`, `$filenum` expanded per file.
+    pub filename_format: Option<String>,
+    /// Stop after this many I/Os (fio's `number_ios`).
+    pub number_ios: Option<u64>,
     pub numjobs: u32,
     pub thread: bool,
     pub group_reporting: bool,
@@ -269,6 +273,8 @@ impl Default for JobOptions {
             io_size: None,
             filesize: None,
             nrfiles: 1,
+            filename_format: None,
+            number_ios: None,
             numjobs: 1,
             thread: false,
             group_reporting: false,
@@ -392,6 +398,10 @@ pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[
         "groups are reported as defined by stonewall/new_group",
     ),
     ("clocksource", "sinkrate always uses the monotonic clock"),
+    (
+        "openfiles",
+        "sinkrate keeps all of a job's files open together",
+    ),
 ];
 
 /// All option names sinkrate understands (including those accepted without effect).
@@ -656,16 +666,17 @@ fn parse_ss(text: &str) -> Result<SteadyState, String> {
     let (kind, limit) = text.split_once(':').ok_or_else(|| {
         format!("'{text}' is not a steady-state spec (expected e.g. iops:10% or bw_slope:0.1%)")
     })?;
-    let (metric, slope) =
-        match kind.trim().to_ascii_lowercase().as_str() {
-            "iops" => (SteadyMetric::Iops, false),
-            "iops_slope" => (SteadyMetric::Iops, true),
-            "bw" => (SteadyMetric::Bw, false),
-            "bw_slope" => (SteadyMetric::Bw, true),
-            other => return Err(format!(
+    let (metric, slope) = match kind.trim().to_ascii_lowercase().as_str() {
+        "iops" => (SteadyMetric::Iops, false),
+        "iops_slope" => (SteadyMetric::Iops, true),
+        "bw" => (SteadyMetric::Bw, false),
+        "bw_slope" => (SteadyMetric::Bw, true),
+        other => {
+            return Err(format!(
                 "'{other}' is not a steady-state metric (accepted: iops, iops_slope, bw, bw_slope)"
-            )),
-        };
+            ))
+        }
+    };
     let limit = limit.trim();
     let percent = limit.ends_with('%');
     let number: f64 = limit
@@ -767,7 +778,33 @@ impl JobOptions {
                 }
                 self.numjobs = n as u32;
             }
-            "thread" => self.thread = flag(key, value)?,
+            "thread" | "threads" => self.thread = flag(key, value)?,
+            "filename_format" => {
+                let v = need(key, value)?.trim();
+                if v.is_empty() {
+                    return Err(bad(key, "empty format (e.g. filename_format=$jobname.$jobnum.$filenum)"));
+                }
+                self.filename_format = Some(v.to_string());
+            }
+            "number_ios" => {
+                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+                self.number_ios = if n == 0 { None } else { Some(n) };
+            }
+            "io_submit_mode" => match need(key, value)?.trim() {
+                "inline" => {}
+                other => {
+                    return Err(bad(key, format!("'{other}' is not supported by sinkrate (supported: inline)")))
+                }
+            },
+            "random_distribution" => match need(key, value)?.trim() {
+                "random" => {}
+                other => {
+                    return Err(bad(
+                        key,
+                        format!("'{other}' is not supported by sinkrate (supported: random, the uniform distribution)"),
+                    ))
+                }
+            },
             "group_reporting" => self.group_reporting = flag(key, value)?,
             "stonewall" | "wait_for_previous" => self.stonewall = flag(key, value)?,
             "new_group" => self.new_group = flag(key, value)?,
