@@ -350,13 +350,13 @@ fn honesty_warnings(
             text,
         });
         if let Some(limit) = dirty_limit {
-            if r.write.io_bytes <= limit {
+            if flush.footprint_bytes <= limit {
                 warnings.push(Warning {
                     id: "cache.fits_in_dirty_limit",
                     job: name.clone(),
                     text: format!(
-                        "the job wrote {} buffered, less than the kernel's dirty limit of {}: the page cache absorbed it, so the application rate measures memory, not storage (write more than the limit, or use end_fsync=1 / direct=1)",
-                        crate::units::bytes_iec(r.write.io_bytes as f64),
+                        "the job's buffered writes cover {}, less than the kernel's dirty limit of {}: the page cache can absorb all of it, so the application rate measures memory, not storage (write a larger file than the limit, or use end_fsync=1 / direct=1)",
+                        crate::units::bytes_iec(flush.footprint_bytes as f64),
                         crate::units::bytes_iec(limit as f64)
                     ),
                 });

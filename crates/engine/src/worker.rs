@@ -503,7 +503,7 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
         writes_since_sync: 0,
         sync: LatencyRecorder::new(),
         blocks_since_think: 0,
-        next_sample_ns: now + SAMPLE_PERIOD_NS,
+        next_sample_ns: now + sample_period_ns(o),
         last_sample_ns: now,
         ss_samples: Vec::new(),
         ss_next_ns: now + NS_PER_S,
@@ -587,7 +587,14 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
             let _ = backend.sync_file(i, lp.files[i].fd, false);
         }
         let flush_ns = lp.clock.now_ns() - t0;
+        let written_regions: u64 = lp
+            .files
+            .iter()
+            .filter(|f| f.written)
+            .map(|f| f.plan.region_len)
+            .sum();
         outcome.result.flush = Some(FlushResult {
+            footprint_bytes: lp.tally[1].bytes.min(written_regions),
             unwritten_at_end_bytes: unwritten,
             flush_ns,
             device_bytes_per_s: lp.tally[1].bytes as f64 * 1e9 / (runtime + flush_ns) as f64,
@@ -691,6 +698,15 @@ fn thread_rusage() -> Option<(u64, u64, u64, u64, u64)> {
 
 type LoopError = (i32, String);
 
+/// Bandwidth/IOPS sampling period: fio's 500 ms, or log_avg_msec when that is shorter.
+fn sample_period_ns(o: &JobOptions) -> u64 {
+    if o.log_avg_msec > 0 {
+        (o.log_avg_msec * 1_000_000).min(SAMPLE_PERIOD_NS)
+    } else {
+        SAMPLE_PERIOD_NS
+    }
+}
+
 fn steady_state_criterion(ss: &sinkrate_jobspec::options::SteadyState) -> String {
     let metric = match ss.metric {
         SteadyMetric::Iops => "iops",
@@ -741,7 +757,7 @@ impl<'a> Loop<'a> {
         self.results = Default::default();
         self.tally = Default::default();
         self.sync.reset();
-        self.next_sample_ns = now + SAMPLE_PERIOD_NS;
+        self.next_sample_ns = now + sample_period_ns(self.o);
         self.last_sample_ns = now;
         self.ss_next_ns = now + NS_PER_S;
         self.depth_hist = [0; 7];
@@ -1091,12 +1107,7 @@ impl<'a> Loop<'a> {
             self.log_window_end = now + self.logs.avg_msec * 1_000_000;
         }
         self.last_sample_ns = now;
-        let period = if self.logs.avg_msec > 0 {
-            (self.logs.avg_msec * 1_000_000).min(SAMPLE_PERIOD_NS)
-        } else {
-            SAMPLE_PERIOD_NS
-        };
-        self.next_sample_ns = now + period;
+        self.next_sample_ns = now + sample_period_ns(self.o);
         if self.o.ss.is_some() && now >= self.ss_next_ns {
             self.steady_state_tick(now);
         }

@@ -104,6 +104,8 @@ fn merge_samples(into: &mut Vec<f64>, from: &[f64]) {
 /// write figure.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct FlushResult {
+    /// Distinct bytes the job's writes can have dirtied: at most the regions it wrote.
+    pub footprint_bytes: u64,
     /// Dirty + Writeback in /proc/meminfo (system-wide) when the job's I/O stopped.
     pub unwritten_at_end_bytes: Option<u64>,
     /// Time the final fsync of the job's files took after the measured run.
