@@ -54,12 +54,14 @@ fn percentile_table(out: &mut String, label: &str, rec: &LatencyRecorder, list: 
         .max()
         .unwrap_or(1)
         .max(5);
-    for row in values.chunks(4) {
+    let rows: Vec<&[(f64, u64)]> = values.chunks(4).collect();
+    for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> = row
             .iter()
             .map(|(p, v)| format!("{p:5.2}th=[{v:>width$}]"))
             .collect();
-        let _ = writeln!(out, "     | {}", cells.join(", "));
+        let end = if i + 1 < rows.len() { "," } else { "" };
+        let _ = writeln!(out, "     | {}{end}", cells.join(", "));
     }
 }
 

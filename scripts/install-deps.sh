@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what sinkrate needs to build and what its tests use, on Debian, as root.
+#   scripts/install-deps.sh          build dependencies only
+#   scripts/install-deps.sh --test   also fio, mkfs tools, nbdkit/nbdfuse, fuse3 for the tests
+set -euo pipefail
+
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+packages=(build-essential pkg-config util-linux)
+if [ "$want_test" = 1 ]; then
+  packages+=(fio e2fsprogs xfsprogs btrfs-progs dosfstools nbdkit libnbd-bin fuse3 fdisk procps)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "sinkrate: these Debian packages are missing: ${missing[*]}" >&2
+    echo "sinkrate: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+    exit 2
+  fi
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  for d in "$HOME/.cargo/bin" /root/.cargo/bin /usr/local/cargo/bin; do
+    [ -x "$d/cargo" ] && export PATH="$d:$PATH" && break
+  done
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "sinkrate: no Rust toolchain found; installing Debian's cargo" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc >/dev/null
+fi
+need="1.85.0"
+have=$(rustc --version | awk '{print $2}')
+if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
+  echo "sinkrate: rustc $have is older than the $need sinkrate needs (rustup update, or a newer Debian)" >&2
+  exit 2
+fi

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds sinkrate, installs the binary, its man page and shell completions (as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+for d in "$HOME/.cargo/bin" /root/.cargo/bin; do [ -d "$d" ] && export PATH="$d:$PATH"; done
+prefix="${PREFIX:-/usr/local}"
+cargo build --release --locked
+install -D -m 0755 target/release/sinkrate "$prefix/bin/sinkrate"
+mkdir -p "$prefix/share/man/man1"
+target/release/sinkrate man > "$prefix/share/man/man1/sinkrate.1"
+if [ -d /usr/share/bash-completion/completions ] || [ -w /usr/share ]; then
+  mkdir -p /usr/share/bash-completion/completions
+  target/release/sinkrate completions bash > /usr/share/bash-completion/completions/sinkrate
+fi
+echo "installed $prefix/bin/sinkrate ($("$prefix/bin/sinkrate" --version))"

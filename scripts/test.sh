@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite: style, lints, unit and integration tests (root-only tests run for
+# real when root, and must not be skipped then).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh --test
+for d in "$HOME/.cargo/bin" /root/.cargo/bin; do [ -d "$d" ] && export PATH="$d:$PATH"; done
+
+export SINKRATE_SKIP_LOG="$PWD/target/skipped-tests.txt"
+mkdir -p target
+: > "$SINKRATE_SKIP_LOG"
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+echo "== cargo test"
+# One test binary at a time uses loop devices and mounts; their tests serialise themselves.
+cargo test --locked --workspace --release -- --test-threads=2
+
+if [ -s "$SINKRATE_SKIP_LOG" ]; then
+  echo "== skipped tests:"
+  cat "$SINKRATE_SKIP_LOG"
+  if [ "$(id -u)" = 0 ]; then
+    echo "FAIL: tests were skipped although running as root" >&2
+    exit 1
+  fi
+fi
+echo "== all tests passed"

@@ -1,0 +1,222 @@
+//! Bad input: one clear line naming what and where, exit 2, nothing written.
+
+mod common;
+
+use common::{files_in, sinkrate};
+
+fn refuses(dir: &std::path::Path, args: &[&str], expect: &[&str]) {
+    let before = files_in(dir);
+    let out = sinkrate()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("sinkrate: error:"))
+        .collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "{args:?}: expected one error line, got: {stderr}"
+    );
+    for e in expect {
+        assert!(
+            errors[0].contains(e),
+            "{args:?}: '{}' lacks '{e}'",
+            errors[0]
+        );
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(files_in(dir), before, "{args:?} wrote files");
+}
+
+#[test]
+fn bad_values_on_the_command_line() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    refuses(
+        p,
+        &["--name=a", "--size=12q"],
+        &["--size=12q", "unknown size suffix 'q'", "accepted"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--rwmixread=150"],
+        &["rwmixread", "out of range"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=4k", "--bs=1m"],
+        &["larger than size"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--runtime=ten"],
+        &["runtime", "not a time"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--ioengine=rbd"],
+        &["engine 'rbd' is not supported by sinkrate (supported:"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--xyz=1"],
+        &["option 'xyz' is not supported by sinkrate (supported:"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--rw=sideways"],
+        &["'sideways' is not a mode"],
+    );
+    refuses(p, &["--name=a", "--size=1m", "--iodepth=0"], &["iodepth"]);
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--output-format=xml"],
+        &["'xml' is not a format"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--directory=/nonexistent/dir"],
+        &["/nonexistent/dir", "does not exist"],
+    );
+    refuses(p, &["--name=a", "--rw=read"], &["size= is not set"]);
+    refuses(
+        p,
+        &["--name=a", "--size=900t", "--rw=write"],
+        &["not enough free space"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--filename=/dev/nonexistent-disk"],
+        &["never created as a file"],
+    );
+}
+
+#[test]
+fn bad_job_files_name_file_and_line() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    std::fs::write(
+        p.join("bad.fio"),
+        "[global]\nbs=4k\n\n[j]\nsize=1m\nverify=md5\n",
+    )
+    .expect("write");
+    refuses(
+        p,
+        &["bad.fio"],
+        &["bad.fio:6: option 'verify' is not supported by sinkrate"],
+    );
+    std::fs::write(p.join("syntax.fio"), "[j\nsize=1m\n").expect("write");
+    refuses(p, &["syntax.fio"], &["syntax.fio:1:", "closing ']'"]);
+    std::fs::write(p.join("orphan.fio"), "size=1m\n").expect("write");
+    refuses(
+        p,
+        &["orphan.fio"],
+        &["orphan.fio:1:", "before any [section]"],
+    );
+    std::fs::write(p.join("env.fio"), "[j]\nsize=${SINKRATE_TEST_UNSET_VAR}\n").expect("write");
+    refuses(p, &["env.fio"], &["env.fio:2:", "SINKRATE_TEST_UNSET_VAR"]);
+    refuses(p, &["missing.fio"], &["missing.fio", "No such file"]);
+    std::fs::write(p.join("incl.fio"), "[j]\ninclude nothere.fio\n").expect("write");
+    refuses(p, &["incl.fio"], &["incl.fio:2:", "cannot include"]);
+}
+
+#[test]
+fn ignore_unsupported_turns_the_refusal_into_a_warning() {
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        d.path().join("j.fio"),
+        "[j]\nioengine=null\nsize=1m\nverify=md5\n",
+    )
+    .expect("write");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args(["j.fio", "--ignore-unsupported"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("j.fio:4: warning: option 'verify' is not supported by sinkrate; ignored"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn parse_only_does_no_io() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args([
+            "--parse-only",
+            "--name=a",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=1g",
+            "--numjobs=2",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(stdout.contains("rw=randwrite bs=4096,4096"), "{stdout}");
+    assert!(files_in(d.path()).is_empty());
+}
+
+/// Every fio example either parses or is refused with one line naming what is unsupported;
+/// none may panic or hang.
+#[test]
+fn fio_example_corpus_parses_or_is_refused_clearly() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fio-examples");
+    let Ok(entries) = std::fs::read_dir(&corpus) else {
+        common::skip(
+            "fio_example_corpus",
+            &format!("{} is not there", corpus.display()),
+        );
+        return;
+    };
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut parsed = 0;
+    let mut refused = 0;
+    for e in entries.flatten() {
+        let path = e.path();
+        let out = sinkrate()
+            .current_dir(d.path())
+            .arg("--parse-only")
+            .arg(&path)
+            .timeout(std::time::Duration::from_secs(10))
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{}: {stderr}", path.display());
+        match out.status.code() {
+            Some(0) => parsed += 1,
+            Some(2) => {
+                let errors: Vec<&str> = stderr
+                    .lines()
+                    .filter(|l| l.starts_with("sinkrate: error:"))
+                    .collect();
+                assert_eq!(errors.len(), 1, "{}: {stderr}", path.display());
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                assert!(
+                    errors[0].contains(name),
+                    "{}: error does not name the file: {}",
+                    path.display(),
+                    errors[0]
+                );
+                refused += 1;
+            }
+            other => panic!("{}: exit {other:?}: {stderr}", path.display()),
+        }
+    }
+    assert!(parsed >= 15, "only {parsed} examples parse");
+    assert!(parsed + refused >= 100);
+}

@@ -1,0 +1,231 @@
+//! Helpers shared by the integration tests: the sinkrate binary, fio, root detection with
+//! recorded SKIPs, and loop devices with real filesystems that are torn down on drop.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+pub fn sinkrate() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("sinkrate").expect("sinkrate binary is built");
+    c.arg("bench").arg("--eta=never");
+    c
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Records a skipped test: printed, and appended to $SINKRATE_SKIP_LOG so the test script
+/// fails when a root test was skipped while running as root.
+pub fn skip(test: &str, reason: &str) {
+    eprintln!("SKIP {test}: {reason}");
+    if let Ok(path) = std::env::var("SINKRATE_SKIP_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "SKIP {test}: {reason}");
+        }
+    }
+}
+
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool} >/dev/null 2>&1"))
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Runs `f` only as root with the given tools present; otherwise records a SKIP.
+pub fn with_root(test: &str, tools: &[&str], f: impl FnOnce()) {
+    if !is_root() {
+        skip(test, "needs root (loop devices, mounts)");
+        return;
+    }
+    for t in tools {
+        if !have(t) {
+            skip(
+                test,
+                &format!("needs '{t}' (scripts/install-deps.sh --test installs it)"),
+            );
+            return;
+        }
+    }
+    f();
+}
+
+pub fn run(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Loop devices are a machine-wide resource; tests in one binary take turns setting them up.
+static LOOP_SETUP: Mutex<()> = Mutex::new(());
+
+/// A loop device over a sparse image file, detached on drop.
+pub struct LoopDevice {
+    pub path: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl LoopDevice {
+    pub fn new(size: &str, partitioned: bool) -> LoopDevice {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let image = dir.path().join("disk.img");
+        run("truncate", &["-s", size, image.to_str().expect("utf8")]);
+        if partitioned {
+            let mut child = Command::new("sfdisk")
+                .args(["--quiet", image.to_str().expect("utf8")])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("sfdisk");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"label: dos\nstart=2048, type=83\n")
+                .expect("write");
+            assert!(child.wait().expect("sfdisk").success());
+        }
+        let _guard = LOOP_SETUP.lock().unwrap_or_else(|p| p.into_inner());
+        let mut args = vec!["-f", "--show"];
+        if partitioned {
+            args.push("-P");
+        }
+        let image_s = image.to_str().expect("utf8").to_string();
+        args.push(&image_s);
+        let path = PathBuf::from(run("losetup", &args));
+        if partitioned {
+            run("udevadm", &["settle"]).len();
+        }
+        LoopDevice { path, dir }
+    }
+
+    pub fn partition(&self, n: u32) -> PathBuf {
+        let p = PathBuf::from(format!("{}p{n}", self.path.display()));
+        for _ in 0..50 {
+            if p.exists() {
+                return p;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("{} did not appear", p.display());
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+    }
+}
+
+/// A real filesystem on a loop device, mounted on a temporary directory; unmounted and
+/// detached on drop (also when the test panics).
+pub struct ScratchFs {
+    pub mountpoint: tempfile::TempDir,
+    pub device: PathBuf,
+    pub loopdev: LoopDevice,
+}
+
+impl ScratchFs {
+    pub fn new(size: &str, fs: &str, mount_opts: &str) -> ScratchFs {
+        let loopdev = LoopDevice::new(size, false);
+        let device = loopdev.path.clone();
+        mkfs(fs, &device);
+        let mountpoint = tempfile::tempdir().expect("tempdir");
+        mount(&device, mountpoint.path(), mount_opts);
+        ScratchFs {
+            mountpoint,
+            device,
+            loopdev,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.mountpoint.path()
+    }
+}
+
+impl Drop for ScratchFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.mountpoint.path()).status();
+    }
+}
+
+pub fn mkfs(fs: &str, device: &Path) {
+    let dev = device.to_str().expect("utf8");
+    match fs {
+        "ext4" => run("mkfs.ext4", &["-q", "-F", dev]),
+        "xfs" => run("mkfs.xfs", &["-q", "-f", dev]),
+        "btrfs" => run("mkfs.btrfs", &["-q", "-f", dev]),
+        other => panic!("no mkfs for {other}"),
+    };
+}
+
+pub fn mount(device: &Path, at: &Path, opts: &str) {
+    let mut args = vec![device.to_str().expect("utf8"), at.to_str().expect("utf8")];
+    if !opts.is_empty() {
+        args.insert(0, opts);
+        args.insert(0, "-o");
+    }
+    run("mount", &args);
+}
+
+/// Runs fio with `args` in `dir` and returns its JSON.
+pub fn fio_json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new("fio")
+        .current_dir(dir)
+        .args(args)
+        .arg("--output-format=json")
+        .output()
+        .expect("fio runs");
+    assert!(
+        out.status.success(),
+        "fio failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("fio JSON")
+}
+
+/// Runs sinkrate bench with `args` in `dir` and returns its JSON.
+pub fn sinkrate_json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = sinkrate()
+        .current_dir(dir)
+        .args(args)
+        .arg("--output-format=json")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "sinkrate failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("sinkrate JSON")
+}
+
+pub fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
