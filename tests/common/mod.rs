@@ -145,6 +145,12 @@ pub struct ScratchFs {
 impl ScratchFs {
     pub fn new(size: &str, fs: &str, mount_opts: &str) -> ScratchFs {
         let loopdev = LoopDevice::new(size, false);
+        // Direct I/O from the loop device to its image, so the page cache is only the one
+        // above the filesystem under test, as on a real device.
+        run(
+            "losetup",
+            &["--direct-io=on", loopdev.path.to_str().expect("utf8")],
+        );
         let device = loopdev.path.clone();
         mkfs(fs, &device);
         let mountpoint = tempfile::tempdir().expect("tempdir");
@@ -190,8 +196,9 @@ pub fn mount(device: &Path, at: &Path, opts: &str) {
 pub fn fio_json(dir: &Path, args: &[&str]) -> serde_json::Value {
     let out = Command::new("fio")
         .current_dir(dir)
-        .args(args)
+        // First: given after job options, fio prints a job line before the JSON.
         .arg("--output-format=json")
+        .args(args)
         .output()
         .expect("fio runs");
     assert!(
@@ -228,4 +235,60 @@ pub fn files_in(dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// A cgroup-v1 blkio group that caps direct writes to one device, so a job is truly
+/// device-bound. (It does not slow buffered writeback; the emulated slow device does.)
+pub struct WriteThrottle {
+    dir: PathBuf,
+}
+
+impl WriteThrottle {
+    pub fn new(device: &Path, bytes_per_s: u64) -> Option<WriteThrottle> {
+        use std::os::unix::fs::MetadataExt;
+        let base = Path::new("/sys/fs/cgroup/blkio");
+        if !base.join("blkio.throttle.write_bps_device").exists() {
+            return None;
+        }
+        let rdev = std::fs::metadata(device).ok()?.rdev();
+        let dir = base.join(format!("sinkrate-test-{}-{}", std::process::id(), rdev));
+        std::fs::create_dir_all(&dir).ok()?;
+        let rule = format!("{}:{} {bytes_per_s}", libc::major(rdev), libc::minor(rdev));
+        std::fs::write(dir.join("blkio.throttle.write_bps_device"), rule).ok()?;
+        Some(WriteThrottle { dir })
+    }
+
+    /// Runs `program args...` inside the group and returns its standard output.
+    pub fn run_json(&self, cwd: &Path, program: &Path, args: &[&str]) -> serde_json::Value {
+        let out = Command::new("sh")
+            .current_dir(cwd)
+            .arg("-c")
+            .arg("echo $$ > \"$0\" && exec \"$@\"")
+            .arg(self.dir.join("cgroup.procs"))
+            .arg(program)
+            .args(args)
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    }
+}
+
+impl Drop for WriteThrottle {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+pub fn sinkrate_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("sinkrate")
+}
+
+pub fn fio_path() -> PathBuf {
+    PathBuf::from("fio")
 }

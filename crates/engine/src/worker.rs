@@ -164,6 +164,7 @@ struct Loop<'a> {
     rate_anchor_ns: u64,
     rate_anchor_counts: [u64; 2],
     writes_since_sync: u64,
+    sync_due: Option<usize>,
     sync: LatencyRecorder,
     blocks_since_think: u64,
     next_sample_ns: u64,
@@ -501,6 +502,7 @@ fn run_block_io(setup: &WorkerSetup, outcome: &mut WorkerOutcome) -> Result<(), 
         rate_anchor_ns: now,
         rate_anchor_counts: [0; 2],
         writes_since_sync: 0,
+        sync_due: None,
         sync: LatencyRecorder::new(),
         blocks_since_think: 0,
         next_sample_ns: now + sample_period_ns(o),
@@ -1208,22 +1210,27 @@ impl<'a> Loop<'a> {
     }
 
     /// After a write: fsync/fdatasync every N writes, as the job asks.
-    fn maybe_sync(&mut self, backend: &mut dyn Backend, p: &Planned) -> Result<(), LoopError> {
-        if !p.write {
-            return Ok(());
-        }
+    /// Counts a write toward fsync=/fdatasync=; the sync itself runs before the next I/O
+    /// (as fio does, so the last write of a job is not followed by one).
+    fn count_write_for_sync(&mut self, p: &Planned) {
         let every = self.o.fsync.max(self.o.fdatasync);
-        if every == 0 || self.files[p.file].plan.special {
-            return Ok(());
+        if !p.write || every == 0 || self.files[p.file].plan.special {
+            return;
         }
         self.writes_since_sync += 1;
-        if self.writes_since_sync < every {
-            return Ok(());
+        if self.writes_since_sync >= every {
+            self.writes_since_sync = 0;
+            self.sync_due = Some(p.file);
         }
-        self.writes_since_sync = 0;
+    }
+
+    fn sync_if_due(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
+        let Some(file) = self.sync_due.take() else {
+            return Ok(());
+        };
         let t0 = self.clock.now_ns();
         backend
-            .sync_file(p.file, self.files[p.file].fd, self.o.fdatasync > 0)
+            .sync_file(file, self.files[file].fd, self.o.fdatasync > 0)
             .map_err(|e| (e.raw_os_error().unwrap_or(libc::EIO), format!("fsync: {e}")))?;
         if !self.ramping {
             self.sync.record(self.clock.now_ns() - t0);
@@ -1242,6 +1249,7 @@ impl<'a> Loop<'a> {
             if self.should_stop(now) {
                 break;
             }
+            self.sync_if_due(backend)?;
             let p = self.plan_next();
             let d = usize::from(p.write);
             if !self.wait_for_rate(d, p.len as u64) {
@@ -1274,7 +1282,7 @@ impl<'a> Loop<'a> {
                 self.depth_hist[0] += 1;
             }
             self.complete(&p, result, t0, t0, now)?;
-            self.maybe_sync(backend, &p)?;
+            self.count_write_for_sync(&p);
             self.think();
         }
         Ok(())
@@ -1311,6 +1319,9 @@ impl<'a> Loop<'a> {
             let now = self.clock.now_ns();
             if issuing && self.should_stop(now) {
                 issuing = false;
+            }
+            if issuing {
+                self.sync_if_due(backend)?;
             }
             while issuing && inflight + batch.len() < depth.min(self.depth_cap as usize) {
                 let p = self.plan_next();
@@ -1401,7 +1412,7 @@ impl<'a> Loop<'a> {
                 inflight -= 1;
                 free.push(slot);
                 self.complete(&p, c.result, prep, submit, done)?;
-                self.maybe_sync(backend, &p)?;
+                self.count_write_for_sync(&p);
                 if self.o.thinktime_blocks_type == ThinktimeBlocksType::Complete {
                     self.think();
                 }

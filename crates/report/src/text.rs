@@ -9,11 +9,12 @@ use crate::fio_json::ctime;
 use crate::format::{count, iec, ms, si};
 use crate::groups::apply_group_reporting;
 
-/// Unit fio picks for a latency block: nsec below 10 us, usec below 10 ms, else msec.
-fn unit_for(max_ns: u64) -> (&'static str, f64) {
-    if max_ns < 10_000 {
+/// Unit fio picks for a latency block, from its minimum: nsec below 10 us, usec below
+/// 10 ms, else msec.
+fn unit_for(min_ns: u64) -> (&'static str, f64) {
+    if min_ns < 10_000 {
         ("nsec", 1.0)
-    } else if max_ns < 10_000_000 {
+    } else if min_ns < 10_000_000 {
         ("usec", 1e3)
     } else {
         ("msec", 1e6)
@@ -25,7 +26,7 @@ fn latency_line(out: &mut String, label: &str, rec: &LatencyRecorder) {
     if s.count == 0 {
         return;
     }
-    let (unit, div) = unit_for(s.max_ns);
+    let (unit, div) = unit_for(s.min_ns);
     let _ = writeln!(
         out,
         "{label} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
@@ -41,7 +42,7 @@ fn percentile_table(out: &mut String, label: &str, rec: &LatencyRecorder, list: 
     if s.count == 0 || list.is_empty() {
         return;
     }
-    let (unit, div) = unit_for(s.max_ns);
+    let (unit, div) = unit_for(s.min_ns);
     let _ = writeln!(out, "    {label} percentiles ({unit}):");
     let values: Vec<(f64, u64)> = s
         .percentiles_ns

@@ -1,0 +1,375 @@
+//! The same job run by fio and by sinkrate: bytes done must match exactly, rates within a
+//! tolerance (both tools run here, one after the other, on the same files).
+
+mod common;
+
+use common::{fio_json, have, sinkrate_json, skip};
+
+fn dir_bytes(v: &serde_json::Value, dir: &str) -> u64 {
+    v["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|j| j[dir]["io_bytes"].as_u64().expect("io_bytes"))
+        .sum()
+}
+
+fn compare(
+    test: &str,
+    args: &[&str],
+    split_must_match: bool,
+) -> (serde_json::Value, serde_json::Value) {
+    let d = tempfile::tempdir().expect("tempdir");
+    let fio = fio_json(d.path(), args);
+    for f in common::files_in(d.path()) {
+        let _ = std::fs::remove_file(d.path().join(f));
+    }
+    let ours = sinkrate_json(d.path(), args);
+    let (fr, fw) = (dir_bytes(&fio, "read"), dir_bytes(&fio, "write"));
+    let (sr, sw) = (dir_bytes(&ours, "read"), dir_bytes(&ours, "write"));
+    assert_eq!(
+        fr + fw,
+        sr + sw,
+        "{test}: total bytes: fio {fr}+{fw}, sinkrate {sr}+{sw}"
+    );
+    if split_must_match {
+        assert_eq!((fr, fw), (sr, sw), "{test}: per-direction bytes");
+    }
+    assert_eq!(
+        fio["jobs"].as_array().map(|a| a.len()),
+        ours["jobs"].as_array().map(|a| a.len()),
+        "{test}: reported jobs"
+    );
+    (fio, ours)
+}
+
+fn fio_or_skip(test: &str) -> bool {
+    if have("fio") {
+        true
+    } else {
+        skip(
+            test,
+            "fio is not installed (scripts/install-deps.sh --test installs it)",
+        );
+        false
+    }
+}
+
+#[test]
+fn bytes_match_fio_for_common_jobs() {
+    if !fio_or_skip("bytes_match_fio_for_common_jobs") {
+        return;
+    }
+    let cases: &[(&str, &[&str], bool)] = &[
+        (
+            "seq write",
+            &["--name=a", "--rw=write", "--bs=4k", "--size=16m"],
+            true,
+        ),
+        (
+            "seq read 64k x3 loops",
+            &[
+                "--name=a",
+                "--rw=read",
+                "--bs=64k",
+                "--size=8m",
+                "--loops=3",
+            ],
+            true,
+        ),
+        (
+            "rand read",
+            &["--name=a", "--rw=randread", "--bs=4k", "--size=8m"],
+            true,
+        ),
+        (
+            "rand write sync engine",
+            &[
+                "--name=a",
+                "--rw=randwrite",
+                "--bs=8k",
+                "--size=8m",
+                "--ioengine=sync",
+            ],
+            true,
+        ),
+        (
+            "mixed 70/30",
+            &[
+                "--name=a",
+                "--rw=randrw",
+                "--rwmixread=70",
+                "--bs=4k",
+                "--size=8m",
+            ],
+            false,
+        ),
+        (
+            "seq rw",
+            &["--name=a", "--rw=rw", "--bs=16k", "--size=8m"],
+            false,
+        ),
+        (
+            "four files",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=4k",
+                "--size=16m",
+                "--nrfiles=4",
+            ],
+            true,
+        ),
+        (
+            "offset",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=4k",
+                "--size=8m",
+                "--offset=4m",
+            ],
+            true,
+        ),
+        (
+            "io_uring depth 8",
+            &[
+                "--name=a",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=8m",
+                "--ioengine=io_uring",
+                "--iodepth=8",
+            ],
+            true,
+        ),
+        (
+            "libaio maps to io_uring",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=4k",
+                "--size=8m",
+                "--ioengine=libaio",
+                "--iodepth=4",
+            ],
+            true,
+        ),
+        (
+            "vsync",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=4k",
+                "--size=4m",
+                "--ioengine=vsync",
+            ],
+            true,
+        ),
+        (
+            "pvsync",
+            &[
+                "--name=a",
+                "--rw=read",
+                "--bs=4k",
+                "--size=4m",
+                "--ioengine=pvsync",
+            ],
+            true,
+        ),
+        (
+            "mmap read",
+            &[
+                "--name=a",
+                "--rw=read",
+                "--bs=4k",
+                "--size=4m",
+                "--ioengine=mmap",
+            ],
+            true,
+        ),
+        (
+            "fsync every 16",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=4k",
+                "--size=4m",
+                "--fsync=16",
+            ],
+            true,
+        ),
+        (
+            "end_fsync",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=1m",
+                "--size=16m",
+                "--end_fsync=1",
+            ],
+            true,
+        ),
+        (
+            "direct",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=64k",
+                "--size=16m",
+                "--direct=1",
+            ],
+            true,
+        ),
+        (
+            "bsrange",
+            &["--name=a", "--rw=write", "--bsrange=4k-64k", "--size=8m"],
+            true,
+        ),
+        (
+            "number_ios",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=4k",
+                "--size=8m",
+                "--number_ios=100",
+            ],
+            true,
+        ),
+        (
+            "null engine",
+            &[
+                "--name=a",
+                "--ioengine=null",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=1g",
+            ],
+            true,
+        ),
+        (
+            "numjobs with group_reporting",
+            &[
+                "--name=a",
+                "--rw=write",
+                "--bs=4k",
+                "--size=4m",
+                "--numjobs=2",
+                "--group_reporting",
+            ],
+            true,
+        ),
+        (
+            "two jobs, stonewall",
+            &[
+                "--bs=4k",
+                "--size=4m",
+                "--name=a",
+                "--rw=write",
+                "--name=b",
+                "--rw=read",
+                "--stonewall",
+            ],
+            true,
+        ),
+    ];
+    for (name, args, split) in cases {
+        let (fio, ours) = compare(name, args, *split);
+        let sync_fio = fio["jobs"][0]["sync"]["total_ios"].as_u64();
+        let sync_ours = ours["jobs"][0]["sync"]["total_ios"].as_u64();
+        if args.contains(&"--fsync=16") {
+            assert_eq!(sync_fio, sync_ours, "{name}: fsync count");
+        }
+        let io_fio = fio["jobs"][0]["write"]["total_ios"].as_u64().unwrap_or(0)
+            + fio["jobs"][0]["read"]["total_ios"].as_u64().unwrap_or(0);
+        let io_ours = ours["jobs"][0]["write"]["total_ios"].as_u64().unwrap_or(0)
+            + ours["jobs"][0]["read"]["total_ios"].as_u64().unwrap_or(0);
+        if !args.iter().any(|a| a.starts_with("--bsrange")) {
+            assert_eq!(io_fio, io_ours, "{name}: I/O count");
+        }
+    }
+}
+
+/// A device-bound job (direct 1 MiB writes to ext4 on a loop device capped at 100 MB/s):
+/// the rate and the mean completion latency, which the device sets, agree with fio's.
+/// blk-throttle lets most I/Os through at once and holds every tenth for ~100 ms, so its
+/// p50 reflects each tool's per-I/O cost, not the device; percentiles are compared on the
+/// emulated slow device instead.
+#[test]
+fn device_bound_rates_agree_with_fio() {
+    if !fio_or_skip("device_bound_rates_agree_with_fio") {
+        return;
+    }
+    common::with_root(
+        "device_bound_rates_agree_with_fio",
+        &["mkfs.ext4", "losetup"],
+        || {
+            let fs = common::ScratchFs::new("1G", "ext4", "");
+            let Some(throttle) = common::WriteThrottle::new(&fs.device, 100_000_000) else {
+                common::skip(
+                    "device_bound_rates_agree_with_fio",
+                    "no cgroup-v1 blkio throttling on this kernel",
+                );
+                return;
+            };
+            let job = [
+                "--name=d",
+                "--rw=write",
+                "--bs=1m",
+                "--size=96m",
+                "--direct=1",
+                "--filename=f",
+            ];
+            let with_json = |tool: &str| {
+                let mut v: Vec<&str> = vec!["--output-format=json"];
+                if tool == "sinkrate" {
+                    v = vec!["bench", "--eta=never", "--output-format=json"];
+                }
+                v.extend(job);
+                v
+            };
+            // Lay the file out once so neither tool pays for allocating it.
+            let _ = fio_json(fs.path(), &job);
+            let mut bw_ratios = Vec::new();
+            let mut p50_ratios = Vec::new();
+            for round in 0..4 {
+                let run_fio =
+                    || throttle.run_json(fs.path(), &common::fio_path(), &with_json("fio"));
+                let run_ours = || {
+                    throttle.run_json(fs.path(), &common::sinkrate_path(), &with_json("sinkrate"))
+                };
+                let (f, s) = if round % 2 == 0 {
+                    let f = run_fio();
+                    (f, run_ours())
+                } else {
+                    let s = run_ours();
+                    (run_fio(), s)
+                };
+                let w =
+                    |v: &serde_json::Value, k: &str| v["jobs"][0]["write"][k].as_f64().expect(k);
+                let p50 = |v: &serde_json::Value| {
+                    v["jobs"][0]["write"]["clat_ns"]["mean"]
+                        .as_f64()
+                        .expect("mean")
+                };
+                bw_ratios.push(w(&s, "bw_bytes") / w(&f, "bw_bytes"));
+                p50_ratios.push(p50(&s) / p50(&f));
+            }
+            let median = |mut v: Vec<f64>| {
+                v.sort_by(|a, b| a.total_cmp(b));
+                (v[1] + v[2]) / 2.0
+            };
+            let bw = median(bw_ratios.clone());
+            let p50 = median(p50_ratios.clone());
+            assert!(
+                (0.85..1.15).contains(&bw),
+                "sinkrate/fio bandwidth ratios {bw_ratios:?}"
+            );
+            assert!(
+                (0.9..1.1).contains(&p50),
+                "sinkrate/fio mean latency ratios {p50_ratios:?}"
+            );
+        },
+    );
+}
