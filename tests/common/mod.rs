@@ -111,7 +111,8 @@ impl LoopDevice {
         args.push(&image_s);
         let path = PathBuf::from(run("losetup", &args));
         if partitioned {
-            run("udevadm", &["settle"]).len();
+            // Partition nodes may appear a moment later; partition() waits for them.
+            let _ = Command::new("udevadm").arg("settle").status();
         }
         LoopDevice { path, dir }
     }
