@@ -38,16 +38,24 @@ fn mounted_devices_are_refused_through_every_path() {
             let link = link_dir.path().join("card");
             std::os::unix::fs::symlink(&part, &link).expect("symlink");
             refused(&link, "is mounted at");
-            // --force is refused by the kernel too while mounted (O_EXCL): never a silent write.
+            // --force (alias --allow-mounted-write) is the user's explicit choice: it writes, and
+            // says what it is overriding.
             let out = sinkrate()
-                .args(["--name=w", "--rw=write", "--bs=64k", "--size=1m", "--force"])
+                .args([
+                    "--name=w",
+                    "--rw=write",
+                    "--bs=64k",
+                    "--size=1m",
+                    "--allow-mounted-write",
+                ])
                 .arg(format!("--filename={}", part.display()))
                 .output()
                 .expect("runs");
-            assert_ne!(
-                out.status.code(),
-                Some(0),
-                "a forced write to a mounted device must not succeed silently"
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{stderr}");
+            assert!(
+                stderr.contains("although") && stderr.contains("is mounted at"),
+                "{stderr}"
             );
             // Reading is always allowed.
             let out = sinkrate()

@@ -128,10 +128,10 @@ fn describe(set: &JobSet) -> String {
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let formats = OutputFormat::parse_list(&args.output_format).map_err(|e| anyhow!(e))?;
     let set = load_jobs(&args)?;
-    for n in &set.notices {
-        eprintln!("sinkrate: note: {n}");
-    }
     if args.parse_only {
+        for n in &set.notices {
+            eprintln!("sinkrate: note: {n}");
+        }
         crate::write_stdout(describe(&set).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -151,7 +151,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         show_status: args.eta != "never",
     };
     let prepared = sinkrate_engine::prepare(&set, &options)?;
+    let announced = prepared.notices().len();
+    for n in prepared.notices() {
+        eprintln!("sinkrate: note: {n}");
+    }
     let run = sinkrate_engine::execute(prepared, &options);
+    for n in run.notices.iter().skip(announced) {
+        eprintln!("sinkrate: note: {n}");
+    }
     let mut out = Vec::new();
     for f in &formats {
         match f {

@@ -119,7 +119,11 @@ impl LoopDevice {
 
     pub fn partition(&self, n: u32) -> PathBuf {
         let p = PathBuf::from(format!("{}p{n}", self.path.display()));
-        for _ in 0..50 {
+        for attempt in 0..50 {
+            if attempt == 5 && !p.exists() {
+                // Some kernels skip the partition scan that losetup -P asks for.
+                let _ = Command::new("partx").arg("-a").arg(&self.path).status();
+            }
             if p.exists() {
                 return p;
             }

@@ -46,6 +46,11 @@ impl PreparedRun {
     pub fn targets(&self) -> &[TargetFacts] {
         &self.targets
     }
+
+    /// What the user should read before the run starts: job-file notices and overrides.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
 }
 
 /// Plans files and checks targets: missing directories, block devices in use, free space.

@@ -374,7 +374,11 @@ fn open_files(
         let mut flags = open_flags(o, writes, o.direct);
         if plan.is_block_device {
             flags &= !libc::O_CREAT;
-            flags |= libc::O_EXCL;
+            if writes {
+                // Held exclusively for the run: the kernel then refuses mounts of it, and
+                // refuses us if it is mounted or held.
+                flags |= libc::O_EXCL;
+            }
         }
         let fd = match sys_open(path, flags) {
             Ok(fd) => fd,
