@@ -228,3 +228,38 @@ fn help_man_and_completions_are_generated() {
         .expect("runs");
     assert!(String::from_utf8_lossy(&comp.stdout).contains("_sinkrate"));
 }
+
+#[test]
+fn direct_io_on_tmpfs_is_flagged_as_memory() {
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        common::skip(
+            "direct_io_on_tmpfs_is_flagged_as_memory",
+            "no /dev/shm tmpfs here",
+        );
+        return;
+    }
+    let d = tempfile::tempdir_in(shm).expect("tempdir on tmpfs");
+    let v = sinkrate_json(
+        d.path(),
+        &[
+            "--name=t",
+            "--rw=write",
+            "--bs=64k",
+            "--size=4m",
+            "--direct=1",
+        ],
+    );
+    let ids: Vec<&str> = v["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w["id"].as_str())
+        .collect();
+    // Either tmpfs accepted O_DIRECT (it measures RAM) or refused it (the job ran buffered).
+    assert!(
+        ids.contains(&"direct.no_device") || ids.contains(&"direct.fell_back"),
+        "{ids:?}"
+    );
+    assert_eq!(v["targets"][0]["fs_type"], "tmpfs");
+}

@@ -1359,7 +1359,12 @@ impl<'a> Loop<'a> {
                 self.issued_total[d] += 1;
                 self.pass_issued += p.len as u64;
                 match backend.submit(&req) {
-                    Ok(Submitted::Queued) => batch.push(slot),
+                    Ok(Submitted::Queued) => {
+                        batch.push(slot);
+                        if self.o.thinktime_blocks_type == ThinktimeBlocksType::Issue {
+                            self.think();
+                        }
+                    }
                     Ok(Submitted::Done(n)) => {
                         let done = self.clock.now_ns();
                         free.push(slot);
