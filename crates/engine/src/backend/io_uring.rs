@@ -2,14 +2,22 @@
 //! queue. fio's `libaio` and `posixaio` jobs run here too.
 
 use std::io;
+use std::os::fd::RawFd;
 
-use io_uring::{opcode, types, IoUring};
+use io_uring::{opcode, squeue, types, IoUring};
 
 use super::{Backend, Completion, IoRequest, Submitted};
+
+/// IORING_ENTER_GETEVENTS from the kernel's io_uring ABI.
+const ENTER_GETEVENTS: u32 = 1;
 
 pub struct Uring {
     ring: IoUring,
     pending: usize,
+    /// The job's files, registered with the ring on first use so each I/O skips the
+    /// kernel's file-table lookup; empty when registration is not possible.
+    files: Vec<RawFd>,
+    registered: Option<bool>,
 }
 
 impl Uring {
@@ -30,7 +38,41 @@ impl Uring {
                     .build(entries)
             })
             .or_else(|_| IoUring::new(entries))?;
-        Ok(Uring { ring, pending: 0 })
+        Ok(Uring {
+            ring,
+            pending: 0,
+            files: Vec::new(),
+            registered: None,
+        })
+    }
+
+    fn entry(&self, req: &IoRequest, len: u32) -> squeue::Entry {
+        match self.registered {
+            Some(true) => {
+                let fd = types::Fixed(req.file_index as u32);
+                if req.write {
+                    opcode::Write::new(fd, req.buf, len)
+                        .offset(req.offset)
+                        .build()
+                } else {
+                    opcode::Read::new(fd, req.buf, len)
+                        .offset(req.offset)
+                        .build()
+                }
+            }
+            _ => {
+                let fd = types::Fd(req.fd);
+                if req.write {
+                    opcode::Write::new(fd, req.buf, len)
+                        .offset(req.offset)
+                        .build()
+                } else {
+                    opcode::Read::new(fd, req.buf, len)
+                        .offset(req.offset)
+                        .build()
+                }
+            }
+        }
     }
 }
 
@@ -39,19 +81,29 @@ impl Backend for Uring {
         "io_uring"
     }
 
-    fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
-        let fd = types::Fd(req.fd);
-        let len = u32::try_from(req.len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        let entry = if req.write {
-            opcode::Write::new(fd, req.buf, len)
-                .offset(req.offset)
-                .build()
-        } else {
-            opcode::Read::new(fd, req.buf, len)
-                .offset(req.offset)
-                .build()
+    fn attach_file(
+        &mut self,
+        file_index: usize,
+        fd: RawFd,
+        _size: u64,
+        _write: bool,
+    ) -> io::Result<()> {
+        if self.files.len() <= file_index {
+            self.files.resize(file_index + 1, -1);
         }
-        .user_data(req.tag);
+        self.files[file_index] = fd;
+        Ok(())
+    }
+
+    fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
+        if self.registered.is_none() {
+            let ok = !self.files.is_empty()
+                && self.files.iter().all(|fd| *fd >= 0)
+                && self.ring.submitter().register_files(&self.files).is_ok();
+            self.registered = Some(ok);
+        }
+        let len = u32::try_from(req.len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let entry = self.entry(req, len).user_data(req.tag);
         // SAFETY: the buffer stays valid until the completion is reaped (IoRequest contract).
         unsafe {
             if self.ring.submission().push(&entry).is_err() {
@@ -75,12 +127,9 @@ impl Backend for Uring {
         // completion is seen when it happens rather than when the queue next fills up.
         // SAFETY: no argument is passed; the SQEs pushed are valid (see submit).
         let n = unsafe {
-            self.ring.submitter().enter::<libc::sigset_t>(
-                to_submit,
-                0,
-                io_uring_sys_getevents(),
-                None,
-            )?
+            self.ring
+                .submitter()
+                .enter::<libc::sigset_t>(to_submit, 0, ENTER_GETEVENTS, None)?
         };
         self.pending = 0;
         Ok(n)
@@ -98,9 +147,11 @@ impl Backend for Uring {
         }
         Ok(())
     }
-}
 
-/// IORING_ENTER_GETEVENTS from the kernel's io_uring ABI.
-const fn io_uring_sys_getevents() -> u32 {
-    1
+    fn detach_file(&mut self, _file_index: usize) {
+        if self.registered == Some(true) {
+            let _ = self.ring.submitter().unregister_files();
+            self.registered = None;
+        }
+    }
 }
