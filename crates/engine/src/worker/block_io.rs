@@ -1,0 +1,228 @@
+//! A block-I/O job from start to end: open, run the loop, final syncs, the honest flush of
+//! buffered writes, and the results.
+
+use sinkrate_jobspec::options::{Engine, SyncMode};
+use sinkrate_model::{FlushResult, LatencyTargetResult, SteadyStateResult};
+use sinkrate_stats::LatencyRecorder;
+
+use crate::backend;
+use crate::buffers::Contents;
+use crate::error::EngineError;
+use crate::logs::{JobLogs, Window};
+use crate::progress::Phase;
+use crate::rng::Rng;
+
+use super::*;
+
+pub(super) fn run_block_io(
+    setup: &WorkerSetup,
+    outcome: &mut WorkerOutcome,
+) -> Result<(), EngineError> {
+    let o = &setup.job.options;
+    let seed = if o.randrepeat {
+        o.randseed.wrapping_add(setup.job_number as u64 * 7919)
+    } else {
+        setup.clock.now_ns() ^ std::process::id() as u64
+    };
+    let mut rng = Rng::new(seed);
+    let depth = if o.ioengine.is_async() || o.ioengine == Engine::Null {
+        o.iodepth.max(1)
+    } else {
+        1
+    };
+    let mut backend = backend::for_engine(o.ioengine, depth).map_err(|e| {
+        EngineError::job(
+            &o.name,
+            format!("cannot start ioengine={}: {e}", o.ioengine.fio_name()),
+        )
+    })?;
+    let mut files = Vec::with_capacity(setup.files.len());
+    let opened = open_files(setup, outcome, &mut rng, backend.as_mut(), &mut files)
+        .and_then(|()| JobLogs::open(o, setup.job_number, setup.unix_start_ms));
+    let logs = match opened {
+        Ok(logs) => logs,
+        Err(e) => {
+            for i in 0..files.len() {
+                backend.detach_file(i);
+            }
+            cleanup(setup, &mut files, outcome);
+            return Err(e);
+        }
+    };
+    let pass_bytes = o
+        .io_size
+        .unwrap_or_else(|| files.iter().map(|f| f.plan.region_len).sum());
+    let now = setup.clock.now_ns();
+    let ramp_ns = o.ramp_time.as_nanos() as u64;
+    let mut lp = Loop {
+        o,
+        clock: setup.clock,
+        contents: Contents::from_options(o),
+        bs: [
+            BlockSizes::for_direction(o, 0),
+            BlockSizes::for_direction(o, 1),
+        ],
+        files,
+        next_file: 0,
+        pass_bytes,
+        pass_issued: 0,
+        passes_done: 0,
+        start_ns: now,
+        ramp_end_ns: now + ramp_ns,
+        end_ns: None,
+        ramping: ramp_ns > 0,
+        results: Default::default(),
+        tally: Default::default(),
+        issued_total: [0; 2],
+        rate_next_ns: [now; 2],
+        rate_anchor_ns: now,
+        rate_anchor_counts: [0; 2],
+        writes_since_sync: 0,
+        sync_due: None,
+        sync: LatencyRecorder::new(),
+        blocks_since_think: 0,
+        next_sample_ns: now + sample_period_ns(o),
+        last_sample_ns: now,
+        ss_samples: Vec::new(),
+        ss_next_ns: now + NS_PER_S,
+        ss_window_value: 0.0,
+        ss_result: None,
+        lt_window: LatencyRecorder::new(),
+        lt_window_end: now + o.latency_window.as_nanos().max(1) as u64,
+        lt: o.latency_target.map(|_| LatencyTargetResult {
+            depth: 1,
+            windows: 0,
+            windows_met: 0,
+        }),
+        depth_cap: if o.latency_target.is_some() { 1 } else { depth },
+        logs,
+        log_window: Window::default(),
+        log_window_end: now
+            + if o.log_avg_msec > 0 {
+                o.log_avg_msec * 1_000_000
+            } else {
+                SAMPLE_PERIOD_NS
+            },
+        progress: &setup.progress,
+        stop: &setup.stop,
+        error: None,
+        depth_hist: [0; 7],
+        submit_hist: [0; 7],
+        complete_hist: [0; 7],
+        rng,
+    };
+    if !lp.ramping {
+        lp.begin_measured(now);
+    } else {
+        setup.progress.set_phase(Phase::Ramping);
+    }
+    let cpu_before = thread_rusage();
+    let loop_result = if depth > 1 {
+        lp.run_queued(backend.as_mut(), depth)
+    } else {
+        lp.run_sync(backend.as_mut())
+    };
+    if let Err((errno, text)) = loop_result {
+        lp.error = Some((errno, text));
+    }
+    // End-of-job syncs count in the job's runtime, as in fio.
+    if lp.error.is_none() && (o.end_fsync || o.fsync_on_close) && o.rw.writes() {
+        for i in (0..lp.files.len()).filter(|&i| !lp.files[i].plan.special) {
+            let t0 = lp.clock.now_ns();
+            if let Err(e) = backend.sync_file(i, lp.files[i].fd, false) {
+                lp.error = Some((
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                    format!("fsync of {}: {e}", lp.files[i].plan.path.display()),
+                ));
+                break;
+            }
+            lp.sync.record(lp.clock.now_ns() - t0);
+        }
+    }
+    let end = lp.clock.now_ns();
+    let cpu_after = thread_rusage();
+    let runtime = end.saturating_sub(lp.start_ns).max(1);
+    lp.finish_samples(end);
+
+    let buffered_writes = o.rw.writes()
+        && !o.direct
+        && o.sync == SyncMode::None
+        && o.fsync == 0
+        && o.fdatasync == 0
+        && !o.end_fsync
+        && !o.fsync_on_close
+        && !matches!(
+            o.ioengine,
+            Engine::Null | Engine::Ftruncate | Engine::Falloc
+        )
+        && lp.tally[1].bytes > 0
+        && lp.files.iter().any(|f| !f.plan.special);
+    if buffered_writes && lp.error.is_none() {
+        setup.progress.set_phase(Phase::Flushing);
+        let unwritten = (setup.read_meminfo)();
+        let t0 = lp.clock.now_ns();
+        for i in 0..lp.files.len() {
+            let _ = backend.sync_file(i, lp.files[i].fd, false);
+        }
+        let flush_ns = lp.clock.now_ns() - t0;
+        let written_regions: u64 = lp
+            .files
+            .iter()
+            .filter(|f| f.written)
+            .map(|f| f.plan.region_len)
+            .sum();
+        outcome.result.flush = Some(FlushResult {
+            footprint_bytes: lp.tally[1].bytes.min(written_regions),
+            unwritten_at_end_bytes: unwritten,
+            flush_ns,
+            device_bytes_per_s: lp.tally[1].bytes as f64 * 1e9 / (runtime + flush_ns) as f64,
+        });
+    }
+
+    for (d, tally) in lp.tally.iter().enumerate() {
+        let r = &mut lp.results[d];
+        r.io_bytes = tally.bytes;
+        r.total_ios = tally.ios;
+        r.short_ios = tally.short;
+        r.runtime_ns = if tally.ios > 0 { runtime } else { 0 };
+    }
+    let [read, write] = std::mem::take(&mut lp.results);
+    let res = &mut outcome.result;
+    res.read = read;
+    res.write = write;
+    res.sync = std::mem::take(&mut lp.sync);
+    if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
+        res.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / runtime as f64;
+        res.sys_cpu_pct = 100.0 * (b.1 - a.1) as f64 / runtime as f64;
+        res.ctx_switches = b.2 - a.2;
+        res.minor_faults = b.3 - a.3;
+        res.major_faults = b.4 - a.4;
+    }
+    res.iodepth_level = shares(&lp.depth_hist);
+    res.iodepth_submit = shares(&lp.submit_hist);
+    res.iodepth_complete = shares(&lp.complete_hist);
+    // A job that ended before its steady-state window filled did not attain it.
+    res.steady_state = lp.ss_result.take().or_else(|| {
+        o.ss.map(|ss| SteadyStateResult {
+            criterion: steady_state_criterion(&ss),
+            ..SteadyStateResult::default()
+        })
+    });
+    if let Some(mut lt) = lp.lt.take() {
+        lt.depth = lp.depth_cap;
+        res.latency_target = Some(lt);
+    }
+    if let Some((errno, text)) = lp.error.take() {
+        res.error = errno;
+        res.error_text = Some(text);
+    }
+    let logs = std::mem::take(&mut lp.logs);
+    let finished_logs = logs.finish();
+    for i in 0..lp.files.len() {
+        backend.detach_file(i);
+    }
+    drop(backend);
+    cleanup(setup, &mut lp.files, outcome);
+    outcome.log_files = finished_logs?;
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! filecreate / filestat / filedelete: each "I/O" is one file operation, timed.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::Ordering;
+
+use sinkrate_jobspec::options::Engine;
+use sinkrate_model::DirectionResult;
+
+use crate::error::EngineError;
+use crate::progress::Phase;
+
+use super::*;
+
+/// filecreate / filestat / filedelete: each "I/O" is one file operation, timed.
+pub(super) fn run_file_operations(
+    setup: &WorkerSetup,
+    outcome: &mut WorkerOutcome,
+) -> Result<(), EngineError> {
+    let o = &setup.job.options;
+    let clock = setup.clock;
+    let mut created_here: Vec<std::path::PathBuf> = Vec::new();
+    if o.ioengine != Engine::Filecreate {
+        // stat and delete need files: create the missing ones first, as fio does.
+        for f in &setup.files {
+            if f.existing_size.is_none() {
+                let fd = sys_open(&f.path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
+                    .map_err(|e| EngineError::io(&f.path, e))?;
+                // SAFETY: closing the descriptor just opened.
+                unsafe { libc::close(fd) };
+                created_here.push(f.path.clone());
+            }
+        }
+    }
+    let start = clock.now_ns();
+    setup.progress.started_ns.store(start, Ordering::Relaxed);
+    setup.progress.set_phase(Phase::Running);
+    let cpu_before = thread_rusage();
+    let mut rec = DirectionResult::default();
+    let write_dir = o.ioengine == Engine::Filecreate || o.ioengine == Engine::Filedelete;
+    for (i, f) in setup.files.iter().enumerate() {
+        if setup.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Some(rt) = o.runtime {
+            if clock.now_ns() - start >= rt.as_nanos() as u64 {
+                break;
+            }
+        }
+        let c = CString::new(f.path.as_os_str().as_bytes())
+            .map_err(|_| EngineError::path(&f.path, "NUL in path"))?;
+        let t0 = clock.now_ns();
+        // SAFETY: syscalls on a valid C string; results checked.
+        let r = unsafe {
+            match o.ioengine {
+                Engine::Filecreate => {
+                    let fd = libc::open(
+                        c.as_ptr(),
+                        libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC,
+                        0o644 as libc::c_uint,
+                    );
+                    if fd >= 0 {
+                        libc::close(fd);
+                    }
+                    fd
+                }
+                Engine::Filestat => {
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::stat(c.as_ptr(), &mut st)
+                }
+                _ => libc::unlink(c.as_ptr()),
+            }
+        };
+        let t1 = clock.now_ns();
+        if r < 0 {
+            outcome.result.error = std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+            outcome.result.error_text = Some(format!(
+                "{}: {}",
+                f.path.display(),
+                std::io::Error::last_os_error()
+            ));
+            break;
+        }
+        rec.clat.record(t1 - t0);
+        rec.lat.record(t1 - t0);
+        rec.total_ios += 1;
+        outcome.result.files_done = i as u64 + 1;
+        if o.ioengine == Engine::Filecreate && f.existing_size.is_none() {
+            created_here.push(f.path.clone());
+        }
+        if o.ioengine == Engine::Filedelete {
+            created_here.retain(|p| p != &f.path);
+        }
+    }
+    let end = clock.now_ns();
+    rec.runtime_ns = (end - start).max(1);
+    if let (Some(a), Some(b)) = (cpu_before, thread_rusage()) {
+        outcome.result.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / rec.runtime_ns as f64;
+        outcome.result.sys_cpu_pct = 100.0 * (b.1 - a.1) as f64 / rec.runtime_ns as f64;
+        outcome.result.ctx_switches = b.2 - a.2;
+    }
+    outcome.result.iodepth_level = [100.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    if write_dir {
+        outcome.result.write = rec;
+    } else {
+        outcome.result.read = rec;
+    }
+    let remove = o.unlink.unwrap_or(true) && !setup.keep_files;
+    if remove {
+        for p in created_here {
+            if std::fs::remove_file(&p).is_ok() {
+                outcome.removed_files.push(p);
+            }
+        }
+    }
+    Ok(())
+}

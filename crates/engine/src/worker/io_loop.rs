@@ -1,0 +1,496 @@
+//! The measured I/O loop: synchronous (one I/O at a time) and queued (io_uring, or null
+//! with iodepth > 1), with the accounting of every completion.
+
+use std::sync::atomic::Ordering;
+
+use sinkrate_jobspec::options::ThinktimeBlocksType;
+use sinkrate_jobspec::JobOptions;
+use sinkrate_model::{
+    batch_bucket, iodepth_bucket, DirectionResult, LatencyTargetResult, SteadyStateResult,
+};
+use sinkrate_stats::LatencyRecorder;
+
+use crate::backend::{Backend, Completion, IoRequest, Submitted};
+use crate::buffers::{AlignedBuf, Contents};
+use crate::clock::Clock;
+use crate::logs::{JobLogs, Window};
+use crate::progress::{JobProgress, Phase};
+use crate::rng::Rng;
+
+use super::*;
+
+/// Counters of the measured phase for one direction, kept locally in the hot loop.
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) bytes: u64,
+    pub(super) ios: u64,
+    pub(super) short: u64,
+    pub(super) window_bytes: u64,
+    pub(super) window_ios: u64,
+}
+
+pub(super) struct Loop<'a> {
+    pub(super) o: &'a JobOptions,
+    pub(super) clock: Clock,
+    pub(super) rng: Rng,
+    pub(super) contents: Contents,
+    pub(super) bs: [BlockSizes; 2],
+    pub(super) files: Vec<OpenFile>,
+    pub(super) next_file: usize,
+    /// Bytes per pass (io_size, or the sum of the files' regions).
+    pub(super) pass_bytes: u64,
+    pub(super) pass_issued: u64,
+    pub(super) passes_done: u32,
+    /// Measured-phase start (after ramp), run-clock ns.
+    pub(super) start_ns: u64,
+    pub(super) ramp_end_ns: u64,
+    pub(super) end_ns: Option<u64>,
+    pub(super) ramping: bool,
+    pub(super) results: [DirectionResult; 2],
+    pub(super) tally: [Tally; 2],
+    pub(super) issued_total: [u64; 2],
+    pub(super) rate_next_ns: [u64; 2],
+    pub(super) rate_anchor_ns: u64,
+    pub(super) rate_anchor_counts: [u64; 2],
+    pub(super) writes_since_sync: u64,
+    pub(super) sync_due: Option<usize>,
+    pub(super) sync: LatencyRecorder,
+    pub(super) blocks_since_think: u64,
+    pub(super) next_sample_ns: u64,
+    pub(super) last_sample_ns: u64,
+    pub(super) ss_samples: Vec<f64>,
+    pub(super) ss_next_ns: u64,
+    pub(super) ss_window_value: f64,
+    pub(super) ss_result: Option<SteadyStateResult>,
+    pub(super) lt_window: LatencyRecorder,
+    pub(super) lt_window_end: u64,
+    pub(super) lt: Option<LatencyTargetResult>,
+    pub(super) depth_cap: u32,
+    pub(super) logs: JobLogs,
+    pub(super) log_window: Window,
+    pub(super) log_window_end: u64,
+    pub(super) progress: &'a JobProgress,
+    pub(super) stop: &'a AtomicBool,
+    pub(super) error: Option<(i32, String)>,
+    pub(super) depth_hist: [u64; 7],
+    pub(super) submit_hist: [u64; 7],
+    pub(super) complete_hist: [u64; 7],
+}
+
+pub(super) type LoopError = (i32, String);
+
+/// Submits the one queued I/O of an async backend and waits for it.
+pub(super) fn wait_one(backend: &mut dyn Backend) -> Result<i64, LoopError> {
+    let os = |e: std::io::Error| {
+        (
+            e.raw_os_error().unwrap_or(libc::EIO),
+            format!("submit: {e}"),
+        )
+    };
+    backend.commit().map_err(os)?;
+    let mut out = Vec::with_capacity(1);
+    while out.is_empty() {
+        backend.reap(1, &mut out).map_err(os)?;
+    }
+    Ok(out[0].result)
+}
+
+/// One planned I/O.
+#[derive(Clone, Copy)]
+pub(super) struct Planned {
+    pub(super) write: bool,
+    pub(super) file: usize,
+    pub(super) offset: u64,
+    pub(super) len: usize,
+}
+
+impl Loop<'_> {
+    pub(super) fn begin_measured(&mut self, now: u64) {
+        self.ramping = false;
+        self.start_ns = now;
+        self.end_ns = self.o.runtime.map(|r| now + r.as_nanos() as u64);
+        self.results = Default::default();
+        self.tally = Default::default();
+        self.sync.reset();
+        self.next_sample_ns = now + sample_period_ns(self.o);
+        self.last_sample_ns = now;
+        self.ss_next_ns = now + NS_PER_S;
+        self.depth_hist = [0; 7];
+        self.submit_hist = [0; 7];
+        self.complete_hist = [0; 7];
+        self.progress.started_ns.store(now, Ordering::Relaxed);
+        self.progress.set_phase(Phase::Running);
+    }
+
+    /// Whether the job should stop issuing: interrupted, out of time, out of passes, or
+    /// out of I/Os.
+    #[inline]
+    pub(super) fn should_stop(&mut self, now: u64) -> bool {
+        if self.stop.load(Ordering::Relaxed)
+            || self.error.is_some()
+            || self.ss_result.as_ref().is_some_and(|s| s.attained)
+        {
+            return true;
+        }
+        if let Some(limit) = self.o.number_ios {
+            if !self.ramping && self.tally[0].ios + self.tally[1].ios >= limit {
+                return true;
+            }
+        }
+        if self.ramping {
+            if now >= self.ramp_end_ns {
+                self.begin_measured(now);
+            }
+            return false;
+        }
+        if let Some(end) = self.end_ns {
+            if now >= end {
+                return true;
+            }
+        }
+        if self.pass_issued >= self.pass_bytes {
+            self.passes_done += 1;
+            self.pass_issued = 0;
+            for f in &mut self.files {
+                f.seq_pos = [0; 2];
+                if let Some(p) = &mut f.perm {
+                    p.restart();
+                }
+            }
+            let time_based = self.o.time_based && self.end_ns.is_some();
+            if !time_based && self.passes_done >= self.o.loops {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Accounts one finished I/O. Returns an error for a failed I/O or a broken max_latency.
+    #[inline]
+    pub(super) fn complete(
+        &mut self,
+        p: &Planned,
+        result: i64,
+        prep_ns: u64,
+        submit_ns: u64,
+        done_ns: u64,
+    ) -> Result<(), LoopError> {
+        if result < 0 {
+            let errno = (-result) as i32;
+            let what = if p.write { "write" } else { "read" };
+            return Err((
+                errno,
+                format!(
+                    "{what} of {} bytes at offset {} of {}: {}",
+                    p.len,
+                    p.offset,
+                    self.files[p.file].plan.path.display(),
+                    std::io::Error::from_raw_os_error(errno)
+                ),
+            ));
+        }
+        let d = usize::from(p.write);
+        let n = result as u64;
+        if p.write {
+            self.files[p.file].written = true;
+        }
+        if self.ramping {
+            return Ok(());
+        }
+        let clat = done_ns - submit_ns;
+        let lat = done_ns - prep_ns;
+        let r = &mut self.results[d];
+        r.clat.record(clat);
+        r.lat.record(lat);
+        if submit_ns > prep_ns {
+            r.slat.record(submit_ns - prep_ns);
+        }
+        let t = &mut self.tally[d];
+        t.bytes += n;
+        t.ios += 1;
+        t.window_bytes += n;
+        t.window_ios += 1;
+        if n < p.len as u64 {
+            t.short += 1;
+        }
+        if p.write {
+            self.progress.write_bytes.store(t.bytes, Ordering::Relaxed);
+            self.progress.write_ios.store(t.ios, Ordering::Relaxed);
+        } else {
+            self.progress.read_bytes.store(t.bytes, Ordering::Relaxed);
+            self.progress.read_ios.store(t.ios, Ordering::Relaxed);
+        }
+        if self.logs.wants_latency() {
+            self.log_latency(d, clat, lat, submit_ns.saturating_sub(prep_ns), p, done_ns);
+        }
+        if self.lt.is_some() {
+            self.lt_window.record(clat);
+            if done_ns >= self.lt_window_end {
+                self.latency_target_tick(done_ns);
+            }
+        }
+        if let Some(max) = self.o.max_latency {
+            if clat > max.as_nanos() as u64 {
+                return Err((
+                    libc::ETIMEDOUT,
+                    format!(
+                        "an I/O took {} us, above max_latency={} us",
+                        clat / 1000,
+                        max.as_micros()
+                    ),
+                ));
+            }
+        }
+        if done_ns >= self.next_sample_ns {
+            self.take_samples(done_ns);
+        }
+        Ok(())
+    }
+
+    /// After a write: fsync/fdatasync every N writes, as the job asks.
+    /// Counts a write toward fsync=/fdatasync=; the sync itself runs before the next I/O
+    /// (as fio does, so the last write of a job is not followed by one).
+    pub(super) fn count_write_for_sync(&mut self, p: &Planned) {
+        let every = self.o.fsync.max(self.o.fdatasync);
+        if !p.write || every == 0 || self.files[p.file].plan.special {
+            return;
+        }
+        self.writes_since_sync += 1;
+        if self.writes_since_sync >= every {
+            self.writes_since_sync = 0;
+            self.sync_due = Some(p.file);
+        }
+    }
+
+    pub(super) fn sync_if_due(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
+        let Some(file) = self.sync_due.take() else {
+            return Ok(());
+        };
+        let t0 = self.clock.now_ns();
+        backend
+            .sync_file(file, self.files[file].fd, self.o.fdatasync > 0)
+            .map_err(|e| (e.raw_os_error().unwrap_or(libc::EIO), format!("fsync: {e}")))?;
+        if !self.ramping {
+            self.sync.record(self.clock.now_ns() - t0);
+        }
+        Ok(())
+    }
+
+    pub(super) fn run_sync(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
+        let max_bs = self.bs[0].max().max(self.bs[1].max()) as usize;
+        let mut buf = AlignedBuf::new(max_bs);
+        self.contents
+            .initial_fill(buf.as_mut_slice(), &mut self.rng);
+        let buf_ptr = buf.as_mut_ptr();
+        let mut now = self.clock.now_ns();
+        loop {
+            if self.should_stop(now) {
+                break;
+            }
+            self.sync_if_due(backend)?;
+            let p = self.plan_next();
+            let d = usize::from(p.write);
+            if !self.wait_for_rate(d, p.len as u64) {
+                break;
+            }
+            if p.write {
+                self.contents
+                    .before_write(buf.as_mut_slice(), p.len, p.offset, &mut self.rng);
+            }
+            let req = IoRequest {
+                fd: self.files[p.file].fd,
+                file_index: p.file,
+                write: p.write,
+                offset: p.offset,
+                len: p.len,
+                buf: buf_ptr,
+                tag: 0,
+            };
+            let t0 = self.clock.now_ns();
+            let result = match backend.submit(&req) {
+                Ok(Submitted::Done(n)) => n as i64,
+                // An async engine at iodepth=1 (libaio with iodepth=1, as in fsx.fio).
+                Ok(Submitted::Queued) => wait_one(backend)?,
+                Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+            };
+            now = self.clock.now_ns();
+            self.issued_total[d] += 1;
+            self.pass_issued += p.len as u64;
+            if !self.ramping {
+                self.depth_hist[0] += 1;
+            }
+            self.complete(&p, result, t0, t0, now)?;
+            self.count_write_for_sync(&p);
+            self.think();
+        }
+        Ok(())
+    }
+
+    pub(super) fn run_queued(
+        &mut self,
+        backend: &mut dyn Backend,
+        depth: u32,
+    ) -> Result<(), LoopError> {
+        let depth = depth as usize;
+        let max_bs = self.bs[0].max().max(self.bs[1].max()) as usize;
+        let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(max_bs)).collect();
+        for b in &mut bufs {
+            self.contents.initial_fill(b.as_mut_slice(), &mut self.rng);
+        }
+        let mut slots: Vec<(Planned, u64, u64)> = vec![
+            (
+                Planned {
+                    write: false,
+                    file: 0,
+                    offset: 0,
+                    len: 0
+                },
+                0,
+                0
+            );
+            depth
+        ];
+        let mut free: Vec<usize> = (0..depth).rev().collect();
+        let mut batch: Vec<usize> = Vec::with_capacity(depth);
+        let mut completions: Vec<Completion> = Vec::with_capacity(depth);
+        let batch_submit = (self.o.iodepth_batch_submit.max(1) as usize).min(depth);
+        let mut inflight = 0usize;
+        let mut issuing = true;
+        let rate_limited = self.o.rate.iter().chain(&self.o.rate_iops).any(|r| *r > 0);
+        loop {
+            let now = self.clock.now_ns();
+            if issuing && self.should_stop(now) {
+                issuing = false;
+            }
+            if issuing {
+                self.sync_if_due(backend)?;
+            }
+            while issuing && inflight + batch.len() < depth.min(self.depth_cap as usize) {
+                let p = self.plan_next();
+                let d = usize::from(p.write);
+                if (self.o.rate[d] > 0 || self.o.rate_iops[d] > 0)
+                    && !self.wait_for_rate(d, p.len as u64)
+                {
+                    issuing = false;
+                    break;
+                }
+                let Some(slot) = free.pop() else { break };
+                if p.write {
+                    self.contents.before_write(
+                        bufs[slot].as_mut_slice(),
+                        p.len,
+                        p.offset,
+                        &mut self.rng,
+                    );
+                }
+                let req = IoRequest {
+                    fd: self.files[p.file].fd,
+                    file_index: p.file,
+                    write: p.write,
+                    offset: p.offset,
+                    len: p.len,
+                    buf: bufs[slot].as_mut_ptr(),
+                    tag: slot as u64,
+                };
+                let prep = self.clock.now_ns();
+                slots[slot] = (p, prep, prep);
+                self.issued_total[d] += 1;
+                self.pass_issued += p.len as u64;
+                match backend.submit(&req) {
+                    Ok(Submitted::Queued) => {
+                        batch.push(slot);
+                        if self.o.thinktime_blocks_type == ThinktimeBlocksType::Issue {
+                            self.think();
+                        }
+                    }
+                    Ok(Submitted::Done(n)) => {
+                        let done = self.clock.now_ns();
+                        free.push(slot);
+                        self.complete(&p, n as i64, prep, prep, done)?;
+                    }
+                    Err(e) => {
+                        return Err((
+                            e.raw_os_error().unwrap_or(libc::EIO),
+                            format!("submit: {e}"),
+                        ))
+                    }
+                }
+                if batch.len() >= batch_submit {
+                    self.commit(backend, &mut batch, &mut slots, &mut inflight)?;
+                }
+                if self.should_stop(self.clock.now_ns()) {
+                    issuing = false;
+                }
+            }
+            if !batch.is_empty() {
+                self.commit(backend, &mut batch, &mut slots, &mut inflight)?;
+            }
+            if inflight == 0 {
+                if issuing {
+                    continue;
+                }
+                break;
+            }
+            let full = inflight >= depth.min(self.depth_cap as usize);
+            // As fio does: reap only once the queue is full (or no more I/O will be issued),
+            // which keeps the device at the requested depth. A rate-limited job also looks
+            // for completions without waiting, so its latencies are not held back.
+            let min = if !issuing || full {
+                (self.o.iodepth_batch_complete_min.max(1) as usize).min(inflight)
+            } else if rate_limited {
+                0
+            } else {
+                continue;
+            };
+            completions.clear();
+            backend
+                .reap(min, &mut completions)
+                .map_err(|e| (e.raw_os_error().unwrap_or(libc::EIO), format!("reap: {e}")))?;
+            if completions.is_empty() {
+                continue;
+            }
+            let done = self.clock.now_ns();
+            if !self.ramping {
+                self.complete_hist[batch_bucket(completions.len() as u32)] += 1;
+            }
+            for c in completions.drain(..) {
+                let slot = c.tag as usize;
+                let (p, prep, submit) = slots[slot];
+                inflight -= 1;
+                free.push(slot);
+                self.complete(&p, c.result, prep, submit, done)?;
+                self.count_write_for_sync(&p);
+                if self.o.thinktime_blocks_type == ThinktimeBlocksType::Complete {
+                    self.think();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn commit(
+        &mut self,
+        backend: &mut dyn Backend,
+        batch: &mut Vec<usize>,
+        slots: &mut [(Planned, u64, u64)],
+        inflight: &mut usize,
+    ) -> Result<(), LoopError> {
+        backend.commit().map_err(|e| {
+            (
+                e.raw_os_error().unwrap_or(libc::EIO),
+                format!("submit: {e}"),
+            )
+        })?;
+        let now = self.clock.now_ns();
+        *inflight += batch.len();
+        if !self.ramping {
+            self.submit_hist[batch_bucket(batch.len() as u32)] += 1;
+            self.depth_hist[iodepth_bucket(*inflight as u32)] += batch.len() as u64;
+        }
+        for &slot in batch.iter() {
+            slots[slot].2 = now;
+        }
+        batch.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,129 @@
+//! One job's life: open and lay out its files, run the I/O loop (synchronous or queued),
+//! apply rate limits, think time, fsyncs, steady-state and latency-target rules, then flush,
+//! close and clean up. Everything measured lands in a [`JobResult`].
+
+mod block_io;
+mod choose;
+mod file_ops;
+mod io_loop;
+mod monitors;
+mod open;
+mod pacing;
+
+use block_io::run_block_io;
+use choose::*;
+use file_ops::run_file_operations;
+use io_loop::*;
+use monitors::*;
+use open::*;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use sinkrate_jobspec::options::Engine;
+use sinkrate_jobspec::Job;
+use sinkrate_model::JobResult;
+
+use crate::clock::Clock;
+use crate::files::PlannedFile;
+use crate::progress::{JobProgress, Phase};
+
+/// fio's default bandwidth/IOPS averaging period.
+pub(crate) const SAMPLE_PERIOD_NS: u64 = 500_000_000;
+
+pub(crate) const NS_PER_S: u64 = 1_000_000_000;
+
+/// What the runner hands a worker.
+pub struct WorkerSetup {
+    pub job: Job,
+    pub job_number: u32,
+    pub files: Vec<PlannedFile>,
+    pub clock: Clock,
+    pub stop: Arc<AtomicBool>,
+    pub progress: Arc<JobProgress>,
+    pub force_device_write: bool,
+    pub keep_files: bool,
+    pub unix_start_ms: u64,
+    pub read_meminfo: fn() -> Option<u64>,
+}
+
+/// What a worker reports besides the results.
+#[derive(Default)]
+pub struct WorkerOutcome {
+    pub result: JobResult,
+    pub notices: Vec<String>,
+    pub direct_fell_back: bool,
+    pub removed_files: Vec<std::path::PathBuf>,
+    pub log_files: Vec<std::path::PathBuf>,
+}
+
+pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
+    let mut outcome = WorkerOutcome::default();
+    let o = setup.job.options.clone();
+    let job_started = setup.clock.now_ns();
+    outcome.result.name = o.name.clone();
+    outcome.result.group = setup.job.group;
+    outcome.result.job_number = setup.job_number;
+    outcome.result.pid = std::process::id();
+    outcome.result.options = o.clone();
+    outcome.result.written_options = setup.job.written.clone();
+
+    if !o.startdelay.is_zero() {
+        let until = setup.clock.now_ns() + o.startdelay.as_nanos() as u64;
+        while setup.clock.now_ns() < until && !setup.stop.load(Ordering::Relaxed) {
+            setup
+                .clock
+                .sleep_until((setup.clock.now_ns() + 50_000_000).min(until));
+        }
+    }
+    if setup.stop.load(Ordering::Relaxed) {
+        setup.progress.set_phase(Phase::Done);
+        return outcome;
+    }
+    setup.progress.set_phase(Phase::Preparing);
+    let result = match o.ioengine {
+        Engine::Filecreate | Engine::Filestat | Engine::Filedelete => {
+            run_file_operations(&setup, &mut outcome)
+        }
+        _ => run_block_io(&setup, &mut outcome),
+    };
+    match result {
+        Err(_) if setup.stop.load(Ordering::Relaxed) => {}
+        Err(e) => {
+            outcome.result.error = libc::EIO;
+            outcome.result.error_text = Some(e.to_string());
+        }
+        Ok(()) => {}
+    }
+    outcome.result.elapsed_ns = setup.clock.now_ns() - job_started;
+    setup.progress.set_phase(Phase::Done);
+    outcome
+}
+
+pub(super) fn shares(h: &[u64; 7]) -> [f64; 7] {
+    let total: u64 = h.iter().sum();
+    let mut out = [0.0; 7];
+    if total > 0 {
+        for (o, v) in out.iter_mut().zip(h) {
+            *o = 100.0 * *v as f64 / total as f64;
+        }
+    }
+    out
+}
+
+/// (user ns, system ns, context switches, minor faults, major faults) of this thread.
+pub(super) fn thread_rusage() -> Option<(u64, u64, u64, u64, u64)> {
+    // SAFETY: getrusage fills the struct; zeroed is a valid initial value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } < 0 {
+        return None;
+    }
+    let ns = |tv: libc::timeval| tv.tv_sec as u64 * NS_PER_S + tv.tv_usec as u64 * 1000;
+    Some((
+        ns(ru.ru_utime),
+        ns(ru.ru_stime),
+        (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+        ru.ru_minflt as u64,
+        ru.ru_majflt as u64,
+    ))
+}

@@ -1,0 +1,215 @@
+//! What is watched while a job runs: bandwidth/IOPS samples, fio-format logs, rate_min,
+//! steady state and the latency target.
+
+use sinkrate_jobspec::options::SteadyMetric;
+use sinkrate_jobspec::JobOptions;
+use sinkrate_model::SteadyStateResult;
+
+use crate::logs::Window;
+
+use super::*;
+
+/// Bandwidth/IOPS sampling period: fio's 500 ms, or log_avg_msec when that is shorter.
+pub(super) fn sample_period_ns(o: &JobOptions) -> u64 {
+    if o.log_avg_msec > 0 {
+        (o.log_avg_msec * 1_000_000).min(SAMPLE_PERIOD_NS)
+    } else {
+        SAMPLE_PERIOD_NS
+    }
+}
+
+pub(super) fn steady_state_criterion(ss: &sinkrate_jobspec::options::SteadyState) -> String {
+    let metric = match ss.metric {
+        SteadyMetric::Iops => "iops",
+        SteadyMetric::Bw => "bw",
+    };
+    let limit = if ss.percent {
+        ss.limit * 100.0
+    } else {
+        ss.limit
+    };
+    let unit = if ss.percent { "%" } else { "" };
+    format!(
+        "{metric}{}:{limit}{unit}",
+        if ss.slope { "_slope" } else { "" }
+    )
+}
+
+impl Loop<'_> {
+    pub(super) fn log_latency(
+        &mut self,
+        d: usize,
+        clat: u64,
+        lat: u64,
+        slat: u64,
+        p: &Planned,
+        now: u64,
+    ) {
+        let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
+        let write = d == 1;
+        if self.logs.avg_msec == 0 {
+            if let Some(l) = &mut self.logs.clat {
+                l.entry(t_ms, clat, write, p.len as u64, p.offset);
+            }
+            if let Some(l) = &mut self.logs.lat {
+                l.entry(t_ms, lat, write, p.len as u64, p.offset);
+            }
+            if let Some(l) = &mut self.logs.slat {
+                l.entry(t_ms, slat, write, p.len as u64, p.offset);
+            }
+        } else {
+            self.log_window.sum[d] += clat as u128;
+            self.log_window.count[d] += 1;
+        }
+    }
+
+    /// Closes the current sampling interval(s) up to `now`.
+    pub(super) fn take_samples(&mut self, now: u64) {
+        let span = now - self.last_sample_ns;
+        if span == 0 {
+            return;
+        }
+        for d in 0..2 {
+            let t = &mut self.tally[d];
+            let active = match d {
+                0 => self.o.rw.reads(),
+                _ => self.o.rw.writes(),
+            };
+            if active {
+                let bw = t.window_bytes as f64 * 1e9 / span as f64;
+                let iops = t.window_ios as f64 * 1e9 / span as f64;
+                self.results[d].bw_samples.push(bw);
+                self.results[d].iops_samples.push(iops);
+                let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
+                if self.logs.avg_msec == 0 || now >= self.log_window_end {
+                    if let Some(l) = &mut self.logs.bw {
+                        l.entry(t_ms, (bw / 1024.0) as u64, d == 1, 0, 0);
+                    }
+                    if let Some(l) = &mut self.logs.iops {
+                        l.entry(t_ms, iops as u64, d == 1, 0, 0);
+                    }
+                }
+                if self.logs.avg_msec > 0
+                    && now >= self.log_window_end
+                    && self.log_window.count[d] > 0
+                {
+                    let avg = (self.log_window.sum[d] / self.log_window.count[d] as u128) as u64;
+                    if let Some(l) = &mut self.logs.clat {
+                        l.entry(t_ms, avg, d == 1, 0, 0);
+                    }
+                    if let Some(l) = &mut self.logs.lat {
+                        l.entry(t_ms, avg, d == 1, 0, 0);
+                    }
+                }
+                if d == 0 || !self.o.rw.reads() || self.o.rw.writes() {
+                    self.ss_window_value += match self.o.ss.map(|s| s.metric) {
+                        Some(SteadyMetric::Bw) => t.window_bytes as f64,
+                        _ => t.window_ios as f64,
+                    };
+                }
+            }
+            t.window_bytes = 0;
+            t.window_ios = 0;
+        }
+        if self.logs.avg_msec > 0 && now >= self.log_window_end {
+            self.log_window = Window::default();
+            self.log_window_end = now + self.logs.avg_msec * 1_000_000;
+        }
+        self.last_sample_ns = now;
+        self.next_sample_ns = now + sample_period_ns(self.o);
+        if self.o.ss.is_some() && now >= self.ss_next_ns {
+            self.steady_state_tick(now);
+        }
+        self.check_rate_min(now);
+    }
+
+    pub(super) fn check_rate_min(&mut self, now: u64) {
+        let o = self.o;
+        let elapsed = now - self.start_ns;
+        if elapsed < NS_PER_S {
+            return;
+        }
+        for d in 0..2 {
+            let active = if d == 0 { o.rw.reads() } else { o.rw.writes() };
+            if active && o.rate_min[d] > 0 {
+                let rate = self.tally[d].bytes as f64 * 1e9 / elapsed as f64;
+                if rate < o.rate_min[d] as f64 && self.error.is_none() {
+                    self.error = Some((
+                        libc::EIO,
+                        format!(
+                            "bandwidth {:.0} B/s fell below rate_min={} B/s",
+                            rate, o.rate_min[d]
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    pub(super) fn steady_state_tick(&mut self, now: u64) {
+        let Some(ss) = self.o.ss else { return };
+        self.ss_next_ns = now + NS_PER_S;
+        let elapsed = now - self.start_ns;
+        let value = std::mem::take(&mut self.ss_window_value);
+        if elapsed <= self.o.ss_ramp.as_nanos() as u64 {
+            return;
+        }
+        let window = self
+            .o
+            .ss_dur
+            .map(|d| d.as_secs().max(1) as usize)
+            .unwrap_or(30);
+        self.ss_samples.push(value);
+        if self.ss_samples.len() > window {
+            self.ss_samples.remove(0);
+        }
+        let mean = self.ss_samples.iter().sum::<f64>() / self.ss_samples.len() as f64;
+        let max_dev = self
+            .ss_samples
+            .iter()
+            .map(|v| (v - mean).abs())
+            .fold(0.0, f64::max);
+        let slope = sinkrate_stats::slope(&self.ss_samples);
+        let measure = if ss.slope { slope.abs() } else { max_dev };
+        let limit = if ss.percent {
+            ss.limit * mean
+        } else {
+            ss.limit
+        };
+        let attained = self.ss_samples.len() >= window && mean > 0.0 && measure <= limit;
+        self.ss_result = Some(SteadyStateResult {
+            attained,
+            criterion: steady_state_criterion(&ss),
+            max_deviation: max_dev,
+            slope,
+            samples: self.ss_samples.clone(),
+        });
+    }
+
+    pub(super) fn latency_target_tick(&mut self, now: u64) {
+        let (Some(target), Some(lt)) = (self.o.latency_target, self.lt.as_mut()) else {
+            return;
+        };
+        self.lt_window_end = now + self.o.latency_window.as_nanos().max(1) as u64;
+        if self.lt_window.count() == 0 {
+            return;
+        }
+        let p = self
+            .lt_window
+            .value_at_percentile(self.o.latency_percentile);
+        lt.windows += 1;
+        if p <= target.as_nanos() as u64 {
+            lt.windows_met += 1;
+            self.depth_cap = (self.depth_cap + 1).min(self.o.iodepth.max(1));
+        } else {
+            self.depth_cap = (self.depth_cap * 3 / 4).max(1);
+        }
+        self.lt_window.reset();
+    }
+
+    pub(super) fn finish_samples(&mut self, end: u64) {
+        if end > self.last_sample_ns + SAMPLE_PERIOD_NS / 2 {
+            self.take_samples(end);
+        }
+    }
+}

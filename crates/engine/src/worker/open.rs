@@ -1,0 +1,269 @@
+//! Opening a job's files: laying out data for readers, preallocating for writers, O_DIRECT
+//! with an honest fallback, exclusive opens of block devices; and removing what was created.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::Ordering;
+
+use sinkrate_jobspec::options::{Engine, Fallocate, SyncMode};
+use sinkrate_jobspec::JobOptions;
+
+use crate::backend::Backend;
+use crate::buffers::AlignedBuf;
+use crate::error::EngineError;
+use crate::files::PlannedFile;
+use crate::rng::{Permutation, Rng};
+
+use super::*;
+
+pub(super) struct OpenFile {
+    pub(super) fd: RawFd,
+    pub(super) plan: PlannedFile,
+    pub(super) created: bool,
+    pub(super) seq_pos: [u64; 2],
+    pub(super) perm: Option<Permutation>,
+    pub(super) written: bool,
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if self.fd >= 0 {
+            // SAFETY: closing a descriptor this struct owns.
+            unsafe { libc::close(self.fd) };
+        }
+    }
+}
+
+pub(super) fn open_flags(o: &JobOptions, writes: bool, direct: bool) -> libc::c_int {
+    let mut flags = if writes {
+        libc::O_RDWR | libc::O_CREAT
+    } else {
+        libc::O_RDONLY
+    };
+    flags |= libc::O_CLOEXEC;
+    if direct {
+        flags |= libc::O_DIRECT;
+    }
+    match o.sync {
+        SyncMode::Sync => flags |= libc::O_SYNC,
+        SyncMode::Dsync => flags |= libc::O_DSYNC,
+        SyncMode::None => {}
+    }
+    flags
+}
+
+pub(super) fn sys_open(path: &std::path::Path, flags: libc::c_int) -> std::io::Result<RawFd> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: open with a valid C string; the result is checked.
+    let fd = unsafe { libc::open(c.as_ptr(), flags, 0o644 as libc::c_uint) };
+    if fd < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(fd)
+    }
+}
+
+/// Writes the file's region so a read job has data to read (fio's "laying out IO file").
+pub(super) fn lay_out(
+    path: &std::path::Path,
+    from: u64,
+    to: u64,
+    rng: &mut Rng,
+    stop: &AtomicBool,
+) -> Result<(), EngineError> {
+    let fd = sys_open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
+        .map_err(|e| EngineError::io(path, e))?;
+    let guard = OpenFile {
+        fd,
+        plan: PlannedFile {
+            path: path.to_path_buf(),
+            region_start: 0,
+            region_len: 0,
+            is_block_device: false,
+            special: false,
+            existing_size: None,
+        },
+        created: false,
+        seq_pos: [0; 2],
+        perm: None,
+        written: false,
+    };
+    let chunk = 1usize << 20;
+    let mut buf = AlignedBuf::new(chunk);
+    rng.fill(buf.as_mut_slice());
+    let mut off = from;
+    while off < to {
+        if stop.load(Ordering::Relaxed) {
+            return Err(EngineError::path(
+                path,
+                "interrupted while laying out the file",
+            ));
+        }
+        let len = chunk.min((to - off) as usize);
+        // SAFETY: buf holds at least len bytes.
+        let n = unsafe { libc::pwrite(guard.fd, buf.as_mut_ptr().cast(), len, off as libc::off_t) };
+        if n <= 0 {
+            return Err(EngineError::io(path, std::io::Error::last_os_error()));
+        }
+        off += n as u64;
+    }
+    // SAFETY: fsync on an owned descriptor.
+    if unsafe { libc::fsync(guard.fd) } < 0 {
+        return Err(EngineError::io(path, std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+pub(super) fn preallocate(fd: RawFd, mode: Fallocate, size: u64) {
+    // Failure to preallocate is not an error in fio either: the writes allocate instead.
+    // SAFETY: plain syscalls on an owned descriptor.
+    unsafe {
+        match mode {
+            Fallocate::None => {}
+            Fallocate::Native => {
+                libc::fallocate(fd, 0, 0, size as libc::off_t);
+            }
+            Fallocate::Posix => {
+                libc::posix_fallocate(fd, 0, size as libc::off_t);
+            }
+            Fallocate::Keep => {
+                libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, size as libc::off_t);
+            }
+            Fallocate::Truncate => {
+                libc::ftruncate(fd, size as libc::off_t);
+            }
+        }
+    }
+}
+
+pub(super) fn open_files(
+    setup: &WorkerSetup,
+    outcome: &mut WorkerOutcome,
+    rng: &mut Rng,
+    backend: &mut dyn Backend,
+    out: &mut Vec<OpenFile>,
+) -> Result<(), EngineError> {
+    let o = &setup.job.options;
+    let writes = o.rw.writes();
+    if o.ioengine == Engine::Null {
+        out.push(OpenFile {
+            fd: -1,
+            plan: setup.files[0].clone(),
+            created: false,
+            seq_pos: [0; 2],
+            perm: None,
+            written: false,
+        });
+        return Ok(());
+    }
+    for plan in &setup.files {
+        let path = &plan.path;
+        let existed = plan.existing_size.is_some();
+        let size_now = plan.existing_size.unwrap_or(0);
+        if !plan.is_block_device && !plan.special {
+            let needs_data = (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
+                && size_now < plan.needed_size();
+            if needs_data {
+                if let Err(e) = lay_out(path, size_now, plan.needed_size(), rng, &setup.stop) {
+                    // A half-written file sinkrate created is sinkrate's to remove.
+                    if !existed && !setup.keep_files {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let mut flags = open_flags(o, writes, o.direct);
+        if plan.is_block_device {
+            flags &= !libc::O_CREAT;
+            if writes {
+                // Held exclusively for the run: the kernel then refuses mounts of it, and
+                // refuses us if it is mounted or held.
+                flags |= libc::O_EXCL;
+            }
+        }
+        let fd = match sys_open(path, flags) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && o.direct => {
+                outcome.direct_fell_back = true;
+                outcome.notices.push(format!(
+                    "{}: the file system refused O_DIRECT (EINVAL); this job ran BUFFERED, so its figures include the page cache",
+                    path.display()
+                ));
+                sys_open(path, open_flags(o, writes, false)).map_err(|e| EngineError::io(path, e))?
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && plan.is_block_device && setup.force_device_write => {
+                sys_open(path, flags & !libc::O_EXCL).map_err(|e| EngineError::io(path, e))?
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && plan.is_block_device => {
+                return Err(EngineError::path(
+                    path,
+                    "the kernel reports the device busy (mounted or held); not touching it (--force overrides)",
+                ))
+            }
+            Err(e) => return Err(EngineError::io(path, e)),
+        };
+        let file = OpenFile {
+            fd,
+            plan: plan.clone(),
+            created: !existed,
+            seq_pos: [0; 2],
+            perm: None,
+            written: false,
+        };
+        if writes && !plan.is_block_device && !plan.special && size_now < plan.needed_size() {
+            if o.ioengine == Engine::Mmap {
+                preallocate(fd, Fallocate::Truncate, plan.needed_size());
+            } else if o.ioengine != Engine::Ftruncate && o.ioengine != Engine::Falloc {
+                preallocate(fd, o.fallocate, plan.needed_size());
+            }
+        }
+        if o.invalidate && !plan.special {
+            // SAFETY: advisory call on an owned descriptor.
+            unsafe {
+                libc::posix_fadvise(
+                    fd,
+                    plan.region_start as libc::off_t,
+                    plan.region_len as libc::off_t,
+                    libc::POSIX_FADV_DONTNEED,
+                )
+            };
+        }
+        if o.pre_read && o.rw.reads() {
+            // SAFETY: advisory read-ahead into the page cache on an owned descriptor.
+            unsafe {
+                libc::readahead(
+                    fd,
+                    plan.region_start as libc::off64_t,
+                    plan.region_len as usize,
+                )
+            };
+        }
+        backend
+            .attach_file(out.len(), fd, plan.needed_size(), writes)
+            .map_err(|e| EngineError::io(path, e))?;
+        out.push(file);
+    }
+    Ok(())
+}
+
+/// Removes the files this job created, unless the job or the user keeps them. Files that
+/// existed before the run are never removed.
+pub(super) fn cleanup(setup: &WorkerSetup, files: &mut Vec<OpenFile>, outcome: &mut WorkerOutcome) {
+    let o = &setup.job.options;
+    let remove = match o.unlink {
+        Some(explicit) => explicit && !setup.keep_files,
+        None => !setup.keep_files,
+    };
+    for f in files.drain(..) {
+        let created = f.created;
+        let path = f.plan.path.clone();
+        let block = f.plan.is_block_device;
+        drop(f);
+        if remove && created && !block && std::fs::remove_file(&path).is_ok() {
+            outcome.removed_files.push(path);
+        }
+    }
+}
