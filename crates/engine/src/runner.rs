@@ -198,10 +198,15 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         .iter()
         .map(|_| Arc::new(JobProgress::default()))
         .collect();
-    let views_meta: Vec<(bool, bool, Option<u64>, u64)> = prepared
+    let mut segment = 0usize;
+    let views_meta: Vec<(bool, bool, Option<u64>, u64, usize)> = prepared
         .jobs
         .iter()
-        .map(|(j, files)| {
+        .enumerate()
+        .map(|(i, (j, files))| {
+            if i > 0 && j.options.stonewall {
+                segment += 1;
+            }
             let o = &j.options;
             let bytes: u64 = o
                 .io_size
@@ -211,7 +216,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
                 .runtime
                 .map(|r| r.as_nanos() as u64)
                 .filter(|_| o.time_based || o.runtime.is_some());
-            (o.rw.reads(), o.rw.writes(), runtime, bytes)
+            (o.rw.reads(), o.rw.writes(), runtime, bytes, segment)
         })
         .collect();
     let done = Arc::new(AtomicBool::new(false));
@@ -232,6 +237,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
                         writes: m.1,
                         runtime_ns: m.2,
                         total_bytes: m.3,
+                        segment: m.4,
                     })
                     .collect();
                 let line = status_line(&views, clock.now_ns(), &mut prev);

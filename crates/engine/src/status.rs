@@ -13,6 +13,8 @@ pub struct JobView<'a> {
     pub runtime_ns: Option<u64>,
     /// Expected bytes for size-bound jobs.
     pub total_bytes: u64,
+    /// Stonewall segment: segments run one after another, jobs within one together.
+    pub segment: usize,
 }
 
 /// Rates since the previous call; the caller keeps `prev` between calls.
@@ -25,7 +27,7 @@ pub fn status_line(
     let mut running = 0;
     let (mut rbw, mut wbw, mut riops, mut wiops) = (0.0, 0.0, 0.0, 0.0);
     let mut fraction_sum = 0.0;
-    let mut eta_ns: u64 = 0;
+    let mut eta_by_segment: Vec<u64> = Vec::new();
     prev.resize(jobs.len(), (0, 0, 0, 0, now_ns));
     for (j, p) in jobs.iter().zip(prev.iter_mut()) {
         let phase = j.progress.phase();
@@ -65,6 +67,7 @@ pub fn status_line(
         };
         let (fraction, remaining) = match (phase, j.runtime_ns) {
             (Phase::Done, _) => (1.0, 0),
+            (Phase::Waiting, Some(rt)) => (0.0, rt),
             (_, Some(rt)) if rt > 0 => (
                 (elapsed as f64 / rt as f64).min(1.0),
                 rt.saturating_sub(elapsed),
@@ -81,8 +84,12 @@ pub fn status_line(
             }
         };
         fraction_sum += fraction;
-        eta_ns = eta_ns.max(remaining);
+        if eta_by_segment.len() <= j.segment {
+            eta_by_segment.resize(j.segment + 1, 0);
+        }
+        eta_by_segment[j.segment] = eta_by_segment[j.segment].max(remaining);
     }
+    let eta_ns: u64 = eta_by_segment.iter().sum();
     let pct = 100.0 * fraction_sum / jobs.len().max(1) as f64;
     let mut line = format!("Jobs: {running} (f={running}): [{letters}][{pct:.1}%]");
     let mut rates = Vec::new();
