@@ -15,6 +15,12 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Refused(String),
+    /// An error in one job, with where the job was defined (file:line of its section).
+    #[error("{origin}: {inner}")]
+    InJob {
+        origin: String,
+        inner: Box<EngineError>,
+    },
 }
 
 impl EngineError {

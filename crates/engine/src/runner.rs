@@ -77,7 +77,11 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 ));
             }
         }
-        let planned = files::plan_files(job, &opts.base_dir)?;
+        let in_job = |e: EngineError| EngineError::InJob {
+            origin: job.origin.to_string(),
+            inner: Box::new(e),
+        };
+        let planned = files::plan_files(job, &opts.base_dir).map_err(in_job)?;
         let writes = o.rw.writes() || o.overwrite || o.ioengine == Engine::Filecreate;
         for f in &planned {
             if f.special {
