@@ -188,7 +188,6 @@ pub struct JobOptions {
     /// Stop after this many I/Os (fio's `number_ios`).
     pub number_ios: Option<u64>,
     pub numjobs: u32,
-    pub thread: bool,
     pub group_reporting: bool,
     pub stonewall: bool,
     pub new_group: bool,
@@ -196,7 +195,6 @@ pub struct JobOptions {
     pub offset: SizeSpec,
     /// `None` when the job did not say: sinkrate then removes the files it created.
     pub unlink: Option<bool>,
-    pub unlink_each_loop: bool,
     pub kb_base: KbBase,
     pub rw: ReadWrite,
     pub rwmixread: f64,
@@ -211,7 +209,6 @@ pub struct JobOptions {
     pub iodepth_batch_submit: u32,
     pub iodepth_batch_complete_min: u32,
     pub iodepth_batch_complete_max: u32,
-    pub iodepth_low: u32,
     pub direct: bool,
     pub sync: SyncMode,
     pub fsync: u64,
@@ -219,7 +216,6 @@ pub struct JobOptions {
     pub end_fsync: bool,
     pub fsync_on_close: bool,
     pub fallocate: Fallocate,
-    pub create_on_open: bool,
     pub pre_read: bool,
     pub invalidate: bool,
     pub overwrite: bool,
@@ -276,14 +272,12 @@ impl Default for JobOptions {
             filename_format: None,
             number_ios: None,
             numjobs: 1,
-            thread: false,
             group_reporting: false,
             stonewall: false,
             new_group: false,
             loops: 1,
             offset: SizeSpec::Bytes(0),
             unlink: None,
-            unlink_each_loop: false,
             kb_base: KbBase::Compat1024,
             rw: ReadWrite {
                 pattern: Pattern::Sequential,
@@ -300,7 +294,6 @@ impl Default for JobOptions {
             iodepth_batch_submit: 1,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
-            iodepth_low: 0,
             direct: false,
             sync: SyncMode::None,
             fsync: 0,
@@ -308,7 +301,6 @@ impl Default for JobOptions {
             end_fsync: false,
             fsync_on_close: false,
             fallocate: Fallocate::Native,
-            create_on_open: false,
             pre_read: false,
             invalidate: true,
             overwrite: false,
@@ -402,6 +394,22 @@ pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[
         "openfiles",
         "sinkrate keeps all of a job's files open together",
     ),
+    (
+        "thread",
+        "sinkrate always runs jobs as threads of one process",
+    ),
+    (
+        "threads",
+        "sinkrate always runs jobs as threads of one process",
+    ),
+    (
+        "create_on_open",
+        "sinkrate always creates a job's files when the job starts",
+    ),
+    (
+        "iodepth_low",
+        "the queue is refilled as soon as an I/O completes",
+    ),
 ];
 
 /// All option names sinkrate understands (including those accepted without effect).
@@ -423,7 +431,6 @@ const OPTIONS: &[&str] = &[
     "filesize",
     "nrfiles",
     "numjobs",
-    "thread",
     "group_reporting",
     "stonewall",
     "wait_for_previous",
@@ -431,7 +438,6 @@ const OPTIONS: &[&str] = &[
     "loops",
     "offset",
     "unlink",
-    "unlink_each_loop",
     "kb_base",
     "rw",
     "readwrite",
@@ -451,7 +457,6 @@ const OPTIONS: &[&str] = &[
     "iodepth_batch_complete",
     "iodepth_batch_complete_min",
     "iodepth_batch_complete_max",
-    "iodepth_low",
     "direct",
     "buffered",
     "sync",
@@ -460,7 +465,6 @@ const OPTIONS: &[&str] = &[
     "end_fsync",
     "fsync_on_close",
     "fallocate",
-    "create_on_open",
     "pre_read",
     "invalidate",
     "overwrite",
@@ -778,7 +782,6 @@ impl JobOptions {
                 }
                 self.numjobs = n as u32;
             }
-            "thread" | "threads" => self.thread = flag(key, value)?,
             "filename_format" => {
                 let v = need(key, value)?.trim();
                 if v.is_empty() {
@@ -827,7 +830,6 @@ impl JobOptions {
                 };
             }
             "unlink" => self.unlink = Some(flag(key, value)?),
-            "unlink_each_loop" => self.unlink_each_loop = flag(key, value)?,
             "kb_base" => {
                 self.kb_base = match need(key, value)?.trim() {
                     "1024" => KbBase::Compat1024,
@@ -933,9 +935,6 @@ impl JobOptions {
                 self.iodepth_batch_complete_max =
                     parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
             }
-            "iodepth_low" => {
-                self.iodepth_low = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32
-            }
             "direct" => self.direct = flag(key, value)?,
             "buffered" => self.direct = !flag(key, value)?,
             "sync" => {
@@ -977,7 +976,6 @@ impl JobOptions {
                     ),
                 )),
             },
-            "create_on_open" => self.create_on_open = flag(key, value)?,
             "pre_read" => self.pre_read = flag(key, value)?,
             "invalidate" => self.invalidate = flag(key, value)?,
             "overwrite" => self.overwrite = flag(key, value)?,

@@ -135,11 +135,12 @@ impl Backend for Uring {
         Ok(n)
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
+    fn reap(&mut self, min: usize, max: usize, out: &mut Vec<Completion>) -> io::Result<()> {
         if min > 0 && self.ring.completion().is_empty() {
             self.ring.submit_and_wait(min)?;
         }
-        for cqe in self.ring.completion() {
+        // Completions beyond `max` stay in the ring for the next reap.
+        for cqe in self.ring.completion().take(max) {
             out.push(Completion {
                 tag: cqe.user_data(),
                 result: cqe.result() as i64,

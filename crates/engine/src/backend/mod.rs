@@ -58,8 +58,8 @@ pub trait Backend {
     fn commit(&mut self) -> io::Result<usize> {
         Ok(0)
     }
-    /// Waits for at least `min` completions and appends all available ones to `out`.
-    fn reap(&mut self, _min: usize, _out: &mut Vec<Completion>) -> io::Result<()> {
+    /// Waits for at least `min` completions and appends up to `max` available ones to `out`.
+    fn reap(&mut self, _min: usize, _max: usize, _out: &mut Vec<Completion>) -> io::Result<()> {
         Ok(())
     }
     /// Makes a file's written data durable (msync for mmap, fsync otherwise).

@@ -41,8 +41,9 @@ impl Backend for Null {
         Ok(self.queued.len())
     }
 
-    fn reap(&mut self, _min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
-        out.append(&mut self.queued);
+    fn reap(&mut self, _min: usize, max: usize, out: &mut Vec<Completion>) -> io::Result<()> {
+        let n = max.min(self.queued.len());
+        out.extend(self.queued.drain(..n));
         Ok(())
     }
 

@@ -90,7 +90,7 @@ pub(super) fn wait_one(backend: &mut dyn Backend) -> Result<i64, LoopError> {
     backend.commit().map_err(os)?;
     let mut out = Vec::with_capacity(1);
     while out.is_empty() {
-        backend.reap(1, &mut out).map_err(os)?;
+        backend.reap(1, 1, &mut out).map_err(os)?;
     }
     Ok(out[0].result)
 }
@@ -353,6 +353,11 @@ impl Loop<'_> {
         let mut free: Vec<usize> = (0..depth).rev().collect();
         let mut batch: Vec<usize> = Vec::with_capacity(depth);
         let mut completions: Vec<Completion> = Vec::with_capacity(depth);
+        // fio's iodepth_batch_complete_max: 0 means "as many as are ready".
+        let reap_max = match self.o.iodepth_batch_complete_max {
+            0 => depth,
+            n => n as usize,
+        };
         let batch_submit = (self.o.iodepth_batch_submit.max(1) as usize).min(depth);
         let mut inflight = 0usize;
         let mut issuing = true;
@@ -444,7 +449,7 @@ impl Loop<'_> {
             };
             completions.clear();
             backend
-                .reap(min, &mut completions)
+                .reap(min, reap_max, &mut completions)
                 .map_err(|e| (e.raw_os_error().unwrap_or(libc::EIO), format!("reap: {e}")))?;
             if completions.is_empty() {
                 continue;
