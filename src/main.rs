@@ -38,6 +38,7 @@ fn run() -> Result<ExitCode> {
             args.job_options = job_options;
             cmd::bench::run(args)
         }
+        Command::Emulate { action } => cmd::emulate::run(action),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),
         Command::Man => cmd::docs::man().map(|()| ExitCode::SUCCESS),
     }

@@ -49,6 +49,12 @@ pub enum Command {
     /// fio-compatible I/O benchmark: fio job files and fio-style --key=value options
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(BenchArgs),
+    /// Slow storage on demand: an SD card or USB drive emulated with a real filesystem
+    #[command(after_help = EMULATE_EXAMPLES)]
+    Emulate {
+        #[command(subcommand)]
+        action: EmulateAction,
+    },
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout
     #[command(
         after_help = "Example:\n  sinkrate completions bash > /etc/bash_completion.d/sinkrate"
@@ -60,6 +66,91 @@ pub enum Command {
     /// Print the man page (roff) to stdout
     #[command(after_help = "Example:\n  sinkrate man > /usr/local/share/man/man1/sinkrate.1")]
     Man,
+}
+
+pub const EMULATE_EXAMPLES: &str = "\
+Examples:
+  # A 10 MB/s class-10 SD card with ext4, 1 GiB, at /mnt/card
+  sinkrate emulate up /mnt/card --model sd-class10
+  sinkrate bench --name=cam --directory=/mnt/card --rw=write --bs=3m --rate_iops=15 --size=512m
+  sinkrate emulate down /mnt/card
+
+  # Your own numbers: 20 MiB/s, 2 ms per write, xfs, noatime, 4 GiB kept in a sparse file
+  sinkrate emulate up /mnt/slow --size 4G --write-rate 20M --write-latency 2ms --fs xfs \\
+      --mount-opts noatime --backing-file /var/tmp/slow.img
+
+  # Inject errors: 1% of requests fail with EIO once the filesystem is mounted
+  sinkrate emulate up /mnt/flaky --model usb2-stick --error-rate 0.01 --error EIO
+
+  sinkrate emulate list
+
+Sizes and rates follow dd's convention: 20M is 20 MiB (per second), 20MB is 20 MB.
+Needs root and the Debian packages nbdkit, libnbd-bin (nbdfuse) and fuse3.";
+
+#[derive(Debug, Subcommand)]
+pub enum EmulateAction {
+    /// Build an emulated device and mount it at MOUNTPOINT (an empty or new directory)
+    #[command(after_help = EMULATE_EXAMPLES)]
+    Up(EmulateUpArgs),
+    /// Remove every piece of the emulated device at MOUNTPOINT, also after a crash
+    Down {
+        /// Where the emulated device is mounted
+        mountpoint: PathBuf,
+    },
+    /// Show the emulated devices that are up
+    List {
+        /// text or json
+        #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        output_format: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EmulateUpArgs {
+    /// Where to mount the emulated device (created if missing; must be empty)
+    pub mountpoint: PathBuf,
+    /// Device size (dd units: 1G = 1 GiB, 1GB = 10^9 bytes)
+    #[arg(long, default_value = "1G")]
+    pub size: String,
+    /// A preset: sd-class10, sd-uhs1-u3, usb2-stick, usb3-ssd, emmc (its rate and latency)
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Sustained write rate in bytes per second (20M = 20 MiB/s, 20MB = 20 MB/s)
+    #[arg(long, alias = "rate")]
+    pub write_rate: Option<String>,
+    /// Read rate; reads share the write budget (one bus), so a faster read rate is capped at it
+    #[arg(long)]
+    pub read_rate: Option<String>,
+    /// Added to every write request (e.g. 2ms)
+    #[arg(long)]
+    pub write_latency: Option<String>,
+    /// Added to every read request (e.g. 500us)
+    #[arg(long)]
+    pub read_latency: Option<String>,
+    /// Filesystem: ext4, xfs, btrfs, vfat
+    #[arg(long, default_value = "ext4")]
+    pub fs: String,
+    /// Extra mkfs options, as one string (e.g. "-O ^has_journal")
+    #[arg(long, allow_hyphen_values = true)]
+    pub mkfs_opts: Option<String>,
+    /// Mount options (e.g. noatime,data=writeback)
+    #[arg(long, default_value = "")]
+    pub mount_opts: String,
+    /// Share of requests that fail once mounted, 0 to 1 (e.g. 0.01)
+    #[arg(long)]
+    pub error_rate: Option<String>,
+    /// The error injected: EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN
+    #[arg(long, default_value = "EIO")]
+    pub error: String,
+    /// Keep the data in this sparse file instead of memory (used anyway for sizes beyond half of RAM)
+    #[arg(long)]
+    pub backing_file: Option<PathBuf>,
+    /// Seconds of rate the device may burst after idling (low keeps the first seconds honest)
+    #[arg(long, default_value = "0.1")]
+    pub burstiness: f64,
+    /// text or json
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub output_format: String,
 }
 
 #[derive(Debug, clap::Args)]

@@ -1,0 +1,595 @@
+//! Building and removing the emulated device, with a state journal under
+//! `/run/sinkrate/emulate/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools;
+
+const STATE_ROOT: &str = "/run/sinkrate/emulate";
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmulateError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{step}: {message}")]
+    Step { step: &'static str, message: String },
+}
+
+fn step(step: &'static str, message: impl Into<String>) -> EmulateError {
+    EmulateError::Step {
+        step,
+        message: message.into(),
+    }
+}
+
+/// What to build.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Spec {
+    pub mountpoint: PathBuf,
+    pub size_bytes: u64,
+    /// The device's bandwidth in bytes per second, shared by reads and writes.
+    pub rate_bytes_per_s: u64,
+    pub write_latency_us: u64,
+    pub read_latency_us: u64,
+    pub fs: String,
+    pub mkfs_opts: Vec<String>,
+    pub mount_opts: String,
+    /// Probability in [0, 1] that a request fails, once errors are armed.
+    pub error_rate: Option<f64>,
+    pub error_kind: String,
+    /// Keep data in a sparse file here instead of memory.
+    pub backing_file: Option<PathBuf>,
+    /// Token-bucket depth of the rate filter in seconds of rate (low: no fast first seconds).
+    pub burstiness_s: f64,
+    pub model: Option<String>,
+}
+
+/// What was built, journaled as it is built.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct State {
+    pub spec: Option<Spec>,
+    pub state_dir: PathBuf,
+    pub created_mountpoint: bool,
+    pub nbdkit_pid: Option<i32>,
+    pub socket: Option<PathBuf>,
+    pub fuse_dir: Option<PathBuf>,
+    pub nbdfuse_pid: Option<i32>,
+    pub loop_device: Option<PathBuf>,
+    pub backing_created: Option<PathBuf>,
+    pub mounted: bool,
+    pub errors_file: Option<PathBuf>,
+    pub setup_ms: u64,
+}
+
+impl State {
+    fn save(&self) -> Result<(), EmulateError> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| step("state", e.to_string()))?;
+        let tmp = self.state_dir.join("state.json.tmp");
+        std::fs::write(&tmp, text).map_err(|e| step("state", format!("{}: {e}", tmp.display())))?;
+        std::fs::rename(&tmp, self.state_dir.join("state.json"))
+            .map_err(|e| step("state", format!("{}: {e}", self.state_dir.display())))
+    }
+
+    fn load(dir: &Path) -> Option<State> {
+        let text = std::fs::read_to_string(dir.join("state.json")).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// The file that arms error injection (errors are off during mkfs and mount).
+    pub fn errors_file(&self) -> Option<&Path> {
+        self.errors_file.as_deref()
+    }
+}
+
+fn state_dir_for(mountpoint: &Path) -> PathBuf {
+    let name: String = mountpoint
+        .to_string_lossy()
+        .trim_start_matches('/')
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Path::new(STATE_ROOT).join(if name.is_empty() {
+        "root".to_string()
+    } else {
+        name
+    })
+}
+
+fn run(step_name: &'static str, cmd: &mut Command) -> Result<String, EmulateError> {
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| {
+        step(
+            step_name,
+            format!("cannot run {:?}: {e}", cmd.get_program()),
+        )
+    })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(step(
+            step_name,
+            format!(
+                "{:?} failed: {}",
+                cmd.get_program(),
+                stderr.trim().lines().last().unwrap_or("no message")
+            ),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn is_mountpoint(path: &Path) -> bool {
+    let Ok(canonical) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines().any(|l| {
+        l.split(' ').nth(4).map(|mp| mp.replace("\\040", " "))
+            == Some(canonical.to_string_lossy().into_owned())
+    })
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+}
+
+fn read_pid(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn wait_for(
+    what: &'static str,
+    timeout: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<(), EmulateError> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if ready() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(step(
+        what,
+        format!("not ready after {} s", timeout.as_secs()),
+    ))
+}
+
+/// Checks what can be checked before anything is built.
+fn validate(spec: &Spec) -> Result<(), EmulateError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(EmulateError::Usage(
+            "emulate needs root (it creates loop devices and mounts); run it with sudo or as root"
+                .into(),
+        ));
+    }
+    if tools::mkfs_tool(&spec.fs).is_none() {
+        return Err(EmulateError::Usage(format!(
+            "--fs: '{}' is not supported (accepted: ext4, xfs, btrfs, vfat)",
+            spec.fs
+        )));
+    }
+    if let Some(m) = tools::missing(&spec.fs) {
+        return Err(EmulateError::Usage(m));
+    }
+    let min = if spec.fs == "xfs" {
+        300 << 20
+    } else if spec.fs == "btrfs" {
+        128 << 20
+    } else {
+        16 << 20
+    };
+    if spec.size_bytes < min {
+        return Err(EmulateError::Usage(format!(
+            "--size: {} bytes is too small for {} (at least {} MiB)",
+            spec.size_bytes,
+            spec.fs,
+            min >> 20
+        )));
+    }
+    if spec.rate_bytes_per_s < 1024 {
+        return Err(EmulateError::Usage(
+            "--rate: at least 1K (1024 bytes per second)".into(),
+        ));
+    }
+    if let Some(r) = spec.error_rate {
+        if !(0.0..=1.0).contains(&r) {
+            return Err(EmulateError::Usage(format!(
+                "--error-rate: {r} is out of range (0 to 1, e.g. 0.01)"
+            )));
+        }
+    }
+    if !matches!(
+        spec.error_kind.as_str(),
+        "EIO" | "ENOSPC" | "EPERM" | "ENOMEM" | "EINVAL" | "ESHUTDOWN"
+    ) {
+        return Err(EmulateError::Usage(format!(
+            "--error: '{}' is not accepted (EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN)",
+            spec.error_kind
+        )));
+    }
+    let mp = &spec.mountpoint;
+    if mp.exists() {
+        if !mp.is_dir() {
+            return Err(EmulateError::Usage(format!(
+                "{}: is not a directory",
+                mp.display()
+            )));
+        }
+        if is_mountpoint(mp) {
+            return Err(EmulateError::Usage(format!(
+                "{}: something is already mounted there (sinkrate emulate down {0} if it is ours)",
+                mp.display()
+            )));
+        }
+        let occupied = std::fs::read_dir(mp)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true);
+        if occupied {
+            return Err(EmulateError::Usage(format!(
+                "{}: is not empty; mounting over it would hide its files (use an empty directory)",
+                mp.display()
+            )));
+        }
+    }
+    if state_dir_for(&absolute(mp)).join("state.json").exists() {
+        return Err(EmulateError::Usage(format!(
+            "{}: an emulated device is already recorded there (sinkrate emulate down {0})",
+            mp.display()
+        )));
+    }
+    Ok(())
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+fn mem_available() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
+/// Builds the stack. On failure, whatever was built is removed again.
+pub fn up(mut spec: Spec) -> Result<State, EmulateError> {
+    spec.mountpoint = absolute(&spec.mountpoint);
+    validate(&spec)?;
+    let started = Instant::now();
+    let dir = state_dir_for(&spec.mountpoint);
+    std::fs::create_dir_all(&dir).map_err(|e| step("state", format!("{}: {e}", dir.display())))?;
+    let mut state = State {
+        spec: Some(spec.clone()),
+        state_dir: dir.clone(),
+        ..State::default()
+    };
+    state.save()?;
+    match build(&spec, &mut state) {
+        Ok(()) => {
+            state.setup_ms = started.elapsed().as_millis() as u64;
+            state.save()?;
+            Ok(state)
+        }
+        Err(e) => {
+            let _ = teardown(&mut state);
+            Err(e)
+        }
+    }
+}
+
+fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
+    let dir = state.state_dir.clone();
+    if !spec.mountpoint.exists() {
+        std::fs::create_dir_all(&spec.mountpoint)
+            .map_err(|e| step("mountpoint", format!("{}: {e}", spec.mountpoint.display())))?;
+        state.created_mountpoint = true;
+        state.save()?;
+    }
+    // nbdkit: memory when it fits comfortably in RAM, else a sparse file.
+    let socket = dir.join("nbd.sock");
+    let pidfile = dir.join("nbdkit.pid");
+    let mut cmd = Command::new("nbdkit");
+    cmd.arg("--unix")
+        .arg(&socket)
+        .arg("--pidfile")
+        .arg(&pidfile);
+    if spec.error_rate.is_some() {
+        cmd.arg("--filter=error");
+    }
+    if spec.write_latency_us > 0 || spec.read_latency_us > 0 {
+        cmd.arg("--filter=delay");
+    }
+    cmd.arg("--filter=rate");
+    let backing = match &spec.backing_file {
+        Some(f) => Some(f.clone()),
+        None if spec.size_bytes > mem_available() / 2 => Some(dir.join("backing.img")),
+        None => None,
+    };
+    match &backing {
+        Some(file) => {
+            if !file.exists() {
+                let f = std::fs::File::create(file)
+                    .map_err(|e| step("backing file", format!("{}: {e}", file.display())))?;
+                f.set_len(spec.size_bytes)
+                    .map_err(|e| step("backing file", format!("{}: {e}", file.display())))?;
+                state.backing_created = Some(file.clone());
+                state.save()?;
+            }
+            cmd.arg("file").arg(format!("file={}", file.display()));
+        }
+        None => {
+            cmd.arg("memory").arg(format!("size={}", spec.size_bytes));
+        }
+    }
+    cmd.arg(format!("rate={}", spec.rate_bytes_per_s.saturating_mul(8)));
+    cmd.arg(format!("burstiness={}", spec.burstiness_s));
+    if spec.write_latency_us > 0 {
+        cmd.arg(format!(
+            "delay-write={}ms",
+            spec.write_latency_us as f64 / 1000.0
+        ));
+    }
+    if spec.read_latency_us > 0 {
+        cmd.arg(format!(
+            "delay-read={}ms",
+            spec.read_latency_us as f64 / 1000.0
+        ));
+    }
+    if let Some(rate) = spec.error_rate {
+        let armed = dir.join("errors-on");
+        cmd.arg(format!("error={}", spec.error_kind));
+        cmd.arg(format!("error-rate={rate}"));
+        cmd.arg(format!("error-file={}", armed.display()));
+        state.errors_file = Some(armed);
+    }
+    // nbdkit forks into the background once it is ready and has written its pid file.
+    run("nbdkit", &mut cmd)?;
+    state.nbdkit_pid = read_pid(&pidfile);
+    state.socket = Some(socket.clone());
+    state.save()?;
+
+    let fuse_dir = dir.join("fuse");
+    std::fs::create_dir_all(&fuse_dir)
+        .map_err(|e| step("nbdfuse", format!("{}: {e}", fuse_dir.display())))?;
+    let fuse_pid = dir.join("nbdfuse.pid");
+    let log = std::fs::File::create(dir.join("nbdfuse.log"))
+        .map_err(|e| step("nbdfuse", e.to_string()))?;
+    let mut nbdfuse = Command::new("nbdfuse");
+    nbdfuse
+        .arg("-P")
+        .arg(&fuse_pid)
+        .arg(fuse_dir.join("disk"))
+        .arg("--unix")
+        .arg(&socket)
+        .stdin(Stdio::null())
+        .stdout(
+            log.try_clone()
+                .map_err(|e| step("nbdfuse", e.to_string()))?,
+        )
+        .stderr(log);
+    // Its own session: a Ctrl-C at the terminal that started `up` must not stop the device.
+    // SAFETY: setsid is async-signal-safe and called in the child before exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut nbdfuse, || {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = nbdfuse
+        .spawn()
+        .map_err(|e| step("nbdfuse", format!("cannot start: {e}")))?;
+    state.fuse_dir = Some(fuse_dir.clone());
+    state.save()?;
+    wait_for("nbdfuse", Duration::from_secs(10), || {
+        read_pid(&fuse_pid).is_some() || matches!(child.try_wait(), Ok(Some(_)))
+    })?;
+    if let Ok(Some(status)) = child.try_wait() {
+        let log = std::fs::read_to_string(dir.join("nbdfuse.log")).unwrap_or_default();
+        return Err(step(
+            "nbdfuse",
+            format!(
+                "exited ({status}): {}",
+                log.trim().lines().last().unwrap_or("")
+            ),
+        ));
+    }
+    state.nbdfuse_pid = read_pid(&fuse_pid);
+    state.save()?;
+
+    let disk = fuse_dir.join("disk");
+    let loop_dev = run(
+        "losetup",
+        Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&disk),
+    )?;
+    state.loop_device = Some(PathBuf::from(&loop_dev));
+    state.save()?;
+
+    let (mkfs, _) =
+        tools::mkfs_tool(&spec.fs).ok_or_else(|| step("mkfs", "unsupported filesystem"))?;
+    let mut mk = Command::new(mkfs);
+    match spec.fs.as_str() {
+        "ext4" => mk.args(["-q", "-F", "-E", "nodiscard"]),
+        "xfs" => mk.args(["-q", "-f", "-K"]),
+        "btrfs" => mk.args(["-q", "-f", "-K"]),
+        _ => &mut mk,
+    };
+    mk.args(&spec.mkfs_opts).arg(&loop_dev);
+    run("mkfs", &mut mk)?;
+
+    let mut mount = Command::new("mount");
+    mount.arg("-t").arg(&spec.fs);
+    if !spec.mount_opts.is_empty() {
+        mount.arg("-o").arg(&spec.mount_opts);
+    }
+    mount.arg(&loop_dev).arg(&spec.mountpoint);
+    run("mount", &mut mount)?;
+    state.mounted = true;
+    state.save()?;
+    // Errors are armed only now, so mkfs and mount always succeed.
+    if let Some(armed) = &state.errors_file {
+        std::fs::write(armed, b"").map_err(|e| step("error injection", e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Removes every piece recorded for `mountpoint`, in reverse order; works after any of the
+/// processes died.
+pub fn down(mountpoint: &Path) -> Result<State, EmulateError> {
+    let mp = absolute(mountpoint);
+    let dir = state_dir_for(&mp);
+    let mut state = State::load(&dir).ok_or_else(|| {
+        EmulateError::Usage(format!(
+            "{}: no emulated device is recorded there (sinkrate emulate list shows what is up)",
+            mp.display()
+        ))
+    })?;
+    teardown(&mut state)?;
+    Ok(state)
+}
+
+fn teardown(state: &mut State) -> Result<(), EmulateError> {
+    let mut problems: Vec<String> = Vec::new();
+    if let Some(errors) = &state.errors_file {
+        let _ = std::fs::remove_file(errors);
+    }
+    if let Some(spec) = state.spec.clone() {
+        if state.mounted || is_mountpoint(&spec.mountpoint) {
+            if let Err(e) = run("umount", Command::new("umount").arg(&spec.mountpoint)) {
+                // A device whose server died can leave the mount busy with I/O that never
+                // ends; a lazy unmount detaches it so the rest can go.
+                if run(
+                    "umount",
+                    Command::new("umount").arg("-l").arg(&spec.mountpoint),
+                )
+                .is_err()
+                {
+                    problems.push(e.to_string());
+                }
+            }
+            state.mounted = false;
+            let _ = state.save();
+        }
+    }
+    if let Some(dev) = state.loop_device.clone() {
+        let attached = run("losetup", Command::new("losetup").arg(&dev)).is_ok();
+        if attached {
+            if let Err(e) = run("losetup", Command::new("losetup").arg("-d").arg(&dev)) {
+                problems.push(e.to_string());
+            }
+        }
+        state.loop_device = None;
+        let _ = state.save();
+    }
+    if let Some(fuse_dir) = state.fuse_dir.clone() {
+        if is_mountpoint(&fuse_dir) {
+            if run(
+                "fusermount3",
+                Command::new("fusermount3").arg("-u").arg(&fuse_dir),
+            )
+            .is_err()
+            {
+                let _ = run("umount", Command::new("umount").arg("-l").arg(&fuse_dir));
+            }
+        }
+        if let Some(pid) = state.nbdfuse_pid {
+            let start = Instant::now();
+            while alive(pid) && start.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if alive(pid) {
+                // SAFETY: ending a process this stack started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        let _ = std::fs::remove_dir(&fuse_dir);
+        state.fuse_dir = None;
+        let _ = state.save();
+    }
+    if let Some(pid) = state.nbdkit_pid {
+        if alive(pid) {
+            // SAFETY: ending the nbdkit this stack started (its pid file named it).
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let start = Instant::now();
+            while alive(pid) && start.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if alive(pid) {
+                // SAFETY: as above.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        state.nbdkit_pid = None;
+    }
+    if let Some(backing) = state.backing_created.take() {
+        let _ = std::fs::remove_file(backing);
+    }
+    if let Some(spec) = &state.spec {
+        if state.created_mountpoint && problems.is_empty() {
+            let _ = std::fs::remove_dir(&spec.mountpoint);
+        }
+    }
+    if problems.is_empty() {
+        let _ = std::fs::remove_dir_all(&state.state_dir);
+        Ok(())
+    } else {
+        let _ = state.save();
+        Err(step("down", problems.join("; ")))
+    }
+}
+
+/// One recorded device and how it is doing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    pub state: State,
+    pub mounted: bool,
+    pub nbdkit_alive: bool,
+    pub nbdfuse_alive: bool,
+}
+
+pub fn list() -> Vec<Listed> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(STATE_ROOT) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        if let Some(state) = State::load(&e.path()) {
+            let mounted = state
+                .spec
+                .as_ref()
+                .is_some_and(|s| is_mountpoint(&s.mountpoint));
+            out.push(Listed {
+                mounted,
+                nbdkit_alive: state.nbdkit_pid.is_some_and(alive),
+                nbdfuse_alive: state.nbdfuse_pid.is_some_and(alive),
+                state,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.state.state_dir.cmp(&b.state.state_dir));
+    out
+}

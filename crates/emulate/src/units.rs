@@ -1,0 +1,108 @@
+//! Sizes, rates and latencies in dd's convention, as sinkrate uses them outside fio job
+//! options: `20M` is 20 MiB (1024-based), `20MB` is 20 MB (1000-based), `20MiB` is 20 MiB.
+
+use std::time::Duration;
+
+/// Parses `512`, `64K`, `4G`, `20MB`, `1.5GiB` into bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, suffix) = t.split_at(split);
+    let value: f64 = number.parse().map_err(|_| {
+        format!("'{text}' is not a size (expected a number with K, M, G, T (1024-based) or KB, MB, GB, TB (1000-based), e.g. 4G)")
+    })?;
+    let multiplier: f64 = match suffix.trim() {
+        "" | "B" | "c" => 1.0,
+        "K" | "k" | "KiB" => 1024.0,
+        "M" | "MiB" => 1024.0 * 1024.0,
+        "G" | "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "T" | "TiB" => 1024.0f64.powi(4),
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        other => {
+            return Err(format!(
+                "'{text}': unknown unit '{other}' (accepted: K, M, G, T = 1024-based; KB, MB, GB, TB = 1000-based)"
+            ))
+        }
+    };
+    let bytes = value * multiplier;
+    if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
+        return Err(format!(
+            "'{text}' is out of range (expected at least 1 byte)"
+        ));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Parses a rate in bytes per second: `20M`, `20MB`, `20MB/s`, `380MiB/s`.
+pub fn parse_rate(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let body = t.strip_suffix("/s").unwrap_or(t);
+    parse_size(body).map_err(|e| {
+        e.replace("is not a size", "is not a rate")
+            .replace("e.g. 4G", "e.g. 20M or 20MB/s")
+    })
+}
+
+/// Parses a latency: `2ms`, `500us`, `0.01s`, `0`.
+pub fn parse_latency(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, suffix) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a latency (expected e.g. 2ms, 500us, 0.01s)"))?;
+    let seconds = match suffix.trim() {
+        "" if value == 0.0 => 0.0,
+        "s" => value,
+        "ms" => value / 1e3,
+        "us" => value / 1e6,
+        "" => return Err(format!("'{text}' needs a unit (ms, us or s), e.g. 2ms")),
+        other => {
+            return Err(format!(
+                "'{text}': unknown unit '{other}' (accepted: s, ms, us)"
+            ))
+        }
+    };
+    if !(0.0..=60.0).contains(&seconds) {
+        return Err(format!("'{text}' is out of range (0 to 60 s)"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dd_convention() {
+        assert_eq!(parse_size("20M"), Ok(20 << 20));
+        assert_eq!(parse_size("20MB"), Ok(20_000_000));
+        assert_eq!(parse_size("20MiB"), Ok(20 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("1.5K"), Ok(1536));
+        assert_eq!(parse_rate("380MB/s"), Ok(380_000_000));
+        assert_eq!(parse_rate("10M"), Ok(10 << 20));
+        for bad in ["", "M", "-1G", "0", "4X", "4 parsecs"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert!(parse_rate("fast").unwrap_err().contains("is not a rate"));
+    }
+
+    #[test]
+    fn latencies() {
+        assert_eq!(parse_latency("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(parse_latency("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_latency("0"), Ok(Duration::ZERO));
+        assert!(parse_latency("2").is_err());
+        assert!(parse_latency("2h").is_err());
+        assert!(parse_latency("100s").is_err());
+    }
+}
