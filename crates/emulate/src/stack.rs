@@ -506,15 +506,15 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
         let _ = state.save();
     }
     if let Some(fuse_dir) = state.fuse_dir.clone() {
-        if is_mountpoint(&fuse_dir) {
-            if run(
+        let unmounted = || {
+            run(
                 "fusermount3",
                 Command::new("fusermount3").arg("-u").arg(&fuse_dir),
             )
-            .is_err()
-            {
-                let _ = run("umount", Command::new("umount").arg("-l").arg(&fuse_dir));
-            }
+            .is_ok()
+        };
+        if is_mountpoint(&fuse_dir) && !unmounted() {
+            let _ = run("umount", Command::new("umount").arg("-l").arg(&fuse_dir));
         }
         if let Some(pid) = state.nbdfuse_pid {
             let start = Instant::now();
