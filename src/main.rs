@@ -36,7 +36,7 @@ fn run() -> Result<ExitCode> {
     match cli.command {
         Command::Bench(mut args) => {
             args.job_options = job_options;
-            cmd::bench::run(args)
+            cmd::bench::run(*args)
         }
         Command::Emulate { action } => cmd::emulate::run(action),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),

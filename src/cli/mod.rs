@@ -48,7 +48,7 @@ pub struct Cli {
 pub enum Command {
     /// fio-compatible I/O benchmark: fio job files and fio-style --key=value options
     #[command(after_help = BENCH_EXAMPLES)]
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Slow storage on demand: an SD card or USB drive emulated with a real filesystem
     #[command(after_help = EMULATE_EXAMPLES)]
     Emulate {
@@ -91,7 +91,7 @@ Needs root and the Debian packages nbdkit, libnbd-bin (nbdfuse) and fuse3.";
 pub enum EmulateAction {
     /// Build an emulated device and mount it at MOUNTPOINT (an empty or new directory)
     #[command(after_help = EMULATE_EXAMPLES)]
-    Up(EmulateUpArgs),
+    Up(Box<EmulateUpArgs>),
     /// Remove every piece of the emulated device at MOUNTPOINT, also after a crash
     Down {
         /// Where the emulated device is mounted

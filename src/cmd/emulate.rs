@@ -10,7 +10,7 @@ use crate::cli::{EmulateAction, EmulateUpArgs};
 
 pub fn run(action: EmulateAction) -> Result<ExitCode> {
     match action {
-        EmulateAction::Up(args) => up(args),
+        EmulateAction::Up(args) => up(*args),
         EmulateAction::Down { mountpoint } => {
             sinkrate_emulate::down(&mountpoint)?;
             println!("removed the emulated device at {}", mountpoint.display());
