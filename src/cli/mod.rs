@@ -142,6 +142,9 @@ pub struct EmulateUpArgs {
     /// The error injected: EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN
     #[arg(long, default_value = "EIO")]
     pub error: String,
+    /// Which requests fail: all, writes, reads
+    #[arg(long, default_value = "all", value_parser = ["all", "writes", "reads"])]
+    pub error_on: String,
     /// Keep the data in this sparse file instead of memory (used anyway for sizes beyond half of RAM)
     #[arg(long)]
     pub backing_file: Option<PathBuf>,

@@ -92,6 +92,7 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
             mount_opts: args.mount_opts.clone(),
             error_rate,
             error_kind: args.error.clone(),
+            error_on: args.error_on.clone(),
             backing_file: args.backing_file.clone(),
             burstiness_s: args.burstiness,
             model: model.map(|m| m.name.to_string()),
@@ -141,8 +142,9 @@ fn up(args: EmulateUpArgs) -> Result<ExitCode> {
     }
     if let Some(errors) = state.errors_file() {
         text.push_str(&format!(
-            "  errors       {} of requests fail with {} (disarm: rm {})\n",
+            "  errors       {} of {} requests fail with {} (disarm: rm {})\n",
             spec.error_rate.unwrap_or(0.0),
+            spec.error_on,
             spec.error_kind,
             errors.display()
         ));

@@ -297,3 +297,46 @@ pub fn sinkrate_path() -> PathBuf {
 pub fn fio_path() -> PathBuf {
     PathBuf::from("fio")
 }
+
+/// An emulated slow device (`sinkrate emulate`), mounted on a temporary directory and torn
+/// down on drop, also when the test panics.
+pub struct SlowDev {
+    pub mountpoint: PathBuf,
+    _parent: tempfile::TempDir,
+}
+
+impl SlowDev {
+    /// `args` are `sinkrate emulate up` options, e.g. `["--model", "sd-class10", "--size", "256M"]`.
+    pub fn new(args: &[&str]) -> SlowDev {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let mountpoint = parent.path().join("dev");
+        let out = Command::new(sinkrate_path())
+            .args(["emulate", "up"])
+            .arg(&mountpoint)
+            .args(args)
+            .output()
+            .expect("sinkrate emulate up runs");
+        assert!(
+            out.status.success(),
+            "emulate up failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        SlowDev {
+            mountpoint,
+            _parent: parent,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.mountpoint
+    }
+}
+
+impl Drop for SlowDev {
+    fn drop(&mut self) {
+        let _ = Command::new(sinkrate_path())
+            .args(["emulate", "down"])
+            .arg(&self.mountpoint)
+            .output();
+    }
+}

@@ -41,6 +41,8 @@ pub struct Spec {
     /// Probability in [0, 1] that a request fails, once errors are armed.
     pub error_rate: Option<f64>,
     pub error_kind: String,
+    /// Which requests fail: "all", "writes" or "reads".
+    pub error_on: String,
     /// Keep data in a sparse file here instead of memory.
     pub backing_file: Option<PathBuf>,
     /// Token-bucket depth of the rate filter in seconds of rate (low: no fast first seconds).
@@ -137,9 +139,37 @@ fn is_mountpoint(path: &Path) -> bool {
     })
 }
 
+/// Running (not gone, and not a zombie waiting for a parent that does not reap it).
 fn alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+    if pid <= 0 {
+        return false;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the parenthesised command name, which may itself contain spaces.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, Some("Z") | Some("X") | None)
+}
+
+/// nbdkit processes whose command line names `socket`.
+fn processes_serving(socket: &Path) -> Vec<i32> {
+    let needle = socket.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            args.first().is_some_and(|a| a.ends_with(b"nbdkit"))
+                && args.iter().any(|a| *a == needle.as_bytes())
+        })
+        .collect()
 }
 
 fn read_pid(path: &Path) -> Option<i32> {
@@ -216,6 +246,12 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
         return Err(EmulateError::Usage(format!(
             "--error: '{}' is not accepted (EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN)",
             spec.error_kind
+        )));
+    }
+    if !matches!(spec.error_on.as_str(), "all" | "writes" | "reads") {
+        return Err(EmulateError::Usage(format!(
+            "--error-on: '{}' is not accepted (all, writes, reads)",
+            spec.error_on
         )));
     }
     let mp = &spec.mountpoint;
@@ -360,15 +396,27 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     }
     if let Some(rate) = spec.error_rate {
         let armed = dir.join("errors-on");
-        cmd.arg(format!("error={}", spec.error_kind));
-        cmd.arg(format!("error-rate={rate}"));
-        cmd.arg(format!("error-file={}", armed.display()));
+        // nbdkit's error filter: error=, error-rate=, error-file= for every request, or the
+        // error-pwrite-*/error-pread-* forms for one direction.
+        let prefix = match spec.error_on.as_str() {
+            "writes" => "error-pwrite",
+            "reads" => "error-pread",
+            _ => "error",
+        };
+        cmd.arg(format!("{prefix}={}", spec.error_kind));
+        cmd.arg(format!("{prefix}-rate={rate}"));
+        cmd.arg(format!("{prefix}-file={}", armed.display()));
         state.errors_file = Some(armed);
     }
     // nbdkit forks into the background once it is ready and has written its pid file.
-    run("nbdkit", &mut cmd)?;
-    state.nbdkit_pid = read_pid(&pidfile);
     state.socket = Some(socket.clone());
+    state.save()?;
+    run("nbdkit", &mut cmd)?;
+    // The daemonised server writes its pid file a moment after the foreground process exits.
+    wait_for("nbdkit", Duration::from_secs(10), || {
+        read_pid(&pidfile).is_some() && socket.exists()
+    })?;
+    state.nbdkit_pid = read_pid(&pidfile);
     state.save()?;
 
     let fuse_dir = dir.join("fuse");
@@ -530,7 +578,15 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
         state.fuse_dir = None;
         let _ = state.save();
     }
-    if let Some(pid) = state.nbdkit_pid {
+    // The pid recorded, and any nbdkit still serving this device's socket (a crash between
+    // starting it and recording its pid must not leave it running).
+    let mut servers: Vec<i32> = state.nbdkit_pid.into_iter().collect();
+    if let Some(socket) = &state.socket {
+        servers.extend(processes_serving(socket));
+    }
+    servers.sort_unstable();
+    servers.dedup();
+    for pid in servers {
         if alive(pid) {
             // SAFETY: ending the nbdkit this stack started (its pid file named it).
             unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -543,8 +599,8 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         }
-        state.nbdkit_pid = None;
     }
+    state.nbdkit_pid = None;
     if let Some(backing) = state.backing_created.take() {
         let _ = std::fs::remove_file(backing);
     }
