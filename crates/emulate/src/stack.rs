@@ -167,7 +167,7 @@ fn processes_serving(socket: &Path) -> Vec<i32> {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
             args.first().is_some_and(|a| a.ends_with(b"nbdkit"))
-                && args.iter().any(|a| *a == needle.as_bytes())
+                && args.contains(&needle.as_bytes())
         })
         .collect()
 }
