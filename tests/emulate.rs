@@ -164,10 +164,10 @@ fn injected_errors_reach_a_plain_write() {
             .custom_flags(libc::O_DIRECT)
             .open(dev.path().join("f"))
             .expect("open");
-        let mut buf = vec![0u8; 8192];
+        let buf = vec![0u8; 8192];
         // O_DIRECT needs an aligned buffer; find the aligned window in an oversized one.
         let off = buf.as_ptr().align_offset(4096);
-        let err = std::io::Write::write(&mut f, &mut buf[off..off + 4096])
+        let err = std::io::Write::write(&mut f, &buf[off..off + 4096])
             .expect_err("the device fails every request");
         assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
     });
