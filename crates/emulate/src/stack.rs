@@ -209,6 +209,13 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
             spec.fs
         )));
     }
+    let supported = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    if !supported.lines().any(|l| l.split_whitespace().last() == Some(spec.fs.as_str())) {
+        return Err(EmulateError::Usage(format!(
+            "--fs {}: this kernel does not support it (not in /proc/filesystems; try modprobe {0}, or another --fs)",
+            spec.fs
+        )));
+    }
     if let Some(m) = tools::missing(&spec.fs) {
         return Err(EmulateError::Usage(m));
     }
