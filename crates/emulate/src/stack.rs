@@ -210,7 +210,10 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
         )));
     }
     let supported = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
-    if !supported.lines().any(|l| l.split_whitespace().last() == Some(spec.fs.as_str())) {
+    if !supported
+        .lines()
+        .any(|l| l.split_whitespace().last() == Some(spec.fs.as_str()))
+    {
         return Err(EmulateError::Usage(format!(
             "--fs {}: this kernel does not support it (not in /proc/filesystems; try modprobe {0}, or another --fs)",
             spec.fs
