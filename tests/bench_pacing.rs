@@ -200,3 +200,25 @@ fn latency_target_grows_the_depth_while_the_target_holds() {
     assert!(lt["windows"].as_u64() >= Some(10));
     assert_eq!(lt["windows"], lt["windows_met"]);
 }
+
+#[test]
+fn rate_limits_count_from_the_end_of_the_ramp() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let v = sinkrate_json(
+        d.path(),
+        &[
+            "--name=r",
+            "--ioengine=null",
+            "--rw=write",
+            "--bs=4k",
+            "--size=1g",
+            "--rate_iops=50",
+            "--ramp_time=1",
+            "--time_based",
+            "--runtime=1",
+        ],
+    );
+    // 50 per second over the measured second; no burst making up for the ramp.
+    let ios = write(&v, "total_ios");
+    assert!((45.0..=52.0).contains(&ios), "{ios}");
+}

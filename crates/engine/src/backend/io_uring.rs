@@ -47,31 +47,23 @@ impl Uring {
     }
 
     fn entry(&self, req: &IoRequest, len: u32) -> squeue::Entry {
+        // The same opcode for a registered file index or a plain descriptor.
+        macro_rules! read_or_write {
+            ($fd:expr) => {
+                if req.write {
+                    opcode::Write::new($fd, req.buf, len)
+                        .offset(req.offset)
+                        .build()
+                } else {
+                    opcode::Read::new($fd, req.buf, len)
+                        .offset(req.offset)
+                        .build()
+                }
+            };
+        }
         match self.registered {
-            Some(true) => {
-                let fd = types::Fixed(req.file_index as u32);
-                if req.write {
-                    opcode::Write::new(fd, req.buf, len)
-                        .offset(req.offset)
-                        .build()
-                } else {
-                    opcode::Read::new(fd, req.buf, len)
-                        .offset(req.offset)
-                        .build()
-                }
-            }
-            _ => {
-                let fd = types::Fd(req.fd);
-                if req.write {
-                    opcode::Write::new(fd, req.buf, len)
-                        .offset(req.offset)
-                        .build()
-                } else {
-                    opcode::Read::new(fd, req.buf, len)
-                        .offset(req.offset)
-                        .build()
-                }
-            }
+            Some(true) => read_or_write!(types::Fixed(req.file_index as u32)),
+            _ => read_or_write!(types::Fd(req.fd)),
         }
     }
 }

@@ -108,6 +108,10 @@ impl Loop<'_> {
     pub(super) fn begin_measured(&mut self, now: u64) {
         self.ramping = false;
         self.start_ns = now;
+        // Rate limits count from here, as the byte tallies do: no catching up the ramp.
+        self.rate_anchor_ns = now;
+        self.rate_anchor_counts = self.issued_total;
+        self.rate_next_ns = [now; 2];
         self.end_ns = self.o.runtime.map(|r| now + r.as_nanos() as u64);
         self.results = Default::default();
         self.tally = Default::default();
