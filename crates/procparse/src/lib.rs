@@ -3,6 +3,10 @@
 //! crate covers many of these, but reads the live system itself; parsers that take text are
 //! what lets sinkrate test every kernel's format from fixtures.
 
+pub mod cpustat;
+pub mod diskstats;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod pid;
+pub mod pressure;
 pub mod vmstat;
