@@ -39,6 +39,7 @@ fn run() -> Result<ExitCode> {
             cmd::bench::run(*args)
         }
         Command::Emulate { action } => cmd::emulate::run(action),
+        Command::Watch(args) => cmd::watch::run(*args),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),
         Command::Man => cmd::docs::man().map(|()| ExitCode::SUCCESS),
     }

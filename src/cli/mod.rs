@@ -49,6 +49,9 @@ pub enum Command {
     /// fio-compatible I/O benchmark: fio job files and fio-style --key=value options
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(Box<BenchArgs>),
+    /// Page cache, writeback throttling, disks and CPU hogs, alone or while a command runs
+    #[command(after_help = WATCH_EXAMPLES)]
+    Watch(Box<WatchArgs>),
     /// Slow storage on demand: an SD card or USB drive emulated with a real filesystem
     #[command(after_help = EMULATE_EXAMPLES)]
     Emulate {
@@ -68,6 +71,22 @@ pub enum Command {
     Man,
 }
 
+pub const WATCH_EXAMPLES: &str = "\
+Examples:
+  # Watch while your recorder runs; its exit code is passed through
+  sinkrate watch -- ./my_recorder --out /media/sd/rec.mp4
+
+  # 30 s of the whole machine, every 10 ms, as JSON with the full timeline
+  sinkrate watch --duration 30s --interval 10ms --output-format json --output watch.json
+
+  # Follow running processes until they exit; one device; CSV and a Prometheus textfile
+  sinkrate watch --pid 1234 --device mmcblk1 --csv watch.csv \\
+      --prometheus /var/lib/node_exporter/textfile/sinkrate.prom
+
+Writers are throttled (balance_dirty_pages) once dirty + writeback pass the freerun ceiling,
+midway between the kernel's background and hard dirty thresholds (nr_dirty_*threshold in
+/proc/vmstat); watch reads those thresholds every sample rather than recomputing them.";
+
 pub const EMULATE_EXAMPLES: &str = "\
 Examples:
   # A 10 MB/s class-10 SD card with ext4, 1 GiB, at /mnt/card
@@ -86,6 +105,40 @@ Examples:
 
 Sizes and rates follow dd's convention: 20M is 20 MiB (per second), 20MB is 20 MB.
 Needs root and the Debian packages nbdkit, libnbd-bin (nbdfuse) and fuse3.";
+
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// Time between samples, 10ms or more
+    #[arg(long, default_value = "100ms")]
+    pub interval: String,
+    /// Stop after this long (e.g. 30s, 5m); default: until Ctrl-C or the command ends
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Count only this block device (as in /proc/diskstats); repeatable; default: every disk
+    #[arg(long = "device", value_name = "NAME")]
+    pub devices: Vec<String>,
+    /// Sample until these processes have exited; repeatable
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// text (summary) or json (summary and the whole timeline, in the run schema)
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub output_format: String,
+    /// Write the result to FILE instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write every sample to FILE as CSV
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Rewrite FILE atomically every interval in node_exporter's textfile format
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
+    /// One live line per second on standard error: auto (on a terminal), always, never
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub live: String,
+    /// The command to run and watch (after --)
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum EmulateAction {

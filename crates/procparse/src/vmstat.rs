@@ -8,6 +8,9 @@ pub struct VmStat {
     pub nr_writeback: Option<u64>,
     pub nr_dirty_threshold: Option<u64>,
     pub nr_dirty_background_threshold: Option<u64>,
+    /// Pages dirtied and written back since boot.
+    pub nr_dirtied: Option<u64>,
+    pub nr_written: Option<u64>,
 }
 
 impl VmStat {
@@ -33,6 +36,8 @@ pub fn parse(text: &str) -> VmStat {
             "nr_writeback" => &mut v.nr_writeback,
             "nr_dirty_threshold" => &mut v.nr_dirty_threshold,
             "nr_dirty_background_threshold" => &mut v.nr_dirty_background_threshold,
+            "nr_dirtied" => &mut v.nr_dirtied,
+            "nr_written" => &mut v.nr_written,
             _ => continue,
         };
         *slot = Some(value);

@@ -1,0 +1,98 @@
+//! Which processes and kernel threads take the CPU (seed 002's `hogs`), from /proc/PID/stat
+//! once a second: the flusher threads (`kworker/u*:*+flush-*`) show up here when writeback
+//! wakes, as in seed 001.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use serde::Serialize;
+use sinkrate_procparse::pid::parse_stat;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Hog {
+    pub pid: u32,
+    pub name: String,
+    pub cpu_seconds: f64,
+    /// Highest share of one core in any one-second interval.
+    pub peak_cpu_pct: f64,
+}
+
+#[derive(Default)]
+pub struct HogTracker {
+    last_ticks: HashMap<u32, u64>,
+    totals: HashMap<u32, Hog>,
+    buf: Vec<u8>,
+    ticks_per_s: f64,
+}
+
+impl HogTracker {
+    pub fn new() -> HogTracker {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        HogTracker {
+            ticks_per_s: if hz > 0 { hz as f64 } else { 100.0 },
+            buf: Vec::with_capacity(1024),
+            ..HogTracker::default()
+        }
+    }
+
+    /// Scans every process; returns the top CPU user of the interval since the last scan.
+    pub fn scan(&mut self, interval_s: f64) -> Option<(String, f64)> {
+        let entries = std::fs::read_dir("/proc").ok()?;
+        let mut top: Option<(u32, f64)> = None;
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            self.buf.clear();
+            let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if f.read_to_end(&mut self.buf).is_err() {
+                continue;
+            }
+            let Ok(text) = std::str::from_utf8(&self.buf) else {
+                continue;
+            };
+            let Some(st) = parse_stat(text) else { continue };
+            let ticks = st.utime + st.stime;
+            let prev = self.last_ticks.insert(pid, ticks);
+            let Some(prev) = prev else { continue };
+            let delta = ticks.saturating_sub(prev);
+            if delta == 0 {
+                continue;
+            }
+            let pct = 100.0 * delta as f64 / self.ticks_per_s / interval_s.max(1e-3);
+            let entry = self.totals.entry(pid).or_insert_with(|| Hog {
+                pid,
+                name: st.comm.to_string(),
+                cpu_seconds: 0.0,
+                peak_cpu_pct: 0.0,
+            });
+            entry.cpu_seconds += delta as f64 / self.ticks_per_s;
+            entry.peak_cpu_pct = entry.peak_cpu_pct.max(pct);
+            if st.comm != entry.name {
+                // Kernel workers rename themselves with what they work on (+flush-8:0).
+                entry.name = st.comm.to_string();
+            }
+            if top.is_none_or(|(_, p)| pct > p) {
+                top = Some((pid, pct));
+            }
+        }
+        let (pid, pct) = top?;
+        Some((
+            self.totals
+                .get(&pid)
+                .map(|h| h.name.clone())
+                .unwrap_or_default(),
+            pct,
+        ))
+    }
+
+    pub fn top(&self, n: usize) -> Vec<Hog> {
+        let mut v: Vec<Hog> = self.totals.values().cloned().collect();
+        v.sort_by(|a, b| b.cpu_seconds.total_cmp(&a.cpu_seconds));
+        v.truncate(n);
+        v
+    }
+}

@@ -1,0 +1,13 @@
+//! The sampler shared by `watch`, `bench`, `record` and `check`: one thread reads /proc every
+//! interval (pre-opened files, `pread` at offset 0, no fork, no allocation per sample once
+//! running) and keeps a timeline; [`analysis`] turns a timeline into the summary: least
+//! memory available, peak dirty + writeback, throttled time, and the settings that avoid it.
+
+pub mod analysis;
+pub mod hogs;
+pub mod live;
+pub mod sample;
+
+pub use analysis::{analyse, Summary};
+pub use live::{Sampler, SamplerConfig, SamplerOutput};
+pub use sample::{Sample, VmSettings};

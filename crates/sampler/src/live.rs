@@ -1,0 +1,289 @@
+//! Reading the live system: files opened once and re-read with `pread` at offset 0 into a
+//! buffer kept from sample to sample, so a sample costs a handful of syscalls and no fork.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use sinkrate_procparse::{cpustat, diskstats, meminfo, pressure, vmstat};
+
+use crate::hogs::{Hog, HogTracker};
+use crate::sample::{Raw, Sample, VmSettings};
+
+struct ProcFile {
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl ProcFile {
+    fn open(path: &str) -> Option<ProcFile> {
+        Some(ProcFile {
+            file: File::open(path).ok()?,
+            buf: vec![0; 64 * 1024],
+        })
+    }
+
+    fn read(&mut self) -> Option<&str> {
+        let mut len = 0;
+        loop {
+            if len == self.buf.len() {
+                // Rare (a machine with many disks): grow once, then keep the larger buffer.
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = self.file.read_at(&mut self.buf[len..], len as u64).ok()?;
+            if n == 0 {
+                break;
+            }
+            len += n;
+        }
+        std::str::from_utf8(&self.buf[..len]).ok()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SamplerConfig {
+    pub interval: Duration,
+    /// Block devices to count (names as in /proc/diskstats); empty means every whole disk
+    /// with a hardware device behind it.
+    pub devices: Vec<String>,
+    pub hogs: bool,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        SamplerConfig {
+            interval: Duration::from_millis(100),
+            devices: Vec::new(),
+            hogs: false,
+        }
+    }
+}
+
+/// Reads one sample at a time; used directly by `watch` and from a thread by [`Sampler`].
+pub struct SamplerCore {
+    meminfo: Option<ProcFile>,
+    vmstat: Option<ProcFile>,
+    diskstats: Option<ProcFile>,
+    stat: Option<ProcFile>,
+    psi_io: Option<ProcFile>,
+    psi_mem: Option<ProcFile>,
+    devices: Vec<String>,
+    page_size: u64,
+    started: Instant,
+    prev: Option<Raw>,
+    pub notes: Vec<String>,
+    hogs: Option<HogTracker>,
+    last_hog_scan: Option<Instant>,
+    pub top_hog: Option<(String, f64)>,
+}
+
+/// Whole disks with hardware behind them (not loop, ram, dm), from /sys/block.
+pub fn physical_disks() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/sys/block")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().join("device").exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+pub fn read_vm_settings() -> VmSettings {
+    let read = |name: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    VmSettings {
+        dirty_ratio: read("dirty_ratio"),
+        dirty_bytes: read("dirty_bytes"),
+        dirty_background_ratio: read("dirty_background_ratio"),
+        dirty_background_bytes: read("dirty_background_bytes"),
+        dirty_expire_centisecs: read("dirty_expire_centisecs"),
+        dirty_writeback_centisecs: read("dirty_writeback_centisecs"),
+    }
+}
+
+impl SamplerCore {
+    pub fn new(config: &SamplerConfig) -> SamplerCore {
+        let mut notes = Vec::new();
+        let mut open = |path: &str, what: &str| {
+            let f = ProcFile::open(path);
+            if f.is_none() {
+                notes.push(format!("{path} cannot be read: no {what} in the results"));
+            }
+            f
+        };
+        let meminfo = open("/proc/meminfo", "memory series");
+        let vmstat = open("/proc/vmstat", "dirty thresholds");
+        let diskstats = open("/proc/diskstats", "disk series");
+        let stat = open("/proc/stat", "CPU series");
+        let psi_io = ProcFile::open("/proc/pressure/io");
+        let psi_mem = ProcFile::open("/proc/pressure/memory");
+        if psi_io.is_none() {
+            notes.push(
+                "no /proc/pressure (PSI needs Linux 4.20 with CONFIG_PSI): no stall series".into(),
+            );
+        }
+        let devices = if config.devices.is_empty() {
+            physical_disks()
+        } else {
+            config.devices.clone()
+        };
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        SamplerCore {
+            meminfo,
+            vmstat,
+            diskstats,
+            stat,
+            psi_io,
+            psi_mem,
+            devices,
+            page_size: if page > 0 { page as u64 } else { 4096 },
+            started: Instant::now(),
+            prev: None,
+            notes,
+            hogs: config.hogs.then(HogTracker::new),
+            last_hog_scan: None,
+            top_hog: None,
+        }
+    }
+
+    pub fn devices(&self) -> &[String] {
+        &self.devices
+    }
+
+    /// Reads everything once and returns the sample derived against the previous reading.
+    pub fn sample(&mut self) -> Sample {
+        let t_ns = self.started.elapsed().as_nanos() as u64;
+        let mut raw = Raw {
+            t_ns,
+            ..Raw::default()
+        };
+        if let Some(text) = self.meminfo.as_mut().and_then(ProcFile::read) {
+            raw.mem = Some((&meminfo::parse(text)).into());
+        }
+        if let Some(text) = self.vmstat.as_mut().and_then(ProcFile::read) {
+            raw.vm = Some((&vmstat::parse(text)).into());
+        }
+        if let Some(text) = self.diskstats.as_mut().and_then(ProcFile::read) {
+            let mut total = diskstats::DiskCounters::default();
+            let mut any = false;
+            for (_, _, name, c) in diskstats::lines(text) {
+                if self.devices.iter().any(|d| d == name) {
+                    total.add(&c);
+                    any = true;
+                }
+            }
+            raw.disk = any.then_some(total);
+        }
+        if let Some(text) = self.stat.as_mut().and_then(ProcFile::read) {
+            raw.cpu = cpustat::parse(text);
+        }
+        if let Some(text) = self.psi_io.as_mut().and_then(ProcFile::read) {
+            raw.psi_io = pressure::parse(text);
+        }
+        if let Some(text) = self.psi_mem.as_mut().and_then(ProcFile::read) {
+            raw.psi_mem = pressure::parse(text);
+        }
+        let sample = Sample::derive(&raw, self.prev.as_ref(), self.page_size);
+        self.prev = Some(raw);
+        if let Some(h) = self.hogs.as_mut() {
+            let due = self
+                .last_hog_scan
+                .is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+            if due {
+                let interval = self
+                    .last_hog_scan
+                    .map(|t| t.elapsed().as_secs_f64())
+                    .unwrap_or(1.0);
+                self.top_hog = h.scan(interval);
+                self.last_hog_scan = Some(Instant::now());
+            }
+        }
+        sample
+    }
+
+    pub fn top_hogs(&self, n: usize) -> Vec<Hog> {
+        self.hogs.as_ref().map(|h| h.top(n)).unwrap_or_default()
+    }
+}
+
+/// What a background sampler hands back.
+#[derive(Debug, Clone, Default)]
+pub struct SamplerOutput {
+    pub timeline: Vec<Sample>,
+    pub settings: VmSettings,
+    pub devices: Vec<String>,
+    pub notes: Vec<String>,
+    pub hogs: Vec<Hog>,
+}
+
+/// The sampler on its own thread, on an absolute schedule (no drift over hours).
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<SamplerOutput>>,
+}
+
+impl Sampler {
+    pub fn start(config: SamplerConfig, expected: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("sinkrate-sampler".into())
+            .spawn(move || {
+                let capacity =
+                    (expected.as_nanos() / config.interval.as_nanos().max(1)) as usize + 16;
+                let mut timeline = Vec::with_capacity(capacity.min(1 << 22));
+                let settings = read_vm_settings();
+                let mut core = SamplerCore::new(&config);
+                let start = Instant::now();
+                let mut k: u32 = 0;
+                while !flag.load(Ordering::Relaxed) {
+                    timeline.push(core.sample());
+                    k += 1;
+                    let next = start + config.interval * k;
+                    let now = Instant::now();
+                    if next > now {
+                        std::thread::sleep(next - now);
+                    }
+                }
+                timeline.push(core.sample());
+                SamplerOutput {
+                    timeline,
+                    settings,
+                    devices: core.devices().to_vec(),
+                    notes: core.notes.clone(),
+                    hogs: core.top_hogs(10),
+                }
+            })
+            .ok();
+        Sampler { stop, handle }
+    }
+
+    pub fn stop(mut self) -> SamplerOutput {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
