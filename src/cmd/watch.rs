@@ -41,7 +41,7 @@ fn gb(b: Option<u64>) -> String {
 fn live_line(s: &Sample, elapsed: Duration, device: &str, hog: Option<&(String, f64)>) -> String {
     let hog = hog.map(|(n, p)| format!("{n} {p:.0}%")).unwrap_or_default();
     format!(
-        "{:02}:{:02}  {:>9} {:>9} {:>9} {:>7} {:>9}  {:>5} w {:>7} util {:>4}  {}",
+        "{:02}:{:02}  {:>9} {:>9} {:>9} {:>7} {:>9}  {:>5} r {:>8} w {:>8} util {:>4}  {}",
         elapsed.as_secs() / 60,
         elapsed.as_secs() % 60,
         gb(s.mem_available_bytes),
@@ -52,6 +52,9 @@ fn live_line(s: &Sample, elapsed: Duration, device: &str, hog: Option<&(String, 
             .unwrap_or_else(|| "-".into()),
         if s.throttled { "THROTTLED" } else { "no" },
         device,
+        s.disk_read_bytes_per_s
+            .map(|r| format!("{:.1}MB/s", r / MB))
+            .unwrap_or_else(|| "-".into()),
         s.disk_write_bytes_per_s
             .map(|w| format!("{:.1}MB/s", w / MB))
             .unwrap_or_else(|| "-".into()),

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use serde::Serialize;
-use sinkrate_procparse::pid::parse_stat;
+use sinkrate_procparse::pid::{parse_io, parse_stat};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Hog {
@@ -15,13 +15,18 @@ pub struct Hog {
     pub cpu_seconds: f64,
     /// Highest share of one core in any one-second interval.
     pub peak_cpu_pct: f64,
+    /// Bytes the process caused to be written to storage while watched (/proc/PID/io;
+    /// readable for other users' processes only as root).
+    pub write_bytes: u64,
 }
 
 #[derive(Default)]
 pub struct HogTracker {
     last_ticks: HashMap<u32, u64>,
+    last_written: HashMap<u32, u64>,
     totals: HashMap<u32, Hog>,
     buf: Vec<u8>,
+    io_buf: Vec<u8>,
     ticks_per_s: f64,
 }
 
@@ -57,9 +62,18 @@ impl HogTracker {
             let Some(st) = parse_stat(text) else { continue };
             let ticks = st.utime + st.stime;
             let prev = self.last_ticks.insert(pid, ticks);
+            let written = read_write_bytes(pid, &mut self.io_buf);
+            let prev_written = match written {
+                Some(w) => self.last_written.insert(pid, w),
+                None => None,
+            };
             let Some(prev) = prev else { continue };
             let delta = ticks.saturating_sub(prev);
-            if delta == 0 {
+            let wrote = match (written, prev_written) {
+                (Some(w), Some(p)) => w.saturating_sub(p),
+                _ => 0,
+            };
+            if delta == 0 && wrote == 0 {
                 continue;
             }
             let pct = 100.0 * delta as f64 / self.ticks_per_s / interval_s.max(1e-3);
@@ -68,14 +82,16 @@ impl HogTracker {
                 name: st.comm.to_string(),
                 cpu_seconds: 0.0,
                 peak_cpu_pct: 0.0,
+                write_bytes: 0,
             });
+            entry.write_bytes += wrote;
             entry.cpu_seconds += delta as f64 / self.ticks_per_s;
             entry.peak_cpu_pct = entry.peak_cpu_pct.max(pct);
             if st.comm != entry.name {
                 // Kernel workers rename themselves with what they work on (+flush-8:0).
                 entry.name = st.comm.to_string();
             }
-            if top.is_none_or(|(_, p)| pct > p) {
+            if delta > 0 && top.is_none_or(|(_, p)| pct > p) {
                 top = Some((pid, pct));
             }
         }
@@ -95,4 +111,11 @@ impl HogTracker {
         v.truncate(n);
         v
     }
+}
+
+fn read_write_bytes(pid: u32, buf: &mut Vec<u8>) -> Option<u64> {
+    buf.clear();
+    let mut f = std::fs::File::open(format!("/proc/{pid}/io")).ok()?;
+    f.read_to_end(buf).ok()?;
+    parse_io(std::str::from_utf8(buf).ok()?).map(|io| io.write_bytes)
 }
