@@ -243,6 +243,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub eta: String,
 
+    /// Sample the page cache, thresholds, disks and CPU this often during the run (the
+    /// timeline and its summary go into the JSON)
+    #[arg(long, value_name = "DURATION", default_value = "100ms")]
+    pub sample_interval: String,
+
+    /// Do not run the sampler alongside the jobs
+    #[arg(long)]
+    pub no_sampler: bool,
+
     /// fio job options (--name=..., --rw=..., --bs=..., ...); collected from the command line
     #[arg(skip)]
     pub job_options: Vec<String>,

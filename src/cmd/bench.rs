@@ -12,6 +12,10 @@ use sinkrate_engine::RunOptions;
 use sinkrate_jobspec::{build_job_set, JobSet, JobSources, SourceContext};
 use sinkrate_report::OutputFormat;
 
+use sinkrate_jobspec::units::{parse_time, TimeUnit};
+use sinkrate_model::TargetFacts;
+use sinkrate_sampler::{analyse, Sampler, SamplerConfig, SamplerOutput};
+
 use crate::cli::BenchArgs;
 
 /// The job `sinkrate bench` runs with no job file and no options: what a recorder needs to
@@ -155,17 +159,59 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     for n in prepared.notices() {
         eprintln!("sinkrate: note: {n}");
     }
+    let sampler = if args.no_sampler {
+        None
+    } else {
+        let interval = parse_time(&args.sample_interval, TimeUnit::Seconds)
+            .map_err(|e| anyhow!("--sample-interval: {e}"))?;
+        if interval < std::time::Duration::from_millis(10) {
+            return Err(anyhow!(
+                "--sample-interval: {} is below the 10ms minimum",
+                args.sample_interval
+            ));
+        }
+        let expected = set
+            .jobs
+            .iter()
+            .filter_map(|j| j.options.runtime)
+            .max()
+            .unwrap_or_default();
+        let config = SamplerConfig {
+            interval,
+            devices: target_devices(prepared.targets()),
+            hogs: false,
+        };
+        Some((Sampler::start(config, expected), interval))
+    };
     let run = sinkrate_engine::execute(prepared, &options);
+    let sampled = sampler.map(|(s, interval)| (s.stop(), interval));
     for n in run.notices.iter().skip(announced) {
         eprintln!("sinkrate: note: {n}");
     }
     let mut out = Vec::new();
     for f in &formats {
         match f {
-            OutputFormat::Normal => out.extend(sinkrate_report::text::render(&run).into_bytes()),
+            OutputFormat::Normal => {
+                out.extend(sinkrate_report::text::render(&run).into_bytes());
+                if let Some((s, _)) = &sampled {
+                    out.extend(sampler_line(s).into_bytes());
+                }
+            }
             OutputFormat::Json | OutputFormat::JsonPlus => {
-                let doc =
+                let mut doc =
                     sinkrate_report::fio_json::run_document(&run, *f == OutputFormat::JsonPlus);
+                if let (Some((s, interval)), Some(obj)) = (&sampled, doc.as_object_mut()) {
+                    obj.insert(
+                        "sampler".into(),
+                        serde_json::json!({
+                            "interval_ns": interval.as_nanos() as u64,
+                            "devices": s.devices,
+                            "notes": s.notes,
+                            "summary": analyse(&s.timeline, s.settings),
+                            "timeline": s.timeline,
+                        }),
+                    );
+                }
                 out.extend(serde_json::to_vec_pretty(&doc)?);
                 out.push(b'\n');
             }
@@ -199,4 +245,52 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The block devices behind the jobs' targets, by their /proc/diskstats names; empty (every
+/// disk) when a target's device cannot be resolved.
+fn target_devices(targets: &[TargetFacts]) -> Vec<String> {
+    let mut names = Vec::new();
+    for t in targets {
+        let Some(dev) = t.device.as_deref().filter(|d| d.starts_with("/dev/")) else {
+            return Vec::new();
+        };
+        let Some(name) = std::fs::canonicalize(dev)
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        else {
+            return Vec::new();
+        };
+        if !Path::new("/sys/class/block").join(&name).exists() {
+            return Vec::new();
+        }
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// One line under the fio-style output: what the page cache and the device did meanwhile.
+fn sampler_line(s: &SamplerOutput) -> String {
+    let sum = analyse(&s.timeline, s.settings);
+    let gb = |b: Option<u64>| {
+        b.map(|v| format!("{:.2} GB", v as f64 / 1e9))
+            .unwrap_or_else(|| "?".into())
+    };
+    let throttled = if sum.throttled_samples == 0 {
+        "writers never throttled".to_string()
+    } else {
+        format!("writers THROTTLED for {:.2} s", sum.throttled_seconds)
+    };
+    format!(
+        "\npage cache ({} samples): peak dirty+writeback {}{}, least MemAvailable {}, {throttled}{}\n",
+        sum.samples,
+        gb(sum.peak_dirty_writeback_bytes),
+        sum.peak_ceiling_pct.map(|p| format!(" ({p:.0}% of the freerun ceiling)")).unwrap_or_default(),
+        gb(sum.min_mem_available_bytes),
+        sum.device_write_bytes_per_s_max
+            .map(|w| format!("; {} wrote up to {:.1} MB/s", s.devices.join("+"), w / 1e6))
+            .unwrap_or_default()
+    )
 }
