@@ -135,6 +135,9 @@ pub struct WatchArgs {
     /// One live line per second on standard error: auto (on a terminal), always, never
     #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub live: String,
+    /// A full-screen live view instead of the live line (q quits)
+    #[arg(long)]
+    pub tui: bool,
     /// The command to run and watch (after --)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

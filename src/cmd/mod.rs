@@ -2,3 +2,4 @@ pub mod bench;
 pub mod docs;
 pub mod emulate;
 pub mod watch;
+pub mod watch_tui;

@@ -387,9 +387,24 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         "never" => false,
         _ => std::io::stderr().is_terminal(),
     };
+    let mut tui = if args.tui {
+        if !std::io::stderr().is_terminal() {
+            return Err(anyhow!(
+                "--tui needs a terminal on standard error (use --live=always to log lines instead)"
+            ));
+        }
+        Some(super::watch_tui::Tui::start().context("starting the full-screen view")?)
+    } else {
+        None
+    };
+    let live = live && tui.is_none();
     if live {
         eprintln!("{LIVE_HEADER}");
     }
+    let command_label = args.command.join(" ");
+    let mut last_draw: Option<Instant> = None;
+    // q in the full-screen view: a normal end, unlike Ctrl-C.
+    let mut quit = false;
     let capacity = duration
         .map(|d| (d.as_nanos() / interval.as_nanos()) as usize + 16)
         .unwrap_or(4096);
@@ -424,13 +439,30 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
             last_live = Instant::now();
         }
         timeline.push(s);
+        if let Some(t) = tui.as_mut() {
+            if last_draw.is_none_or(|d| d.elapsed() >= Duration::from_millis(250)) {
+                let hogs = core.top_hogs(8);
+                let frame = super::watch_tui::Frame {
+                    elapsed: started.elapsed(),
+                    devices: &device_label,
+                    throttled_seconds: throttled_s,
+                    hogs: &hogs,
+                    command: &command_label,
+                };
+                t.draw(&timeline, &frame)?;
+                last_draw = Some(Instant::now());
+            }
+            if t.quit_requested() {
+                quit = true;
+            }
+        }
         if let Some(c) = child.as_mut() {
             if let Ok(Some(status)) = c.try_wait() {
                 exit_status = Some(status);
                 break;
             }
         }
-        if stop.load(Ordering::Relaxed) {
+        if quit || stop.load(Ordering::Relaxed) {
             break;
         }
         if duration.is_some_and(|d| started.elapsed() >= d) {
@@ -452,6 +484,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
         exit_status = c.wait().ok();
     }
+    drop(tui);
     if let Some(mut f) = csv.take() {
         f.flush()?;
     }
