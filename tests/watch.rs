@@ -261,6 +261,11 @@ fn throttling_on_a_slow_card_is_seen_and_a_setting_recommended() {
                 r["at_risk_seconds"].is_number(),
                 "cost in seconds at the device's measured rate: {r}"
             );
+            assert_eq!(
+                s["settings"]["dirty_bytes"],
+                16 << 20,
+                "the settings in force are reported"
+            );
         },
     );
 }

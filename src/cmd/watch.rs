@@ -351,7 +351,9 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         devices: args.devices.clone(),
         hogs: true,
     };
-    let settings = read_vm_settings();
+    let mut settings = read_vm_settings();
+    let mut settings_checked = Instant::now();
+    let mut settings_changes: Vec<serde_json::Value> = Vec::new();
     let mut core = SamplerCore::new(&config);
     for n in &core.notes {
         eprintln!("sinkrate: note: {n}");
@@ -438,6 +440,18 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
             );
             last_live = Instant::now();
         }
+        // The sysctls rarely change; a read a second notices when someone tunes them.
+        if settings_checked.elapsed() >= Duration::from_secs(1) {
+            let now = read_vm_settings();
+            if now != settings {
+                settings_changes.push(json!({ "t_ns": s.t_ns, "from": settings, "to": now }));
+                if live {
+                    eprintln!("sinkrate: note: vm dirty settings changed: {now:?}");
+                }
+                settings = now;
+            }
+            settings_checked = Instant::now();
+        }
         timeline.push(s);
         if let Some(t) = tui.as_mut() {
             if last_draw.is_none_or(|d| d.elapsed() >= Duration::from_millis(250)) {
@@ -512,6 +526,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
             "interrupted": stop.load(Ordering::Relaxed),
             "command_exit_code": exit_code,
             "notes": core.notes,
+            "vm_settings_changes": settings_changes,
             "summary": summary,
             "hogs": hogs,
             "timeline": timeline,
