@@ -232,3 +232,54 @@ fn mountpoints_in_use_are_refused() {
         assert!(d.path().join("precious").exists());
     });
 }
+
+#[test]
+fn io_errors_end_a_job_cleanly_with_io_in_flight() {
+    serial("io_errors_end_a_job_cleanly_with_io_in_flight", || {
+        let dev = SlowDev::new(&[
+            "--write-rate",
+            "100M",
+            "--size",
+            "64M",
+            "--error-rate",
+            "0.2",
+            "--error",
+            "EIO",
+            "--error-on",
+            "writes",
+        ]);
+        for engine in [
+            ["--ioengine=io_uring", "--iodepth=16"],
+            ["--ioengine=psync", "--iodepth=1"],
+        ] {
+            let out = common::sinkrate()
+                .current_dir(dev.path())
+                .args([
+                    "--name=e",
+                    "--rw=write",
+                    "--bs=64k",
+                    "--size=16m",
+                    "--direct=1",
+                    "--output-format=json",
+                ])
+                .args(engine)
+                .output()
+                .expect("runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{engine:?}: {stderr}");
+            assert!(
+                stderr.contains("Input/output error"),
+                "{engine:?}: {stderr}"
+            );
+            let v: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("results still written");
+            assert_eq!(v["jobs"][0]["error"], libc::EIO);
+            assert!(
+                common::files_in(dev.path())
+                    .iter()
+                    .all(|f| f == "lost+found"),
+                "files left"
+            );
+        }
+    });
+}

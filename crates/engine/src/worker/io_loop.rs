@@ -251,7 +251,6 @@ impl Loop<'_> {
         Ok(())
     }
 
-    /// After a write: fsync/fdatasync every N writes, as the job asks.
     /// Counts a write toward fsync=/fdatasync=; the sync itself runs before the next I/O
     /// (as fio does, so the last write of a job is not followed by one).
     pub(super) fn count_write_for_sync(&mut self, p: &Planned) {
@@ -314,7 +313,14 @@ impl Loop<'_> {
             let result = match backend.submit(&req) {
                 Ok(Submitted::Done(n)) => n as i64,
                 // An async engine at iodepth=1 (libaio with iodepth=1, as in fsx.fio).
-                Ok(Submitted::Queued) => wait_one(backend)?,
+                Ok(Submitted::Queued) => match wait_one(backend) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        // The I/O may still be in flight: its buffer must outlive it.
+                        std::mem::forget(buf);
+                        return Err(e);
+                    }
+                },
                 Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
             };
             now = self.clock.now_ns();
@@ -365,6 +371,9 @@ impl Loop<'_> {
         let batch_submit = (self.o.iodepth_batch_submit.max(1) as usize).min(depth);
         let mut inflight = 0usize;
         let mut issuing = true;
+        // The first error stops issuing; the I/Os already in flight are still reaped before
+        // returning, because the kernel writes into their buffers until they complete.
+        let mut failure: Option<LoopError> = None;
         let rate_limited = self.o.rate.iter().chain(&self.o.rate_iops).any(|r| *r > 0);
         loop {
             let now = self.clock.now_ns();
@@ -372,7 +381,10 @@ impl Loop<'_> {
                 issuing = false;
             }
             if issuing {
-                self.sync_if_due(backend)?;
+                if let Err(e) = self.sync_if_due(backend) {
+                    failure.get_or_insert(e);
+                    issuing = false;
+                }
             }
             while issuing && inflight + batch.len() < depth.min(self.depth_cap as usize) {
                 let p = self.plan_next();
@@ -415,24 +427,38 @@ impl Loop<'_> {
                     Ok(Submitted::Done(n)) => {
                         let done = self.clock.now_ns();
                         free.push(slot);
-                        self.complete(&p, n as i64, prep, prep, done)?;
+                        if let Err(e) = self.complete(&p, n as i64, prep, prep, done) {
+                            failure.get_or_insert(e);
+                            issuing = false;
+                        }
                     }
                     Err(e) => {
-                        return Err((
+                        free.push(slot);
+                        failure.get_or_insert((
                             e.raw_os_error().unwrap_or(libc::EIO),
                             format!("submit: {e}"),
-                        ))
+                        ));
+                        issuing = false;
+                        break;
                     }
                 }
                 if batch.len() >= batch_submit {
-                    self.commit(backend, &mut batch, &mut slots, &mut inflight)?;
+                    if let Err(e) = self.commit(backend, &mut batch, &mut slots, &mut inflight) {
+                        // The ring's state is unknown: the buffers must outlive any I/O the
+                        // kernel may still do, so they are leaked rather than freed.
+                        std::mem::forget(bufs);
+                        return Err(e);
+                    }
                 }
                 if self.should_stop(self.clock.now_ns()) {
                     issuing = false;
                 }
             }
             if !batch.is_empty() {
-                self.commit(backend, &mut batch, &mut slots, &mut inflight)?;
+                if let Err(e) = self.commit(backend, &mut batch, &mut slots, &mut inflight) {
+                    std::mem::forget(bufs);
+                    return Err(e);
+                }
             }
             if inflight == 0 {
                 if issuing {
@@ -452,9 +478,10 @@ impl Loop<'_> {
                 continue;
             };
             completions.clear();
-            backend
-                .reap(min, reap_max, &mut completions)
-                .map_err(|e| (e.raw_os_error().unwrap_or(libc::EIO), format!("reap: {e}")))?;
+            if let Err(e) = backend.reap(min, reap_max, &mut completions) {
+                std::mem::forget(bufs);
+                return Err((e.raw_os_error().unwrap_or(libc::EIO), format!("reap: {e}")));
+            }
             if completions.is_empty() {
                 continue;
             }
@@ -467,14 +494,20 @@ impl Loop<'_> {
                 let (p, prep, submit) = slots[slot];
                 inflight -= 1;
                 free.push(slot);
-                self.complete(&p, c.result, prep, submit, done)?;
+                if let Err(e) = self.complete(&p, c.result, prep, submit, done) {
+                    failure.get_or_insert(e);
+                    issuing = false;
+                }
                 self.count_write_for_sync(&p);
                 if self.o.thinktime_blocks_type == ThinktimeBlocksType::Complete {
                     self.think();
                 }
             }
         }
-        Ok(())
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     pub(super) fn commit(
