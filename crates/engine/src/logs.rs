@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use sinkrate_jobspec::JobOptions;
 
@@ -104,8 +104,4 @@ impl JobLogs {
 pub struct Window {
     pub sum: [u128; 2],
     pub count: [u64; 2],
-}
-
-pub fn log_path_exists(p: &Path) -> bool {
-    p.exists()
 }

@@ -102,7 +102,6 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 }
             }
             if !f.is_block_device && f.existing_size.is_none() {
-                let parent = files::existing_parent(&f.path);
                 let expected = f.path.parent().map(|p| {
                     if p.as_os_str().is_empty() {
                         PathBuf::from(".")
@@ -118,7 +117,6 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                         ));
                     }
                 }
-                let _ = parent;
             }
             let dir = if f.is_block_device {
                 f.path.clone()

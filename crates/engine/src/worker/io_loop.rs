@@ -49,9 +49,11 @@ pub(super) struct Loop<'a> {
     pub(super) results: [DirectionResult; 2],
     pub(super) tally: [Tally; 2],
     pub(super) issued_total: [u64; 2],
+    pub(super) issued_bytes: [u64; 2],
     pub(super) rate_next_ns: [u64; 2],
     pub(super) rate_anchor_ns: u64,
     pub(super) rate_anchor_counts: [u64; 2],
+    pub(super) rate_anchor_bytes: [u64; 2],
     pub(super) writes_since_sync: u64,
     pub(super) sync_due: Option<usize>,
     pub(super) sync: LatencyRecorder,
@@ -111,6 +113,7 @@ impl Loop<'_> {
         // Rate limits count from here, as the byte tallies do: no catching up the ramp.
         self.rate_anchor_ns = now;
         self.rate_anchor_counts = self.issued_total;
+        self.rate_anchor_bytes = self.issued_bytes;
         self.rate_next_ns = [now; 2];
         self.end_ns = self.o.runtime.map(|r| now + r.as_nanos() as u64);
         self.results = Default::default();
@@ -325,6 +328,7 @@ impl Loop<'_> {
             };
             now = self.clock.now_ns();
             self.issued_total[d] += 1;
+            self.issued_bytes[d] += p.len as u64;
             self.pass_issued += p.len as u64;
             if !self.ramping {
                 self.depth_hist[0] += 1;
@@ -416,6 +420,8 @@ impl Loop<'_> {
                 let prep = self.clock.now_ns();
                 slots[slot] = (p, prep, prep);
                 self.issued_total[d] += 1;
+                self.issued_bytes[d] += p.len as u64;
+                self.issued_bytes[d] += p.len as u64;
                 self.pass_issued += p.len as u64;
                 match backend.submit(&req) {
                     Ok(Submitted::Queued) => {

@@ -23,9 +23,10 @@ impl Loop<'_> {
                 } else {
                     0
                 };
+                // Paced by what was issued since the anchor (job start, then the end of
+                // ramp_time), so the ramp is paced too and queued I/O is paced at issue.
                 let by_bytes = if o.rate[d] > 0 {
-                    // issued counts I/Os; bytes are tracked through the tallies plus ramp.
-                    let bytes = self.rate_bytes(d);
+                    let bytes = self.issued_bytes[d] - self.rate_anchor_bytes[d];
                     bytes as u128 * NS_PER_S as u128 / o.rate[d] as u128
                 } else {
                     0
@@ -59,12 +60,6 @@ impl Loop<'_> {
             self.clock.sleep_until(until);
         }
         true
-    }
-
-    pub(super) fn rate_bytes(&self, d: usize) -> u64 {
-        // Bytes issued since the anchor: measured tally, which begin_measured resets along
-        // with the anchor.
-        self.tally[d].bytes
     }
 
     pub(super) fn think(&mut self) {
