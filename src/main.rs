@@ -40,6 +40,7 @@ fn run() -> Result<ExitCode> {
         }
         Command::Emulate { action } => cmd::emulate::run(action),
         Command::Watch(args) => cmd::watch::run(*args),
+        Command::Record(args) => cmd::record::run(*args),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),
         Command::Man => cmd::docs::man().map(|()| ExitCode::SUCCESS),
     }

@@ -49,6 +49,9 @@ pub enum Command {
     /// fio-compatible I/O benchmark: fio job files and fio-style --key=value options
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(Box<BenchArgs>),
+    /// Emulate a recording pipeline: will the storage keep up, frame by frame?
+    #[command(after_help = RECORD_EXAMPLES)]
+    Record(Box<RecordArgs>),
     /// Page cache, writeback throttling, disks and CPU hogs, alone or while a command runs
     #[command(after_help = WATCH_EXAMPLES)]
     Watch(Box<WatchArgs>),
@@ -70,6 +73,21 @@ pub enum Command {
     #[command(after_help = "Example:\n  sinkrate man > /usr/local/share/man/man1/sinkrate.1")]
     Man,
 }
+
+pub const RECORD_EXAMPLES: &str = "\
+Examples:
+  # Two 1080p30 H.264 streams (the default profile) to an SD card for 30 s
+  sinkrate record --dir /media/sd
+
+  # Seed 000's raw camera, 3.48 MB frames at 30 fps, with O_DIRECT, 10 minutes
+  sinkrate record --profile raw12-1920x1208-30 --dir /media/usb0 --write-mode direct --duration 10m
+
+  # Your own streams: 3 cameras at 25 fps, 8 Mbit/s each, GOP 50, 6 capture buffers
+  sinkrate record --dir /data --streams 3 --fps 25 --bitrate 8M --gop 50 --buffers 6 \\
+      --fdatasync-every 1s --output-format json --output rec.json
+
+Profiles: 1080p30-h264, 4k30-h265, dual-1080p30, raw12-1920x1208-30, mjpeg-1080p30, imu-1khz.
+Exit 0: keeps up; 1: falling behind or drops; 2: error.";
 
 pub const WATCH_EXAMPLES: &str = "\
 Examples:
@@ -105,6 +123,70 @@ Examples:
 
 Sizes and rates follow dd's convention: 20M is 20 MiB (per second), 20MB is 20 MB.
 Needs root and the Debian packages nbdkit, libnbd-bin (nbdfuse) and fuse3.";
+
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// Where the recording files go
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// A built-in profile (see below); the default when no stream flags are given is dual-1080p30
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Number of identical streams (with --fps and --frame-size or --bitrate)
+    #[arg(long, default_value_t = 1)]
+    pub streams: u32,
+    /// Frames per second of each stream
+    #[arg(long)]
+    pub fps: Option<f64>,
+    /// Fixed frame size (dd units: 3M = 3 MiB)
+    #[arg(long)]
+    pub frame_size: Option<String>,
+    /// Stream bitrate in bits per second, SI (12M = 12 Mbit/s)
+    #[arg(long)]
+    pub bitrate: Option<String>,
+    /// Frames per group of pictures (an I-frame every N frames); default: one a second
+    #[arg(long)]
+    pub gop: Option<u32>,
+    /// Capture buffers per stream; a frame arriving when all are busy is dropped
+    #[arg(long, default_value_t = 4)]
+    pub buffers: usize,
+    /// buffered, direct (O_DIRECT) or dsync (O_DSYNC)
+    #[arg(long, default_value = "buffered", value_parser = ["buffered", "direct", "dsync"])]
+    pub write_mode: String,
+    /// Bytes per write call (default: a whole frame per call; 4K emulates stdio buffering)
+    #[arg(long)]
+    pub write_size: Option<String>,
+    /// fdatasync after every N frames
+    #[arg(long, value_name = "N")]
+    pub fdatasync_frames: Option<u64>,
+    /// fdatasync at most this often (e.g. 1s)
+    #[arg(long, value_name = "DURATION")]
+    pub fdatasync_every: Option<String>,
+    /// Preallocate each file (fallocate, keep size) to this many bytes
+    #[arg(long)]
+    pub preallocate: Option<String>,
+    /// How long to record
+    #[arg(long, default_value = "30s")]
+    pub duration: String,
+    /// Write calls slower than this are listed as stalls
+    #[arg(long, default_value = "100ms")]
+    pub stall_threshold: String,
+    /// text or json
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub output_format: String,
+    /// Write the result to FILE instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Keep the recorded files (removed by default)
+    #[arg(long)]
+    pub keep: bool,
+    /// One live line per second on standard error: auto (on a terminal), always, never
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub live: String,
+    /// Seed for frame-size jitter
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+}
 
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {

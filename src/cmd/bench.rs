@@ -178,7 +178,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             .unwrap_or_default();
         let config = SamplerConfig {
             interval,
-            devices: target_devices(prepared.targets()),
+            devices: device_names(prepared.targets()),
             hogs: false,
         };
         Some((Sampler::start(config, expected), interval))
@@ -249,7 +249,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
 
 /// The block devices behind the jobs' targets, by their /proc/diskstats names; empty (every
 /// disk) when a target's device cannot be resolved.
-fn target_devices(targets: &[TargetFacts]) -> Vec<String> {
+pub fn device_names(targets: &[TargetFacts]) -> Vec<String> {
     let mut names = Vec::new();
     for t in targets {
         let Some(dev) = t.device.as_deref().filter(|d| d.starts_with("/dev/")) else {

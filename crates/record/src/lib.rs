@@ -1,0 +1,6 @@
+//! `sinkrate record`: does the storage keep up with these streams, frame by frame?
+
+pub mod config;
+pub mod frames;
+pub mod run;
+pub mod verdict;

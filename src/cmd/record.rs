@@ -1,0 +1,481 @@
+//! `sinkrate record`: emulate a recording pipeline and say whether the storage keeps up.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use serde_json::{json, Value};
+use sinkrate_jobspec::units::{parse_time, TimeUnit};
+use sinkrate_record::config::{parse_bitrate, profile, RecordConfig, StreamSpec, WriteMode};
+use sinkrate_record::frames::FrameSizes;
+use sinkrate_record::run::StreamResult;
+use sinkrate_record::verdict::{decide, Evidence, Verdict};
+use sinkrate_sampler::{analyse, Sample, Sampler, SamplerConfig};
+use sinkrate_stats::LatencyRecorder;
+
+use crate::cli::RecordArgs;
+
+fn time_arg(name: &str, text: &str) -> Result<Duration> {
+    parse_time(text, TimeUnit::Seconds).map_err(|e| anyhow!("--{name}: {e}"))
+}
+
+fn size_arg(name: &str, text: &str) -> Result<u64> {
+    sinkrate_emulate::units::parse_size(text).map_err(|e| anyhow!("--{name}: {e}"))
+}
+
+fn streams_from(args: &RecordArgs) -> Result<(Vec<StreamSpec>, String, Option<Duration>)> {
+    let custom = args.fps.is_some() || args.frame_size.is_some() || args.bitrate.is_some();
+    if custom && args.profile.is_some() {
+        return Err(anyhow!("--profile cannot be combined with --fps/--frame-size/--bitrate (give one or the other)"));
+    }
+    if !custom {
+        let name = args.profile.as_deref().unwrap_or("dual-1080p30");
+        let p = profile(name).map_err(|e| anyhow!(e))?;
+        return Ok((
+            (p.streams)(),
+            format!("profile {}: {}", p.name, p.about),
+            p.fdatasync_every,
+        ));
+    }
+    let fps = args.fps.unwrap_or(30.0);
+    if !(fps > 0.0 && fps <= 100_000.0) {
+        return Err(anyhow!(
+            "--fps: {fps} is out of range (above 0, at most 100000)"
+        ));
+    }
+    if args.streams == 0 || args.streams > 64 {
+        return Err(anyhow!(
+            "--streams: {} is out of range (1 to 64)",
+            args.streams
+        ));
+    }
+    let sizes = match (&args.frame_size, &args.bitrate) {
+        (Some(_), Some(_)) => return Err(anyhow!("give --frame-size or --bitrate, not both")),
+        (Some(f), None) => FrameSizes::Fixed {
+            bytes: size_arg("frame-size", f)?,
+        },
+        (None, Some(b)) => FrameSizes::Bitrate {
+            bits_per_s: parse_bitrate(b).map_err(|e| anyhow!("--bitrate: {e}"))?,
+            fps,
+            gop: args.gop.unwrap_or(fps.round().max(1.0) as u32).max(1),
+            i_to_p: 8.0,
+            jitter: 0.2,
+        },
+        (None, None) => {
+            return Err(anyhow!(
+                "give --frame-size (e.g. 3M) or --bitrate (e.g. 12M) with --fps"
+            ))
+        }
+    };
+    let streams: Vec<StreamSpec> = (0..args.streams)
+        .map(|i| StreamSpec {
+            name: format!("cam{i}"),
+            fps,
+            sizes: sizes.clone(),
+        })
+        .collect();
+    let label = format!("{} stream(s) x {fps} fps", args.streams);
+    Ok((streams, label, None))
+}
+
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the struct; zeroed is a valid initial value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0)
+        .then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+fn percentiles(r: &LatencyRecorder) -> Value {
+    let s = r.summary(&[50.0, 90.0, 99.0, 99.9]);
+    json!({
+        "p50": s.percentile(50.0), "p90": s.percentile(90.0), "p99": s.percentile(99.0),
+        "p999": s.percentile(99.9), "max": s.max_ns, "mean": s.mean_ns, "count": s.count,
+    })
+}
+
+fn ms(ns: Option<u64>) -> String {
+    ns.map(|v| format!("{:.1} ms", v as f64 / 1e6))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// What the sampler saw nearest to `t_s` into the run.
+fn context_at(timeline: &[Sample], t_s: f64) -> Option<&Sample> {
+    let t_ns = (t_s * 1e9) as u64;
+    timeline.iter().min_by_key(|s| s.t_ns.abs_diff(t_ns))
+}
+
+pub fn run(args: RecordArgs) -> Result<ExitCode> {
+    let (streams, label, profile_sync) = streams_from(&args)?;
+    let duration = time_arg("duration", &args.duration)?;
+    if duration.is_zero() {
+        return Err(anyhow!("--duration: must be above zero (e.g. 30s)"));
+    }
+    let stall_threshold = time_arg("stall-threshold", &args.stall_threshold)?;
+    if args.buffers == 0 || args.buffers > 4096 {
+        return Err(anyhow!(
+            "--buffers: {} is out of range (1 to 4096)",
+            args.buffers
+        ));
+    }
+    if !args.dir.is_dir() {
+        return Err(anyhow!(
+            "--dir {}: not a directory (create it, or point --dir at the recording medium)",
+            args.dir.display()
+        ));
+    }
+    let write_mode = match args.write_mode.as_str() {
+        "direct" => WriteMode::Direct,
+        "dsync" => WriteMode::Dsync,
+        _ => WriteMode::Buffered,
+    };
+    let cfg = RecordConfig {
+        dir: args.dir.clone(),
+        streams,
+        buffers: args.buffers,
+        write_mode,
+        write_size: args
+            .write_size
+            .as_deref()
+            .map(|w| size_arg("write-size", w))
+            .transpose()?,
+        fdatasync_every_frames: args.fdatasync_frames.filter(|n| *n > 0),
+        fdatasync_every: match &args.fdatasync_every {
+            Some(t) => Some(time_arg("fdatasync-every", t)?),
+            None => profile_sync,
+        },
+        preallocate: args
+            .preallocate
+            .as_deref()
+            .map(|p| size_arg("preallocate", p))
+            .transpose()?,
+        duration,
+        stall_threshold,
+        seed: args.seed,
+        keep: args.keep,
+    };
+    let requested = cfg.requested_bytes_per_s();
+    let pool_bytes: u64 = cfg
+        .streams
+        .iter()
+        .map(|s| s.sizes.max_bytes() * cfg.buffers as u64)
+        .sum();
+    let mem_available = sinkrate_engine::host::read_meminfo()
+        .mem_available_bytes
+        .unwrap_or(u64::MAX);
+    if pool_bytes > mem_available / 2 {
+        return Err(anyhow!(
+            "the capture pools need {:.1} GB ({} buffers of up to {} bytes per stream), more than half of the {:.1} GB available (lower --buffers or the frame size)",
+            pool_bytes as f64 / 1e9,
+            cfg.buffers,
+            cfg.streams.iter().map(|s| s.sizes.max_bytes()).max().unwrap_or(0),
+            mem_available as f64 / 1e9
+        ));
+    }
+    let needed = (requested * duration.as_secs_f64() * 1.02) as u64
+        + cfg.preallocate.unwrap_or(0) * cfg.streams.len() as u64;
+    if let Some(free) = free_bytes(&cfg.dir) {
+        if needed > free {
+            return Err(anyhow!(
+                "--dir {}: the recording needs about {:.2} GB ({:.1} MB/s for {:.0} s) and the file system has {:.2} GB free (shorten --duration)",
+                cfg.dir.display(),
+                needed as f64 / 1e9,
+                requested / 1e6,
+                duration.as_secs_f64(),
+                free as f64 / 1e9
+            ));
+        }
+    }
+    let target = sinkrate_engine::host::target_facts(&cfg.dir, false);
+    if matches!(target.fs_type.as_deref(), Some("tmpfs") | Some("ramfs")) {
+        eprintln!(
+            "sinkrate: note: {} is on {}: this measures memory, not storage",
+            cfg.dir.display(),
+            target.fs_type.as_deref().unwrap_or("")
+        );
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .context("installing the Ctrl-C handler")?;
+        signal_hook::flag::register(signal, stop.clone())
+            .context("installing the Ctrl-C handler")?;
+    }
+    let devices = super::bench::device_names(std::slice::from_ref(&target));
+    let sampler = Sampler::start(
+        SamplerConfig {
+            interval: Duration::from_millis(100),
+            devices,
+            hogs: true,
+        },
+        duration,
+    );
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let recording = sinkrate_record::run::start(&cfg, stop.clone());
+    let live = match args.live.as_str() {
+        "always" => true,
+        "never" => false,
+        _ => std::io::stderr().is_terminal(),
+    };
+    if live {
+        let clock = recording.clock;
+        let fps_total: f64 = cfg.streams.iter().map(|s| s.fps).sum();
+        let mut last_written = 0u64;
+        let mut last_bytes = 0u64;
+        let mut next = Instant::now() + Duration::from_secs(1);
+        while clock.elapsed() < duration && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            next += Duration::from_secs(1);
+            let sum = |f: &dyn Fn(&sinkrate_record::run::StreamProgress) -> u64| {
+                recording.progress.iter().map(|p| f(p)).sum::<u64>()
+            };
+            let written = sum(&|p| p.frames_written.load(Ordering::Relaxed));
+            let bytes = sum(&|p| p.bytes_written.load(Ordering::Relaxed));
+            let dropped = sum(&|p| p.frames_dropped.load(Ordering::Relaxed));
+            let in_use = recording
+                .progress
+                .iter()
+                .map(|p| p.in_use.load(Ordering::Relaxed))
+                .max()
+                .unwrap_or(0);
+            let worst = recording
+                .progress
+                .iter()
+                .map(|p| p.worst_write_ns.swap(0, Ordering::Relaxed))
+                .max()
+                .unwrap_or(0);
+            let mem = sinkrate_engine::host::read_meminfo();
+            let t = clock.elapsed().as_secs();
+            eprintln!(
+                "{:02}:{:02}  fps {:.1}/{fps_total:.0}  drops {dropped}  pool {in_use}/{}  write {:.1} MB/s  worst {:.0} ms  dirty {:.0} MB  wb {:.0} MB",
+                t / 60,
+                t % 60,
+                (written - last_written) as f64,
+                cfg.buffers,
+                (bytes - last_bytes) as f64 / 1e6,
+                worst as f64 / 1e6,
+                mem.dirty_bytes.unwrap_or(0) as f64 / 1e6,
+                mem.writeback_bytes.unwrap_or(0) as f64 / 1e6,
+            );
+            last_written = written;
+            last_bytes = bytes;
+        }
+    }
+    let recording_clock = recording.clock;
+    let results = recording.join();
+    let recording_elapsed = recording_clock.elapsed();
+    let sampled = sampler.stop();
+    let interrupted = stop.load(Ordering::Relaxed);
+    let summary = analyse(&sampled.timeline, sampled.settings);
+    // The recording's own length: the configured duration, or up to Ctrl-C.
+    let elapsed_s = if interrupted {
+        recording_elapsed.as_secs_f64().min(duration.as_secs_f64())
+    } else {
+        duration.as_secs_f64()
+    }
+    .max(1e-3);
+    let first_drop = results
+        .iter()
+        .filter_map(|r| r.drop_times_s.first().copied())
+        .reduce(f64::min);
+    let longest_stall = results
+        .iter()
+        .flat_map(|r| r.stalls.iter())
+        .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
+        .map(|s| (s.at_s, s.duration_ms));
+    let device_bytes_per_s = {
+        let w: Vec<f64> = sampled
+            .timeline
+            .iter()
+            .filter_map(|s| s.disk_write_bytes_per_s)
+            .collect();
+        (!w.is_empty()).then(|| w.iter().sum::<f64>() / w.len() as f64)
+    };
+    let evidence = Evidence {
+        duration_s: elapsed_s,
+        requested_bytes_per_s: requested,
+        frames_dropped: results.iter().map(|r| r.frames_dropped).sum(),
+        first_drop_s: first_drop,
+        writer_busy_fraction: results
+            .iter()
+            .map(|r| r.writer_busy_ns as f64 / 1e9 / elapsed_s)
+            .fold(0.0, f64::max),
+        buffered: cfg.write_mode == WriteMode::Buffered,
+        unwritten_start_bytes: sampled
+            .timeline
+            .first()
+            .and_then(|s| s.dirty_writeback_bytes()),
+        unwritten_end_bytes: sampled
+            .timeline
+            .last()
+            .and_then(|s| s.dirty_writeback_bytes()),
+        freerun_ceiling_bytes: sampled
+            .timeline
+            .last()
+            .and_then(|s| s.freerun_ceiling_bytes),
+        first_throttled_s: summary.first_throttled_at_s,
+        device_bytes_per_s,
+        longest_stall,
+    };
+    let outcome = decide(&evidence);
+    let mut total_lat = LatencyRecorder::new();
+    let mut total_late = LatencyRecorder::new();
+    let mut total_jitter = LatencyRecorder::new();
+    for r in &results {
+        total_lat.merge(&r.write_latency);
+        total_late.merge(&r.lateness);
+        total_jitter.merge(&r.schedule_jitter);
+    }
+    let sum = |f: fn(&StreamResult) -> u64| results.iter().map(f).sum::<u64>();
+    let errors: Vec<String> = results.iter().filter_map(|r| r.error.clone()).collect();
+    let stalls: Vec<Value> = results
+        .iter()
+        .flat_map(|r| r.stalls.iter())
+        .map(|s| {
+            let c = context_at(&sampled.timeline, s.at_s);
+            json!({
+                "stream": s.stream, "at_s": s.at_s, "duration_ms": s.duration_ms,
+                "dirty_bytes": c.and_then(|c| c.dirty_bytes), "writeback_bytes": c.and_then(|c| c.writeback_bytes),
+                "throttled": c.map(|c| c.throttled), "disk_util_pct": c.and_then(|c| c.disk_util_pct),
+                "cpu_iowait_pct": c.and_then(|c| c.cpu_iowait_pct),
+            })
+        })
+        .collect();
+    let mut on_disk = Vec::new();
+    for r in &results {
+        let size = std::fs::metadata(&r.file).map(|m| m.len()).ok();
+        on_disk.push(size);
+        if !cfg.keep {
+            let _ = std::fs::remove_file(&r.file);
+        }
+    }
+    let streams_json: Vec<Value> = results
+        .iter()
+        .zip(&on_disk)
+        .map(|(r, size)| {
+            json!({
+                "name": r.name, "fps_requested": r.fps_requested,
+                "fps_achieved": r.frames_written as f64 / elapsed_s,
+                "frames_offered": r.frames_offered, "frames_written": r.frames_written, "frames_dropped": r.frames_dropped,
+                "first_drop_s": r.drop_times_s.first(), "drop_times_s": r.drop_times_s,
+                "bytes_requested": r.bytes_requested, "bytes_written": r.bytes_written,
+                "file": r.file, "file_bytes_on_disk": size,
+                "pool_high_water": r.pool_high_water, "buffers": r.buffers,
+                "write_latency_ns": percentiles(&r.write_latency), "lateness_ns": percentiles(&r.lateness),
+                "schedule_jitter_ns": percentiles(&r.schedule_jitter),
+                "writer_busy_ns": r.writer_busy_ns, "final_sync_ns": r.final_sync_ns, "error": r.error,
+            })
+        })
+        .collect();
+    let verdict_key = match outcome.verdict {
+        Verdict::KeepsUp => "keeps_up",
+        Verdict::FallingBehind => "falling_behind",
+        Verdict::Drops => "drops",
+    };
+    let body = if args.output_format == "json" {
+        let doc = json!({
+            "schema": sinkrate_model::SCHEMA, "kind": "record",
+            "tool": { "name": "sinkrate", "version": sinkrate_model::TOOL_VERSION },
+            "started_at": sinkrate_report::fio_json::rfc3339(started_unix_ms), "timestamp_ms": started_unix_ms,
+            "host": sinkrate_engine::host::host_facts(), "target": target, "config": cfg, "label": label,
+            "interrupted": interrupted, "errors": errors,
+            "verdict": verdict_key, "verdict_text": outcome.text, "headroom": outcome.headroom,
+            "backlog_growth_bytes_per_s": outcome.backlog_growth_bytes_per_s, "throttled_after_s": outcome.throttled_after_s,
+            "totals": {
+                "frames_offered": sum(|r| r.frames_offered), "frames_written": sum(|r| r.frames_written),
+                "frames_dropped": sum(|r| r.frames_dropped), "bytes_requested": sum(|r| r.bytes_requested),
+                "bytes_written": sum(|r| r.bytes_written), "requested_bytes_per_s": requested,
+                "written_bytes_per_s": sum(|r| r.bytes_written) as f64 / elapsed_s,
+                "device_bytes_per_s": device_bytes_per_s,
+                "write_latency_ns": percentiles(&total_lat), "lateness_ns": percentiles(&total_late),
+                "schedule_jitter_ns": percentiles(&total_jitter),
+            },
+            "streams": streams_json, "stalls": stalls,
+            "sampler": { "devices": sampled.devices, "summary": summary, "hogs": sampled.hogs, "timeline": sampled.timeline },
+        });
+        let mut v = serde_json::to_vec_pretty(&doc)?;
+        v.push(b'\n');
+        v
+    } else {
+        let mut t = format!(
+            "sinkrate record  {}  ({} on {})\n{label}: {:.2} MB/s requested, {} writes, {} buffers per stream, {:.0} s\n\n",
+            cfg.dir.display(),
+            target.fs_type.as_deref().unwrap_or("?"),
+            target.device.as_deref().unwrap_or("?"),
+            requested / 1e6,
+            args.write_mode,
+            cfg.buffers,
+            elapsed_s
+        );
+        t.push_str(&format!(
+            "VERDICT  {}{}\n  {}\n\n",
+            outcome.verdict.label(),
+            if interrupted { "  (interrupted)" } else { "" },
+            outcome.text
+        ));
+        t.push_str("stream   offered  written  dropped     fps   write p50      p99      max  lateness p99  pool\n");
+        for r in &results {
+            let w = r.write_latency.summary(&[50.0, 99.0]);
+            let l = r.lateness.summary(&[99.0]);
+            t.push_str(&format!(
+                "{:<8} {:>7}  {:>7}  {:>7}  {:>6.2}  {:>9} {:>8} {:>8}  {:>12}  {}/{}\n",
+                r.name,
+                r.frames_offered,
+                r.frames_written,
+                r.frames_dropped,
+                r.frames_written as f64 / elapsed_s,
+                ms(w.percentile(50.0)),
+                ms(w.percentile(99.0)),
+                ms(Some(w.max_ns)),
+                ms(l.percentile(99.0)),
+                r.pool_high_water,
+                r.buffers
+            ));
+        }
+        if !stalls.is_empty() {
+            t.push_str(&format!(
+                "\n{} write calls over {} ms; the longest at {:.1} s took {:.0} ms\n",
+                stalls.len(),
+                stall_threshold.as_millis(),
+                longest_stall.map(|s| s.0).unwrap_or(0.0),
+                longest_stall.map(|s| s.1).unwrap_or(0.0)
+            ));
+        }
+        t.push_str(&format!(
+            "\npage cache: peak dirty+writeback {:.0} MB, writers throttled {:.1} s; device wrote {:.1} MB/s on average\n",
+            summary.peak_dirty_writeback_bytes.unwrap_or(0) as f64 / 1e6,
+            summary.throttled_seconds,
+            device_bytes_per_s.unwrap_or(0.0) / 1e6
+        ));
+        for e in &errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t.into_bytes()
+    };
+    match &args.output {
+        Some(p) => std::fs::write(p, &body)
+            .with_context(|| format!("{}: cannot write the results", p.display()))?,
+        None => crate::write_stdout(&body)?,
+    }
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("sinkrate: error: {e}");
+        }
+        return Ok(ExitCode::from(2));
+    }
+    if interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(match outcome.verdict {
+        Verdict::KeepsUp => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
+}
