@@ -393,9 +393,9 @@ fn writer(
             }
         }
         shared.progress.in_use.fetch_sub(1, Ordering::Relaxed);
-        if free.send(frame.buffer).is_err() {
-            break;
-        }
+        // Once the camera has stopped nobody takes buffers back, but every frame already
+        // captured is still written.
+        let _ = free.send(frame.buffer);
     }
     let t0 = Instant::now();
     if let Err(e) = sink.finish() {

@@ -1,0 +1,264 @@
+//! `sinkrate record` on real files and on the emulated slow card: keeps up below the
+//! device's rate, drops above it (only once the capture pool is full), exact accounting,
+//! partial results on Ctrl-C, and one line with exit 2 for bad input.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{sinkrate_path, with_root, SlowDev};
+
+fn record(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = Command::new(sinkrate_path())
+        .arg("record")
+        .arg("--dir")
+        .arg(dir)
+        .args(["--output-format", "json", "--live", "never"])
+        .args(args)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), v, stderr)
+}
+
+fn totals(v: &serde_json::Value, key: &str) -> u64 {
+    v["totals"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("totals.{key}: {v}"))
+}
+
+#[test]
+fn accounting_is_exact_and_matches_the_files() {
+    let d = tempfile::tempdir().expect("tempdir");
+    for mode in ["buffered", "direct", "dsync"] {
+        let (code, v, stderr) = record(
+            d.path(),
+            &[
+                "--streams",
+                "2",
+                "--fps",
+                "50",
+                "--bitrate",
+                "8M",
+                "--gop",
+                "25",
+                "--duration",
+                "1s",
+                "--write-mode",
+                mode,
+                "--keep",
+            ],
+        );
+        assert_eq!(code, Some(0), "{mode}: {stderr}");
+        assert_eq!(v["verdict"], "keeps_up");
+        assert_eq!(
+            totals(&v, "frames_offered"),
+            100,
+            "{mode}: 2 streams x 50 fps x 1 s"
+        );
+        assert_eq!(
+            totals(&v, "frames_offered"),
+            totals(&v, "frames_written") + totals(&v, "frames_dropped")
+        );
+        let written = totals(&v, "bytes_written");
+        // 8 Mbit/s for one second, GOP-exact: 1,000,000 bytes per stream.
+        assert!((written as i64 - 2_000_000).abs() <= 2, "{mode}: {written}");
+        let on_disk: u64 = v["streams"]
+            .as_array()
+            .expect("streams")
+            .iter()
+            .map(|s| {
+                let path = s["file"].as_str().expect("file");
+                std::fs::metadata(path).expect("kept").len()
+            })
+            .sum();
+        assert_eq!(
+            on_disk, written,
+            "{mode}: files on disk hold exactly the frames written"
+        );
+        for key in ["p50", "p99", "p999", "max"] {
+            assert!(v["totals"]["write_latency_ns"][key].is_number(), "{key}");
+        }
+        for f in common::files_in(d.path()) {
+            let _ = std::fs::remove_file(d.path().join(f));
+        }
+    }
+}
+
+#[test]
+fn files_are_removed_unless_kept() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (code, _, stderr) = record(
+        d.path(),
+        &["--fps", "10", "--frame-size", "64K", "--duration", "500ms"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(common::files_in(d.path()).is_empty());
+}
+
+#[test]
+fn ctrl_c_gives_a_valid_partial_result() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let child = Command::new(sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(d.path())
+        .args([
+            "--output-format",
+            "json",
+            "--live",
+            "never",
+            "--duration",
+            "60s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["interrupted"], true);
+    let offered = totals(&v, "frames_offered");
+    assert!(
+        (50..=100).contains(&offered),
+        "{offered} frames in about 1.2 s of two 30 fps streams"
+    );
+    assert_eq!(
+        offered,
+        totals(&v, "frames_written") + totals(&v, "frames_dropped")
+    );
+    assert!(common::files_in(d.path()).is_empty());
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_2() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().to_string_lossy().to_string();
+    for (args, expect) in [
+        (vec!["--fps", "0", "--frame-size", "1M"], "out of range"),
+        (vec!["--fps", "30"], "give --frame-size"),
+        (vec!["--fps", "30", "--frame-size", "0"], "--frame-size"),
+        (vec!["--fps", "30", "--bitrate", "fast"], "not a bitrate"),
+        (vec!["--profile", "8k-hdr"], "not a profile"),
+        (vec!["--buffers", "0"], "--buffers"),
+        (vec!["--duration", "0s"], "above zero"),
+        (
+            vec!["--fps", "30", "--frame-size", "1G", "--buffers", "64"],
+            "capture pools need",
+        ),
+        (
+            vec![
+                "--fps",
+                "1000",
+                "--frame-size",
+                "100M",
+                "--buffers",
+                "1",
+                "--duration",
+                "1h",
+            ],
+            "free",
+        ),
+    ] {
+        let out = Command::new(sinkrate_path())
+            .args(["record", "--dir", &p])
+            .args(&args)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("sinkrate: error:"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
+        assert!(errors[0].contains(expect), "{args:?}: {}", errors[0]);
+    }
+    let out = Command::new(sinkrate_path())
+        .args(["record", "--dir", "/nonexistent/sd"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::files_in(d.path()).is_empty(), "nothing written");
+}
+
+const TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
+
+#[test]
+fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
+    with_root(
+        "below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&[
+                "--write-rate",
+                "10MB",
+                "--size",
+                "256M",
+                "--write-latency",
+                "1ms",
+            ]);
+            // 4 MB/s of frames on a 10 MB/s card, straight to the device.
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--fps",
+                    "20",
+                    "--frame-size",
+                    "200000",
+                    "--duration",
+                    "3s",
+                    "--write-mode",
+                    "direct",
+                ],
+            );
+            assert_eq!(code, Some(0), "{stderr}");
+            assert_eq!(v["verdict"], "keeps_up");
+            assert_eq!(totals(&v, "frames_dropped"), 0);
+            assert!(
+                v["headroom"].as_f64().is_some_and(|h| h > 1.5),
+                "{}",
+                v["headroom"]
+            );
+            // 20 MB/s of frames on the same card: the writer falls behind and frames drop.
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--fps",
+                    "20",
+                    "--frame-size",
+                    "1000000",
+                    "--duration",
+                    "3s",
+                    "--write-mode",
+                    "direct",
+                    "--buffers",
+                    "4",
+                ],
+            );
+            assert_eq!(code, Some(1), "{stderr}");
+            assert_eq!(v["verdict"], "drops");
+            assert!(totals(&v, "frames_dropped") > 10);
+            assert_eq!(
+                totals(&v, "frames_offered"),
+                totals(&v, "frames_written") + totals(&v, "frames_dropped")
+            );
+            let stream = &v["streams"][0];
+            assert_eq!(stream["pool_high_water"], 4, "the pool filled");
+            // Four buffers absorb the first frames: no drop before the fourth capture instant.
+            let first = stream["first_drop_s"].as_f64().expect("first drop");
+            assert!(
+                first >= 3.0 / 20.0,
+                "first drop at {first} s, before the pool could fill"
+            );
+            assert!(v["verdict_text"]
+                .as_str()
+                .is_some_and(|t| t.contains("dropped")));
+        },
+    );
+}
