@@ -150,8 +150,8 @@ pub struct RecordArgs {
     /// Capture buffers per stream; a frame arriving when all are busy is dropped
     #[arg(long, default_value_t = 4)]
     pub buffers: usize,
-    /// buffered, direct (O_DIRECT) or dsync (O_DSYNC)
-    #[arg(long, default_value = "buffered", value_parser = ["buffered", "direct", "dsync"])]
+    /// buffered, direct (O_DIRECT), dsync (O_DSYNC), or null (no I/O: the emulator's own cost)
+    #[arg(long, default_value = "buffered", value_parser = ["buffered", "direct", "dsync", "null"])]
     pub write_mode: String,
     /// Bytes per write call (default: a whole frame per call; 4K emulates stdio buffering)
     #[arg(long)]

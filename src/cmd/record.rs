@@ -132,6 +132,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let write_mode = match args.write_mode.as_str() {
         "direct" => WriteMode::Direct,
         "dsync" => WriteMode::Dsync,
+        "null" => WriteMode::Null,
         _ => WriteMode::Buffered,
     };
     let cfg = RecordConfig {

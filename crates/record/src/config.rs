@@ -24,6 +24,8 @@ pub enum WriteMode {
     Direct,
     /// O_DSYNC: each write returns once on the device.
     Dsync,
+    /// No I/O at all: measures the emulator itself (schedule, pools, hand-over).
+    Null,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

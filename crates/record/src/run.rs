@@ -115,13 +115,14 @@ impl Sink {
         let (fd, tail_fd, staging) = match cfg.write_mode {
             WriteMode::Buffered => (open(path, base)?, -1, None),
             WriteMode::Dsync => (open(path, base | libc::O_DSYNC)?, -1, None),
+            WriteMode::Null => (-1, -1, None),
             WriteMode::Direct => {
                 let fd = open(path, base | libc::O_DIRECT)?;
                 let tail = open(path, libc::O_WRONLY)?;
                 (fd, tail, Some(AlignedBuf::new(max_frame + 2 * BLOCK)))
             }
         };
-        if let Some(bytes) = cfg.preallocate {
+        if let (Some(bytes), true) = (cfg.preallocate, fd >= 0) {
             // SAFETY: fallocate on the descriptor just opened; failure only means no prealloc.
             unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, bytes as libc::off_t) };
         }
@@ -148,6 +149,13 @@ impl Sink {
         clock: &Instant,
     ) -> std::io::Result<()> {
         match self.mode {
+            WriteMode::Null => {
+                // Read the frame as a writer would, so the cost of touching it is counted.
+                let t0 = clock.elapsed().as_nanos() as u64;
+                std::hint::black_box(data.iter().step_by(4096).fold(0u8, |a, b| a ^ b));
+                latencies.push(clock.elapsed().as_nanos() as u64 - t0);
+                self.offset += data.len() as u64;
+            }
             WriteMode::Buffered | WriteMode::Dsync => {
                 for chunk in data.chunks(self.write_size) {
                     let t0 = clock.elapsed().as_nanos() as u64;
@@ -182,6 +190,9 @@ impl Sink {
     }
 
     fn datasync(&self) -> std::io::Result<()> {
+        if self.fd < 0 {
+            return Ok(());
+        }
         // SAFETY: fdatasync on an owned descriptor.
         if unsafe { libc::fdatasync(self.fd) } < 0 {
             return Err(std::io::Error::last_os_error());
@@ -203,6 +214,9 @@ impl Sink {
         } else {
             self.fd
         };
+        if fd < 0 {
+            return Ok(());
+        }
         // SAFETY: fsync on an owned descriptor.
         if unsafe { libc::fsync(fd) } < 0 {
             return Err(std::io::Error::last_os_error());
@@ -215,7 +229,9 @@ impl Drop for Sink {
     fn drop(&mut self) {
         // SAFETY: closing descriptors this sink owns.
         unsafe {
-            libc::close(self.fd);
+            if self.fd >= 0 {
+                libc::close(self.fd);
+            }
             if self.tail_fd >= 0 {
                 libc::close(self.tail_fd);
             }
@@ -321,6 +337,11 @@ fn writer(
 ) {
     let interval_ns = (1e9 / spec.fps) as u64;
     let max_frame = spec.sizes.max_bytes() as usize;
+    let path = if cfg.write_mode == WriteMode::Null {
+        PathBuf::new()
+    } else {
+        path
+    };
     let mut sink = match Sink::create(&path, cfg, max_frame) {
         Ok(s) => s,
         Err(e) => {
