@@ -292,14 +292,22 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .flat_map(|r| r.stalls.iter())
         .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
         .map(|s| (s.at_s, s.duration_ms));
+    // Judge the recording window itself: after it, the writers' final fsync drains the
+    // backlog, which would hide a recorder that was falling behind.
+    let window_end_ns = (elapsed_s * 1e9) as u64 + 50_000_000;
+    let window: Vec<&Sample> = sampled
+        .timeline
+        .iter()
+        .filter(|s| s.t_ns <= window_end_ns)
+        .collect();
     let device_bytes_per_s = {
-        let w: Vec<f64> = sampled
-            .timeline
+        let w: Vec<f64> = window
             .iter()
             .filter_map(|s| s.disk_write_bytes_per_s)
             .collect();
         (!w.is_empty()).then(|| w.iter().sum::<f64>() / w.len() as f64)
     };
+    let final_flush_s = results.iter().map(|r| r.final_sync_ns).max().unwrap_or(0) as f64 / 1e9;
     let evidence = Evidence {
         duration_s: elapsed_s,
         requested_bytes_per_s: requested,
@@ -310,20 +318,15 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             .map(|r| r.writer_busy_ns as f64 / 1e9 / elapsed_s)
             .fold(0.0, f64::max),
         buffered: cfg.write_mode == WriteMode::Buffered,
-        unwritten_start_bytes: sampled
-            .timeline
-            .first()
-            .and_then(|s| s.dirty_writeback_bytes()),
-        unwritten_end_bytes: sampled
-            .timeline
-            .last()
-            .and_then(|s| s.dirty_writeback_bytes()),
-        freerun_ceiling_bytes: sampled
-            .timeline
-            .last()
-            .and_then(|s| s.freerun_ceiling_bytes),
+        unwritten_start_bytes: window.first().and_then(|s| s.dirty_writeback_bytes()),
+        unwritten_end_bytes: window.last().and_then(|s| s.dirty_writeback_bytes()),
+        freerun_ceiling_bytes: window.last().and_then(|s| s.freerun_ceiling_bytes),
         first_throttled_s: summary.first_throttled_at_s,
         device_bytes_per_s,
+        device_busy_fraction: {
+            let u: Vec<f64> = window.iter().filter_map(|s| s.disk_util_pct).collect();
+            (!u.is_empty()).then(|| u.iter().sum::<f64>() / u.len() as f64 / 100.0)
+        },
         longest_stall,
     };
     let outcome = decide(&evidence);
@@ -396,6 +399,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 "bytes_written": sum(|r| r.bytes_written), "requested_bytes_per_s": requested,
                 "written_bytes_per_s": sum(|r| r.bytes_written) as f64 / elapsed_s,
                 "device_bytes_per_s": device_bytes_per_s,
+                "final_flush_s": final_flush_s,
                 "write_latency_ns": percentiles(&total_lat), "lateness_ns": percentiles(&total_late),
                 "schedule_jitter_ns": percentiles(&total_jitter),
             },
@@ -451,10 +455,11 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             ));
         }
         t.push_str(&format!(
-            "\npage cache: peak dirty+writeback {:.0} MB, writers throttled {:.1} s; device wrote {:.1} MB/s on average\n",
+            "\npage cache: peak dirty+writeback {:.0} MB, writers throttled {:.1} s; device wrote {:.1} MB/s on average while recording; the final fsync took {:.2} s\n",
             summary.peak_dirty_writeback_bytes.unwrap_or(0) as f64 / 1e6,
             summary.throttled_seconds,
-            device_bytes_per_s.unwrap_or(0.0) / 1e6
+            device_bytes_per_s.unwrap_or(0.0) / 1e6,
+            final_flush_s
         ));
         for e in &errors {
             t.push_str(&format!("error: {e}\n"));

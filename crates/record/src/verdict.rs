@@ -39,6 +39,8 @@ pub struct Evidence {
     pub first_throttled_s: Option<f64>,
     /// The devices' mean write rate over the run (diskstats).
     pub device_bytes_per_s: Option<f64>,
+    /// Mean share of the run the devices were busy.
+    pub device_busy_fraction: Option<f64>,
     pub longest_stall: Option<(f64, f64)>,
 }
 
@@ -104,6 +106,13 @@ pub fn decide(e: &Evidence) -> Outcome {
                     .map(|a| format!("; at this rate writers will be throttled after {a:.0} s more"))
                     .unwrap_or_default()
             );
+            let text = match e.device_busy_fraction {
+                Some(b) if b < 0.5 => format!(
+                    "{text}. The device was busy only {:.0}% of the time: the kernel defers writeback until dirty data passes the background threshold or ages past dirty_expire_centisecs, so the backlog is the kernel's choice as much as the device's limit (a longer run, or lower dirty_background_bytes / dirty_expire_centisecs, shows which)",
+                    100.0 * b
+                ),
+                _ => text,
+            };
             return Outcome {
                 verdict: Verdict::FallingBehind,
                 text,
