@@ -262,3 +262,42 @@ fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
         },
     );
 }
+
+#[test]
+fn buffered_writes_beyond_what_the_card_drains_are_falling_behind() {
+    with_root(
+        "buffered_writes_beyond_what_the_card_drains_are_falling_behind",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "512M"]);
+            // 15 MB/s of frames into the page cache of a 10 MB/s card: nothing drops (RAM absorbs
+            // it), but the backlog grows.
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--fps",
+                    "15",
+                    "--frame-size",
+                    "1000000",
+                    "--duration",
+                    "4s",
+                    "--write-mode",
+                    "buffered",
+                ],
+            );
+            assert_eq!(code, Some(1), "{stderr}");
+            assert_eq!(v["verdict"], "falling_behind", "{}", v["verdict_text"]);
+            assert_eq!(totals(&v, "frames_dropped"), 0);
+            assert!(v["backlog_growth_bytes_per_s"]
+                .as_f64()
+                .is_some_and(|g| g > 2e6));
+            assert!(v["throttled_after_s"].is_number());
+            assert!(
+                v["totals"]["final_flush_s"]
+                    .as_f64()
+                    .is_some_and(|f| f > 0.5),
+                "the backlog took a while to flush"
+            );
+        },
+    );
+}
