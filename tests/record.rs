@@ -226,6 +226,9 @@ fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
                 v["headroom"]
             );
             // 20 MB/s of frames on the same card: the writer falls behind and frames drop.
+            let log_dir = tempfile::tempdir().expect("tempdir");
+            let log = log_dir.path().join("frames.csv");
+            let log_arg = log.to_string_lossy().to_string();
             let (code, v, stderr) = record(
                 card.path(),
                 &[
@@ -239,6 +242,8 @@ fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
                     "direct",
                     "--buffers",
                     "4",
+                    "--frames-log",
+                    &log_arg,
                 ],
             );
             assert_eq!(code, Some(1), "{stderr}");
@@ -259,6 +264,15 @@ fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
             assert!(v["verdict_text"]
                 .as_str()
                 .is_some_and(|t| t.contains("dropped")));
+            let csv = std::fs::read_to_string(&log).expect("frames log");
+            let rows: Vec<&str> = csv.lines().skip(1).collect();
+            assert_eq!(
+                rows.len() as u64,
+                totals(&v, "frames_offered"),
+                "one line per frame"
+            );
+            let dropped = rows.iter().filter(|r| r.ends_with(",1")).count() as u64;
+            assert_eq!(dropped, totals(&v, "frames_dropped"));
         },
     );
 }

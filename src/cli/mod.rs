@@ -180,6 +180,9 @@ pub struct RecordArgs {
     /// Keep the recorded files (removed by default)
     #[arg(long)]
     pub keep: bool,
+    /// Write one CSV line per frame: stream, frame, size, capture, write start and end, dropped
+    #[arg(long, value_name = "FILE")]
+    pub frames_log: Option<PathBuf>,
     /// One live line per second on standard error: auto (on a terminal), always, never
     #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub live: String,

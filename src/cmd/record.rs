@@ -159,6 +159,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         stall_threshold,
         seed: args.seed,
         keep: args.keep,
+        frame_records: args.frames_log.is_some(),
     };
     let requested = cfg.requested_bytes_per_s();
     let pool_bytes: u64 = cfg
@@ -353,6 +354,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             })
         })
         .collect();
+    if let Some(path) = &args.frames_log {
+        write_frames_log(path, &results)?;
+    }
     let mut on_disk = Vec::new();
     for r in &results {
         let size = std::fs::metadata(&r.file).map(|m| m.len()).ok();
@@ -484,4 +488,38 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         Verdict::KeepsUp => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
     })
+}
+
+/// One line per frame, in capture order per stream; times in seconds from the start.
+fn write_frames_log(path: &Path, results: &[StreamResult]) -> Result<()> {
+    use std::io::Write;
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("{}: cannot create", path.display()))?;
+    let mut out = std::io::BufWriter::new(f);
+    writeln!(
+        out,
+        "stream,frame,size_bytes,capture_s,write_start_s,write_end_s,dropped"
+    )?;
+    let s = |ns: Option<u64>| {
+        ns.map(|v| format!("{:.6}", v as f64 / 1e9))
+            .unwrap_or_default()
+    };
+    for r in results {
+        for fr in &r.frames {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{}",
+                r.name,
+                fr.frame,
+                fr.size,
+                s(Some(fr.capture_ns)),
+                s(fr.write_start_ns),
+                s(fr.write_end_ns),
+                u8::from(fr.write_end_ns.is_none())
+            )?;
+        }
+    }
+    out.flush()
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(())
 }

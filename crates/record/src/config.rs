@@ -47,6 +47,8 @@ pub struct RecordConfig {
     pub seed: u64,
     /// Keep the recorded files.
     pub keep: bool,
+    /// Keep one record per frame (for --frames-log).
+    pub frame_records: bool,
 }
 
 impl RecordConfig {

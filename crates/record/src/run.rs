@@ -29,6 +29,17 @@ pub struct Stall {
     pub duration_ms: f64,
 }
 
+/// One frame's life, for the per-frame log.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct FrameRecord {
+    pub frame: u64,
+    pub size: u64,
+    pub capture_ns: u64,
+    /// None for a dropped frame.
+    pub write_start_ns: Option<u64>,
+    pub write_end_ns: Option<u64>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct StreamResult {
     pub name: String,
@@ -52,9 +63,12 @@ pub struct StreamResult {
     pub final_sync_ns: u64,
     pub file: PathBuf,
     pub error: Option<String>,
+    /// Every frame, when asked for (drops from the producer, writes from the writer).
+    pub frames: Vec<FrameRecord>,
 }
 
 struct Frame {
+    index: u64,
     buffer: usize,
     size: u64,
     capture_ns: u64,
@@ -299,6 +313,7 @@ fn producer(
                 result.pool_high_water = result.pool_high_water.max(used);
                 if filled
                     .send(Frame {
+                        index: k,
                         buffer,
                         size,
                         capture_ns,
@@ -316,6 +331,15 @@ fn producer(
                     .store(result.frames_dropped, Ordering::Relaxed);
                 if result.drop_times_s.len() < MAX_DROP_TIMES {
                     result.drop_times_s.push(capture_ns as f64 / 1e9);
+                }
+                if cfg.frame_records {
+                    result.frames.push(FrameRecord {
+                        frame: k,
+                        size,
+                        capture_ns,
+                        write_start_ns: None,
+                        write_end_ns: None,
+                    });
                 }
             }
             Err(TryRecvError::Disconnected) => break,
@@ -385,6 +409,15 @@ fn writer(
             Ok(()) => {
                 result.frames_written += 1;
                 result.bytes_written += frame.size;
+                if cfg.frame_records {
+                    result.frames.push(FrameRecord {
+                        frame: frame.index,
+                        size: frame.size,
+                        capture_ns: frame.capture_ns,
+                        write_start_ns: Some(t0),
+                        write_end_ns: Some(t1),
+                    });
+                }
                 shared
                     .progress
                     .frames_written
@@ -518,6 +551,8 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
                 produced.final_sync_ns = written.final_sync_ns;
                 produced.file = written.file;
                 produced.error = written.error;
+                produced.frames.extend(written.frames);
+                produced.frames.sort_by_key(|f| f.frame);
                 produced
             });
         if let Ok(h) = h {
