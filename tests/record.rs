@@ -315,3 +315,93 @@ fn buffered_writes_beyond_what_the_card_drains_are_falling_behind() {
         },
     );
 }
+
+#[test]
+fn segments_rotate_by_size_and_keep_exact_accounting() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (code, v, stderr) = record(
+        d.path(),
+        &[
+            "--fps",
+            "20",
+            "--frame-size",
+            "50000",
+            "--duration",
+            "1s",
+            "--segment-size",
+            "100000",
+            "--keep",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let s = &v["streams"][0];
+    // 20 frames of 50,000 bytes, a new file once 100,000 bytes are in the current one.
+    assert_eq!(s["segments_created"], 10);
+    let files = s["files"].as_array().expect("files");
+    assert_eq!(files.len(), 10);
+    let on_disk: u64 = files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(f.as_str().expect("path"))
+                .expect("kept")
+                .len()
+        })
+        .sum();
+    assert_eq!(on_disk, totals(&v, "bytes_written"));
+    let bad = Command::new(sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(d.path())
+        .args(["--loop-fill", "80"])
+        .output()
+        .expect("runs");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("needs segments"));
+}
+
+#[test]
+fn loop_recording_keeps_the_file_system_below_the_fill_level() {
+    with_root(
+        "loop_recording_keeps_the_file_system_below_the_fill_level",
+        &["mkfs.ext4", "losetup"],
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "");
+            // 120 MB into a 64 MiB file system: without loop deletion it would fill up.
+            let (code, v, stderr) = record(
+                fs.path(),
+                &[
+                    "--fps",
+                    "20",
+                    "--frame-size",
+                    "1000000",
+                    "--duration",
+                    "6s",
+                    "--segment-size",
+                    "4M",
+                    "--loop-fill",
+                    "60",
+                    "--write-mode",
+                    "dsync",
+                    "--keep",
+                ],
+            );
+            assert!(code == Some(0) || code == Some(1), "{stderr}");
+            assert!(
+                v["errors"].as_array().is_some_and(|e| e.is_empty()),
+                "{}",
+                v["errors"]
+            );
+            let s = &v["streams"][0];
+            assert!(s["segments_deleted"].as_u64() > Some(10), "{s}");
+            let fill = sinkrate_record::segments::fill_pct(fs.path()).expect("statvfs");
+            assert!(
+                fill < 75.0,
+                "file system {fill:.0}% full after loop recording at 60%"
+            );
+            let on_disk = s["file_bytes_on_disk"].as_u64().expect("on disk");
+            assert_eq!(
+                on_disk + s["bytes_deleted"].as_u64().expect("deleted"),
+                totals(&v, "bytes_written")
+            );
+        },
+    );
+}

@@ -162,6 +162,15 @@ pub struct RecordArgs {
     /// fdatasync at most this often (e.g. 1s)
     #[arg(long, value_name = "DURATION")]
     pub fdatasync_every: Option<String>,
+    /// Start a new file every DURATION (dashcam-style segments)
+    #[arg(long, value_name = "DURATION")]
+    pub segment_time: Option<String>,
+    /// Start a new file every SIZE bytes
+    #[arg(long, value_name = "SIZE")]
+    pub segment_size: Option<String>,
+    /// Loop recording: delete the oldest segments while the file system is fuller than PCT
+    #[arg(long, value_name = "PCT")]
+    pub loop_fill: Option<f64>,
     /// Preallocate each file (fallocate, keep size) to this many bytes
     #[arg(long)]
     pub preallocate: Option<String>,

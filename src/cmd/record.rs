@@ -160,7 +160,37 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         seed: args.seed,
         keep: args.keep,
         frame_records: args.frames_log.is_some(),
+        segments: sinkrate_record::segments::SegmentPolicy {
+            every: args
+                .segment_time
+                .as_deref()
+                .map(|t| time_arg("segment-time", t))
+                .transpose()?,
+            bytes: args
+                .segment_size
+                .as_deref()
+                .map(|s| size_arg("segment-size", s))
+                .transpose()?,
+            loop_fill_pct: args.loop_fill,
+        },
     };
+    if let Some(p) = cfg.segments.loop_fill_pct {
+        if !cfg.segments.segmented() {
+            return Err(anyhow!(
+                "--loop-fill needs segments to delete (add --segment-time or --segment-size)"
+            ));
+        }
+        if !(1.0..=99.0).contains(&p) {
+            return Err(anyhow!(
+                "--loop-fill: {p} is out of range (1 to 99 percent)"
+            ));
+        }
+    }
+    if cfg.segments.every.is_some_and(|t| t.is_zero()) || cfg.segments.bytes == Some(0) {
+        return Err(anyhow!(
+            "--segment-time and --segment-size must be above zero"
+        ));
+    }
     let requested = cfg.requested_bytes_per_s();
     let pool_bytes: u64 = cfg
         .streams
@@ -181,7 +211,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     }
     let needed = (requested * duration.as_secs_f64() * 1.02) as u64
         + cfg.preallocate.unwrap_or(0) * cfg.streams.len() as u64;
-    if let Some(free) = free_bytes(&cfg.dir) {
+    if let (Some(free), None) = (free_bytes(&cfg.dir), cfg.segments.loop_fill_pct) {
         if needed > free {
             return Err(anyhow!(
                 "--dir {}: the recording needs about {:.2} GB ({:.1} MB/s for {:.0} s) and the file system has {:.2} GB free (shorten --duration)",
@@ -359,10 +389,16 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     }
     let mut on_disk = Vec::new();
     for r in &results {
-        let size = std::fs::metadata(&r.file).map(|m| m.len()).ok();
-        on_disk.push(size);
+        let sizes: Vec<u64> = r
+            .files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).map(|m| m.len()).ok())
+            .collect();
+        on_disk.push((!r.files.is_empty()).then(|| sizes.iter().sum::<u64>()));
         if !cfg.keep {
-            let _ = std::fs::remove_file(&r.file);
+            for f in &r.files {
+                let _ = std::fs::remove_file(f);
+            }
         }
     }
     let streams_json: Vec<Value> = results
@@ -375,7 +411,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 "frames_offered": r.frames_offered, "frames_written": r.frames_written, "frames_dropped": r.frames_dropped,
                 "first_drop_s": r.drop_times_s.first(), "drop_times_s": r.drop_times_s,
                 "bytes_requested": r.bytes_requested, "bytes_written": r.bytes_written,
-                "file": r.file, "file_bytes_on_disk": size,
+                "file": r.file, "files": r.files, "file_bytes_on_disk": size,
+                "segments_created": r.segments_created, "segments_deleted": r.segments_deleted,
+                "bytes_deleted": r.bytes_deleted,
                 "pool_high_water": r.pool_high_water, "buffers": r.buffers,
                 "write_latency_ns": percentiles(&r.write_latency), "lateness_ns": percentiles(&r.lateness),
                 "schedule_jitter_ns": percentiles(&r.schedule_jitter),

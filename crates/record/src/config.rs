@@ -49,6 +49,7 @@ pub struct RecordConfig {
     pub keep: bool,
     /// Keep one record per frame (for --frames-log).
     pub frame_records: bool,
+    pub segments: crate::segments::SegmentPolicy,
 }
 
 impl RecordConfig {

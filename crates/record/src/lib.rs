@@ -3,4 +3,5 @@
 pub mod config;
 pub mod frames;
 pub mod run;
+pub mod segments;
 pub mod verdict;

@@ -17,6 +17,7 @@ use sinkrate_stats::LatencyRecorder;
 
 use crate::config::{RecordConfig, StreamSpec, WriteMode};
 use crate::frames::FrameSource;
+use crate::segments::Segments;
 
 const BLOCK: usize = 4096;
 /// Drop instants kept per stream (the count is always exact).
@@ -62,6 +63,11 @@ pub struct StreamResult {
     pub writer_busy_ns: u64,
     pub final_sync_ns: u64,
     pub file: PathBuf,
+    /// Every file of the stream still on disk (segments that loop recording kept).
+    pub files: Vec<PathBuf>,
+    pub segments_created: u64,
+    pub segments_deleted: u64,
+    pub bytes_deleted: u64,
     pub error: Option<String>,
     /// Every frame, when asked for (drops from the producer, writes from the writer).
     pub frames: Vec<FrameRecord>,
@@ -214,8 +220,9 @@ impl Sink {
         Ok(())
     }
 
-    /// Writes the direct-mode tail and makes everything durable.
-    fn finish(&mut self) -> std::io::Result<()> {
+    /// Writes the direct-mode tail; with `durable`, also flushes the whole file system
+    /// (every segment of every stream), as the end of a recording does.
+    fn finish(&mut self, durable: bool) -> std::io::Result<()> {
         if self.carry > 0 {
             if let Some(staging) = self.staging.as_ref() {
                 pwrite_all(self.tail_fd, &staging.as_slice()[..self.carry], self.offset)?;
@@ -228,11 +235,11 @@ impl Sink {
         } else {
             self.fd
         };
-        if fd < 0 {
+        if fd < 0 || !durable {
             return Ok(());
         }
-        // SAFETY: fsync on an owned descriptor.
-        if unsafe { libc::fsync(fd) } < 0 {
+        // SAFETY: syncfs and fsync on an owned descriptor.
+        if unsafe { libc::syncfs(fd) } < 0 || unsafe { libc::fsync(fd) } < 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(())
@@ -366,15 +373,18 @@ fn writer(
     } else {
         path
     };
-    let mut sink = match Sink::create(&path, cfg, max_frame) {
+    let null = path.as_os_str().is_empty();
+    let mut segments = Segments::new(&cfg.dir, &spec.name, cfg.segments, 0);
+    let first = if null { path } else { segments.current.clone() };
+    let mut sink = match Sink::create(&first, cfg, max_frame) {
         Ok(s) => s,
         Err(e) => {
-            result.error = Some(format!("{}: {e}", path.display()));
+            result.error = Some(format!("{}: {e}", first.display()));
             shared.stop.store(true, Ordering::Relaxed);
             return;
         }
     };
-    result.file = path;
+    result.file = first;
     let mut latencies = Vec::with_capacity(64);
     let mut since_sync_frames = 0u64;
     let mut last_sync = shared.clock.elapsed();
@@ -387,7 +397,21 @@ fn writer(
         let data = &buffers[frame.buffer].as_mut_slice()[..frame.size as usize];
         let t0 = shared.clock.elapsed().as_nanos() as u64;
         latencies.clear();
-        let mut outcome = sink.write_frame(data, &mut latencies, &shared.clock);
+        // Rotation, preallocation and loop deletion happen in the frame's time, as in a
+        // recorder's write path.
+        let mut outcome = Ok(());
+        if !null && segments.rotation_due(sink.offset + sink.carry as u64, t0) {
+            outcome = sink.finish(false).and_then(|()| {
+                let bytes = sink.offset;
+                let next = segments.rotate(bytes, t0).to_path_buf();
+                sink = Sink::create(&next, cfg, max_frame)?;
+                result.file = next;
+                segments.enforce_fill().map(|_| ())
+            });
+        }
+        if outcome.is_ok() {
+            outcome = sink.write_frame(data, &mut latencies, &shared.clock);
+        }
         since_sync_frames += 1;
         let sync_due = cfg
             .fdatasync_every_frames
@@ -452,12 +476,18 @@ fn writer(
         let _ = free.send(frame.buffer);
     }
     let t0 = Instant::now();
-    if let Err(e) = sink.finish() {
+    if let Err(e) = sink.finish(true) {
         result
             .error
             .get_or_insert(format!("{}: {e}", result.file.display()));
     }
     result.final_sync_ns = t0.elapsed().as_nanos() as u64;
+    if !null {
+        result.files = segments.files();
+    }
+    result.segments_created = segments.created;
+    result.segments_deleted = segments.deleted;
+    result.bytes_deleted = segments.bytes_deleted;
     drop(buffers.drain(..));
 }
 
@@ -550,6 +580,10 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
                 produced.writer_busy_ns = written.writer_busy_ns;
                 produced.final_sync_ns = written.final_sync_ns;
                 produced.file = written.file;
+                produced.files = written.files;
+                produced.segments_created = written.segments_created;
+                produced.segments_deleted = written.segments_deleted;
+                produced.bytes_deleted = written.bytes_deleted;
                 produced.error = written.error;
                 produced.frames.extend(written.frames);
                 produced.frames.sort_by_key(|f| f.frame);
