@@ -189,9 +189,17 @@ fn bad_input_gets_one_line_and_exit_2() {
 
 const TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
 
+/// Root tests here change or depend on machine-wide settings (vm.dirty_*): one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial(test: &str, tools: &[&str], f: impl FnOnce()) {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    with_root(test, tools, f);
+}
+
 #[test]
 fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
-    with_root(
+    serial(
         "below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full",
         TOOLS,
         || {
@@ -279,7 +287,7 @@ fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
 
 #[test]
 fn buffered_writes_beyond_what_the_card_drains_are_falling_behind() {
-    with_root(
+    serial(
         "buffered_writes_beyond_what_the_card_drains_are_falling_behind",
         TOOLS,
         || {
@@ -360,7 +368,7 @@ fn segments_rotate_by_size_and_keep_exact_accounting() {
 
 #[test]
 fn loop_recording_keeps_the_file_system_below_the_fill_level() {
-    with_root(
+    serial(
         "loop_recording_keeps_the_file_system_below_the_fill_level",
         &["mkfs.ext4", "losetup"],
         || {
@@ -402,6 +410,112 @@ fn loop_recording_keeps_the_file_system_below_the_fill_level() {
                 on_disk + s["bytes_deleted"].as_u64().expect("deleted"),
                 totals(&v, "bytes_written")
             );
+        },
+    );
+}
+
+fn vm(name: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+        .expect("sysctl")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
+    serial(
+        "ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9",
+        TOOLS,
+        || {
+            let before: Vec<String> = [
+                "dirty_bytes",
+                "dirty_ratio",
+                "dirty_background_bytes",
+                "dirty_background_ratio",
+            ]
+            .iter()
+            .map(|n| vm(n))
+            .collect();
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "512M"]);
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--fps",
+                    "15",
+                    "--frame-size",
+                    "1000000",
+                    "--duration",
+                    "4s",
+                    "--ram-limit",
+                    "128M",
+                ],
+            );
+            assert_eq!(code, Some(1), "{stderr}");
+            assert_eq!(v["verdict"], "drops", "{}", v["verdict_text"]);
+            assert!(v["verdict_text"]
+                .as_str()
+                .is_some_and(|t| t.contains("throttled")));
+            assert_eq!(
+                v["dirty_limits"]["dirty_bytes"],
+                128 * 1048576 * before[1].parse::<u64>().unwrap_or(20) / 100
+            );
+            let after: Vec<String> = [
+                "dirty_bytes",
+                "dirty_ratio",
+                "dirty_background_bytes",
+                "dirty_background_ratio",
+            ]
+            .iter()
+            .map(|n| vm(n))
+            .collect();
+            assert_eq!(before, after, "restored at the end of the run");
+            // Killed mid-run: the next run restores the journal before anything else.
+            let child = Command::new(sinkrate_path())
+                .args(["record", "--dir"])
+                .arg(card.path())
+                .args([
+                    "--duration",
+                    "30s",
+                    "--dirty-limit",
+                    "32M",
+                    "--live",
+                    "never",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn");
+            std::thread::sleep(Duration::from_millis(1000));
+            assert_eq!(
+                vm("dirty_bytes"),
+                (32u64 << 20).to_string(),
+                "applied while running"
+            );
+            // SAFETY: killing our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            let _ = child.wait_with_output();
+            assert!(std::path::Path::new("/run/sinkrate/sysctl-journal.json").exists());
+            let (_, _, stderr) = record(
+                card.path(),
+                &["--fps", "5", "--frame-size", "4K", "--duration", "300ms"],
+            );
+            assert!(
+                stderr.contains("restored settings left by an interrupted run"),
+                "{stderr}"
+            );
+            let after: Vec<String> = [
+                "dirty_bytes",
+                "dirty_ratio",
+                "dirty_background_bytes",
+                "dirty_background_ratio",
+            ]
+            .iter()
+            .map(|n| vm(n))
+            .collect();
+            assert_eq!(before, after, "restored by the next run");
+            for f in common::files_in(card.path()) {
+                let _ = std::fs::remove_file(card.path().join(f));
+            }
         },
     );
 }

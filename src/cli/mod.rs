@@ -195,6 +195,13 @@ pub struct RecordArgs {
     /// One live line per second on standard error: auto (on a terminal), always, never
     #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub live: String,
+    /// Run as a board with this much RAM would: its dirty limits (dirty_ratio and
+    /// dirty_background_ratio of SIZE) are set for the run and restored after (needs root)
+    #[arg(long, value_name = "SIZE")]
+    pub ram_limit: Option<String>,
+    /// Set vm.dirty_bytes to SIZE (background: half) for the run, restored after (needs root)
+    #[arg(long, value_name = "SIZE")]
+    pub dirty_limit: Option<String>,
     /// Seed for frame-size jitter
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,

@@ -110,7 +110,36 @@ fn context_at(timeline: &[Sample], t_s: f64) -> Option<&Sample> {
     timeline.iter().min_by_key(|s| s.t_ns.abs_diff(t_ns))
 }
 
+/// A journal left by a run that was killed: its settings go back before anything else.
+fn restore_left_over_settings() -> Result<()> {
+    let journal = Path::new(sinkrate_sysctl::DEFAULT_JOURNAL);
+    // SAFETY: geteuid has no preconditions.
+    if !journal.exists() || unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let restored = match sinkrate_sysctl::restore_pending(Path::new("/proc/sys"), journal) {
+        Ok(r) => r,
+        // Another run is alive and holds them: not ours to touch.
+        Err(sinkrate_sysctl::Error::Busy(_)) => return Ok(()),
+        Err(e) => {
+            return Err(anyhow!(e).context("restoring the settings of an earlier, interrupted run"))
+        }
+    };
+    if !restored.is_empty() {
+        let names: Vec<String> = restored
+            .iter()
+            .map(|e| format!("{}={}", e.name, e.original))
+            .collect();
+        eprintln!(
+            "sinkrate: note: restored settings left by an interrupted run: {}",
+            names.join(", ")
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
+    restore_left_over_settings()?;
     let (streams, label, profile_sync) = streams_from(&args)?;
     let duration = time_arg("duration", &args.duration)?;
     if duration.is_zero() {
@@ -223,6 +252,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             ));
         }
     }
+    let limits = dirty_limits(&args)?;
     let target = sinkrate_engine::host::target_facts(&cfg.dir, false);
     if matches!(target.fs_type.as_deref(), Some("tmpfs") | Some("ramfs")) {
         eprintln!(
@@ -238,6 +268,30 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         signal_hook::flag::register(signal, stop.clone())
             .context("installing the Ctrl-C handler")?;
     }
+    // Journaled before the change; restored when `_limits_guard` drops, whatever happens.
+    let mut applied: Vec<Value> = Vec::new();
+    let _limits_guard = match limits {
+        Some((dirty, background)) => {
+            let guard = sinkrate_sysctl::Guard::apply(
+                Path::new("/proc/sys"),
+                Path::new(sinkrate_sysctl::DEFAULT_JOURNAL),
+                &[
+                    ("vm/dirty_bytes", dirty.to_string()),
+                    ("vm/dirty_background_bytes", background.to_string()),
+                ],
+            )
+            .context("setting the run's dirty limits")?;
+            for e in guard.entries() {
+                applied.push(json!({ "name": e.name, "original": e.original }));
+            }
+            eprintln!(
+                "sinkrate: note: vm.dirty_bytes={dirty} vm.dirty_background_bytes={background} for this run (journal {}; restored at the end)",
+                sinkrate_sysctl::DEFAULT_JOURNAL
+            );
+            Some(guard)
+        }
+        None => None,
+    };
     let devices = super::bench::device_names(std::slice::from_ref(&target));
     let sampler = Sampler::start(
         SamplerConfig {
@@ -433,6 +487,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             "started_at": sinkrate_report::fio_json::rfc3339(started_unix_ms), "timestamp_ms": started_unix_ms,
             "host": sinkrate_engine::host::host_facts(), "target": target, "config": cfg, "label": label,
             "interrupted": interrupted, "errors": errors,
+            "dirty_limits": limits.map(|(d, b)| json!({ "dirty_bytes": d, "dirty_background_bytes": b, "restored": applied })),
             "verdict": verdict_key, "verdict_text": outcome.text, "headroom": outcome.headroom,
             "backlog_growth_bytes_per_s": outcome.backlog_growth_bytes_per_s, "throttled_after_s": outcome.throttled_after_s,
             "totals": {
@@ -560,4 +615,44 @@ fn write_frames_log(path: &Path, results: &[StreamResult]) -> Result<()> {
     out.flush()
         .with_context(|| format!("{}: cannot write", path.display()))?;
     Ok(())
+}
+
+/// The dirty limits --ram-limit or --dirty-limit ask for: (dirty_bytes, dirty_background_bytes).
+fn dirty_limits(args: &RecordArgs) -> Result<Option<(u64, u64)>> {
+    let wanted = match (&args.ram_limit, &args.dirty_limit) {
+        (Some(_), Some(_)) => return Err(anyhow!("give --ram-limit or --dirty-limit, not both")),
+        (None, None) => return Ok(None),
+        (Some(ram), None) => {
+            let ram = size_arg("ram-limit", ram)?;
+            let s = sinkrate_sampler::live::read_vm_settings();
+            // As the kernel would on that board: the ratios of its memory, or the same
+            // absolute limits when this host sets them in bytes.
+            let dirty = match s.dirty_bytes.filter(|b| *b > 0) {
+                Some(b) => b.min(ram),
+                None => ram * s.dirty_ratio.unwrap_or(20) / 100,
+            };
+            let background = match s.dirty_background_bytes.filter(|b| *b > 0) {
+                Some(b) => b.min(dirty / 2),
+                None => ram * s.dirty_background_ratio.unwrap_or(10) / 100,
+            };
+            (dirty, background)
+        }
+        (None, Some(d)) => {
+            let d = size_arg("dirty-limit", d)?;
+            (d, d / 2)
+        }
+    };
+    if wanted.0 < 4096 * 64 {
+        return Err(anyhow!(
+            "the dirty limit would be {} bytes; the kernel needs at least 256 KiB",
+            wanted.0
+        ));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(anyhow!(
+            "--ram-limit/--dirty-limit set vm.dirty_bytes for the run, which needs root"
+        ));
+    }
+    Ok(Some(wanted))
 }
