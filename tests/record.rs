@@ -519,3 +519,43 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
         },
     );
 }
+
+#[test]
+fn find_max_brackets_the_cards_rate() {
+    serial("find_max_brackets_the_cards_rate", TOOLS, || {
+        let card = SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
+        let out = Command::new(sinkrate_path())
+            .args(["record", "--dir"])
+            .arg(card.path())
+            .args([
+                "--fps",
+                "4",
+                "--frame-size",
+                "1000000",
+                "--write-mode",
+                "direct",
+                "--duration",
+                "4s",
+                "--find-max",
+                "fps",
+                "--output-format",
+                "json",
+            ])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let raw = v["raw_direct_write_bytes_per_s"]
+            .as_f64()
+            .expect("raw rate");
+        assert!((raw - 10e6).abs() / 10e6 < 0.1, "raw {raw}");
+        // 4 s probes with a 4 MB pool can absorb up to 1 MB/s above the device's rate.
+        let max = v["max"].as_f64().expect("max");
+        assert!((9.0..=11.5).contains(&max), "max fps {max}");
+        assert!(v["probes"].as_array().is_some_and(|p| p.len() >= 5));
+    });
+}

@@ -202,6 +202,10 @@ pub struct RecordArgs {
     /// Set vm.dirty_bytes to SIZE (background: half) for the run, restored after (needs root)
     #[arg(long, value_name = "SIZE")]
     pub dirty_limit: Option<String>,
+    /// Search the largest value that still keeps up for --duration: streams, bitrate or fps
+    /// (bisection to 5%, confirmed by a second run), next to the device's raw direct-write rate
+    #[arg(long, value_name = "WHAT", value_parser = ["streams", "bitrate", "fps"])]
+    pub find_max: Option<String>,
     /// Seed for frame-size jitter
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,

@@ -33,7 +33,7 @@ runtime=10s
 end_fsync=1
 ";
 
-struct LiveContext;
+pub struct LiveContext;
 
 impl SourceContext for LiveContext {
     fn read_file(&self, path: &Path) -> Result<String, String> {

@@ -140,6 +140,9 @@ fn restore_left_over_settings() -> Result<()> {
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     restore_left_over_settings()?;
+    if let Some(what) = args.find_max.clone() {
+        return super::find_max::run(&args, &what);
+    }
     let (streams, label, profile_sync) = streams_from(&args)?;
     let duration = time_arg("duration", &args.duration)?;
     if duration.is_zero() {
