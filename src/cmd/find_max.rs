@@ -131,6 +131,7 @@ pub fn run(args: &RecordArgs, what: &str) -> Result<ExitCode> {
             "--find-max {what} needs a custom stream: --fps with --frame-size or --bitrate"
         ));
     }
+    super::record::check_args(args)?;
     let raw = raw_write_rate(&args.dir).context("measuring the device's raw write rate")?;
     eprintln!(
         "sinkrate: raw direct sequential write rate: {:.1} MB/s",

@@ -27,12 +27,31 @@ fn size_arg(name: &str, text: &str) -> Result<u64> {
     sinkrate_emulate::units::parse_size(text).map_err(|e| anyhow!("--{name}: {e}"))
 }
 
+/// Checks the stream and duration arguments without running anything (for --find-max,
+/// which must refuse bad input before it measures the device).
+pub(super) fn check_args(args: &RecordArgs) -> Result<()> {
+    streams_from(args)?;
+    let d = time_arg("duration", &args.duration)?;
+    if d.is_zero() {
+        return Err(anyhow!("--duration: must be above zero (e.g. 30s)"));
+    }
+    if !args.dir.is_dir() {
+        return Err(anyhow!("--dir {}: not a directory", args.dir.display()));
+    }
+    Ok(())
+}
+
 fn streams_from(args: &RecordArgs) -> Result<(Vec<StreamSpec>, String, Option<Duration>)> {
     let custom = args.fps.is_some() || args.frame_size.is_some() || args.bitrate.is_some();
     if custom && args.profile.is_some() {
         return Err(anyhow!("--profile cannot be combined with --fps/--frame-size/--bitrate (give one or the other)"));
     }
     if !custom {
+        if args.streams != 1 || args.gop.is_some() {
+            return Err(anyhow!(
+                "--streams and --gop shape custom streams: give them with --fps and --frame-size or --bitrate (a profile sets its own)"
+            ));
+        }
         let name = args.profile.as_deref().unwrap_or("dual-1080p30");
         let p = profile(name).map_err(|e| anyhow!(e))?;
         return Ok((
