@@ -559,3 +559,39 @@ fn find_max_brackets_the_cards_rate() {
         assert!(v["probes"].as_array().is_some_and(|p| p.len() >= 5));
     });
 }
+
+#[test]
+fn preallocation_modes_keep_exact_files() {
+    let d = tempfile::tempdir().expect("tempdir");
+    for mode in ["fallocate", "ftruncate", "pregrow"] {
+        for write_mode in ["buffered", "direct"] {
+            let (code, v, stderr) = record(
+                d.path(),
+                &[
+                    "--fps",
+                    "20",
+                    "--frame-size",
+                    "100000",
+                    "--duration",
+                    "500ms",
+                    "--preallocate",
+                    "8M",
+                    "--preallocate-mode",
+                    mode,
+                    "--write-mode",
+                    write_mode,
+                    "--keep",
+                ],
+            );
+            assert_eq!(code, Some(0), "{mode}/{write_mode}: {stderr}");
+            let file = v["streams"][0]["file"].as_str().expect("file").to_string();
+            assert_eq!(
+                std::fs::metadata(&file).expect("kept").len(),
+                totals(&v, "bytes_written"),
+                "{mode}/{write_mode}: the file holds exactly the frames"
+            );
+            assert!(v["totals"]["writer_cpu_s"].is_number());
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}

@@ -171,9 +171,13 @@ pub struct RecordArgs {
     /// Loop recording: delete the oldest segments while the file system is fuller than PCT
     #[arg(long, value_name = "PCT")]
     pub loop_fill: Option<f64>,
-    /// Preallocate each file (fallocate, keep size) to this many bytes
+    /// Preallocate each file (each segment) to this many bytes
     #[arg(long)]
     pub preallocate: Option<String>,
+    /// How to preallocate: fallocate (reserve blocks), ftruncate (sparse length), pregrow
+    /// (write zeros first, then overwrite: seed 002)
+    #[arg(long, default_value = "fallocate", value_parser = ["fallocate", "ftruncate", "pregrow"])]
+    pub preallocate_mode: String,
     /// How long to record
     #[arg(long, default_value = "30s")]
     pub duration: String,

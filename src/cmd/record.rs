@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
 use sinkrate_jobspec::units::{parse_time, TimeUnit};
-use sinkrate_record::config::{parse_bitrate, profile, RecordConfig, StreamSpec, WriteMode};
+use sinkrate_record::config::{
+    parse_bitrate, profile, PreallocMode, RecordConfig, StreamSpec, WriteMode,
+};
 use sinkrate_record::frames::FrameSizes;
 use sinkrate_record::run::StreamResult;
 use sinkrate_record::verdict::{decide, Evidence, Verdict};
@@ -200,6 +202,11 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         fdatasync_every: match &args.fdatasync_every {
             Some(t) => Some(time_arg("fdatasync-every", t)?),
             None => profile_sync,
+        },
+        prealloc_mode: match args.preallocate_mode.as_str() {
+            "ftruncate" => PreallocMode::Ftruncate,
+            "pregrow" => PreallocMode::Pregrow,
+            _ => PreallocMode::Fallocate,
         },
         preallocate: args
             .preallocate
@@ -493,7 +500,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 "pool_high_water": r.pool_high_water, "buffers": r.buffers,
                 "write_latency_ns": percentiles(&r.write_latency), "lateness_ns": percentiles(&r.lateness),
                 "schedule_jitter_ns": percentiles(&r.schedule_jitter),
-                "writer_busy_ns": r.writer_busy_ns, "final_sync_ns": r.final_sync_ns, "error": r.error,
+                "writer_busy_ns": r.writer_busy_ns, "writer_cpu_ns": r.writer_cpu_ns, "final_sync_ns": r.final_sync_ns, "error": r.error,
             })
         })
         .collect();
@@ -518,6 +525,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 "bytes_written": sum(|r| r.bytes_written), "requested_bytes_per_s": requested,
                 "written_bytes_per_s": sum(|r| r.bytes_written) as f64 / elapsed_s,
                 "device_bytes_per_s": device_bytes_per_s,
+                "writer_cpu_s": results.iter().map(|r| r.writer_cpu_ns).sum::<u64>() as f64 / 1e9,
+                "flusher_cpu_s": sampled.hogs.iter().filter(|h| h.name.contains("flush")).map(|h| h.cpu_seconds).sum::<f64>(),
                 "final_flush_s": final_flush_s,
                 "write_latency_ns": percentiles(&total_lat), "lateness_ns": percentiles(&total_late),
                 "schedule_jitter_ns": percentiles(&total_jitter),

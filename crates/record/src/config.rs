@@ -28,6 +28,17 @@ pub enum WriteMode {
     Null,
 }
 
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PreallocMode {
+    /// fallocate(FALLOC_FL_KEEP_SIZE): blocks reserved, size unchanged.
+    Fallocate,
+    /// ftruncate to the size: a sparse file of that length, nothing allocated.
+    Ftruncate,
+    /// Write zeros up to the size first (seed 002's pregrowing), then overwrite in place.
+    Pregrow,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct RecordConfig {
     pub dir: PathBuf,
@@ -39,8 +50,9 @@ pub struct RecordConfig {
     pub write_size: Option<u64>,
     pub fdatasync_every_frames: Option<u64>,
     pub fdatasync_every: Option<Duration>,
-    /// Preallocate each file to this many bytes with fallocate.
+    /// Preallocate each file (each segment) to this many bytes, the way `prealloc_mode` says.
     pub preallocate: Option<u64>,
+    pub prealloc_mode: PreallocMode,
     pub duration: Duration,
     /// Write calls slower than this are listed as stalls.
     pub stall_threshold: Duration,

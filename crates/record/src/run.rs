@@ -15,7 +15,7 @@ use sinkrate_engine::buffers::AlignedBuf;
 use sinkrate_engine::rng::Rng;
 use sinkrate_stats::LatencyRecorder;
 
-use crate::config::{RecordConfig, StreamSpec, WriteMode};
+use crate::config::{PreallocMode, RecordConfig, StreamSpec, WriteMode};
 use crate::frames::FrameSource;
 use crate::segments::Segments;
 
@@ -61,6 +61,8 @@ pub struct StreamResult {
     pub stalls: Vec<Stall>,
     /// Time the writer spent in write and sync calls.
     pub writer_busy_ns: u64,
+    /// CPU time (user + system) of the writer thread.
+    pub writer_cpu_ns: u64,
     pub final_sync_ns: u64,
     pub file: PathBuf,
     /// Every file of the stream still on disk (segments that loop recording kept).
@@ -90,6 +92,8 @@ struct Sink {
     staging: Option<AlignedBuf>,
     carry: usize,
     write_size: usize,
+    /// Pregrown or truncated-up files are cut back to what was written when closed.
+    truncate_at_close: bool,
 }
 
 fn open(path: &std::path::Path, flags: libc::c_int) -> std::io::Result<libc::c_int> {
@@ -143,8 +147,38 @@ impl Sink {
             }
         };
         if let (Some(bytes), true) = (cfg.preallocate, fd >= 0) {
-            // SAFETY: fallocate on the descriptor just opened; failure only means no prealloc.
-            unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, bytes as libc::off_t) };
+            match cfg.prealloc_mode {
+                PreallocMode::Fallocate => {
+                    // SAFETY: fallocate on the descriptor just opened; failing only means the
+                    // writes allocate instead.
+                    unsafe {
+                        libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, bytes as libc::off_t)
+                    };
+                }
+                PreallocMode::Ftruncate => {
+                    // SAFETY: as above.
+                    if unsafe { libc::ftruncate(fd, bytes as libc::off_t) } < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                PreallocMode::Pregrow => {
+                    let zeros = vec![0u8; 1 << 20];
+                    let grow_fd = if tail_fd >= 0 { tail_fd } else { fd };
+                    let plain = if cfg.write_mode == WriteMode::Direct {
+                        grow_fd
+                    } else {
+                        fd
+                    };
+                    let mut off = 0;
+                    while off < bytes {
+                        let n = (bytes - off).min(zeros.len() as u64) as usize;
+                        pwrite_all(plain, &zeros[..n], off)?;
+                        off += n as u64;
+                    }
+                    // SAFETY: fdatasync on the descriptor just written.
+                    unsafe { libc::fdatasync(plain) };
+                }
+            }
         }
         Ok(Sink {
             fd,
@@ -153,6 +187,8 @@ impl Sink {
             offset: 0,
             staging,
             carry: 0,
+            truncate_at_close: cfg.preallocate.is_some()
+                && cfg.prealloc_mode != PreallocMode::Fallocate,
             write_size: cfg
                 .write_size
                 .map(|w| w as usize)
@@ -228,6 +264,12 @@ impl Sink {
                 pwrite_all(self.tail_fd, &staging.as_slice()[..self.carry], self.offset)?;
                 self.offset += self.carry as u64;
                 self.carry = 0;
+            }
+        }
+        if self.truncate_at_close && self.fd >= 0 {
+            // SAFETY: ftruncate on an owned descriptor.
+            if unsafe { libc::ftruncate(self.fd, self.offset as libc::off_t) } < 0 {
+                return Err(std::io::Error::last_os_error());
             }
         }
         let fd = if self.tail_fd >= 0 {
@@ -373,6 +415,7 @@ fn writer(
     } else {
         path
     };
+    let cpu_start = thread_cpu_ns();
     let null = path.as_os_str().is_empty();
     let mut segments = Segments::new(&cfg.dir, &spec.name, cfg.segments, 0);
     let first = if null { path } else { segments.current.clone() };
@@ -482,6 +525,7 @@ fn writer(
             .get_or_insert(format!("{}: {e}", result.file.display()));
     }
     result.final_sync_ns = t0.elapsed().as_nanos() as u64;
+    result.writer_cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
     if !null {
         result.files = segments.files();
     }
@@ -581,6 +625,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
                 produced.final_sync_ns = written.final_sync_ns;
                 produced.file = written.file;
                 produced.files = written.files;
+                produced.writer_cpu_ns = written.writer_cpu_ns;
                 produced.segments_created = written.segments_created;
                 produced.segments_deleted = written.segments_deleted;
                 produced.bytes_deleted = written.bytes_deleted;
@@ -598,4 +643,15 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
         progress: progress_all,
         clock,
     }
+}
+
+/// User + system CPU time of the calling thread, in ns.
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: getrusage fills the struct; zeroed is a valid initial value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } < 0 {
+        return 0;
+    }
+    let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000;
+    ns(ru.ru_utime) + ns(ru.ru_stime)
 }
