@@ -23,6 +23,20 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     }
 }
 
+/// A flag set by the first Ctrl-C (or SIGTERM), so a command can stop cleanly and still
+/// report; a second one ends the process at once with 130.
+pub fn interrupt_flag() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    use anyhow::Context;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .context("installing the Ctrl-C handler")?;
+        signal_hook::flag::register(signal, stop.clone())
+            .context("installing the Ctrl-C handler")?;
+    }
+    Ok(stop)
+}
+
 fn run() -> Result<ExitCode> {
     let (clap_args, job_options) = cli::bench_args::split(std::env::args().collect());
     let cli = match Cli::try_parse_from(clap_args) {

@@ -4,8 +4,6 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 use sinkrate_engine::RunOptions;
@@ -139,14 +137,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         crate::write_stdout(describe(&set).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second Ctrl-C ends the process at once; the first lets jobs stop and report.
-        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
-            .context("installing the Ctrl-C handler")?;
-        signal_hook::flag::register(signal, stop.clone())
-            .context("installing the Ctrl-C handler")?;
-    }
+    let stop = crate::interrupt_flag()?;
     let options = RunOptions {
         base_dir: PathBuf::from("."),
         force_device_write: args.force,

@@ -3,8 +3,7 @@
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
@@ -290,13 +289,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             target.fs_type.as_deref().unwrap_or("")
         );
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
-            .context("installing the Ctrl-C handler")?;
-        signal_hook::flag::register(signal, stop.clone())
-            .context("installing the Ctrl-C handler")?;
-    }
+    let stop = crate::interrupt_flag()?;
     // Journaled before the change; restored when `_limits_guard` drops, whatever happens.
     let mut applied: Vec<Value> = Vec::new();
     let _limits_guard = match limits {

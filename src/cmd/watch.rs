@@ -4,8 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::{Child, ExitCode};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
@@ -339,13 +338,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
             return Err(anyhow!("--device {d}: no such block device (names as in /proc/diskstats, e.g. sda, mmcblk0)"));
         }
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
-            .context("installing the Ctrl-C handler")?;
-        signal_hook::flag::register(signal, stop.clone())
-            .context("installing the Ctrl-C handler")?;
-    }
+    let stop = crate::interrupt_flag()?;
     let config = SamplerConfig {
         interval,
         devices: args.devices.clone(),
