@@ -435,6 +435,20 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             (!u.is_empty()).then(|| u.iter().sum::<f64>() / u.len() as f64 / 100.0)
         },
         longest_stall,
+        board_1g_ceiling_bytes: {
+            // Midway between the two limits a 1 GB board would compute from these settings.
+            let gb = 1u64 << 30;
+            let s = sampled.settings;
+            let hard = s
+                .dirty_bytes
+                .filter(|b| *b > 0)
+                .unwrap_or(gb * s.dirty_ratio.unwrap_or(20) / 100);
+            let bg = s
+                .dirty_background_bytes
+                .filter(|b| *b > 0)
+                .unwrap_or(gb * s.dirty_background_ratio.unwrap_or(10) / 100);
+            Some((hard.min(gb) + bg.min(gb)) / 2)
+        },
     };
     let outcome = decide(&evidence);
     let mut total_lat = LatencyRecorder::new();

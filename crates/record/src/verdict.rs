@@ -41,6 +41,9 @@ pub struct Evidence {
     pub device_bytes_per_s: Option<f64>,
     /// Mean share of the run the devices were busy.
     pub device_busy_fraction: Option<f64>,
+    /// The freerun ceiling a board with 1 GB of RAM would have with this host's dirty
+    /// settings, for the "on a 1 GB board" estimate.
+    pub board_1g_ceiling_bytes: Option<u64>,
     pub longest_stall: Option<(f64, f64)>,
 }
 
@@ -103,9 +106,12 @@ pub fn decide(e: &Evidence) -> Outcome {
                 e.device_bytes_per_s.map(mb).unwrap_or_else(|| "less".into()),
                 mb(e.requested_bytes_per_s),
                 after
-                    .map(|a| format!("; at this rate writers will be throttled after {a:.0} s more"))
+                    .map(|a| format!("; at this rate writers will be throttled after {a:.0} s more on this host"))
                     .unwrap_or_default()
-            );
+            ) + &e
+                .board_1g_ceiling_bytes
+                .map(|c| format!(", after {:.0} s on a board with 1 GB of RAM (--ram-limit 1G)", c as f64 / growth))
+                .unwrap_or_default();
             let text = match e.device_busy_fraction {
                 Some(b) if b < 0.5 => format!(
                     "{text}. The device was busy only {:.0}% of the time: the kernel defers writeback until dirty data passes the background threshold or ages past dirty_expire_centisecs, so the backlog is the kernel's choice as much as the device's limit (a longer run, or lower dirty_background_bytes / dirty_expire_centisecs, shows which)",
