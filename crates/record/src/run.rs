@@ -538,26 +538,43 @@ fn writer(
 /// Starts every stream; `join` waits for the configured duration (or `stop`) and returns
 /// the results, while `progress` feeds a live line.
 pub struct Recording {
-    handles: Vec<std::thread::JoinHandle<StreamResult>>,
+    handles: Vec<(String, std::thread::JoinHandle<StreamResult>)>,
+    /// Streams whose threads could not start.
+    failed: Vec<StreamResult>,
     pub progress: Vec<Arc<StreamProgress>>,
     pub clock: Instant,
 }
 
 impl Recording {
+    /// Every stream's result; a stream whose thread failed reports that as its error.
     pub fn join(self) -> Vec<StreamResult> {
-        self.handles
+        let mut out: Vec<StreamResult> = self
+            .handles
             .into_iter()
-            .filter_map(|h| h.join().ok())
-            .collect()
+            .map(|(name, h)| {
+                h.join().unwrap_or_else(|_| StreamResult {
+                    error: Some(format!(
+                        "stream {name}: its recording thread stopped unexpectedly"
+                    )),
+                    name,
+                    ..StreamResult::default()
+                })
+            })
+            .collect();
+        out.extend(self.failed);
+        out
     }
 }
 
 pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
     let mut handles = Vec::new();
+    let mut failed = Vec::new();
+    let stop_on_failure = stop.clone();
     let mut progress_all = Vec::new();
     let clock = Instant::now();
     for (index, spec) in cfg.streams.iter().enumerate() {
         let spec = spec.clone();
+        let spec_name = spec.name.clone();
         let cfg = cfg.clone();
         let stop = stop.clone();
         let progress = Arc::new(StreamProgress::default());
@@ -634,12 +651,21 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
                 produced.frames.sort_by_key(|f| f.frame);
                 produced
             });
-        if let Ok(h) = h {
-            handles.push(h);
+        match h {
+            Ok(h) => handles.push((spec_name, h)),
+            Err(e) => {
+                stop_on_failure.store(true, Ordering::Relaxed);
+                failed.push(StreamResult {
+                    error: Some(format!("stream {spec_name}: cannot start its threads: {e}")),
+                    name: spec_name,
+                    ..StreamResult::default()
+                });
+            }
         }
     }
     Recording {
         handles,
+        failed,
         progress: progress_all,
         clock,
     }
