@@ -421,21 +421,26 @@ fn vm(name: &str) -> String {
         .to_string()
 }
 
+/// The four dirty-limit settings, in a fixed order, to compare before and after.
+fn dirty_settings() -> Vec<String> {
+    [
+        "dirty_bytes",
+        "dirty_ratio",
+        "dirty_background_bytes",
+        "dirty_background_ratio",
+    ]
+    .iter()
+    .map(|n| vm(n))
+    .collect()
+}
+
 #[test]
 fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
     serial(
         "ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9",
         TOOLS,
         || {
-            let before: Vec<String> = [
-                "dirty_bytes",
-                "dirty_ratio",
-                "dirty_background_bytes",
-                "dirty_background_ratio",
-            ]
-            .iter()
-            .map(|n| vm(n))
-            .collect();
+            let before: Vec<String> = dirty_settings();
             let card = SlowDev::new(&["--write-rate", "10MB", "--size", "512M"]);
             let (code, v, stderr) = record(
                 card.path(),
@@ -459,15 +464,7 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
                 v["dirty_limits"]["dirty_bytes"],
                 128 * 1048576 * before[1].parse::<u64>().unwrap_or(20) / 100
             );
-            let after: Vec<String> = [
-                "dirty_bytes",
-                "dirty_ratio",
-                "dirty_background_bytes",
-                "dirty_background_ratio",
-            ]
-            .iter()
-            .map(|n| vm(n))
-            .collect();
+            let after: Vec<String> = dirty_settings();
             assert_eq!(before, after, "restored at the end of the run");
             // Killed mid-run: the next run restores the journal before anything else.
             let child = Command::new(sinkrate_path())
@@ -503,15 +500,7 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
                 stderr.contains("restored settings left by an interrupted run"),
                 "{stderr}"
             );
-            let after: Vec<String> = [
-                "dirty_bytes",
-                "dirty_ratio",
-                "dirty_background_bytes",
-                "dirty_background_ratio",
-            ]
-            .iter()
-            .map(|n| vm(n))
-            .collect();
+            let after: Vec<String> = dirty_settings();
             assert_eq!(before, after, "restored by the next run");
             for f in common::files_in(card.path()) {
                 let _ = std::fs::remove_file(card.path().join(f));
