@@ -9,8 +9,7 @@ cargo build --release --locked
 install -D -m 0755 target/release/sinkrate "$prefix/bin/sinkrate"
 mkdir -p "$prefix/share/man/man1"
 target/release/sinkrate man > "$prefix/share/man/man1/sinkrate.1"
-if [ -d /usr/share/bash-completion/completions ] || [ -w /usr/share ]; then
-  mkdir -p /usr/share/bash-completion/completions
-  target/release/sinkrate completions bash > /usr/share/bash-completion/completions/sinkrate
-fi
+# bash-completion also looks under the prefix ($prefix/share/bash-completion/completions).
+mkdir -p "$prefix/share/bash-completion/completions"
+target/release/sinkrate completions bash > "$prefix/share/bash-completion/completions/sinkrate"
 echo "installed $prefix/bin/sinkrate ($("$prefix/bin/sinkrate" --version))"
