@@ -33,6 +33,10 @@ if ! command -v cargo >/dev/null 2>&1; then
   done
 fi
 if ! command -v cargo >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "sinkrate: no Rust toolchain (cargo) on PATH: install one (rustup, or as root: apt-get install cargo rustc)" >&2
+    exit 2
+  fi
   echo "sinkrate: no Rust toolchain found; installing Debian's cargo" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc >/dev/null
