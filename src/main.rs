@@ -23,6 +23,39 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     }
 }
 
+/// Refuses, before any work, an output file that could not be written at the end: a run's
+/// results must not be lost to a typo in --output.
+pub fn check_output_path(flag: &str, path: &std::path::Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let target = if path.exists() {
+        path.to_path_buf()
+    } else {
+        dir.clone()
+    };
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{flag} {}: the directory {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    let c = std::ffi::CString::new(target.as_os_str().as_bytes())
+        .map_err(|_| anyhow::anyhow!("{flag} {}: the path contains a NUL byte", path.display()))?;
+    // SAFETY: access() reads a valid C string.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        anyhow::bail!(
+            "{flag} {}: {} is not writable",
+            path.display(),
+            target.display()
+        );
+    }
+    Ok(())
+}
+
 /// A flag set by the first Ctrl-C (or SIGTERM), so a command can stop cleanly and still
 /// report; a second one ends the process at once with 130.
 pub fn interrupt_flag() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {

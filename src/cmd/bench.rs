@@ -129,6 +129,9 @@ fn describe(set: &JobSet) -> String {
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let formats = OutputFormat::parse_list(&args.output_format).map_err(|e| anyhow!(e))?;
+    if let Some(p) = &args.output {
+        crate::check_output_path("--output", p)?;
+    }
     let set = load_jobs(&args)?;
     if args.parse_only {
         for n in &set.notices {

@@ -160,6 +160,14 @@ fn restore_left_over_settings() -> Result<()> {
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     restore_left_over_settings()?;
+    for (flag, p) in [
+        ("--output", &args.output),
+        ("--frames-log", &args.frames_log),
+    ] {
+        if let Some(p) = p {
+            crate::check_output_path(flag, p)?;
+        }
+    }
     if let Some(what) = args.find_max.clone() {
         return super::find_max::run(&args, &what);
     }

@@ -316,6 +316,15 @@ fn summary_text(
 }
 
 pub fn run(args: WatchArgs) -> Result<ExitCode> {
+    for (flag, p) in [
+        ("--output", &args.output),
+        ("--csv", &args.csv),
+        ("--prometheus", &args.prometheus),
+    ] {
+        if let Some(p) = p {
+            crate::check_output_path(flag, p)?;
+        }
+    }
     let interval = duration_arg("interval", &args.interval)?;
     if interval < Duration::from_millis(10) {
         return Err(anyhow!(
