@@ -94,6 +94,16 @@ fn bad_values_on_the_command_line() {
         &["--name=a", "--size=1m", "--filename=/dev/nonexistent-disk"],
         &["never created as a file"],
     );
+    refuses(
+        p,
+        &[
+            "--name=a",
+            "--ioengine=null",
+            "--size=1m",
+            "--output=/nonexistent/run.json",
+        ],
+        &["--output", "does not exist"],
+    );
 }
 
 #[test]

@@ -148,6 +148,14 @@ fn bad_input_gets_one_line_and_exit_2() {
         (vec!["--buffers", "0"], "--buffers"),
         (vec!["--duration", "0s"], "above zero"),
         (
+            vec!["--duration", "1s", "--frames-log", "/nonexistent/f.csv"],
+            "does not exist",
+        ),
+        (
+            vec!["--duration", "1s", "--output", "/nonexistent/r.json"],
+            "does not exist",
+        ),
+        (
             vec!["--fps", "30", "--frame-size", "1G", "--buffers", "64"],
             "capture pools need",
         ),

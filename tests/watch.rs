@@ -148,6 +148,7 @@ fn bad_input_gets_one_line_and_exit_2() {
         (vec!["--duration", "ten"], "not a time"),
         (vec!["--pid", "999999999"], "no such running process"),
         (vec!["--device", "nodisk0"], "no such block device"),
+        (vec!["--output", "/nonexistent/w.json"], "does not exist"),
         (vec!["--tui", "--duration", "1s"], "needs a terminal"),
     ] {
         let out = watch(&args);
