@@ -102,15 +102,6 @@ fn streams_from(args: &RecordArgs) -> Result<(Vec<StreamSpec>, String, Option<Du
     Ok((streams, label, None))
 }
 
-fn free_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the struct; zeroed is a valid initial value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0)
-        .then(|| st.f_bavail as u64 * st.f_frsize as u64)
-}
-
 fn percentiles(r: &LatencyRecorder) -> Value {
     let s = r.summary(&[50.0, 90.0, 99.0, 99.9]);
     json!({
@@ -276,7 +267,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     }
     let needed = (requested * duration.as_secs_f64() * 1.02) as u64
         + cfg.preallocate.unwrap_or(0) * cfg.streams.len() as u64;
-    if let (Some(free), None) = (free_bytes(&cfg.dir), cfg.segments.loop_fill_pct) {
+    if let (Some(free), None) = (
+        sinkrate_engine::files::free_bytes(&cfg.dir).ok(),
+        cfg.segments.loop_fill_pct,
+    ) {
         if needed > free {
             return Err(anyhow!(
                 "--dir {}: the recording needs about {:.2} GB ({:.1} MB/s for {:.0} s) and the file system has {:.2} GB free (shorten --duration)",

@@ -24,11 +24,7 @@ fn duration_arg(name: &str, text: &str) -> Result<Duration> {
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .and_then(|(_, r)| r.split_whitespace().next().map(str::to_string))
-        })
-        .is_some_and(|state| state != "Z" && state != "X")
+        .is_some_and(|t| sinkrate_procparse::pid::parse_stat(&t).is_some_and(|s| s.running()))
 }
 
 fn gb(b: Option<u64>) -> String {

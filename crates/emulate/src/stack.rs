@@ -133,25 +133,18 @@ fn is_mountpoint(path: &Path) -> bool {
         return false;
     };
     let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    text.lines().any(|l| {
-        l.split(' ').nth(4).map(|mp| mp.replace("\\040", " "))
-            == Some(canonical.to_string_lossy().into_owned())
-    })
+    let canonical = canonical.to_string_lossy();
+    sinkrate_procparse::mountinfo::parse(&text)
+        .iter()
+        .any(|m| m.mount_point == canonical)
 }
 
 /// Running (not gone, and not a zombie waiting for a parent that does not reap it).
 fn alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the parenthesised command name, which may itself contain spaces.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    !matches!(state, Some("Z") | Some("X") | None)
+    pid > 0
+        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .is_some_and(|t| sinkrate_procparse::pid::parse_stat(&t).is_some_and(|s| s.running()))
 }
 
 /// nbdkit processes whose command line names `socket`.
@@ -308,16 +301,10 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 fn mem_available() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(|kb| kb * 1024)
-        .unwrap_or(0)
+    let m = sinkrate_procparse::meminfo::parse(
+        &std::fs::read_to_string("/proc/meminfo").unwrap_or_default(),
+    );
+    m.mem_available_bytes.or(m.mem_free_bytes).unwrap_or(0)
 }
 
 /// Builds the stack. On failure, whatever was built is removed again.

@@ -3,16 +3,11 @@
 
 use std::time::Duration;
 
+use sinkrate_jobspec::units::split_number;
+
 /// Parses `512`, `64K`, `4G`, `20MB`, `1.5GiB` into bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, suffix) = t.split_at(split);
-    let value: f64 = number.parse().map_err(|_| {
-        format!("'{text}' is not a size (expected a number with K, M, G, T (1024-based) or KB, MB, GB, TB (1000-based), e.g. 4G)")
-    })?;
+    let (value, suffix) = split_number(text).ok_or_else(|| format!("'{text}' is not a size (expected a number with K, M, G, T (1024-based) or KB, MB, GB, TB (1000-based), e.g. 4G)"))?;
     let multiplier: f64 = match suffix.trim() {
         "" | "B" | "c" => 1.0,
         "K" | "k" | "KiB" => 1024.0,
@@ -50,14 +45,8 @@ pub fn parse_rate(text: &str) -> Result<u64, String> {
 
 /// Parses a latency: `2ms`, `500us`, `0.01s`, `0`.
 pub fn parse_latency(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, suffix) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a latency (expected e.g. 2ms, 500us, 0.01s)"))?;
+    let (value, suffix) = split_number(text)
+        .ok_or_else(|| format!("'{text}' is not a latency (expected e.g. 2ms, 500us, 0.01s)"))?;
     let seconds = match suffix.trim() {
         "" if value == 0.0 => 0.0,
         "s" => value,

@@ -12,6 +12,17 @@ pub enum KbBase {
     Si1000,
 }
 
+/// Splits `12.5Mbit` into its number (`12.5`) and what follows it (`Mbit`), for every parser
+/// of a number with a unit. `None` when there is no number in front.
+pub fn split_number(text: &str) -> Option<(f64, &str)> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    Some((number.parse().ok()?, unit.trim()))
+}
+
 /// Parses a size like `4k`, `1g`, `512`, `0x1000`, `1.5m` into bytes.
 pub fn parse_size(text: &str, kb_base: KbBase) -> Result<u64, String> {
     let t = text.trim();
@@ -22,18 +33,9 @@ pub fn parse_size(text: &str, kb_base: KbBase) -> Result<u64, String> {
         return u64::from_str_radix(hex, 16)
             .map_err(|_| format!("'{t}' is not a hexadecimal size"));
     }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, suffix) = t.split_at(split);
-    if number.is_empty() {
-        return Err(format!(
-            "'{t}' is not a size (expected a number with an optional k/m/g/t/p suffix, e.g. 4k, 1g)"
-        ));
-    }
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{t}' is not a size (bad number '{number}')"))?;
+    let (value, suffix) = split_number(t).ok_or_else(|| {
+        format!("'{t}' is not a size (expected a number with an optional k/m/g/t/p suffix, e.g. 4k, 1g)")
+    })?;
     let multiplier = size_multiplier(suffix, kb_base).ok_or_else(|| {
         format!("'{t}': unknown size suffix '{suffix}' (accepted: k, m, g, t, p, with optional b or ib)")
     })?;
@@ -84,18 +86,9 @@ pub enum TimeUnit {
 /// Parses a time like `10`, `10s`, `500ms`, `2m`, `1h`, `250us`.
 pub fn parse_time(text: &str, default_unit: TimeUnit) -> Result<Duration, String> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, suffix) = t.split_at(split);
-    if number.is_empty() {
-        return Err(format!(
-            "'{t}' is not a time (expected a number with an optional suffix: ns, us, ms, s, m, h, d)"
-        ));
-    }
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{t}' is not a time (bad number '{number}')"))?;
+    let (value, suffix) = split_number(t).ok_or_else(|| {
+        format!("'{t}' is not a time (expected a number with an optional suffix: ns, us, ms, s, m, h, d)")
+    })?;
     let nanos_per_unit: f64 = match suffix.trim().to_ascii_lowercase().as_str() {
         "" => match default_unit {
             TimeUnit::Seconds => 1e9,

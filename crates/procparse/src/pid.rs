@@ -14,6 +14,13 @@ pub struct PidStat<'a> {
     pub stime: u64,
 }
 
+impl PidStat<'_> {
+    /// Neither a zombie (ended, not yet reaped) nor dead.
+    pub fn running(&self) -> bool {
+        !matches!(self.state, 'Z' | 'X')
+    }
+}
+
 /// Parses `pid (comm) state ppid ...`; comm may hold spaces and parentheses, so the name ends
 /// at the last `)`.
 pub fn parse_stat(text: &str) -> Option<PidStat<'_>> {

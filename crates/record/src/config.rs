@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
+use sinkrate_jobspec::units::split_number;
 
 use crate::frames::FrameSizes;
 
@@ -194,14 +195,8 @@ mod tests {
 /// Parses a bitrate in bits per second with SI prefixes: `12M`, `12Mbit`, `12 Mbit/s`,
 /// `800k`, `50000000`.
 pub fn parse_bitrate(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, suffix) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a bitrate (expected e.g. 12M for 12 Mbit/s)"))?;
+    let (value, suffix) = split_number(text)
+        .ok_or_else(|| format!("'{text}' is not a bitrate (expected e.g. 12M for 12 Mbit/s)"))?;
     let unit = suffix
         .trim()
         .trim_end_matches("/s")
