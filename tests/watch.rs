@@ -166,50 +166,6 @@ fn bad_input_gets_one_line_and_exit_2() {
     }
 }
 
-/// Sets vm.dirty_bytes / dirty_background_bytes for the test and restores the previous
-/// settings on drop (writing a ratio back clears the byte form, as the kernel does).
-struct DirtyLimits {
-    saved: Vec<(&'static str, String)>,
-}
-
-impl DirtyLimits {
-    fn set(dirty: u64, background: u64) -> DirtyLimits {
-        let read = |n: &str| {
-            std::fs::read_to_string(format!("/proc/sys/vm/{n}"))
-                .expect("sysctl")
-                .trim()
-                .to_string()
-        };
-        let mut saved = Vec::new();
-        for (bytes, ratio) in [
-            ("dirty_bytes", "dirty_ratio"),
-            ("dirty_background_bytes", "dirty_background_ratio"),
-        ] {
-            let b = read(bytes);
-            saved.push(if b == "0" {
-                (ratio, read(ratio))
-            } else {
-                (bytes, b)
-            });
-        }
-        std::fs::write("/proc/sys/vm/dirty_bytes", dirty.to_string()).expect("set dirty_bytes");
-        std::fs::write(
-            "/proc/sys/vm/dirty_background_bytes",
-            background.to_string(),
-        )
-        .expect("set background");
-        DirtyLimits { saved }
-    }
-}
-
-impl Drop for DirtyLimits {
-    fn drop(&mut self) {
-        for (name, value) in &self.saved {
-            let _ = std::fs::write(format!("/proc/sys/vm/{name}"), value);
-        }
-    }
-}
-
 #[test]
 fn throttling_on_a_slow_card_is_seen_and_a_setting_recommended() {
     common::with_root(
@@ -217,9 +173,22 @@ fn throttling_on_a_slow_card_is_seen_and_a_setting_recommended() {
         &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4", "dd"],
         || {
             let card = common::SlowDev::new(&["--write-rate", "10MB", "--size", "256M"]);
-            let _limits = DirtyLimits::set(16 << 20, 8 << 20);
+            // Set for the test and restored on drop (also if it fails), journaled like record's.
+            let journal = tempfile::tempdir().expect("tempdir");
+            let _limits = sinkrate_sysctl::Guard::apply(
+                std::path::Path::new("/proc/sys"),
+                &journal.path().join("sysctl.json"),
+                &[
+                    ("vm/dirty_bytes", (16u64 << 20).to_string()),
+                    ("vm/dirty_background_bytes", (8u64 << 20).to_string()),
+                ],
+            )
+            .expect("set the dirty limits");
+            let device = card.device_name();
             let target = card.path().join("rec.bin");
             let out = watch(&[
+                "--device",
+                &device,
                 "--interval",
                 "50ms",
                 "--output-format",

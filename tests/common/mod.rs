@@ -330,6 +330,26 @@ impl SlowDev {
     pub fn path(&self) -> &Path {
         &self.mountpoint
     }
+
+    /// The loop device's name as /proc/diskstats knows it (e.g. `loop3`).
+    pub fn device_name(&self) -> String {
+        let out = Command::new(sinkrate_path())
+            .args(["emulate", "list", "--output-format=json"])
+            .output()
+            .expect("emulate list");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let mine = v
+            .as_array()
+            .and_then(|a| {
+                a.iter().find(|d| {
+                    d["state"]["spec"]["mountpoint"] == self.mountpoint.to_string_lossy().as_ref()
+                })
+            })
+            .and_then(|d| d["state"]["loop_device"].as_str())
+            .expect("the device is listed with its loop device")
+            .to_string();
+        mine.rsplit('/').next().unwrap_or_default().to_string()
+    }
 }
 
 impl Drop for SlowDev {
