@@ -2,6 +2,7 @@
 //! completions are all generated from these definitions.
 
 pub mod bench_args;
+pub mod values;
 
 use std::path::PathBuf;
 

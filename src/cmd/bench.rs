@@ -10,9 +10,8 @@ use sinkrate_engine::RunOptions;
 use sinkrate_jobspec::{build_job_set, JobSet, JobSources, SourceContext};
 use sinkrate_report::OutputFormat;
 
-use sinkrate_jobspec::units::{parse_time, TimeUnit};
 use sinkrate_model::TargetFacts;
-use sinkrate_sampler::{analyse, Sampler, SamplerConfig, SamplerOutput};
+use sinkrate_sampler::{analyse, Sampler, SamplerConfig, SamplerOutput, Summary};
 
 use crate::cli::BenchArgs;
 
@@ -156,8 +155,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let sampler = if args.no_sampler {
         None
     } else {
-        let interval = parse_time(&args.sample_interval, TimeUnit::Seconds)
-            .map_err(|e| anyhow!("--sample-interval: {e}"))?;
+        let interval = crate::cli::values::duration("sample-interval", &args.sample_interval)?;
         if interval < std::time::Duration::from_millis(10) {
             return Err(anyhow!(
                 "--sample-interval: {} is below the 10ms minimum",
@@ -178,7 +176,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         Some((Sampler::start(config, expected), interval))
     };
     let run = sinkrate_engine::execute(prepared, &options);
-    let sampled = sampler.map(|(s, interval)| (s.stop(), interval));
+    // The sampler's output with its summary, analysed once for every output format.
+    let sampled = sampler.map(|(s, interval)| {
+        let out = s.stop();
+        let summary = analyse(&out.timeline, out.settings);
+        (out, interval, summary)
+    });
     for n in run.notices.iter().skip(announced) {
         eprintln!("sinkrate: note: {n}");
     }
@@ -187,21 +190,21 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         match f {
             OutputFormat::Normal => {
                 out.extend(sinkrate_report::text::render(&run).into_bytes());
-                if let Some((s, _)) = &sampled {
-                    out.extend(sampler_line(s).into_bytes());
+                if let Some((s, _, summary)) = &sampled {
+                    out.extend(sampler_line(s, summary).into_bytes());
                 }
             }
             OutputFormat::Json | OutputFormat::JsonPlus => {
                 let mut doc =
                     sinkrate_report::fio_json::run_document(&run, *f == OutputFormat::JsonPlus);
-                if let (Some((s, interval)), Some(obj)) = (&sampled, doc.as_object_mut()) {
+                if let (Some((s, interval, summary)), Some(obj)) = (&sampled, doc.as_object_mut()) {
                     obj.insert(
                         "sampler".into(),
                         serde_json::json!({
                             "interval_ns": interval.as_nanos() as u64,
                             "devices": s.devices,
                             "notes": s.notes,
-                            "summary": analyse(&s.timeline, s.settings),
+                            "summary": summary,
                             "timeline": s.timeline,
                         }),
                     );
@@ -266,8 +269,7 @@ pub fn device_names(targets: &[TargetFacts]) -> Vec<String> {
 }
 
 /// One line under the fio-style output: what the page cache and the device did meanwhile.
-fn sampler_line(s: &SamplerOutput) -> String {
-    let sum = analyse(&s.timeline, s.settings);
+fn sampler_line(s: &SamplerOutput, sum: &Summary) -> String {
     let gb = |b: Option<u64>| {
         b.map(|v| format!("{:.2} GB", v as f64 / 1e9))
             .unwrap_or_else(|| "?".into())

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
-use sinkrate_jobspec::units::{parse_time, TimeUnit};
 use sinkrate_record::config::{
     parse_bitrate, profile, PreallocMode, RecordConfig, StreamSpec, WriteMode,
 };
@@ -20,13 +19,7 @@ use sinkrate_stats::LatencyRecorder;
 
 use crate::cli::RecordArgs;
 
-fn time_arg(name: &str, text: &str) -> Result<Duration> {
-    parse_time(text, TimeUnit::Seconds).map_err(|e| anyhow!("--{name}: {e}"))
-}
-
-fn size_arg(name: &str, text: &str) -> Result<u64> {
-    sinkrate_emulate::units::parse_size(text).map_err(|e| anyhow!("--{name}: {e}"))
-}
+use crate::cli::values::{duration as time_arg, size as size_arg};
 
 /// Checks the stream and duration arguments without running anything (for --find-max,
 /// which must refuse bad input before it measures the device).

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
-use sinkrate_jobspec::units::{parse_time, TimeUnit};
 use sinkrate_sampler::live::{read_vm_settings, SamplerCore};
 use sinkrate_sampler::{analyse, Sample, SamplerConfig, Summary};
 
@@ -17,9 +16,7 @@ use crate::cli::WatchArgs;
 
 const MB: f64 = 1e6;
 
-fn duration_arg(name: &str, text: &str) -> Result<Duration> {
-    parse_time(text, TimeUnit::Seconds).map_err(|e| anyhow!("--{name}: {e}"))
-}
+use crate::cli::values::duration as duration_arg;
 
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
