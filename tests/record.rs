@@ -32,10 +32,24 @@ fn totals(v: &serde_json::Value, key: &str) -> u64 {
 #[test]
 fn accounting_is_exact_and_matches_the_files() {
     let d = tempfile::tempdir().expect("tempdir");
-    for mode in ["buffered", "direct", "dsync"] {
+    for (mode, writers, write_size) in [
+        ("buffered", "per-stream", "1M"),
+        ("direct", "per-stream", "1M"),
+        ("dsync", "per-stream", "1M"),
+        ("uring", "per-stream", "1M"),
+        ("uring", "shared", "16K"),
+        ("buffered", "shared", "4K"),
+    ] {
+        let label = format!("{mode}, {writers} writers, {write_size} writes");
         let (code, v, stderr) = record(
             d.path(),
             &[
+                "--writers",
+                writers,
+                "--write-size",
+                write_size,
+                "--write-mode",
+                mode,
                 "--streams",
                 "2",
                 "--fps",
@@ -46,17 +60,15 @@ fn accounting_is_exact_and_matches_the_files() {
                 "25",
                 "--duration",
                 "1s",
-                "--write-mode",
-                mode,
                 "--keep",
             ],
         );
-        assert_eq!(code, Some(0), "{mode}: {stderr}");
+        assert_eq!(code, Some(0), "{label}: {stderr}");
         assert_eq!(v["verdict"], "keeps_up");
         assert_eq!(
             totals(&v, "frames_offered"),
             100,
-            "{mode}: 2 streams x 50 fps x 1 s"
+            "{label}: 2 streams x 50 fps x 1 s"
         );
         assert_eq!(
             totals(&v, "frames_offered"),
@@ -64,7 +76,10 @@ fn accounting_is_exact_and_matches_the_files() {
         );
         let written = totals(&v, "bytes_written");
         // 8 Mbit/s for one second, GOP-exact: 1,000,000 bytes per stream.
-        assert!((written as i64 - 2_000_000).abs() <= 2, "{mode}: {written}");
+        assert!(
+            (written as i64 - 2_000_000).abs() <= 2,
+            "{label}: {written}"
+        );
         let on_disk: u64 = v["streams"]
             .as_array()
             .expect("streams")
@@ -76,7 +91,7 @@ fn accounting_is_exact_and_matches_the_files() {
             .sum();
         assert_eq!(
             on_disk, written,
-            "{mode}: files on disk hold exactly the frames written"
+            "{label}: files on disk hold exactly the frames written"
         );
         for key in ["p50", "p99", "p999", "max"] {
             assert!(v["totals"]["write_latency_ns"][key].is_number(), "{key}");
@@ -289,6 +304,64 @@ fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
             );
             let dropped = rows.iter().filter(|r| r.ends_with(",1")).count() as u64;
             assert_eq!(dropped, totals(&v, "frames_dropped"));
+        },
+    );
+}
+
+#[test]
+fn io_uring_with_one_shared_writer_keeps_up_below_the_cards_rate_and_queues_before_dropping() {
+    serial(
+        "io_uring_with_one_shared_writer_keeps_up_below_the_cards_rate_and_queues_before_dropping",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "256M"]);
+            let run = |frame_size: &str| {
+                record(
+                    card.path(),
+                    &[
+                        "--streams",
+                        "2",
+                        "--fps",
+                        "20",
+                        "--frame-size",
+                        frame_size,
+                        "--duration",
+                        "3s",
+                        "--write-mode",
+                        "uring",
+                        "--queue-depth",
+                        "4",
+                        "--writers",
+                        "shared",
+                    ],
+                )
+            };
+            // 2 x 20 x 100 kB = 4 MB/s on a 10 MB/s card.
+            let (code, v, stderr) = run("100000");
+            assert_eq!(code, Some(0), "{stderr}");
+            assert_eq!(v["verdict"], "keeps_up", "{}", v["verdict_text"]);
+            assert_eq!(totals(&v, "frames_dropped"), 0);
+            assert_eq!(totals(&v, "frames_written"), 120);
+            assert_eq!(totals(&v, "bytes_written"), 120 * 100_000);
+            assert_eq!(v["config"]["write_mode"], "uring");
+            assert_eq!(v["config"]["shared_writer"], true);
+            // 2 x 20 x 1 MB = 40 MB/s: both streams drop, but only once each stream's four
+            // queued frames and four capture buffers are all taken.
+            let (code, v, stderr) = run("1000000");
+            assert_eq!(code, Some(1), "{stderr}");
+            assert_eq!(v["verdict"], "drops");
+            assert_eq!(
+                totals(&v, "frames_offered"),
+                totals(&v, "frames_written") + totals(&v, "frames_dropped")
+            );
+            for stream in v["streams"].as_array().expect("streams") {
+                assert_eq!(stream["pool_high_water"], 4, "{stream}");
+                let first = stream["first_drop_s"].as_f64().expect("first drop");
+                assert!(
+                    first >= 7.0 / 20.0,
+                    "first drop at {first} s, before the queue and the pool could fill"
+                );
+            }
         },
     );
 }

@@ -151,9 +151,16 @@ pub struct RecordArgs {
     /// Capture buffers per stream; a frame arriving when all are busy is dropped
     #[arg(long, default_value_t = 4)]
     pub buffers: usize,
-    /// buffered, direct (O_DIRECT), dsync (O_DSYNC), or null (no I/O: the emulator's own cost)
-    #[arg(long, default_value = "buffered", value_parser = ["buffered", "direct", "dsync", "null"])]
+    /// buffered, direct (O_DIRECT), dsync (O_DSYNC), uring (O_DIRECT queued on io_uring,
+    /// --queue-depth frames in flight), or null (no I/O: the emulator's own cost)
+    #[arg(long, default_value = "buffered", value_parser = ["buffered", "direct", "dsync", "uring", "null"])]
     pub write_mode: String,
+    /// Frames in flight at once with --write-mode uring
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub queue_depth: usize,
+    /// per-stream (a writer thread per stream) or shared (one writer thread for all streams)
+    #[arg(long, value_name = "HOW", default_value = "per-stream", value_parser = ["per-stream", "shared"])]
+    pub writers: String,
     /// Bytes per write call (default: a whole frame per call; 4K emulates stdio buffering)
     #[arg(long)]
     pub write_size: Option<String>,

@@ -177,13 +177,22 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         "direct" => WriteMode::Direct,
         "dsync" => WriteMode::Dsync,
         "null" => WriteMode::Null,
+        "uring" => WriteMode::Uring,
         _ => WriteMode::Buffered,
     };
+    if args.queue_depth == 0 || args.queue_depth > 1024 {
+        return Err(anyhow!(
+            "--queue-depth: {} is out of range (1 to 1024)",
+            args.queue_depth
+        ));
+    }
     let cfg = RecordConfig {
         dir: args.dir.clone(),
         streams,
         buffers: args.buffers,
         write_mode,
+        queue_depth: args.queue_depth,
+        shared_writer: args.writers == "shared",
         write_size: args
             .write_size
             .as_deref()
@@ -244,7 +253,15 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let pool_bytes: u64 = cfg
         .streams
         .iter()
-        .map(|s| s.sizes.max_bytes() * cfg.buffers as u64)
+        .map(|s| {
+            // io_uring mode adds its aligned staging slots to the capture buffers.
+            let staging = if cfg.write_mode == WriteMode::Uring {
+                cfg.queue_depth as u64
+            } else {
+                0
+            };
+            s.sizes.max_bytes() * (cfg.buffers as u64 + staging)
+        })
         .sum();
     let mem_available = sinkrate_engine::host::read_meminfo()
         .mem_available_bytes
@@ -546,7 +563,15 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             target.fs_type.as_deref().unwrap_or("?"),
             target.device.as_deref().unwrap_or("?"),
             requested / 1e6,
-            args.write_mode,
+            match (cfg.write_mode, cfg.shared_writer) {
+                (WriteMode::Uring, shared) => format!(
+                    "io_uring (queue depth {}){}",
+                    cfg.queue_depth,
+                    if shared { ", one shared writer" } else { "" }
+                ),
+                (_, true) => format!("{}, one shared writer", args.write_mode),
+                _ => args.write_mode.clone(),
+            },
             cfg.buffers,
             elapsed_s
         );

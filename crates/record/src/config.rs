@@ -25,6 +25,10 @@ pub enum WriteMode {
     Direct,
     /// O_DSYNC: each write returns once on the device.
     Dsync,
+    /// O_DIRECT writes queued on io_uring: each frame is copied into one of `queue_depth`
+    /// aligned staging buffers and its capture buffer goes back to the pool at once, so up to
+    /// `queue_depth` frames are in flight while the writer takes the next.
+    Uring,
     /// No I/O at all: measures the emulator itself (schedule, pools, hand-over).
     Null,
 }
@@ -47,6 +51,11 @@ pub struct RecordConfig {
     /// Capture buffers per stream (a V4L2 queue holds 4).
     pub buffers: usize,
     pub write_mode: WriteMode,
+    /// Frames in flight at once in io_uring mode.
+    pub queue_depth: usize,
+    /// One writer thread for every stream (as a recorder with one storage thread has),
+    /// instead of one per stream.
+    pub shared_writer: bool,
     /// Bytes per write call (None: the whole frame in one call).
     pub write_size: Option<u64>,
     pub fdatasync_every_frames: Option<u64>,

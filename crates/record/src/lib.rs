@@ -4,4 +4,7 @@ pub mod config;
 pub mod frames;
 pub mod run;
 pub mod segments;
+mod sink;
+mod uring_sink;
 pub mod verdict;
+mod writer;
