@@ -88,6 +88,8 @@ fn run() -> Result<ExitCode> {
         Command::Emulate { action } => cmd::emulate::run(action),
         Command::Watch(args) => cmd::watch::run(*args),
         Command::Record(args) => cmd::record::run(*args),
+        Command::Audit(args) => cmd::audit::run(*args),
+        Command::Check(args) => cmd::check::run(*args),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),
         Command::Man => cmd::docs::man().map(|()| ExitCode::SUCCESS),
     }

@@ -56,6 +56,12 @@ pub enum Command {
     /// Page cache, writeback throttling, disks and CPU hogs, alone or while a command runs
     #[command(after_help = WATCH_EXAMPLES)]
     Watch(Box<WatchArgs>),
+    /// The one-minute verdict: audit, raw write rate, a recording test; can this storage keep up?
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check(Box<CheckArgs>),
+    /// What is wrong with a storage setup, why it matters, and the exact fix
+    #[command(after_help = AUDIT_EXAMPLES)]
+    Audit(Box<AuditArgs>),
     /// Slow storage on demand: an SD card or USB drive emulated with a real filesystem
     #[command(after_help = EMULATE_EXAMPLES)]
     Emulate {
@@ -221,6 +227,90 @@ pub struct RecordArgs {
     /// Seed for frame-size jitter
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+}
+
+pub const AUDIT_EXAMPLES: &str = "\
+Examples:
+  # The storage under the current directory
+  sinkrate audit
+
+  # An SD card, judged for a 4K stream, as JSON
+  sinkrate audit /media/sd --profile 4k30-h265 --output-format json
+
+  # A tree captured from a board (proc/, sys/, dev/ under DIR)
+  sinkrate audit /media/usb0 --sysroot fixtures/jetson-usb2-cable
+";
+
+/// How the stream rate that findings are judged against is given (shared by audit and check).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StreamRateArgs {
+    /// A recording profile whose rate the findings are judged against (see sinkrate record)
+    #[arg(long, default_value = "dual-1080p30")]
+    pub profile: String,
+    /// Total stream rate in bits per second instead (e.g. 24M)
+    #[arg(long)]
+    pub bitrate: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// A directory on the storage to audit
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+    /// Read /proc, /sys and /dev under DIR instead of the live system (fixture trees)
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    pub rate: StreamRateArgs,
+    /// text or json
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub output_format: String,
+    /// Write the result to FILE instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub color: String,
+    /// Exit 1 when a critical or warn finding is present
+    #[arg(long)]
+    pub strict: bool,
+}
+
+pub const CHECK_EXAMPLES: &str = "\
+Examples:
+  # Can the SD card take two 1080p30 streams? About a minute
+  sinkrate check /media/sd
+
+  # A quick look (about 15 s), for a 4K camera, full report to a file
+  sinkrate check /media/usb0 --quick --profile 4k30-h265 --output report.json
+";
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// A directory on the storage to check (sinkrate writes its test files here, and removes them)
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+    /// About 15 s instead of about a minute
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub rate: StreamRateArgs,
+    /// Write mode of the recording test: buffered, direct, dsync, uring
+    #[arg(long, default_value = "buffered", value_parser = ["buffered", "direct", "dsync", "uring"])]
+    pub write_mode: String,
+    /// Where the full JSON report goes (default: sinkrate-check-DATE-TIME.json in the
+    /// current directory, or in /tmp when that is not writable)
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the full report as JSON on standard output instead of the table
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub output_format: String,
+    /// Progress bar on standard error: auto (on a terminal), always, never
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub progress: String,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub color: String,
 }
 
 #[derive(Debug, clap::Args)]

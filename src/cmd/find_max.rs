@@ -51,7 +51,7 @@ fn probe_args(original: &[String], what: &str, value: f64) -> Vec<String> {
     out
 }
 
-fn run_probe(args: &[String]) -> Result<Value> {
+pub fn run_probe(args: &[String]) -> Result<Value> {
     let exe = std::env::current_exe().context("finding the sinkrate binary")?;
     let out = std::process::Command::new(exe)
         .arg("record")
@@ -69,22 +69,29 @@ fn run_probe(args: &[String]) -> Result<Value> {
     }
 }
 
-/// The device's sustained direct sequential write rate, measured by the bench engine.
-fn raw_write_rate(dir: &Path) -> Result<f64> {
+/// The device's sustained sequential write rate that the page cache cannot inflate: direct
+/// I/O, or (where the filesystem has no O_DIRECT) buffered with the final flush counted.
+/// Measured by the bench engine over a file of at most 256 MiB rewritten for `seconds`.
+pub fn raw_write_rate(
+    dir: &Path,
+    seconds: u64,
+    direct: bool,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<f64> {
+    let free = sinkrate_engine::files::free_bytes(dir).unwrap_or(u64::MAX);
+    let size_mib = ((free / 4) >> 20).clamp(8, 256);
     let options: Vec<String> = [
-        "--name=raw",
-        "--rw=write",
-        "--bs=1m",
-        "--size=256m",
-        "--direct=1",
-        "--time_based",
-        "--runtime=5",
-        "--end_fsync=1",
+        "--name=raw".to_string(),
+        "--rw=write".to_string(),
+        "--bs=1m".to_string(),
+        format!("--size={size_mib}m"),
+        format!("--direct={}", u8::from(direct)),
+        "--time_based".to_string(),
+        format!("--runtime={seconds}"),
+        "--end_fsync=1".to_string(),
+        format!("--directory={}", dir.display()),
     ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain(std::iter::once(format!("--directory={}", dir.display())))
-    .collect();
+    .to_vec();
     let set = sinkrate_jobspec::build_job_set(
         &sinkrate_jobspec::JobSources {
             files: &[],
@@ -98,15 +105,30 @@ fn raw_write_rate(dir: &Path) -> Result<f64> {
         base_dir: dir.to_path_buf(),
         force_device_write: false,
         keep_files: false,
-        stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        stop,
         show_status: false,
     };
     let prepared = sinkrate_engine::prepare(&set, &run_options)?;
     let run = sinkrate_engine::execute(prepared, &run_options);
-    run.jobs
+    let job = run
+        .jobs
         .first()
-        .map(|j| j.write.bw_bytes_per_s())
-        .ok_or_else(|| anyhow!("the raw write measurement did not run"))
+        .ok_or_else(|| anyhow!("the raw write measurement did not run"))?;
+    if job.error != 0 {
+        return Err(anyhow!(
+            "the raw write measurement failed: {}",
+            job.error_text
+                .clone()
+                .unwrap_or_else(|| std::io::Error::from_raw_os_error(job.error).to_string())
+        ));
+    }
+    // With the final fsync counted: the rate at which data reached the device.
+    Ok(job
+        .flush
+        .as_ref()
+        .map(|f| f.device_bytes_per_s)
+        .filter(|r| *r > 0.0)
+        .unwrap_or_else(|| job.write.bw_bytes_per_s()))
 }
 
 pub fn run(args: &RecordArgs, what: &str) -> Result<ExitCode> {
@@ -132,7 +154,13 @@ pub fn run(args: &RecordArgs, what: &str) -> Result<ExitCode> {
         ));
     }
     super::record::check_args(args)?;
-    let raw = raw_write_rate(&args.dir).context("measuring the device's raw write rate")?;
+    let raw = raw_write_rate(
+        &args.dir,
+        5,
+        true,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    )
+    .context("measuring the device's raw write rate")?;
     eprintln!(
         "sinkrate: raw direct sequential write rate: {:.1} MB/s",
         raw / 1e6

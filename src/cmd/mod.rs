@@ -1,4 +1,6 @@
+pub mod audit;
 pub mod bench;
+pub mod check;
 pub mod docs;
 pub mod emulate;
 pub mod find_max;

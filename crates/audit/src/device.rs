@@ -1,0 +1,234 @@
+//! The block device under a mount, walked in sysfs: partition to disk, its bus, identity and
+//! queue settings, a loop device's backing file, a dm/md device's members.
+
+use serde::Serialize;
+
+use crate::root::SysRoot;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bus {
+    Usb,
+    Mmc,
+    Nvme,
+    Sata,
+    Scsi,
+    Virtio,
+    Loop,
+    Dm,
+    Md,
+    Nbd,
+    Other,
+}
+
+impl Bus {
+    pub fn label(self) -> &'static str {
+        match self {
+            Bus::Usb => "USB",
+            Bus::Mmc => "MMC/SD",
+            Bus::Nvme => "NVMe",
+            Bus::Sata => "SATA",
+            Bus::Scsi => "SCSI",
+            Bus::Virtio => "virtio",
+            Bus::Loop => "loop",
+            Bus::Dm => "device-mapper",
+            Bus::Md => "md RAID",
+            Bus::Nbd => "NBD",
+            Bus::Other => "other",
+        }
+    }
+
+    /// Flash media that erase in large blocks and suffer from small scattered writes.
+    pub fn is_removable_flash(self) -> bool {
+        matches!(self, Bus::Usb | Bus::Mmc)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Partition {
+    pub number: Option<u64>,
+    pub start_bytes: u64,
+    pub size_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Queue {
+    pub scheduler: Option<String>,
+    pub schedulers: Vec<String>,
+    pub nr_requests: Option<u64>,
+    pub read_ahead_kb: Option<u64>,
+    pub max_sectors_kb: Option<u64>,
+    pub max_hw_sectors_kb: Option<u64>,
+    pub logical_block_size: Option<u64>,
+    pub physical_block_size: Option<u64>,
+    pub minimum_io_size: Option<u64>,
+    pub optimal_io_size: Option<u64>,
+    pub discard_granularity: Option<u64>,
+    pub rotational: Option<bool>,
+    /// "write back" (a volatile cache the kernel flushes) or "write through".
+    pub write_cache: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockDevice {
+    /// Kernel name of the mounted device (sda1, mmcblk0p1, loop3).
+    pub name: String,
+    /// Its whole disk (sda, mmcblk0).
+    pub disk: String,
+    pub sysfs_path: String,
+    pub bus: Bus,
+    pub vendor: Option<String>,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    /// MMC only: SD, MMC (eMMC) or SDIO.
+    pub mmc_type: Option<String>,
+    pub size_bytes: Option<u64>,
+    pub removable: Option<bool>,
+    pub partition: Option<Partition>,
+    pub queue: Queue,
+    pub loop_backing_file: Option<String>,
+    /// dm/md members.
+    pub members: Vec<String>,
+    pub dm_name: Option<String>,
+}
+
+impl BlockDevice {
+    pub fn describe(&self) -> String {
+        let mut who: Vec<&str> = Vec::new();
+        for s in [&self.vendor, &self.model].into_iter().flatten() {
+            who.push(s);
+        }
+        let mut d = format!("/dev/{}", self.name);
+        if !who.is_empty() {
+            d.push_str(&format!(" ({})", who.join(" ")));
+        }
+        d.push_str(&format!(", {}", self.bus.label()));
+        if let Some(t) = &self.mmc_type {
+            d.push_str(&format!(" {t}"));
+        }
+        if let Some(b) = self.size_bytes {
+            d.push_str(&format!(", {:.1} GiB", b as f64 / (1u64 << 30) as f64));
+        }
+        d
+    }
+}
+
+fn parent(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((p, _)) if !p.is_empty() => p.to_string(),
+        _ => "/".to_string(),
+    }
+}
+
+fn last(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+fn bus_of(disk_sys: &str, disk: &str) -> Bus {
+    let has = |s: &str| disk_sys.contains(s);
+    if disk.starts_with("loop") {
+        Bus::Loop
+    } else if disk.starts_with("dm-") {
+        Bus::Dm
+    } else if disk.starts_with("md") {
+        Bus::Md
+    } else if disk.starts_with("nbd") {
+        Bus::Nbd
+    } else if disk_sys.split('/').any(|c| c.starts_with("usb")) {
+        Bus::Usb
+    } else if has("/mmc_host/") || disk.starts_with("mmcblk") {
+        Bus::Mmc
+    } else if has("/nvme/") || disk.starts_with("nvme") {
+        Bus::Nvme
+    } else if has("/virtio") {
+        Bus::Virtio
+    } else if disk_sys.split('/').any(|c| c.starts_with("ata")) {
+        Bus::Sata
+    } else if has("/host") && has("/target") {
+        Bus::Scsi
+    } else {
+        Bus::Other
+    }
+}
+
+/// The sysfs directory of a block device, by device number or, for filesystems that report
+/// an anonymous number (btrfs), by the source's kernel name.
+pub fn sysfs_dir(root: &SysRoot, major: u32, minor: u32, source: &str) -> Option<String> {
+    if major != 0 {
+        if let Some(p) = root.canonical(&format!("/sys/dev/block/{major}:{minor}")) {
+            return Some(p);
+        }
+    }
+    let name = source.strip_prefix("/dev/")?;
+    let name = if let Some(mapper) = name.strip_prefix("mapper/") {
+        root.list("/sys/block")
+            .into_iter()
+            .find(|d| root.attr(&format!("/sys/block/{d}/dm/name")).as_deref() == Some(mapper))?
+    } else {
+        last(name)
+    };
+    root.canonical(&format!("/sys/class/block/{name}"))
+}
+
+pub fn read(root: &SysRoot, sys: &str) -> BlockDevice {
+    let name = last(sys);
+    let is_partition = root.exists(&format!("{sys}/partition"));
+    let disk_sys = if is_partition {
+        parent(sys)
+    } else {
+        sys.to_string()
+    };
+    let disk = last(&disk_sys);
+    let a = |rel: &str| root.attr(&format!("{disk_sys}/{rel}"));
+    let n = |rel: &str| root.number(&format!("{disk_sys}/{rel}"));
+    let partition = is_partition.then(|| Partition {
+        number: root.number(&format!("{sys}/partition")),
+        start_bytes: root.number(&format!("{sys}/start")).unwrap_or(0) * 512,
+        size_bytes: root.number(&format!("{sys}/size")).map(|s| s * 512),
+    });
+    let scheduler_line = a("queue/scheduler").unwrap_or_default();
+    let schedulers: Vec<String> = scheduler_line
+        .split_whitespace()
+        .map(|s| s.trim_matches(['[', ']']).to_string())
+        .collect();
+    let scheduler = scheduler_line
+        .split_whitespace()
+        .find(|s| s.starts_with('['))
+        .map(|s| s.trim_matches(['[', ']']).to_string())
+        .or_else(|| (schedulers.len() == 1).then(|| schedulers[0].clone()));
+    let bus = bus_of(&disk_sys, &disk);
+    BlockDevice {
+        size_bytes: root.number(&format!("{sys}/size")).map(|s| s * 512),
+        // virtio and some PCI devices expose a numeric vendor id, which names nobody.
+        vendor: a("device/vendor")
+            .or_else(|| a("device/manfid"))
+            .filter(|v| !v.starts_with("0x")),
+        model: a("device/model").or_else(|| a("device/name")),
+        serial: a("device/serial"),
+        mmc_type: (bus == Bus::Mmc).then(|| a("device/type")).flatten(),
+        removable: n("removable").map(|r| r == 1),
+        queue: Queue {
+            scheduler,
+            schedulers,
+            nr_requests: n("queue/nr_requests"),
+            read_ahead_kb: n("queue/read_ahead_kb"),
+            max_sectors_kb: n("queue/max_sectors_kb"),
+            max_hw_sectors_kb: n("queue/max_hw_sectors_kb"),
+            logical_block_size: n("queue/logical_block_size"),
+            physical_block_size: n("queue/physical_block_size"),
+            minimum_io_size: n("queue/minimum_io_size"),
+            optimal_io_size: n("queue/optimal_io_size"),
+            discard_granularity: n("queue/discard_granularity"),
+            rotational: n("queue/rotational").map(|r| r == 1),
+            write_cache: a("queue/write_cache"),
+        },
+        loop_backing_file: a("loop/backing_file"),
+        members: root.list(&format!("{disk_sys}/slaves")),
+        dm_name: a("dm/name"),
+        partition,
+        name,
+        disk,
+        sysfs_path: disk_sys,
+        bus,
+    }
+}

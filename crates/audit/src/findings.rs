@@ -1,0 +1,844 @@
+//! The rules: facts in, findings out. Each finding has a stable id, a severity, the evidence
+//! it read, why it matters for a recorder, the exact fix (now and persistent) and the
+//! trade-off where there is one.
+
+use serde::Serialize;
+
+use crate::device::Bus;
+use crate::Audit;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Critical,
+    Warn,
+    Info,
+    Ok,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warn => "warn",
+            Severity::Info => "info",
+            Severity::Ok => "ok",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Fix {
+    /// Commands that apply the fix now (until reboot or remount).
+    pub now: Vec<String>,
+    /// What makes it stay: an fstab line, a sysctl.d file, a udev rule.
+    pub persistent: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub id: &'static str,
+    pub severity: Severity,
+    /// One line: what is the case.
+    pub title: String,
+    pub evidence: String,
+    pub why: String,
+    pub fix: Fix,
+    pub tradeoff: Option<String>,
+}
+
+fn mb(bytes: f64) -> String {
+    if bytes >= 1e9 {
+        format!("{:.1} GB", bytes / 1e9)
+    } else {
+        format!("{:.0} MB", bytes / 1e6)
+    }
+}
+
+fn speed(mbps: f64) -> String {
+    if mbps >= 1000.0 {
+        format!("{}M", mbps as u64)
+    } else {
+        format!("{mbps}M")
+    }
+}
+
+struct Rules<'a> {
+    a: &'a Audit,
+    out: Vec<Finding>,
+}
+
+impl Rules<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        id: &'static str,
+        severity: Severity,
+        title: String,
+        evidence: String,
+        why: &str,
+        now: &[String],
+        persistent: &[String],
+        tradeoff: Option<String>,
+    ) {
+        self.out.push(Finding {
+            id,
+            severity,
+            title,
+            evidence,
+            why: why.to_string(),
+            fix: Fix {
+                now: now.to_vec(),
+                persistent: persistent.to_vec(),
+            },
+            tradeoff,
+        });
+    }
+
+    fn mount_line(&self) -> String {
+        let t = &self.a.target;
+        format!(
+            "{} on {} type {} ({})",
+            t.source,
+            t.mount_point,
+            t.fs_type,
+            t.all_options().join(",")
+        )
+    }
+
+    fn fstab_hint(&self, change: &str) -> String {
+        format!(
+            "/etc/fstab, the line for {}: {change}",
+            self.a.target.mount_point
+        )
+    }
+}
+
+/// All findings for an audit's facts, unsorted.
+pub fn judge(a: &Audit) -> Vec<Finding> {
+    let mut r = Rules { a, out: Vec::new() };
+    filesystem_kind(&mut r);
+    mount_options(&mut r);
+    ext4(&mut r);
+    device(&mut r);
+    usb(&mut r);
+    memory(&mut r);
+    space(&mut r);
+    r.out
+}
+
+fn filesystem_kind(r: &mut Rules) {
+    let t = &r.a.target;
+    let mp = t.mount_point.clone();
+    let evidence = r.mount_line();
+    let has_ext4 =
+        r.a.filesystem
+            .kernel_filesystems
+            .iter()
+            .any(|f| f == "ext4");
+    match t.fs_type.as_str() {
+        "tmpfs" | "ramfs" => r.add(
+            "fs.memory",
+            Severity::Critical,
+            format!("{mp} is {}: it is memory, not storage", t.fs_type),
+            evidence,
+            "Writes here never reach a storage device; any rate measured on it is the speed of RAM and says nothing about the card or drive.",
+            &["point sinkrate (and the recorder) at the mount point of the real device".to_string()],
+            &[],
+            None,
+        ),
+        fs if crate::PSEUDO_FS.contains(&fs) => r.add(
+            "fs.pseudo",
+            Severity::Critical,
+            format!("{mp} is {fs}, a kernel interface, not storage"),
+            evidence,
+            "Nothing can be recorded here.",
+            &["point sinkrate at the mount point of the recording device".to_string()],
+            &[],
+            None,
+        ),
+        "vfat" | "msdos" => {
+            let cluster = r.a.filesystem.cluster_bytes;
+            let suggest = if has_ext4 {
+                "mkfs.ext4 -E stride=...: back up the card, then mkfs.ext4 -L rec /dev/DEVICE (destroys data)".to_string()
+            } else {
+                "this kernel has no ext4 (/proc/filesystems); exfat or a kernel with ext4 are the alternatives".to_string()
+            };
+            r.add(
+                "fs.vfat",
+                Severity::Warn,
+                format!(
+                    "{mp} is FAT{}: files stop at 4 GiB and there is no journal",
+                    cluster.map(|c| format!(" with {} KiB clusters", c / 1024)).unwrap_or_default()
+                ),
+                evidence,
+                "A long recording in one file fails at 4 GiB, and a power cut during a write can leave the FAT inconsistent until fsck; FAT also updates its allocation table near the start of the card on every cluster allocated.",
+                &[suggest],
+                &[],
+                Some("other operating systems read FAT everywhere; ext4 needs a driver on Windows and macOS".to_string()),
+            );
+        }
+        "exfat" => r.add(
+            "fs.exfat",
+            Severity::Info,
+            format!(
+                "{mp} is exFAT{}",
+                r.a.filesystem.cluster_bytes.map(|c| format!(" with {} KiB clusters", c / 1024)).unwrap_or_default()
+            ),
+            evidence,
+            "exFAT has no journal: a power cut while recording can need fsck.exfat; large clusters (128 KiB or more) suit video.",
+            &[],
+            &[],
+            None,
+        ),
+        "btrfs" => r.add(
+            "fs.btrfs_cow",
+            Severity::Info,
+            format!("{mp} is btrfs: copy-on-write and checksums add work to every write"),
+            evidence,
+            "Rewriting preallocated files (pregrown segments) fragments them under copy-on-write, and checksumming costs CPU on small boards.",
+            &[format!("chattr +C {mp}   (new files in the directory skip copy-on-write)")],
+            &[],
+            Some("files with +C lose btrfs data checksums and compression".to_string()),
+        ),
+        "nfs" | "nfs4" | "cifs" | "smb3" | "fuse.sshfs" => r.add(
+            "fs.network",
+            Severity::Warn,
+            format!("{mp} is a network filesystem ({})", t.fs_type),
+            evidence,
+            "Its rate and stalls are the network's and the server's; a recorder on a network filesystem needs a local buffer for outages.",
+            &[],
+            &[],
+            None,
+        ),
+        "overlay" => r.add(
+            "fs.overlay",
+            Severity::Info,
+            format!("{mp} is an overlay without an upper directory that could be followed"),
+            evidence,
+            "Writes go to the overlay's upper directory; audit that directory to see the device that stores them.",
+            &[],
+            &[],
+            None,
+        ),
+        _ => {}
+    }
+    if let Some(overlay) = &t.overlay_at {
+        r.add(
+            "fs.overlay_upper",
+            Severity::Info,
+            format!("{overlay} is an overlay: writes land in its upper directory on {}", t.mount_point),
+            format!("overlay at {overlay}; upper directory on {}", r.mount_line()),
+            "The findings below are for the filesystem and device that store the overlay's upper directory.",
+            &[],
+            &[],
+            None,
+        );
+    }
+    if let Some(root) = &t.bind_of {
+        r.add(
+            "mount.bind",
+            Severity::Info,
+            format!("{} is a bind mount of {root} on {}", t.mount_point, t.source),
+            r.mount_line(),
+            "The options that matter are those of the filesystem underneath; they are audited here.",
+            &[],
+            &[],
+            None,
+        );
+    }
+}
+
+fn mount_options(r: &mut Rules) {
+    let t = r.a.target.clone();
+    let mp = &t.mount_point;
+    let storage = !matches!(t.fs_type.as_str(), "tmpfs" | "ramfs" | "overlay")
+        && !crate::PSEUDO_FS.contains(&t.fs_type.as_str());
+    if t.mount_options.iter().any(|o| o == "ro") {
+        r.add(
+            "mount.read_only",
+            Severity::Critical,
+            format!("{mp} is mounted read-only"),
+            r.mount_line(),
+            "Nothing can be recorded; a filesystem remounted read-only after an error (errors=remount-ro) also shows this.",
+            &["dmesg | grep -i -e ext4 -e error   (why it is read-only)".to_string(), format!("mount -o remount,rw {mp}")],
+            &[r.fstab_hint("use rw")],
+            None,
+        );
+    }
+    if !storage {
+        return;
+    }
+    if t.has_option("sync") {
+        r.add(
+            "mount.sync",
+            Severity::Critical,
+            format!("{mp} is mounted with \"sync\": every write waits for the device"),
+            r.mount_line(),
+            "With sync each write(2) returns only when the data is on the medium, so the page cache cannot absorb the device's pauses and a recorder stalls on every one of them (seed 000: SD cards and USB drives automounted with -o sync).",
+            &[format!("mount -o remount,async {mp}")],
+            &[
+                r.fstab_hint("replace \"sync\" by \"async,noatime\""),
+                "automounted media (udisks2): /etc/udisks2/mount_options.conf, [defaults] ext4_defaults=noatime".to_string(),
+            ],
+            Some("without sync, data written in the last seconds (the dirty limit, see vm.dirty) is lost on a power cut unless the recorder calls fdatasync".to_string()),
+        );
+    } else if t.has_option("dirsync") {
+        r.add(
+            "mount.dirsync",
+            Severity::Warn,
+            format!("{mp} is mounted with \"dirsync\": creating and deleting files waits for the device"),
+            r.mount_line(),
+            "Segment rotation and loop-recording deletion then stall the writer for a device round trip each.",
+            &[format!("mount -o remount,nodirsync {mp}")],
+            &[r.fstab_hint("remove \"dirsync\"")],
+            None,
+        );
+    }
+    let atime = if t.has_option("noatime") {
+        None
+    } else if t.has_option("relatime") {
+        Some((Severity::Info, "relatime", "relatime still writes a file's access time once a day and whenever it is older than its modification time"))
+    } else {
+        Some((Severity::Warn, "strictatime", "every read of a file writes its access time back to the medium: extra small writes on a flash card while recording"))
+    };
+    match atime {
+        Some((severity, mode, why)) => r.add(
+            "mount.atime",
+            severity,
+            format!("{mp} records access times ({mode})"),
+            r.mount_line(),
+            &format!("{why} (seeds 000 and 001 mount recording media with noatime)."),
+            &[format!("mount -o remount,noatime {mp}")],
+            &[r.fstab_hint("add \"noatime\"")],
+            Some("tools that rely on atime (mutt's new-mail check, some cleanup scripts) stop seeing reads".to_string()),
+        ),
+        None => r.add(
+            "mount.atime",
+            Severity::Ok,
+            format!("{mp} is mounted noatime"),
+            r.mount_line(),
+            "Reads cause no metadata writes.",
+            &[],
+            &[],
+            None,
+        ),
+    }
+    if t.has_option("discard") {
+        let flash = r.a.devices.iter().any(|d| d.bus.is_removable_flash());
+        r.add(
+            "mount.discard",
+            if flash { Severity::Warn } else { Severity::Info },
+            format!("{mp} discards freed blocks online (\"discard\")"),
+            r.mount_line(),
+            "Each delete sends TRIM requests inline; on SD cards and USB sticks these are slow and stall the writes queued behind them, which loop recording (deleting old segments while recording) hits every time.",
+            &[format!("mount -o remount,nodiscard {mp}"), format!("fstrim -v {mp}   (trim once, now)")],
+            &[r.fstab_hint("remove \"discard\""), "systemctl enable --now fstrim.timer   (trim weekly instead)".to_string()],
+            None,
+        );
+    }
+}
+
+fn ext4(r: &mut Rules) {
+    let t = r.a.target.clone();
+    if !matches!(t.fs_type.as_str(), "ext4" | "ext3") {
+        return;
+    }
+    let mp = &t.mount_point;
+    let dev = t.device.clone().unwrap_or_else(|| t.source.clone());
+    let proc_opts = &r.a.filesystem.ext4_options;
+    let opt = |key: &str| -> Option<String> {
+        t.option_value(key).map(str::to_string).or_else(|| {
+            proc_opts
+                .iter()
+                .find_map(|o| o.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
+        })
+    };
+    let data_mode = opt("data").or_else(|| {
+        r.a.filesystem
+            .ext4
+            .as_ref()
+            .and_then(|s| s.default_data_mode.clone())
+    });
+    let sb = r.a.filesystem.ext4.clone();
+    let journal = sb.as_ref().map(|s| s.has_journal);
+    let evidence = match &sb {
+        Some(s) => format!(
+            "{}; superblock: {}{}",
+            r.mount_line(),
+            s.features.join(" "),
+            s.journal_bytes
+                .map(|j| format!(", journal {} MiB", j >> 20))
+                .unwrap_or_default()
+        ),
+        None => r.mount_line(),
+    };
+    if journal == Some(false) {
+        r.add(
+            "ext4.no_journal",
+            Severity::Warn,
+            format!("{dev} is ext4 without a journal"),
+            evidence.clone(),
+            "Without a journal, a power cut while recording (a dashcam's normal way to stop) leaves the filesystem needing a full fsck at the next boot, which can take minutes on a large card and can lose the last files.",
+            &[format!("umount {mp} && tune2fs -O has_journal {dev} && mount {dev} {mp}")],
+            &[],
+            Some("the journal costs a few percent of write throughput; data=writeback keeps most of it while keeping metadata safe".to_string()),
+        );
+    }
+    match data_mode.as_deref() {
+        Some("journal") => r.add(
+            "ext4.data_journal",
+            Severity::Warn,
+            format!("{mp} journals data (data=journal): every byte is written twice"),
+            evidence.clone(),
+            "With data=journal each block goes to the journal first and to its place later, halving the sustained write rate; seed 000 advises data=ordered or data=writeback for recording.",
+            &[format!("umount {mp} && mount -o data=ordered {dev} {mp}   (the data mode cannot change on remount)")],
+            &[r.fstab_hint("replace data=journal by data=ordered"), format!("tune2fs -o journal_data_ordered {dev}   (the default stored in the superblock)")],
+            Some("data=journal protects file contents written just before a crash; ordered protects metadata and never exposes stale blocks".to_string()),
+        ),
+        Some("writeback") => r.add(
+            "ext4.data_writeback",
+            Severity::Info,
+            format!("{mp} uses data=writeback"),
+            evidence.clone(),
+            "Metadata is journaled but file data is not ordered before it: the fastest journaled mode (seed 001's choice for SD cards).",
+            &[],
+            &[],
+            Some("after a crash, the end of a file being written can contain stale data from deleted files".to_string()),
+        ),
+        _ => {}
+    }
+    if let Some(c) = opt("commit").and_then(|c| c.parse::<u64>().ok()) {
+        if c < 5 && journal != Some(false) {
+            r.add(
+                "ext4.commit_short",
+                Severity::Warn,
+                format!("{mp} commits its journal every {c} s (commit={c})"),
+                evidence.clone(),
+                "Each commit forces the journal and the data it orders to the device; committing more often than the default 5 s turns a steady stream into frequent small synchronous writes (seed 002's table: commit frequency drives metadata cost).",
+                &[format!("mount -o remount,commit=5 {mp}   (or higher, e.g. 30, for fewer flushes)")],
+                &[r.fstab_hint("set commit=5 or remove commit=")],
+                Some(format!("a longer commit interval loses up to that many seconds of metadata on a power cut; commit={c} loses at most {c} s")),
+            );
+        }
+    }
+    if t.has_option("nobarrier") || opt("barrier").as_deref() == Some("0") {
+        r.add(
+            "ext4.nobarrier",
+            Severity::Warn,
+            format!("{mp} is mounted without write barriers (nobarrier)"),
+            evidence,
+            "Without barriers the journal's ordering is not enforced on a device with a volatile write cache: a power cut can corrupt the filesystem, not only lose recent data.",
+            &[format!("mount -o remount,barrier {mp}")],
+            &[r.fstab_hint("remove \"nobarrier\"")],
+            Some("barriers cost a cache flush per journal commit; on a device without a volatile cache (write_cache: write through) they cost nothing".to_string()),
+        );
+    }
+    if let Some(e) = opt("errors") {
+        if e == "panic" {
+            r.add(
+                "ext4.errors_panic",
+                Severity::Info,
+                format!("{mp}: errors=panic reboots the machine on a filesystem error"),
+                r.mount_line(),
+                "A failing card then reboots the recorder instead of stopping the recording.",
+                &[],
+                &[r.fstab_hint("errors=remount-ro")],
+                None,
+            );
+        }
+    }
+}
+
+fn device(r: &mut Rules) {
+    let Some(dev) = r.a.devices.first().cloned() else {
+        return;
+    };
+    let physical =
+        r.a.devices
+            .iter()
+            .find(|d| !matches!(d.bus, Bus::Loop | Bus::Dm | Bus::Md))
+            .cloned();
+    if dev.bus == Bus::Loop {
+        r.add(
+            "dev.loop",
+            Severity::Info,
+            format!("/dev/{} is a loop device backed by {}", dev.name, dev.loop_backing_file.clone().unwrap_or_else(|| "a file".into())),
+            format!("{}/loop/backing_file", dev.sysfs_path),
+            "Writes go through the backing file's filesystem and device; rates measured here are that stack's, not a card's.",
+            &[],
+            &[],
+            None,
+        );
+    }
+    if let Some(p) = dev
+        .partition
+        .as_ref()
+        .or(physical.as_ref().and_then(|d| d.partition.as_ref()))
+    {
+        let flash = physical
+            .as_ref()
+            .is_some_and(|d| d.bus.is_removable_flash());
+        let erase = if flash { 4u64 << 20 } else { 1u64 << 20 };
+        let name = &dev.name;
+        if p.start_bytes % erase != 0 {
+            r.add(
+                "part.misaligned",
+                if flash || p.start_bytes % 4096 != 0 { Severity::Warn } else { Severity::Info },
+                format!(
+                    "partition {name} starts at sector {} ({} KiB), not on a {} MiB boundary",
+                    p.start_bytes / 512,
+                    p.start_bytes / 1024,
+                    erase >> 20
+                ),
+                format!("/sys/class/block/{name}/start = {}", p.start_bytes / 512),
+                "Flash erases in large blocks (4 MiB on most SD cards); a partition that does not start on one makes every large write straddle two erase blocks and costs the card extra internal copying.",
+                &["back up the data, then repartition with the first partition at 4 MiB: parted -a optimal /dev/DISK mklabel msdos mkpart primary 4MiB 100% (destroys data)".to_string()],
+                &[],
+                None,
+            );
+        } else {
+            r.add(
+                "part.aligned",
+                Severity::Ok,
+                format!("partition {name} starts on a {} MiB boundary", erase >> 20),
+                format!("/sys/class/block/{name}/start = {}", p.start_bytes / 512),
+                "Large writes map onto whole erase blocks.",
+                &[],
+                &[],
+                None,
+            );
+        }
+    }
+    let Some(phys) = physical else {
+        return;
+    };
+    let q = &phys.queue;
+    if let (Some(cur), Some(hw)) = (q.max_sectors_kb, q.max_hw_sectors_kb) {
+        if cur < 512 && hw > cur {
+            let want = hw.min(1024);
+            r.add(
+                "dev.max_sectors_small",
+                Severity::Info,
+                format!("{} splits writes at {cur} KiB though the hardware takes {hw} KiB", phys.disk),
+                format!("/sys/block/{0}/queue/max_sectors_kb = {cur}, max_hw_sectors_kb = {hw}", phys.disk),
+                "Each request carries at most max_sectors_kb; larger requests mean fewer commands per MB, which helps USB bridges and SD cards keep their rate.",
+                &[format!("echo {want} > /sys/block/{}/queue/max_sectors_kb", phys.disk)],
+                &[format!(
+                    "/etc/udev/rules.d/60-sinkrate.rules: ACTION==\"add|change\", KERNEL==\"{}\", ATTR{{queue/max_sectors_kb}}=\"{want}\"",
+                    phys.disk
+                )],
+                None,
+            );
+        }
+    }
+    if q.write_cache.as_deref() == Some("write back") && r.a.target.has_option("nobarrier") {
+        // Already covered by ext4.nobarrier's evidence; the cache state adds to it.
+    }
+}
+
+fn usb(r: &mut Rules) {
+    let Some(u) = r.a.usb.clone() else {
+        return;
+    };
+    let negotiated = u.device.speed_mbps;
+    let mut path = format!(
+        "root hub {} {}",
+        u.root_hub.name,
+        u.root_hub.speed_mbps.map(speed).unwrap_or_default()
+    );
+    for h in &u.hubs {
+        path.push_str(&format!(
+            " -> hub {} {}{}",
+            h.name,
+            h.speed_mbps.map(speed).unwrap_or_default(),
+            h.product
+                .as_ref()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default()
+        ));
+    }
+    path.push_str(&format!(
+        " -> {} {}{} USB{}",
+        u.device.name,
+        negotiated.map(speed).unwrap_or_default(),
+        u.device
+            .product
+            .as_ref()
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default(),
+        u.device
+            .usb_version
+            .as_deref()
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    ));
+    let evidence = format!(
+        "{path}; fastest root hub on this controller: {}",
+        u.controller_max_mbps
+            .map(speed)
+            .unwrap_or_else(|| "unknown".into())
+    );
+    let slow_hub = u
+        .hubs
+        .iter()
+        .find(|h| h.speed_mbps.is_some_and(|s| s < 5000.0))
+        .map(|h| h.name.clone());
+    match (negotiated, u.device_capable_mbps) {
+        (Some(n), Some(cap)) if n < cap => r.add(
+            "usb.link_below_capability",
+            Severity::Critical,
+            format!(
+                "{} enumerated at {} although it can do {}{}",
+                u.device.product.clone().unwrap_or_else(|| u.device.name.clone()),
+                speed(n),
+                speed(cap),
+                if u.controller_max_mbps.is_some_and(|c| c >= cap) { " and so can this controller" } else { "" }
+            ),
+            evidence,
+            &format!(
+                "At {} a USB mass-storage device writes at most about {} MB/s, far below what the drive can sustain (seed 000: 5000M means super-speed; 480M or lower points at a USB 2 cable, port or hub).",
+                speed(n),
+                if n <= 480.0 { "35-40" } else { "400" }
+            ),
+            &[match slow_hub {
+                Some(h) => format!("hub {h} on the path runs at USB 2 speed: connect the drive to a USB 3 port directly or through a USB 3 hub, with a USB 3 cable"),
+                None => "use a certified USB 3 cable and a USB 3 port (blue or marked SS); then run sinkrate audit again".to_string(),
+            }],
+            &[],
+            None,
+        ),
+        (Some(n), Some(cap)) if n <= 480.0 && cap <= 480.0 && u.controller_max_mbps.is_some_and(|c| c >= 5000.0) => r.add(
+            "usb.device_usb2",
+            Severity::Info,
+            format!("{} is a USB 2 device: about 35-40 MB/s at most", u.device.product.clone().unwrap_or_else(|| u.device.name.clone())),
+            evidence,
+            "The port could do more; the drive itself cannot.",
+            &["for more than ~35 MB/s use a USB 3 drive".to_string()],
+            &[],
+            None,
+        ),
+        (Some(_), _) => r.add(
+            "usb.link",
+            Severity::Ok,
+            format!("{} runs at {}", u.device.name, negotiated.map(speed).unwrap_or_default()),
+            evidence,
+            "The link runs at what the device can do.",
+            &[],
+            &[],
+            None,
+        ),
+        _ => {}
+    }
+    let busy: Vec<String> = u
+        .peers
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}{}",
+                p.name,
+                p.class.clone().unwrap_or_else(|| "device".into()),
+                p.product
+                    .as_ref()
+                    .map(|x| format!(" ({x})"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    if !busy.is_empty() {
+        let heavy = u.peers.iter().any(|p| {
+            matches!(
+                p.class.as_deref(),
+                Some(
+                    "video"
+                        | "mass storage"
+                        | "audio"
+                        | "wireless"
+                        | "communications"
+                        | "vendor specific"
+                )
+            )
+        });
+        r.add(
+            "usb.shared_bus",
+            if heavy { Severity::Warn } else { Severity::Info },
+            format!("{} other device(s) share root hub {} with the drive", busy.len(), u.root_hub.name),
+            busy.join("; "),
+            "Devices on one root hub share its bandwidth: a USB camera streaming on the same bus takes from the drive's write rate exactly when recording (seed 000).",
+            &["move the camera or the drive to a port of another root hub (lsusb -t shows which ports share one)".to_string()],
+            &[],
+            None,
+        );
+    }
+}
+
+fn memory(r: &mut Rules) {
+    let m = r.a.memory.clone();
+    let rate = r.a.stream_bytes_per_s.max(1.0);
+    let (Some(limit), Some(background)) = (m.dirty_threshold_bytes, m.background_threshold_bytes)
+    else {
+        return;
+    };
+    let ceiling = m.freerun_ceiling_bytes.unwrap_or((limit + background) / 2);
+    let vm = &m.vm;
+    let setting = |bytes: Option<u64>, ratio: Option<u64>| match (bytes, ratio) {
+        (Some(b), _) if b > 0 => format!("{} bytes", b),
+        (_, Some(p)) => format!("{p}% of available memory"),
+        _ => "?".to_string(),
+    };
+    let evidence = format!(
+        "vm.dirty_ratio/bytes: {}, background: {}; the kernel's thresholds now: {} hard, {} background, throttling from {}; MemAvailable {}; stream {:.1} MB/s",
+        setting(vm.dirty_bytes, vm.dirty_ratio),
+        setting(vm.dirty_background_bytes, vm.dirty_background_ratio),
+        mb(limit as f64),
+        mb(background as f64),
+        mb(ceiling as f64),
+        m.available_bytes.map(|b| mb(b as f64)).unwrap_or_else(|| "?".into()),
+        rate / 1e6
+    );
+    let seconds = ceiling as f64 / rate;
+    let persistent_file = "/etc/sysctl.d/60-sinkrate.conf";
+    if seconds < 5.0 {
+        let want = (rate * 10.0) as u64;
+        r.add(
+            "vm.dirty_limit_small_for_stream",
+            Severity::Warn,
+            format!("the page cache absorbs only {seconds:.1} s of this stream before writers are throttled"),
+            evidence.clone(),
+            "When the device pauses (an SD card's garbage collection takes hundreds of ms), the recorder keeps writing into the page cache; with a small dirty limit the kernel throttles it almost at once and frames back up.",
+            &[format!("sysctl -w vm.dirty_bytes={} vm.dirty_background_bytes={}", want * 2, want)],
+            &[format!("{persistent_file}: vm.dirty_bytes = {}, vm.dirty_background_bytes = {}", want * 2, want)],
+            Some(format!(
+                "up to {} of recording (about {:.0} s) would be lost on a power cut instead of {}",
+                mb((want * 2) as f64),
+                (want * 2) as f64 / rate,
+                mb(ceiling as f64)
+            )),
+        );
+    } else {
+        r.add(
+            "vm.dirty",
+            Severity::Ok,
+            format!(
+                "dirty limits {} / {} background: room for {seconds:.0} s of this stream before throttling",
+                mb(limit as f64),
+                mb(background as f64)
+            ),
+            evidence.clone(),
+            "Short device pauses are absorbed by the page cache.",
+            &[],
+            &[],
+            Some(format!(
+                "everything dirty is lost on a power cut: up to {} = {seconds:.0} s of this stream",
+                mb(ceiling as f64)
+            )),
+        );
+    }
+    if let Some(expire) = vm.dirty_expire_centisecs {
+        if expire >= 1000 {
+            let burst = rate * expire as f64 / 100.0;
+            let burst = burst.min(background as f64);
+            r.add(
+                "vm.expire",
+                Severity::Warn,
+                format!("dirty data waits {} s before it is written back", expire / 100),
+                format!(
+                    "vm.dirty_expire_centisecs = {expire}, vm.dirty_writeback_centisecs = {}",
+                    vm.dirty_writeback_centisecs.map(|w| w.to_string()).unwrap_or_else(|| "?".into())
+                ),
+                &format!(
+                    "Below the background threshold nothing is written until data is {} s old; the device then gets up to {} in one burst, and the flusher's burst is when writes stall and the CPU spikes (seed 001).",
+                    expire / 100,
+                    mb(burst)
+                ),
+                &["sysctl -w vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100".to_string()],
+                &[format!("{persistent_file}: vm.dirty_expire_centisecs = 100, vm.dirty_writeback_centisecs = 100")],
+                Some("more frequent, smaller flushes; none for a recorder, whose data is written once".to_string()),
+            );
+        }
+    }
+    if let (Some(total), Some(avail)) = (m.total_bytes, m.available_bytes) {
+        if avail < total / 10 {
+            r.add(
+                "mem.low_available",
+                Severity::Warn,
+                format!("only {} of {} memory is available", mb(avail as f64), mb(total as f64)),
+                format!("/proc/meminfo MemAvailable {avail} bytes, MemTotal {total} bytes"),
+                "Dirty limits given as ratios scale with available memory: when it is low, the page cache absorbs little and writers are throttled early.",
+                &["find what holds memory: sinkrate watch (top hogs), or ps aux --sort=-rss | head".to_string()],
+                &[],
+                None,
+            );
+        }
+    }
+}
+
+fn space(r: &mut Rules) {
+    let rate = r.a.stream_bytes_per_s.max(1.0);
+    let mp = r.a.target.mount_point.clone();
+    if let Some(s) = r.a.space.filter(|s| s.total_bytes > 0) {
+        let hours = s.available_bytes as f64 / rate / 3600.0;
+        let pct = if s.total_bytes > 0 {
+            100.0 * s.available_bytes as f64 / s.total_bytes as f64
+        } else {
+            0.0
+        };
+        let evidence = format!(
+            "{} available of {} ({pct:.0}%); inodes {} free of {}",
+            mb(s.available_bytes as f64),
+            mb(s.total_bytes as f64),
+            s.inodes_free,
+            s.inodes
+        );
+        if pct < 10.0 || hours < 1.0 {
+            r.add(
+                "space.low",
+                Severity::Warn,
+                format!("{mp} has {} free: {hours:.1} h of this stream", mb(s.available_bytes as f64)),
+                evidence,
+                "A nearly full filesystem allocates in scattered small pieces (slower writes), and a recorder without loop recording stops when it is full.",
+                &["delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)".to_string()],
+                &[],
+                None,
+            );
+        } else {
+            r.add(
+                "space",
+                Severity::Ok,
+                format!(
+                    "{mp} has {} free: {hours:.1} h of this stream",
+                    mb(s.available_bytes as f64)
+                ),
+                evidence,
+                "Room to record.",
+                &[],
+                &[],
+                None,
+            );
+        }
+        if s.inodes > 0 && s.inodes_free * 20 < s.inodes {
+            r.add(
+                "space.inodes_low",
+                Severity::Warn,
+                format!("{mp} has only {} free inodes", s.inodes_free),
+                format!("{} of {} inodes free", s.inodes_free, s.inodes),
+                "Each segment file needs an inode; when they run out, creating the next segment fails although space is left.",
+                &["delete small files, or recreate the filesystem with more inodes (mkfs.ext4 -i 65536 ... destroys data)".to_string()],
+                &[],
+                None,
+            );
+        }
+    }
+    for swap in r.a.swap.iter().filter(|s| s.same_disk) {
+        r.add(
+            "swap.same_device",
+            Severity::Warn,
+            format!("swap {} is on the recording device", swap.name),
+            format!("/proc/swaps: {} {} {} bytes", swap.name, swap.kind, swap.size_bytes),
+            "When memory runs short, swapping competes with the recording for the same device exactly when the device is busiest.",
+            &[format!("swapoff {}", swap.name)],
+            &[format!("/etc/fstab: remove or comment out the swap line for {}", swap.name)],
+            Some("without swap, memory pressure ends in the OOM killer instead of slowdowns".to_string()),
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! From a path to the mount that stores it: mountinfo's longest matching mount point,
+//! noting bind mounts and following an overlay to its upper directory.
+
+use serde::Serialize;
+use sinkrate_procparse::mountinfo::{self, Mount};
+
+use crate::root::{normalise, SysRoot};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// The audited path, absolute and resolved.
+    pub path: String,
+    pub mount_point: String,
+    pub fs_type: String,
+    /// Every option in force: the mount's flags, then the filesystem's own.
+    pub mount_options: Vec<String>,
+    /// Filesystem-specific options alone (data=, commit=, errors=, sync, ...).
+    pub super_options: Vec<String>,
+    /// The mount's source as mountinfo gives it (/dev/sda1, tmpfs, ...).
+    pub source: String,
+    /// The block device, /dev/NAME, when there is one.
+    pub device: Option<String>,
+    /// A bind mount: the directory of the filesystem mounted here.
+    pub bind_of: Option<String>,
+    /// Reached through an overlay mounted here, whose upper directory stores the writes.
+    pub overlay_at: Option<String>,
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl Target {
+    pub fn has_option(&self, name: &str) -> bool {
+        self.mount_options.iter().any(|o| o == name) || self.super_options.iter().any(|o| o == name)
+    }
+
+    /// Mount options then filesystem options, each once (both lists carry rw/ro).
+    pub fn all_options(&self) -> Vec<String> {
+        let mut out = self.mount_options.clone();
+        for o in &self.super_options {
+            if !out.contains(o) {
+                out.push(o.clone());
+            }
+        }
+        out
+    }
+
+    /// The value of a `key=value` option.
+    pub fn option_value(&self, key: &str) -> Option<&str> {
+        self.super_options
+            .iter()
+            .chain(self.mount_options.iter())
+            .find_map(|o| o.strip_prefix(key)?.strip_prefix('='))
+    }
+}
+
+fn target_of(m: &Mount, path: &str) -> Target {
+    Target {
+        path: path.to_string(),
+        mount_point: m.mount_point.clone(),
+        fs_type: m.fs_type.clone(),
+        // Per-mount flags and the superblock's (sync lives there for most filesystems).
+        mount_options: {
+            let mut all = m.mount_options.clone();
+            for o in &m.super_options {
+                if !all.contains(o) {
+                    all.push(o.clone());
+                }
+            }
+            all
+        },
+        super_options: m.super_options.clone(),
+        source: m.source.clone(),
+        device: None,
+        bind_of: (m.root != "/").then(|| m.root.clone()),
+        overlay_at: None,
+        major: m.major,
+        minor: m.minor,
+    }
+}
+
+/// Resolves `path` (already absolute and resolved on the live system) to its mount.
+pub fn resolve(root: &SysRoot, path: &str) -> Result<Target, String> {
+    let text = root.read("/proc/self/mountinfo").ok_or_else(|| {
+        format!(
+            "{}: cannot read",
+            root.host_path("/proc/self/mountinfo").display()
+        )
+    })?;
+    let mounts = mountinfo::parse(&text);
+    let path = normalise(path);
+    let m = mountinfo::mount_for_path(&mounts, &path)
+        .ok_or_else(|| format!("{path}: no mount in mountinfo holds it"))?;
+    let mut t = target_of(m, &path);
+    if m.fs_type == "overlay" {
+        let upper = m
+            .super_options
+            .iter()
+            .find_map(|o| o.strip_prefix("upperdir="))
+            .map(normalise);
+        if let Some(upper) = upper {
+            if let Some(u) = mountinfo::mount_for_path(&mounts, &upper) {
+                if u.fs_type != "overlay" {
+                    let mut ut = target_of(u, &path);
+                    ut.overlay_at = Some(m.mount_point.clone());
+                    t = ut;
+                }
+            }
+        }
+    }
+    Ok(t)
+}

@@ -1,0 +1,552 @@
+//! `sinkrate check [PATH]`: the front door. Audit, a raw write rate the page cache cannot
+//! inflate, a short recording test of a profile with the sampler watching, then one verdict
+//! table with the findings that matter most and their fixes. Exit 0 keeps up, 1 does not,
+//! 2 error. Every test file is removed; the full report goes to a JSON file.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{json, Value};
+use sinkrate_audit::{Audit, Finding, Severity};
+
+use crate::cli::CheckArgs;
+
+struct Plan {
+    raw_s: u64,
+    record_s: u64,
+}
+
+impl Plan {
+    fn of(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                raw_s: 4,
+                record_s: 8,
+            }
+        } else {
+            Plan {
+                raw_s: 15,
+                record_s: 40,
+            }
+        }
+    }
+}
+
+/// A progress bar over the whole check, in seconds: the phase and the time left.
+struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    fn new(flag: &str, total_s: u64) -> Progress {
+        let show = match flag {
+            "always" => true,
+            "never" => false,
+            _ => std::io::stderr().is_terminal(),
+        };
+        let bar = ProgressBar::with_draw_target(
+            Some(total_s * 10),
+            if show {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            },
+        );
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg:<32} [{bar:30}] {elapsed_precise} ({eta} left)")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Progress { bar }
+    }
+
+    /// Runs `work` as the phase `name`, expected to take `expected_s`; the bar moves with the
+    /// clock and jumps to the phase's end when it finishes.
+    fn phase<T>(&self, name: &str, expected_s: u64, work: impl FnOnce() -> T) -> T {
+        self.bar.set_message(name.to_string());
+        let start_pos = self.bar.position();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ticker = {
+            let bar = self.bar.clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while !done.load(Ordering::Relaxed) {
+                    let ds = (t0.elapsed().as_millis() / 100) as u64;
+                    bar.set_position(start_pos + ds.min(expected_s * 10));
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        };
+        let out = work();
+        done.store(true, Ordering::Relaxed);
+        let _ = ticker.join();
+        self.bar.set_position(start_pos + expected_s * 10);
+        out
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn report_path(args: &CheckArgs) -> PathBuf {
+    if let Some(p) = &args.output {
+        return p.clone();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let stamp: String = sinkrate_report::fio_json::rfc3339(now)
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .take(14)
+        .collect();
+    let name = format!(
+        "sinkrate-check-{}-{}.json",
+        &stamp[..8.min(stamp.len())],
+        &stamp[8.min(stamp.len())..]
+    );
+    let cwd_writable = std::env::current_dir().ok().is_some_and(|d| writable(&d));
+    if cwd_writable {
+        PathBuf::from(name)
+    } else {
+        std::env::temp_dir().join(name)
+    }
+}
+
+fn writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) with a valid C string.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// Why the target cannot take a write test, if it cannot.
+fn unwritable(a: &Audit, path: &Path) -> Option<String> {
+    let t = &a.target;
+    if sinkrate_audit::PSEUDO_FS.contains(&t.fs_type.as_str()) {
+        return Some(format!(
+            "{} is on {}, a kernel interface, not storage",
+            path.display(),
+            t.fs_type
+        ));
+    }
+    if t.mount_options.iter().any(|o| o == "ro") {
+        return Some(format!(
+            "{} is on a read-only mount ({})",
+            path.display(),
+            t.mount_point
+        ));
+    }
+    if !path.is_dir() {
+        return Some(format!("{} is not a directory", path.display()));
+    }
+    if !writable(path) {
+        return Some(format!(
+            "{} is not writable by this user (run as its owner or as root)",
+            path.display()
+        ));
+    }
+    None
+}
+
+/// The three findings that matter most: critical first, then warn, then info.
+fn top_findings(a: &Audit) -> Vec<&Finding> {
+    a.findings
+        .iter()
+        .filter(|f| f.severity != Severity::Ok)
+        .take(3)
+        .collect()
+}
+
+fn record_args(args: &CheckArgs, dir: &Path, seconds: u64) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "--dir".into(),
+        dir.display().to_string(),
+        "--duration".into(),
+        format!("{seconds}s"),
+        "--write-mode".into(),
+        args.write_mode.clone(),
+    ];
+    match &args.rate.bitrate {
+        Some(b) => v.extend(["--fps".into(), "30".into(), "--bitrate".into(), b.clone()]),
+        None => v.extend(["--profile".into(), args.rate.profile.clone()]),
+    }
+    v.extend([
+        "--output-format".into(),
+        "json".into(),
+        "--live".into(),
+        "never".into(),
+    ]);
+    v
+}
+
+fn run_record(args: &[String]) -> Result<(Value, Option<i32>)> {
+    let exe = std::env::current_exe().context("finding the sinkrate binary")?;
+    let out = std::process::Command::new(exe)
+        .arg("record")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("running the recording test")?;
+    match out.status.code() {
+        Some(0) | Some(1) | Some(130) => Ok((
+            serde_json::from_slice(&out.stdout).context("reading the recording test's result")?,
+            out.status.code(),
+        )),
+        _ => Err(anyhow!(
+            "the recording test failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .trim_start_matches("sinkrate: ")
+        )),
+    }
+}
+
+fn mbs(bytes_per_s: f64) -> String {
+    format!("{:.1} MB/s", bytes_per_s / 1e6)
+}
+
+fn mmss(s: f64) -> String {
+    format!("{:02}:{:02}", (s / 60.0) as u64, (s % 60.0) as u64)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Verdict {
+    KeepsUp,
+    FallingBehind,
+    Drops,
+}
+
+impl Verdict {
+    fn label(self) -> &'static str {
+        match self {
+            Verdict::KeepsUp => "KEEPS UP",
+            Verdict::FallingBehind => "FALLING BEHIND",
+            Verdict::Drops => "DROPS FRAMES",
+        }
+    }
+    fn key(self) -> &'static str {
+        match self {
+            Verdict::KeepsUp => "keeps_up",
+            Verdict::FallingBehind => "falling_behind",
+            Verdict::Drops => "drops",
+        }
+    }
+}
+
+/// The check's verdict: the recording test's, except that a device whose sustained rate is
+/// below the stream's cannot keep up however the page cache hid it during the test.
+fn judge(record: &Value, raw: Option<f64>, requested: f64) -> Verdict {
+    match record["verdict"].as_str() {
+        Some("drops") => Verdict::Drops,
+        Some("falling_behind") => Verdict::FallingBehind,
+        _ if raw.is_some_and(|r| r < requested) => Verdict::FallingBehind,
+        _ => Verdict::KeepsUp,
+    }
+}
+
+pub fn run(args: CheckArgs) -> Result<ExitCode> {
+    let started = Instant::now();
+    if let Some(p) = &args.output {
+        crate::check_output_path("--output", p)?;
+    }
+    let (label, requested) = super::audit::stream_rate(&args.rate)?;
+    if !args.path.exists() {
+        return Err(anyhow!(
+            "{}: does not exist (give a directory on the storage to check)",
+            args.path.display()
+        ));
+    }
+    let a = super::audit::audit(&args.path, None, requested)?;
+    if let Some(why) = unwritable(&a, &args.path) {
+        let colour = super::audit::colour_wanted(&args.color);
+        eprint!("{}", super::audit::text(&a, &label, colour));
+        return Err(anyhow!(
+            "{why}: no write test is possible; the audit above still applies"
+        ));
+    }
+    let dir = std::fs::canonicalize(&args.path)
+        .with_context(|| format!("{}: cannot resolve", args.path.display()))?;
+    let report = report_path(&args);
+    let plan = Plan::of(args.quick);
+    let stop = crate::interrupt_flag()?;
+    let progress = Progress::new(&args.progress, plan.raw_s + plan.record_s + 3);
+    progress.phase("audit", 0, || ());
+    // O_DIRECT where the filesystem has it; elsewhere buffered with the final flush counted.
+    let mut raw_direct = true;
+    let raw = progress.phase("sustained write (direct I/O)", plan.raw_s + 1, || {
+        match super::find_max::raw_write_rate(&dir, plan.raw_s, true, stop.clone()) {
+            Ok(r) => Ok(r),
+            Err(_) if !stop.load(Ordering::Relaxed) => {
+                raw_direct = false;
+                super::find_max::raw_write_rate(&dir, plan.raw_s, false, stop.clone())
+            }
+            Err(e) => Err(e),
+        }
+    });
+    if stop.load(Ordering::Relaxed) {
+        progress.finish();
+        eprintln!("sinkrate: check interrupted; its test files are removed");
+        return Ok(ExitCode::from(130));
+    }
+    let (raw, raw_error) = match raw {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
+    let record = progress.phase(
+        &format!("recording test ({label})"),
+        plan.record_s + 2,
+        || run_record(&record_args(&args, &dir, plan.record_s)),
+    );
+    progress.finish();
+    let (record, record_code) = record?;
+    if stop.load(Ordering::Relaxed) || record_code == Some(130) {
+        eprintln!("sinkrate: check interrupted; its test files are removed");
+        return Ok(ExitCode::from(130));
+    }
+    let verdict = judge(&record, raw, requested);
+    let headroom = raw.map(|r| r / requested);
+    let exit = if verdict == Verdict::KeepsUp { 0 } else { 1 };
+    let top: Vec<&Finding> = top_findings(&a);
+    let elapsed = started.elapsed().as_secs_f64();
+    let doc = json!({
+        "schema": sinkrate_model::SCHEMA, "kind": "check",
+        "tool": { "name": "sinkrate", "version": sinkrate_model::TOOL_VERSION },
+        "timestamp_ms": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+        "host": sinkrate_engine::host::host_facts(),
+        "verdict": verdict.key(), "exit_code": exit, "elapsed_s": elapsed, "quick": args.quick,
+        "stream": { "label": label, "bytes_per_s": requested },
+        "headroom": headroom,
+        "raw_write": { "bytes_per_s": raw, "direct": raw_direct, "seconds": plan.raw_s, "error": raw_error },
+        "top_findings": top.iter().map(|f| f.id).collect::<Vec<_>>(),
+        "audit": super::audit::json_body(&a, &label, None),
+        "record": record,
+        "report_file": report.display().to_string(),
+    });
+    let mut bytes = serde_json::to_vec_pretty(&doc)?;
+    bytes.push(b'\n');
+    std::fs::write(&report, &bytes)
+        .with_context(|| format!("writing the report {}", report.display()))?;
+    if args.output_format == "json" {
+        crate::write_stdout(&bytes)?;
+    } else {
+        let colour = super::audit::colour_wanted(&args.color);
+        let text = table(&TableInput {
+            a: &a,
+            label: &label,
+            requested,
+            raw,
+            raw_direct,
+            raw_error: raw_error.as_deref(),
+            raw_s: plan.raw_s,
+            record: &record,
+            verdict,
+            headroom,
+            exit,
+            elapsed,
+            report: &report,
+            colour,
+        });
+        crate::write_stdout(text.as_bytes())?;
+    }
+    Ok(ExitCode::from(exit))
+}
+
+struct TableInput<'a> {
+    a: &'a Audit,
+    label: &'a str,
+    requested: f64,
+    raw: Option<f64>,
+    raw_direct: bool,
+    raw_error: Option<&'a str>,
+    raw_s: u64,
+    record: &'a Value,
+    verdict: Verdict,
+    headroom: Option<f64>,
+    exit: u8,
+    elapsed: f64,
+    report: &'a Path,
+    colour: bool,
+}
+
+fn table(t: &TableInput) -> String {
+    let a = t.a;
+    let target = &a.target;
+    let used = a.space.map(|s| {
+        if s.total_bytes == 0 {
+            0.0
+        } else {
+            100.0 - 100.0 * s.available_bytes as f64 / s.total_bytes as f64
+        }
+    });
+    let dev = a
+        .devices
+        .first()
+        .map(|d| d.describe())
+        .unwrap_or_else(|| target.source.clone());
+    let mut s = format!(
+        "sinkrate check  {}  ({} on {}{})\n",
+        target.path,
+        target.fs_type,
+        dev,
+        used.map(|u| format!(", {u:.0}% used")).unwrap_or_default()
+    );
+    s.push_str(&format!(
+        "{}: {} = {}        [{} elapsed]\n\n",
+        t.label,
+        format_args!("{:.1} Mbit/s", t.requested * 8.0 / 1e6),
+        mbs(t.requested),
+        mmss(t.elapsed)
+    ));
+    let verdict = match (t.verdict, t.headroom) {
+        (Verdict::KeepsUp, Some(h)) => format!("KEEPS UP with {h:.1}x headroom"),
+        (v, _) => v.label().to_string(),
+    };
+    let verdict = if t.colour {
+        let code = if t.verdict == Verdict::KeepsUp {
+            "1;32"
+        } else {
+            "1;31"
+        };
+        format!("\x1b[{code}m{verdict}\x1b[0m")
+    } else {
+        verdict
+    };
+    s.push_str(&format!("VERDICT  {verdict}    (exit {})\n", t.exit));
+    let record_verdict = t.record["verdict"].as_str().unwrap_or("");
+    let explanation = match t.raw {
+        Some(raw) if record_verdict == "keeps_up" && t.verdict != Verdict::KeepsUp => format!(
+            "no frame dropped in the test, but the device sustains only {} against the stream's {}: the page cache hid the deficit, and the backlog grows {} until writers are throttled",
+            mbs(raw),
+            mbs(t.requested),
+            mbs(t.requested - raw)
+        ),
+        _ => t.record["verdict_text"].as_str().unwrap_or("").to_string(),
+    };
+    for line in explanation.lines() {
+        s.push_str(&format!("  {line}\n"));
+    }
+    s.push('\n');
+    let row = |s: &mut String, k: &str, v: String| s.push_str(&format!("  {k:<40} {v}\n"));
+    match (t.raw, t.raw_error) {
+        (Some(r), _) => row(
+            &mut s,
+            "sustained write, page cache excluded",
+            format!(
+                "{}   ({}, {} s; headroom {:.1}x the stream)",
+                mbs(r),
+                if t.raw_direct {
+                    "direct I/O"
+                } else {
+                    "buffered, final flush counted"
+                },
+                t.raw_s,
+                r / t.requested
+            ),
+        ),
+        (None, Some(e)) => row(&mut s, "sustained write", format!("not measured: {e}")),
+        _ => {}
+    }
+    let rec = t.record;
+    let totals = &rec["totals"];
+    let dur = rec["config"]["duration"]["secs"].as_u64().unwrap_or(0);
+    row(
+        &mut s,
+        &format!(
+            "recording test, {dur} s, {} writes",
+            rec["config"]["write_mode"].as_str().unwrap_or("?")
+        ),
+        format!(
+            "{} of {} frames dropped; write p99 {:.1} ms, max {:.1} ms",
+            totals["frames_dropped"].as_u64().unwrap_or(0),
+            totals["frames_offered"].as_u64().unwrap_or(0),
+            totals["write_latency_ns"]["p99"].as_f64().unwrap_or(0.0) / 1e6,
+            totals["write_latency_ns"]["max"].as_f64().unwrap_or(0.0) / 1e6
+        ),
+    );
+    if let Some(worst) = rec["stalls"].as_array().and_then(|st| {
+        st.iter().max_by(|x, y| {
+            x["duration_ms"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .total_cmp(&y["duration_ms"].as_f64().unwrap_or(0.0))
+        })
+    }) {
+        let ctx = worst;
+        let mut what = format!(
+            "{:.0} ms at {}",
+            worst["duration_ms"].as_f64().unwrap_or(0.0),
+            mmss(worst["at_s"].as_f64().unwrap_or(0.0))
+        );
+        if let Some(d) = ctx["dirty_bytes"].as_f64() {
+            what.push_str(&format!(
+                " (dirty {:.0} MB, writeback {:.0} MB)",
+                d / 1e6,
+                ctx["writeback_bytes"].as_f64().unwrap_or(0.0) / 1e6
+            ));
+        }
+        row(&mut s, "worst write call", what);
+    }
+    let summary = &rec["sampler"]["summary"];
+    let throttled = summary["throttled_seconds"].as_f64().unwrap_or(0.0);
+    let peak = summary["peak_ceiling_pct"].as_f64();
+    row(
+        &mut s,
+        "writers throttled by the page cache",
+        if throttled > 0.0 {
+            format!("{throttled:.1} s")
+        } else {
+            format!(
+                "never{}",
+                peak.map(|p| format!(" (peak {p:.0}% of the freerun ceiling)"))
+                    .unwrap_or_default()
+            )
+        },
+    );
+    if let Some(d) = totals["device_bytes_per_s"].as_f64() {
+        row(&mut s, "device wrote while recording", mbs(d));
+    }
+    let top = top_findings(a);
+    if !top.is_empty() {
+        s.push_str("\nFIX FIRST\n");
+        for (i, f) in top.iter().enumerate() {
+            let body = super::audit::finding_text(f, t.colour, false);
+            let mut lines = body.lines();
+            if let Some(first) = lines.next() {
+                s.push_str(&format!("  {}. {first}\n", i + 1));
+            }
+            for l in lines {
+                s.push_str(&format!("     {l}\n"));
+            }
+        }
+    }
+    let rest = a
+        .findings
+        .iter()
+        .filter(|f| f.severity != Severity::Ok)
+        .count();
+    if rest > top.len() {
+        s.push_str(&format!(
+            "\n{} more finding(s): sinkrate audit {}\n",
+            rest - top.len(),
+            target.path
+        ));
+    }
+    for n in &a.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s.push_str(&format!("\nfull report: {}\n", t.report.display()));
+    s
+}

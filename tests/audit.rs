@@ -1,0 +1,430 @@
+//! `sinkrate audit` on real loop devices formatted and mounted with the problem options, on
+//! the sysroot fixture trees, and with bad input.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{run, sinkrate_path, with_root, LoopDevice, ScratchFs};
+
+fn audit(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = Command::new(sinkrate_path())
+        .arg("audit")
+        .args(["--output-format", "json"])
+        .args(args)
+        .output()
+        .expect("runs");
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (
+        out.status.code(),
+        v,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn findings(v: &serde_json::Value) -> Vec<(String, String)> {
+    v["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("findings: {v}"))
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap_or("").to_string(),
+                f["severity"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn has(v: &serde_json::Value, id: &str, severity: &str) -> bool {
+    findings(v).iter().any(|(i, s)| i == id && s == severity)
+}
+
+fn ids(v: &serde_json::Value) -> Vec<String> {
+    findings(v).into_iter().map(|(i, _)| i).collect()
+}
+
+/// Findings a mount option or mkfs choice triggers; the baseline must have none of them.
+const OPTION_FINDINGS: &[&str] = &[
+    "mount.sync",
+    "ext4.data_journal",
+    "ext4.commit_short",
+    "ext4.nobarrier",
+    "ext4.no_journal",
+    "fs.btrfs_cow",
+];
+
+fn fs_with(fs: &str, mkfs_extra: &[&str], opts: &str) -> ScratchFs {
+    let loopdev = LoopDevice::new("512M", false);
+    let device = loopdev.path.clone();
+    let dev = device.to_str().expect("utf8");
+    match fs {
+        "ext4" => {
+            let mut args = vec!["-q", "-F"];
+            args.extend(mkfs_extra);
+            args.push(dev);
+            run("mkfs.ext4", &args);
+        }
+        other => common::mkfs(other, &device),
+    }
+    let mountpoint = tempfile::tempdir().expect("tempdir");
+    common::mount(&device, mountpoint.path(), opts);
+    ScratchFs {
+        mountpoint,
+        device,
+        loopdev,
+    }
+}
+
+#[test]
+fn problem_mount_options_give_their_findings_and_no_wrong_ones() {
+    with_root(
+        "problem_mount_options_give_their_findings_and_no_wrong_ones",
+        &["mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "losetup"],
+        || {
+            // (fs, mkfs options, mount options, the finding expected, its severity)
+            let cases: &[(&str, &[&str], &str, &str, &str)] = &[
+                ("ext4", &[], "noatime", "mount.atime", "ok"),
+                ("ext4", &[], "sync,noatime", "mount.sync", "critical"),
+                ("ext4", &[], "strictatime", "mount.atime", "warn"),
+                (
+                    "ext4",
+                    &[],
+                    "noatime,data=journal",
+                    "ext4.data_journal",
+                    "warn",
+                ),
+                ("ext4", &[], "noatime,commit=1", "ext4.commit_short", "warn"),
+                ("ext4", &[], "noatime,nobarrier", "ext4.nobarrier", "warn"),
+                (
+                    "ext4",
+                    &["-O", "^has_journal"],
+                    "noatime",
+                    "ext4.no_journal",
+                    "warn",
+                ),
+                ("xfs", &[], "noatime", "mount.atime", "ok"),
+                ("btrfs", &[], "noatime", "fs.btrfs_cow", "info"),
+            ];
+            for (fs, mkfs_extra, opts, expected, severity) in cases {
+                let scratch = fs_with(fs, mkfs_extra, opts);
+                let dir = scratch.path().to_str().expect("utf8");
+                let (code, v, stderr) = audit(&[dir]);
+                let label = format!("{fs} {mkfs_extra:?} -o {opts}");
+                assert_eq!(code, Some(0), "{label}: {stderr}");
+                assert!(
+                    has(&v, expected, severity),
+                    "{label}: expected {expected} ({severity}), got {:?}",
+                    findings(&v)
+                );
+                for other in OPTION_FINDINGS.iter().filter(|o| *o != expected) {
+                    assert!(
+                        !ids(&v).iter().any(|i| i == other),
+                        "{label}: {other} is wrong here: {:?}",
+                        findings(&v)
+                    );
+                }
+                assert_eq!(v["target"]["fs_type"], *fs, "{label}");
+                assert_eq!(v["target"]["mount_point"], dir, "{label}");
+                assert_eq!(
+                    v["target"]["device"].as_str(),
+                    scratch.device.to_str(),
+                    "{label}"
+                );
+                let options: Vec<&str> = v["target"]["mount_options"]
+                    .as_array()
+                    .expect("mount_options")
+                    .iter()
+                    .filter_map(|o| o.as_str())
+                    .collect();
+                if opts.contains("sync") {
+                    assert!(options.contains(&"sync"), "{label}: {options:?}");
+                }
+                if *fs == "ext4" {
+                    // Read from the device's own superblock, without tune2fs.
+                    let sb = &v["filesystem"]["ext4"];
+                    assert_eq!(
+                        sb["has_journal"].as_bool(),
+                        Some(mkfs_extra.is_empty()),
+                        "{label}: {sb}"
+                    );
+                }
+                // Every finding carries what scripts rely on.
+                for f in v["findings"].as_array().expect("findings") {
+                    for key in ["id", "severity", "evidence", "why", "fix", "tradeoff"] {
+                        assert!(f.get(key).is_some(), "{label}: {key} missing in {f}");
+                    }
+                }
+                let devices = v["devices"].as_array().expect("devices");
+                assert_eq!(devices[0]["bus"], "loop", "{label}");
+                assert!(
+                    devices.len() >= 2,
+                    "{label}: the loop device's backing file leads to the host's device"
+                );
+            }
+        },
+    );
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sysroot")
+        .join(name)
+}
+
+#[test]
+fn fixture_arm_board_with_a_usb3_drive_on_a_usb2_path() {
+    let root = fixture("arm-sbc-usb3-drive-on-usb2");
+    let (code, v, stderr) = audit(&["/media/usb0", "--sysroot", root.to_str().expect("utf8")]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for (id, severity) in [
+        ("mount.sync", "critical"),
+        ("usb.link_below_capability", "critical"),
+        ("usb.shared_bus", "warn"),
+        ("part.misaligned", "warn"),
+        ("dev.max_sectors_small", "info"),
+        ("vm.expire", "warn"),
+    ] {
+        assert!(has(&v, id, severity), "{id}: {:?}", findings(&v));
+    }
+    assert_eq!(v["usb"]["device"]["speed_mbps"], 480.0);
+    assert_eq!(v["usb"]["controller_max_mbps"], 5000.0);
+    assert_eq!(v["usb"]["hubs"][0]["name"], "1-1");
+    let peers: Vec<&str> = v["usb"]["peers"]
+        .as_array()
+        .expect("peers")
+        .iter()
+        .filter_map(|p| p["class"].as_str())
+        .collect();
+    assert_eq!(peers, ["video", "HID"]);
+    assert_eq!(v["target"]["device"], "/dev/sda1");
+    assert_eq!(v["filesystem"]["ext4"]["has_journal"], true);
+    // Critical findings come first.
+    assert_eq!(v["findings"][0]["severity"], "critical");
+}
+
+#[test]
+fn fixture_jetson_with_a_healthy_usb3_drive_has_nothing_critical() {
+    let root = fixture("jetson-emmc-usb3-drive");
+    let r = root.to_str().expect("utf8");
+    let (code, v, stderr) = audit(&["/media/usb0", "--sysroot", r]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(has(&v, "usb.link", "ok"), "{:?}", findings(&v));
+    assert!(has(&v, "ext4.data_writeback", "info"));
+    assert!(has(&v, "mount.atime", "ok"));
+    assert!(has(&v, "part.aligned", "ok"));
+    assert!(
+        !findings(&v)
+            .iter()
+            .any(|(_, s)| s == "critical" || s == "warn"),
+        "{:?}",
+        findings(&v)
+    );
+    assert_eq!(v["filesystem"]["ext4"]["default_data_mode"], "writeback");
+    // A 50 MB/s stream on a 4 GB board with dirty_ratio 5: the page cache holds ~3 s.
+    let (_, v, _) = audit(&["/media/usb0", "--sysroot", r, "--bitrate", "400M"]);
+    assert!(
+        has(&v, "vm.dirty_limit_small_for_stream", "warn"),
+        "{:?}",
+        findings(&v)
+    );
+    // --strict turns warn findings into exit 1.
+    let out = Command::new(sinkrate_path())
+        .args([
+            "audit",
+            "/media/usb0",
+            "--sysroot",
+            r,
+            "--bitrate",
+            "400M",
+            "--strict",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn fixture_laptop_follows_bind_mounts_and_overlays_and_notes_what_it_could_not_read() {
+    let root = fixture("x86-laptop-nvme");
+    let r = root.to_str().expect("utf8");
+    let (code, v, stderr) = audit(&["/var/lib/docker/overlay2/3f1e/merged", "--sysroot", r]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        v["target"]["fs_type"], "ext4",
+        "the overlay's upper directory's filesystem"
+    );
+    assert_eq!(
+        v["target"]["overlay_at"],
+        "/var/lib/docker/overlay2/3f1e/merged"
+    );
+    assert!(has(&v, "fs.overlay_upper", "info"));
+    assert!(has(&v, "swap.same_device", "warn"));
+    assert!(has(&v, "mount.discard", "info"));
+    assert_eq!(v["devices"][0]["bus"], "nvme");
+    let notes = v["notes"].as_array().expect("notes");
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .is_some_and(|n| n.contains("superblock not read"))),
+        "{notes:?}"
+    );
+    let (_, v, _) = audit(&["/srv/videos", "--sysroot", r]);
+    assert_eq!(v["target"]["bind_of"], "/home/user/videos");
+    assert!(has(&v, "mount.bind", "info"));
+}
+
+/// The fixture's JSON with what changes from run to run masked.
+fn masked(mut v: serde_json::Value) -> serde_json::Value {
+    v["timestamp_ms"] = serde_json::json!("<masked>");
+    v["tool"]["version"] = serde_json::json!("<masked>");
+    v["sysroot"] = serde_json::json!("<masked>");
+    let text = serde_json::to_string_pretty(&v).expect("json");
+    let root = fixture("").to_string_lossy().to_string();
+    serde_json::from_str(&text.replace(&root, "<fixtures>/")).expect("json")
+}
+
+#[test]
+fn json_snapshots_of_the_fixtures() {
+    for name in [
+        "arm-sbc-usb3-drive-on-usb2",
+        "jetson-emmc-usb3-drive",
+        "x86-laptop-nvme",
+    ] {
+        let root = fixture(name);
+        let target = if name == "x86-laptop-nvme" {
+            "/srv/videos"
+        } else {
+            "/media/usb0"
+        };
+        let (code, v, stderr) = audit(&[target, "--sysroot", root.to_str().expect("utf8")]);
+        assert_eq!(code, Some(0), "{name}: {stderr}");
+        let mut got = masked(v);
+        // The superblock's UUID-derived fields are not read, but its bytes came from mkfs:
+        // keep the snapshot to what audit decides.
+        got["filesystem"]["ext4"]["label"] = got["filesystem"]["ext4"]["label"].clone();
+        let snapshot = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots")
+            .join(format!("audit-{name}.json"));
+        let text = serde_json::to_string_pretty(&got).expect("json") + "\n";
+        if std::env::var_os("SINKRATE_UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&snapshot, &text).expect("write snapshot");
+            continue;
+        }
+        let want = std::fs::read_to_string(&snapshot).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (run with SINKRATE_UPDATE_SNAPSHOTS=1 to create it)",
+                snapshot.display()
+            )
+        });
+        assert_eq!(
+            text, want,
+            "{name}: the audit's JSON changed; if that is intended, rerun with SINKRATE_UPDATE_SNAPSHOTS=1 and review the diff"
+        );
+    }
+}
+
+#[test]
+fn text_groups_by_severity_and_respects_no_color() {
+    let root = fixture("arm-sbc-usb3-drive-on-usb2");
+    let out = Command::new(sinkrate_path())
+        .args([
+            "audit",
+            "/media/usb0",
+            "--sysroot",
+            root.to_str().expect("utf8"),
+            "--color",
+            "always",
+        ])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\x1b["),
+        "--color always colours even with NO_COLOR"
+    );
+    let out = Command::new(sinkrate_path())
+        .args([
+            "audit",
+            "/media/usb0",
+            "--sysroot",
+            root.to_str().expect("utf8"),
+        ])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!text.contains("\x1b["), "no colour off a terminal");
+    let critical = text.find("critical  mount.sync").expect("critical first");
+    let warn = text.find("warn      part.misaligned").expect("warn");
+    let ok = text.find("ok        vm.dirty").expect("ok");
+    assert!(critical < warn && warn < ok, "{text}");
+    assert!(
+        text.contains("now:        mount -o remount,async /media/usb0"),
+        "{text}"
+    );
+    assert!(text.contains("persistent: /etc/fstab"), "{text}");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_the_rest_of_the_audit_runs_where_it_can() {
+    let out = Command::new(sinkrate_path())
+        .args(["audit", "/no/such/dir"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/no/such/dir"), "{err}");
+    let empty = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(sinkrate_path())
+        .args([
+            "audit",
+            "/media/usb0",
+            "--sysroot",
+            empty.path().to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("proc/"), "{err}");
+    // A sysroot without sys/: mount and memory findings still come, with a note.
+    let partial = tempfile::tempdir().expect("tempdir");
+    let src = fixture("arm-sbc-usb3-drive-on-usb2");
+    run(
+        "cp",
+        &[
+            "-a",
+            src.join("proc").to_str().expect("utf8"),
+            partial.path().to_str().expect("utf8"),
+        ],
+    );
+    let (code, v, stderr) = audit(&[
+        "/media/usb0",
+        "--sysroot",
+        partial.path().to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(has(&v, "mount.sync", "critical"));
+    assert!(has(&v, "vm.expire", "warn"));
+    assert!(
+        v["notes"]
+            .as_array()
+            .expect("notes")
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("not found in sysfs"))),
+        "{}",
+        v["notes"]
+    );
+    // A relative path with --sysroot is ambiguous.
+    let (code, _, stderr) = audit(&["media", "--sysroot", src.to_str().expect("utf8")]);
+    assert_eq!(code, Some(2), "{stderr}");
+    // /proc is audited (it is not storage), and says so.
+    let (code, v, _) = audit(&["/proc"]);
+    assert_eq!(code, Some(0));
+    assert!(has(&v, "fs.pseudo", "critical"));
+}

@@ -1,0 +1,146 @@
+//! `sinkrate check`: on a fast loop device it keeps up (exit 0), on the emulated slow card it
+//! does not (exit 1); it removes its test files, writes the full report, and refuses paths
+//! it cannot test with one line (exit 2).
+
+mod common;
+
+use std::process::Command;
+
+use common::{sinkrate_path, with_root, ScratchFs, SlowDev};
+
+fn check(
+    dir: &std::path::Path,
+    report: &std::path::Path,
+) -> (Option<i32>, String, serde_json::Value) {
+    let out = Command::new(sinkrate_path())
+        .arg("check")
+        .arg(dir)
+        .args([
+            "--quick",
+            "--color",
+            "never",
+            "--progress",
+            "never",
+            "--output",
+        ])
+        .arg(report)
+        .output()
+        .expect("runs");
+    let v = std::fs::read(report)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text, v)
+}
+
+fn leftovers(dir: &std::path::Path) -> Vec<String> {
+    common::files_in(dir)
+        .into_iter()
+        .filter(|f| f != "lost+found")
+        .collect()
+}
+
+#[test]
+fn a_fast_loop_device_keeps_up_and_the_slow_card_does_not() {
+    with_root(
+        "a_fast_loop_device_keeps_up_and_the_slow_card_does_not",
+        &["mkfs.ext4", "nbdkit", "nbdfuse", "fusermount3"],
+        || {
+            let reports = tempfile::tempdir().expect("tempdir");
+            let fast = ScratchFs::new("1G", "ext4", "noatime");
+            let report = reports.path().join("fast.json");
+            let (code, text, v) = check(fast.path(), &report);
+            assert_eq!(code, Some(0), "{text}");
+            assert!(text.contains("VERDICT  KEEPS UP"), "{text}");
+            assert!(
+                text.contains("sustained write, page cache excluded"),
+                "{text}"
+            );
+            assert_eq!(v["verdict"], "keeps_up");
+            assert_eq!(v["kind"], "check");
+            assert!(v["raw_write"]["bytes_per_s"]
+                .as_f64()
+                .is_some_and(|r| r > 3e6));
+            assert_eq!(v["record"]["verdict"], "keeps_up");
+            assert!(v["audit"]["findings"].is_array());
+            assert!(v["headroom"].as_f64().is_some_and(|h| h > 1.0));
+            assert!(
+                leftovers(fast.path()).is_empty(),
+                "{:?}",
+                leftovers(fast.path())
+            );
+
+            // 2 MB/s against dual-1080p30's 3 MB/s.
+            let card = SlowDev::new(&["--write-rate", "2MB", "--size", "512M"]);
+            let report = reports.path().join("slow.json");
+            let (code, text, v) = check(card.path(), &report);
+            assert_eq!(code, Some(1), "{text}");
+            assert!(!text.contains("KEEPS UP"), "{text}");
+            assert_ne!(v["verdict"], "keeps_up");
+            assert!(
+                v["raw_write"]["bytes_per_s"]
+                    .as_f64()
+                    .is_some_and(|r| r < 3e6),
+                "{}",
+                v["raw_write"]
+            );
+            assert!(v["headroom"].as_f64().is_some_and(|h| h < 1.0));
+            assert!(
+                leftovers(card.path()).is_empty(),
+                "{:?}",
+                leftovers(card.path())
+            );
+        },
+    );
+}
+
+#[test]
+fn paths_that_cannot_be_tested_get_one_line_and_exit_2() {
+    let reports = tempfile::tempdir().expect("tempdir");
+    let report = reports.path().join("r.json");
+    let (code, text, _) = check(std::path::Path::new("/no/such/dir"), &report);
+    assert_eq!(code, Some(2), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let out = Command::new(sinkrate_path())
+        .args(["check", "/proc", "--color", "never", "--progress", "never"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or("");
+    assert!(
+        last.contains("kernel interface") && last.contains("audit above still applies"),
+        "{err}"
+    );
+    assert!(err.contains("fs.pseudo"), "the audit still ran: {err}");
+    assert!(!report.exists());
+}
+
+#[test]
+fn a_read_only_mount_is_audited_but_not_written() {
+    with_root(
+        "a_read_only_mount_is_audited_but_not_written",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("256M", "ext4", "ro");
+            let out = Command::new(sinkrate_path())
+                .arg("check")
+                .arg(fs.path())
+                .args(["--quick", "--color", "never", "--progress", "never"])
+                .output()
+                .expect("runs");
+            assert_eq!(out.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("mount.read_only"), "{err}");
+            assert!(
+                err.lines().last().is_some_and(|l| l.contains("read-only")),
+                "{err}"
+            );
+        },
+    );
+}
