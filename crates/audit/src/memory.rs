@@ -1,19 +1,10 @@
 //! Memory and the page cache's writeback settings, with the kernel's current thresholds.
 
 use serde::Serialize;
+use sinkrate_procparse::vmsettings::VmSettings;
 use sinkrate_procparse::{meminfo, vmstat};
 
 use crate::root::SysRoot;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct VmDirty {
-    pub dirty_ratio: Option<u64>,
-    pub dirty_bytes: Option<u64>,
-    pub dirty_background_ratio: Option<u64>,
-    pub dirty_background_bytes: Option<u64>,
-    pub dirty_expire_centisecs: Option<u64>,
-    pub dirty_writeback_centisecs: Option<u64>,
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Memory {
@@ -21,7 +12,7 @@ pub struct Memory {
     pub available_bytes: Option<u64>,
     pub dirty_bytes: Option<u64>,
     pub writeback_bytes: Option<u64>,
-    pub vm: VmDirty,
+    pub vm: VmSettings,
     /// The kernel's current hard dirty threshold (writers block above it), bytes.
     pub dirty_threshold_bytes: Option<u64>,
     /// Where background writeback starts, bytes.
@@ -50,20 +41,12 @@ pub fn read(root: &SysRoot) -> Memory {
     } else {
         4096
     };
-    let n = |name: &str| root.number(&format!("/proc/sys/vm/{name}"));
     Memory {
         total_bytes: mem.mem_total_bytes,
         available_bytes: mem.mem_available_bytes,
         dirty_bytes: mem.dirty_bytes,
         writeback_bytes: mem.writeback_bytes,
-        vm: VmDirty {
-            dirty_ratio: n("dirty_ratio"),
-            dirty_bytes: n("dirty_bytes"),
-            dirty_background_ratio: n("dirty_background_ratio"),
-            dirty_background_bytes: n("dirty_background_bytes"),
-            dirty_expire_centisecs: n("dirty_expire_centisecs"),
-            dirty_writeback_centisecs: n("dirty_writeback_centisecs"),
-        },
+        vm: VmSettings::parse_with(|name| root.read(&format!("/proc/sys/vm/{name}"))),
         dirty_threshold_bytes: vm.nr_dirty_threshold.map(|p| p * page),
         background_threshold_bytes: vm.nr_dirty_background_threshold.map(|p| p * page),
         freerun_ceiling_bytes: vm.freerun_ceiling_pages().map(|p| p * page),

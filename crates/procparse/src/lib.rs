@@ -9,4 +9,5 @@ pub mod meminfo;
 pub mod mountinfo;
 pub mod pid;
 pub mod pressure;
+pub mod vmsettings;
 pub mod vmstat;

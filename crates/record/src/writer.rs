@@ -173,6 +173,7 @@ impl<'a> StreamWriter<'a> {
             Some(Output::Uring(u)) => {
                 u.drain(&shared.clock, &mut self.latencies, &mut self.done)?;
                 u.file.finish(false)?;
+                self.busy_ns += u.busy_ns;
                 u.file.offset
             }
             None => 0,
@@ -253,14 +254,13 @@ impl<'a> StreamWriter<'a> {
         let Some(Output::Uring(u)) = self.output.as_mut() else {
             return Err(std::io::Error::from_raw_os_error(libc::EBADF));
         };
-        if !u.has_free_slot() {
-            if !block {
-                return Ok(());
-            }
+        if !u.has_free_slot() && !block {
+            return Ok(());
+        }
+        // A slot frees only when all of its chunks are done, which may take several
+        // completions.
+        while !u.has_free_slot() {
             u.reap(true, &shared.clock, &mut self.latencies, &mut self.done)?;
-            if !u.has_free_slot() {
-                return Ok(());
-            }
         }
         let data = &self.buffers[frame.buffer].as_mut_slice()[..frame.size as usize];
         let pending = PendingFrame {

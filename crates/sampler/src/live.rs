@@ -95,21 +95,7 @@ pub fn physical_disks() -> Vec<String> {
 }
 
 pub fn read_vm_settings() -> VmSettings {
-    let read = |name: &str| -> Option<u64> {
-        std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    VmSettings {
-        dirty_ratio: read("dirty_ratio"),
-        dirty_bytes: read("dirty_bytes"),
-        dirty_background_ratio: read("dirty_background_ratio"),
-        dirty_background_bytes: read("dirty_background_bytes"),
-        dirty_expire_centisecs: read("dirty_expire_centisecs"),
-        dirty_writeback_centisecs: read("dirty_writeback_centisecs"),
-    }
+    VmSettings::parse_with(|name| std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok())
 }
 
 impl SamplerCore {

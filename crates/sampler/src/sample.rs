@@ -162,16 +162,7 @@ impl Sample {
     }
 }
 
-/// /proc/sys/vm settings that govern the page cache's writeback.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
-pub struct VmSettings {
-    pub dirty_ratio: Option<u64>,
-    pub dirty_bytes: Option<u64>,
-    pub dirty_background_ratio: Option<u64>,
-    pub dirty_background_bytes: Option<u64>,
-    pub dirty_expire_centisecs: Option<u64>,
-    pub dirty_writeback_centisecs: Option<u64>,
-}
+pub use sinkrate_procparse::vmsettings::VmSettings;
 
 #[cfg(test)]
 mod tests {
