@@ -273,6 +273,26 @@ fn fixture_laptop_follows_bind_mounts_and_overlays_and_notes_what_it_could_not_r
     let (_, v, _) = audit(&["/srv/videos", "--sysroot", r]);
     assert_eq!(v["target"]["bind_of"], "/home/user/videos");
     assert!(has(&v, "mount.bind", "info"));
+    // xfs on dm-crypt: the chain goes from dm-0 to its member partition, whose start is
+    // judged.
+    let (_, v, _) = audit(&["/data/clips", "--sysroot", r]);
+    assert_eq!(v["target"]["fs_type"], "xfs");
+    assert_eq!(v["target"]["device"], "/dev/dm-0");
+    let chain: Vec<(&str, &str)> = v["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| {
+            (
+                d["name"].as_str().unwrap_or(""),
+                d["bus"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(chain, [("dm-0", "dm"), ("nvme0n1p4", "nvme")]);
+    assert_eq!(v["devices"][0]["dm_name"], "cryptdata");
+    assert!(has(&v, "part.misaligned", "info"), "{:?}", findings(&v));
+    assert!(!ids(&v).iter().any(|i| i.starts_with("ext4.")));
 }
 
 /// The fixture's JSON with what changes from run to run masked.
@@ -427,4 +447,36 @@ fn bad_input_gets_one_line_and_the_rest_of_the_audit_runs_where_it_can() {
     let (code, v, _) = audit(&["/proc"]);
     assert_eq!(code, Some(0));
     assert!(has(&v, "fs.pseudo", "critical"));
+}
+
+#[test]
+fn without_root_the_superblock_is_skipped_with_a_note_and_the_rest_runs() {
+    with_root(
+        "without_root_the_superblock_is_skipped_with_a_note_and_the_rest_runs",
+        &["mkfs.ext4", "runuser"],
+        || {
+            let fs = ScratchFs::new("256M", "ext4", "sync");
+            let out = Command::new("runuser")
+                .args(["-u", "nobody", "--"])
+                .arg(sinkrate_path())
+                .args(["audit", "--output-format", "json"])
+                .arg(fs.path())
+                .output()
+                .expect("runs");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            assert!(has(&v, "mount.sync", "critical"), "{:?}", findings(&v));
+            assert!(v["filesystem"]["ext4"].is_null());
+            let notes = v["notes"].to_string();
+            assert!(
+                notes.contains("superblock not read") && notes.contains("run as root"),
+                "{notes}"
+            );
+        },
+    );
 }

@@ -20,7 +20,7 @@ fn check(
             "--color",
             "never",
             "--progress",
-            "never",
+            "always",
             "--output",
         ])
         .arg(report)
@@ -57,6 +57,10 @@ fn a_fast_loop_device_keeps_up_and_the_slow_card_does_not() {
             let (code, text, v) = check(fast.path(), &report);
             assert_eq!(code, Some(0), "{text}");
             assert!(text.contains("VERDICT  KEEPS UP"), "{text}");
+            // Off a terminal, --progress always gives one line per phase with the time left.
+            assert!(text.contains("sinkrate check: sustained write"), "{text}");
+            assert!(text.contains("sinkrate check: recording test"), "{text}");
+            assert!(text.contains("s left"), "{text}");
             assert!(
                 text.contains("sustained write, page cache excluded"),
                 "{text}"
@@ -141,6 +145,47 @@ fn a_read_only_mount_is_audited_but_not_written() {
                 err.lines().last().is_some_and(|l| l.contains("read-only")),
                 "{err}"
             );
+        },
+    );
+}
+
+#[test]
+fn a_directory_this_user_cannot_write_is_refused_after_the_audit() {
+    with_root(
+        "a_directory_this_user_cannot_write_is_refused_after_the_audit",
+        &["runuser"],
+        || {
+            let dir = tempfile::tempdir().expect("tempdir");
+            // Readable by everyone, writable by root only.
+            std::fs::set_permissions(
+                dir.path(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )
+            .expect("chmod");
+            let out = Command::new("runuser")
+                .args(["-u", "nobody", "--"])
+                .arg(sinkrate_path())
+                .args([
+                    "check",
+                    "--quick",
+                    "--progress",
+                    "never",
+                    "--color",
+                    "never",
+                ])
+                .arg(dir.path())
+                .output()
+                .expect("runs");
+            assert_eq!(out.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.lines()
+                    .last()
+                    .is_some_and(|l| l.contains("not writable by this user")),
+                "{err}"
+            );
+            assert!(err.contains("sinkrate audit"), "the audit ran: {err}");
+            assert!(common::files_in(dir.path()).is_empty());
         },
     );
 }

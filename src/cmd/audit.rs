@@ -32,11 +32,17 @@ pub fn stream_rate(args: &StreamRateArgs) -> Result<(String, f64)> {
     Ok((p.name.to_string(), rate))
 }
 
-pub fn colour_wanted(flag: &str) -> bool {
+/// Whether to colour text bound for standard output (or standard error with `to_stderr`).
+pub fn colour_wanted(flag: &str, to_stderr: bool) -> bool {
+    let terminal = if to_stderr {
+        std::io::stderr().is_terminal()
+    } else {
+        std::io::stdout().is_terminal()
+    };
     match flag {
         "always" => true,
         "never" => false,
-        _ => std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+        _ => std::env::var_os("NO_COLOR").is_none() && terminal,
     }
 }
 
@@ -257,7 +263,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         v.push(b'\n');
         v
     } else {
-        let colour = args.output.is_none() && colour_wanted(&args.color);
+        let colour = args.output.is_none() && colour_wanted(&args.color, false);
         text(&a, &label, colour).into_bytes()
     };
     match &args.output {

@@ -38,21 +38,26 @@ impl Plan {
     }
 }
 
-/// A progress bar over the whole check, in seconds: the phase and the time left.
+/// A progress bar over the whole check, in seconds: the phase and the time left. Off a
+/// terminal with `--progress always`, one line per phase instead (a bar needs a terminal).
 struct Progress {
     bar: ProgressBar,
+    lines: bool,
+    total_s: u64,
+    started: Instant,
 }
 
 impl Progress {
     fn new(flag: &str, total_s: u64) -> Progress {
+        let terminal = std::io::stderr().is_terminal();
         let show = match flag {
             "always" => true,
             "never" => false,
-            _ => std::io::stderr().is_terminal(),
+            _ => terminal,
         };
         let bar = ProgressBar::with_draw_target(
             Some(total_s * 10),
-            if show {
+            if show && terminal {
                 ProgressDrawTarget::stderr()
             } else {
                 ProgressDrawTarget::hidden()
@@ -64,13 +69,24 @@ impl Progress {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.enable_steady_tick(Duration::from_millis(200));
-        Progress { bar }
+        Progress {
+            bar,
+            lines: show && !terminal,
+            total_s,
+            started: Instant::now(),
+        }
     }
 
     /// Runs `work` as the phase `name`, expected to take `expected_s`; the bar moves with the
     /// clock and jumps to the phase's end when it finishes.
     fn phase<T>(&self, name: &str, expected_s: u64, work: impl FnOnce() -> T) -> T {
         self.bar.set_message(name.to_string());
+        if self.lines && expected_s > 0 {
+            let left = self
+                .total_s
+                .saturating_sub(self.started.elapsed().as_secs());
+            eprintln!("sinkrate check: {name}, about {left} s left");
+        }
         let start_pos = self.bar.position();
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let ticker = {
@@ -263,15 +279,15 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         crate::check_output_path("--output", p)?;
     }
     let (label, requested) = super::audit::stream_rate(&args.rate)?;
-    if !args.path.exists() {
+    if let Err(e) = std::fs::metadata(&args.path) {
         return Err(anyhow!(
-            "{}: does not exist (give a directory on the storage to check)",
+            "{}: {e} (give a directory on the storage to check)",
             args.path.display()
         ));
     }
     let a = super::audit::audit(&args.path, None, requested)?;
     if let Some(why) = unwritable(&a, &args.path) {
-        let colour = super::audit::colour_wanted(&args.color);
+        let colour = super::audit::colour_wanted(&args.color, true);
         eprint!("{}", super::audit::text(&a, &label, colour));
         return Err(anyhow!(
             "{why}: no write test is possible; the audit above still applies"
@@ -342,7 +358,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if args.output_format == "json" {
         crate::write_stdout(&bytes)?;
     } else {
-        let colour = super::audit::colour_wanted(&args.color);
+        let colour = super::audit::colour_wanted(&args.color, false);
         let text = table(&TableInput {
             a: &a,
             label: &label,

@@ -99,6 +99,9 @@ impl BlockDevice {
             who.push(s);
         }
         let mut d = format!("/dev/{}", self.name);
+        if let Some(dm) = &self.dm_name {
+            who.push(dm);
+        }
         if !who.is_empty() {
             d.push_str(&format!(" ({})", who.join(" ")));
         }

@@ -125,8 +125,16 @@ fn swaps(root: &SysRoot, disk: Option<&str>) -> Vec<SwapArea> {
             let kind = f.get(1)?.to_string();
             let size_bytes = f.get(2)?.parse::<u64>().ok()? * 1024;
             let base = name.trim_start_matches("/dev/");
-            let same_disk =
-                disk.is_some_and(|d| base == d || (kind == "partition" && base.starts_with(d)));
+            let same_disk = disk.is_some_and(|d| {
+                if kind == "file" {
+                    // A swap file's disk is that of the filesystem holding it.
+                    swap_file_disk(root, &name).is_some_and(|sd| sd == d)
+                } else {
+                    root.canonical(&format!("/sys/class/block/{base}"))
+                        .map(|sys| device::read(root, &sys).disk == d)
+                        .unwrap_or(base == d)
+                }
+            });
             Some(SwapArea {
                 name,
                 kind,
@@ -135,6 +143,12 @@ fn swaps(root: &SysRoot, disk: Option<&str>) -> Vec<SwapArea> {
             })
         })
         .collect()
+}
+
+fn swap_file_disk(root: &SysRoot, file: &str) -> Option<String> {
+    let t = mounts::resolve(root, file).ok()?;
+    let sys = device::sysfs_dir(root, t.major, t.minor, &t.source)?;
+    Some(device::read(root, &sys).disk)
 }
 
 /// The device node to read a superblock from: the live /dev, or the fixture's dev/.

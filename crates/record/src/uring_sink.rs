@@ -147,35 +147,10 @@ impl UringSink {
         }
         let step = (self.file.write_size / BLOCK * BLOCK).max(BLOCK);
         let now = clock.elapsed().as_nanos() as u64;
-        let base = buf.as_mut_ptr();
-        let mut chunks = 0u32;
-        let mut done = 0;
-        while done < aligned {
-            let n = step.min(aligned - done);
-            // SAFETY: done + n <= aligned <= the slot's length; the slot is not reused or
-            // freed until every chunk queued from it has completed (reap).
-            let entry =
-                opcode::Write::new(types::Fd(self.file.fd), unsafe { base.add(done) }, n as u32)
-                    .offset(self.file.offset)
-                    .build()
-                    .user_data(slot as u64);
-            // SAFETY: as above: the buffer outlives the operation.
-            unsafe {
-                if self.ring.submission().push(&entry).is_err() {
-                    self.ring.submit()?;
-                    self.ring
-                        .submission()
-                        .push(&entry)
-                        .map_err(|_| io::Error::from_raw_os_error(libc::EBUSY))?;
-                }
-            }
-            self.file.offset += n as u64;
-            done += n;
-            chunks += 1;
-        }
-        self.ring.submit()?;
+        // The slot counts as in flight before its first chunk is queued, so that a failure
+        // part-way leaves it to complete (with the error) when the queued chunks do.
         self.state[slot] = Slot {
-            chunks_left: chunks,
+            chunks_left: 0,
             submitted_ns: now,
             frame: Some(frame),
             error: None,
@@ -184,6 +159,48 @@ impl UringSink {
             self.busy_since_ns = Some(now);
         }
         self.in_flight += 1;
+        let base = buf.as_mut_ptr();
+        let mut failure = None;
+        let mut done = 0;
+        while done < aligned {
+            let n = step.min(aligned - done);
+            // SAFETY: done + n <= aligned <= the slot's length; the slot is not reused or
+            // freed until every chunk queued from it has completed (reap, Drop).
+            let entry =
+                opcode::Write::new(types::Fd(self.file.fd), unsafe { base.add(done) }, n as u32)
+                    .offset(self.file.offset)
+                    .build()
+                    .user_data(slot as u64);
+            // SAFETY: as above: the buffer outlives the operation.
+            let queued = unsafe {
+                self.ring.submission().push(&entry).is_ok()
+                    || (self.ring.submit().is_ok() && self.ring.submission().push(&entry).is_ok())
+            };
+            if !queued {
+                failure = Some(io::Error::from_raw_os_error(libc::EBUSY));
+                break;
+            }
+            self.state[slot].chunks_left += 1;
+            self.file.offset += n as u64;
+            done += n;
+        }
+        if let Err(e) = self.ring.submit() {
+            failure.get_or_insert(e);
+        }
+        if let Some(e) = failure {
+            if self.state[slot].chunks_left > 0 {
+                self.state[slot].error = Some(e);
+            } else {
+                self.in_flight -= 1;
+                self.free.push(slot);
+                let frame = self.state[slot].frame.take();
+                return Ok(frame.map(|frame| DoneFrame {
+                    frame,
+                    end_ns: clock.elapsed().as_nanos() as u64,
+                    result: Err(e),
+                }));
+            }
+        }
         Ok(None)
     }
 
@@ -216,7 +233,7 @@ impl UringSink {
             .collect();
         for (tag, res) in cqes {
             let slot = tag as usize;
-            let Some(state) = self.state.get_mut(slot) else {
+            let Some(state) = self.state.get_mut(slot).filter(|s| s.chunks_left > 0) else {
                 continue;
             };
             latencies.push(now.saturating_sub(state.submitted_ns));
