@@ -333,6 +333,19 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(130));
     }
     let verdict = judge(&record, raw, requested);
+    let mut notes: Vec<String> = Vec::new();
+    let vm = &a.memory.vm;
+    if let (Some(expire), Some(every)) = (vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs) {
+        let first_burst_s = (expire + every) / 100;
+        if args.write_mode == "buffered" && plan.record_s < first_burst_s {
+            notes.push(format!(
+                "the recording test ({} s) ended before the kernel's first writeback of expired data (dirty_expire {} s + writeback interval {} s), where buffered recorders often stall; run without --quick to include it",
+                plan.record_s,
+                expire / 100,
+                every / 100
+            ));
+        }
+    }
     let headroom = raw.map(|r| r / requested);
     let exit = if verdict == Verdict::KeepsUp { 0 } else { 1 };
     let top: Vec<&Finding> = top_findings(&a);
@@ -349,6 +362,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         "top_findings": top.iter().map(|f| f.id).collect::<Vec<_>>(),
         "audit": super::audit::json_body(&a, &label, None),
         "record": record,
+        "notes": notes,
         "report_file": report.display().to_string(),
     });
     let mut bytes = serde_json::to_vec_pretty(&doc)?;
@@ -367,6 +381,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             raw_direct,
             raw_error: raw_error.as_deref(),
             raw_s: plan.raw_s,
+            notes: &notes,
             record: &record,
             verdict,
             headroom,
@@ -381,6 +396,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
 }
 
 struct TableInput<'a> {
+    notes: &'a [String],
     a: &'a Audit,
     label: &'a str,
     requested: f64,
@@ -514,6 +530,24 @@ fn table(t: &TableInput) -> String {
             ));
         }
         row(&mut s, "worst write call", what);
+        // A stall in the seconds after the first expired data is due is the flusher's burst.
+        let vm = &a.memory.vm;
+        if let (Some(expire), Some(every), Some(at)) = (
+            vm.dirty_expire_centisecs,
+            vm.dirty_writeback_centisecs,
+            worst["at_s"].as_f64(),
+        ) {
+            let due = expire as f64 / 100.0;
+            if at >= due && at <= due + 2.0 * every as f64 / 100.0 + 1.0 {
+                row(
+                    &mut s,
+                    "",
+                    format!(
+                        "that is when the first data older than dirty_expire ({due:.0} s) was written back: see vm.expire"
+                    ),
+                );
+            }
+        }
     }
     let summary = &rec["sampler"]["summary"];
     let throttled = summary["throttled_seconds"].as_f64().unwrap_or(0.0);
@@ -560,7 +594,7 @@ fn table(t: &TableInput) -> String {
             target.path
         ));
     }
-    for n in &a.notes {
+    for n in a.notes.iter().chain(t.notes) {
         s.push_str(&format!("note: {n}\n"));
     }
     s.push_str(&format!("\nfull report: {}\n", t.report.display()));
