@@ -205,6 +205,33 @@ fn fixture_arm_board_with_a_usb3_drive_on_a_usb2_path() {
 }
 
 #[test]
+fn fixture_arm_board_sd_card_root_and_fat_boot_partition() {
+    let root = fixture("arm-sbc-usb3-drive-on-usb2");
+    let r = root.to_str().expect("utf8");
+    let (code, v, stderr) = audit(&["/home/pi/clips", "--sysroot", r]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(v["target"]["mount_point"], "/");
+    assert_eq!(v["target"]["device"], "/dev/mmcblk0p2");
+    assert_eq!(v["devices"][0]["bus"], "mmc");
+    assert_eq!(v["devices"][0]["mmc_type"], "SD");
+    assert!(has(&v, "part.aligned", "ok"), "{:?}", findings(&v));
+    assert!(has(&v, "mount.atime", "ok"));
+    assert!(v["usb"].is_null());
+    let (code, v, stderr) = audit(&["/boot/firmware", "--sysroot", r]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(v["filesystem"]["cluster_bytes"], 4096);
+    assert!(has(&v, "fs.vfat", "warn"), "{:?}", findings(&v));
+    let fix = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["id"] == "fs.vfat")
+        .map(|f| f["fix"]["now"].to_string())
+        .unwrap_or_default();
+    assert!(fix.contains("mkfs.ext4 -L rec /dev/mmcblk0p1"), "{fix}");
+}
+
+#[test]
 fn fixture_jetson_with_a_healthy_usb3_drive_has_nothing_critical() {
     let root = fixture("jetson-emmc-usb3-drive");
     let r = root.to_str().expect("utf8");
@@ -390,28 +417,17 @@ fn text_groups_by_severity_and_respects_no_color() {
 
 #[test]
 fn bad_input_gets_one_line_and_the_rest_of_the_audit_runs_where_it_can() {
-    let out = Command::new(sinkrate_path())
-        .args(["audit", "/no/such/dir"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("/no/such/dir"), "{err}");
     let empty = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(sinkrate_path())
-        .args([
-            "audit",
-            "/media/usb0",
-            "--sysroot",
-            empty.path().to_str().expect("utf8"),
-        ])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("proc/"), "{err}");
+    let empty_root = empty.path().to_str().expect("utf8");
+    for (args, mentions) in [
+        (vec!["/no/such/dir"], "/no/such/dir"),
+        (vec!["/media/usb0", "--sysroot", empty_root], "proc/"),
+    ] {
+        let (code, _, err) = audit(&args);
+        assert_eq!(code, Some(2), "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(mentions), "{err}");
+    }
     // A sysroot without sys/: mount and memory findings still come, with a note.
     let partial = tempfile::tempdir().expect("tempdir");
     let src = fixture("arm-sbc-usb3-drive-on-usb2");

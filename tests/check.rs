@@ -203,3 +203,61 @@ fn a_directory_this_user_cannot_write_is_refused_after_the_audit() {
         },
     );
 }
+
+#[test]
+fn record_flags_after_the_double_dash_shape_the_recording_test() {
+    with_root(
+        "record_flags_after_the_double_dash_shape_the_recording_test",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("512M", "ext4", "noatime");
+            let reports = tempfile::tempdir().expect("tempdir");
+            let report = reports.path().join("r.json");
+            let out = Command::new(sinkrate_path())
+                .arg("check")
+                .arg(fs.path())
+                .args(["--quick", "--progress", "never", "--output"])
+                .arg(&report)
+                .args([
+                    "--",
+                    "--streams",
+                    "2",
+                    "--fps",
+                    "10",
+                    "--frame-size",
+                    "100000",
+                ])
+                .args(["--buffers", "6", "--write-mode", "direct"])
+                .output()
+                .expect("runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+            // 2 x 10 x 100 kB = 2 MB/s: the verdict, headroom and audit follow these streams.
+            assert_eq!(v["stream"]["bytes_per_s"], 2_000_000.0);
+            assert_eq!(v["audit"]["stream"]["bytes_per_s"], 2_000_000.0);
+            assert_eq!(v["record"]["config"]["buffers"], 6);
+            assert_eq!(v["record"]["config"]["write_mode"], "direct");
+            assert_eq!(v["record"]["totals"]["frames_offered"], 160);
+            let out = Command::new(sinkrate_path())
+                .arg("check")
+                .arg(fs.path())
+                .args(["--quick", "--", "--duration", "5s"])
+                .output()
+                .expect("runs");
+            assert_eq!(out.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.contains("--duration") && err.contains("sets it itself"),
+                "{err}"
+            );
+        },
+    );
+}

@@ -283,6 +283,9 @@ Examples:
 
   # A quick look (about 15 s), for a 4K camera, full report to a file
   sinkrate check /media/usb0 --quick --profile 4k30-h265 --output report.json
+
+  # Your own streams and pool for the recording test: any sinkrate record flags after --
+  sinkrate check /media/sd -- --streams 3 --fps 25 --bitrate 8M --buffers 8
 ";
 
 #[derive(Debug, clap::Args)]
@@ -311,6 +314,10 @@ pub struct CheckArgs {
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
     #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub color: String,
+    /// Flags for the recording test, after --, as sinkrate record takes them
+    /// (e.g. -- --streams 3 --fps 25 --bitrate 8M --buffers 8)
+    #[arg(last = true, value_name = "RECORD_FLAGS")]
+    pub record_flags: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]

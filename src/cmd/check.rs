@@ -186,19 +186,66 @@ fn top_findings(a: &Audit) -> Vec<&Finding> {
         .collect()
 }
 
+/// Record flags that check sets itself and a user may not pass after `--`.
+const OWN_RECORD_FLAGS: &[&str] = &[
+    "--dir",
+    "--duration",
+    "--output",
+    "--output-format",
+    "--live",
+    "--keep",
+    "--find-max",
+    "--frames-log",
+];
+
+/// Record flags that describe the streams: given after `--`, they replace the profile.
+const STREAM_FLAGS: &[&str] = &[
+    "--profile",
+    "--fps",
+    "--frame-size",
+    "--bitrate",
+    "--streams",
+    "--gop",
+];
+
+fn flag_name(arg: &str) -> &str {
+    arg.split('=').next().unwrap_or(arg)
+}
+
+fn check_record_flags(flags: &[String]) -> Result<()> {
+    if let Some(own) = flags
+        .iter()
+        .find(|f| OWN_RECORD_FLAGS.contains(&flag_name(f)))
+    {
+        return Err(anyhow!(
+            "{own} after --: check sets it itself (accepted there: the stream, pool and write flags of sinkrate record, e.g. --buffers 8)"
+        ));
+    }
+    Ok(())
+}
+
 fn record_args(args: &CheckArgs, dir: &Path, seconds: u64) -> Vec<String> {
+    let given = |names: &[&str]| {
+        args.record_flags
+            .iter()
+            .any(|f| names.contains(&flag_name(f)))
+    };
     let mut v: Vec<String> = vec![
         "--dir".into(),
         dir.display().to_string(),
         "--duration".into(),
         format!("{seconds}s"),
-        "--write-mode".into(),
-        args.write_mode.clone(),
     ];
-    match &args.rate.bitrate {
-        Some(b) => v.extend(["--fps".into(), "30".into(), "--bitrate".into(), b.clone()]),
-        None => v.extend(["--profile".into(), args.rate.profile.clone()]),
+    if !given(&["--write-mode"]) {
+        v.extend(["--write-mode".into(), args.write_mode.clone()]);
     }
+    if !given(STREAM_FLAGS) {
+        match &args.rate.bitrate {
+            Some(b) => v.extend(["--fps".into(), "30".into(), "--bitrate".into(), b.clone()]),
+            None => v.extend(["--profile".into(), args.rate.profile.clone()]),
+        }
+    }
+    v.extend(args.record_flags.iter().cloned());
     v.extend([
         "--output-format".into(),
         "json".into(),
@@ -278,14 +325,15 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if let Some(p) = &args.output {
         crate::check_output_path("--output", p)?;
     }
-    let (label, requested) = super::audit::stream_rate(&args.rate)?;
+    let (mut label, mut requested) = super::audit::stream_rate(&args.rate)?;
+    check_record_flags(&args.record_flags)?;
     if let Err(e) = std::fs::metadata(&args.path) {
         return Err(anyhow!(
             "{}: {e} (give a directory on the storage to check)",
             args.path.display()
         ));
     }
-    let a = super::audit::audit(&args.path, None, requested)?;
+    let mut a = super::audit::audit(&args.path, None, requested)?;
     if let Some(why) = unwritable(&a, &args.path) {
         let colour = super::audit::colour_wanted(&args.color, true);
         eprint!("{}", super::audit::text(&a, &label, colour));
@@ -331,6 +379,17 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if stop.load(Ordering::Relaxed) || record_code == Some(130) {
         eprintln!("sinkrate: check interrupted; its test files are removed");
         return Ok(ExitCode::from(130));
+    }
+    // Streams given after -- set the rate: the audit's rate-dependent findings follow it.
+    if let Some(rate) = record["totals"]["requested_bytes_per_s"].as_f64() {
+        if (rate - requested).abs() > requested * 1e-3 {
+            requested = rate;
+            label = record["label"]
+                .as_str()
+                .unwrap_or("your streams")
+                .to_string();
+            a.judge_for(rate);
+        }
     }
     let verdict = judge(&record, raw, requested);
     let mut notes: Vec<String> = Vec::new();

@@ -105,9 +105,10 @@ impl BlockDevice {
         if !who.is_empty() {
             d.push_str(&format!(" ({})", who.join(" ")));
         }
-        d.push_str(&format!(", {}", self.bus.label()));
-        if let Some(t) = &self.mmc_type {
-            d.push_str(&format!(" {t}"));
+        match self.mmc_type.as_deref() {
+            Some("SD") => d.push_str(", SD card"),
+            Some("MMC") => d.push_str(", eMMC"),
+            _ => d.push_str(&format!(", {}", self.bus.label())),
         }
         if let Some(b) = self.size_bytes {
             d.push_str(&format!(", {:.1} GiB", b as f64 / (1u64 << 30) as f64));

@@ -160,7 +160,10 @@ fn filesystem_kind(r: &mut Rules) {
         "vfat" | "msdos" => {
             let cluster = r.a.filesystem.cluster_bytes;
             let suggest = if has_ext4 {
-                "mkfs.ext4 -E stride=...: back up the card, then mkfs.ext4 -L rec /dev/DEVICE (destroys data)".to_string()
+                format!(
+                    "for recordings: back up the card, then umount {mp} && mkfs.ext4 -L rec {} (destroys data)",
+                    t.device.as_deref().unwrap_or(&t.source)
+                )
             } else {
                 "this kernel has no ext4 (/proc/filesystems); exfat or a kernel with ext4 are the alternatives".to_string()
             };

@@ -306,7 +306,15 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         notes,
         devices,
     };
-    a.findings = findings::judge(&a);
-    a.findings.sort_by_key(|f| f.severity);
+    a.judge_for(opts.stream_bytes_per_s);
     Ok(a)
+}
+
+impl Audit {
+    /// (Re)judges the facts for a stream of this rate: findings sorted, critical first.
+    pub fn judge_for(&mut self, stream_bytes_per_s: f64) {
+        self.stream_bytes_per_s = stream_bytes_per_s;
+        self.findings = findings::judge(self);
+        self.findings.sort_by_key(|f| f.severity);
+    }
 }
