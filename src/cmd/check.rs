@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
+use sinkrate_audit::device::Bus;
 use sinkrate_audit::{Audit, Finding, Severity};
 
 use crate::cli::CheckArgs;
@@ -393,6 +394,16 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     }
     let verdict = judge(&record, raw, requested);
     let mut notes: Vec<String> = Vec::new();
+    let physical = a
+        .devices
+        .iter()
+        .find(|d| !matches!(d.bus, Bus::Loop | Bus::Dm | Bus::Md));
+    if let Some(d) = physical.filter(|d| d.bus == Bus::Virtio) {
+        notes.push(format!(
+            "/dev/{} is a virtual machine's disk: the host may cache its writes, so the sustained rate can be the host's memory rather than a physical device",
+            d.name
+        ));
+    }
     let vm = &a.memory.vm;
     if let (Some(expire), Some(every)) = (vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs) {
         let first_burst_s = (expire + every) / 100;
