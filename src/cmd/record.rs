@@ -544,6 +544,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 "bytes_written": sum(|r| r.bytes_written), "requested_bytes_per_s": requested,
                 "written_bytes_per_s": sum(|r| r.bytes_written) as f64 / elapsed_s,
                 "device_bytes_per_s": device_bytes_per_s,
+                "device_busy_fraction": evidence.device_busy_fraction,
                 "writer_cpu_s": results.iter().map(|r| r.writer_cpu_ns).sum::<u64>() as f64 / 1e9,
                 "flusher_cpu_s": sampled.hogs.iter().filter(|h| h.name.contains("flush")).map(|h| h.cpu_seconds).sum::<f64>(),
                 "final_flush_s": final_flush_s,

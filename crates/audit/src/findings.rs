@@ -426,11 +426,17 @@ fn ext4(r: &mut Rules) {
         }
     }
     if t.has_option("nobarrier") || opt("barrier").as_deref() == Some("0") {
+        let cache =
+            r.a.devices
+                .iter()
+                .find_map(|d| d.queue.write_cache.clone())
+                .map(|c| format!("; device write cache: {c}"))
+                .unwrap_or_default();
         r.add(
             "ext4.nobarrier",
             Severity::Warn,
             format!("{mp} is mounted without write barriers (nobarrier)"),
-            evidence,
+            format!("{evidence}{cache}"),
             "Without barriers the journal's ordering is not enforced on a device with a volatile write cache: a power cut can corrupt the filesystem, not only lose recent data.",
             &[format!("mount -o remount,barrier {mp}")],
             &[r.fstab_hint("remove \"nobarrier\"")],
@@ -483,7 +489,15 @@ fn device(r: &mut Rules) {
             .as_ref()
             .is_some_and(|d| d.bus.is_removable_flash());
         let erase = if flash { 4u64 << 20 } else { 1u64 << 20 };
-        let name = &dev.name;
+        // The partition's own name: under dm or a loop it is the member's, not the mount's.
+        let name = if dev.partition.is_some() {
+            dev.name.clone()
+        } else {
+            physical
+                .as_ref()
+                .map(|d| d.name.clone())
+                .unwrap_or_default()
+        };
         if p.start_bytes % erase != 0 {
             r.add(
                 "part.misaligned",
@@ -534,9 +548,6 @@ fn device(r: &mut Rules) {
                 None,
             );
         }
-    }
-    if q.write_cache.as_deref() == Some("write back") && r.a.target.has_option("nobarrier") {
-        // Already covered by ext4.nobarrier's evidence; the cache state adds to it.
     }
 }
 
