@@ -490,14 +490,13 @@ fn device(r: &mut Rules) {
             .is_some_and(|d| d.bus.is_removable_flash());
         let erase = if flash { 4u64 << 20 } else { 1u64 << 20 };
         // The partition's own name: under dm or a loop it is the member's, not the mount's.
-        let name = if dev.partition.is_some() {
-            dev.name.clone()
+        let owner = if dev.partition.is_some() {
+            Some(&dev)
         } else {
-            physical
-                .as_ref()
-                .map(|d| d.name.clone())
-                .unwrap_or_default()
+            physical.as_ref()
         };
+        let name = owner.map(|d| d.name.clone()).unwrap_or_default();
+        let disk = owner.map(|d| d.disk.clone()).unwrap_or_default();
         if p.start_bytes % erase != 0 {
             r.add(
                 "part.misaligned",
@@ -510,7 +509,7 @@ fn device(r: &mut Rules) {
                 ),
                 format!("/sys/class/block/{name}/start = {}", p.start_bytes / 512),
                 "Flash erases in large blocks (4 MiB on most SD cards); a partition that does not start on one makes every large write straddle two erase blocks and costs the card extra internal copying.",
-                &["back up the data, then repartition with the first partition at 4 MiB: parted -a optimal /dev/DISK mklabel msdos mkpart primary 4MiB 100% (destroys data)".to_string()],
+                &[format!("back up the data, then repartition with the first partition at 4 MiB (destroys every partition on /dev/{disk}): parted -a optimal /dev/{disk} mklabel msdos mkpart primary 4MiB 100%")],
                 &[],
                 None,
             );
