@@ -23,6 +23,16 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     }
 }
 
+/// Whether this user may write `path` (a file, or a directory to create files in).
+pub fn writable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access() reads a valid C string.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
 /// Refuses, before any work, an output file that could not be written at the end: a run's
 /// results must not be lost to a typo in --output.
 pub fn check_output_path(flag: &str, path: &std::path::Path) -> Result<()> {
@@ -43,10 +53,10 @@ pub fn check_output_path(flag: &str, path: &std::path::Path) -> Result<()> {
             dir.display()
         );
     }
-    let c = std::ffi::CString::new(target.as_os_str().as_bytes())
-        .map_err(|_| anyhow::anyhow!("{flag} {}: the path contains a NUL byte", path.display()))?;
-    // SAFETY: access() reads a valid C string.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+    if target.as_os_str().as_bytes().contains(&0) {
+        anyhow::bail!("{flag} {}: the path contains a NUL byte", path.display());
+    }
+    if !writable(&target) {
         anyhow::bail!(
             "{flag} {}: {} is not writable",
             path.display(),

@@ -23,8 +23,7 @@ pub fn stream_rate(args: &StreamRateArgs) -> Result<(String, f64)> {
             bits as f64 / 8.0,
         ));
     }
-    let p =
-        sinkrate_record::config::profile(&args.profile).map_err(|e| anyhow!("--profile: {e}"))?;
+    let p = sinkrate_record::config::profile(&args.profile).map_err(|e| anyhow!(e))?;
     let rate = (p.streams)()
         .iter()
         .map(|s| s.sizes.mean_bytes() * s.fps)

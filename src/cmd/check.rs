@@ -118,35 +118,21 @@ fn report_path(args: &CheckArgs) -> PathBuf {
     if let Some(p) = &args.output {
         return p.clone();
     }
-    let now = std::time::SystemTime::now()
+    let now_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    let stamp: String = sinkrate_report::fio_json::rfc3339(now)
-        .chars()
-        .filter(|c| c.is_ascii_digit())
-        .take(14)
-        .collect();
-    let name = format!(
-        "sinkrate-check-{}-{}.json",
-        &stamp[..8.min(stamp.len())],
-        &stamp[8.min(stamp.len())..]
-    );
-    let cwd_writable = std::env::current_dir().ok().is_some_and(|d| writable(&d));
+        .map_or(0, |d| d.as_secs() as i64);
+    let stamp = chrono::DateTime::from_timestamp(now_s, 0)
+        .map(|t| t.format("%Y%m%d-%H%M%S").to_string())
+        .unwrap_or_default();
+    let name = format!("sinkrate-check-{stamp}.json");
+    let cwd_writable = std::env::current_dir()
+        .ok()
+        .is_some_and(|d| crate::writable(&d));
     if cwd_writable {
         PathBuf::from(name)
     } else {
         std::env::temp_dir().join(name)
     }
-}
-
-fn writable(dir: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access(2) with a valid C string.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// Why the target cannot take a write test, if it cannot.
@@ -169,7 +155,7 @@ fn unwritable(a: &Audit, path: &Path) -> Option<String> {
     if !path.is_dir() {
         return Some(format!("{} is not a directory", path.display()));
     }
-    if !writable(path) {
+    if !crate::writable(path) {
         return Some(format!(
             "{} is not writable by this user (run as its owner or as root)",
             path.display()
@@ -256,28 +242,6 @@ fn record_args(args: &CheckArgs, dir: &Path, seconds: u64) -> Vec<String> {
     v
 }
 
-fn run_record(args: &[String]) -> Result<(Value, Option<i32>)> {
-    let exe = std::env::current_exe().context("finding the sinkrate binary")?;
-    let out = std::process::Command::new(exe)
-        .arg("record")
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .context("running the recording test")?;
-    match out.status.code() {
-        Some(0) | Some(1) | Some(130) => Ok((
-            serde_json::from_slice(&out.stdout).context("reading the recording test's result")?,
-            out.status.code(),
-        )),
-        _ => Err(anyhow!(
-            "the recording test failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .trim()
-                .trim_start_matches("sinkrate: ")
-        )),
-    }
-}
-
 fn mbs(bytes_per_s: f64) -> String {
     format!("{:.1} MB/s", bytes_per_s / 1e6)
 }
@@ -360,7 +324,6 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let plan = Plan::of(args.quick);
     let stop = crate::interrupt_flag()?;
     let progress = Progress::new(&args.progress, plan.raw_s + plan.record_s + 3);
-    progress.phase("audit", 0, || ());
     // O_DIRECT where the filesystem has it; elsewhere buffered with the final flush counted.
     let mut raw_direct = true;
     let raw = progress.phase("sustained write (direct I/O)", plan.raw_s + 1, || {
@@ -385,7 +348,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let record = progress.phase(
         &format!("recording test ({label})"),
         plan.record_s + 2,
-        || run_record(&record_args(&args, &dir, plan.record_s)),
+        || super::find_max::run_record_child(&record_args(&args, &dir, plan.record_s)),
     );
     progress.finish();
     let (record, record_code) = record?;

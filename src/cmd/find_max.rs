@@ -51,21 +51,34 @@ fn probe_args(original: &[String], what: &str, value: f64) -> Vec<String> {
     out
 }
 
-pub fn run_probe(args: &[String]) -> Result<Value> {
+/// Runs `sinkrate record ARGS` in a child process: its JSON result and exit code for a
+/// run that ended with a verdict (0, 1) or was interrupted (130, partial result).
+pub fn run_record_child(args: &[String]) -> Result<(Value, Option<i32>)> {
     let exe = std::env::current_exe().context("finding the sinkrate binary")?;
     let out = std::process::Command::new(exe)
         .arg("record")
         .args(args)
+        .stdin(std::process::Stdio::null())
         .output()
-        .context("running a probe")?;
+        .context("running a recording")?;
     match out.status.code() {
-        Some(0) | Some(1) => {
-            serde_json::from_slice(&out.stdout).context("reading a probe's result")
-        }
-        _ => Err(anyhow!(
-            "a probe failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+        Some(0) | Some(1) | Some(130) => Ok((
+            serde_json::from_slice(&out.stdout).context("reading a recording's result")?,
+            out.status.code(),
         )),
+        _ => Err(anyhow!(
+            "a recording failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .trim_start_matches("sinkrate: ")
+        )),
+    }
+}
+
+fn run_probe(args: &[String]) -> Result<Value> {
+    match run_record_child(args)? {
+        (v, Some(0 | 1)) => Ok(v),
+        _ => Err(anyhow!("a probe was interrupted")),
     }
 }
 

@@ -32,13 +32,7 @@ pub struct FsFacts {
     pub kernel_filesystems: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Space {
-    pub total_bytes: u64,
-    pub available_bytes: u64,
-    pub inodes: u64,
-    pub inodes_free: u64,
-}
+pub use sinkrate_engine::files::FsSpace as Space;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SwapArea {
@@ -96,22 +90,6 @@ pub const PSEUDO_FS: &[&str] = &[
     "rpc_pipefs",
     "nsfs",
 ];
-
-fn statvfs(path: &str) -> Option<Space> {
-    let c = std::ffi::CString::new(path).ok()?;
-    // SAFETY: a zeroed statvfs is a valid out-parameter; the path is a valid C string.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-        return None;
-    }
-    let frsize = s.f_frsize as u64;
-    Some(Space {
-        total_bytes: s.f_blocks as u64 * frsize,
-        available_bytes: s.f_bavail as u64 * frsize,
-        inodes: s.f_files as u64,
-        inodes_free: s.f_ffree as u64,
-    })
-}
 
 fn swaps(root: &SysRoot, disk: Option<&str>) -> Vec<SwapArea> {
     let Some(text) = root.read("/proc/swaps") else {
@@ -289,7 +267,7 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         ));
     }
     let space = if root.is_live() {
-        statvfs(&resolved)
+        sinkrate_engine::files::space(std::path::Path::new(&resolved)).ok()
     } else {
         None
     };

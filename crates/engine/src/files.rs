@@ -255,8 +255,25 @@ pub fn bytes_to_allocate(files: &[PlannedFile]) -> u64 {
         .sum()
 }
 
-/// Free bytes for unprivileged writers on the file system holding `dir`.
-pub fn free_bytes(dir: &Path) -> Result<u64, EngineError> {
+/// Size, free space and inodes of the file system holding a path (statvfs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FsSpace {
+    pub total_bytes: u64,
+    /// Free for unprivileged writers (the root reserve excluded).
+    pub available_bytes: u64,
+    pub inodes: u64,
+    pub inodes_free: u64,
+}
+
+impl FsSpace {
+    /// How full the file system is, in percent of its blocks (reserve counted as used).
+    pub fn fill_pct(&self) -> Option<f64> {
+        (self.total_bytes > 0)
+            .then(|| 100.0 * (1.0 - self.available_bytes as f64 / self.total_bytes as f64))
+    }
+}
+
+pub fn space(dir: &Path) -> Result<FsSpace, EngineError> {
     let c = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| EngineError::path(dir, "path contains a NUL byte"))?;
     // SAFETY: statvfs fills the struct; zeroed is a valid initial value.
@@ -264,7 +281,18 @@ pub fn free_bytes(dir: &Path) -> Result<u64, EngineError> {
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } < 0 {
         return Err(EngineError::io(dir, std::io::Error::last_os_error()));
     }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    let frsize = st.f_frsize as u64;
+    Ok(FsSpace {
+        total_bytes: st.f_blocks as u64 * frsize,
+        available_bytes: st.f_bavail as u64 * frsize,
+        inodes: st.f_files as u64,
+        inodes_free: st.f_ffree as u64,
+    })
+}
+
+/// Free bytes for unprivileged writers on the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> Result<u64, EngineError> {
+    space(dir).map(|s| s.available_bytes)
 }
 
 /// The nearest existing ancestor of `path` (where a new file would be created).

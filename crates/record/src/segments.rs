@@ -111,14 +111,7 @@ impl Segments {
 
 /// How full the file system holding `dir` is, in percent of its blocks.
 pub fn fill_pct(dir: &Path) -> Option<f64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the struct; zeroed is a valid initial value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
-        return None;
-    }
-    Some(100.0 * (1.0 - st.f_bavail as f64 / st.f_blocks as f64))
+    sinkrate_engine::files::space(dir).ok()?.fill_pct()
 }
 
 #[cfg(test)]

@@ -416,38 +416,33 @@ pub(crate) fn drive(
     shared: &Shared,
 ) -> Vec<StreamResult> {
     let cpu_start = thread_cpu_ns();
+    let mut polled: Vec<libc::pollfd> = Vec::with_capacity(writers.len() + 1);
     loop {
-        match filled.try_recv() {
-            Ok((stream, frame)) => {
-                if let Some(w) = writers.get_mut(stream) {
-                    w.accept(frame, shared);
-                }
-                for w in writers.iter_mut().filter(|w| w.busy()) {
-                    w.poll(shared);
-                }
-            }
+        let waiting = match filled.try_recv() {
+            Ok(next) => Some(next),
             Err(TryRecvError::Disconnected) => break,
-            Err(TryRecvError::Empty) => {
-                for w in writers.iter_mut().filter(|w| w.busy()) {
-                    w.poll(shared);
-                }
-                match frames_ready {
-                    Some(ready) if writers.iter().any(|w| w.busy()) => {
-                        let mut fds: Vec<RawFd> = vec![ready.as_raw_fd()];
-                        fds.extend(writers.iter().filter_map(|w| w.completion_fd()));
-                        wait_readable(&fds);
-                        drain_eventfd(ready.as_raw_fd());
-                    }
-                    _ => match filled.recv() {
-                        Ok((stream, frame)) => {
-                            if let Some(w) = writers.get_mut(stream) {
-                                w.accept(frame, shared);
-                            }
-                        }
-                        Err(_) => break,
-                    },
-                }
+            Err(TryRecvError::Empty) => None,
+        };
+        // Completions first: they free staging slots for the frame about to be taken.
+        for w in writers.iter_mut().filter(|w| w.busy()) {
+            w.poll(shared);
+        }
+        let (stream, frame) = match (waiting, frames_ready) {
+            (Some(next), _) => next,
+            (None, Some(ready)) if writers.iter().any(|w| w.busy()) => {
+                let fds = std::iter::once(ready.as_raw_fd())
+                    .chain(writers.iter().filter_map(|w| w.completion_fd()));
+                wait_readable(&mut polled, fds);
+                drain_eventfd(ready.as_raw_fd());
+                continue;
             }
+            (None, _) => match filled.recv() {
+                Ok(next) => next,
+                Err(_) => break,
+            },
+        };
+        if let Some(w) = writers.get_mut(stream) {
+            w.accept(frame, shared);
         }
     }
     let mut results: Vec<StreamResult> = writers.into_iter().map(|w| w.finish(shared)).collect();
@@ -465,27 +460,20 @@ pub(crate) fn drive(
     results
 }
 
-/// Sleeps until one of `fds` is readable (or a second passes, as a safety net).
-fn wait_readable(fds: &[RawFd]) {
-    let mut polled: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|fd| libc::pollfd {
-            fd: *fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+/// Sleeps until one of `fds` is readable (or a second passes, as a safety net); `polled`
+/// is reused from call to call.
+fn wait_readable(polled: &mut Vec<libc::pollfd>, fds: impl Iterator<Item = RawFd>) {
+    polled.clear();
+    polled.extend(fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }));
     // SAFETY: polled is a valid array of pollfd for its length.
     unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, 1000) };
 }
 
 /// User + system CPU time of the calling thread, in ns.
-pub(crate) fn thread_cpu_ns() -> u64 {
-    // SAFETY: getrusage fills the struct; zeroed is a valid initial value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } < 0 {
-        return 0;
-    }
-    let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000;
-    ns(ru.ru_utime) + ns(ru.ru_stime)
+fn thread_cpu_ns() -> u64 {
+    sinkrate_engine::worker::thread_rusage().map_or(0, |(user, system, ..)| user + system)
 }

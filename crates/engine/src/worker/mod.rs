@@ -112,7 +112,7 @@ pub(super) fn shares(h: &[u64; 7]) -> [f64; 7] {
 }
 
 /// (user ns, system ns, context switches, minor faults, major faults) of this thread.
-pub(super) fn thread_rusage() -> Option<(u64, u64, u64, u64, u64)> {
+pub fn thread_rusage() -> Option<(u64, u64, u64, u64, u64)> {
     // SAFETY: getrusage fills the struct; zeroed is a valid initial value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } < 0 {
