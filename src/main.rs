@@ -5,6 +5,7 @@
 
 mod cli;
 mod cmd;
+mod export;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -23,15 +24,7 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Whether this user may write `path` (a file, or a directory to create files in).
-pub fn writable(path: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access() reads a valid C string.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
-}
+pub use sinkrate_engine::files::writable;
 
 /// Refuses, before any work, an output file that could not be written at the end: a run's
 /// results must not be lost to a typo in --output.

@@ -325,6 +325,7 @@ fn fixture_laptop_follows_bind_mounts_and_overlays_and_notes_what_it_could_not_r
 /// The fixture's JSON with what changes from run to run masked.
 fn masked(mut v: serde_json::Value) -> serde_json::Value {
     v["timestamp_ms"] = serde_json::json!("<masked>");
+    v["started_at"] = serde_json::json!("<masked>");
     v["tool"]["version"] = serde_json::json!("<masked>");
     v["sysroot"] = serde_json::json!("<masked>");
     let text = serde_json::to_string_pretty(&v).expect("json");
@@ -469,9 +470,11 @@ fn without_root_the_superblock_is_skipped_with_a_note_and_the_rest_runs() {
         &["mkfs.ext4", "runuser"],
         || {
             let fs = ScratchFs::new("256M", "ext4", "sync");
+            let binary = common::BinaryForOtherUsers::new();
             let out = Command::new("runuser")
+                .current_dir(binary.dir())
                 .args(["-u", "nobody", "--"])
-                .arg(sinkrate_path())
+                .arg(&binary.path)
                 .args(["audit", "--output-format", "json"])
                 .arg(fs.path())
                 .output()

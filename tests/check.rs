@@ -176,9 +176,11 @@ fn a_directory_this_user_cannot_write_is_refused_after_the_audit() {
                 std::os::unix::fs::PermissionsExt::from_mode(0o755),
             )
             .expect("chmod");
+            let binary = common::BinaryForOtherUsers::new();
             let out = Command::new("runuser")
+                .current_dir(binary.dir())
                 .args(["-u", "nobody", "--"])
-                .arg(sinkrate_path())
+                .arg(&binary.path)
                 .args([
                     "check",
                     "--quick",

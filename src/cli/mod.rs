@@ -2,11 +2,14 @@
 //! completions are all generated from these definitions.
 
 pub mod bench_args;
+pub mod record_config;
 pub mod values;
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+
+use values::{FindMaxArg, OutputFormat, PreallocArg, When, WriteModeArg, Writers};
 
 pub const BENCH_EXAMPLES: &str = "\
 Examples:
@@ -159,14 +162,14 @@ pub struct RecordArgs {
     pub buffers: usize,
     /// buffered, direct (O_DIRECT), dsync (O_DSYNC), uring (O_DIRECT queued on io_uring,
     /// --queue-depth frames in flight), or null (no I/O: the emulator's own cost)
-    #[arg(long, default_value = "buffered", value_parser = ["buffered", "direct", "dsync", "uring", "null"])]
-    pub write_mode: String,
+    #[arg(long, value_enum, default_value_t = WriteModeArg::Buffered)]
+    pub write_mode: WriteModeArg,
     /// Frames in flight at once with --write-mode uring
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub queue_depth: usize,
     /// per-stream (a writer thread per stream) or shared (one writer thread for all streams)
-    #[arg(long, value_name = "HOW", default_value = "per-stream", value_parser = ["per-stream", "shared"])]
-    pub writers: String,
+    #[arg(long, value_name = "HOW", value_enum, default_value_t = Writers::PerStream)]
+    pub writers: Writers,
     /// Bytes per write call (default: a whole frame per call; 4K emulates stdio buffering)
     #[arg(long)]
     pub write_size: Option<String>,
@@ -190,17 +193,17 @@ pub struct RecordArgs {
     pub preallocate: Option<String>,
     /// How to preallocate: fallocate (reserve blocks), ftruncate (sparse length), pregrow
     /// (write zeros first, then overwrite: seed 002)
-    #[arg(long, default_value = "fallocate", value_parser = ["fallocate", "ftruncate", "pregrow"])]
-    pub preallocate_mode: String,
+    #[arg(long, value_enum, default_value_t = PreallocArg::Fallocate)]
+    pub preallocate_mode: PreallocArg,
     /// How long to record
-    #[arg(long, default_value = "30s")]
-    pub duration: String,
+    #[arg(long, default_value = "30s", value_parser = values::duration_value)]
+    pub duration: std::time::Duration,
     /// Write calls slower than this are listed as stalls
-    #[arg(long, default_value = "100ms")]
-    pub stall_threshold: String,
+    #[arg(long, default_value = "100ms", value_parser = values::duration_value)]
+    pub stall_threshold: std::time::Duration,
     /// text or json
-    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    pub output_format: String,
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
     /// Write the result to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -211,8 +214,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "FILE")]
     pub frames_log: Option<PathBuf>,
     /// One live line per second on standard error: auto (on a terminal), always, never
-    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
-    pub live: String,
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = When::Auto)]
+    pub live: When,
     /// Run as a board with this much RAM would: its dirty limits (dirty_ratio and
     /// dirty_background_ratio of SIZE) are set for the run and restored after (needs root)
     #[arg(long, value_name = "SIZE")]
@@ -222,8 +225,8 @@ pub struct RecordArgs {
     pub dirty_limit: Option<String>,
     /// Search the largest value that still keeps up for --duration: streams, bitrate or fps
     /// (bisection to 5%, confirmed by a second run), next to the device's raw direct-write rate
-    #[arg(long, value_name = "WHAT", value_parser = ["streams", "bitrate", "fps"])]
-    pub find_max: Option<String>,
+    #[arg(long, value_name = "WHAT", value_enum)]
+    pub find_max: Option<FindMaxArg>,
     /// Seed for frame-size jitter
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
@@ -263,14 +266,14 @@ pub struct AuditArgs {
     #[command(flatten)]
     pub rate: StreamRateArgs,
     /// text or json
-    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    pub output_format: String,
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
     /// Write the result to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    pub color: String,
+    #[arg(long, value_enum, default_value_t = When::Auto)]
+    pub color: When,
     /// Exit 1 when a critical or warn finding is present
     #[arg(long)]
     pub strict: bool,
@@ -299,21 +302,21 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub rate: StreamRateArgs,
     /// Write mode of the recording test: buffered, direct, dsync, uring
-    #[arg(long, default_value = "buffered", value_parser = ["buffered", "direct", "dsync", "uring"])]
-    pub write_mode: String,
+    #[arg(long, value_enum, default_value_t = WriteModeArg::Buffered)]
+    pub write_mode: WriteModeArg,
     /// Where the full JSON report goes (default: sinkrate-check-DATE-TIME.json in the
     /// current directory, or in /tmp when that is not writable)
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Print the full report as JSON on standard output instead of the table
-    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    pub output_format: String,
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
     /// Progress bar on standard error: auto (on a terminal), always, never
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    pub progress: String,
+    #[arg(long, value_enum, default_value_t = When::Auto)]
+    pub progress: When,
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    pub color: String,
+    #[arg(long, value_enum, default_value_t = When::Auto)]
+    pub color: When,
     /// Flags for the recording test, after --, as sinkrate record takes them
     /// (e.g. -- --streams 3 --fps 25 --bitrate 8M --buffers 8)
     #[arg(last = true, value_name = "RECORD_FLAGS")]
@@ -335,8 +338,8 @@ pub struct WatchArgs {
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
     /// text (summary) or json (summary and the whole timeline, in the run schema)
-    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    pub output_format: String,
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
     /// Write the result to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -347,8 +350,8 @@ pub struct WatchArgs {
     #[arg(long, value_name = "FILE")]
     pub prometheus: Option<PathBuf>,
     /// One live line per second on standard error: auto (on a terminal), always, never
-    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
-    pub live: String,
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = When::Auto)]
+    pub live: When,
     /// A full-screen live view instead of the live line (q quits)
     #[arg(long)]
     pub tui: bool,
@@ -370,8 +373,8 @@ pub enum EmulateAction {
     /// Show the emulated devices that are up
     List {
         /// text or json
-        #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
-        output_format: String,
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+        output_format: OutputFormat,
     },
 }
 
@@ -422,8 +425,8 @@ pub struct EmulateUpArgs {
     #[arg(long, default_value = "0.1")]
     pub burstiness: f64,
     /// text or json
-    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    pub output_format: String,
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
 }
 
 #[derive(Debug, clap::Args)]
@@ -472,4 +475,13 @@ pub struct BenchArgs {
     /// fio job options (--name=..., --rw=..., --bs=..., ...); collected from the command line
     #[arg(skip)]
     pub job_options: Vec<String>,
+}
+
+/// The first line of a multi-line message (clap's errors carry usage lines after it).
+pub fn first_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_string()
 }

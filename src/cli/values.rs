@@ -11,7 +11,107 @@ pub fn duration(flag: &str, text: &str) -> Result<Duration> {
         .map_err(|e| anyhow!("--{flag}: {e}"))
 }
 
+/// A clap value parser for durations (the flag's name is added by clap).
+pub fn duration_value(text: &str) -> Result<Duration, String> {
+    sinkrate_jobspec::units::parse_time(text, sinkrate_jobspec::units::TimeUnit::Seconds)
+        .map_err(|e| e.to_string())
+}
+
 /// `--flag 3M` (3 MiB), `--flag 3MB` (3 MB).
 pub fn size(flag: &str, text: &str) -> Result<u64> {
     sinkrate_emulate::units::parse_size(text).map_err(|e| anyhow!("--{flag}: {e}"))
+}
+
+/// `--output-format` of sinkrate's own commands (bench takes fio's formats).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+/// `--live`, `--progress`, `--color`: on a terminal by default, or always, or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum When {
+    Auto,
+    Always,
+    Never,
+}
+
+impl When {
+    /// Whether to show it, given whether the stream it goes to is a terminal.
+    pub fn wanted(self, terminal: bool) -> bool {
+        match self {
+            When::Always => true,
+            When::Never => false,
+            When::Auto => terminal,
+        }
+    }
+}
+
+/// `--write-mode` of record and check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WriteModeArg {
+    Buffered,
+    Direct,
+    Dsync,
+    Uring,
+    Null,
+}
+
+impl From<WriteModeArg> for sinkrate_record::config::WriteMode {
+    fn from(w: WriteModeArg) -> Self {
+        use sinkrate_record::config::WriteMode;
+        match w {
+            WriteModeArg::Buffered => WriteMode::Buffered,
+            WriteModeArg::Direct => WriteMode::Direct,
+            WriteModeArg::Dsync => WriteMode::Dsync,
+            WriteModeArg::Uring => WriteMode::Uring,
+            WriteModeArg::Null => WriteMode::Null,
+        }
+    }
+}
+
+/// `--writers`: a writer thread per stream, or one for all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Writers {
+    PerStream,
+    Shared,
+}
+
+/// `--preallocate-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreallocArg {
+    Fallocate,
+    Ftruncate,
+    Pregrow,
+}
+
+impl From<PreallocArg> for sinkrate_record::config::PreallocMode {
+    fn from(p: PreallocArg) -> Self {
+        use sinkrate_record::config::PreallocMode;
+        match p {
+            PreallocArg::Fallocate => PreallocMode::Fallocate,
+            PreallocArg::Ftruncate => PreallocMode::Ftruncate,
+            PreallocArg::Pregrow => PreallocMode::Pregrow,
+        }
+    }
+}
+
+/// `--find-max`: what the search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FindMaxArg {
+    Streams,
+    Bitrate,
+    Fps,
+}
+
+impl From<FindMaxArg> for sinkrate_record::find_max::Searched {
+    fn from(f: FindMaxArg) -> Self {
+        use sinkrate_record::find_max::Searched;
+        match f {
+            FindMaxArg::Streams => Searched::Streams,
+            FindMaxArg::Bitrate => Searched::Bitrate,
+            FindMaxArg::Fps => Searched::Fps,
+        }
+    }
 }

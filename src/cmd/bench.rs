@@ -2,15 +2,14 @@
 //! honesty warnings fio does not give.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
 use sinkrate_engine::RunOptions;
-use sinkrate_jobspec::{build_job_set, JobSet, JobSources, SourceContext};
+use sinkrate_jobspec::{build_job_set, JobSet, JobSources};
 use sinkrate_report::OutputFormat;
 
-use sinkrate_model::TargetFacts;
 use sinkrate_sampler::{analyse, Sampler, SamplerConfig, SamplerOutput, Summary};
 
 use crate::cli::BenchArgs;
@@ -29,32 +28,6 @@ time_based
 runtime=10s
 end_fsync=1
 ";
-
-pub struct LiveContext;
-
-impl SourceContext for LiveContext {
-    fn read_file(&self, path: &Path) -> Result<String, String> {
-        std::fs::read_to_string(path).map_err(|e| e.to_string())
-    }
-    fn env_var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-    fn reserved(&self, name: &str) -> Option<String> {
-        match name {
-            "pagesize" => Some(sinkrate_engine::host::page_size().to_string()),
-            "ncpus" => Some(
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-                    .to_string(),
-            ),
-            "mb_memory" => sinkrate_engine::host::read_meminfo()
-                .mem_total_bytes
-                .map(|b| (b / (1 << 20)).to_string()),
-            _ => None,
-        }
-    }
-}
 
 fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
     let mut files: Vec<PathBuf> = Vec::new();
@@ -91,7 +64,7 @@ fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
             cli_options: &cli_options,
             ignore_unsupported: args.ignore_unsupported,
         },
-        &LiveContext,
+        &sinkrate_engine::probe::LiveContext,
     )?;
     Ok(set)
 }
@@ -170,7 +143,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             .unwrap_or_default();
         let config = SamplerConfig {
             interval,
-            devices: device_names(prepared.targets()),
+            devices: sinkrate_engine::host::device_names(prepared.targets()),
             hogs: false,
         };
         Some((Sampler::start(config, expected), interval))
@@ -242,30 +215,6 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The block devices behind the jobs' targets, by their /proc/diskstats names; empty (every
-/// disk) when a target's device cannot be resolved.
-pub fn device_names(targets: &[TargetFacts]) -> Vec<String> {
-    let mut names = Vec::new();
-    for t in targets {
-        let Some(dev) = t.device.as_deref().filter(|d| d.starts_with("/dev/")) else {
-            return Vec::new();
-        };
-        let Some(name) = std::fs::canonicalize(dev)
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        else {
-            return Vec::new();
-        };
-        if !Path::new("/sys/class/block").join(&name).exists() {
-            return Vec::new();
-        }
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    names
 }
 
 /// One line under the fio-style output: what the page cache and the device did meanwhile.

@@ -16,7 +16,7 @@ pub fn run(action: EmulateAction) -> Result<ExitCode> {
             println!("removed the emulated device at {}", mountpoint.display());
             Ok(ExitCode::SUCCESS)
         }
-        EmulateAction::List { output_format } => list(&output_format),
+        EmulateAction::List { output_format } => list(output_format),
     }
 }
 
@@ -115,7 +115,7 @@ fn up(args: EmulateUpArgs) -> Result<ExitCode> {
         eprintln!("sinkrate: note: {n}");
     }
     let state = sinkrate_emulate::up(spec.clone())?;
-    if args.output_format == "json" {
+    if args.output_format == crate::cli::values::OutputFormat::Json {
         crate::write_stdout(&serde_json::to_vec_pretty(&state)?)?;
         crate::write_stdout(b"\n")?;
         return Ok(ExitCode::SUCCESS);
@@ -158,9 +158,9 @@ fn up(args: EmulateUpArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn list(format: &str) -> Result<ExitCode> {
+fn list(format: crate::cli::values::OutputFormat) -> Result<ExitCode> {
     let devices = sinkrate_emulate::list();
-    if format == "json" {
+    if format == crate::cli::values::OutputFormat::Json {
         crate::write_stdout(&serde_json::to_vec_pretty(&devices)?)?;
         crate::write_stdout(b"\n")?;
         return Ok(ExitCode::SUCCESS);

@@ -360,3 +360,30 @@ impl Drop for SlowDev {
             .output();
     }
 }
+
+/// A copy of the sinkrate binary that another user can run. The clone may sit in a private
+/// directory (mode 0700, such as /root or a fresh `mktemp -d`), whose target/ that user
+/// cannot reach; the copy lives in a world-readable temporary directory.
+pub struct BinaryForOtherUsers {
+    dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl BinaryForOtherUsers {
+    pub fn new() -> BinaryForOtherUsers {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir for the binary");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod the binary's directory");
+        let path = dir.path().join("sinkrate");
+        std::fs::copy(sinkrate_path(), &path).expect("copy the binary");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod the binary");
+        BinaryForOtherUsers { dir, path }
+    }
+
+    /// A directory the other user can use as its working directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}

@@ -2,12 +2,12 @@
 //! it read, why it matters for a recorder, the exact fix (now and persistent) and the
 //! trade-off where there is one.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::device::Bus;
 use crate::Audit;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Critical,
@@ -27,7 +27,7 @@ impl Severity {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fix {
     /// Commands that apply the fix now (until reboot or remount).
     pub now: Vec<String>,
@@ -35,9 +35,9 @@ pub struct Fix {
     pub persistent: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
-    pub id: &'static str,
+    pub id: std::borrow::Cow<'static, str>,
     pub severity: Severity,
     /// One line: what is the case.
     pub title: String,
@@ -82,7 +82,7 @@ impl Rules<'_> {
         tradeoff: Option<String>,
     ) {
         self.out.push(Finding {
-            id,
+            id: id.into(),
             severity,
             title,
             evidence,

@@ -2,15 +2,13 @@
 //! sysfs, read directly for one path, and turned into findings that say why and what to do.
 //! Every system read goes through a `SysRoot`, so fixture trees are audited like live ones.
 
-pub mod device;
 pub mod findings;
 pub mod memory;
-pub mod mounts;
-pub mod root;
 pub mod superblock;
-pub mod usb;
 
-use serde::Serialize;
+pub use sinkrate_sys::{device, mounts, root, usb};
+
+use serde::{Deserialize, Serialize};
 
 pub use findings::{Finding, Fix, Severity};
 pub use root::SysRoot;
@@ -20,7 +18,7 @@ use memory::Memory;
 use mounts::Target;
 use usb::UsbPath;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FsFacts {
     /// From the device's superblock, read-only.
     pub ext4: Option<superblock::Ext4Super>,
@@ -32,18 +30,10 @@ pub struct FsFacts {
     pub kernel_filesystems: Vec<String>,
 }
 
-pub use sinkrate_engine::files::FsSpace as Space;
+pub use sinkrate_sys::swaps::SwapArea;
+pub use sinkrate_sys::FsSpace as Space;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SwapArea {
-    pub name: String,
-    pub kind: String,
-    pub size_bytes: u64,
-    /// On the same disk as the target.
-    pub same_disk: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Audit {
     pub target: Target,
     pub filesystem: FsFacts,
@@ -55,6 +45,7 @@ pub struct Audit {
     pub space: Option<Space>,
     pub swap: Vec<SwapArea>,
     /// The stream rate the findings were judged against, bytes per second.
+    #[serde(default)]
     pub stream_bytes_per_s: f64,
     pub findings: Vec<Finding>,
     /// What could not be read, and what still works without it.
@@ -91,44 +82,6 @@ pub const PSEUDO_FS: &[&str] = &[
     "nsfs",
 ];
 
-fn swaps(root: &SysRoot, disk: Option<&str>) -> Vec<SwapArea> {
-    let Some(text) = root.read("/proc/swaps") else {
-        return Vec::new();
-    };
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let name = f.first()?.to_string();
-            let kind = f.get(1)?.to_string();
-            let size_bytes = f.get(2)?.parse::<u64>().ok()? * 1024;
-            let base = name.trim_start_matches("/dev/");
-            let same_disk = disk.is_some_and(|d| {
-                if kind == "file" {
-                    // A swap file's disk is that of the filesystem holding it.
-                    swap_file_disk(root, &name).is_some_and(|sd| sd == d)
-                } else {
-                    root.canonical(&format!("/sys/class/block/{base}"))
-                        .map(|sys| device::read(root, &sys).disk == d)
-                        .unwrap_or(base == d)
-                }
-            });
-            Some(SwapArea {
-                name,
-                kind,
-                size_bytes,
-                same_disk,
-            })
-        })
-        .collect()
-}
-
-fn swap_file_disk(root: &SysRoot, file: &str) -> Option<String> {
-    let t = mounts::resolve(root, file).ok()?;
-    let sys = device::sysfs_dir(root, t.major, t.minor, &t.source)?;
-    Some(device::read(root, &sys).disk)
-}
-
 /// The device node to read a superblock from: the live /dev, or the fixture's dev/.
 fn device_node(root: &SysRoot, name: &str) -> std::path::PathBuf {
     root.host_path(&format!("/dev/{name}"))
@@ -141,14 +94,7 @@ fn filesystem_facts(
     notes: &mut Vec<String>,
 ) -> FsFacts {
     let mut fs = FsFacts {
-        kernel_filesystems: root
-            .read("/proc/filesystems")
-            .map(|t| {
-                t.lines()
-                    .filter_map(|l| l.split_whitespace().last().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        kernel_filesystems: sinkrate_sys::kernel_filesystems(root),
         ..FsFacts::default()
     };
     let Some(dev) = dev else {
@@ -171,8 +117,7 @@ fn filesystem_facts(
                 Err(e) => notes.push(format!(
                     "ext4 superblock not read ({}: {e}); journal facts come from the mount options only{}",
                     node.display(),
-                    // SAFETY: geteuid has no preconditions.
-                    if unsafe { libc::geteuid() } != 0 { " (run as root to read it)" } else { "" }
+                    if sinkrate_sys::is_root() { "" } else { " (run as root to read it)" }
                 )),
             }
         }
@@ -217,39 +162,15 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
     let mut devices = Vec::new();
     if !PSEUDO_FS.contains(&target.fs_type.as_str()) {
         if let Some(sys) = device::sysfs_dir(root, target.major, target.minor, &target.source) {
-            let dev = device::read(root, &sys);
-            target.device = Some(format!("/dev/{}", dev.name));
-            devices.push(dev);
+            // The mounted device, then what it stands on.
+            devices = device::chain(root, &sys);
+            target.device = devices.first().map(|d| format!("/dev/{}", d.name));
         } else if target.source.starts_with("/dev/") {
             notes.push(format!(
                 "{}: not found in sysfs ({}): device facts are missing; mount and memory findings still apply",
                 target.source,
                 root.host_path("/sys/dev/block").display()
             ));
-        }
-    }
-    // What the mounted device stands on: a loop's backing file's device, dm/md members.
-    for _ in 0..4 {
-        let Some(last) = devices.last() else { break };
-        let next = if let Some(file) = last.loop_backing_file.clone() {
-            let file = file.trim_end_matches(" (deleted)").to_string();
-            mounts::resolve(root, &file)
-                .ok()
-                .and_then(|t| device::sysfs_dir(root, t.major, t.minor, &t.source))
-        } else if let Some(member) = last.members.first() {
-            root.canonical(&format!("/sys/class/block/{member}"))
-        } else {
-            None
-        };
-        match next {
-            Some(sys)
-                if !devices.iter().any(|d: &BlockDevice| {
-                    d.sysfs_path == sys || d.name == sys.rsplit('/').next().unwrap_or("")
-                }) =>
-            {
-                devices.push(device::read(root, &sys))
-            }
-            _ => break,
         }
     }
     let physical = devices
@@ -267,11 +188,11 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         ));
     }
     let space = if root.is_live() {
-        sinkrate_engine::files::space(std::path::Path::new(&resolved)).ok()
+        sinkrate_sys::space(std::path::Path::new(&resolved)).ok()
     } else {
         None
     };
-    let swap = swaps(root, physical.map(|d| d.disk.as_str()));
+    let swap = sinkrate_sys::swaps::read(root, physical.map(|d| d.disk.as_str()));
     let mut a = Audit {
         target,
         filesystem,
@@ -295,4 +216,22 @@ impl Audit {
         self.findings = findings::judge(self);
         self.findings.sort_by_key(|f| f.severity);
     }
+}
+
+/// The stream a result was judged against, in words and bytes per second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamRate {
+    pub label: String,
+    pub bytes_per_s: f64,
+}
+
+/// `sinkrate audit`'s result (`kind: audit` in the run envelope), and the `audit` object
+/// inside a check's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditReport {
+    #[serde(flatten)]
+    pub audit: Audit,
+    pub stream: StreamRate,
+    /// The fixture tree read instead of the live system, if any.
+    pub sysroot: Option<String>,
 }

@@ -1,12 +1,12 @@
 //! Memory and the page cache's writeback settings, with the kernel's current thresholds.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sinkrate_procparse::vmsettings::VmSettings;
 use sinkrate_procparse::{meminfo, vmstat};
 
 use crate::root::SysRoot;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Memory {
     pub total_bytes: Option<u64>,
     pub available_bytes: Option<u64>,

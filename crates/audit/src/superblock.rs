@@ -2,11 +2,11 @@
 //! the ext2/3/4 superblock (features, default data mode, journal size) and the FAT/exFAT
 //! boot sector (cluster size). Parsing takes bytes; reading is in `read_*`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const EXT4_MAGIC: u16 = 0xEF53;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ext4Super {
     pub block_size: u64,
     pub blocks: u64,

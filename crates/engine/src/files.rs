@@ -1,7 +1,6 @@
 //! Which files a job touches, how large, and whether there is room: all decided before any
 //! I/O, so a bad target stops the run with nothing written.
 
-use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -255,39 +254,11 @@ pub fn bytes_to_allocate(files: &[PlannedFile]) -> u64 {
         .sum()
 }
 
-/// Size, free space and inodes of the file system holding a path (statvfs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct FsSpace {
-    pub total_bytes: u64,
-    /// Free for unprivileged writers (the root reserve excluded).
-    pub available_bytes: u64,
-    pub inodes: u64,
-    pub inodes_free: u64,
-}
+pub use sinkrate_sys::FsSpace;
 
-impl FsSpace {
-    /// How full the file system is, in percent of its blocks (reserve counted as used).
-    pub fn fill_pct(&self) -> Option<f64> {
-        (self.total_bytes > 0)
-            .then(|| 100.0 * (1.0 - self.available_bytes as f64 / self.total_bytes as f64))
-    }
-}
-
+/// statvfs of the filesystem holding `dir`.
 pub fn space(dir: &Path) -> Result<FsSpace, EngineError> {
-    let c = CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| EngineError::path(dir, "path contains a NUL byte"))?;
-    // SAFETY: statvfs fills the struct; zeroed is a valid initial value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } < 0 {
-        return Err(EngineError::io(dir, std::io::Error::last_os_error()));
-    }
-    let frsize = st.f_frsize as u64;
-    Ok(FsSpace {
-        total_bytes: st.f_blocks as u64 * frsize,
-        available_bytes: st.f_bavail as u64 * frsize,
-        inodes: st.f_files as u64,
-        inodes_free: st.f_ffree as u64,
-    })
+    sinkrate_sys::space(dir).map_err(|e| EngineError::io(dir, e))
 }
 
 /// Free bytes for unprivileged writers on the file system holding `dir`.
@@ -311,6 +282,16 @@ pub fn existing_parent(path: &Path) -> PathBuf {
         }
     }
     p
+}
+
+/// Whether this user may write `path` (a file, or a directory to create files in).
+pub fn writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access() reads a valid C string.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
 #[cfg(test)]

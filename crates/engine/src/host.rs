@@ -1,11 +1,11 @@
 //! Live readers for host and target facts: thin wrappers that read a file and hand the text
 //! to a pure parser.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use sinkrate_model::{HostFacts, TargetFacts};
-use sinkrate_procparse::{meminfo, mountinfo, vmstat};
+use sinkrate_procparse::{meminfo, vmstat};
+use sinkrate_sys::{device, mounts, SysRoot};
 
 fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
@@ -23,7 +23,7 @@ pub fn host_facts() -> HostFacts {
     HostFacts {
         hostname: read_trimmed("/proc/sys/kernel/hostname"),
         kernel: read_trimmed("/proc/sys/kernel/osrelease"),
-        arch: std::env::consts::ARCH,
+        arch: std::env::consts::ARCH.to_string(),
         cpu_model,
         cpu_count: std::thread::available_parallelism()
             .map(|n| n.get())
@@ -41,15 +41,7 @@ pub fn unwritten_bytes() -> Option<u64> {
     read_meminfo().unwritten_bytes()
 }
 
-pub fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
-    }
-}
+pub use sinkrate_sys::{is_root, page_size};
 
 /// The kernel's dirty limit (nr_dirty_threshold) in bytes.
 pub fn dirty_threshold_bytes() -> Option<u64> {
@@ -57,7 +49,8 @@ pub fn dirty_threshold_bytes() -> Option<u64> {
     Some(v.nr_dirty_threshold? * page_size())
 }
 
-/// Mount facts for the file system that holds `path` (which may not exist yet).
+/// Mount facts for the file system that holds `path` (which may not exist yet), from the
+/// system layer's resolver (bind mounts noted, overlays followed to their upper directory).
 pub fn target_facts(path: &Path, is_block_device: bool) -> TargetFacts {
     let mut facts = TargetFacts {
         path: path.display().to_string(),
@@ -76,26 +69,14 @@ pub fn target_facts(path: &Path, is_block_device: bool) -> TargetFacts {
     let Ok(canonical) = std::fs::canonicalize(&probe) else {
         return facts;
     };
-    let mounts =
-        mountinfo::parse(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
-    let dev = std::fs::metadata(&canonical).map(|m| m.dev()).ok();
-    // Prefer the mount whose device number matches the file's (overlays and binds agree then).
-    let by_dev = dev.and_then(|d| {
-        let (ma, mi) = (libc::major(d), libc::minor(d));
-        let candidates: Vec<&mountinfo::Mount> = mounts
-            .iter()
-            .filter(|m| m.major == ma && m.minor == mi)
-            .collect();
-        let s = canonical.to_string_lossy().into_owned();
-        mountinfo::mount_for_path(&candidates.into_iter().cloned().collect::<Vec<_>>(), &s).cloned()
-    });
-    let mount = by_dev
-        .or_else(|| mountinfo::mount_for_path(&mounts, &canonical.to_string_lossy()).cloned());
-    if let Some(m) = mount {
-        facts.mount_point = Some(m.mount_point.clone());
-        facts.fs_type = Some(m.fs_type.clone());
-        facts.device = Some(m.source.clone());
-        facts.mount_options = m.mount_options.clone();
+    let root = SysRoot::live();
+    if let Ok(t) = mounts::resolve(&root, &canonical.to_string_lossy()) {
+        let device = device::sysfs_dir(&root, t.major, t.minor, &t.source)
+            .map(|sys| format!("/dev/{}", device::read(&root, &sys).name));
+        facts.mount_point = Some(t.mount_point);
+        facts.fs_type = Some(t.fs_type);
+        facts.device = device.or(Some(t.source));
+        facts.mount_options = t.mount_options;
     }
     facts
 }
@@ -120,4 +101,36 @@ pub fn memory_backed_fs(path: &Path) -> Option<&'static str> {
         0x8584_58f6 => Some("ramfs"),
         _ => None,
     }
+}
+
+/// Milliseconds since the epoch, for a run's start stamp (never for timing).
+pub fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The block devices (names as in /proc/diskstats) behind `targets`, or none when any
+/// target has no device of its own (tmpfs, a network mount): the sampler then counts every
+/// disk.
+pub fn device_names(targets: &[TargetFacts]) -> Vec<String> {
+    let mut names = Vec::new();
+    for t in targets {
+        let Some(dev) = t.device.as_deref().filter(|d| d.starts_with("/dev/")) else {
+            return Vec::new();
+        };
+        let Some(name) = std::fs::canonicalize(dev)
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        else {
+            return Vec::new();
+        };
+        if !Path::new("/sys/class/block").join(&name).exists() {
+            return Vec::new();
+        }
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }

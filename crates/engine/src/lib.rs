@@ -8,6 +8,7 @@ pub mod error;
 pub mod files;
 pub mod host;
 pub mod logs;
+pub mod probe;
 pub mod progress;
 pub mod rng;
 pub mod runner;

@@ -129,7 +129,7 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 if o.direct {
                     if let Some(fs) = host::memory_backed_fs(&f.path) {
                         warnings.push(Warning {
-                            id: "direct.no_device",
+                            id: "direct.no_device".into(),
                             job: Some(o.name.clone()),
                             text: format!(
                                 "direct=1 on {fs} ({}): {fs} accepts O_DIRECT but keeps data in memory, so this measures RAM, not storage",
@@ -337,7 +337,7 @@ fn honesty_warnings(
     let name = Some(r.name.clone());
     if outcome.direct_fell_back {
         warnings.push(Warning {
-            id: "direct.fell_back",
+            id: "direct.fell_back".into(),
             job: name.clone(),
             text: "direct=1 was refused by the file system; the job ran buffered and its figures include the page cache".into(),
         });
@@ -358,14 +358,14 @@ fn honesty_warnings(
         }
         text.push_str(" (add end_fsync=1 or direct=1 to measure the device)");
         warnings.push(Warning {
-            id: "cache.unflushed_at_end",
+            id: "cache.unflushed_at_end".into(),
             job: name.clone(),
             text,
         });
         if let Some(limit) = dirty_limit {
             if flush.footprint_bytes <= limit {
                 warnings.push(Warning {
-                    id: "cache.fits_in_dirty_limit",
+                    id: "cache.fits_in_dirty_limit".into(),
                     job: name.clone(),
                     text: format!(
                         "the job's buffered writes cover {}, less than the kernel's dirty limit of {}: the page cache can absorb all of it, so the application rate measures memory, not storage (write a larger file than the limit, or use end_fsync=1 / direct=1)",
@@ -379,7 +379,7 @@ fn honesty_warnings(
     let runtime = r.read.runtime_ns.max(r.write.runtime_ns);
     if runtime > 0 && runtime < 1_000_000_000 && o.ioengine != Engine::Null && r.error == 0 {
         warnings.push(Warning {
-            id: "run.too_short",
+            id: "run.too_short".into(),
             job: name,
             text: format!(
                 "the measured run lasted {}: too short for a stable figure (use runtime= of a few seconds or more with time_based)",

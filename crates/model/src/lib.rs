@@ -1,8 +1,19 @@
 //! The result model. Every run kind produces a [`Run`]: host facts, target facts, the fully
 //! resolved configuration, warnings about how far the figures can be trusted, and the
 //! results. Exporters turn it into text, JSON (`"schema": "sinkrate.run/1"`) and terse lines.
+//!
+//! Every other command's result travels in an [`Envelope`], and every verdict is a
+//! [`Verdict`]; both read back with serde, so `report`, `compare` and `tune` consume any run
+//! through the same types that wrote it.
 
-use serde::Serialize;
+pub mod envelope;
+pub mod units;
+pub mod verdict;
+
+pub use envelope::{Envelope, RunError, RunKind, Tool};
+pub use verdict::Verdict;
+
+use serde::{Deserialize, Serialize};
 use sinkrate_jobspec::JobOptions;
 use sinkrate_stats::{LatencyRecorder, SampleSummary};
 
@@ -10,18 +21,18 @@ pub const SCHEMA: &str = "sinkrate.run/1";
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Facts about the machine a run happened on.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostFacts {
     pub hostname: Option<String>,
     pub kernel: Option<String>,
-    pub arch: &'static str,
+    pub arch: String,
     pub cpu_model: Option<String>,
     pub cpu_count: usize,
     pub mem_total_bytes: Option<u64>,
 }
 
 /// What a job's files live on.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct TargetFacts {
     pub path: String,
     pub mount_point: Option<String>,
@@ -32,10 +43,10 @@ pub struct TargetFacts {
 }
 
 /// A statement about how far a figure can be trusted, with what to do about it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Warning {
     /// Stable identifier scripts can match on, e.g. `cache.fits_in_dirty_limit`.
-    pub id: &'static str,
+    pub id: std::borrow::Cow<'static, str>,
     pub job: Option<String>,
     pub text: String,
 }

@@ -1,8 +1,8 @@
 //! The aggregate `cpu` line of /proc/stat, in clock ticks (USER_HZ).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuTimes {
     pub user: u64,
     pub nice: u64,

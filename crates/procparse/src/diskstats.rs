@@ -1,9 +1,9 @@
 //! /proc/diskstats: 14 fields before Linux 4.18, 18 with discard counters (4.18), 20 with
 //! flush counters (5.5). Sectors are always 512 bytes here, whatever the device's own.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskCounters {
     pub reads: u64,
     pub read_bytes: u64,

@@ -1,9 +1,9 @@
 //! /proc/meminfo.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The fields sinkrate uses, in bytes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemInfo {
     pub mem_total_bytes: Option<u64>,
     pub mem_free_bytes: Option<u64>,

@@ -1,8 +1,8 @@
 //! /proc/self/mountinfo (see proc(5)).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mount {
     pub mount_id: u32,
     pub parent_id: u32,

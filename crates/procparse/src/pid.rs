@@ -1,6 +1,6 @@
 //! /proc/PID/stat and /proc/PID/io.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PidStat<'a> {
@@ -45,7 +45,7 @@ pub fn parse_stat(text: &str) -> Option<PidStat<'_>> {
     })
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PidIo {
     pub rchar: u64,
     pub wchar: u64,

@@ -1,8 +1,8 @@
 //! /proc/pressure/{io,memory,cpu} (PSI, Linux 4.20+): share of time tasks stalled.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Pressure {
     pub some_avg10: f64,
     /// Microseconds, since boot.

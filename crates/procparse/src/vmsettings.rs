@@ -1,9 +1,9 @@
 //! /proc/sys/vm settings that govern the page cache's writeback. The caller reads the files
 //! (live or from a fixture tree); this module only parses them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct VmSettings {
     pub dirty_ratio: Option<u64>,
     pub dirty_bytes: Option<u64>,

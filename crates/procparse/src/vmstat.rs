@@ -1,8 +1,8 @@
 //! /proc/vmstat: the kernel's own dirty thresholds, in pages.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmStat {
     pub nr_dirty: Option<u64>,
     pub nr_writeback: Option<u64>,

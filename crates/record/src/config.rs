@@ -3,19 +3,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sinkrate_jobspec::units::split_number;
 
 use crate::frames::FrameSizes;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StreamSpec {
     pub name: String,
     pub fps: f64,
     pub sizes: FrameSizes,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum WriteMode {
     /// write(2) into the page cache.
@@ -33,7 +33,7 @@ pub enum WriteMode {
     Null,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum PreallocMode {
     /// fallocate(FALLOC_FL_KEEP_SIZE): blocks reserved, size unchanged.
@@ -44,7 +44,7 @@ pub enum PreallocMode {
     Pregrow,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RecordConfig {
     pub dir: PathBuf,
     pub streams: Vec<StreamSpec>,
@@ -59,12 +59,28 @@ pub struct RecordConfig {
     /// Bytes per write call (None: the whole frame in one call).
     pub write_size: Option<u64>,
     pub fdatasync_every_frames: Option<u64>,
+    #[serde(
+        rename = "fdatasync_every_s",
+        alias = "fdatasync_every",
+        with = "sinkrate_model::units::opt_seconds",
+        default
+    )]
     pub fdatasync_every: Option<Duration>,
     /// Preallocate each file (each segment) to this many bytes, the way `prealloc_mode` says.
     pub preallocate: Option<u64>,
     pub prealloc_mode: PreallocMode,
+    #[serde(
+        rename = "duration_s",
+        alias = "duration",
+        with = "sinkrate_model::units::seconds"
+    )]
     pub duration: Duration,
     /// Write calls slower than this are listed as stalls.
+    #[serde(
+        rename = "stall_threshold_s",
+        alias = "stall_threshold",
+        with = "sinkrate_model::units::seconds"
+    )]
     pub stall_threshold: Duration,
     pub seed: u64,
     /// Keep the recorded files.

@@ -3,7 +3,7 @@
 
 use sinkrate_engine::rng::Rng;
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum FrameSizes {
     Fixed {
         bytes: u64,

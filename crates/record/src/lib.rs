@@ -1,10 +1,14 @@
 //! `sinkrate record`: does the storage keep up with these streams, frame by frame?
 
 pub mod config;
+pub mod find_max;
 pub mod frames;
+pub mod report;
 pub mod run;
 pub mod segments;
+pub mod session;
 mod sink;
+pub mod stream;
 mod uring_sink;
 pub mod verdict;
 mod writer;

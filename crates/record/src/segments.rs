@@ -5,8 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SegmentPolicy {
+    #[serde(
+        rename = "every_s",
+        alias = "every",
+        with = "sinkrate_model::units::opt_seconds",
+        default
+    )]
     pub every: Option<Duration>,
     pub bytes: Option<u64>,
     /// Delete oldest segments while the file system is fuller than this percentage.

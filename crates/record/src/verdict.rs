@@ -1,67 +1,117 @@
-//! The verdict: KEEPS UP, FALLING BEHIND or DROPS, with its cause. Pure: no I/O.
+//! The verdict: KEEPS UP, FALLING BEHIND, DROPS FRAMES or FAILED, with its cause. Pure: no
+//! I/O. Every rule here is stated in the README in the words the tool prints.
 
-use serde::Serialize;
-
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    KeepsUp,
-    FallingBehind,
-    Drops,
-}
-
-impl Verdict {
-    pub fn label(&self) -> &'static str {
-        match self {
-            Verdict::KeepsUp => "KEEPS UP",
-            Verdict::FallingBehind => "FALLING BEHIND",
-            Verdict::Drops => "DROPS",
-        }
-    }
-}
+use serde::{Deserialize, Serialize};
+pub use sinkrate_model::Verdict;
 
 /// What the verdict is decided from.
 #[derive(Debug, Clone, Default)]
 pub struct Evidence {
     pub duration_s: f64,
     pub requested_bytes_per_s: f64,
+    /// The first error that stopped a stream: the run failed.
+    pub error: Option<String>,
     pub frames_dropped: u64,
     pub first_drop_s: Option<f64>,
     /// Share of the run the busiest writer spent in write/sync calls.
     pub writer_busy_fraction: f64,
     /// Buffered writes return once in the page cache, so the writer's busy share says
-    /// nothing about the device: no headroom figure then.
+    /// nothing about the device: no headroom figure from it then.
     pub buffered: bool,
     /// Dirty + writeback at the start and the end of the run.
     pub unwritten_start_bytes: Option<u64>,
     pub unwritten_end_bytes: Option<u64>,
     pub freerun_ceiling_bytes: Option<u64>,
+    /// The kernel's background threshold at the end of the run: below it, the flusher
+    /// writes only data older than dirty_expire.
+    pub background_threshold_bytes: Option<u64>,
+    /// dirty_expire_centisecs + dirty_writeback_centisecs, in seconds: the most a page can
+    /// wait in RAM below the background threshold.
+    pub expire_and_interval_s: Option<f64>,
     pub first_throttled_s: Option<f64>,
     /// The devices' mean write rate over the run (diskstats).
     pub device_bytes_per_s: Option<f64>,
     /// Mean share of the run the devices were busy.
     pub device_busy_fraction: Option<f64>,
+    /// Bytes the devices wrote per second of their busy time (diskstats' sectors written
+    /// over io_ticks): how fast the device drains when it writes at all.
+    pub device_rate_while_busy_bytes_per_s: Option<f64>,
+    /// A sustained write rate measured with the page cache out of the way (check's probe),
+    /// when one was measured before this run.
+    pub sustained_bytes_per_s: Option<f64>,
     /// The freerun ceiling a board with 1 GB of RAM would have with this host's dirty
     /// settings, for the "on a 1 GB board" estimate.
     pub board_1g_ceiling_bytes: Option<u64>,
     pub longest_stall: Option<(f64, f64)>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Outcome {
     pub verdict: Verdict,
     pub text: String,
-    /// How far below the limit the run was: 1 / the busiest writer's busy share.
+    /// How far below the limit the run was: the sustained rate over the stream's, or
+    /// 1 / the busiest writer's busy share for writes that reach the device.
     pub headroom: Option<f64>,
     pub backlog_growth_bytes_per_s: Option<f64>,
     pub throttled_after_s: Option<f64>,
+    /// Dirty data grew only because the kernel defers writeback, not because the device
+    /// falls short.
+    #[serde(default)]
+    pub deferred_writeback: bool,
 }
 
 fn mb(v: f64) -> String {
     format!("{:.1} MB/s", v / 1e6)
 }
 
+/// A device that drains at least this many times the stream, when it writes, has room.
+const DRAIN_MARGIN: f64 = 1.2;
+
+impl Evidence {
+    /// The best measure of what the device can drain: the sustained rate when one was
+    /// measured, else the rate it wrote at while busy during this run.
+    fn capacity(&self) -> Option<f64> {
+        self.sustained_bytes_per_s
+            .or(self.device_rate_while_busy_bytes_per_s)
+    }
+
+    /// Whether a backlog is the kernel deferring writeback: the device sat mostly idle, can
+    /// drain well above the stream, everything in RAM is below the background threshold,
+    /// and no more is waiting than the stream produced in the time a page may wait
+    /// (dirty_expire + the writeback interval), so nothing older than that is left behind.
+    fn deferred(&self, end_backlog: u64) -> bool {
+        let idle = self.device_busy_fraction.is_some_and(|b| b < 0.5);
+        let drains = self
+            .capacity()
+            .is_some_and(|c| c >= DRAIN_MARGIN * self.requested_bytes_per_s);
+        let below_background = self
+            .background_threshold_bytes
+            .is_some_and(|t| end_backlog < t);
+        let young = self.expire_and_interval_s.is_some_and(|w| {
+            let waited = end_backlog.saturating_sub(self.unwritten_start_bytes.unwrap_or(0));
+            (waited as f64) <= 1.1 * self.requested_bytes_per_s * w
+        });
+        idle && drains && below_background && young
+    }
+}
+
 pub fn decide(e: &Evidence) -> Outcome {
+    let outcome = |verdict, text| Outcome {
+        verdict,
+        text,
+        headroom: None,
+        backlog_growth_bytes_per_s: None,
+        throttled_after_s: None,
+        deferred_writeback: false,
+    };
+    if let Some(error) = &e.error {
+        return outcome(
+            Verdict::Failed,
+            format!("the recording did not complete: {error}"),
+        );
+    }
+    // The sustained rate over the stream's: the headroom whatever the verdict.
+    let sustained_headroom = e.sustained_bytes_per_s.map(|s| s / e.requested_bytes_per_s);
     if e.frames_dropped > 0 {
         let at = e.first_drop_s.unwrap_or(0.0);
         let cause = match (e.first_throttled_s, e.longest_stall) {
@@ -81,22 +131,49 @@ pub fn decide(e: &Evidence) -> Outcome {
             },
         };
         return Outcome {
-            verdict: Verdict::Drops,
-            text: format!(
-                "{} frames dropped, the first at {at:.2} s: {cause}",
-                e.frames_dropped
-            ),
-            headroom: None,
-            backlog_growth_bytes_per_s: None,
+            headroom: sustained_headroom,
             throttled_after_s: e.first_throttled_s,
+            ..outcome(
+                Verdict::Drops,
+                format!(
+                    "{} frames dropped, the first at {at:.2} s: {cause}",
+                    e.frames_dropped
+                ),
+            )
         };
     }
+    let headroom = sustained_headroom.or_else(|| {
+        (!e.buffered && e.writer_busy_fraction > 0.0).then(|| 1.0 / e.writer_busy_fraction)
+    });
     if let (Some(start), Some(end)) = (e.unwritten_start_bytes, e.unwritten_end_bytes) {
         let growth = (end as f64 - start as f64) / e.duration_s.max(1e-9);
         let drains_slower = e
             .device_bytes_per_s
             .is_none_or(|d| d < e.requested_bytes_per_s * 0.98);
         if growth > (e.requested_bytes_per_s * 0.05).max(256.0 * 1024.0) && drains_slower {
+            if e.deferred(end) {
+                let capacity = e.capacity().unwrap_or(0.0);
+                return Outcome {
+                    headroom,
+                    deferred_writeback: true,
+                    backlog_growth_bytes_per_s: Some(growth),
+                    ..outcome(
+                        Verdict::KeepsUp,
+                        format!(
+                            "no frame dropped; dirty data grew {} in RAM, but the device was busy only {:.0}% of the time and drains {} ({:.1}x the stream){}: the kernel was deferring writeback (the backlog stayed below the background threshold and younger than dirty_expire), not falling short",
+                            mb(growth),
+                            100.0 * e.device_busy_fraction.unwrap_or(0.0),
+                            mb(capacity),
+                            capacity / e.requested_bytes_per_s,
+                            if e.sustained_bytes_per_s.is_some() {
+                                " sustained"
+                            } else {
+                                " while it writes"
+                            }
+                        ),
+                    )
+                };
+            }
             let after = e
                 .freerun_ceiling_bytes
                 .map(|c| (c.saturating_sub(end)) as f64 / growth);
@@ -120,29 +197,45 @@ pub fn decide(e: &Evidence) -> Outcome {
                 _ => text,
             };
             return Outcome {
-                verdict: Verdict::FallingBehind,
-                text,
-                headroom: None,
+                headroom: sustained_headroom,
                 backlog_growth_bytes_per_s: Some(growth),
                 throttled_after_s: after,
+                ..outcome(Verdict::FallingBehind, text)
             };
         }
     }
-    let headroom =
-        (!e.buffered && e.writer_busy_fraction > 0.0).then(|| 1.0 / e.writer_busy_fraction);
-    let text = match headroom {
-        Some(h) => format!(
+    if let Some(sustained) = e
+        .sustained_bytes_per_s
+        .filter(|s| *s < e.requested_bytes_per_s)
+    {
+        return Outcome {
+            headroom,
+            backlog_growth_bytes_per_s: Some(e.requested_bytes_per_s - sustained),
+            ..outcome(
+                Verdict::FallingBehind,
+                format!(
+                    "no frame dropped in the test, but the device sustains only {} against the stream's {}: the page cache hid the deficit, and the backlog grows {} until writers are throttled",
+                    mb(sustained),
+                    mb(e.requested_bytes_per_s),
+                    mb(e.requested_bytes_per_s - sustained)
+                ),
+            )
+        };
+    }
+    let text = match (e.sustained_bytes_per_s, headroom) {
+        (Some(s), Some(h)) => format!(
+            "no frame dropped; the device sustains {} ({h:.1}x headroom over the stream)",
+            mb(s)
+        ),
+        (None, Some(h)) => format!(
             "no frame dropped; the busiest writer spent {:.0}% of the time writing ({h:.1}x headroom)",
             100.0 * e.writer_busy_fraction
         ),
-        None => "no frame dropped, and the device drained what the page cache took (buffered writes: the headroom needs the device's raw rate, which direct or dsync writes measure)".to_string(),
+        _ => "no frame dropped, and the device drained what the page cache took (buffered writes: the headroom needs the device's raw rate, which direct or dsync writes measure)".to_string(),
     };
     Outcome {
-        verdict: Verdict::KeepsUp,
-        text,
         headroom,
-        backlog_growth_bytes_per_s: None,
-        throttled_after_s: None,
+        ..outcome(Verdict::KeepsUp, text)
     }
 }
 
@@ -158,6 +251,8 @@ mod tests {
             unwritten_start_bytes: Some(1 << 20),
             unwritten_end_bytes: Some(2 << 20),
             freerun_ceiling_bytes: Some(1 << 30),
+            background_threshold_bytes: Some(1 << 30),
+            expire_and_interval_s: Some(35.0),
             device_bytes_per_s: Some(3e6),
             ..Evidence::default()
         }
@@ -171,10 +266,24 @@ mod tests {
     }
 
     #[test]
-    fn falling_behind_when_the_backlog_grows() {
+    fn a_run_with_an_error_failed_whatever_else_it_saw() {
+        let e = Evidence {
+            error: Some("cam0: write: Input/output error (os error 5)".into()),
+            ..base()
+        };
+        let o = decide(&e);
+        assert_eq!(o.verdict, Verdict::Failed);
+        assert_eq!(o.headroom, None);
+        assert!(o.text.contains("Input/output error"), "{}", o.text);
+    }
+
+    #[test]
+    fn falling_behind_when_the_backlog_grows_on_a_busy_device() {
         let e = Evidence {
             unwritten_end_bytes: Some((1 << 20) + 10_000_000),
             device_bytes_per_s: Some(2e6),
+            device_busy_fraction: Some(0.95),
+            device_rate_while_busy_bytes_per_s: Some(2.1e6),
             ..base()
         };
         let o = decide(&e);
@@ -183,6 +292,63 @@ mod tests {
             .backlog_growth_bytes_per_s
             .is_some_and(|g| (g - 1e6).abs() < 1.0));
         assert!(o.throttled_after_s.is_some_and(|t| t > 1000.0));
+    }
+
+    #[test]
+    fn a_backlog_the_kernel_defers_on_an_idle_fast_device_keeps_up() {
+        let deferred = Evidence {
+            unwritten_end_bytes: Some((1 << 20) + 25_000_000),
+            device_bytes_per_s: Some(0.5e6),
+            device_busy_fraction: Some(0.03),
+            device_rate_while_busy_bytes_per_s: Some(18e6),
+            ..base()
+        };
+        let o = decide(&deferred);
+        assert_eq!(o.verdict, Verdict::KeepsUp, "{}", o.text);
+        assert!(o.deferred_writeback);
+        assert!(o.text.contains("deferring writeback"), "{}", o.text);
+        // The same backlog with a device that drains barely above the stream: real.
+        let slow = Evidence {
+            device_rate_while_busy_bytes_per_s: Some(3.2e6),
+            ..deferred.clone()
+        };
+        assert_eq!(decide(&slow).verdict, Verdict::FallingBehind);
+        // ... above the background threshold: the flusher is already writing it.
+        let above = Evidence {
+            background_threshold_bytes: Some(10 << 20),
+            ..deferred.clone()
+        };
+        assert_eq!(decide(&above).verdict, Verdict::FallingBehind);
+        // ... more waiting than dirty_expire lets wait: older data was left behind.
+        let old = Evidence {
+            expire_and_interval_s: Some(5.0),
+            ..deferred.clone()
+        };
+        assert_eq!(decide(&old).verdict, Verdict::FallingBehind);
+        // ... nothing known of what the device can drain: no claim of deferral.
+        let unknown = Evidence {
+            device_rate_while_busy_bytes_per_s: None,
+            ..deferred
+        };
+        assert_eq!(decide(&unknown).verdict, Verdict::FallingBehind);
+    }
+
+    #[test]
+    fn a_sustained_rate_below_the_stream_falls_behind_even_with_no_backlog() {
+        let e = Evidence {
+            sustained_bytes_per_s: Some(2e6),
+            ..base()
+        };
+        let o = decide(&e);
+        assert_eq!(o.verdict, Verdict::FallingBehind);
+        assert!(o.text.contains("hid the deficit"), "{}", o.text);
+        let fast = Evidence {
+            sustained_bytes_per_s: Some(30e6),
+            ..base()
+        };
+        let o = decide(&fast);
+        assert_eq!(o.verdict, Verdict::KeepsUp);
+        assert_eq!(o.headroom, Some(10.0));
     }
 
     #[test]

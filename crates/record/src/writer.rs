@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 use sinkrate_engine::buffers::AlignedBuf;
 
 use crate::config::{RecordConfig, StreamSpec, WriteMode};
-use crate::run::{Frame, FrameRecord, Shared, Stall, StreamProgress, StreamResult};
 use crate::segments::Segments;
 use crate::sink::Sink;
+use crate::stream::{
+    Frame, FrameRecord, Shared, Stall, StreamProgress, StreamResult, MAX_FRAME_RECORDS,
+};
 use crate::uring_sink::{drain_eventfd, DoneFrame, PendingFrame, UringSink};
 
 enum Output {
@@ -327,7 +329,7 @@ impl<'a> StreamWriter<'a> {
             Ok(()) => {
                 r.frames_written += 1;
                 r.bytes_written += frame.size;
-                if self.cfg.frame_records {
+                if self.cfg.frame_records && r.frames.len() < MAX_FRAME_RECORDS {
                     r.frames.push(FrameRecord {
                         frame: frame.index,
                         size: frame.size,

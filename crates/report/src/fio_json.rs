@@ -18,11 +18,7 @@ pub fn ctime(unix_ms: u64) -> String {
         .unwrap_or_default()
 }
 
-pub fn rfc3339(unix_ms: u64) -> String {
-    chrono::DateTime::from_timestamp_millis(unix_ms as i64)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
-        .unwrap_or_default()
-}
+pub use sinkrate_model::envelope::rfc3339;
 
 fn latency_object(rec: &LatencyRecorder, percentiles: Option<&[f64]>, bins: bool) -> Value {
     let s = rec.summary(percentiles.unwrap_or(&[]));

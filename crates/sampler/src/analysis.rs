@@ -1,13 +1,13 @@
 //! From a timeline to the summary a user acts on. Pure: no I/O.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sample::{Sample, VmSettings};
 
 /// Headroom asked of the recommendation: room for 30% more dirty data than the peak seen.
 const HEADROOM: f64 = 1.3;
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Recommendation {
     /// One or two sentences for a person.
     pub text: String,
@@ -24,7 +24,7 @@ pub struct Recommendation {
     pub commands: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub samples: u64,
     pub duration_s: f64,

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sinkrate_procparse::pid::{parse_io, parse_stat};
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Hog {
     pub pid: u32,
     pub name: String,

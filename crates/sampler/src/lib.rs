@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod hogs;
 pub mod live;
 pub mod sample;
+pub mod watch;
 
 pub use analysis::{analyse, Summary};
 pub use live::{Sampler, SamplerConfig, SamplerOutput};

@@ -1,6 +1,6 @@
 //! One sample, and the rates derived between two samples.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sinkrate_procparse::cpustat::CpuTimes;
 use sinkrate_procparse::diskstats::DiskCounters;
 use sinkrate_procparse::meminfo::MemInfo;
@@ -56,7 +56,7 @@ impl From<&VmStat> for VmStatCopy {
 
 /// One point of the timeline, with rates over the interval that ended at `t_ns`. Every
 /// figure carries its unit in its name.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct Sample {
     pub t_ns: u64,
     pub mem_available_bytes: Option<u64>,

@@ -3,7 +3,7 @@
 //! so the summary is exact and the percentiles are within the histogram's precision.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Largest latency the histogram tracks with full precision: one hour. Longer values are
 /// clamped into the top bucket but still counted exactly in min/max/mean.
@@ -152,8 +152,49 @@ impl LatencyRecorder {
     }
 }
 
+/// One latency series as a result carries it: the percentiles scripts read (`p50`, `p99`,
+/// ...), exact count, mean and max, and the histogram itself as `[value_ns, count]` pairs so
+/// that pictures and statistics can be drawn from a saved result. The unit (ns) is in the
+/// key that holds it (`write_latency_ns`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencyDistribution {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub count: u64,
+    #[serde(default)]
+    pub min: u64,
+    #[serde(default)]
+    pub stddev: f64,
+    /// `[highest value in the bucket, count]`, for the buckets that hold any values.
+    #[serde(default)]
+    pub histogram: Vec<(u64, u64)>,
+}
+
+impl LatencyDistribution {
+    pub fn of(r: &LatencyRecorder) -> LatencyDistribution {
+        let s = r.summary(&[50.0, 90.0, 99.0, 99.9]);
+        let at = |p: f64| s.percentile(p).unwrap_or(0);
+        LatencyDistribution {
+            p50: at(50.0),
+            p90: at(90.0),
+            p99: at(99.0),
+            p999: at(99.9),
+            max: s.max_ns,
+            mean: s.mean_ns,
+            count: s.count,
+            min: s.min_ns,
+            stddev: s.stddev_ns,
+            histogram: r.bins(),
+        }
+    }
+}
+
 /// Exact summary plus histogram percentiles of one latency series.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct LatencySummary {
     pub count: u64,
     pub min_ns: u64,
@@ -210,7 +251,7 @@ pub const FIO_LATENCY_BUCKETS: [LatencyBucket; 32] = buckets![
 ];
 
 /// min/max/mean/stddev of a series of samples (bandwidth or IOPS per interval).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SampleSummary {
     pub samples: u64,
     pub min: f64,

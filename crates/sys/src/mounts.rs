@@ -1,12 +1,12 @@
 //! From a path to the mount that stores it: mountinfo's longest matching mount point,
 //! noting bind mounts and following an overlay to its upper directory.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sinkrate_procparse::mountinfo::{self, Mount};
 
 use crate::root::{normalise, SysRoot};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
     /// The audited path, absolute and resolved.
     pub path: String,

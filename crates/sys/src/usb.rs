@@ -2,11 +2,11 @@
 //! hub on its way to the root hub, what the device and the host controller could do, and
 //! the other devices sharing its root hub (lsusb -t, read directly).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::root::SysRoot;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsbNode {
     /// The sysfs name: usb2 for a root hub, 2-1.3 for a device.
     pub name: String,
@@ -20,7 +20,7 @@ pub struct UsbNode {
     pub class: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsbPath {
     pub device: UsbNode,
     /// Hubs between the root hub and the device, nearest the root first.

@@ -1,11 +1,11 @@
 //! The block device under a mount, walked in sysfs: partition to disk, its bus, identity and
 //! queue settings, a loop device's backing file, a dm/md device's members.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::root::SysRoot;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bus {
     Usb,
@@ -44,14 +44,14 @@ impl Bus {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Partition {
     pub number: Option<u64>,
     pub start_bytes: u64,
     pub size_bytes: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Queue {
     pub scheduler: Option<String>,
     pub schedulers: Vec<String>,
@@ -69,7 +69,7 @@ pub struct Queue {
     pub write_cache: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockDevice {
     /// Kernel name of the mounted device (sda1, mmcblk0p1, loop3).
     pub name: String,
@@ -235,4 +235,34 @@ pub fn read(root: &SysRoot, sys: &str) -> BlockDevice {
         sysfs_path: disk_sys,
         bus,
     }
+}
+
+/// The device at `sys` (a sysfs directory), then what it stands on: a loop device's backing
+/// file's device, dm/md members; at most five deep.
+pub fn chain(root: &SysRoot, sys: &str) -> Vec<BlockDevice> {
+    let mut devices = vec![read(root, sys)];
+    for _ in 0..4 {
+        let Some(last) = devices.last() else { break };
+        let next = if let Some(file) = last.loop_backing_file.clone() {
+            let file = file.trim_end_matches(" (deleted)").to_string();
+            crate::mounts::resolve(root, &file)
+                .ok()
+                .and_then(|t| sysfs_dir(root, t.major, t.minor, &t.source))
+        } else if let Some(member) = last.members.first() {
+            root.canonical(&format!("/sys/class/block/{member}"))
+        } else {
+            None
+        };
+        match next {
+            Some(sys)
+                if !devices.iter().any(|d: &BlockDevice| {
+                    d.sysfs_path == sys || d.name == sys.rsplit('/').next().unwrap_or("")
+                }) =>
+            {
+                devices.push(read(root, &sys))
+            }
+            _ => break,
+        }
+    }
+    devices
 }

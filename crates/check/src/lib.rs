@@ -1,0 +1,291 @@
+//! `sinkrate check` as a library session: the audit, a sustained write rate the page cache
+//! cannot inflate, and a recording test judged with that rate, all in this process and read
+//! through their types. The verdict is the recording session's own (one verdict type, one
+//! set of rules in `sinkrate_record::verdict`); check adds no correction on top of it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sinkrate_audit::device::Bus;
+use sinkrate_audit::{Audit, AuditReport, Severity, StreamRate, SysRoot};
+use sinkrate_engine::probe::{sustained_write, SustainedWrite};
+use sinkrate_model::{Envelope, RunError, RunKind, Verdict};
+use sinkrate_record::config::WriteMode;
+use sinkrate_record::report::RecordRun;
+use sinkrate_record::session::{self, Session, SessionError};
+
+/// A check's result inside the run envelope.
+pub type CheckRun = Envelope<CheckReport>;
+
+/// How long each phase runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub sustained_s: u64,
+    pub record_s: u64,
+}
+
+impl Plan {
+    pub fn of(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                sustained_s: 4,
+                record_s: 8,
+            }
+        } else {
+            Plan {
+                sustained_s: 15,
+                record_s: 40,
+            }
+        }
+    }
+    /// Seconds the whole check is expected to take, for a progress bar.
+    pub fn expected_s(&self) -> u64 {
+        self.sustained_s + self.record_s + 3
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckConfig {
+    pub path: PathBuf,
+    pub quick: bool,
+    /// The recording test: the user's streams (a profile, or record flags after --).
+    pub recording: Session,
+}
+
+/// The sustained write phase: its figure, how it was measured, and the device's own count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawWrite {
+    /// The figure the verdict used (bytes written over writes + final fsync).
+    pub bytes_per_s: Option<f64>,
+    /// O_DIRECT was used (false: buffered, every byte fsync'd in the timed span).
+    pub direct: bool,
+    /// What was measured, in words.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// The planned length of the phase.
+    pub seconds: u64,
+    #[serde(default)]
+    pub measured: Option<SustainedWrite>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    pub verdict: Verdict,
+    pub exit_code: u8,
+    pub elapsed_s: f64,
+    pub quick: bool,
+    pub stream: StreamRate,
+    pub headroom: Option<f64>,
+    pub raw_write: RawWrite,
+    /// The ids of the findings shown under FIX FIRST.
+    pub top_findings: Vec<String>,
+    pub audit: AuditReport,
+    pub record: Option<RecordRun>,
+    pub notes: Vec<String>,
+    /// Where the full report was written (set by the caller that writes it).
+    #[serde(default)]
+    pub report_file: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// No write test is possible; the audit still applies and is handed back.
+    #[error("{why}: no write test is possible; the audit above still applies")]
+    NotWritable { why: String, audit: Box<Audit> },
+    #[error("{0}")]
+    Audit(String),
+    #[error("{0}")]
+    Recording(#[from] SessionError),
+    #[error("the check was interrupted; its test files are removed")]
+    Interrupted,
+}
+
+/// A phase's name and how long it is expected to take, for whoever shows progress.
+pub struct Phase<'a> {
+    pub name: &'a str,
+    pub expected_s: u64,
+}
+
+/// The three findings that matter most: critical first, then warn, then info.
+pub fn top_findings(a: &Audit) -> Vec<&sinkrate_audit::Finding> {
+    a.findings
+        .iter()
+        .filter(|f| f.severity != Severity::Ok)
+        .take(3)
+        .collect()
+}
+
+/// Runs the audit of the live system for `path`, judged for `bytes_per_s`.
+pub fn audit(path: &Path, bytes_per_s: f64) -> Result<Audit, String> {
+    sinkrate_audit::audit(
+        path,
+        &sinkrate_audit::Options {
+            root: SysRoot::live(),
+            stream_bytes_per_s: bytes_per_s,
+        },
+    )
+}
+
+/// Why the target cannot take a write test, if it cannot.
+fn unwritable(a: &Audit, path: &Path) -> Option<String> {
+    let t = &a.target;
+    if sinkrate_audit::PSEUDO_FS.contains(&t.fs_type.as_str()) {
+        return Some(format!(
+            "{} is on {}, a kernel interface, not storage",
+            path.display(),
+            t.fs_type
+        ));
+    }
+    if t.mount_options.iter().any(|o| o == "ro") {
+        return Some(format!(
+            "{} is on a read-only mount ({})",
+            path.display(),
+            t.mount_point
+        ));
+    }
+    if !path.is_dir() {
+        return Some(format!("{} is not a directory", path.display()));
+    }
+    if !sinkrate_engine::files::writable(path) {
+        return Some(format!(
+            "{} is not writable by this user (run as its owner or as root)",
+            path.display()
+        ));
+    }
+    None
+}
+
+/// Notes that qualify the figures: a virtual disk, a quick test that ends before the first
+/// writeback of expired data.
+fn notes(a: &Audit, cfg: &CheckConfig, plan: Plan) -> Vec<String> {
+    let mut notes = Vec::new();
+    let physical = a
+        .devices
+        .iter()
+        .find(|d| !matches!(d.bus, Bus::Loop | Bus::Dm | Bus::Md));
+    if let Some(d) = physical.filter(|d| d.bus == Bus::Virtio) {
+        notes.push(format!(
+            "/dev/{} is a virtual machine's disk: the host may cache its writes, so the sustained rate can be the host's memory rather than a physical device",
+            d.name
+        ));
+    }
+    let vm = &a.memory.vm;
+    if let (Some(expire), Some(every)) = (vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs) {
+        let first_burst_s = (expire + every) / 100;
+        if cfg.recording.record.write_mode == WriteMode::Buffered && plan.record_s < first_burst_s {
+            notes.push(format!(
+                "the recording test ({} s) ended before the kernel's first writeback of expired data (dirty_expire {} s + writeback interval {} s), where buffered recorders often stall; run without --quick to include it",
+                plan.record_s,
+                expire / 100,
+                every / 100
+            ));
+        }
+    }
+    notes
+}
+
+/// The whole check. `phase` hears of each phase as it starts.
+pub fn run(
+    cfg: &CheckConfig,
+    stop: Arc<AtomicBool>,
+    phase: &mut dyn FnMut(Phase),
+) -> Result<CheckRun, CheckError> {
+    let started = Instant::now();
+    let started_ms = sinkrate_engine::host::unix_ms_now();
+    let plan = Plan::of(cfg.quick);
+    let mut recording = cfg.recording.clone();
+    recording.record.dir = cfg.path.clone();
+    recording.record.duration = std::time::Duration::from_secs(plan.record_s);
+    let requested = recording.record.requested_bytes_per_s();
+    let a = audit(&cfg.path, requested).map_err(CheckError::Audit)?;
+    if let Some(why) = unwritable(&a, &cfg.path) {
+        return Err(CheckError::NotWritable {
+            why,
+            audit: Box::new(a),
+        });
+    }
+    // Every refusal of the recording comes before the first byte of the sustained write.
+    session::preflight(&recording)?;
+    phase(Phase {
+        name: "sustained write",
+        expected_s: plan.sustained_s + 1,
+    });
+    let sustained = sustained_write(&cfg.path, plan.sustained_s, stop.clone());
+    if stop.load(Ordering::Relaxed) {
+        return Err(CheckError::Interrupted);
+    }
+    let raw_write = match sustained {
+        Ok(m) => RawWrite {
+            bytes_per_s: Some(m.bytes_per_s),
+            direct: m.method == sinkrate_engine::probe::ProbeMethod::Direct,
+            method: Some(m.method.label().to_string()),
+            seconds: plan.sustained_s,
+            measured: Some(m),
+            error: None,
+        },
+        Err(e) => RawWrite {
+            bytes_per_s: None,
+            direct: false,
+            method: None,
+            seconds: plan.sustained_s,
+            measured: None,
+            error: Some(e),
+        },
+    };
+    recording.sustained_bytes_per_s = raw_write.bytes_per_s;
+    phase(Phase {
+        name: &format!("recording test ({})", recording.label),
+        expected_s: plan.record_s + 2,
+    });
+    let record = session::run(&recording, stop.clone(), None)?;
+    if stop.load(Ordering::Relaxed) || record.interrupted {
+        return Err(CheckError::Interrupted);
+    }
+    let verdict = record.result.verdict;
+    let mut notes = notes(&a, cfg, plan);
+    if let Some(m) = &raw_write.measured {
+        notes.extend(m.notes.iter().cloned());
+    }
+    let report = CheckReport {
+        verdict,
+        exit_code: verdict.exit_code(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        quick: cfg.quick,
+        stream: StreamRate {
+            label: recording.label.clone(),
+            bytes_per_s: requested,
+        },
+        headroom: record
+            .result
+            .headroom
+            .filter(|_| raw_write.bytes_per_s.is_some()),
+        raw_write,
+        top_findings: top_findings(&a).iter().map(|f| f.id.to_string()).collect(),
+        audit: AuditReport {
+            audit: a,
+            stream: StreamRate {
+                label: recording.label.clone(),
+                bytes_per_s: requested,
+            },
+            sysroot: None,
+        },
+        record: Some(record.clone()),
+        notes,
+        report_file: None,
+    };
+    let mut run = Envelope::new(
+        RunKind::Check,
+        sinkrate_engine::host::host_facts(),
+        started_ms,
+        report,
+    );
+    run.error = record.error.clone().map(|e| RunError {
+        what: e.what,
+        at_s: e.at_s,
+    });
+    Ok(run)
+}

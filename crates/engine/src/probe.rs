@@ -1,0 +1,195 @@
+//! The sustained write rate of the storage under a directory, as the device achieved it:
+//! sequential 1 MiB writes (O_DIRECT where the filesystem takes it), each offset written once
+//! (no rewrite of a page that may still be dirty), the timed span closed by an fsync covering
+//! every byte, and the device's own written-sector counter (/proc/diskstats) read around it
+//! as the independent confirmation. `check` and `record --find-max` use it.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sinkrate_jobspec::{build_job_set, JobSources, SourceContext};
+use sinkrate_model::TargetFacts;
+use sinkrate_procparse::diskstats;
+
+use crate::{execute, prepare, RunOptions};
+
+/// How the rate was measured, in words a table can print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeMethod {
+    /// O_DIRECT writes, fsync at the end.
+    Direct,
+    /// The filesystem refused O_DIRECT (or ignored it): buffered writes, the final fsync
+    /// inside the timed span.
+    BufferedFsynced,
+}
+
+impl ProbeMethod {
+    pub fn label(self) -> &'static str {
+        match self {
+            ProbeMethod::Direct => "direct I/O, fsync'd",
+            ProbeMethod::BufferedFsynced => "buffered, every byte fsync'd in the timed span",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SustainedWrite {
+    /// Bytes written over the time from the first write to the end of the final fsync.
+    pub bytes_per_s: f64,
+    pub bytes_written: u64,
+    /// Seconds from the first write to the end of the final fsync.
+    pub seconds: f64,
+    pub method: ProbeMethod,
+    /// Bytes the device counted as written meanwhile (its sectors in /proc/diskstats), for
+    /// the devices behind the directory; None where it has none (tmpfs, network).
+    pub device_bytes_written: Option<u64>,
+    /// What the confirmation found, when it does not simply agree.
+    pub notes: Vec<String>,
+}
+
+/// The live system's answers to fio's reserved names in a job (`$pagesize`, `$ncpus`,
+/// `$mb_memory`) and to `include` and `${VAR}`.
+pub struct LiveContext;
+
+impl SourceContext for LiveContext {
+    fn read_file(&self, path: &Path) -> Result<String, String> {
+        std::fs::read_to_string(path).map_err(|e| e.to_string())
+    }
+    fn env_var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+    fn reserved(&self, name: &str) -> Option<String> {
+        match name {
+            "pagesize" => Some(crate::host::page_size().to_string()),
+            "ncpus" => Some(
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+                    .to_string(),
+            ),
+            "mb_memory" => crate::host::read_meminfo()
+                .mem_total_bytes
+                .map(|b| (b / (1 << 20)).to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// Sectors written by `devices`, in bytes, from /proc/diskstats.
+fn device_written_bytes(devices: &[String]) -> Option<u64> {
+    if devices.is_empty() {
+        return None;
+    }
+    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+    let mut total = 0;
+    let mut seen = 0;
+    for line in text.lines() {
+        if let Some((_, _, name, c)) = diskstats::parse_line(line) {
+            if devices.iter().any(|d| d == name) {
+                total += c.write_bytes;
+                seen += 1;
+            }
+        }
+    }
+    (seen > 0).then_some(total)
+}
+
+/// Writes for at most `seconds` (the file is sized so that no offset is written twice:
+/// up to a quarter of the free space, at most 8 GiB), then fsyncs; the rate counts the fsync.
+pub fn sustained_write(
+    dir: &Path,
+    seconds: u64,
+    stop: Arc<AtomicBool>,
+) -> Result<SustainedWrite, String> {
+    let target: TargetFacts = crate::host::target_facts(dir, false);
+    let devices = crate::host::device_names(std::slice::from_ref(&target));
+    let free = crate::files::free_bytes(dir).unwrap_or(u64::MAX);
+    let size_mib = ((free / 4) >> 20).clamp(8, 8192);
+    let memory_backed = crate::host::memory_backed_fs(dir).is_some();
+    let mut tried = Vec::new();
+    for direct in [true, false] {
+        let before = device_written_bytes(&devices);
+        let options: Vec<String> = vec![
+            "--name=sustained".into(),
+            "--rw=write".into(),
+            "--bs=1m".into(),
+            format!("--size={size_mib}m"),
+            format!("--direct={}", u8::from(direct)),
+            format!("--runtime={seconds}"),
+            "--end_fsync=1".into(),
+            format!("--directory={}", dir.display()),
+        ];
+        let set = build_job_set(
+            &JobSources {
+                files: &[],
+                texts: &[],
+                cli_options: &options,
+                ignore_unsupported: false,
+            },
+            &LiveContext,
+        )
+        .map_err(|e| e.to_string())?;
+        let run_options = RunOptions {
+            base_dir: dir.to_path_buf(),
+            force_device_write: false,
+            keep_files: false,
+            stop: stop.clone(),
+            show_status: false,
+        };
+        let prepared = prepare(&set, &run_options).map_err(|e| e.to_string())?;
+        let run = execute(prepared, &run_options);
+        let after = device_written_bytes(&devices);
+        let job = run
+            .jobs
+            .first()
+            .ok_or_else(|| "the sustained write did not run".to_string())?;
+        if job.error != 0 {
+            let why = job
+                .error_text
+                .clone()
+                .unwrap_or_else(|| std::io::Error::from_raw_os_error(job.error).to_string());
+            tried.push(why);
+            continue;
+        }
+        let fell_back = run.warnings.iter().any(|w| w.id == "direct.fell_back");
+        let method = if direct && !fell_back && !memory_backed {
+            ProbeMethod::Direct
+        } else {
+            ProbeMethod::BufferedFsynced
+        };
+        let bytes = job.write.io_bytes;
+        let flush_ns = job.flush.as_ref().map_or(0, |f| f.flush_ns);
+        let span_s = (job.write.runtime_ns + flush_ns) as f64 / 1e9;
+        let device_bytes_written = before.zip(after).map(|(b, a)| a.saturating_sub(b));
+        let mut notes = Vec::new();
+        if let Some(d) = device_bytes_written {
+            // Journals, metadata and other writers add to the device's count; less than
+            // what was fsync'd means the figure did not reach this device.
+            if (d as f64) < 0.9 * bytes as f64 {
+                notes.push(format!(
+                    "the device counted {:.1} MB written for {:.1} MB fsync'd: part of the data did not reach it (a cache or compression below the filesystem)",
+                    d as f64 / 1e6,
+                    bytes as f64 / 1e6
+                ));
+            }
+        } else {
+            notes.push("no block device behind this directory: the rate is not a device's".into());
+        }
+        return Ok(SustainedWrite {
+            bytes_per_s: if span_s > 0.0 {
+                bytes as f64 / span_s
+            } else {
+                0.0
+            },
+            bytes_written: bytes,
+            seconds: span_s,
+            method,
+            device_bytes_written,
+            notes,
+        });
+    }
+    Err(tried.join("; "))
+}

@@ -1,0 +1,205 @@
+//! The envelope every run's JSON shares: what wrote it, when, on which host, whether it
+//! completed, and the warnings that qualify its figures. What a run was stored on is part of
+//! each kind's own result (`target` for record, the audit's richer `target`, bench's
+//! `targets`), so that every kind keeps one `target` key. The run kind's
+//! own result is flattened beside these keys, so a `record` result reads
+//! `{"schema": ..., "kind": "record", ..., "verdict": ..., "totals": ...}`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{HostFacts, Warning, SCHEMA, TOOL_VERSION};
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    Bench,
+    Record,
+    /// Written as `record.find_max` before this name.
+    #[serde(alias = "record.find_max")]
+    FindMax,
+    Check,
+    Audit,
+    Watch,
+}
+
+impl RunKind {
+    /// Earlier names of the same kind, still read.
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            RunKind::FindMax => &["record.find_max"],
+            _ => &[],
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Bench => "bench",
+            RunKind::Record => "record",
+            RunKind::FindMax => "find_max",
+            RunKind::Check => "check",
+            RunKind::Audit => "audit",
+            RunKind::Watch => "watch",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for Tool {
+    fn default() -> Self {
+        Tool {
+            name: "sinkrate".into(),
+            version: TOOL_VERSION.into(),
+        }
+    }
+}
+
+/// What made a run fail, and when.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunError {
+    /// One line: what failed, where, and what to do.
+    pub what: String,
+    /// Seconds into the run, when known.
+    pub at_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Envelope<T> {
+    pub schema: String,
+    pub kind: RunKind,
+    #[serde(default)]
+    pub tool: Tool,
+    /// RFC 3339, UTC.
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub timestamp_ms: u64,
+    /// The machine the run happened on; null for an audit of a fixture tree.
+    #[serde(default)]
+    pub host: Option<HostFacts>,
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Null for a run that completed.
+    #[serde(default)]
+    pub error: Option<RunError>,
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+    #[serde(default)]
+    pub notices: Vec<String>,
+    #[serde(flatten)]
+    pub result: T,
+}
+
+/// Why a document cannot be read as a run of the expected kind.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReadError {
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    #[error("no \"schema\" key: not a sinkrate result")]
+    NoSchema,
+    #[error("schema {found} is not one this version reads (it reads {SCHEMA})")]
+    UnknownSchema { found: String },
+    #[error("a {found} result, not a {expected} result")]
+    WrongKind { found: String, expected: String },
+    #[error("{0}")]
+    Shape(String),
+}
+
+impl<T> Envelope<T> {
+    /// A new envelope for a result of `kind`, with the tool's schema and version.
+    pub fn new(kind: RunKind, host: HostFacts, started_unix_ms: u64, result: T) -> Self {
+        Envelope {
+            schema: SCHEMA.into(),
+            kind,
+            tool: Tool::default(),
+            started_at: rfc3339(started_unix_ms),
+            timestamp_ms: started_unix_ms,
+            host: Some(host),
+            interrupted: false,
+            error: None,
+            warnings: Vec::new(),
+            notices: Vec::new(),
+            result,
+        }
+    }
+}
+
+impl<T: serde::de::DeserializeOwned> Envelope<T> {
+    /// Reads a run of `kind` from its JSON, checking the schema and the kind first so that
+    /// the error names what is wrong with the document rather than a missing field.
+    pub fn from_json(bytes: &[u8], kind: RunKind) -> Result<Self, ReadError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| ReadError::NotJson(e.to_string()))?;
+        let schema = value
+            .get("schema")
+            .and_then(|s| s.as_str())
+            .ok_or(ReadError::NoSchema)?;
+        if schema != SCHEMA {
+            return Err(ReadError::UnknownSchema {
+                found: schema.to_string(),
+            });
+        }
+        let found = value.get("kind").and_then(|k| k.as_str()).unwrap_or("?");
+        if found != kind.name() && !kind.aliases().contains(&found) {
+            return Err(ReadError::WrongKind {
+                found: found.to_string(),
+                expected: kind.name().to_string(),
+            });
+        }
+        serde_json::from_value(value).map_err(|e| ReadError::Shape(e.to_string()))
+    }
+}
+
+/// Milliseconds since the epoch as RFC 3339 in UTC, e.g. `2026-11-22T12:44:33.120Z`.
+pub fn rfc3339(unix_ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(unix_ms as i64)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+    struct Body {
+        verdict: crate::Verdict,
+    }
+
+    #[test]
+    fn round_trip_and_refusals() {
+        let env = Envelope::new(
+            RunKind::Record,
+            HostFacts::default(),
+            1_795_000_000_000,
+            Body {
+                verdict: crate::Verdict::Failed,
+            },
+        );
+        let json = serde_json::to_vec(&env).expect("serialize");
+        let back: Envelope<Body> = Envelope::from_json(&json, RunKind::Record).expect("read");
+        assert_eq!(back, env);
+        assert!(matches!(
+            Envelope::<Body>::from_json(&json, RunKind::Check),
+            Err(ReadError::WrongKind { .. })
+        ));
+        assert_eq!(
+            Envelope::<Body>::from_json(b"{}", RunKind::Record),
+            Err(ReadError::NoSchema)
+        );
+        assert!(matches!(
+            Envelope::<Body>::from_json(br#"{"schema":"sinkrate.run/9"}"#, RunKind::Record),
+            Err(ReadError::UnknownSchema { .. })
+        ));
+    }
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_123), "2000-02-29T00:00:00.123Z");
+    }
+}

@@ -1,0 +1,355 @@
+//! `--find-max streams|bitrate|fps`: the largest value that still keeps up. Every probe is a
+//! whole recording session run in this process and judged by the same verdict; the search
+//! brackets (halving until a value passes, doubling until one fails), bisects to 5% (or to
+//! adjacent integers), and confirms the result with a second run.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sinkrate_model::Verdict;
+
+use crate::config::StreamSpec;
+use crate::frames::FrameSizes;
+use crate::session::{run, Session, SessionError};
+
+/// The most streams a recording runs.
+pub const MAX_STREAMS: u32 = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Searched {
+    Streams,
+    Bitrate,
+    Fps,
+}
+
+impl Searched {
+    pub fn name(self) -> &'static str {
+        match self {
+            Searched::Streams => "streams",
+            Searched::Bitrate => "bitrate",
+            Searched::Fps => "fps",
+        }
+    }
+    fn integer(self) -> bool {
+        self == Searched::Streams
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub value: f64,
+    pub verdict: Verdict,
+    pub requested_bytes_per_s: f64,
+}
+
+/// The search's result (`kind: find_max` in the run envelope).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindMaxReport {
+    /// What the recording directory is stored on.
+    #[serde(default)]
+    pub target: Option<sinkrate_model::TargetFacts>,
+    pub what: Searched,
+    /// The largest value that kept up; None when even the smallest tried did not.
+    pub max: Option<f64>,
+    pub max_requested_bytes_per_s: Option<f64>,
+    /// The search stopped at the most this tool runs (64 streams), not at a failure.
+    #[serde(default)]
+    pub at_limit: bool,
+    pub raw_direct_write_bytes_per_s: f64,
+    #[serde(
+        with = "sinkrate_model::units::seconds",
+        rename = "probe_duration_s",
+        default
+    )]
+    pub probe_duration: std::time::Duration,
+    pub probes: Vec<Probe>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("{0}")]
+    Session(#[from] SessionError),
+    #[error("a probe failed: {0}")]
+    ProbeFailed(String),
+    #[error("the search was interrupted")]
+    Interrupted,
+    #[error("--find-max {0} needs a custom stream: --fps with --frame-size or --bitrate")]
+    NeedsCustomStream(&'static str),
+    #[error("--find-max bitrate needs a --bitrate stream to scale (e.g. --fps 30 --bitrate 12M)")]
+    NeedsBitrate,
+}
+
+/// The session with the searched quantity set to `value`.
+pub fn with_value(base: &Session, what: Searched, value: f64) -> Session {
+    let mut s = base.clone();
+    let streams = &mut s.record.streams;
+    match what {
+        Searched::Streams => {
+            let template = streams[0].clone();
+            *streams = (0..value.round().max(1.0) as usize)
+                .map(|i| StreamSpec {
+                    name: format!("cam{i}"),
+                    ..template.clone()
+                })
+                .collect();
+        }
+        Searched::Fps => {
+            for st in streams.iter_mut() {
+                st.fps = value;
+                if let FrameSizes::Bitrate { fps, .. } = &mut st.sizes {
+                    *fps = value;
+                }
+            }
+        }
+        Searched::Bitrate => {
+            for st in streams.iter_mut() {
+                if let FrameSizes::Bitrate { bits_per_s, .. } = &mut st.sizes {
+                    *bits_per_s = value.round().max(1.0) as u64;
+                }
+            }
+        }
+    }
+    s.label = format!(
+        "{} stream(s) x {} fps",
+        s.record.streams.len(),
+        s.record.streams.first().map_or(0.0, |st| st.fps)
+    );
+    s
+}
+
+/// Where the search starts: the session's own value of the searched quantity.
+pub fn start_value(base: &Session, what: Searched) -> Result<f64, SearchError> {
+    let first = base.record.streams.first();
+    match what {
+        Searched::Streams => Ok(base.record.streams.len().max(1) as f64),
+        Searched::Fps => Ok(first.map_or(30.0, |s| s.fps)),
+        Searched::Bitrate => match first.map(|s| &s.sizes) {
+            Some(FrameSizes::Bitrate { bits_per_s, .. }) => Ok(*bits_per_s as f64),
+            _ => Err(SearchError::NeedsBitrate),
+        },
+    }
+}
+
+/// Runs the search; `raw` is the device's raw rate, printed beside the answer; `progress`
+/// hears of every probe.
+pub fn search(
+    base: &Session,
+    what: Searched,
+    raw_direct_write_bytes_per_s: f64,
+    stop: Arc<AtomicBool>,
+    progress: &mut dyn FnMut(&Probe),
+) -> Result<FindMaxReport, SearchError> {
+    let integer = what.integer();
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut probe = |value: f64, probes: &mut Vec<Probe>| -> Result<bool, SearchError> {
+        let session = with_value(base, what, value);
+        let result = run(&session, stop.clone(), None)?;
+        if stop.load(Ordering::Relaxed) || result.interrupted {
+            return Err(SearchError::Interrupted);
+        }
+        let r = &result.result;
+        if r.verdict == Verdict::Failed {
+            return Err(SearchError::ProbeFailed(r.verdict_text.clone()));
+        }
+        let p = Probe {
+            value,
+            verdict: r.verdict,
+            requested_bytes_per_s: r.totals.requested_bytes_per_s,
+        };
+        progress(&p);
+        probes.push(p);
+        Ok(r.verdict == Verdict::KeepsUp)
+    };
+    let start = start_value(base, what)?;
+    let limit = if integer {
+        f64::from(MAX_STREAMS)
+    } else {
+        f64::INFINITY
+    };
+    // Bracket: halve until a value passes, double until one fails (or the limit passes).
+    let mut low = start.min(limit);
+    let mut tries = 0;
+    let mut at_limit = false;
+    while !probe(low, &mut probes)? {
+        low /= 2.0;
+        tries += 1;
+        if (integer && low < 1.0) || tries > 12 {
+            return Ok(report(
+                what,
+                None,
+                false,
+                raw_direct_write_bytes_per_s,
+                base,
+                probes,
+            ));
+        }
+    }
+    let mut high = (low * 2.0).min(limit);
+    loop {
+        if high <= low {
+            at_limit = true;
+            break;
+        }
+        if !probe(high, &mut probes)? {
+            break;
+        }
+        low = high;
+        if low >= limit {
+            at_limit = true;
+            break;
+        }
+        high = (high * 2.0).min(limit);
+        if probes.len() > 40 {
+            break;
+        }
+    }
+    if !at_limit {
+        while (high - low) / low > 0.05 && !(integer && high - low <= 1.0) {
+            let mid = if integer {
+                ((low + high) / 2.0).floor()
+            } else {
+                (low + high) / 2.0
+            };
+            if mid <= low {
+                break;
+            }
+            if probe(mid, &mut probes)? {
+                low = mid;
+            } else {
+                high = mid;
+            }
+        }
+    }
+    // Confirm; step down once if the machine was lucky the first time.
+    let mut best = low;
+    if !probe(best, &mut probes)? {
+        best = if integer {
+            (best - 1.0).max(1.0)
+        } else {
+            best * 0.95
+        };
+        if !probe(best, &mut probes)? {
+            return Ok(report(
+                what,
+                None,
+                false,
+                raw_direct_write_bytes_per_s,
+                base,
+                probes,
+            ));
+        }
+    }
+    Ok(report(
+        what,
+        Some(best),
+        at_limit,
+        raw_direct_write_bytes_per_s,
+        base,
+        probes,
+    ))
+}
+
+fn report(
+    what: Searched,
+    max: Option<f64>,
+    at_limit: bool,
+    raw: f64,
+    base: &Session,
+    probes: Vec<Probe>,
+) -> FindMaxReport {
+    let rate = max.and_then(|m| {
+        probes
+            .iter()
+            .rev()
+            .find(|p| p.value == m)
+            .map(|p| p.requested_bytes_per_s)
+    });
+    FindMaxReport {
+        target: None,
+        what,
+        max,
+        max_requested_bytes_per_s: rate,
+        at_limit,
+        raw_direct_write_bytes_per_s: raw,
+        probe_duration: base.record.duration,
+        probes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{PreallocMode, RecordConfig, WriteMode};
+    use std::time::Duration;
+
+    fn base() -> Session {
+        Session {
+            record: RecordConfig {
+                dir: std::env::temp_dir(),
+                streams: vec![StreamSpec {
+                    name: "cam0".into(),
+                    fps: 30.0,
+                    sizes: FrameSizes::Bitrate {
+                        bits_per_s: 12_000_000,
+                        fps: 30.0,
+                        gop: 30,
+                        i_to_p: 8.0,
+                        jitter: 0.2,
+                    },
+                }],
+                buffers: 4,
+                write_mode: WriteMode::Null,
+                queue_depth: 4,
+                shared_writer: false,
+                write_size: None,
+                fdatasync_every_frames: None,
+                fdatasync_every: None,
+                preallocate: None,
+                prealloc_mode: PreallocMode::Fallocate,
+                duration: Duration::from_millis(300),
+                stall_threshold: Duration::from_millis(100),
+                seed: 1,
+                keep: false,
+                frame_records: false,
+                segments: crate::segments::SegmentPolicy {
+                    every: None,
+                    bytes: None,
+                    loop_fill_pct: None,
+                },
+            },
+            label: "test".into(),
+            dirty_limits: None,
+            sustained_bytes_per_s: None,
+        }
+    }
+
+    #[test]
+    fn values_reshape_the_streams() {
+        let b = base();
+        assert_eq!(
+            with_value(&b, Searched::Streams, 3.0).record.streams.len(),
+            3
+        );
+        let fps = with_value(&b, Searched::Fps, 15.0);
+        assert_eq!(fps.record.streams[0].fps, 15.0);
+        assert!((fps.record.requested_bytes_per_s() - 1.5e6).abs() < 1.0);
+        let br = with_value(&b, Searched::Bitrate, 24e6);
+        assert!((br.record.requested_bytes_per_s() - 3e6).abs() < 1.0);
+        assert_eq!(start_value(&b, Searched::Bitrate).ok(), Some(12e6));
+    }
+
+    #[test]
+    fn streams_stop_at_the_most_this_tool_runs() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut seen = Vec::new();
+        let r = search(&base(), Searched::Streams, 1e9, stop, &mut |p| {
+            seen.push(p.value)
+        })
+        .expect("null writes keep up");
+        assert_eq!(r.max, Some(64.0));
+        assert!(r.at_limit);
+        assert!(seen.iter().all(|v| *v <= 64.0), "{seen:?}");
+    }
+}

@@ -1,0 +1,668 @@
+//! A whole recording as one library call: the checks that refuse before any byte is
+//! written (capture pools against memory, the recording against free space, root for dirty
+//! limits), the dirty limits journaled and restored, the sampler, the streams, the evidence,
+//! the verdict and the typed report. `sinkrate record`, `check` and `find-max` all call
+//! [`run`]; none of them reads another's printed output.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sinkrate_model::{Envelope, RunError, RunKind, TargetFacts};
+use sinkrate_sampler::{analyse, Sample, Sampler, SamplerConfig, SamplerOutput};
+use sinkrate_stats::{LatencyDistribution, LatencyRecorder};
+
+use crate::config::{RecordConfig, WriteMode};
+use crate::report::{
+    DirtyLimits, FrameColumns, Interval, RecordReport, RecordRun, RestoredSetting, SamplerSection,
+    StallReport, StreamReport, Totals,
+};
+use crate::stream::StreamResult;
+use crate::verdict::{decide, Evidence};
+
+/// Where the journal of temporarily changed settings lives.
+pub const SYSCTL_JOURNAL: &str = sinkrate_sysctl::DEFAULT_JOURNAL;
+
+/// Everything a recording session needs besides the stop flag.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub record: RecordConfig,
+    /// The streams in words, for the report.
+    pub label: String,
+    /// (vm.dirty_bytes, vm.dirty_background_bytes) for the run: a smaller board's limits.
+    pub dirty_limits: Option<(u64, u64)>,
+    /// A sustained rate measured before the run (check's probe), for the verdict.
+    pub sustained_bytes_per_s: Option<f64>,
+}
+
+/// What refused a recording before it started. The texts name no command-line flag: each
+/// caller adds the hint that fits its own flags.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("the capture pools need {needed_gb:.1} GB ({buffers} buffers of up to {frame_bytes} bytes per stream), more than half of the {available_gb:.1} GB available")]
+    PoolTooLarge {
+        needed_gb: f64,
+        buffers: usize,
+        frame_bytes: u64,
+        available_gb: f64,
+    },
+    #[error("{dir}: the recording needs about {needed_gb:.2} GB ({rate_mb:.1} MB/s for {seconds:.0} s) and the file system has {free_gb:.2} GB free")]
+    NoSpace {
+        dir: String,
+        needed_gb: f64,
+        rate_mb: f64,
+        seconds: f64,
+        free_gb: f64,
+    },
+    #[error("{0}: not a directory")]
+    NotADirectory(String),
+    #[error("the dirty limit would be {0} bytes; the kernel needs at least 256 KiB")]
+    DirtyLimitTooSmall(u64),
+    #[error("setting vm.dirty_bytes for the run needs root")]
+    NeedsRoot,
+    #[error("setting the run's dirty limits: {0}")]
+    Settings(String),
+    #[error("restoring the settings of an earlier, interrupted run: {0}")]
+    LeftOverSettings(String),
+}
+
+/// What the live line shows, once a second.
+#[derive(Debug, Clone, Default)]
+pub struct LiveStatus {
+    pub elapsed: Duration,
+    pub frames_written_in_second: u64,
+    pub fps_total: f64,
+    pub frames_dropped: u64,
+    pub pool_in_use: usize,
+    pub buffers: usize,
+    pub bytes_written_in_second: u64,
+    pub worst_write_ns: u64,
+    pub dirty_bytes: Option<u64>,
+    pub writeback_bytes: Option<u64>,
+}
+
+/// Settings a killed run left changed go back first; returns the `name=value` restored.
+pub fn restore_left_over_settings() -> Result<Vec<String>, SessionError> {
+    let journal = Path::new(SYSCTL_JOURNAL);
+    if !journal.exists() || !sinkrate_engine::host::is_root() {
+        return Ok(Vec::new());
+    }
+    match sinkrate_sysctl::restore_pending(Path::new("/proc/sys"), journal) {
+        Ok(restored) => Ok(restored
+            .iter()
+            .map(|e| format!("{}={}", e.name, e.original))
+            .collect()),
+        // Another run is alive and holds them: not ours to touch.
+        Err(sinkrate_sysctl::Error::Busy(_)) => Ok(Vec::new()),
+        Err(e) => Err(SessionError::LeftOverSettings(e.to_string())),
+    }
+}
+
+/// The dirty limits a board with `ram` bytes would have with this host's settings:
+/// the same ratios of its memory, or the same absolute limits when the host sets bytes.
+pub fn board_dirty_limits(ram: u64) -> (u64, u64) {
+    let s = sinkrate_sampler::live::read_vm_settings();
+    let dirty = match s.dirty_bytes.filter(|b| *b > 0) {
+        Some(b) => b.min(ram),
+        None => ram * s.dirty_ratio.unwrap_or(20) / 100,
+    };
+    let background = match s.dirty_background_bytes.filter(|b| *b > 0) {
+        Some(b) => b.min(dirty / 2),
+        None => ram * s.dirty_background_ratio.unwrap_or(10) / 100,
+    };
+    (dirty, background)
+}
+
+/// Every check that can refuse the recording, before anything is written or changed.
+pub fn preflight(s: &Session) -> Result<(), SessionError> {
+    let cfg = &s.record;
+    if !cfg.dir.is_dir() {
+        return Err(SessionError::NotADirectory(cfg.dir.display().to_string()));
+    }
+    let staging = if cfg.write_mode == WriteMode::Uring {
+        cfg.queue_depth as u64
+    } else {
+        0
+    };
+    let pool_bytes: u64 = cfg
+        .streams
+        .iter()
+        .map(|st| st.sizes.max_bytes() * (cfg.buffers as u64 + staging))
+        .sum();
+    let available = sinkrate_engine::host::read_meminfo()
+        .mem_available_bytes
+        .unwrap_or(u64::MAX);
+    if pool_bytes > available / 2 {
+        return Err(SessionError::PoolTooLarge {
+            needed_gb: pool_bytes as f64 / 1e9,
+            buffers: cfg.buffers,
+            frame_bytes: cfg
+                .streams
+                .iter()
+                .map(|st| st.sizes.max_bytes())
+                .max()
+                .unwrap_or(0),
+            available_gb: available as f64 / 1e9,
+        });
+    }
+    let requested = cfg.requested_bytes_per_s();
+    let needed = if cfg.write_mode == WriteMode::Null {
+        0
+    } else {
+        (requested * cfg.duration.as_secs_f64() * 1.02) as u64
+            + cfg.preallocate.unwrap_or(0) * cfg.streams.len() as u64
+    };
+    if let (Ok(free), None) = (
+        sinkrate_engine::files::free_bytes(&cfg.dir),
+        cfg.segments.loop_fill_pct,
+    ) {
+        if needed > free {
+            return Err(SessionError::NoSpace {
+                dir: cfg.dir.display().to_string(),
+                needed_gb: needed as f64 / 1e9,
+                rate_mb: requested / 1e6,
+                seconds: cfg.duration.as_secs_f64(),
+                free_gb: free as f64 / 1e9,
+            });
+        }
+    }
+    if let Some((dirty, _)) = s.dirty_limits {
+        if dirty < 4096 * 64 {
+            return Err(SessionError::DirtyLimitTooSmall(dirty));
+        }
+        if !sinkrate_engine::host::is_root() {
+            return Err(SessionError::NeedsRoot);
+        }
+    }
+    Ok(())
+}
+
+/// Runs the recording and judges it. Errors are refusals before any work; a recording that
+/// started always yields a report, with a `failed` verdict when a stream hit an error.
+pub fn run(
+    s: &Session,
+    stop: Arc<AtomicBool>,
+    on_second: Option<&mut dyn FnMut(&LiveStatus)>,
+) -> Result<RecordRun, SessionError> {
+    preflight(s)?;
+    let cfg = &s.record;
+    let target = sinkrate_engine::host::target_facts(&cfg.dir, false);
+    // Journaled before the change; restored when `_limits_guard` drops, whatever happens.
+    let mut restored = Vec::new();
+    let _limits_guard = match s.dirty_limits {
+        Some((dirty, background)) => {
+            let guard = sinkrate_sysctl::Guard::apply(
+                Path::new("/proc/sys"),
+                Path::new(SYSCTL_JOURNAL),
+                &[
+                    ("vm/dirty_bytes", dirty.to_string()),
+                    ("vm/dirty_background_bytes", background.to_string()),
+                ],
+            )
+            .map_err(|e| SessionError::Settings(e.to_string()))?;
+            restored = guard
+                .entries()
+                .iter()
+                .map(|e| RestoredSetting {
+                    name: e.name.clone(),
+                    original: e.original.clone(),
+                })
+                .collect();
+            Some(guard)
+        }
+        None => None,
+    };
+    let devices = sinkrate_engine::host::device_names(std::slice::from_ref(&target));
+    let sampler = Sampler::start(
+        SamplerConfig {
+            interval: Duration::from_millis(100),
+            devices,
+            hogs: true,
+        },
+        cfg.duration,
+    );
+    let started_unix_ms = sinkrate_engine::host::unix_ms_now();
+    let mut record_cfg = cfg.clone();
+    record_cfg.frame_records = true;
+    let recording = crate::run::start(&record_cfg, stop.clone());
+    if let Some(tick) = on_second {
+        live_ticks(&recording, cfg, &stop, tick);
+    }
+    let clock = recording.clock;
+    let results = recording.join();
+    let recording_elapsed = clock.elapsed();
+    let sampled = sampler.stop();
+    let interrupted = stop.load(Ordering::Relaxed);
+    let elapsed_s = if interrupted {
+        recording_elapsed
+            .as_secs_f64()
+            .min(cfg.duration.as_secs_f64())
+    } else {
+        cfg.duration.as_secs_f64()
+    }
+    .max(1e-3);
+    let report = judge(
+        s,
+        &target,
+        results,
+        &sampled,
+        elapsed_s,
+        s.dirty_limits.map(|(d, b)| DirtyLimits {
+            dirty_bytes: d,
+            dirty_background_bytes: b,
+            restored,
+        }),
+    );
+    let mut run = Envelope::new(
+        RunKind::Record,
+        sinkrate_engine::host::host_facts(),
+        started_unix_ms,
+        report,
+    );
+    run.error = run.result.errors.first().map(|e| RunError {
+        what: e.clone(),
+        at_s: None,
+    });
+    run.interrupted = interrupted;
+    run.notices = sampled.notes.clone();
+    if let Some(fs) = memory_fs(&target) {
+        run.notices.push(format!(
+            "{} is on {fs}: this measures memory, not storage",
+            cfg.dir.display()
+        ));
+    }
+    Ok(run)
+}
+
+fn memory_fs(target: &TargetFacts) -> Option<&str> {
+    target
+        .fs_type
+        .as_deref()
+        .filter(|f| matches!(*f, "tmpfs" | "ramfs"))
+}
+
+/// Calls `tick` once a second until the recording's duration is over or `stop` is set.
+fn live_ticks(
+    recording: &crate::run::Recording,
+    cfg: &RecordConfig,
+    stop: &AtomicBool,
+    tick: &mut dyn FnMut(&LiveStatus),
+) {
+    let fps_total: f64 = cfg.streams.iter().map(|s| s.fps).sum();
+    let (mut last_written, mut last_bytes) = (0u64, 0u64);
+    let mut next = Instant::now() + Duration::from_secs(1);
+    while recording.clock.elapsed() < cfg.duration && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        next += Duration::from_secs(1);
+        let p = &recording.progress;
+        let sum = |f: &dyn Fn(&crate::stream::StreamProgress) -> u64| p.iter().map(|x| f(x)).sum();
+        let written: u64 = sum(&|x| x.frames_written.load(Ordering::Relaxed));
+        let bytes: u64 = sum(&|x| x.bytes_written.load(Ordering::Relaxed));
+        let mem = sinkrate_engine::host::read_meminfo();
+        tick(&LiveStatus {
+            elapsed: recording.clock.elapsed(),
+            frames_written_in_second: written - last_written,
+            fps_total,
+            frames_dropped: sum(&|x| x.frames_dropped.load(Ordering::Relaxed)),
+            pool_in_use: p
+                .iter()
+                .map(|x| x.in_use.load(Ordering::Relaxed))
+                .max()
+                .unwrap_or(0),
+            buffers: cfg.buffers,
+            bytes_written_in_second: bytes - last_bytes,
+            worst_write_ns: p
+                .iter()
+                .map(|x| x.worst_write_ns.swap(0, Ordering::Relaxed))
+                .max()
+                .unwrap_or(0),
+            dirty_bytes: mem.dirty_bytes,
+            writeback_bytes: mem.writeback_bytes,
+        });
+        last_written = written;
+        last_bytes = bytes;
+    }
+}
+
+/// What the sampler saw nearest to `t_s` into the run.
+fn context_at(timeline: &[Sample], t_s: f64) -> Option<&Sample> {
+    let t_ns = (t_s * 1e9) as u64;
+    timeline.iter().min_by_key(|s| s.t_ns.abs_diff(t_ns))
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = values.fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Bytes written per second of busy time over the window, from each sample's rate and
+/// utilisation over the interval that ended with it; None when the device was busy less
+/// than a second in all or wrote under 4 MB, too little to judge.
+fn rate_while_busy(window: &[&Sample]) -> Option<f64> {
+    let (mut written, mut busy_s) = (0.0, 0.0);
+    for pair in window.windows(2) {
+        let dt = pair[1].t_ns.saturating_sub(pair[0].t_ns) as f64 / 1e9;
+        if let (Some(rate), Some(util)) = (pair[1].disk_write_bytes_per_s, pair[1].disk_util_pct) {
+            written += rate * dt;
+            busy_s += util / 100.0 * dt;
+        }
+    }
+    (busy_s >= 1.0 && written >= 4e6).then(|| written / busy_s)
+}
+
+/// From the streams' results and the sampler's timeline to the typed report.
+fn judge(
+    s: &Session,
+    target: &TargetFacts,
+    results: Vec<StreamResult>,
+    sampled: &SamplerOutput,
+    elapsed_s: f64,
+    dirty_limits: Option<DirtyLimits>,
+) -> RecordReport {
+    let cfg = &s.record;
+    let requested = cfg.requested_bytes_per_s();
+    let summary = analyse(&sampled.timeline, sampled.settings);
+    // Judge the recording window itself: after it, the writers' final fsync drains the
+    // backlog, which would hide a recorder that was falling behind.
+    let window_end_ns = (elapsed_s * 1e9) as u64 + 50_000_000;
+    let window: Vec<&Sample> = sampled
+        .timeline
+        .iter()
+        .filter(|x| x.t_ns <= window_end_ns)
+        .collect();
+    let device_bytes_per_s = mean(window.iter().filter_map(|x| x.disk_write_bytes_per_s));
+    let device_busy_fraction =
+        mean(window.iter().filter_map(|x| x.disk_util_pct)).map(|u| u / 100.0);
+    let device_rate_while_busy = rate_while_busy(&window);
+    let final_flush_s = results.iter().map(|r| r.final_sync_ns).max().unwrap_or(0) as f64 / 1e9;
+    let errors: Vec<String> = results.iter().filter_map(|r| r.error.clone()).collect();
+    let settings = sampled.settings;
+    let evidence = Evidence {
+        duration_s: elapsed_s,
+        requested_bytes_per_s: requested,
+        error: errors.first().cloned(),
+        frames_dropped: results.iter().map(|r| r.frames_dropped).sum(),
+        first_drop_s: results
+            .iter()
+            .filter_map(|r| r.drop_times_s.first().copied())
+            .reduce(f64::min),
+        writer_busy_fraction: results
+            .iter()
+            .map(|r| r.writer_busy_ns as f64 / 1e9 / elapsed_s)
+            .fold(0.0, f64::max),
+        buffered: cfg.write_mode == WriteMode::Buffered,
+        // The page cache is not the recorder's when it writes nothing at all.
+        unwritten_start_bytes: window
+            .first()
+            .and_then(|x| x.dirty_writeback_bytes())
+            .filter(|_| cfg.write_mode != WriteMode::Null),
+        unwritten_end_bytes: window.last().and_then(|x| x.dirty_writeback_bytes()),
+        freerun_ceiling_bytes: window.last().and_then(|x| x.freerun_ceiling_bytes),
+        background_threshold_bytes: window.last().and_then(|x| x.background_threshold_bytes),
+        expire_and_interval_s: settings
+            .dirty_expire_centisecs
+            .zip(settings.dirty_writeback_centisecs)
+            .map(|(e, w)| (e + w) as f64 / 100.0),
+        first_throttled_s: summary.first_throttled_at_s,
+        device_bytes_per_s,
+        device_busy_fraction,
+        device_rate_while_busy_bytes_per_s: device_rate_while_busy,
+        sustained_bytes_per_s: s.sustained_bytes_per_s,
+        longest_stall: results
+            .iter()
+            .flat_map(|r| r.stalls.iter())
+            .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
+            .map(|x| (x.at_s, x.duration_ms)),
+        board_1g_ceiling_bytes: {
+            // Midway between the two limits a 1 GB board would compute from these settings.
+            let gb = 1u64 << 30;
+            let hard = settings
+                .dirty_bytes
+                .filter(|b| *b > 0)
+                .unwrap_or(gb * settings.dirty_ratio.unwrap_or(20) / 100);
+            let bg = settings
+                .dirty_background_bytes
+                .filter(|b| *b > 0)
+                .unwrap_or(gb * settings.dirty_background_ratio.unwrap_or(10) / 100);
+            Some((hard.min(gb) + bg.min(gb)) / 2)
+        },
+    };
+    let outcome = decide(&evidence);
+    let mut total_lat = LatencyRecorder::new();
+    let mut total_late = LatencyRecorder::new();
+    let mut total_jitter = LatencyRecorder::new();
+    for r in &results {
+        total_lat.merge(&r.write_latency);
+        total_late.merge(&r.lateness);
+        total_jitter.merge(&r.schedule_jitter);
+    }
+    let stalls: Vec<StallReport> = results
+        .iter()
+        .flat_map(|r| r.stalls.iter())
+        .map(|st| {
+            let c = context_at(&sampled.timeline, st.at_s);
+            StallReport {
+                stream: st.stream.clone(),
+                at_s: st.at_s,
+                duration_ms: st.duration_ms,
+                dirty_bytes: c.and_then(|c| c.dirty_bytes),
+                writeback_bytes: c.and_then(|c| c.writeback_bytes),
+                throttled: c.map(|c| c.throttled),
+                disk_util_pct: c.and_then(|c| c.disk_util_pct),
+                cpu_iowait_pct: c.and_then(|c| c.cpu_iowait_pct),
+            }
+        })
+        .collect();
+    let frames: Vec<FrameColumns> = results
+        .iter()
+        .map(|r| frame_columns(r, r.fps_requested))
+        .collect();
+    let intervals = intervals(&frames, elapsed_s);
+    let streams: Vec<StreamReport> = results
+        .iter()
+        .map(|r| stream_report(r, elapsed_s, cfg.keep))
+        .collect();
+    let sum = |f: fn(&StreamResult) -> u64| results.iter().map(f).sum::<u64>();
+    RecordReport {
+        target: Some(target.clone()),
+        config: cfg.clone(),
+        label: s.label.clone(),
+        errors,
+        dirty_limits,
+        verdict: outcome.verdict,
+        verdict_text: outcome.text,
+        headroom: outcome.headroom,
+        backlog_growth_bytes_per_s: outcome.backlog_growth_bytes_per_s,
+        throttled_after_s: outcome.throttled_after_s,
+        deferred_writeback: outcome.deferred_writeback,
+        sustained_bytes_per_s: s.sustained_bytes_per_s,
+        totals: Totals {
+            duration_s: elapsed_s,
+            frames_offered: sum(|r| r.frames_offered),
+            frames_written: sum(|r| r.frames_written),
+            frames_dropped: sum(|r| r.frames_dropped),
+            bytes_requested: sum(|r| r.bytes_requested),
+            bytes_written: sum(|r| r.bytes_written),
+            requested_bytes_per_s: requested,
+            written_bytes_per_s: sum(|r| r.bytes_written) as f64 / elapsed_s,
+            device_bytes_per_s,
+            device_busy_fraction,
+            device_rate_while_busy_bytes_per_s: device_rate_while_busy,
+            writer_cpu_s: sum(|r| r.writer_cpu_ns) as f64 / 1e9,
+            flusher_cpu_s: sampled
+                .hogs
+                .iter()
+                .filter(|h| h.name.contains("flush"))
+                .map(|h| h.cpu_seconds)
+                .sum(),
+            final_flush_s,
+            write_latency_ns: LatencyDistribution::of(&total_lat),
+            lateness_ns: LatencyDistribution::of(&total_late),
+            schedule_jitter_ns: LatencyDistribution::of(&total_jitter),
+        },
+        streams,
+        stalls,
+        intervals,
+        frames,
+        sampler: SamplerSection {
+            devices: sampled.devices.clone(),
+            summary,
+            hogs: sampled.hogs.clone(),
+            timeline: sampled.timeline.clone(),
+        },
+    }
+}
+
+/// A stream's report; its files are measured on disk, then removed unless kept.
+fn stream_report(r: &StreamResult, elapsed_s: f64, keep: bool) -> StreamReport {
+    let on_disk = (!r.files.is_empty()).then(|| {
+        r.files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).map(|m| m.len()).ok())
+            .sum::<u64>()
+    });
+    if !keep {
+        for f in &r.files {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+    let path = |p: &PathBuf| p.display().to_string();
+    StreamReport {
+        name: r.name.clone(),
+        fps_requested: r.fps_requested,
+        fps_achieved: r.frames_written as f64 / elapsed_s,
+        frames_offered: r.frames_offered,
+        frames_written: r.frames_written,
+        frames_dropped: r.frames_dropped,
+        first_drop_s: r.drop_times_s.first().copied(),
+        drop_times_s: r.drop_times_s.clone(),
+        bytes_requested: r.bytes_requested,
+        bytes_written: r.bytes_written,
+        file: path(&r.file),
+        files: r.files.iter().map(path).collect(),
+        file_bytes_on_disk: on_disk,
+        segments_created: r.segments_created,
+        segments_deleted: r.segments_deleted,
+        bytes_deleted: r.bytes_deleted,
+        pool_high_water: r.pool_high_water,
+        buffers: r.buffers,
+        write_latency_ns: LatencyDistribution::of(&r.write_latency),
+        lateness_ns: LatencyDistribution::of(&r.lateness),
+        schedule_jitter_ns: LatencyDistribution::of(&r.schedule_jitter),
+        writer_busy_ns: r.writer_busy_ns,
+        writer_cpu_ns: r.writer_cpu_ns,
+        final_sync_ns: r.final_sync_ns,
+        error: r.error.clone(),
+    }
+}
+
+fn frame_columns(r: &StreamResult, fps: f64) -> FrameColumns {
+    let interval_ns = (1e9 / fps.max(1e-9)) as u64;
+    let us = |ns: u64| ns / 1000;
+    let mut c = FrameColumns {
+        stream: r.name.clone(),
+        truncated: (r.frames.len() as u64) < r.frames_offered,
+        ..FrameColumns::default()
+    };
+    for f in &r.frames {
+        c.frame.push(f.frame);
+        c.size_bytes.push(f.size);
+        c.capture_us.push(us(f.capture_ns));
+        c.write_start_us.push(f.write_start_ns.map(us));
+        c.write_end_us.push(f.write_end_ns.map(us));
+        c.lateness_us.push(
+            f.write_end_ns
+                .map(|end| us(end.saturating_sub(f.capture_ns + interval_ns))),
+        );
+    }
+    c
+}
+
+/// One row per second: frames captured, written and dropped, bytes written, and the frame
+/// write times of that second.
+fn intervals(frames: &[FrameColumns], elapsed_s: f64) -> Vec<Interval> {
+    let n = elapsed_s.ceil().max(1.0) as usize;
+    let mut rows: Vec<Interval> = (0..n)
+        .map(|i| Interval {
+            t_s: (i + 1) as f64,
+            ..Interval::default()
+        })
+        .collect();
+    let mut times: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let second = |us: u64| ((us / 1_000_000) as usize).min(n - 1);
+    for c in frames {
+        for i in 0..c.frame.len() {
+            rows[second(c.capture_us[i])].frames_captured += 1;
+            match (c.write_start_us[i], c.write_end_us[i]) {
+                (Some(start), Some(end)) => {
+                    let row = second(end);
+                    rows[row].frames_written += 1;
+                    rows[row].bytes_written += c.size_bytes[i];
+                    times[row].push(end.saturating_sub(start) * 1000);
+                }
+                _ => rows[second(c.capture_us[i])].frames_dropped += 1,
+            }
+        }
+    }
+    for (row, mut t) in rows.iter_mut().zip(times) {
+        if t.is_empty() {
+            continue;
+        }
+        t.sort_unstable();
+        row.frame_write_max_ns = t[t.len() - 1];
+        row.frame_write_p99_ns = t[((t.len() as f64 * 0.99).ceil() as usize).clamp(1, t.len()) - 1];
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_count_frames_in_their_second() {
+        let c = FrameColumns {
+            stream: "cam0".into(),
+            truncated: false,
+            frame: vec![0, 1, 2],
+            size_bytes: vec![100, 200, 300],
+            capture_us: vec![0, 500_000, 1_000_000],
+            write_start_us: vec![Some(10), None, Some(1_000_100)],
+            write_end_us: vec![Some(2_010), None, Some(1_400_100)],
+            lateness_us: vec![Some(0), None, Some(0)],
+        };
+        let rows = intervals(&[c], 2.0);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (
+                rows[0].frames_captured,
+                rows[0].frames_written,
+                rows[0].frames_dropped
+            ),
+            (2, 1, 1)
+        );
+        assert_eq!(rows[0].bytes_written, 100);
+        assert_eq!(rows[0].frame_write_max_ns, 2_000_000);
+        assert_eq!(rows[1].frame_write_max_ns, 400_000_000);
+        assert_eq!(rows[1].bytes_written, 300);
+    }
+
+    #[test]
+    fn busy_rate_needs_enough_busy_time() {
+        let s = |i: u64, rate: f64, util: f64| Sample {
+            t_ns: i * 100_000_000,
+            disk_write_bytes_per_s: Some(rate),
+            disk_util_pct: Some(util),
+            ..Sample::default()
+        };
+        // 20 samples of 100 ms, busy 10% of each at 20 MB/s while busy: 2 MB/s on average.
+        let busy: Vec<Sample> = (0..20).map(|i| s(i, 2e6, 10.0)).collect();
+        let refs: Vec<&Sample> = busy.iter().collect();
+        assert_eq!(rate_while_busy(&refs), None, "0.19 s busy is too little");
+        let busy: Vec<Sample> = (0..200).map(|i| s(i, 2e6, 10.0)).collect();
+        let refs: Vec<&Sample> = busy.iter().collect();
+        let r = rate_while_busy(&refs).expect("2 s busy");
+        assert!((r - 20e6).abs() < 1.0, "{r}");
+    }
+}

@@ -1,0 +1,95 @@
+//! What one stream's camera and writer share and hand back: the frames in flight, the
+//! counters the live line reads, and the stream's result. Kept apart from `run` (which
+//! starts the threads) and `writer` (which writes), so that neither imports the other.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sinkrate_stats::LatencyRecorder;
+
+/// Drop instants kept per stream (the count is always exact).
+/// Frame records kept per stream and side (camera drops, writer writes): enough for an hour
+/// of 60 fps, bounded for a 1 kHz logger.
+pub(crate) const MAX_FRAME_RECORDS: usize = 500_000;
+pub(crate) const MAX_DROP_TIMES: usize = 10_000;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Stall {
+    pub stream: String,
+    pub at_s: f64,
+    pub duration_ms: f64,
+}
+
+/// One frame's life, for the per-frame log.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct FrameRecord {
+    pub frame: u64,
+    pub size: u64,
+    pub capture_ns: u64,
+    /// None for a dropped frame.
+    pub write_start_ns: Option<u64>,
+    pub write_end_ns: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct StreamResult {
+    pub name: String,
+    pub fps_requested: f64,
+    pub frames_offered: u64,
+    pub frames_written: u64,
+    pub frames_dropped: u64,
+    pub drop_times_s: Vec<f64>,
+    pub bytes_requested: u64,
+    pub bytes_written: u64,
+    pub write_latency: LatencyRecorder,
+    /// How late each frame was on disk against its deadline (capture + one frame interval).
+    pub lateness: LatencyRecorder,
+    /// Actual minus planned capture instant.
+    pub schedule_jitter: LatencyRecorder,
+    pub pool_high_water: usize,
+    pub buffers: usize,
+    pub stalls: Vec<Stall>,
+    /// Time the writer spent in write and sync calls.
+    pub writer_busy_ns: u64,
+    /// CPU time (user + system) of the writer thread.
+    pub writer_cpu_ns: u64,
+    pub final_sync_ns: u64,
+    pub file: PathBuf,
+    /// Every file of the stream still on disk (segments that loop recording kept).
+    pub files: Vec<PathBuf>,
+    pub segments_created: u64,
+    pub segments_deleted: u64,
+    pub bytes_deleted: u64,
+    pub error: Option<String>,
+    /// Every frame, when asked for (drops from the producer, writes from the writer).
+    pub frames: Vec<FrameRecord>,
+}
+
+/// A filled capture buffer on its way to the writer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Frame {
+    pub index: u64,
+    pub buffer: usize,
+    pub size: u64,
+    pub capture_ns: u64,
+}
+
+/// Counters a stream publishes for the live line (stores, not locked adds, on the hot path).
+#[derive(Debug, Default)]
+pub struct StreamProgress {
+    pub frames_offered: AtomicU64,
+    pub frames_written: AtomicU64,
+    pub frames_dropped: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub in_use: AtomicUsize,
+    /// Slowest write call since the live line last read it, ns.
+    pub worst_write_ns: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    pub stop: Arc<AtomicBool>,
+    pub clock: Instant,
+}

@@ -1,0 +1,312 @@
+//! `sinkrate watch` as a library session: samples every interval until a duration, Ctrl-C,
+//! the watched command's exit, the watched processes' end, or the observer asks to quit;
+//! notes changes to the vm settings; returns the typed report. What is shown while it runs
+//! (a live line, a CSV, a Prometheus file, a full-screen view) is the observer's business.
+
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::hogs::Hog;
+use crate::live::{read_vm_settings, SamplerCore};
+use crate::sample::{Sample, VmSettings};
+use crate::{analyse, SamplerConfig, Summary};
+
+/// The shortest interval watch samples at.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// The longest a sleep lasts before the stop flag and the watched command are checked again.
+const WAKE_EVERY: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchConfig {
+    #[serde(rename = "interval_ns", with = "nanos")]
+    pub interval: Duration,
+    #[serde(rename = "duration_ns", with = "opt_nanos")]
+    pub duration: Option<Duration>,
+    /// Block devices counted (names as in /proc/diskstats); empty: every physical disk.
+    pub devices: Vec<String>,
+    pub pids: Vec<u32>,
+    /// The command run and watched, if any.
+    pub command: Vec<String>,
+}
+
+/// A change to the vm settings seen while watching.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsChange {
+    pub t_ns: u64,
+    pub from: VmSettings,
+    pub to: VmSettings,
+}
+
+/// `kind: watch` in the run envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchReport {
+    pub config: WatchConfig,
+    /// The watched command's exit code (128 + signal when a signal ended it).
+    pub command_exit_code: Option<i32>,
+    pub notes: Vec<String>,
+    pub vm_settings_changes: Vec<SettingsChange>,
+    pub summary: Summary,
+    pub hogs: Vec<Hog>,
+    pub timeline: Vec<Sample>,
+}
+
+/// What a running watch shows; each call may end the watch by returning `Ok(false)`.
+pub trait WatchObserver {
+    type Error;
+    fn started(&mut self, devices: &[String], notes: &[String]) -> Result<(), Self::Error>;
+    /// A new sample, with everything sampled so far (the last is `sample`).
+    fn sample(&mut self, view: &View<'_>) -> Result<bool, Self::Error>;
+    fn settings_changed(&mut self, change: &SettingsChange);
+}
+
+/// What an observer sees at each sample.
+pub struct View<'a> {
+    pub timeline: &'a [Sample],
+    pub elapsed: Duration,
+    pub throttled_seconds: f64,
+    pub top_hog: Option<&'a (String, f64)>,
+    pub core: &'a SamplerCore,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError<E> {
+    #[error("{0}: cannot run it: {1}")]
+    Spawn(String, std::io::Error),
+    #[error("{0}")]
+    Observer(E),
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .is_some_and(|t| sinkrate_procparse::pid::parse_stat(&t).is_some_and(|s| s.running()))
+}
+
+/// Whether every pid names a running process; the first that does not, if any.
+pub fn first_not_running(pids: &[u32]) -> Option<u32> {
+    pids.iter().copied().find(|p| !alive(*p))
+}
+
+fn exit_code(s: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+/// Sleeps until `until`, waking every [`WAKE_EVERY`] to look at `stop`; false if stopped.
+fn sleep_until(until: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        std::thread::sleep((until - now).min(WAKE_EVERY));
+    }
+}
+
+pub fn run<O: WatchObserver>(
+    cfg: &WatchConfig,
+    stop: &AtomicBool,
+    observer: &mut O,
+) -> Result<WatchReport, WatchError<O::Error>> {
+    let mut core = SamplerCore::new(&SamplerConfig {
+        interval: cfg.interval,
+        devices: cfg.devices.clone(),
+        hogs: true,
+    });
+    let mut child: Option<Child> = match cfg.command.split_first() {
+        Some((program, rest)) => Some(
+            std::process::Command::new(program)
+                .args(rest)
+                .spawn()
+                .map_err(|e| WatchError::Spawn(program.clone(), e))?,
+        ),
+        None => None,
+    };
+    observer
+        .started(core.devices(), &core.notes)
+        .map_err(WatchError::Observer)?;
+    let mut settings = read_vm_settings();
+    let mut settings_checked = Instant::now();
+    let mut changes = Vec::new();
+    let capacity = cfg
+        .duration
+        .map(|d| (d.as_nanos() / cfg.interval.as_nanos().max(1)) as usize + 16)
+        .unwrap_or(4096);
+    let mut timeline: Vec<Sample> = Vec::with_capacity(capacity.min(1 << 22));
+    let started = Instant::now();
+    let deadline = cfg.duration.map(|d| started + d);
+    let mut throttled_s = 0.0;
+    let mut status: Option<ExitStatus> = None;
+    let mut k: u32 = 0;
+    loop {
+        let s = core.sample();
+        if s.throttled {
+            if let Some(prev) = timeline.last() {
+                throttled_s += s.t_ns.saturating_sub(prev.t_ns) as f64 / 1e9;
+            }
+        }
+        // The sysctls rarely change; a read a second notices when someone tunes them.
+        if settings_checked.elapsed() >= Duration::from_secs(1) {
+            let now = read_vm_settings();
+            if now != settings {
+                let change = SettingsChange {
+                    t_ns: s.t_ns,
+                    from: settings,
+                    to: now,
+                };
+                observer.settings_changed(&change);
+                changes.push(change);
+                settings = now;
+            }
+            settings_checked = Instant::now();
+        }
+        timeline.push(s);
+        let go_on = observer
+            .sample(&View {
+                timeline: &timeline,
+                elapsed: started.elapsed(),
+                throttled_seconds: throttled_s,
+                top_hog: core.top_hog.as_ref(),
+                core: &core,
+            })
+            .map_err(WatchError::Observer)?;
+        if let Some(c) = child.as_mut() {
+            if let Ok(Some(st)) = c.try_wait() {
+                status = Some(st);
+                break;
+            }
+        }
+        if !go_on || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if !cfg.pids.is_empty() && cfg.pids.iter().all(|p| !alive(*p)) {
+            break;
+        }
+        k += 1;
+        // The next sample is due on an absolute schedule, but never after the deadline:
+        // an interval longer than the duration still ends the watch on time.
+        let next = started + cfg.interval * k;
+        let wake = deadline.map_or(next, |d| next.min(d));
+        if !sleep_until(wake, stop) {
+            // Ctrl-C: one last sample so the summary covers up to the stop.
+            timeline.push(core.sample());
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) && wake < next {
+            timeline.push(core.sample());
+            break;
+        }
+    }
+    if let (Some(c), None) = (child.as_mut(), status) {
+        // Interrupted: pass the interrupt on, then wait for the command to finish.
+        // SAFETY: signalling the child this process started.
+        unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+        status = c.wait().ok();
+    }
+    let summary = analyse(&timeline, settings);
+    let mut config = cfg.clone();
+    config.devices = core.devices().to_vec();
+    Ok(WatchReport {
+        config,
+        command_exit_code: status.map(exit_code),
+        notes: core.notes.clone(),
+        vm_settings_changes: changes,
+        summary,
+        hogs: core.top_hogs(10),
+        timeline,
+    })
+}
+
+mod nanos {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_nanos() as u64)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_nanos(u64::deserialize(d)?))
+    }
+}
+
+mod opt_nanos {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_nanos() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_nanos))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Count(usize);
+
+    impl WatchObserver for Count {
+        type Error = String;
+        fn started(&mut self, _: &[String], _: &[String]) -> Result<(), String> {
+            Ok(())
+        }
+        fn sample(&mut self, _: &View<'_>) -> Result<bool, String> {
+            self.0 += 1;
+            Ok(true)
+        }
+        fn settings_changed(&mut self, _: &SettingsChange) {}
+    }
+
+    #[test]
+    fn a_long_interval_still_ends_at_the_duration() {
+        let cfg = WatchConfig {
+            interval: Duration::from_secs(3600),
+            duration: Some(Duration::from_millis(300)),
+            devices: Vec::new(),
+            pids: Vec::new(),
+            command: Vec::new(),
+        };
+        let t0 = Instant::now();
+        let r = run(&cfg, &AtomicBool::new(false), &mut Count(0)).expect("runs");
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        assert_eq!(r.timeline.len(), 2);
+        let json = serde_json::to_string(&r).expect("serialize");
+        assert!(json.contains("\"interval_ns\":3600000000000"), "{json}");
+        let back: WatchReport = serde_json::from_str(&json).expect("read back");
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn a_stop_ends_the_sleep_at_once() {
+        let cfg = WatchConfig {
+            interval: Duration::from_secs(3600),
+            duration: None,
+            devices: Vec::new(),
+            pids: Vec::new(),
+            command: Vec::new(),
+        };
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let t0 = Instant::now();
+        run(&cfg, &stop, &mut Count(0)).expect("runs");
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    }
+}

@@ -1,0 +1,60 @@
+//! The one system layer: every question of the form "what is this path stored on" is asked
+//! here, through a [`SysRoot`] (the live `/` or a fixture tree captured from a board). The
+//! mount resolver (bind mounts noted, overlays followed to their upper directory), the
+//! sysfs device chain and USB path, swaps, the kernel's filesystems, statvfs, page size and
+//! the root check. The engine's run header, record, watch's device choice and audit all use
+//! it.
+
+pub mod device;
+pub mod mounts;
+pub mod root;
+pub mod space;
+pub mod swaps;
+pub mod usb;
+
+pub use root::SysRoot;
+pub use space::{free_bytes, space, FsSpace};
+
+/// Whether this process runs as root (settings, drop_caches and device writes need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
+    }
+}
+
+/// Filesystems this kernel can mount (/proc/filesystems).
+pub fn kernel_filesystems(root: &SysRoot) -> Vec<String> {
+    root.read("/proc/filesystems")
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The block devices (names as in /proc/diskstats) that store `path` on the live system: the
+/// mounted device first, then what it stands on (a loop's backing device, dm/md members).
+/// Empty when the path has no device of its own (tmpfs, a network mount).
+pub fn devices_of(path: &str) -> Vec<String> {
+    let root = SysRoot::live();
+    let Ok(t) = mounts::resolve(&root, path) else {
+        return Vec::new();
+    };
+    let Some(sys) = device::sysfs_dir(&root, t.major, t.minor, &t.source) else {
+        return Vec::new();
+    };
+    device::chain(&root, &sys)
+        .into_iter()
+        .map(|d| d.name)
+        .collect()
+}

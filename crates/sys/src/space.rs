@@ -1,0 +1,49 @@
+//! statvfs: size, free space and inodes of the filesystem holding a path.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// Size, free space and inodes of the file system holding a path (statvfs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FsSpace {
+    pub total_bytes: u64,
+    /// Free for unprivileged writers (the root reserve excluded).
+    pub available_bytes: u64,
+    pub inodes: u64,
+    pub inodes_free: u64,
+}
+
+impl FsSpace {
+    /// How full the file system is, in percent of its blocks (reserve counted as used).
+    pub fn fill_pct(&self) -> Option<f64> {
+        (self.total_bytes > 0)
+            .then(|| 100.0 * (1.0 - self.available_bytes as f64 / self.total_bytes as f64))
+    }
+}
+
+pub fn space(dir: &Path) -> std::io::Result<FsSpace> {
+    let c = CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path contains a NUL byte",
+        )
+    })?;
+    // SAFETY: statvfs fills the struct; zeroed is a valid initial value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let frsize = st.f_frsize as u64;
+    Ok(FsSpace {
+        total_bytes: st.f_blocks as u64 * frsize,
+        available_bytes: st.f_bavail as u64 * frsize,
+        inodes: st.f_files as u64,
+        inodes_free: st.f_ffree as u64,
+    })
+}
+
+/// Free bytes for unprivileged writers on the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    space(dir).map(|s| s.available_bytes)
+}

@@ -1,0 +1,214 @@
+//! The one place where `sinkrate record`'s arguments become a recording session: every
+//! range check of a record flag is here, for `record`, for `check`'s flags after `--`, and
+//! for `--find-max`.
+
+use anyhow::{anyhow, Result};
+use sinkrate_record::config::{parse_bitrate, profile, RecordConfig, StreamSpec};
+use sinkrate_record::find_max::MAX_STREAMS;
+use sinkrate_record::frames::FrameSizes;
+use sinkrate_record::session::{board_dirty_limits, Session};
+
+use super::values::{size, Writers};
+use super::RecordArgs;
+
+/// The streams the flags describe, their label, and a profile's own fdatasync cadence.
+fn streams(args: &RecordArgs) -> Result<(Vec<StreamSpec>, String, Option<std::time::Duration>)> {
+    let custom = args.fps.is_some() || args.frame_size.is_some() || args.bitrate.is_some();
+    if custom && args.profile.is_some() {
+        return Err(anyhow!(
+            "--profile cannot be combined with --fps/--frame-size/--bitrate (give one or the other)"
+        ));
+    }
+    if !custom {
+        if args.streams != 1 || args.gop.is_some() {
+            return Err(anyhow!(
+                "--streams and --gop shape custom streams: give them with --fps and --frame-size or --bitrate (a profile sets its own)"
+            ));
+        }
+        let name = args.profile.as_deref().unwrap_or("dual-1080p30");
+        let p = profile(name).map_err(|e| anyhow!(e))?;
+        return Ok((
+            (p.streams)(),
+            format!("profile {}: {}", p.name, p.about),
+            p.fdatasync_every,
+        ));
+    }
+    let fps = args.fps.unwrap_or(30.0);
+    if !(fps > 0.0 && fps <= 100_000.0) {
+        return Err(anyhow!(
+            "--fps: {fps} is out of range (above 0, at most 100000)"
+        ));
+    }
+    if args.streams == 0 || args.streams > MAX_STREAMS {
+        return Err(anyhow!(
+            "--streams: {} is out of range (1 to {MAX_STREAMS})",
+            args.streams
+        ));
+    }
+    if args.gop == Some(0) {
+        return Err(anyhow!(
+            "--gop: 0 is out of range (1 or more frames per group of pictures)"
+        ));
+    }
+    let sizes = match (&args.frame_size, &args.bitrate) {
+        (Some(_), Some(_)) => return Err(anyhow!("give --frame-size or --bitrate, not both")),
+        (Some(f), None) => FrameSizes::Fixed {
+            bytes: size("frame-size", f)?,
+        },
+        (None, Some(b)) => FrameSizes::Bitrate {
+            bits_per_s: parse_bitrate(b).map_err(|e| anyhow!("--bitrate: {e}"))?,
+            fps,
+            gop: args.gop.unwrap_or(fps.round().max(1.0) as u32).max(1),
+            i_to_p: 8.0,
+            jitter: 0.2,
+        },
+        (None, None) => {
+            return Err(anyhow!(
+                "give --frame-size (e.g. 3M) or --bitrate (e.g. 12M) with --fps"
+            ))
+        }
+    };
+    let streams = (0..args.streams)
+        .map(|i| StreamSpec {
+            name: format!("cam{i}"),
+            fps,
+            sizes: sizes.clone(),
+        })
+        .collect();
+    Ok((
+        streams,
+        format!("{} stream(s) x {fps} fps", args.streams),
+        None,
+    ))
+}
+
+/// The dirty limits --ram-limit or --dirty-limit ask for: (dirty_bytes, dirty_background_bytes).
+fn dirty_limits(args: &RecordArgs) -> Result<Option<(u64, u64)>> {
+    match (&args.ram_limit, &args.dirty_limit) {
+        (Some(_), Some(_)) => Err(anyhow!("give --ram-limit or --dirty-limit, not both")),
+        (None, None) => Ok(None),
+        (Some(ram), None) => Ok(Some(board_dirty_limits(size("ram-limit", ram)?))),
+        (None, Some(d)) => {
+            let d = size("dirty-limit", d)?;
+            Ok(Some((d, d / 2)))
+        }
+    }
+}
+
+/// Every record flag, checked, as a session. Nothing is written or changed here.
+pub fn session(args: &RecordArgs) -> Result<Session> {
+    let (streams, label, profile_sync) = streams(args)?;
+    if args.duration.is_zero() {
+        return Err(anyhow!("--duration: must be above zero (e.g. 30s)"));
+    }
+    if args.stall_threshold.is_zero() {
+        return Err(anyhow!(
+            "--stall-threshold: must be above zero (e.g. 100ms)"
+        ));
+    }
+    if args.buffers == 0 || args.buffers > 4096 {
+        return Err(anyhow!(
+            "--buffers: {} is out of range (1 to 4096)",
+            args.buffers
+        ));
+    }
+    if args.queue_depth == 0 || args.queue_depth > 1024 {
+        return Err(anyhow!(
+            "--queue-depth: {} is out of range (1 to 1024)",
+            args.queue_depth
+        ));
+    }
+    if args.fdatasync_frames == Some(0) {
+        return Err(anyhow!(
+            "--fdatasync-frames: 0 is out of range (1 or more frames; leave it out for none)"
+        ));
+    }
+    if !args.dir.is_dir() {
+        return Err(anyhow!(
+            "--dir {}: not a directory (create it, or point --dir at the recording medium)",
+            args.dir.display()
+        ));
+    }
+    let time = |flag: &str, t: &Option<String>| -> Result<Option<std::time::Duration>> {
+        t.as_deref()
+            .map(|t| super::values::duration(flag, t))
+            .transpose()
+    };
+    let segments = sinkrate_record::segments::SegmentPolicy {
+        every: time("segment-time", &args.segment_time)?,
+        bytes: args
+            .segment_size
+            .as_deref()
+            .map(|s| size("segment-size", s))
+            .transpose()?,
+        loop_fill_pct: args.loop_fill,
+    };
+    if let Some(p) = segments.loop_fill_pct {
+        if !segments.segmented() {
+            return Err(anyhow!(
+                "--loop-fill needs segments to delete (add --segment-time or --segment-size)"
+            ));
+        }
+        if !(1.0..=99.0).contains(&p) {
+            return Err(anyhow!(
+                "--loop-fill: {p} is out of range (1 to 99 percent)"
+            ));
+        }
+    }
+    if segments.every.is_some_and(|t| t.is_zero()) || segments.bytes == Some(0) {
+        return Err(anyhow!(
+            "--segment-time and --segment-size must be above zero"
+        ));
+    }
+    let record = RecordConfig {
+        dir: args.dir.clone(),
+        streams,
+        buffers: args.buffers,
+        write_mode: args.write_mode.into(),
+        queue_depth: args.queue_depth,
+        shared_writer: args.writers == Writers::Shared,
+        write_size: args
+            .write_size
+            .as_deref()
+            .map(|w| size("write-size", w))
+            .transpose()?,
+        fdatasync_every_frames: args.fdatasync_frames,
+        fdatasync_every: time("fdatasync-every", &args.fdatasync_every)?.or(profile_sync),
+        prealloc_mode: args.preallocate_mode.into(),
+        preallocate: args
+            .preallocate
+            .as_deref()
+            .map(|p| size("preallocate", p))
+            .transpose()?,
+        duration: args.duration,
+        stall_threshold: args.stall_threshold,
+        seed: args.seed,
+        keep: args.keep,
+        frame_records: true,
+        segments,
+    };
+    if record.write_size == Some(0) {
+        return Err(anyhow!("--write-size: must be above zero (e.g. 4K)"));
+    }
+    Ok(Session {
+        record,
+        label,
+        dirty_limits: dirty_limits(args)?,
+        sustained_bytes_per_s: None,
+    })
+}
+
+/// `sinkrate record` flags given after `--` (check's recording test), parsed by the same
+/// definitions as `sinkrate record` itself.
+pub fn args_from_flags(flags: &[String]) -> Result<RecordArgs> {
+    use clap::Parser;
+    #[derive(Parser)]
+    #[command(name = "record flags after --", no_binary_name = true)]
+    struct Flags {
+        #[command(flatten)]
+        args: RecordArgs,
+    }
+    Flags::try_parse_from(flags)
+        .map(|f| f.args)
+        .map_err(|e| anyhow!("after --: {}", super::first_line(&e.to_string())))
+}

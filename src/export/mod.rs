@@ -1,0 +1,45 @@
+//! Exporters: one small interface, a file per format and result kind (as hyperfine's
+//! `export/`). A command renders its typed result through one of these and never builds its
+//! output anywhere else; none of them touches the system.
+
+pub mod audit_text;
+pub mod check_text;
+pub mod frames_csv;
+pub mod prometheus;
+pub mod record_text;
+pub mod samples_csv;
+pub mod watch_text;
+
+use anyhow::Result;
+use serde::Serialize;
+
+/// Turns a typed result into the bytes of one output format.
+pub trait Exporter<T> {
+    fn export(&self, run: &T) -> Result<Vec<u8>>;
+}
+
+/// Any result as pretty JSON with a final newline.
+pub struct Json;
+
+impl<T: Serialize> Exporter<T> for Json {
+    fn export(&self, run: &T) -> Result<Vec<u8>> {
+        let mut bytes = serde_json::to_vec_pretty(run)?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
+/// Milliseconds with one decimal, or "-" for none.
+pub fn ms(ns: Option<u64>) -> String {
+    ns.map(|v| format!("{:.1} ms", v as f64 / 1e6))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// mm:ss.
+pub fn mmss(s: f64) -> String {
+    format!("{:02}:{:02}", (s / 60.0) as u64, (s % 60.0) as u64)
+}
+
+pub fn mbs(bytes_per_s: f64) -> String {
+    format!("{:.1} MB/s", bytes_per_s / 1e6)
+}

@@ -1,0 +1,133 @@
+//! `sinkrate watch`'s summary: memory, the page cache against the kernel's ceiling,
+//! throttling, device writes, the vm settings, the CPU hogs and the recommendation.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use sinkrate_sampler::watch::WatchReport;
+use sinkrate_sampler::Summary;
+
+use super::Exporter;
+
+const MB: f64 = 1e6;
+
+pub fn gb(b: Option<u64>) -> String {
+    b.map(|v| format!("{:.2} GB", v as f64 / 1e9))
+        .unwrap_or_else(|| "-".into())
+}
+
+pub struct WatchText;
+
+impl Exporter<WatchReport> for WatchText {
+    fn export(&self, r: &WatchReport) -> Result<Vec<u8>> {
+        Ok(summary_text(
+            &r.summary,
+            r.config.interval,
+            &r.config.devices,
+            &r.hogs,
+            r.command_exit_code,
+        )
+        .into_bytes())
+    }
+}
+
+pub fn summary_text(
+    sum: &Summary,
+    interval: Duration,
+    devices: &[String],
+    hogs: &[sinkrate_sampler::hogs::Hog],
+    exit: Option<i32>,
+) -> String {
+    let mut t = String::new();
+    t.push_str(&format!(
+        "watched {:.1} s, {} samples every {} ms (disks: {})\n",
+        sum.duration_s,
+        sum.samples,
+        interval.as_millis(),
+        if devices.is_empty() {
+            "none".to_string()
+        } else {
+            devices.join(", ")
+        }
+    ));
+    if let Some(code) = exit {
+        t.push_str(&format!("command exit code        {code}\n"));
+    }
+    t.push_str(&format!(
+        "least MemAvailable       {}\n",
+        gb(sum.min_mem_available_bytes)
+    ));
+    t.push_str(&format!(
+        "peak dirty + writeback   {}{}\n",
+        gb(sum.peak_dirty_writeback_bytes),
+        match (sum.peak_ceiling_pct, sum.freerun_ceiling_bytes) {
+            (Some(p), Some(c)) => format!(
+                " = {p:.0}% of the kernel's freerun ceiling ({})",
+                gb(Some(c))
+            ),
+            _ => String::new(),
+        }
+    ));
+    if sum.throttled_samples == 0 {
+        t.push_str("writers throttled        never\n");
+    } else {
+        t.push_str(&format!(
+            "writers throttled        {} samples, {:.2} s, first after {:.1} s\n",
+            sum.throttled_samples,
+            sum.throttled_seconds,
+            sum.first_throttled_at_s.unwrap_or(0.0)
+        ));
+    }
+    if let Some(max) = sum.device_write_bytes_per_s_max {
+        t.push_str(&format!(
+            "device writes            {:.1} MB/s max{}\n",
+            max / MB,
+            sum.device_write_bytes_per_s_busy_mean
+                .map(|m| format!(", {:.1} MB/s while busy", m / MB))
+                .unwrap_or_default()
+        ));
+    }
+    let st = &sum.settings;
+    let limit = |bytes: Option<u64>, ratio: Option<u64>| match (bytes, ratio) {
+        (Some(b), _) if b > 0 => format!("{b} bytes"),
+        (_, Some(r)) => format!("{r}%"),
+        _ => "?".into(),
+    };
+    t.push_str(&format!(
+        "vm settings              dirty {} / background {}, expire {} cs, writeback every {} cs\n",
+        limit(st.dirty_bytes, st.dirty_ratio),
+        limit(st.dirty_background_bytes, st.dirty_background_ratio),
+        st.dirty_expire_centisecs
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "?".into()),
+        st.dirty_writeback_centisecs
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "?".into()),
+    ));
+    if let Some(held) = sum.seed000_rule_held {
+        t.push_str(&format!(
+            "seed 000's rule          {}\n",
+            if held { "held (peak <= (dirty_ratio + dirty_background_ratio)/200 of MemAvailable)" } else { "broken: the page cache passed (dirty_ratio + dirty_background_ratio)/200 of MemAvailable" }
+        ));
+    }
+    if !hogs.is_empty() {
+        let list: Vec<String> = hogs
+            .iter()
+            .take(3)
+            .map(|h| {
+                format!(
+                    "{} {:.1} s (peak {:.0}%)",
+                    h.name, h.cpu_seconds, h.peak_cpu_pct
+                )
+            })
+            .collect();
+        t.push_str(&format!("top CPU                  {}\n", list.join(", ")));
+    }
+    if let Some(r) = &sum.recommendation {
+        t.push_str(&format!("recommendation           {}\n", r.text));
+        for c in &r.commands {
+            t.push_str(&format!("  {c}\n"));
+        }
+    }
+    t
+}
