@@ -43,3 +43,6 @@ pub fn mmss(s: f64) -> String {
 pub fn mbs(bytes_per_s: f64) -> String {
     format!("{:.1} MB/s", bytes_per_s / 1e6)
 }
+
+#[cfg(test)]
+mod snapshots;
