@@ -263,3 +263,82 @@ fn record_flags_after_the_double_dash_shape_the_recording_test() {
         },
     );
 }
+
+/// The sustained rate is one the device achieved, whatever the filesystem does with O_DIRECT:
+/// ext4 data=journal takes O_DIRECT through the page cache and writes every byte twice. fio,
+/// on the same mount with the final fsync counted, is the independent figure.
+#[test]
+fn the_sustained_rate_on_data_journal_is_what_fio_measures_with_the_flush() {
+    with_root(
+        "the_sustained_rate_on_data_journal_is_what_fio_measures_with_the_flush",
+        &["mkfs.ext4", "nbdkit", "nbdfuse", "fusermount3", "fio"],
+        || {
+            let card = SlowDev::new(&[
+                "--write-rate",
+                "10MB",
+                "--size",
+                "512M",
+                "--mount-opts",
+                "data=journal",
+            ]);
+            let fio = Command::new(common::fio_path())
+                .args([
+                    "--name=w",
+                    "--rw=write",
+                    "--bs=1m",
+                    "--size=64m",
+                    "--end_fsync=1",
+                    "--output-format=json",
+                ])
+                .arg(format!("--directory={}", card.path().display()))
+                .output()
+                .expect("fio runs");
+            assert!(
+                fio.status.success(),
+                "{}",
+                String::from_utf8_lossy(&fio.stderr)
+            );
+            let f: serde_json::Value = serde_json::from_slice(&fio.stdout).expect("fio json");
+            let fio_rate = f["jobs"][0]["write"]["bw_bytes"]
+                .as_f64()
+                .expect("bw_bytes");
+            for entry in std::fs::read_dir(card.path()).expect("list") {
+                let p = entry.expect("entry").path();
+                if p.is_file() {
+                    std::fs::remove_file(p).expect("remove fio's file");
+                }
+            }
+            let reports = tempfile::tempdir().expect("tempdir");
+            let report = reports.path().join("journal.json");
+            let (code, text, v) = check(card.path(), &report);
+            assert!(matches!(code, Some(0 | 1)), "{text}");
+            let raw = &v["raw_write"];
+            let rate = raw["bytes_per_s"].as_f64().expect("a sustained rate");
+            assert!(
+                rate <= 1.15 * fio_rate,
+                "check {:.2} MB/s against fio {:.2} MB/s: {raw}",
+                rate / 1e6,
+                fio_rate / 1e6
+            );
+            assert!(rate >= 0.5 * fio_rate, "{raw}");
+            assert_eq!(
+                raw["direct"], false,
+                "data=journal is not direct I/O: {raw}"
+            );
+            assert!(text.contains("buffered, every byte fsync'd"), "{text}");
+            let written = raw["measured"]["bytes_written"].as_f64().expect("bytes");
+            let counted = raw["measured"]["device_bytes_written"]
+                .as_f64()
+                .expect("the device's own count");
+            assert!(
+                counted >= 1.5 * written,
+                "the journal writes every byte twice: {counted} for {written}"
+            );
+            assert!(
+                leftovers(card.path()).is_empty(),
+                "{:?}",
+                leftovers(card.path())
+            );
+        },
+    );
+}

@@ -34,7 +34,9 @@ fn record_text() {
 #[test]
 fn check_text() {
     let run = load("check.json", RunKind::Check);
-    insta::assert_snapshot!(text(CheckText { colour: false }.export(&run).expect("renders")));
+    insta::assert_snapshot!(text(
+        CheckText { colour: false }.export(&run).expect("renders")
+    ));
 }
 
 #[test]

@@ -1,15 +1,15 @@
-//! io_uring output: O_DIRECT writes queued with a depth. Each frame is copied into a free
-//! aligned staging slot (after the sub-block tail the previous frame left), its aligned part
-//! is queued as one write per `write_size` chunk, and the frame counts as written when the
-//! last of its chunks completes. The ring signals an eventfd on every completion, so a
-//! writer can sleep on it and on its frame queue together and see completions when they
-//! happen.
+//! io_uring output: O_DIRECT writes queued with a depth, through the engine's io_uring
+//! backend (the one wrapper of the ring). Each frame is copied into a free aligned staging
+//! slot (after the sub-block tail the previous frame left), its aligned part is queued as one
+//! write per `write_size` chunk, and the frame counts as written when the last of its chunks
+//! completes. The ring signals an eventfd on every completion, so a writer can sleep on it
+//! and on its frame queue together and see completions when they happen.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
-use io_uring::{opcode, types, IoUring};
+use sinkrate_engine::backend::{Backend, Completion, IoRequest, Uring};
 use sinkrate_engine::buffers::AlignedBuf;
 
 use crate::sink::{Sink, BLOCK};
@@ -42,7 +42,7 @@ struct Slot {
 }
 
 pub(crate) struct UringSink {
-    ring: IoUring,
+    ring: Uring,
     completions: OwnedFd,
     /// The O_DIRECT file, its carry buffer, and its close-time tail and truncation.
     pub file: Sink,
@@ -74,11 +74,8 @@ pub(crate) fn drain_eventfd(fd: RawFd) {
 
 impl UringSink {
     pub(crate) fn new(file: Sink, depth: usize, max_frame: usize) -> io::Result<UringSink> {
-        // A plain ring (no DEFER_TASKRUN): completions must be posted, and the eventfd
-        // signalled, while the writer sleeps in poll rather than only when it next submits.
-        let ring = IoUring::new(RING_ENTRIES)?;
         let completions = eventfd()?;
-        ring.submitter().register_eventfd(completions.as_raw_fd())?;
+        let ring = Uring::with_eventfd(RING_ENTRIES, completions.as_raw_fd())?;
         let depth = depth.max(1);
         Ok(UringSink {
             ring,
@@ -164,27 +161,26 @@ impl UringSink {
         let mut done = 0;
         while done < aligned {
             let n = step.min(aligned - done);
-            // SAFETY: done + n <= aligned <= the slot's length; the slot is not reused or
-            // freed until every chunk queued from it has completed (reap, Drop).
-            let entry =
-                opcode::Write::new(types::Fd(self.file.fd), unsafe { base.add(done) }, n as u32)
-                    .offset(self.file.offset)
-                    .build()
-                    .user_data(slot as u64);
-            // SAFETY: as above: the buffer outlives the operation.
-            let queued = unsafe {
-                self.ring.submission().push(&entry).is_ok()
-                    || (self.ring.submit().is_ok() && self.ring.submission().push(&entry).is_ok())
+            let request = IoRequest {
+                fd: self.file.fd,
+                file_index: 0,
+                write: true,
+                offset: self.file.offset,
+                len: n,
+                // SAFETY: done + n <= aligned <= the slot's length; the slot is not reused or
+                // freed until every chunk queued from it has completed (reap, Drop).
+                buf: unsafe { base.add(done) },
+                tag: slot as u64,
             };
-            if !queued {
-                failure = Some(io::Error::from_raw_os_error(libc::EBUSY));
+            if let Err(e) = self.ring.submit(&request) {
+                failure = Some(e);
                 break;
             }
             self.state[slot].chunks_left += 1;
             self.file.offset += n as u64;
             done += n;
         }
-        if let Err(e) = self.ring.submit() {
+        if let Err(e) = self.ring.commit() {
             failure.get_or_insert(e);
         }
         if let Some(e) = failure {
@@ -213,25 +209,12 @@ impl UringSink {
         latencies: &mut Vec<u64>,
         done: &mut Vec<DoneFrame>,
     ) -> io::Result<()> {
-        if wait && self.in_flight > 0 && self.ring.completion().is_empty() {
-            loop {
-                match self.ring.submit_and_wait(1) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    other => {
-                        other?;
-                        break;
-                    }
-                }
-            }
-        }
+        let mut cqes: Vec<Completion> = Vec::new();
+        let min = usize::from(wait && self.in_flight > 0);
+        self.ring.reap(min, usize::MAX, &mut cqes)?;
         drain_eventfd(self.completions.as_raw_fd());
         let now = clock.elapsed().as_nanos() as u64;
-        let cqes: Vec<(u64, i32)> = self
-            .ring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
-        for (tag, res) in cqes {
+        for Completion { tag, result: res } in cqes {
             let slot = tag as usize;
             let Some(state) = self.state.get_mut(slot).filter(|s| s.chunks_left > 0) else {
                 continue;
@@ -240,7 +223,7 @@ impl UringSink {
             if res < 0 {
                 state
                     .error
-                    .get_or_insert(io::Error::from_raw_os_error(-res));
+                    .get_or_insert(io::Error::from_raw_os_error(-res as i32));
             } else if res == 0 {
                 state
                     .error
@@ -289,12 +272,13 @@ impl Drop for UringSink {
         // The kernel may still write from the slots: wait for those writes before the slots
         // are freed (only an error path gets here with writes in flight).
         let mut left: usize = self.state.iter().map(|s| s.chunks_left as usize).sum();
+        let mut out = Vec::new();
         while left > 0 {
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => left = left.saturating_sub(self.ring.completion().count()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break,
+            out.clear();
+            if self.ring.reap(1, left, &mut out).is_err() {
+                break;
             }
+            left = left.saturating_sub(out.len());
         }
     }
 }

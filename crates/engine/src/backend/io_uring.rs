@@ -46,6 +46,27 @@ impl Uring {
         })
     }
 
+    /// A ring that signals `eventfd` on every completion, for a caller that sleeps in poll on
+    /// it (and on other descriptors) instead of in the ring. A plain ring: with
+    /// DEFER_TASKRUN, completions would be posted (and the eventfd signalled) only when this
+    /// thread next entered the kernel.
+    pub fn with_eventfd(entries: u32, eventfd: RawFd) -> io::Result<Uring> {
+        let ring = IoUring::new(entries.max(1).next_power_of_two())?;
+        ring.submitter().register_eventfd(eventfd)?;
+        Ok(Uring {
+            ring,
+            pending: 0,
+            files: Vec::new(),
+            registered: None,
+        })
+    }
+
+    /// I/Os queued and not yet reaped are the caller's to count; this says whether the
+    /// completion queue holds any now.
+    pub fn has_completions(&mut self) -> bool {
+        !self.ring.completion().is_empty()
+    }
+
     fn entry(&self, req: &IoRequest, len: u32) -> squeue::Entry {
         // The same opcode for a registered file index or a plain descriptor.
         macro_rules! read_or_write {
@@ -129,7 +150,16 @@ impl Backend for Uring {
 
     fn reap(&mut self, min: usize, max: usize, out: &mut Vec<Completion>) -> io::Result<()> {
         if min > 0 && self.ring.completion().is_empty() {
-            self.ring.submit_and_wait(min)?;
+            // A signal (the sampler's, a Ctrl-C) interrupts the wait, not the I/O.
+            loop {
+                match self.ring.submit_and_wait(min) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => {
+                        other?;
+                        break;
+                    }
+                }
+            }
         }
         // Completions beyond `max` stay in the ring for the next reap.
         for cqe in self.ring.completion().take(max) {

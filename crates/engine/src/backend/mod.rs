@@ -3,6 +3,8 @@
 
 mod fileops;
 mod io_uring;
+
+pub use self::io_uring::Uring;
 mod mmap;
 mod null;
 mod sync_rw;
