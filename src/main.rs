@@ -77,11 +77,14 @@ fn run() -> Result<ExitCode> {
     let (clap_args, job_options) = cli::bench_args::split(std::env::args().collect());
     let cli = match Cli::try_parse_from(clap_args) {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+        // Help and version go to stdout as clap renders them.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return Ok(ExitCode::from(code));
+            return Ok(ExitCode::SUCCESS);
         }
+        // Bad input gets one line: clap's message and its possible values, without the
+        // usage block.
+        Err(e) => return Err(anyhow::anyhow!(cli::one_line_error(&e.to_string()))),
     };
     match cli.command {
         Command::Bench(mut args) => {

@@ -326,11 +326,11 @@ pub struct CheckArgs {
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {
     /// Time between samples, 10ms or more
-    #[arg(long, default_value = "100ms")]
-    pub interval: String,
+    #[arg(long, default_value = "100ms", value_parser = values::duration_value)]
+    pub interval: std::time::Duration,
     /// Stop after this long (e.g. 30s, 5m); default: until Ctrl-C or the command ends
-    #[arg(long)]
-    pub duration: Option<String>,
+    #[arg(long, value_parser = values::duration_value)]
+    pub duration: Option<std::time::Duration>,
     /// Count only this block device (as in /proc/diskstats); repeatable; default: every disk
     #[arg(long = "device", value_name = "NAME")]
     pub devices: Vec<String>,
@@ -484,4 +484,29 @@ pub fn first_line(text: &str) -> String {
         .unwrap_or("")
         .trim_start_matches("error: ")
         .to_string()
+}
+
+/// A clap error as one line: its message, the possible values and tips it gives, without
+/// the usage block and the "For more information" line.
+pub fn one_line_error(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .map(|l| l.trim_start_matches("error: "))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_errors_become_one_line() {
+        let text = "error: invalid value 'x' for '--write-mode <WRITE_MODE>'\n  [possible values: buffered, direct]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            super::one_line_error(text),
+            "invalid value 'x' for '--write-mode <WRITE_MODE>' [possible values: buffered, direct]"
+        );
+    }
 }

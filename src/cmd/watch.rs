@@ -12,7 +12,7 @@ use sinkrate_model::{Envelope, RunKind};
 use sinkrate_sampler::watch::{self, SettingsChange, View, WatchConfig, WatchObserver};
 use sinkrate_sampler::Sample;
 
-use crate::cli::values::{duration as duration_arg, OutputFormat};
+use crate::cli::values::OutputFormat;
 use crate::cli::WatchArgs;
 use crate::export::samples_csv::{csv_header, csv_line};
 use crate::export::watch_text::{gb, WatchText};
@@ -138,18 +138,17 @@ impl WatchObserver for Outputs {
 }
 
 fn config(args: &WatchArgs) -> Result<WatchConfig> {
-    let interval = duration_arg("interval", &args.interval)?;
+    let interval = args.interval;
     if interval < watch::MIN_INTERVAL {
         return Err(anyhow!(
-            "--interval: {} is below the 10ms minimum",
-            args.interval
+            "--interval: {} ms is below the 10ms minimum",
+            interval.as_secs_f64() * 1e3
         ));
     }
-    let duration = args
-        .duration
-        .as_deref()
-        .map(|d| duration_arg("duration", d))
-        .transpose()?;
+    let duration = args.duration;
+    if duration.is_some_and(|d| d.is_zero()) {
+        return Err(anyhow!("--duration: must be above zero (e.g. 30s)"));
+    }
     if let Some(pid) = watch::first_not_running(&args.pids) {
         return Err(anyhow!("--pid {pid}: no such running process"));
     }

@@ -222,24 +222,49 @@ pub struct JobOptions {
     pub norandommap: bool,
     pub randseed: u64,
     pub randrepeat: bool,
+    #[serde(
+        rename = "runtime_s",
+        with = "crate::units::serde_seconds::opt_seconds"
+    )]
     pub runtime: Option<Duration>,
     pub time_based: bool,
+    #[serde(rename = "ramp_time_s", with = "crate::units::serde_seconds::seconds")]
     pub ramp_time: Duration,
+    #[serde(rename = "startdelay_s", with = "crate::units::serde_seconds::seconds")]
     pub startdelay: Duration,
     pub rate: [u64; 2],
     pub rate_iops: [u64; 2],
     pub rate_min: [u64; 2],
     pub rate_process: RateProcess,
+    #[serde(rename = "thinktime_s", with = "crate::units::serde_seconds::seconds")]
     pub thinktime: Duration,
+    #[serde(
+        rename = "thinktime_spin_s",
+        with = "crate::units::serde_seconds::seconds"
+    )]
     pub thinktime_spin: Duration,
     pub thinktime_blocks: u64,
     pub thinktime_blocks_type: ThinktimeBlocksType,
+    #[serde(
+        rename = "max_latency_s",
+        with = "crate::units::serde_seconds::opt_seconds"
+    )]
     pub max_latency: Option<Duration>,
+    #[serde(
+        rename = "latency_target_s",
+        with = "crate::units::serde_seconds::opt_seconds"
+    )]
     pub latency_target: Option<Duration>,
+    #[serde(
+        rename = "latency_window_s",
+        with = "crate::units::serde_seconds::seconds"
+    )]
     pub latency_window: Duration,
     pub latency_percentile: f64,
     pub ss: Option<SteadyState>,
+    #[serde(rename = "ss_dur_s", with = "crate::units::serde_seconds::opt_seconds")]
     pub ss_dur: Option<Duration>,
+    #[serde(rename = "ss_ramp_s", with = "crate::units::serde_seconds::seconds")]
     pub ss_ramp: Duration,
     pub zero_buffers: bool,
     pub refill_buffers: bool,

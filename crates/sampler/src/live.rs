@@ -80,18 +80,9 @@ pub struct SamplerCore {
     pub top_hog: Option<(String, f64)>,
 }
 
-/// Whole disks with hardware behind them (not loop, ram, dm), from /sys/block.
+/// Whole disks with hardware behind them (not loop, ram, dm), from the system layer.
 pub fn physical_disks() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/sys/block")
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.path().join("device").exists())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
+    sinkrate_sys::device::physical_disks(&sinkrate_sys::SysRoot::live())
 }
 
 pub fn read_vm_settings() -> VmSettings {

@@ -266,3 +266,39 @@ pub fn chain(root: &SysRoot, sys: &str) -> Vec<BlockDevice> {
     }
     devices
 }
+
+/// Whole disks with hardware behind them (not loop, ram, dm): the entries of /sys/block
+/// that have a `device` link, sorted.
+pub fn physical_disks(root: &SysRoot) -> Vec<String> {
+    let mut v: Vec<String> = root
+        .list("/sys/block")
+        .into_iter()
+        .filter(|d| root.exists(&format!("/sys/block/{d}/device")))
+        .collect();
+    v.sort();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn physical_disks_are_those_with_a_device_behind_them() {
+        let tree = tempfile::tempdir().expect("tempdir");
+        for (name, hardware) in [
+            ("sda", true),
+            ("loop0", false),
+            ("mmcblk0", true),
+            ("dm-0", false),
+        ] {
+            let dir = tree.path().join("sys/block").join(name);
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            if hardware {
+                std::fs::create_dir_all(dir.join("device")).expect("mkdir device");
+            }
+        }
+        let root = SysRoot::at(tree.path());
+        assert_eq!(physical_disks(&root), vec!["mmcblk0", "sda"]);
+    }
+}
