@@ -46,6 +46,9 @@ pub fn check_output_path(flag: &str, path: &std::path::Path) -> Result<()> {
             dir.display()
         );
     }
+    if let Err(e) = sinkrate_sys::output::check(path) {
+        anyhow::bail!("{flag} {}: {e}", path.display());
+    }
     if target.as_os_str().as_bytes().contains(&0) {
         anyhow::bail!("{flag} {}: the path contains a NUL byte", path.display());
     }

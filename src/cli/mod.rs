@@ -421,6 +421,9 @@ pub struct EmulateUpArgs {
     /// Keep the data in this sparse file instead of memory (used anyway for sizes beyond half of RAM)
     #[arg(long)]
     pub backing_file: Option<PathBuf>,
+    /// Overwrite a --backing-file that already holds data or a filesystem (never one in use)
+    #[arg(long)]
+    pub force: bool,
     /// Seconds of rate the device may burst after idling (low keeps the first seconds honest)
     #[arg(long, default_value = "0.1")]
     pub burstiness: f64,

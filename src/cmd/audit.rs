@@ -110,9 +110,8 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         .export(&report)?,
     };
     match &args.output {
-        Some(p) => {
-            std::fs::write(p, &body).map_err(|e| anyhow!("--output {}: {e}", p.display()))?
-        }
+        Some(p) => sinkrate_sys::output::write(p, &body)
+            .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
         None => crate::write_stdout(&body)?,
     }
     Ok(if args.strict && bad {

@@ -195,7 +195,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     }
     match &args.output {
         Some(path) => {
-            let mut f = std::fs::File::create(path)
+            let mut f = sinkrate_sys::output::create(path)
                 .with_context(|| format!("{}: cannot write the results", path.display()))?;
             f.write_all(&out)
                 .with_context(|| format!("{}: cannot write the results", path.display()))?;

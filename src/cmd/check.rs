@@ -207,7 +207,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     };
     run.result.report_file = Some(report.display().to_string());
     let json = Json.export(&run)?;
-    std::fs::write(&report, &json)
+    sinkrate_sys::output::write(&report, &json)
         .with_context(|| format!("writing the report {}", report.display()))?;
     let body = match args.output_format {
         OutputFormat::Json => json,

@@ -94,6 +94,7 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
             error_kind: args.error.clone(),
             error_on: args.error_on.clone(),
             backing_file: args.backing_file.clone(),
+            force: args.force,
             burstiness_s: args.burstiness,
             model: model.map(|m| m.name.to_string()),
         },

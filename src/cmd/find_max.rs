@@ -92,9 +92,8 @@ pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCo
         OutputFormat::Text => text(&report).into_bytes(),
     };
     match &args.output {
-        Some(p) => {
-            std::fs::write(p, &body).map_err(|e| anyhow!("{}: cannot write: {e}", p.display()))?
-        }
+        Some(p) => sinkrate_sys::output::write(p, &body)
+            .map_err(|e| anyhow!("{}: cannot write: {e}", p.display()))?,
         None => crate::write_stdout(&body)?,
     }
     Ok(ExitCode::SUCCESS)

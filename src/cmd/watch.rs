@@ -80,7 +80,7 @@ impl WatchObserver for Outputs {
         self.devices = devices.join(",");
         if let Some(p) = &self.csv_path {
             let mut f = std::io::BufWriter::new(
-                std::fs::File::create(p)
+                sinkrate_sys::output::create(p)
                     .with_context(|| format!("{}: cannot create", p.display()))?,
             );
             writeln!(f, "{}", csv_header())?;
@@ -222,7 +222,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         OutputFormat::Text => WatchText.export(&report)?,
     };
     match &args.output {
-        Some(p) => std::fs::write(p, &body)
+        Some(p) => sinkrate_sys::output::write(p, &body)
             .with_context(|| format!("{}: cannot write the results", p.display()))?,
         None => crate::write_stdout(&body)?,
     }

@@ -112,8 +112,7 @@ pub fn write_prometheus(
         "",
         s.psi_io_full_pct.map(|p| p / 100.0),
     );
-    let tmp = path.with_extension("prom.tmp");
-    std::fs::write(&tmp, out).with_context(|| format!("{}: cannot write", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot replace", path.display()))?;
+    sinkrate_sys::output::replace(path, out.as_bytes())
+        .with_context(|| format!("--prometheus {}: cannot write", path.display()))?;
     Ok(())
 }

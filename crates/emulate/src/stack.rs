@@ -45,6 +45,9 @@ pub struct Spec {
     pub error_on: String,
     /// Keep data in a sparse file here instead of memory.
     pub backing_file: Option<PathBuf>,
+    /// Overwrite a backing file that holds data.
+    #[serde(default)]
+    pub force: bool,
     /// Token-bucket depth of the rate filter in seconds of rate (low: no fast first seconds).
     pub burstiness_s: f64,
     pub model: Option<String>,
@@ -87,8 +90,37 @@ impl State {
     }
 }
 
+/// The state directory of a mountpoint: its absolute path with every byte other than ASCII
+/// letters, digits, '-' and '.' written as `_XX` (hex), so that two paths never share one
+/// (`/tmp/x_y` and `/tmp/x/y` are `tmp_2fx_5fy` and `tmp_2fx_2fy`).
 fn state_dir_for(mountpoint: &Path) -> PathBuf {
-    let name: String = mountpoint
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = mountpoint.as_os_str().as_bytes();
+    let trimmed = bytes.strip_prefix(b"/").unwrap_or(bytes);
+    let mut name = String::with_capacity(trimmed.len() * 2);
+    for &b in trimmed {
+        if b.is_ascii_alphanumeric() || b == b'-' || b == b'.' {
+            name.push(b as char);
+        } else {
+            name.push_str(&format!("_{b:02x}"));
+        }
+    }
+    Path::new(STATE_ROOT).join(if name.is_empty() {
+        "root".to_string()
+    } else {
+        name
+    })
+}
+
+/// The state of the device at `mountpoint`: under its own name, or under the name an
+/// earlier version gave it (separators folded to '_'), accepted only when the state itself
+/// names this mountpoint.
+fn state_of(mountpoint: &Path) -> Option<State> {
+    let dir = state_dir_for(mountpoint);
+    if let Some(s) = State::load(&dir) {
+        return Some(s);
+    }
+    let legacy: String = mountpoint
         .to_string_lossy()
         .trim_start_matches('/')
         .chars()
@@ -100,10 +132,10 @@ fn state_dir_for(mountpoint: &Path) -> PathBuf {
             }
         })
         .collect();
-    Path::new(STATE_ROOT).join(if name.is_empty() {
-        "root".to_string()
-    } else {
-        name
+    State::load(&Path::new(STATE_ROOT).join(legacy)).filter(|s| {
+        s.spec
+            .as_ref()
+            .is_some_and(|sp| sp.mountpoint == mountpoint)
     })
 }
 
@@ -257,6 +289,7 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
             spec.error_on
         )));
     }
+    check_backing(spec)?;
     let mp = &spec.mountpoint;
     if mp.exists() {
         if !mp.is_dir() {
@@ -281,7 +314,7 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
             )));
         }
     }
-    if state_dir_for(&absolute(mp)).join("state.json").exists() {
+    if state_of(&absolute(mp)).is_some() {
         return Err(EmulateError::Usage(format!(
             "{}: an emulated device is already recorded there (sinkrate emulate down {0})",
             mp.display()
@@ -305,6 +338,90 @@ fn mem_available() -> u64 {
         &std::fs::read_to_string("/proc/meminfo").unwrap_or_default(),
     );
     m.mem_available_bytes.or(m.mem_free_bytes).unwrap_or(0)
+}
+
+/// Where the device's data will live: the given backing file, a sparse file in the state
+/// directory when the size is beyond half of the available memory, or memory.
+fn backing_of(spec: &Spec, state_dir: &Path) -> Option<PathBuf> {
+    match &spec.backing_file {
+        Some(f) => Some(f.clone()),
+        None if spec.size_bytes > mem_available() / 2 => Some(state_dir.join("backing.img")),
+        None => None,
+    }
+}
+
+/// A backing file is never data someone else owns: one that holds bytes or a signature is
+/// overwritten only with --force, one in use (a loop device's backing file) never; and the
+/// device must fit where its data will live.
+fn check_backing(spec: &Spec) -> Result<(), EmulateError> {
+    let gb = |b: u64| b as f64 / 1e9;
+    let backing = backing_of(spec, &state_dir_for(&absolute(&spec.mountpoint)));
+    let Some(file) = backing else {
+        let available = mem_available();
+        // Memory-backed: nbdkit's memory plugin holds what is written, up to the size.
+        if spec.size_bytes > available {
+            return Err(EmulateError::Usage(format!(
+                "--size: {:.2} GB does not fit in the {:.2} GB of memory available (give --backing-file on a filesystem with room, or a smaller --size)",
+                gb(spec.size_bytes),
+                gb(available)
+            )));
+        }
+        return Ok(());
+    };
+    let existing = match std::fs::metadata(&file) {
+        Ok(m) if !m.is_file() => return Err(EmulateError::Usage(format!(
+            "--backing-file {}: is not a regular file (a device or directory is never used as one)",
+            file.display()
+        ))),
+        Ok(m) => Some(m.len()),
+        Err(_) => None,
+    };
+    if existing.is_some() {
+        let loops = sinkrate_sys::device::loops_backed_by(&sinkrate_sys::SysRoot::live(), &file);
+        if !loops.is_empty() {
+            return Err(EmulateError::Usage(format!(
+                "--backing-file {}: is in use as the backing file of {} (detach it first; it is never overwritten while in use)",
+                file.display(),
+                loops.join(", ")
+            )));
+        }
+        let found = sinkrate_sys::signature::of_file(&file)
+            .map_err(|e| step("backing file", format!("{}: {e}", file.display())))?;
+        let len = existing.unwrap_or(0);
+        if !spec.force && (found.is_some() || len > 0) {
+            let what = found.map_or_else(
+                || format!("{:.1} MB of data", len as f64 / 1e6),
+                |sig| sig.to_string(),
+            );
+            return Err(EmulateError::Usage(format!(
+                "--backing-file {}: holds {what}; emulate formats it (add --force to overwrite it)",
+                file.display()
+            )));
+        }
+    }
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    // The state directory is made later: ask the nearest directory that exists.
+    let dir = dir
+        .ancestors()
+        .find(|d| d.is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or(dir);
+    if let Ok(space) = sinkrate_sys::space(&dir) {
+        let room = space.available_bytes + existing.unwrap_or(0);
+        if spec.size_bytes > room {
+            return Err(EmulateError::Usage(format!(
+                "--size: {:.2} GB does not fit on the filesystem of {} ({:.2} GB free): the sparse file could fill it (a smaller --size, or --backing-file elsewhere)",
+                gb(spec.size_bytes),
+                file.display(),
+                gb(room)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Builds the stack. On failure, whatever was built is removed again.
@@ -356,11 +473,7 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
         cmd.arg("--filter=delay");
     }
     cmd.arg("--filter=rate");
-    let backing = match &spec.backing_file {
-        Some(f) => Some(f.clone()),
-        None if spec.size_bytes > mem_available() / 2 => Some(dir.join("backing.img")),
-        None => None,
-    };
+    let backing = backing_of(spec, &dir);
     match &backing {
         Some(file) => {
             if !file.exists() {
@@ -506,8 +619,7 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
 /// processes died.
 pub fn down(mountpoint: &Path) -> Result<State, EmulateError> {
     let mp = absolute(mountpoint);
-    let dir = state_dir_for(&mp);
-    let mut state = State::load(&dir).ok_or_else(|| {
+    let mut state = state_of(&mp).ok_or_else(|| {
         EmulateError::Usage(format!(
             "{}: no emulated device is recorded there (sinkrate emulate list shows what is up)",
             mp.display()

@@ -17,7 +17,7 @@ pub struct LogFile {
 
 impl LogFile {
     fn create(path: PathBuf) -> Result<LogFile, EngineError> {
-        let f = File::create(&path).map_err(|e| EngineError::io(&path, e))?;
+        let f = sinkrate_sys::output::create(&path).map_err(|e| EngineError::io(&path, e))?;
         Ok(LogFile {
             path,
             out: BufWriter::with_capacity(256 * 1024, f),

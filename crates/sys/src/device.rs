@@ -279,6 +279,23 @@ pub fn physical_disks(root: &SysRoot) -> Vec<String> {
     v
 }
 
+/// The loop devices whose backing file is `file` (compared by canonical path), as
+/// `/dev/loopN`.
+pub fn loops_backed_by(root: &SysRoot, file: &std::path::Path) -> Vec<String> {
+    let Ok(want) = std::fs::canonicalize(file) else {
+        return Vec::new();
+    };
+    root.list("/sys/block")
+        .into_iter()
+        .filter(|d| d.starts_with("loop"))
+        .filter(|d| {
+            root.attr(&format!("/sys/block/{d}/loop/backing_file"))
+                .is_some_and(|b| std::path::Path::new(b.trim_end_matches(" (deleted)")) == want)
+        })
+        .map(|d| format!("/dev/{d}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,9 @@
 
 pub mod device;
 pub mod mounts;
+pub mod output;
 pub mod root;
+pub mod signature;
 pub mod space;
 pub mod swaps;
 pub mod usb;

@@ -1,0 +1,303 @@
+//! What an adversarial user tries, grouped so that every new command adds its cases here:
+//! device nodes and other non-files as output paths, images that hold someone's data,
+//! state names that collide, sizes that would fill the host. Each case checks that the
+//! thing the user owns is exactly as it was.
+
+mod common;
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::{sinkrate_path, with_root};
+
+const EMULATE_TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
+
+fn sinkrate(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(sinkrate_path())
+        .args(args)
+        .output()
+        .expect("sinkrate runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A character device node equal to /dev/null (1:3), made where the test can see it.
+fn char_node(dir: &Path, name: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let c = std::ffi::CString::new(p.to_str().expect("utf8")).expect("cstring");
+    // SAFETY: mknod on a valid C string; root only (callers run under with_root).
+    let r = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+    assert_eq!(r, 0, "mknod: {}", std::io::Error::last_os_error());
+    p
+}
+
+fn is_char_device(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+#[test]
+fn a_device_node_is_never_written_or_renamed_over() {
+    with_root(
+        "a_device_node_is_never_written_or_renamed_over",
+        &[],
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let node = char_node(d.path(), "n");
+            let n = node.to_str().expect("utf8");
+            let dir = d.path().to_str().expect("utf8");
+            for args in [
+                vec!["watch", "--duration", "1s", "--prometheus", n],
+                vec!["watch", "--duration", "1s", "--csv", n],
+                vec!["watch", "--duration", "1s", "--output", n],
+                vec![
+                    "record",
+                    "--dir",
+                    dir,
+                    "--write-mode",
+                    "null",
+                    "--duration",
+                    "1s",
+                    "--output",
+                    n,
+                ],
+                vec![
+                    "record",
+                    "--dir",
+                    dir,
+                    "--write-mode",
+                    "null",
+                    "--duration",
+                    "1s",
+                    "--frames-log",
+                    n,
+                ],
+                vec![
+                    "bench",
+                    "--name=x",
+                    "--ioengine=null",
+                    "--size=1m",
+                    "--output",
+                    n,
+                ],
+                vec!["check", dir, "--quick", "--output", n],
+            ] {
+                let (code, _, err) = sinkrate(&args);
+                assert_eq!(code, Some(2), "{args:?}: {err}");
+                assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+                assert!(err.contains("character device"), "{args:?}: {err}");
+                assert!(is_char_device(&node), "{args:?} changed the node");
+            }
+            assert_eq!(common::files_in(d.path()), vec!["n"], "no file was left");
+        },
+    );
+}
+
+#[test]
+fn a_directory_or_fifo_as_output_is_refused_before_any_work() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().to_str().expect("utf8");
+    let fifo = d.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().expect("utf8")).expect("cstring");
+    // SAFETY: mkfifo on a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let f = fifo.to_str().expect("utf8");
+    for (args, what) in [
+        (
+            vec![
+                "bench",
+                "--name=x",
+                "--ioengine=null",
+                "--size=1m",
+                "--output",
+                dir,
+            ],
+            "directory",
+        ),
+        (
+            vec![
+                "record",
+                "--dir",
+                dir,
+                "--write-mode",
+                "null",
+                "--duration",
+                "5s",
+                "--output",
+                dir,
+            ],
+            "directory",
+        ),
+        (
+            vec![
+                "record",
+                "--dir",
+                dir,
+                "--write-mode",
+                "null",
+                "--duration",
+                "5s",
+                "--frames-log",
+                f,
+            ],
+            "FIFO",
+        ),
+    ] {
+        let t0 = std::time::Instant::now();
+        let (code, _, err) = sinkrate(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(what), "{args:?}: {err}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(2),
+            "{args:?} ran before refusing"
+        );
+    }
+    assert_eq!(common::files_in(d.path()), vec!["fifo"]);
+}
+
+/// An image that holds a filesystem with a file on it.
+fn image_with_a_file(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
+    let img = dir.join("owned.img");
+    let f = std::fs::File::create(&img).expect("image");
+    f.set_len(64 << 20).expect("size");
+    common::run("mkfs.ext4", &["-q", "-F", img.to_str().expect("utf8")]);
+    let bytes = std::fs::read(&img).expect("read image");
+    (img, bytes)
+}
+
+#[test]
+fn an_image_that_holds_a_filesystem_is_never_formatted_without_force() {
+    with_root(
+        "an_image_that_holds_a_filesystem_is_never_formatted_without_force",
+        EMULATE_TOOLS,
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let (img, before) = image_with_a_file(d.path());
+            let mp = d.path().join("mnt");
+            let (code, _, err) = sinkrate(&[
+                "emulate",
+                "up",
+                mp.to_str().expect("utf8"),
+                "--size",
+                "64M",
+                "--write-rate",
+                "20M",
+                "--backing-file",
+                img.to_str().expect("utf8"),
+            ]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("ext2/3/4") && err.contains("--force"), "{err}");
+            assert_eq!(
+                std::fs::read(&img).expect("read"),
+                before,
+                "the image is untouched"
+            );
+            // Plain bytes without a signature are data too.
+            let data = d.path().join("data.bin");
+            std::fs::write(&data, vec![7u8; 4096]).expect("data");
+            let (code, _, err) = sinkrate(&[
+                "emulate",
+                "up",
+                mp.to_str().expect("utf8"),
+                "--size",
+                "64M",
+                "--write-rate",
+                "20M",
+                "--backing-file",
+                data.to_str().expect("utf8"),
+            ]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("MB of data"), "{err}");
+            assert_eq!(std::fs::read(&data).expect("read"), vec![7u8; 4096]);
+            // Attached to a loop device: refused even with --force.
+            let lo = common::run(
+                "losetup",
+                &["--find", "--show", img.to_str().expect("utf8")],
+            );
+            let (code, _, err) = sinkrate(&[
+                "emulate",
+                "up",
+                mp.to_str().expect("utf8"),
+                "--size",
+                "64M",
+                "--write-rate",
+                "20M",
+                "--backing-file",
+                img.to_str().expect("utf8"),
+                "--force",
+            ]);
+            common::run("losetup", &["-d", &lo]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("in use") && err.contains(&lo), "{err}");
+            assert_eq!(std::fs::read(&img).expect("read"), before);
+        },
+    );
+}
+
+#[test]
+fn two_mountpoints_never_share_a_device_state() {
+    with_root(
+        "two_mountpoints_never_share_a_device_state",
+        EMULATE_TOOLS,
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let a = d.path().join("x_y");
+            let b = d.path().join("x").join("y");
+            let (code, _, err) = sinkrate(&[
+                "emulate",
+                "up",
+                a.to_str().expect("utf8"),
+                "--size",
+                "64M",
+                "--write-rate",
+                "20M",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            std::fs::write(a.join("keep.txt"), b"mine").expect("a file on the device");
+            let (code, _, err) = sinkrate(&["emulate", "down", b.to_str().expect("utf8")]);
+            let still = std::fs::read(a.join("keep.txt")).ok();
+            let (down, _, down_err) = sinkrate(&["emulate", "down", a.to_str().expect("utf8")]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("no emulated device"), "{err}");
+            assert_eq!(
+                still.as_deref(),
+                Some(&b"mine"[..]),
+                "x_y's device survived"
+            );
+            assert_eq!(down, Some(0), "{down_err}");
+        },
+    );
+}
+
+#[test]
+fn a_device_larger_than_its_backing_filesystem_is_refused_with_the_figures() {
+    with_root(
+        "a_device_larger_than_its_backing_filesystem_is_refused_with_the_figures",
+        EMULATE_TOOLS,
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "noatime");
+            let img = fs.path().join("big.img");
+            let d = tempfile::tempdir().expect("tempdir");
+            let (code, _, err) = sinkrate(&[
+                "emulate",
+                "up",
+                d.path().join("mnt").to_str().expect("utf8"),
+                "--size",
+                "1T",
+                "--write-rate",
+                "20M",
+                "--backing-file",
+                img.to_str().expect("utf8"),
+            ]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(
+                err.contains("does not fit") && err.contains("GB free"),
+                "{err}"
+            );
+            assert!(!img.exists(), "no sparse file was made");
+        },
+    );
+}
