@@ -14,6 +14,7 @@ use sinkrate_check::CheckReport;
 use sinkrate_model::{Envelope, RunKind, Verdict};
 use sinkrate_record::find_max::FindMaxReport;
 use sinkrate_record::report::{RecordReport, RecordRun};
+use sinkrate_report::bench_types::BenchReport;
 use sinkrate_sampler::watch::WatchReport;
 
 use common::sinkrate_path;
@@ -214,4 +215,47 @@ fn documents_of_another_kind_or_schema_are_refused_by_name() {
         Envelope::<RecordReport>::from_json(b"{\"schema\": \"sinkrate.run/7\"}", RunKind::Record)
             .expect_err("unknown schema");
     assert!(err.to_string().contains("sinkrate.run/7"), "{err}");
+}
+
+#[test]
+fn bench_results_round_trip_and_keep_fio_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = format!("--directory={}", dir.path().display());
+    for format in ["json", "json+"] {
+        let bytes = run_json(&[
+            "bench",
+            "--name=rt",
+            "--rw=write",
+            "--bs=4k",
+            "--size=4m",
+            "--runtime=2",
+            &d,
+            &format!("--output-format={format}"),
+        ]);
+        let run: Envelope<BenchReport> = round_trip(&bytes, RunKind::Bench);
+        let job = &run.result.jobs[0];
+        assert_eq!(job.write.io_bytes, 4 << 20, "{format}");
+        assert_eq!(job.write.clat_ns.bins.is_some(), format == "json+");
+        assert!(job.write.clat_ns.percentile.is_some());
+        assert!(
+            job.sinkrate.flush.is_some(),
+            "buffered writes carry the flush"
+        );
+        assert_eq!(
+            run.result.config.jobs[0].options.size,
+            Some(sinkrate_jobspec::options::SizeSpec::Bytes(4 << 20))
+        );
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("\"secs\"") && !text.contains("\"nanos\""));
+        assert!(text.contains("\"fio version\""));
+    }
+}
+
+#[test]
+fn bench_results_written_before_units_were_in_the_keys_still_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results");
+    let bytes = std::fs::read(dir.join("bench-before-units.json")).expect("fixture");
+    let run: Envelope<BenchReport> = Envelope::from_json(&bytes, RunKind::Bench).expect("bench");
+    assert_eq!(run.result.jobs[0].write.io_bytes, 4 << 20);
+    assert!(run.result.config.jobs[0].options.ramp_time.is_zero());
 }

@@ -400,9 +400,9 @@ pub struct EmulateUpArgs {
     /// Added to every read request (e.g. 500us)
     #[arg(long)]
     pub read_latency: Option<String>,
-    /// Filesystem: ext4, xfs, btrfs, vfat
-    #[arg(long, default_value = "ext4")]
-    pub fs: String,
+    /// Filesystem to make on the device
+    #[arg(long, value_enum, default_value_t = values::EmulateFs::Ext4)]
+    pub fs: values::EmulateFs,
     /// Extra mkfs options, as one string (e.g. "-O ^has_journal")
     #[arg(long, allow_hyphen_values = true)]
     pub mkfs_opts: Option<String>,
@@ -412,12 +412,12 @@ pub struct EmulateUpArgs {
     /// Share of requests that fail once mounted, 0 to 1 (e.g. 0.01)
     #[arg(long)]
     pub error_rate: Option<String>,
-    /// The error injected: EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN
-    #[arg(long, default_value = "EIO")]
-    pub error: String,
-    /// Which requests fail: all, writes, reads
-    #[arg(long, default_value = "all", value_parser = ["all", "writes", "reads"])]
-    pub error_on: String,
+    /// The error injected
+    #[arg(long, value_enum, default_value_t = values::InjectedError::Eio)]
+    pub error: values::InjectedError,
+    /// Which requests fail
+    #[arg(long, value_enum, default_value_t = values::ErrorOn::All)]
+    pub error_on: values::ErrorOn,
     /// Keep the data in this sparse file instead of memory (used anyway for sizes beyond half of RAM)
     #[arg(long)]
     pub backing_file: Option<PathBuf>,

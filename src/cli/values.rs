@@ -115,3 +115,40 @@ impl From<FindMaxArg> for sinkrate_record::find_max::Searched {
         }
     }
 }
+
+/// `emulate up --fs`: the filesystems emulate can make (mkfs.NAME must be installed, and the
+/// kernel must support it: both are checked before anything is set up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EmulateFs {
+    Ext4,
+    Xfs,
+    Btrfs,
+    Vfat,
+}
+
+/// `emulate up --error`: the errno a failing request returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum InjectedError {
+    Eio,
+    Enospc,
+    Eperm,
+    Enomem,
+    Einval,
+    Eshutdown,
+}
+
+/// `emulate up --error-on`: which requests fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ErrorOn {
+    All,
+    Writes,
+    Reads,
+}
+
+/// The name a value has on the command line (and in emulate's device state).
+pub fn value_name(v: impl clap::ValueEnum) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}

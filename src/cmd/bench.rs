@@ -170,17 +170,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             OutputFormat::Json | OutputFormat::JsonPlus => {
                 let mut doc =
                     sinkrate_report::fio_json::run_document(&run, *f == OutputFormat::JsonPlus);
-                if let (Some((s, interval, summary)), Some(obj)) = (&sampled, doc.as_object_mut()) {
-                    obj.insert(
-                        "sampler".into(),
-                        serde_json::json!({
-                            "interval_ns": interval.as_nanos() as u64,
-                            "devices": s.devices,
-                            "notes": s.notes,
-                            "summary": summary,
-                            "timeline": s.timeline,
-                        }),
-                    );
+                if let Some((s, interval, summary)) = &sampled {
+                    doc.result.sampler = Some(sinkrate_report::bench_types::BenchSampler {
+                        interval_ns: interval.as_nanos() as u64,
+                        devices: s.devices.clone(),
+                        notes: s.notes.clone(),
+                        summary: summary.clone(),
+                        timeline: s.timeline.clone(),
+                    });
                 }
                 out.extend(serde_json::to_vec_pretty(&doc)?);
                 out.push(b'\n');

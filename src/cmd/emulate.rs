@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use sinkrate_emulate::{models, units, Spec};
 
+use crate::cli::values::value_name;
 use crate::cli::{EmulateAction, EmulateUpArgs};
 
 pub fn run(action: EmulateAction) -> Result<ExitCode> {
@@ -83,7 +84,7 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
             rate_bytes_per_s: write_rate,
             write_latency_us: write_latency.as_micros() as u64,
             read_latency_us: read_latency.as_micros() as u64,
-            fs: args.fs.clone(),
+            fs: value_name(args.fs),
             mkfs_opts: args
                 .mkfs_opts
                 .as_deref()
@@ -91,8 +92,8 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
                 .unwrap_or_default(),
             mount_opts: args.mount_opts.clone(),
             error_rate,
-            error_kind: args.error.clone(),
-            error_on: args.error_on.clone(),
+            error_kind: value_name(args.error),
+            error_on: value_name(args.error_on),
             backing_file: args.backing_file.clone(),
             force: args.force,
             burstiness_s: args.burstiness,

@@ -369,10 +369,12 @@ fn check_backing(spec: &Spec) -> Result<(), EmulateError> {
         return Ok(());
     };
     let existing = match std::fs::metadata(&file) {
-        Ok(m) if !m.is_file() => return Err(EmulateError::Usage(format!(
+        Ok(m) if !m.is_file() => {
+            return Err(EmulateError::Usage(format!(
             "--backing-file {}: is not a regular file (a device or directory is never used as one)",
             file.display()
-        ))),
+        )))
+        }
         Ok(m) => Some(m.len()),
         Err(_) => None,
     };

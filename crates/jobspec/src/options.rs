@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::units::{
     parse_bool, parse_int, parse_percent, parse_size, parse_time, KbBase, TimeUnit,
@@ -13,14 +13,14 @@ use crate::units::{
 pub const READ: usize = 0;
 pub const WRITE: usize = 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pattern {
     Sequential,
     Random,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     Read,
@@ -28,7 +28,7 @@ pub enum Direction {
     Mixed,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadWrite {
     pub pattern: Pattern,
     pub direction: Direction,
@@ -54,7 +54,7 @@ impl ReadWrite {
 }
 
 /// The I/O engines sinkrate has a backend for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     Sync,
@@ -108,7 +108,7 @@ impl Engine {
 pub const SUPPORTED_ENGINES: &str =
     "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, falloc (libaio and posixaio run on io_uring)";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SyncMode {
     None,
@@ -116,7 +116,7 @@ pub enum SyncMode {
     Dsync,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Fallocate {
     None,
@@ -126,14 +126,14 @@ pub enum Fallocate {
     Truncate,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RateProcess {
     Linear,
     Poisson,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinktimeBlocksType {
     Complete,
@@ -141,7 +141,7 @@ pub enum ThinktimeBlocksType {
 }
 
 /// Size given as bytes or as a percentage of the file or device.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SizeSpec {
     Bytes(u64),
@@ -149,7 +149,7 @@ pub enum SizeSpec {
 }
 
 /// Steady-state detection (`ss=iops:10%`, `ss=bw_slope:0.1%`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SteadyState {
     pub metric: SteadyMetric,
     pub slope: bool,
@@ -158,7 +158,7 @@ pub struct SteadyState {
     pub percent: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SteadyMetric {
     Iops,
@@ -166,14 +166,14 @@ pub enum SteadyMetric {
 }
 
 /// A log that a job writes in fio's log format.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogRequest {
     /// fio's file-name prefix: `PREFIX_bw.N.log`.
     pub prefix: String,
 }
 
 /// Every option of one job, typed and with fio's defaults.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
     pub name: String,
     pub description: Option<String>,
@@ -224,22 +224,36 @@ pub struct JobOptions {
     pub randrepeat: bool,
     #[serde(
         rename = "runtime_s",
+        alias = "runtime",
         with = "crate::units::serde_seconds::opt_seconds"
     )]
     pub runtime: Option<Duration>,
     pub time_based: bool,
-    #[serde(rename = "ramp_time_s", with = "crate::units::serde_seconds::seconds")]
+    #[serde(
+        rename = "ramp_time_s",
+        alias = "ramp_time",
+        with = "crate::units::serde_seconds::seconds"
+    )]
     pub ramp_time: Duration,
-    #[serde(rename = "startdelay_s", with = "crate::units::serde_seconds::seconds")]
+    #[serde(
+        rename = "startdelay_s",
+        alias = "startdelay",
+        with = "crate::units::serde_seconds::seconds"
+    )]
     pub startdelay: Duration,
     pub rate: [u64; 2],
     pub rate_iops: [u64; 2],
     pub rate_min: [u64; 2],
     pub rate_process: RateProcess,
-    #[serde(rename = "thinktime_s", with = "crate::units::serde_seconds::seconds")]
+    #[serde(
+        rename = "thinktime_s",
+        alias = "thinktime",
+        with = "crate::units::serde_seconds::seconds"
+    )]
     pub thinktime: Duration,
     #[serde(
         rename = "thinktime_spin_s",
+        alias = "thinktime_spin",
         with = "crate::units::serde_seconds::seconds"
     )]
     pub thinktime_spin: Duration,
@@ -247,24 +261,35 @@ pub struct JobOptions {
     pub thinktime_blocks_type: ThinktimeBlocksType,
     #[serde(
         rename = "max_latency_s",
+        alias = "max_latency",
         with = "crate::units::serde_seconds::opt_seconds"
     )]
     pub max_latency: Option<Duration>,
     #[serde(
         rename = "latency_target_s",
+        alias = "latency_target",
         with = "crate::units::serde_seconds::opt_seconds"
     )]
     pub latency_target: Option<Duration>,
     #[serde(
         rename = "latency_window_s",
+        alias = "latency_window",
         with = "crate::units::serde_seconds::seconds"
     )]
     pub latency_window: Duration,
     pub latency_percentile: f64,
     pub ss: Option<SteadyState>,
-    #[serde(rename = "ss_dur_s", with = "crate::units::serde_seconds::opt_seconds")]
+    #[serde(
+        rename = "ss_dur_s",
+        alias = "ss_dur",
+        with = "crate::units::serde_seconds::opt_seconds"
+    )]
     pub ss_dur: Option<Duration>,
-    #[serde(rename = "ss_ramp_s", with = "crate::units::serde_seconds::seconds")]
+    #[serde(
+        rename = "ss_ramp_s",
+        alias = "ss_ramp",
+        with = "crate::units::serde_seconds::seconds"
+    )]
     pub ss_ramp: Duration,
     pub zero_buffers: bool,
     pub refill_buffers: bool,

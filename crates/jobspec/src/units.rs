@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// How unit prefixes in sizes are read (fio's `kb_base`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum KbBase {
     /// fio's default "compatibility mode": `k`/`kb` are 1024, `kib` is 1000.
     Compat1024,

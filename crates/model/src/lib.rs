@@ -113,7 +113,7 @@ fn merge_samples(into: &mut Vec<f64>, from: &[f64]) {
 
 /// What became of buffered writes once the job stopped: the honest half of a buffered
 /// write figure.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct FlushResult {
     /// Distinct bytes the job's writes can have dirtied: at most the regions it wrote.
     pub footprint_bytes: u64,
@@ -126,7 +126,7 @@ pub struct FlushResult {
 }
 
 /// Steady-state detection outcome (`ss=`).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SteadyStateResult {
     pub attained: bool,
     pub criterion: String,
@@ -136,7 +136,7 @@ pub struct SteadyStateResult {
 }
 
 /// Latency-target outcome (`latency_target=`).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct LatencyTargetResult {
     pub depth: u32,
     pub windows: u64,

@@ -1,6 +1,7 @@
 //! Exporters. They read a finished run and never touch the system: the time of day and
 //! anything else they print comes from the run itself.
 
+pub mod bench_types;
 pub mod fio_json;
 pub mod format;
 pub mod groups;

@@ -1,0 +1,184 @@
+//! `sinkrate bench`'s JSON as types: fio's document (`"fio version"`, `jobs[]` with
+//! `read`/`write`/`trim`, `clat_ns.percentile`, `latency_us`, ...) inside the run envelope, so
+//! scripts written for fio's JSON read ours and `report`, `compare` and `tune` read it back
+//! through the same types. Key names are fio's, units in the keys as fio has them.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use sinkrate_jobspec::JobOptions;
+use sinkrate_model::{Envelope, LatencyTargetResult, TargetFacts};
+
+/// A bench run's result inside the run envelope.
+pub type BenchRunDoc = Envelope<BenchReport>;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    #[serde(rename = "fio version")]
+    pub fio_version: String,
+    /// Seconds since the epoch (fio's).
+    pub timestamp: u64,
+    /// fio's ctime-style start time.
+    pub time: String,
+    pub elapsed_ns: u64,
+    pub targets: Vec<TargetFacts>,
+    pub config: BenchConfig,
+    #[serde(rename = "global options")]
+    pub global_options: IndexMap<String, String>,
+    pub jobs: Vec<FioJob>,
+    pub disk_util: Vec<serde_json::Value>,
+    /// What the page cache and the devices did while the jobs ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<BenchSampler>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchSampler {
+    pub interval_ns: u64,
+    pub devices: Vec<String>,
+    pub notes: Vec<String>,
+    pub summary: sinkrate_sampler::Summary,
+    pub timeline: Vec<sinkrate_sampler::Sample>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchConfig {
+    pub jobs: Vec<ConfigJob>,
+}
+
+/// One job as it ran, every option resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigJob {
+    pub job_number: u32,
+    pub name: String,
+    pub group: u32,
+    pub options: JobOptions,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FioJob {
+    pub jobname: String,
+    pub groupid: u32,
+    pub job_start: u64,
+    pub error: i32,
+    pub eta: u64,
+    /// Seconds, rounded up (fio's).
+    pub elapsed: u64,
+    #[serde(rename = "job options")]
+    pub job_options: IndexMap<String, String>,
+    pub read: FioDirection,
+    pub write: FioDirection,
+    pub trim: FioDirection,
+    pub sync: FioSync,
+    /// Milliseconds.
+    pub job_runtime: u64,
+    pub usr_cpu: f64,
+    pub sys_cpu: f64,
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+    pub iodepth_level: IndexMap<String, f64>,
+    pub iodepth_submit: IndexMap<String, f64>,
+    pub iodepth_complete: IndexMap<String, f64>,
+    pub latency_ns: IndexMap<String, f64>,
+    pub latency_us: IndexMap<String, f64>,
+    pub latency_ms: IndexMap<String, f64>,
+    pub latency_depth: u32,
+    pub latency_target: u64,
+    pub latency_percentile: f64,
+    pub latency_window: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<FioSteadyState>,
+    /// What sinkrate reports beyond fio.
+    pub sinkrate: JobExtras,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FioDirection {
+    pub io_bytes: u64,
+    pub io_kbytes: u64,
+    pub bw_bytes: u64,
+    /// KiB/s.
+    pub bw: u64,
+    pub iops: f64,
+    /// Milliseconds.
+    pub runtime: u64,
+    pub total_ios: u64,
+    pub short_ios: u64,
+    pub drop_ios: u64,
+    pub slat_ns: FioLatency,
+    pub clat_ns: FioLatency,
+    pub lat_ns: FioLatency,
+    pub bw_min: u64,
+    pub bw_max: u64,
+    pub bw_agg: f64,
+    pub bw_mean: f64,
+    pub bw_dev: f64,
+    pub bw_samples: u64,
+    pub iops_min: u64,
+    pub iops_max: u64,
+    pub iops_mean: f64,
+    pub iops_stddev: f64,
+    pub iops_samples: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FioLatency {
+    pub min: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub stddev: f64,
+    #[serde(rename = "N")]
+    pub n: u64,
+    /// `"99.000000": ns`, for the job's percentile_list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<IndexMap<String, u64>>,
+    /// `json+`: the histogram's buckets, `"value_ns": count`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bins: Option<IndexMap<String, u64>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FioSync {
+    pub total_ios: u64,
+    pub lat_ns: FioLatency,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FioSteadyState {
+    pub ss: String,
+    pub duration: u64,
+    pub attained: u8,
+    pub criterion: String,
+    pub max_deviation: f64,
+    pub slope: f64,
+    pub data: FioSteadyStateData,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FioSteadyStateData {
+    pub samples: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobExtras {
+    pub jobs_merged: u32,
+    pub ioengine: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush: Option<FlushExtras>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<LatencyTargetResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_done: Option<u64>,
+}
+
+/// What became of buffered writes: the rate the application saw and the rate at which data
+/// reached the device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlushExtras {
+    pub unwritten_at_end_bytes: Option<u64>,
+    pub flush_ns: u64,
+    pub device_bytes_per_s: f64,
+    pub application_bytes_per_s: f64,
+}
