@@ -301,3 +301,49 @@ fn a_device_larger_than_its_backing_filesystem_is_refused_with_the_figures() {
         },
     );
 }
+
+#[test]
+fn a_recording_that_failed_never_says_it_keeps_up() {
+    with_root(
+        "a_recording_that_failed_never_says_it_keeps_up",
+        &["mkfs.ext4"],
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "ro");
+            let dir = fs.path().to_str().expect("utf8");
+            let args = [
+                "record",
+                "--dir",
+                dir,
+                "--fps",
+                "10",
+                "--frame-size",
+                "64k",
+                "--duration",
+                "1s",
+                "--live",
+                "never",
+            ];
+            let (code, text, err) = sinkrate(&args);
+            assert_eq!(code, Some(2), "{text}{err}");
+            assert!(text.contains("VERDICT  FAILED"), "{text}");
+            assert!(
+                !text.contains("KEEPS UP") && !text.contains("headroom"),
+                "{text}"
+            );
+            let mut json_args = args.to_vec();
+            json_args.extend(["--output-format", "json"]);
+            let (code, out, _) = sinkrate(&json_args);
+            assert_eq!(code, Some(2));
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["verdict"], "failed");
+            assert!(v["headroom"].is_null());
+            assert!(
+                v["error"]["what"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("Read-only")),
+                "{}",
+                v["error"]
+            );
+        },
+    );
+}

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sinkrate_check::{CheckConfig, CheckError, Phase, Plan};
+use sinkrate_record::session::SessionError;
 
 use crate::cli::values::{OutputFormat, When, WriteModeArg};
 use crate::cli::CheckArgs;
@@ -201,6 +202,9 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         Err(CheckError::Interrupted) => {
             eprintln!("sinkrate: check interrupted; its test files are removed");
             return Ok(ExitCode::from(130));
+        }
+        Err(CheckError::Recording(e @ SessionError::NoSpace { .. })) => {
+            return Err(anyhow!("{e} (free some space, or check with --quick)"))
         }
         Err(CheckError::Recording(e)) => return Err(super::record::refusal(e)),
         Err(e) => return Err(anyhow!(e)),

@@ -308,6 +308,19 @@ pub const DEFAULT_PERCENTILES: [f64; 17] = [
     99.99,
 ];
 
+impl JobOptions {
+    /// Bandwidth and IOPS are sampled every 500 ms (fio's), or every `log_avg_msec` when
+    /// that is shorter.
+    pub fn bw_sample_period_ns(&self) -> u64 {
+        const FIO_PERIOD_NS: u64 = 500_000_000;
+        if self.log_avg_msec > 0 {
+            (self.log_avg_msec * 1_000_000).min(FIO_PERIOD_NS)
+        } else {
+            FIO_PERIOD_NS
+        }
+    }
+}
+
 impl Default for JobOptions {
     fn default() -> Self {
         JobOptions {

@@ -171,6 +171,28 @@ pub struct JobExtras {
     pub latency_target: Option<LatencyTargetResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_done: Option<u64>,
+    /// Bandwidth and IOPS per sampling interval, for pictures of the run over time.
+    #[serde(default)]
+    pub series: JobSeries,
+    /// Completion-latency histograms as `[value_ns, count]` pairs (json+ has them as fio's
+    /// `bins` too).
+    #[serde(default)]
+    pub clat_histogram_ns: DirectionPairs,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobSeries {
+    pub interval_ms: u64,
+    pub read_bytes_per_s: Vec<f64>,
+    pub write_bytes_per_s: Vec<f64>,
+    pub read_iops: Vec<f64>,
+    pub write_iops: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionPairs {
+    pub read: Vec<(u64, u64)>,
+    pub write: Vec<(u64, u64)>,
 }
 
 /// What became of buffered writes: the rate the application saw and the rate at which data

@@ -10,8 +10,8 @@ use sinkrate_model::{
 use sinkrate_stats::{BucketUnit, LatencyRecorder};
 
 use crate::bench_types::{
-    BenchConfig, BenchReport, BenchRunDoc, ConfigJob, FioDirection, FioJob, FioLatency,
-    FioSteadyState, FioSteadyStateData, FioSync, FlushExtras, JobExtras,
+    BenchConfig, BenchReport, BenchRunDoc, ConfigJob, DirectionPairs, FioDirection, FioJob,
+    FioLatency, FioSteadyState, FioSteadyStateData, FioSync, FlushExtras, JobExtras, JobSeries,
 };
 use crate::format::ms;
 use crate::groups::apply_group_reporting;
@@ -200,6 +200,17 @@ pub fn job_object(
             }),
             latency_target: job.latency_target.clone(),
             files_done: (job.files_done > 0).then_some(job.files_done),
+            series: JobSeries {
+                interval_ms: o.bw_sample_period_ns() / 1_000_000,
+                read_bytes_per_s: job.read.bw_samples.clone(),
+                write_bytes_per_s: job.write.bw_samples.clone(),
+                read_iops: job.read.iops_samples.clone(),
+                write_iops: job.write.iops_samples.clone(),
+            },
+            clat_histogram_ns: DirectionPairs {
+                read: job.read.clat.bins(),
+                write: job.write.clat.bins(),
+            },
         },
     }
 }

@@ -11,11 +11,7 @@ use super::*;
 
 /// Bandwidth/IOPS sampling period: fio's 500 ms, or log_avg_msec when that is shorter.
 pub(super) fn sample_period_ns(o: &JobOptions) -> u64 {
-    if o.log_avg_msec > 0 {
-        (o.log_avg_msec * 1_000_000).min(SAMPLE_PERIOD_NS)
-    } else {
-        SAMPLE_PERIOD_NS
-    }
+    o.bw_sample_period_ns()
 }
 
 pub(super) fn steady_state_criterion(ss: &sinkrate_jobspec::options::SteadyState) -> String {
