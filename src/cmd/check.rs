@@ -76,7 +76,11 @@ fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
     }
     flags.extend(args.record_flags.iter().cloned());
     let record_args = crate::cli::record_config::args_from_flags(&flags)?;
-    let session = crate::cli::record_config::session(&record_args)?;
+    let mut session = crate::cli::record_config::session(&record_args)?;
+    if !given(STREAM_FLAGS) {
+        // The profile's name (or the bitrate) heads check's table, as audit names it.
+        session.label = super::audit::stream_rate(&args.rate)?.0;
+    }
     if session.record.write_mode == sinkrate_record::config::WriteMode::Null {
         return Err(anyhow!(
             "--write-mode null after --: writes nothing, so it cannot check storage"

@@ -198,6 +198,22 @@ mod tests {
     }
 
     #[test]
+    fn floats_read_back_exactly() {
+        // serde_json's default float parser is off by an ulp on some values; results must
+        // read back as they were written (the workspace enables float_roundtrip).
+        for v in [
+            98.305_084_745_762_71_f64,
+            0.1 + 0.2,
+            1.0 / 3.0,
+            5102606.541115471,
+        ] {
+            let text = serde_json::to_string(&v).expect("serialize");
+            let back: f64 = serde_json::from_str(&text).expect("parse");
+            assert_eq!(back.to_bits(), v.to_bits(), "{text}");
+        }
+    }
+
+    #[test]
     fn rfc3339_dates() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(951_782_400_123), "2000-02-29T00:00:00.123Z");
