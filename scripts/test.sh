@@ -16,7 +16,7 @@ echo "== cargo clippy"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 echo "== cargo test"
 # One test binary at a time uses loop devices and mounts; their tests serialise themselves.
-cargo test --locked --workspace --release -- --test-threads=2
+cargo test --locked --workspace --profile test-release -- --test-threads=2
 
 if [ -s "$SINKRATE_SKIP_LOG" ]; then
   echo "== skipped tests:"
