@@ -137,6 +137,13 @@ fn paths_that_cannot_be_tested_get_one_line_and_exit_2() {
     );
     assert!(err.contains("fs.pseudo"), "the audit still ran: {err}");
     assert!(!report.exists());
+    // A file is audited and refused in check's words, not with record's --dir.
+    let file = reports.path().join("a-file");
+    std::fs::write(&file, b"x").expect("file");
+    let (code, text, _) = check(&file, &report);
+    assert_eq!(code, Some(2), "{text}");
+    let last = text.lines().last().unwrap_or("");
+    assert!(last.contains("is not a directory") && !text.contains("--dir"), "{text}");
 }
 
 #[test]

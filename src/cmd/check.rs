@@ -58,7 +58,9 @@ fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
             .iter()
             .any(|f| names.contains(&flag_name(f)))
     };
-    let mut flags: Vec<String> = vec!["--dir".into(), args.path.display().to_string()];
+    // The check session puts the recording in the checked directory; a path that is not one
+    // gets the audit and its own line there, not a --dir message from record's flags.
+    let mut flags: Vec<String> = vec!["--dir".into(), ".".into()];
     if !given(&["--write-mode"]) {
         if args.write_mode == WriteModeArg::Null {
             return Err(anyhow!(
