@@ -25,6 +25,21 @@ fn sinkrate(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// `sinkrate emulate up MP --size 64M --write-rate 20M EXTRA...`.
+fn emulate_up(mp: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec![
+        "emulate",
+        "up",
+        mp.to_str().expect("utf8"),
+        "--size",
+        "64M",
+        "--write-rate",
+        "20M",
+    ];
+    args.extend_from_slice(extra);
+    sinkrate(&args)
+}
+
 /// A character device node equal to /dev/null (1:3), made where the test can see it.
 fn char_node(dir: &Path, name: &str) -> std::path::PathBuf {
     let p = dir.join(name);
@@ -177,17 +192,7 @@ fn an_image_that_holds_a_filesystem_is_never_formatted_without_force() {
             let d = tempfile::tempdir().expect("tempdir");
             let (img, before) = image_with_a_file(d.path());
             let mp = d.path().join("mnt");
-            let (code, _, err) = sinkrate(&[
-                "emulate",
-                "up",
-                mp.to_str().expect("utf8"),
-                "--size",
-                "64M",
-                "--write-rate",
-                "20M",
-                "--backing-file",
-                img.to_str().expect("utf8"),
-            ]);
+            let (code, _, err) = emulate_up(&mp, &["--backing-file", img.to_str().expect("utf8")]);
             assert_eq!(code, Some(2), "{err}");
             assert!(err.contains("ext2/3/4") && err.contains("--force"), "{err}");
             assert_eq!(
@@ -198,17 +203,7 @@ fn an_image_that_holds_a_filesystem_is_never_formatted_without_force() {
             // Plain bytes without a signature are data too.
             let data = d.path().join("data.bin");
             std::fs::write(&data, vec![7u8; 4096]).expect("data");
-            let (code, _, err) = sinkrate(&[
-                "emulate",
-                "up",
-                mp.to_str().expect("utf8"),
-                "--size",
-                "64M",
-                "--write-rate",
-                "20M",
-                "--backing-file",
-                data.to_str().expect("utf8"),
-            ]);
+            let (code, _, err) = emulate_up(&mp, &["--backing-file", data.to_str().expect("utf8")]);
             assert_eq!(code, Some(2), "{err}");
             assert!(err.contains("MB of data"), "{err}");
             assert_eq!(std::fs::read(&data).expect("read"), vec![7u8; 4096]);
@@ -217,18 +212,10 @@ fn an_image_that_holds_a_filesystem_is_never_formatted_without_force() {
                 "losetup",
                 &["--find", "--show", img.to_str().expect("utf8")],
             );
-            let (code, _, err) = sinkrate(&[
-                "emulate",
-                "up",
-                mp.to_str().expect("utf8"),
-                "--size",
-                "64M",
-                "--write-rate",
-                "20M",
-                "--backing-file",
-                img.to_str().expect("utf8"),
-                "--force",
-            ]);
+            let (code, _, err) = emulate_up(
+                &mp,
+                &["--backing-file", img.to_str().expect("utf8"), "--force"],
+            );
             common::run("losetup", &["-d", &lo]);
             assert_eq!(code, Some(2), "{err}");
             assert!(err.contains("in use") && err.contains(&lo), "{err}");
@@ -246,15 +233,7 @@ fn two_mountpoints_never_share_a_device_state() {
             let d = tempfile::tempdir().expect("tempdir");
             let a = d.path().join("x_y");
             let b = d.path().join("x").join("y");
-            let (code, _, err) = sinkrate(&[
-                "emulate",
-                "up",
-                a.to_str().expect("utf8"),
-                "--size",
-                "64M",
-                "--write-rate",
-                "20M",
-            ]);
+            let (code, _, err) = emulate_up(&a, &[]);
             assert_eq!(code, Some(0), "{err}");
             std::fs::write(a.join("keep.txt"), b"mine").expect("a file on the device");
             let (code, _, err) = sinkrate(&["emulate", "down", b.to_str().expect("utf8")]);

@@ -143,7 +143,10 @@ fn paths_that_cannot_be_tested_get_one_line_and_exit_2() {
     let (code, text, _) = check(&file, &report);
     assert_eq!(code, Some(2), "{text}");
     let last = text.lines().last().unwrap_or("");
-    assert!(last.contains("is not a directory") && !text.contains("--dir"), "{text}");
+    assert!(
+        last.contains("is not a directory") && !text.contains("--dir"),
+        "{text}"
+    );
 }
 
 #[test]

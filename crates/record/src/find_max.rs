@@ -162,6 +162,16 @@ pub fn search(
         probes.push(p);
         Ok(r.verdict == Verdict::KeepsUp)
     };
+    let nothing_kept_up = |probes: Vec<Probe>| {
+        report(
+            what,
+            None,
+            false,
+            raw_direct_write_bytes_per_s,
+            base,
+            probes,
+        )
+    };
     let start = start_value(base, what)?;
     let limit = if integer {
         f64::from(MAX_STREAMS)
@@ -176,14 +186,7 @@ pub fn search(
         low /= 2.0;
         tries += 1;
         if (integer && low < 1.0) || tries > 12 {
-            return Ok(report(
-                what,
-                None,
-                false,
-                raw_direct_write_bytes_per_s,
-                base,
-                probes,
-            ));
+            return Ok(nothing_kept_up(probes));
         }
     }
     let mut high = (low * 2.0).min(limit);
@@ -231,14 +234,7 @@ pub fn search(
             best * 0.95
         };
         if !probe(best, &mut probes)? {
-            return Ok(report(
-                what,
-                None,
-                false,
-                raw_direct_write_bytes_per_s,
-                base,
-                probes,
-            ));
+            return Ok(nothing_kept_up(probes));
         }
     }
     Ok(report(
