@@ -10,9 +10,11 @@ use sinkrate_engine::RunOptions;
 use sinkrate_jobspec::{build_job_set, JobSet, JobSources};
 use sinkrate_report::OutputFormat;
 
-use sinkrate_sampler::{analyse, Sampler, SamplerConfig, SamplerOutput, Summary};
+use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
 
 use crate::cli::BenchArgs;
+use crate::export::bench::{BenchJson, BenchResult, BenchTerse, BenchText};
+use crate::export::Exporter;
 
 /// The job `sinkrate bench` runs with no job file and no options: what a recorder needs to
 /// know first, the device's sustained sequential write rate with the page cache out of the
@@ -158,32 +160,18 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     for n in run.notices.iter().skip(announced) {
         eprintln!("sinkrate: note: {n}");
     }
+    let result = BenchResult {
+        run: &run,
+        sampled: sampled.as_ref().map(|(s, i, sum)| (s, *i, sum)),
+    };
     let mut out = Vec::new();
     for f in &formats {
-        match f {
-            OutputFormat::Normal => {
-                out.extend(sinkrate_report::text::render(&run).into_bytes());
-                if let Some((s, _, summary)) = &sampled {
-                    out.extend(sampler_line(s, summary).into_bytes());
-                }
-            }
-            OutputFormat::Json | OutputFormat::JsonPlus => {
-                let mut doc =
-                    sinkrate_report::fio_json::run_document(&run, *f == OutputFormat::JsonPlus);
-                if let Some((s, interval, summary)) = &sampled {
-                    doc.result.sampler = Some(sinkrate_report::bench_types::BenchSampler {
-                        interval_ns: interval.as_nanos() as u64,
-                        devices: s.devices.clone(),
-                        notes: s.notes.clone(),
-                        summary: summary.clone(),
-                        timeline: s.timeline.clone(),
-                    });
-                }
-                out.extend(serde_json::to_vec_pretty(&doc)?);
-                out.push(b'\n');
-            }
-            OutputFormat::Terse => out.extend(sinkrate_report::terse::render(&run).into_bytes()),
-        }
+        out.extend(match f {
+            OutputFormat::Normal => BenchText.export(&result)?,
+            OutputFormat::Json => BenchJson { plus: false }.export(&result)?,
+            OutputFormat::JsonPlus => BenchJson { plus: true }.export(&result)?,
+            OutputFormat::Terse => BenchTerse.export(&result)?,
+        });
     }
     if !formats.contains(&OutputFormat::Normal) {
         for w in &run.warnings {
@@ -212,27 +200,4 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// One line under the fio-style output: what the page cache and the device did meanwhile.
-fn sampler_line(s: &SamplerOutput, sum: &Summary) -> String {
-    let gb = |b: Option<u64>| {
-        b.map(|v| format!("{:.2} GB", v as f64 / 1e9))
-            .unwrap_or_else(|| "?".into())
-    };
-    let throttled = if sum.throttled_samples == 0 {
-        "writers never throttled".to_string()
-    } else {
-        format!("writers THROTTLED for {:.2} s", sum.throttled_seconds)
-    };
-    format!(
-        "\npage cache ({} samples): peak dirty+writeback {}{}, least MemAvailable {}, {throttled}{}\n",
-        sum.samples,
-        gb(sum.peak_dirty_writeback_bytes),
-        sum.peak_ceiling_pct.map(|p| format!(" ({p:.0}% of the freerun ceiling)")).unwrap_or_default(),
-        gb(sum.min_mem_available_bytes),
-        sum.device_write_bytes_per_s_max
-            .map(|w| format!("; {} wrote up to {:.1} MB/s", s.devices.join("+"), w / 1e6))
-            .unwrap_or_default()
-    )
 }

@@ -3,6 +3,7 @@
 //! output anywhere else; none of them touches the system.
 
 pub mod audit_text;
+pub mod bench;
 pub mod check_text;
 pub mod frames_csv;
 pub mod prometheus;

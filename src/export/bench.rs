@@ -1,0 +1,80 @@
+//! `sinkrate bench`'s formats behind the exporter interface: fio's normal text (with one line
+//! of what the page cache and the devices did), fio's JSON and json+ as typed documents, and
+//! fio's terse lines. The renderers themselves live in `crates/report`, a format a file.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use sinkrate_model::BenchRun;
+use sinkrate_report::bench_types::BenchSampler;
+use sinkrate_sampler::{SamplerOutput, Summary};
+
+use super::Exporter;
+
+/// A finished bench run with what the sampler saw meanwhile (its output, interval, summary).
+pub struct BenchResult<'a> {
+    pub run: &'a BenchRun,
+    pub sampled: Option<(&'a SamplerOutput, Duration, &'a Summary)>,
+}
+
+pub struct BenchText;
+pub struct BenchJson {
+    /// json+: the latency histograms' bins too.
+    pub plus: bool,
+}
+pub struct BenchTerse;
+
+impl Exporter<BenchResult<'_>> for BenchText {
+    fn export(&self, r: &BenchResult<'_>) -> Result<Vec<u8>> {
+        let mut out = sinkrate_report::text::render(r.run);
+        if let Some((s, _, summary)) = r.sampled {
+            out.push_str(&sampler_line(s, summary));
+        }
+        Ok(out.into_bytes())
+    }
+}
+
+impl Exporter<BenchResult<'_>> for BenchJson {
+    fn export(&self, r: &BenchResult<'_>) -> Result<Vec<u8>> {
+        let mut doc = sinkrate_report::fio_json::run_document(r.run, self.plus);
+        if let Some((s, interval, summary)) = r.sampled {
+            doc.result.sampler = Some(BenchSampler {
+                interval_ns: interval.as_nanos() as u64,
+                devices: s.devices.clone(),
+                notes: s.notes.clone(),
+                summary: summary.clone(),
+                timeline: s.timeline.clone(),
+            });
+        }
+        super::Json.export(&doc)
+    }
+}
+
+impl Exporter<BenchResult<'_>> for BenchTerse {
+    fn export(&self, r: &BenchResult<'_>) -> Result<Vec<u8>> {
+        Ok(sinkrate_report::terse::render(r.run).into_bytes())
+    }
+}
+
+/// One line under the fio-style output: what the page cache and the device did meanwhile.
+fn sampler_line(s: &SamplerOutput, sum: &Summary) -> String {
+    let gb = |b: Option<u64>| {
+        b.map(|v| format!("{:.2} GB", v as f64 / 1e9))
+            .unwrap_or_else(|| "?".into())
+    };
+    let throttled = if sum.throttled_samples == 0 {
+        "writers never throttled".to_string()
+    } else {
+        format!("writers THROTTLED for {:.2} s", sum.throttled_seconds)
+    };
+    format!(
+        "\npage cache ({} samples): peak dirty+writeback {}{}, least MemAvailable {}, {throttled}{}\n",
+        sum.samples,
+        gb(sum.peak_dirty_writeback_bytes),
+        sum.peak_ceiling_pct.map(|p| format!(" ({p:.0}% of the freerun ceiling)")).unwrap_or_default(),
+        gb(sum.min_mem_available_bytes),
+        sum.device_write_bytes_per_s_max
+            .map(|w| format!("; {} wrote up to {:.1} MB/s", s.devices.join("+"), w / 1e6))
+            .unwrap_or_default()
+    )
+}
