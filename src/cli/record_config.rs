@@ -68,7 +68,7 @@ fn streams(args: &RecordArgs) -> Result<(Vec<StreamSpec>, String, Option<std::ti
             ))
         }
     };
-    let streams = (0..args.streams)
+    let streams: Vec<StreamSpec> = (0..args.streams)
         .map(|i| StreamSpec {
             name: format!("cam{i}"),
             fps,

@@ -90,6 +90,15 @@ pub struct RecordConfig {
     pub segments: crate::segments::SegmentPolicy,
 }
 
+/// Custom streams in words: "2 stream(s) x 30 fps".
+pub fn streams_label(streams: &[StreamSpec]) -> String {
+    format!(
+        "{} stream(s) x {} fps",
+        streams.len(),
+        streams.first().map_or(0.0, |s| s.fps)
+    )
+}
+
 impl RecordConfig {
     /// Bytes per second the streams produce.
     pub fn requested_bytes_per_s(&self) -> f64 {

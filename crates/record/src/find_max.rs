@@ -111,11 +111,7 @@ pub fn with_value(base: &Session, what: Searched, value: f64) -> Session {
             }
         }
     }
-    s.label = format!(
-        "{} stream(s) x {} fps",
-        s.record.streams.len(),
-        s.record.streams.first().map_or(0.0, |st| st.fps)
-    );
+    s.label = crate::config::streams_label(&s.record.streams);
     s
 }
 
@@ -340,7 +336,12 @@ mod tests {
     fn streams_stop_at_the_most_this_tool_runs() {
         let stop = Arc::new(AtomicBool::new(false));
         let mut seen = Vec::new();
-        let r = search(&base(), Searched::Streams, 1e9, stop, &mut |p| {
+        // Small frames and a deep pool: a busy 2-core machine's scheduling stall cannot drop
+        // a frame of 64 null-writing streams, so the search reaches its limit.
+        let mut b = base();
+        b.record.buffers = 64;
+        b.record.streams[0].sizes = FrameSizes::Fixed { bytes: 4096 };
+        let r = search(&b, Searched::Streams, 1e9, stop, &mut |p| {
             seen.push(p.value)
         })
         .expect("null writes keep up");

@@ -242,10 +242,12 @@ pub fn run(
         cfg.duration.as_secs_f64()
     }
     .max(1e-3);
+    let on_disk = settle_files(&results, cfg.keep);
     let report = judge(
         s,
         &target,
         results,
+        &on_disk,
         &sampled,
         elapsed_s,
         s.dirty_limits.map(|(d, b)| DirtyLimits {
@@ -351,11 +353,12 @@ fn rate_while_busy(window: &[&Sample]) -> Option<f64> {
     (busy_s >= 1.0 && written >= 4e6).then(|| written / busy_s)
 }
 
-/// From the streams' results and the sampler's timeline to the typed report.
+/// From the streams' results and the sampler's timeline to the typed report. Pure: no I/O.
 fn judge(
     s: &Session,
     target: &TargetFacts,
     results: Vec<StreamResult>,
+    on_disk: &[Option<u64>],
     sampled: &SamplerOutput,
     elapsed_s: f64,
     dirty_limits: Option<DirtyLimits>,
@@ -461,7 +464,8 @@ fn judge(
     let intervals = intervals(&frames, elapsed_s);
     let streams: Vec<StreamReport> = results
         .iter()
-        .map(|r| stream_report(r, elapsed_s, cfg.keep))
+        .zip(on_disk)
+        .map(|(r, size)| stream_report(r, elapsed_s, *size))
         .collect();
     let sum = |f: fn(&StreamResult) -> u64| results.iter().map(f).sum::<u64>();
     RecordReport {
@@ -515,18 +519,28 @@ fn judge(
 }
 
 /// A stream's report; its files are measured on disk, then removed unless kept.
-fn stream_report(r: &StreamResult, elapsed_s: f64, keep: bool) -> StreamReport {
-    let on_disk = (!r.files.is_empty()).then(|| {
-        r.files
-            .iter()
-            .filter_map(|f| std::fs::metadata(f).map(|m| m.len()).ok())
-            .sum::<u64>()
-    });
-    if !keep {
-        for f in &r.files {
-            let _ = std::fs::remove_file(f);
-        }
-    }
+/// Each stream's bytes on disk, measured before its files are removed (unless kept).
+fn settle_files(results: &[StreamResult], keep: bool) -> Vec<Option<u64>> {
+    results
+        .iter()
+        .map(|r| {
+            let on_disk = (!r.files.is_empty()).then(|| {
+                r.files
+                    .iter()
+                    .filter_map(|f| std::fs::metadata(f).map(|m| m.len()).ok())
+                    .sum::<u64>()
+            });
+            if !keep {
+                for f in &r.files {
+                    let _ = std::fs::remove_file(f);
+                }
+            }
+            on_disk
+        })
+        .collect()
+}
+
+fn stream_report(r: &StreamResult, elapsed_s: f64, on_disk: Option<u64>) -> StreamReport {
     let path = |p: &PathBuf| p.display().to_string();
     StreamReport {
         name: r.name.clone(),

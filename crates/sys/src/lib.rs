@@ -43,20 +43,3 @@ pub fn kernel_filesystems(root: &SysRoot) -> Vec<String> {
         })
         .unwrap_or_default()
 }
-
-/// The block devices (names as in /proc/diskstats) that store `path` on the live system: the
-/// mounted device first, then what it stands on (a loop's backing device, dm/md members).
-/// Empty when the path has no device of its own (tmpfs, a network mount).
-pub fn devices_of(path: &str) -> Vec<String> {
-    let root = SysRoot::live();
-    let Ok(t) = mounts::resolve(&root, path) else {
-        return Vec::new();
-    };
-    let Some(sys) = device::sysfs_dir(&root, t.major, t.minor, &t.source) else {
-        return Vec::new();
-    };
-    device::chain(&root, &sys)
-        .into_iter()
-        .map(|d| d.name)
-        .collect()
-}
