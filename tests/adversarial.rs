@@ -326,3 +326,99 @@ fn a_recording_that_failed_never_says_it_keeps_up() {
         },
     );
 }
+
+#[test]
+fn memory_gets_no_keeps_up_verdict_and_no_headroom() {
+    with_root(
+        "memory_gets_no_keeps_up_verdict_and_no_headroom",
+        &[],
+        || {
+            let base = tempfile::tempdir().expect("tempdir");
+            let shm = common::MemoryFs::new(&base.path().join("shm"), "256M");
+            let dir = shm.at.to_str().expect("utf8");
+            let (code, out, err) = sinkrate(&[
+                "record",
+                "--dir",
+                dir,
+                "--fps",
+                "30",
+                "--frame-size",
+                "100k",
+                "--duration",
+                "1s",
+                "--live",
+                "never",
+                "--output-format",
+                "json",
+            ]);
+            assert_eq!(code, Some(3), "{out}{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["verdict"], "not_storage");
+            assert!(v["headroom"].is_null());
+            let report = base.path().join("check.json");
+            let (code, text, err) = sinkrate(&[
+                "check",
+                dir,
+                "--quick",
+                "--progress",
+                "never",
+                "--color",
+                "never",
+                "--output",
+                report.to_str().expect("utf8"),
+            ]);
+            assert_eq!(code, Some(3), "{text}{err}");
+            assert!(text.contains("VERDICT  NOT STORAGE"), "{text}");
+            assert!(text.contains("memory rather than"), "{text}");
+            assert!(
+                !text.contains("KEEPS UP") && !text.contains("x headroom"),
+                "{text}"
+            );
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+            assert_eq!(v["verdict"], "not_storage");
+            assert!(v["headroom"].is_null());
+            assert!(
+                v["raw_write"]["bytes_per_s"].is_null(),
+                "RAM is not measured as a device"
+            );
+            assert!(common::files_in(&shm.at).is_empty());
+        },
+    );
+}
+
+#[test]
+fn files_under_dev_are_files_and_a_missing_device_is_never_created() {
+    with_root(
+        "files_under_dev_are_files_and_a_missing_device_is_never_created",
+        &[],
+        || {
+            // A filesystem mounted under /dev, as /dev/shm is: its files are files.
+            let at = Path::new("/dev").join(format!("sinkrate-test-{}", std::process::id()));
+            let under_dev = common::MemoryFs::new(&at, "64M");
+            let dir = format!("--directory={}", under_dev.at.display());
+            let (code, out, err) = sinkrate(&[
+                "bench",
+                "--name=j",
+                "--rw=write",
+                "--size=1M",
+                &dir,
+                "--output-format=json",
+            ]);
+            assert_eq!(code, Some(0), "{out}{err}");
+            // A name that does not exist among the device nodes is a mistyped device.
+            let missing = format!(
+                "--filename=/dev/sinkrate-no-such-device-{}",
+                std::process::id()
+            );
+            let (code, _, err) =
+                sinkrate(&["bench", "--name=j", "--rw=write", "--size=1M", &missing]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(
+                err.contains("a device path is never created as a file"),
+                "{err}"
+            );
+            assert!(!Path::new(missing.trim_start_matches("--filename=")).exists());
+        },
+    );
+}

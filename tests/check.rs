@@ -156,27 +156,56 @@ fn a_read_only_mount_is_audited_but_not_written() {
         &["mkfs.ext4"],
         || {
             let fs = ScratchFs::new("256M", "ext4", "ro");
-            let out = Command::new(sinkrate_path())
-                .arg("check")
-                .arg(fs.path())
-                .args(["--quick", "--color", "never", "--progress", "never"])
-                .output()
-                .expect("runs");
+            let reports = tempfile::tempdir().expect("tempdir");
+            let report = reports.path().join("r.json");
+            let check = |format: &str| {
+                Command::new(sinkrate_path())
+                    .arg("check")
+                    .arg(fs.path())
+                    .args(["--quick", "--color", "never", "--progress", "never"])
+                    .args(["--output-format", format, "--output"])
+                    .arg(&report)
+                    .output()
+                    .expect("runs")
+            };
+            let out = check("text");
             assert_eq!(out.status.code(), Some(2));
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(err.contains("mount.read_only"), "{err}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("VERDICT  FAILED"), "{text}");
+            assert!(text.contains("read-only mount"), "{text}");
             assert!(
-                err.lines().last().is_some_and(|l| l.contains("read-only")),
-                "{err}"
+                text.contains("mount.read_only"),
+                "the audit applies: {text}"
             );
+            assert!(!text.contains("KEEPS UP"), "{text}");
+            // The JSON document is printed and written, saying why, with the audit in it.
+            let out = check("json");
+            assert_eq!(out.status.code(), Some(2));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json on stdout");
+            assert_eq!(v["verdict"], "failed");
+            assert!(v["headroom"].is_null());
+            assert!(
+                v["error"]["what"]
+                    .as_str()
+                    .is_some_and(|w| w.contains("read-only")),
+                "{}",
+                v["error"]
+            );
+            assert!(v["top_findings"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|id| id == "mount.read_only")));
+            let written: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&report).expect("report written"))
+                    .expect("json");
+            assert_eq!(written["verdict"], "failed");
         },
     );
 }
 
 #[test]
-fn a_directory_this_user_cannot_write_is_refused_after_the_audit() {
+fn a_directory_this_user_cannot_write_fails_after_the_audit() {
     with_root(
-        "a_directory_this_user_cannot_write_is_refused_after_the_audit",
+        "a_directory_this_user_cannot_write_fails_after_the_audit",
         &["runuser"],
         || {
             let dir = tempfile::tempdir().expect("tempdir");
@@ -187,6 +216,12 @@ fn a_directory_this_user_cannot_write_is_refused_after_the_audit() {
             )
             .expect("chmod");
             let binary = common::BinaryForOtherUsers::new();
+            let reports = tempfile::tempdir().expect("tempdir");
+            std::fs::set_permissions(
+                reports.path(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o777),
+            )
+            .expect("chmod");
             let out = Command::new("runuser")
                 .current_dir(binary.dir())
                 .args(["-u", "nobody", "--"])
@@ -198,19 +233,26 @@ fn a_directory_this_user_cannot_write_is_refused_after_the_audit() {
                     "never",
                     "--color",
                     "never",
+                    "--output",
                 ])
+                .arg(reports.path().join("r.json"))
                 .arg(dir.path())
                 .output()
                 .expect("runs");
             assert_eq!(out.status.code(), Some(2));
-            let err = String::from_utf8_lossy(&out.stderr);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("VERDICT  FAILED"), "{text}");
+            assert!(text.contains("not writable by this user"), "{text}");
+            let report: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(reports.path().join("r.json")).expect("report written"),
+            )
+            .expect("json");
             assert!(
-                err.lines()
-                    .last()
-                    .is_some_and(|l| l.contains("not writable by this user")),
-                "{err}"
+                report["audit"]["target"]["fs_type"]
+                    .as_str()
+                    .is_some_and(|t| !t.is_empty()),
+                "the audit ran: {report}"
             );
-            assert!(err.contains("sinkrate audit"), "the audit ran: {err}");
             assert!(common::files_in(dir.path()).is_empty());
         },
     );

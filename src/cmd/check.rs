@@ -195,16 +195,6 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let _ = ticker.join();
     let mut run = match result {
         Ok(run) => run,
-        Err(CheckError::NotWritable { why, audit }) => {
-            let colour = super::audit::colour_wanted(args.color, true);
-            eprint!(
-                "{}",
-                crate::export::audit_text::text(&audit, &cfg.recording.label, colour)
-            );
-            return Err(anyhow!(
-                "{why}: no write test is possible; the audit above still applies"
-            ));
-        }
         Err(CheckError::Interrupted) => {
             eprintln!("sinkrate: check interrupted; its test files are removed");
             return Ok(ExitCode::from(130));

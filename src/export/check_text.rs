@@ -54,20 +54,24 @@ impl Exporter<CheckRun> for CheckText {
             (v, _) => v.label().to_string(),
         };
         let verdict = if self.colour {
-            let code = if c.verdict == Verdict::KeepsUp {
-                "1;32"
-            } else {
-                "1;31"
+            let code = match c.verdict {
+                Verdict::KeepsUp => "1;32",
+                Verdict::NotStorage => "1;33",
+                _ => "1;31",
             };
             format!("\x1b[{code}m{verdict}\x1b[0m")
         } else {
             verdict
         };
         s.push_str(&format!("VERDICT  {verdict}    (exit {})\n", c.exit_code));
-        if let Some(rec) = &c.record {
-            for line in rec.result.verdict_text.lines() {
-                s.push_str(&format!("  {line}\n"));
+        match (&c.record, &run.error) {
+            (Some(rec), _) => {
+                for line in rec.result.verdict_text.lines() {
+                    s.push_str(&format!("  {line}\n"));
+                }
             }
+            (None, Some(e)) => s.push_str(&format!("  {}\n", e.what)),
+            (None, None) => {}
         }
         s.push('\n');
         match (&c.raw_write.measured, &c.raw_write.error) {
@@ -155,7 +159,12 @@ impl Exporter<CheckRun> for CheckText {
                     )
                 },
             );
-            if let Some(d) = r.totals.device_bytes_per_s {
+            // Memory has no device: the count would be the host's other disks.
+            if let Some(d) = r
+                .totals
+                .device_bytes_per_s
+                .filter(|_| c.verdict != Verdict::NotStorage)
+            {
                 row(&mut s, "device wrote while recording", mbs(d));
             }
         }

@@ -178,6 +178,38 @@ impl Drop for ScratchFs {
     }
 }
 
+/// A tmpfs mounted on a new directory `at` (made here, removed on drop with the mount).
+pub struct MemoryFs {
+    pub at: PathBuf,
+}
+
+impl MemoryFs {
+    pub fn new(at: &Path, size: &str) -> MemoryFs {
+        std::fs::create_dir(at).expect("mount point");
+        run(
+            "mount",
+            &[
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size}"),
+                "tmpfs",
+                at.to_str().expect("utf8"),
+            ],
+        );
+        MemoryFs {
+            at: at.to_path_buf(),
+        }
+    }
+}
+
+impl Drop for MemoryFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.at).status();
+        let _ = std::fs::remove_dir(&self.at);
+    }
+}
+
 pub fn mkfs(fs: &str, device: &Path) {
     let dev = device.to_str().expect("utf8");
     match fs {

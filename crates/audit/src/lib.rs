@@ -58,29 +58,7 @@ pub struct Options {
     pub stream_bytes_per_s: f64,
 }
 
-/// Filesystems that are not storage at all.
-pub const PSEUDO_FS: &[&str] = &[
-    "proc",
-    "sysfs",
-    "devtmpfs",
-    "devpts",
-    "cgroup",
-    "cgroup2",
-    "debugfs",
-    "tracefs",
-    "securityfs",
-    "pstore",
-    "bpf",
-    "configfs",
-    "fusectl",
-    "mqueue",
-    "hugetlbfs",
-    "autofs",
-    "efivarfs",
-    "binfmt_misc",
-    "rpc_pipefs",
-    "nsfs",
-];
+pub use sinkrate_sys::mounts::PSEUDO_FS;
 
 /// The device node to read a superblock from: the live /dev, or the fixture's dev/.
 fn device_node(root: &SysRoot, name: &str) -> std::path::PathBuf {

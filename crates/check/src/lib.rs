@@ -93,9 +93,6 @@ pub struct CheckReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    /// No write test is possible; the audit still applies and is handed back.
-    #[error("{why}: no write test is possible; the audit above still applies")]
-    NotWritable { why: String, audit: Box<Audit> },
     #[error("{0}")]
     Audit(String),
     #[error("{0}")]
@@ -188,6 +185,56 @@ fn notes(a: &Audit, cfg: &CheckConfig, plan: Plan) -> Vec<String> {
     notes
 }
 
+/// The report of a check that could not write at all: a failed verdict with the reason, and
+/// the audit, which still applies.
+fn not_writable(
+    cfg: &CheckConfig,
+    plan: Plan,
+    a: Audit,
+    why: String,
+    started: Instant,
+    started_ms: u64,
+) -> CheckRun {
+    let stream = StreamRate {
+        label: cfg.recording.label.clone(),
+        bytes_per_s: cfg.recording.record.requested_bytes_per_s(),
+    };
+    let what = format!("{why}: no write test is possible; the audit still applies");
+    let report = CheckReport {
+        verdict: Verdict::Failed,
+        exit_code: Verdict::Failed.exit_code(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        quick: cfg.quick,
+        stream: stream.clone(),
+        headroom: None,
+        raw_write: RawWrite {
+            bytes_per_s: None,
+            direct: false,
+            method: None,
+            seconds: plan.sustained_s,
+            measured: None,
+            error: Some("the target cannot be written".into()),
+        },
+        top_findings: top_findings(&a).iter().map(|f| f.id.to_string()).collect(),
+        audit: AuditReport {
+            audit: a,
+            stream,
+            sysroot: None,
+        },
+        record: None,
+        notes: Vec::new(),
+        report_file: None,
+    };
+    let mut run = Envelope::new(
+        RunKind::Check,
+        sinkrate_engine::host::host_facts(),
+        started_ms,
+        report,
+    );
+    run.error = Some(RunError { what, at_s: None });
+    run
+}
+
 /// The whole check. `phase` hears of each phase as it starts.
 pub fn run(
     cfg: &CheckConfig,
@@ -203,10 +250,7 @@ pub fn run(
     let requested = recording.record.requested_bytes_per_s();
     let a = audit(&cfg.path, requested).map_err(CheckError::Audit)?;
     if let Some(why) = unwritable(&a, &cfg.path) {
-        return Err(CheckError::NotWritable {
-            why,
-            audit: Box::new(a),
-        });
+        return Ok(not_writable(cfg, plan, a, why, started, started_ms));
     }
     // Every refusal of the recording comes before the first byte of the sustained write.
     session::preflight(&recording)?;
@@ -214,7 +258,15 @@ pub fn run(
         name: "sustained write",
         expected_s: plan.sustained_s + 1,
     });
-    let sustained = sustained_write(&cfg.path, plan.sustained_s, stop.clone());
+    // Memory has no sustained rate worth a figure, and the probe would fill RAM with it.
+    let sustained = if sinkrate_audit::mounts::is_storage(&a.target.fs_type) {
+        sustained_write(&cfg.path, plan.sustained_s, stop.clone())
+    } else {
+        Err(format!(
+            "{} is {}, memory rather than a device: a sustained rate there would be RAM's",
+            a.target.mount_point, a.target.fs_type
+        ))
+    };
     if stop.load(Ordering::Relaxed) {
         return Err(CheckError::Interrupted);
     }

@@ -156,7 +156,12 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
     let mut planned = Vec::with_capacity(names.len());
     for path in names {
         let existing = existing_size(&path)?;
-        if existing.is_none() && path.starts_with("/dev") {
+        if existing.is_none()
+            && sinkrate_sys::mounts::holds_device_nodes(
+                &sinkrate_sys::root::SysRoot::live(),
+                &existing_parent(&path),
+            )
+        {
             return Err(EngineError::path(
                 &path,
                 "does not exist; a device path is never created as a file (check filename=)",

@@ -15,6 +15,9 @@ pub enum Verdict {
     /// The run did not complete (an I/O error, a missing device, an interrupted setup):
     /// nothing can be said about keeping up.
     Failed,
+    /// The target has no storage device behind it (tmpfs, ramfs): the run measured memory,
+    /// so nothing can be said about a card or drive keeping up.
+    NotStorage,
 }
 
 impl Verdict {
@@ -25,6 +28,7 @@ impl Verdict {
             Verdict::FallingBehind => "FALLING BEHIND",
             Verdict::Drops => "DROPS FRAMES",
             Verdict::Failed => "FAILED",
+            Verdict::NotStorage => "NOT STORAGE",
         }
     }
 
@@ -35,16 +39,18 @@ impl Verdict {
             Verdict::FallingBehind => "falling_behind",
             Verdict::Drops => "drops",
             Verdict::Failed => "failed",
+            Verdict::NotStorage => "not_storage",
         }
     }
 
     /// The process exit code a command with this verdict ends with: 0 keeps up, 1 does not,
-    /// 2 failed.
+    /// 2 failed, 3 nothing to judge (not storage).
     pub fn exit_code(self) -> u8 {
         match self {
             Verdict::KeepsUp => 0,
             Verdict::FallingBehind | Verdict::Drops => 1,
             Verdict::Failed => 2,
+            Verdict::NotStorage => 3,
         }
     }
 }
@@ -60,6 +66,7 @@ mod tests {
             Verdict::FallingBehind,
             Verdict::Drops,
             Verdict::Failed,
+            Verdict::NotStorage,
         ] {
             let json = serde_json::to_string(&v).expect("serialize");
             assert_eq!(json, format!("\"{}\"", v.key()));

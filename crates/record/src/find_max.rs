@@ -73,6 +73,8 @@ pub enum SearchError {
     Session(#[from] SessionError),
     #[error("a probe failed: {0}")]
     ProbeFailed(String),
+    #[error("nothing to search for: {0}")]
+    NotStorage(String),
     #[error("the search was interrupted")]
     Interrupted,
     #[error("--find-max {0} needs a custom stream: --fps with --frame-size or --bitrate")]
@@ -146,8 +148,10 @@ pub fn search(
             return Err(SearchError::Interrupted);
         }
         let r = &result.result;
-        if r.verdict == Verdict::Failed {
-            return Err(SearchError::ProbeFailed(r.verdict_text.clone()));
+        match r.verdict {
+            Verdict::Failed => return Err(SearchError::ProbeFailed(r.verdict_text.clone())),
+            Verdict::NotStorage => return Err(SearchError::NotStorage(r.verdict_text.clone())),
+            _ => {}
         }
         let p = Probe {
             value,

@@ -268,20 +268,16 @@ pub fn run(
     });
     run.interrupted = interrupted;
     run.notices = sampled.notes.clone();
-    if let Some(fs) = memory_fs(&target) {
-        run.notices.push(format!(
-            "{} is on {fs}: this measures memory, not storage",
-            cfg.dir.display()
-        ));
-    }
     Ok(run)
 }
 
+/// The filesystem type when the directory has no device behind it (tmpfs, ramfs, a kernel
+/// interface).
 fn memory_fs(target: &TargetFacts) -> Option<&str> {
     target
         .fs_type
         .as_deref()
-        .filter(|f| matches!(*f, "tmpfs" | "ramfs"))
+        .filter(|f| !sinkrate_sys::mounts::is_storage(f))
 }
 
 /// Calls `tick` once a second until the recording's duration is over or `stop` is set.
@@ -412,6 +408,10 @@ fn judge(
         device_busy_fraction,
         device_rate_while_busy_bytes_per_s: device_rate_while_busy,
         sustained_bytes_per_s: s.sustained_bytes_per_s,
+        // A recording that writes nothing measures the writer, wherever its directory is.
+        not_storage: memory_fs(target)
+            .filter(|_| cfg.write_mode != WriteMode::Null)
+            .map(|fs| format!("{} is on {fs}", cfg.dir.display())),
         longest_stall: results
             .iter()
             .flat_map(|r| r.stalls.iter())

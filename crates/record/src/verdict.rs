@@ -43,6 +43,9 @@ pub struct Evidence {
     /// settings, for the "on a 1 GB board" estimate.
     pub board_1g_ceiling_bytes: Option<u64>,
     pub longest_stall: Option<(f64, f64)>,
+    /// Set when the directory has no storage device behind it ("/dev/shm is on tmpfs"):
+    /// the run measured memory, and no keeps-up verdict or headroom can come from it.
+    pub not_storage: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -141,6 +144,15 @@ pub fn decide(e: &Evidence) -> Outcome {
                 ),
             )
         };
+    }
+    if let Some(what) = &e.not_storage {
+        return outcome(
+            Verdict::NotStorage,
+            format!(
+                "no frame dropped, but {what}, memory rather than storage: the test measured how fast RAM takes {}, which says nothing about a card or drive keeping up, so no headroom either; run it on the recording device's mount point",
+                mb(e.requested_bytes_per_s)
+            ),
+        );
     }
     let headroom = sustained_headroom.or_else(|| {
         (!e.buffered && e.writer_busy_fraction > 0.0).then(|| 1.0 / e.writer_busy_fraction)
@@ -263,6 +275,25 @@ mod tests {
         let o = decide(&base());
         assert_eq!(o.verdict, Verdict::KeepsUp);
         assert_eq!(o.headroom, Some(4.0));
+    }
+
+    #[test]
+    fn memory_gets_no_keeps_up_verdict_and_no_headroom_but_drops_still_count() {
+        let tmpfs = Evidence {
+            not_storage: Some("/dev/shm is on tmpfs".into()),
+            sustained_bytes_per_s: Some(3e9),
+            ..base()
+        };
+        let o = decide(&tmpfs);
+        assert_eq!(o.verdict, Verdict::NotStorage);
+        assert_eq!(o.headroom, None);
+        assert!(o.text.contains("/dev/shm is on tmpfs"), "{}", o.text);
+        let dropped = Evidence {
+            frames_dropped: 3,
+            first_drop_s: Some(1.0),
+            ..tmpfs
+        };
+        assert_eq!(decide(&dropped).verdict, Verdict::Drops);
     }
 
     #[test]

@@ -109,3 +109,58 @@ pub fn resolve(root: &SysRoot, path: &str) -> Result<Target, String> {
     }
     Ok(t)
 }
+
+/// Filesystems that are kernel interfaces, not storage at all.
+pub const PSEUDO_FS: &[&str] = &[
+    "proc",
+    "sysfs",
+    "devtmpfs",
+    "devpts",
+    "cgroup",
+    "cgroup2",
+    "debugfs",
+    "tracefs",
+    "securityfs",
+    "pstore",
+    "bpf",
+    "configfs",
+    "fusectl",
+    "mqueue",
+    "hugetlbfs",
+    "autofs",
+    "efivarfs",
+    "binfmt_misc",
+    "rpc_pipefs",
+    "nsfs",
+];
+
+/// Filesystems whose files live in RAM: writes to them never reach a device.
+pub const MEMORY_FS: &[&str] = &["tmpfs", "ramfs"];
+
+/// Whether a filesystem of this type has no storage device behind it (memory or a kernel
+/// interface): what is written there says nothing about a card or drive.
+pub fn is_storage(fs_type: &str) -> bool {
+    !MEMORY_FS.contains(&fs_type) && !PSEUDO_FS.contains(&fs_type)
+}
+
+/// Whether a new file in `dir` would land among device nodes, where a name that does not
+/// exist is a mistyped device, not a file to create: `dir` is on devtmpfs or is the
+/// directory mounted at /dev (a tmpfs there in containers), and is not a directory made
+/// for anyone's files (sticky and world-writable, as /dev/shm is). Judged by what the
+/// directory is, not by its name: /dev/shm and other filesystems mounted under /dev hold
+/// files.
+pub fn holds_device_nodes(root: &SysRoot, dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(canonical) = std::fs::canonicalize(dir) else {
+        return false;
+    };
+    let shared =
+        std::fs::metadata(&canonical).is_ok_and(|m| m.permissions().mode() & 0o1002 == 0o1002);
+    if shared {
+        return false;
+    }
+    match resolve(root, &canonical.to_string_lossy()) {
+        Ok(t) => t.fs_type == "devtmpfs" || t.mount_point == "/dev",
+        Err(_) => false,
+    }
+}
