@@ -255,3 +255,97 @@ fn fio_example_corpus_runs_or_is_refused_clearly() {
     assert!(ran >= 15, "only {ran} examples ran");
     assert_eq!(ran + refused, paths.len());
 }
+
+/// Runs `sinkrate ARGS` in `dir` with the open-file limit at `nofile` (soft, hard), and
+/// returns its exit code, stderr and peak resident memory in bytes (its own, from wait4).
+fn run_measured(
+    dir: &std::path::Path,
+    args: &[&str],
+    nofile: Option<(u64, u64)>,
+) -> (Option<i32>, String, u64) {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let err_path = dir.join("stderr.txt");
+    let mut cmd = std::process::Command::new(common::sinkrate_path());
+    cmd.current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
+    if let Some((soft, hard)) = nofile {
+        // SAFETY: setrlimit between fork and exec touches no shared state.
+        unsafe {
+            cmd.pre_exec(move || {
+                let l = libc::rlimit {
+                    rlim_cur: soft,
+                    rlim_max: hard,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let child = cmd.spawn().expect("runs");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for this child alone.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child's pid; `status` and `usage` are valid for writes.
+    let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(r, child.id() as i32, "wait4");
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&err_path);
+    (
+        std::process::ExitStatus::from_raw(status).code(),
+        stderr,
+        usage.ru_maxrss as u64 * 1024,
+    )
+}
+
+#[test]
+fn memory_per_job_is_small_and_a_set_that_does_not_fit_is_refused_before_any_file() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut jobs = String::from("[global]\nrw=write\nsize=64k\n");
+    for i in 0..1000 {
+        jobs.push_str(&format!("[j{i}]\n"));
+    }
+    std::fs::write(d.path().join("many.fio"), jobs).expect("job file");
+    let (code, err, peak) = run_measured(d.path(), &["bench", "many.fio"], None);
+    assert_eq!(code, Some(0), "{err}");
+    // 1,000 jobs at once: about 75 KiB each measured; 4 MB each before histograms were
+    // made on first use.
+    assert!(peak < 400 << 20, "1000 jobs peaked at {} MB", peak >> 20);
+    assert_eq!(files_in(d.path()), vec!["many.fio".to_string()]);
+
+    // Four jobs of 64 x 256 MiB buffers: 64 GiB, more than any test machine has.
+    let big = "[g]\nrw=write\nsize=256M\nbs=256M\nioengine=libaio\niodepth=64\nnumjobs=4\n";
+    std::fs::write(d.path().join("big.fio"), big).expect("job file");
+    refuses(
+        d.path(),
+        &["big.fio"],
+        &[
+            "4 job(s) running at once need about 64.0GiB of memory",
+            "available",
+        ],
+    );
+}
+
+#[test]
+fn more_open_files_than_the_process_may_hold_is_refused_before_any_file() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = "[j]\nrw=write\nsize=4M\nbs=4k\nnrfiles=1000\n";
+    std::fs::write(d.path().join("nf.fio"), job).expect("job file");
+    let (code, err, _) = run_measured(d.path(), &["bench", "nf.fio"], Some((256, 256)));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("hold 1004 files open") && err.contains("ulimit -n 256"),
+        "{err}"
+    );
+    assert_eq!(files_in(d.path()), vec!["nf.fio".to_string()]);
+    // A soft limit below what the job needs is raised to the hard limit when that is enough.
+    let (code, err, _) = run_measured(
+        d.path(),
+        &["bench", "nf.fio", "--output-format", "terse"],
+        Some((256, 4096)),
+    );
+    assert_eq!(code, Some(0), "{err}");
+}

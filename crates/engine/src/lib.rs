@@ -10,6 +10,7 @@ pub mod host;
 pub mod logs;
 pub mod probe;
 pub mod progress;
+pub mod resources;
 pub mod rng;
 pub mod runner;
 pub mod safety;

@@ -159,6 +159,11 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
         }
         jobs.push((job.clone(), planned));
     }
+    let needs = crate::resources::needs(&jobs);
+    if let Some(available) = host::read_meminfo().mem_available_bytes {
+        crate::resources::check_memory(&needs, available)?;
+    }
+    crate::resources::ensure_descriptors(&needs)?;
     for (dir, need) in needed_by_fs.values() {
         let free = files::free_bytes(dir)?;
         if *need > free {

@@ -13,7 +13,8 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 
 #[derive(Clone, Debug)]
 pub struct LatencyRecorder {
-    histogram: Histogram<u64>,
+    /// Made at the first value: a recorder that is never used costs no histogram.
+    histogram: Option<Histogram<u64>>,
     count: u64,
     min: u64,
     max: u64,
@@ -30,11 +31,8 @@ impl Default for LatencyRecorder {
 
 impl LatencyRecorder {
     pub fn new() -> LatencyRecorder {
-        // Bounds are constants within hdrhistogram's documented limits, so this cannot fail.
-        let histogram = Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, SIGNIFICANT_DIGITS)
-            .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid"));
         LatencyRecorder {
-            histogram,
+            histogram: None,
             count: 0,
             min: u64::MAX,
             max: 0,
@@ -44,10 +42,24 @@ impl LatencyRecorder {
         }
     }
 
+    /// The histogram, made on first use at its smallest (16 KiB); it grows only as far as
+    /// the values recorded need (at most 270 KiB, for one hour). A job holds eight recorders,
+    /// most of them never used, and thousands of jobs must fit in memory.
+    fn histogram_mut(&mut self) -> &mut Histogram<u64> {
+        self.histogram.get_or_insert_with(|| {
+            // Bounds are constants within hdrhistogram's documented limits: cannot fail.
+            let mut h = Histogram::new_with_bounds(1, 2, SIGNIFICANT_DIGITS)
+                .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid"));
+            h.auto(true);
+            h
+        })
+    }
+
     /// Records one latency in nanoseconds.
     #[inline]
     pub fn record(&mut self, nanos: u64) {
-        self.histogram.saturating_record(nanos.max(1));
+        self.histogram_mut()
+            .saturating_record(nanos.clamp(1, MAX_TRACKABLE_NS));
         self.count += 1;
         self.min = self.min.min(nanos);
         self.max = self.max.max(nanos);
@@ -67,7 +79,9 @@ impl LatencyRecorder {
         if other.count == 0 {
             return;
         }
-        let _ = self.histogram.add(&other.histogram);
+        if let Some(h) = &other.histogram {
+            let _ = self.histogram_mut().add(h);
+        }
         let n1 = self.count as f64;
         let n2 = other.count as f64;
         let delta = other.mean_running - self.mean_running;
@@ -112,9 +126,12 @@ impl LatencyRecorder {
         if self.count == 0 {
             return 0;
         }
-        let v = self.histogram.value_at_percentile(p);
-        let v = self.histogram.highest_equivalent(v);
-        v.clamp(self.min, self.max)
+        match &self.histogram {
+            Some(h) => h
+                .highest_equivalent(h.value_at_percentile(p))
+                .clamp(self.min, self.max),
+            None => 0,
+        }
     }
 
     /// Share of latencies in fio's buckets: see [`FIO_LATENCY_BUCKETS`].
@@ -140,13 +157,16 @@ impl LatencyRecorder {
         if value == 0 {
             return 0;
         }
-        self.histogram.count_between(0, value.saturating_sub(1))
+        self.histogram
+            .as_ref()
+            .map_or(0, |h| h.count_between(0, value.saturating_sub(1)))
     }
 
     /// Raw histogram bins as (upper bound in ns, count) for `json+` output.
     pub fn bins(&self) -> Vec<(u64, u64)> {
         self.histogram
-            .iter_recorded()
+            .iter()
+            .flat_map(|h| h.iter_recorded())
             .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
             .collect()
     }
