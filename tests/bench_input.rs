@@ -285,6 +285,8 @@ fn run_measured(
             });
         }
     }
+    // Reaped by wait4 below, which also gives this child's own peak memory.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().expect("runs");
     let mut status = 0;
     // SAFETY: an all-zero rusage is valid; wait4 fills it for this child alone.

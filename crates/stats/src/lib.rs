@@ -58,8 +58,13 @@ impl LatencyRecorder {
     /// Records one latency in nanoseconds.
     #[inline]
     pub fn record(&mut self, nanos: u64) {
-        self.histogram_mut()
-            .saturating_record(nanos.clamp(1, MAX_TRACKABLE_NS));
+        let value = nanos.clamp(1, MAX_TRACKABLE_NS);
+        let h = self.histogram_mut();
+        // `record` grows an auto-sizing histogram (saturating_record would clamp instead);
+        // within the one-hour bound it cannot fail but by running out of memory.
+        if h.record(value).is_err() {
+            h.saturating_record(value);
+        }
         self.count += 1;
         self.min = self.min.min(nanos);
         self.max = self.max.max(nanos);
@@ -327,6 +332,24 @@ pub fn slope(values: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unused_recorder_has_no_histogram_and_a_used_one_grows_to_an_hour() {
+        let idle = LatencyRecorder::new();
+        assert!(idle.histogram.is_none());
+        assert_eq!(idle.value_at_percentile(99.0), 0);
+        let mut r = LatencyRecorder::new();
+        r.record(1_000);
+        r.record(MAX_TRACKABLE_NS);
+        r.record(u64::MAX);
+        assert_eq!(r.count(), 3);
+        let p50 = r.value_at_percentile(50.0);
+        assert!(
+            (MAX_TRACKABLE_NS..=MAX_TRACKABLE_NS + MAX_TRACKABLE_NS / 1000).contains(&p50),
+            "{p50}"
+        );
+        assert_eq!(r.value_at_percentile(0.0), 1_000);
+    }
 
     /// Reference percentile: the smallest value with at least p% of values at or below it.
     fn reference_percentile(sorted: &[u64], p: f64) -> u64 {
