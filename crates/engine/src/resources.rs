@@ -70,7 +70,13 @@ pub fn needs(jobs: &[(Job, Vec<PlannedFile>)]) -> Needs {
         }
         segment.jobs += 1;
         segment.memory_bytes = segment.memory_bytes.saturating_add(job_bytes(job));
-        segment.descriptors += files.len() as u64 + PER_JOB_DESCRIPTORS;
+        // File-operation engines (filecreate, filestat, ...) hold one file at a time.
+        let open_at_once = if job.options.ioengine.is_file_operation() {
+            1
+        } else {
+            files.len() as u64
+        };
+        segment.descriptors += open_at_once + PER_JOB_DESCRIPTORS;
         worst.jobs = worst.jobs.max(segment.jobs);
         worst.memory_bytes = worst.memory_bytes.max(segment.memory_bytes);
         worst.descriptors = worst.descriptors.max(segment.descriptors);
