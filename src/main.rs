@@ -6,6 +6,7 @@
 mod cli;
 mod cmd;
 mod export;
+mod interrupt;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -62,18 +63,9 @@ pub fn check_output_path(flag: &str, path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// A flag set by the first Ctrl-C (or SIGTERM), so a command can stop cleanly and still
-/// report; a second one ends the process at once with 130.
+/// A flag set by the first Ctrl-C (or SIGTERM): see [`interrupt`].
 pub fn interrupt_flag() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
-    use anyhow::Context;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
-            .context("installing the Ctrl-C handler")?;
-        signal_hook::flag::register(signal, stop.clone())
-            .context("installing the Ctrl-C handler")?;
-    }
-    Ok(stop)
+    interrupt::flag()
 }
 
 fn run() -> Result<ExitCode> {

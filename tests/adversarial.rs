@@ -422,3 +422,119 @@ fn files_under_dev_are_files_and_a_missing_device_is_never_created() {
         },
     );
 }
+
+/// Starts `sinkrate record` in `dir` (10 MB/s buffered, for `seconds`), its JSON to stdout.
+fn start_recording(dir: &Path, seconds: &str) -> std::process::Child {
+    Command::new(sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(dir)
+        .args([
+            "--fps",
+            "20",
+            "--frame-size",
+            "512k",
+            "--duration",
+            seconds,
+            "--live",
+            "never",
+            "--output-format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("record starts")
+}
+
+fn interrupt(child: &std::process::Child) {
+    // SAFETY: kill on our own child's pid.
+    let r = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(r, 0);
+}
+
+fn recording_files(dir: &Path) -> Vec<String> {
+    common::files_in(dir)
+        .into_iter()
+        .filter(|f| f.starts_with("sinkrate-record"))
+        .collect()
+}
+
+#[test]
+fn two_signals_close_together_are_one_interrupt_with_a_report() {
+    // `timeout -s INT` signals the child, then its group: the same event, twice.
+    let d = tempfile::tempdir().expect("tempdir");
+    let child = start_recording(d.path(), "20s");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    interrupt(&child);
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("interrupted again"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the report");
+    assert_eq!(v["interrupted"], true);
+    assert!(recording_files(d.path()).is_empty());
+}
+
+#[test]
+fn a_second_interrupt_still_removes_the_runs_own_files() {
+    with_root(
+        "a_second_interrupt_still_removes_the_runs_own_files",
+        EMULATE_TOOLS,
+        || {
+            // A 4 MB/s card under a 10 MB/s recording: after the first Ctrl-C the writers'
+            // final fsync waits for the card, and the user presses Ctrl-C again.
+            let card = common::SlowDev::new(&["--size", "256M", "--write-rate", "4M"]);
+            let child = start_recording(card.path(), "20s");
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            assert_eq!(recording_files(card.path()).len(), 1, "recording started");
+            interrupt(&child);
+            // Past the 1 s within which two signals are one event (src/interrupt.rs).
+            std::thread::sleep(std::time::Duration::from_millis(1300));
+            interrupt(&child);
+            // The files go at once, though the process may wait for the card to finish the
+            // write the kernel already has.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while !recording_files(card.path()).is_empty() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            assert!(
+                recording_files(card.path()).is_empty(),
+                "left behind: {:?}",
+                recording_files(card.path())
+            );
+            let out = child.wait_with_output().expect("waits");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(130), "{err}");
+            assert!(
+                err.contains("interrupted again") && err.contains("removed its 1 test file"),
+                "{err}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_kept_recording_is_never_overwritten() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let kept = d.path().join("sinkrate-record-cam0.bin");
+    std::fs::write(&kept, b"last week's recording").expect("write");
+    let (code, _, err) = sinkrate(&[
+        "record",
+        "--dir",
+        d.path().to_str().expect("utf8"),
+        "--fps",
+        "10",
+        "--frame-size",
+        "64k",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("sinkrate-record-cam0.bin exists"), "{err}");
+    assert_eq!(
+        std::fs::read(&kept).expect("read"),
+        b"last week's recording"
+    );
+}

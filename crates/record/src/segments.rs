@@ -98,6 +98,7 @@ impl Segments {
         while !self.closed.is_empty() && fill_pct(&self.dir).is_some_and(|p| p > limit) {
             let (path, bytes) = self.closed.remove(0);
             std::fs::remove_file(&path)?;
+            sinkrate_sys::owned::forget(&path);
             self.deleted += 1;
             self.bytes_deleted += bytes;
             n += 1;

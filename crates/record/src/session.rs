@@ -57,6 +57,8 @@ pub enum SessionError {
     },
     #[error("{0}: not a directory")]
     NotADirectory(String),
+    #[error("{0} exists (a recording kept with --keep?): a recording never overwrites a file; move it away or record into another directory")]
+    RecordingExists(String),
     #[error("the dirty limit would be {0} bytes; the kernel needs at least 256 KiB")]
     DirtyLimitTooSmall(u64),
     #[error("setting vm.dirty_bytes for the run needs root")]
@@ -167,6 +169,13 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
             });
         }
     }
+    if cfg.write_mode != WriteMode::Null {
+        if let Some(existing) = existing_recording(cfg) {
+            return Err(SessionError::RecordingExists(
+                existing.display().to_string(),
+            ));
+        }
+    }
     if let Some((dirty, _)) = s.dirty_limits {
         if dirty < 4096 * 64 {
             return Err(SessionError::DirtyLimitTooSmall(dirty));
@@ -176,6 +185,24 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
         }
     }
     Ok(())
+}
+
+/// A file in the directory with a name one of the streams would write (a recording kept
+/// from an earlier run): the recording's own names are truncated on open.
+fn existing_recording(cfg: &RecordConfig) -> Option<PathBuf> {
+    let entries = std::fs::read_dir(&cfg.dir).ok()?;
+    let names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    cfg.streams.iter().find_map(|st| {
+        let whole = format!("sinkrate-record-{}.bin", st.name);
+        let segment = format!("sinkrate-record-{}-", st.name);
+        names
+            .iter()
+            .find(|n| **n == whole || (n.starts_with(&segment) && n.ends_with(".bin")))
+            .map(|n| cfg.dir.join(n))
+    })
 }
 
 /// Runs the recording and judges it. Errors are refusals before any work; a recording that
@@ -533,6 +560,7 @@ fn settle_files(results: &[StreamResult], keep: bool) -> Vec<Option<u64>> {
             if !keep {
                 for f in &r.files {
                     let _ = std::fs::remove_file(f);
+                    sinkrate_sys::owned::forget(f);
                 }
             }
             on_disk

@@ -67,6 +67,9 @@ impl Sink {
         max_frame: usize,
     ) -> std::io::Result<Sink> {
         let base = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        if !cfg.keep && cfg.write_mode != WriteMode::Null {
+            sinkrate_sys::owned::track(path);
+        }
         let (fd, tail_fd, staging) = match cfg.write_mode {
             WriteMode::Buffered => (open(path, base)?, -1, None),
             WriteMode::Dsync => (open(path, base | libc::O_DSYNC)?, -1, None),

@@ -8,6 +8,7 @@
 pub mod device;
 pub mod mounts;
 pub mod output;
+pub mod owned;
 pub mod root;
 pub mod signature;
 pub mod space;

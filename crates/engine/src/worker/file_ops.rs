@@ -20,10 +20,14 @@ pub(super) fn run_file_operations(
     let o = &setup.job.options;
     let clock = setup.clock;
     let mut created_here: Vec<std::path::PathBuf> = Vec::new();
+    let remove = super::open::removes_its_files(setup);
     if o.ioengine != Engine::Filecreate {
         // stat and delete need files: create the missing ones first, as fio does.
         for f in &setup.files {
             if f.existing_size.is_none() {
+                if remove {
+                    sinkrate_sys::owned::track(&f.path);
+                }
                 let fd = sys_open(&f.path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
                     .map_err(|e| EngineError::io(&f.path, e))?;
                 // SAFETY: closing the descriptor just opened.
@@ -88,6 +92,9 @@ pub(super) fn run_file_operations(
         rec.total_ios += 1;
         outcome.result.files_done = i as u64 + 1;
         if o.ioengine == Engine::Filecreate && f.existing_size.is_none() {
+            if remove {
+                sinkrate_sys::owned::track(&f.path);
+            }
             created_here.push(f.path.clone());
         }
         if o.ioengine == Engine::Filedelete {
@@ -107,12 +114,12 @@ pub(super) fn run_file_operations(
     } else {
         outcome.result.read = rec;
     }
-    let remove = o.unlink.unwrap_or(true) && !setup.keep_files;
     if remove {
         for p in created_here {
             if std::fs::remove_file(&p).is_ok() {
-                outcome.removed_files.push(p);
+                outcome.removed_files.push(p.clone());
             }
+            sinkrate_sys::owned::forget(&p);
         }
     }
     Ok(())

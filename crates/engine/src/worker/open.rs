@@ -162,6 +162,9 @@ pub(super) fn open_files(
         let path = &plan.path;
         let existed = plan.existing_size.is_some();
         let size_now = plan.existing_size.unwrap_or(0);
+        if !existed && !plan.is_block_device && !plan.special && removes_its_files(setup) {
+            sinkrate_sys::owned::track(path);
+        }
         if !plan.is_block_device && !plan.special {
             let needs_data = (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
                 && size_now < plan.needed_size();
@@ -170,6 +173,7 @@ pub(super) fn open_files(
                     // A half-written file sinkrate created is sinkrate's to remove.
                     if !existed && !setup.keep_files {
                         let _ = std::fs::remove_file(path);
+                        sinkrate_sys::owned::forget(path);
                     }
                     return Err(e);
                 }
@@ -249,21 +253,26 @@ pub(super) fn open_files(
     Ok(())
 }
 
+/// Whether the job removes the files it creates (neither `unlink=0` nor `--keep`).
+pub(super) fn removes_its_files(setup: &WorkerSetup) -> bool {
+    match setup.job.options.unlink {
+        Some(explicit) => explicit && !setup.keep_files,
+        None => !setup.keep_files,
+    }
+}
+
 /// Removes the files this job created, unless the job or the user keeps them. Files that
 /// existed before the run are never removed.
 pub(super) fn cleanup(setup: &WorkerSetup, files: &mut Vec<OpenFile>, outcome: &mut WorkerOutcome) {
-    let o = &setup.job.options;
-    let remove = match o.unlink {
-        Some(explicit) => explicit && !setup.keep_files,
-        None => !setup.keep_files,
-    };
+    let remove = removes_its_files(setup);
     for f in files.drain(..) {
         let created = f.created;
         let path = f.plan.path.clone();
         let block = f.plan.is_block_device;
         drop(f);
         if remove && created && !block && std::fs::remove_file(&path).is_ok() {
-            outcome.removed_files.push(path);
+            outcome.removed_files.push(path.clone());
         }
+        sinkrate_sys::owned::forget(&path);
     }
 }

@@ -1,0 +1,64 @@
+//! Ctrl-C and SIGTERM. The first asks the running command to stop cleanly and still
+//! report; a second one, later than [`SAME_EVENT`], ends the process at once with 130,
+//! after removing the files sinkrate made and putting back the settings it changed.
+//!
+//! Signals are read on a thread of their own (signal-hook's iterator), not in a handler,
+//! because removing files and writing sysctls is not async-signal-safe.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// Signals this close together are one event: `timeout -s INT` signals its child and then
+/// the child's process group, and a terminal's Ctrl-C reaches every process of the group.
+pub const SAME_EVENT: Duration = Duration::from_millis(1000);
+
+/// The flag the first signal sets. Installed once per process.
+pub fn flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut signals = Signals::new([SIGINT, SIGTERM]).context("installing the Ctrl-C handler")?;
+    let flag = stop.clone();
+    std::thread::Builder::new()
+        .name("sinkrate-signals".into())
+        .spawn(move || {
+            let mut first: Option<Instant> = None;
+            for _ in signals.forever() {
+                match first {
+                    None => {
+                        first = Some(Instant::now());
+                        flag.store(true, Ordering::SeqCst);
+                    }
+                    Some(at) if at.elapsed() < SAME_EVENT => {}
+                    Some(_) => exit_now(),
+                }
+            }
+        })
+        .context("starting the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+/// The second interrupt: the run's own files go, changed settings come back, exit 130.
+fn exit_now() -> ! {
+    let removed = sinkrate_sys::owned::remove_all();
+    let restored = sinkrate_record::session::restore_left_over_settings();
+    let mut line = "sinkrate: interrupted again: stopping at once".to_string();
+    if removed > 0 {
+        line.push_str(&format!("; removed its {removed} test file(s)"));
+    }
+    match restored {
+        Ok(r) if !r.is_empty() => line.push_str(&format!("; restored {}", r.join(", "))),
+        Ok(_) => {}
+        Err(e) => line.push_str(&format!("; {e}")),
+    }
+    // A write the kernel has already taken (an fsync waiting for the device) cannot be
+    // cancelled: the process ends when the device finishes it.
+    line.push_str(
+        "; a write already in the kernel may hold the exit until the device completes it",
+    );
+    eprintln!("{line}");
+    std::process::exit(130)
+}
