@@ -55,11 +55,14 @@ fn json_has_the_summary_and_the_timeline() {
     ] {
         assert!(s[key].is_number(), "summary.{key}: {s}");
     }
-    assert!(s["recommendation"]["dirty_bytes"]
-        .as_u64()
-        .is_some_and(|b| b > 0));
-    assert!(s["recommendation"]["dirty_background_bytes"].is_number());
-    assert!(s["recommendation"]["dirty_ratio"].is_number());
+    // One second of an idle host is no basis for limits: the watch says so instead.
+    assert!(s["recommendation"].is_null(), "{s}");
+    assert!(
+        s["recommendation_withheld"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("too little data")),
+        "{s}"
+    );
     let timeline = v["timeline"].as_array().expect("timeline");
     let samples = s["samples"].as_u64().expect("samples") as usize;
     assert_eq!(timeline.len(), samples);

@@ -128,6 +128,8 @@ pub fn summary_text(
         for c in &r.commands {
             t.push_str(&format!("  {c}\n"));
         }
+    } else if let Some(why) = &sum.recommendation_withheld {
+        t.push_str(&format!("recommendation           none: {why}\n"));
     }
     t
 }

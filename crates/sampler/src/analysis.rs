@@ -6,6 +6,14 @@ use crate::sample::{Sample, VmSettings};
 
 /// Headroom asked of the recommendation: room for 30% more dirty data than the peak seen.
 const HEADROOM: f64 = 1.3;
+/// The smallest dirty limit advised: below it, a device's ordinary pauses (an SD card's
+/// garbage collection) throttle a writer almost at once.
+const MIN_DIRTY_BYTES: u64 = 32 << 20;
+/// Less dirty data than this at the peak means nothing much was written: no recording to
+/// size limits from.
+const MIN_PEAK_BYTES: u64 = 16 << 20;
+/// A writeback cycle when the settings are unknown: the kernel's defaults, 30 s + 5 s.
+const DEFAULT_CYCLE_S: f64 = 35.0;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Recommendation {
@@ -46,6 +54,9 @@ pub struct Summary {
     /// MemAvailable, with the worst values of the run: whether it held.
     pub seed000_rule_held: Option<bool>,
     pub recommendation: Option<Recommendation>,
+    /// Why no limits are advised, when the watch saw too little to size them.
+    #[serde(default)]
+    pub recommendation_withheld: Option<String>,
 }
 
 fn mib_ceil(bytes: f64) -> u64 {
@@ -117,15 +128,54 @@ pub fn analyse(timeline: &[Sample], settings: VmSettings) -> Summary {
             s.seed000_rule_held = Some((peak as f64) <= (r + br) as f64 / 200.0 * avail as f64);
         }
     }
-    s.recommendation = recommend(&s);
+    match recommend(&s) {
+        Ok(r) => s.recommendation = r,
+        Err(why) => s.recommendation_withheld = Some(why),
+    }
     s
 }
 
-fn recommend(s: &Summary) -> Option<Recommendation> {
-    let peak = s.peak_dirty_writeback_bytes?;
+/// Why the timeline is too thin to size limits from, if it is: throttling is evidence at
+/// any length; otherwise the watch must span one writeback cycle (dirty_expire + the
+/// writeback interval) and see a recording's worth of dirty data.
+fn too_little_data(s: &Summary, peak: u64) -> Option<String> {
+    if s.throttled_samples > 0 {
+        return None;
+    }
+    let cycle_s = match (
+        s.settings.dirty_expire_centisecs,
+        s.settings.dirty_writeback_centisecs,
+    ) {
+        (Some(e), Some(w)) => (e + w) as f64 / 100.0,
+        _ => DEFAULT_CYCLE_S,
+    };
+    if s.duration_s < cycle_s {
+        return Some(format!(
+            "too little data to size the dirty limits: watched {:.0} s, less than one writeback cycle ({cycle_s:.0} s: dirty_expire + the writeback interval); watch a whole recording, e.g. sinkrate watch --duration {:.0}s -- ./my_recorder",
+            s.duration_s,
+            (cycle_s * 2.0).max(60.0)
+        ));
+    }
+    if peak < MIN_PEAK_BYTES {
+        return Some(format!(
+            "too little data to size the dirty limits: dirty + writeback peaked at {} in {:.0} s, so nothing much was being written; watch while the recorder runs",
+            human(peak),
+            s.duration_s
+        ));
+    }
+    None
+}
+
+fn recommend(s: &Summary) -> Result<Option<Recommendation>, String> {
+    let Some(peak) = s.peak_dirty_writeback_bytes else {
+        return Ok(None);
+    };
+    if let Some(why) = too_little_data(s, peak) {
+        return Err(why);
+    }
     // The freerun ceiling is midway between the two thresholds; with the background limit at
     // half the hard limit it is 3/4 of the hard limit.
-    let dirty_bytes = mib_ceil(peak as f64 * HEADROOM / 0.75);
+    let dirty_bytes = mib_ceil(peak as f64 * HEADROOM / 0.75).max(MIN_DIRTY_BYTES);
     let background = dirty_bytes / 2;
     let rate = s
         .device_write_bytes_per_s_busy_mean
@@ -166,7 +216,7 @@ fn recommend(s: &Summary) -> Option<Recommendation> {
             human(dirty_bytes)
         )
     };
-    Some(Recommendation {
+    Ok(Some(Recommendation {
         text,
         dirty_bytes,
         dirty_background_bytes: background,
@@ -175,12 +225,18 @@ fn recommend(s: &Summary) -> Option<Recommendation> {
         at_risk_bytes: dirty_bytes,
         at_risk_seconds,
         commands: vec![
-            format!("sysctl -w vm.dirty_bytes={dirty_bytes} vm.dirty_background_bytes={background}"),
             format!(
-                "printf 'vm.dirty_bytes = {dirty_bytes}\\nvm.dirty_background_bytes = {background}\\n' > /etc/sysctl.d/60-sinkrate.conf"
+                "sysctl -w vm.dirty_bytes={dirty_bytes} vm.dirty_background_bytes={background}"
+            ),
+            sinkrate_sysctl::persist::merge_command(
+                sinkrate_sysctl::persist::FILE,
+                &[
+                    ("vm.dirty_bytes", dirty_bytes.to_string()),
+                    ("vm.dirty_background_bytes", background.to_string()),
+                ],
             ),
         ],
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -237,14 +293,36 @@ mod tests {
 
     #[test]
     fn calm_runs_and_empty_timelines() {
+        let defaults = VmSettings {
+            dirty_expire_centisecs: Some(3000),
+            dirty_writeback_centisecs: Some(500),
+            ..VmSettings::default()
+        };
+        // 4 s: shorter than one writeback cycle, so nothing is advised.
         let t: Vec<Sample> = (0..5).map(|i| sample(i as f64, 10, 150, 0.0)).collect();
-        let s = analyse(&t, VmSettings::default());
+        let s = analyse(&t, defaults);
         assert_eq!(s.throttled_samples, 0);
+        assert!(s.recommendation.is_none());
         assert!(s
-            .recommendation
-            .expect("r")
-            .text
-            .starts_with("never throttled"));
+            .recommendation_withheld
+            .as_deref()
+            .is_some_and(|w| w.contains("less than one writeback cycle (35 s")));
+        // 40 s of an idle host: too little written to size limits from.
+        let idle: Vec<Sample> = (0..41).map(|i| sample(i as f64, 2, 150, 0.0)).collect();
+        let s = analyse(&idle, defaults);
+        assert!(s.recommendation.is_none());
+        assert!(s
+            .recommendation_withheld
+            .as_deref()
+            .is_some_and(|w| w.contains("nothing much was being written")));
+        // 40 s of a recording peaking at 17 MiB: advised, and no lower than the floor.
+        let rec: Vec<Sample> = (0..41).map(|i| sample(i as f64, 17, 150, 3.0)).collect();
+        let s = analyse(&rec, defaults);
+        let r = s.recommendation.expect("advised");
+        assert!(r.text.starts_with("never throttled"), "{}", r.text);
+        assert_eq!(r.dirty_bytes, MIN_DIRTY_BYTES);
+        assert!(r.commands[1].contains(">> /etc/sysctl.d/60-sinkrate.conf"));
+        assert!(!r.commands[1].contains(" > "), "{}", r.commands[1]);
         let empty = analyse(&[], VmSettings::default());
         assert_eq!(empty.samples, 0);
         assert!(empty.recommendation.is_none());

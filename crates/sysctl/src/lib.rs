@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod persist;
+
 use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_JOURNAL: &str = "/run/sinkrate/sysctl-journal.json";
@@ -138,7 +140,7 @@ impl Drop for Guard {
 /// The kernel keeps `vm.X_bytes` and `vm.X_ratio` as one setting in two forms: writing one
 /// zeroes the other, and `X_bytes` cannot be written as 0. So each pair is restored by writing
 /// the form that was in force: the bytes if they were non-zero, else the ratio.
-fn companion(name: &str) -> Option<String> {
+pub(crate) fn companion(name: &str) -> Option<String> {
     if let Some(base) = name.strip_suffix("_bytes") {
         Some(format!("{base}_ratio"))
     } else {
