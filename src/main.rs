@@ -70,6 +70,9 @@ pub fn interrupt_flag() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>>
 
 fn run() -> Result<ExitCode> {
     let (clap_args, job_options) = cli::bench_args::split(std::env::args().collect());
+    if let Some(e) = cli::negative_value(&clap_args) {
+        return Err(anyhow::anyhow!(e));
+    }
     let cli = match Cli::try_parse_from(clap_args) {
         Ok(cli) => cli,
         // Help and version go to stdout as clap renders them.

@@ -496,3 +496,28 @@ fn without_root_the_superblock_is_skipped_with_a_note_and_the_rest_runs() {
         },
     );
 }
+
+#[test]
+fn a_full_filesystem_is_critical_and_an_empty_one_is_not() {
+    with_root(
+        "a_full_filesystem_is_critical_and_an_empty_one_is_not",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("64M", "ext4", "");
+            let dir = fs.path().to_str().expect("utf8");
+            let (_, v, err) = audit(&[dir, "--bitrate", "1M"]);
+            // 53 MB is 7 minutes of 1 Mbit/s: low, not critical.
+            assert!(has(&v, "space.low", "warn"), "{err}{v}");
+            assert!(!ids(&v).contains(&"space.no_room".to_string()), "{v}");
+            // Filled to the last block, as a card is after a long recording.
+            let _ = Command::new("dd")
+                .args(["if=/dev/zero", "bs=1M", "status=none"])
+                .arg(format!("of={dir}/fill"))
+                .status()
+                .expect("dd runs");
+            let (code, v, err) = audit(&[dir, "--bitrate", "1M", "--strict"]);
+            assert!(has(&v, "space.no_room", "critical"), "{err}{v}");
+            assert_eq!(code, Some(1), "--strict fails on it");
+        },
+    );
+}

@@ -491,6 +491,21 @@ pub fn first_line(text: &str) -> String {
 
 /// A clap error as one line: its message, the possible values and tips it gives, without
 /// the usage block and the "For more information" line.
+/// A negative number given as a flag's value (`--fps -5`), which clap would report as an
+/// unknown argument: the flag and what it takes instead. Arguments after `--` belong to
+/// another program (watch's command) or are checked on their own (check's record flags).
+pub fn negative_value(args: &[String]) -> Option<String> {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    args[..end].windows(2).find_map(|pair| {
+        let (flag, value) = (&pair[0], &pair[1]);
+        let negative = value
+            .strip_prefix('-')
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'));
+        (flag.starts_with("--") && !flag.contains('=') && negative)
+            .then(|| format!("{flag}: '{value}' is negative (expected a positive value)"))
+    })
+}
+
 pub fn one_line_error(text: &str) -> String {
     text.lines()
         .map(str::trim)
@@ -504,6 +519,23 @@ pub fn one_line_error(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_negative_value_names_its_flag() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            super::negative_value(&args(&["sinkrate", "record", "--fps", "-5"])).as_deref(),
+            Some("--fps: '-5' is negative (expected a positive value)")
+        );
+        assert_eq!(
+            super::negative_value(&args(&["sinkrate", "watch", "--", "tool", "--n", "-5"])),
+            None
+        );
+        assert_eq!(
+            super::negative_value(&args(&["sinkrate", "record", "--dir", "-x"])),
+            None
+        );
+    }
+
     #[test]
     fn clap_errors_become_one_line() {
         let text = "error: invalid value 'x' for '--write-mode <WRITE_MODE>'\n  [possible values: buffered, direct]\n\nFor more information, try '--help'.\n";

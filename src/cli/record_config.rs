@@ -208,6 +208,9 @@ pub fn args_from_flags(flags: &[String]) -> Result<RecordArgs> {
         #[command(flatten)]
         args: RecordArgs,
     }
+    if let Some(e) = super::negative_value(flags) {
+        return Err(anyhow!("after --: {e}"));
+    }
     Flags::try_parse_from(flags)
         .map(|f| f.args)
         .map_err(|e| anyhow!("after --: {}", super::first_line(&e.to_string())))

@@ -13,7 +13,13 @@ use crate::export::{frames_csv::FramesCsv, record_text::RecordText, Exporter, Js
 /// The session's refusal with the record flag that changes it.
 pub fn refusal(e: SessionError) -> anyhow::Error {
     let hint = match &e {
+        SessionError::NoSpace {
+            needed_gb,
+            preallocate_gb,
+            ..
+        } if *preallocate_gb > needed_gb / 2.0 => " (lower --preallocate or free some space)",
         SessionError::NoSpace { .. } => " (shorten --duration or free some space)",
+        SessionError::NotStorage { .. } => " (give --dir on the recording device's mount point)",
         SessionError::PoolTooLarge { .. } => " (lower --buffers or the frame size)",
         SessionError::NeedsRoot => " (--ram-limit/--dirty-limit)",
         _ => "",

@@ -803,7 +803,22 @@ fn space(r: &mut Rules) {
             s.inodes_free,
             s.inodes
         );
-        if pct < 10.0 || hours < 1.0 {
+        if (s.available_bytes as f64) < rate * 60.0 {
+            r.add(
+                "space.no_room",
+                Severity::Critical,
+                format!(
+                    "{mp} has {} free: {:.0} s of this stream, less than a minute",
+                    mb(s.available_bytes as f64),
+                    s.available_bytes as f64 / rate
+                ),
+                evidence,
+                "A recorder without loop recording stops within the minute, and every write until then allocates in the last scattered pieces.",
+                &["delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)".to_string()],
+                &[],
+                None,
+            );
+        } else if pct < 10.0 || hours < 1.0 {
             r.add(
                 "space.low",
                 Severity::Warn,
@@ -832,7 +847,11 @@ fn space(r: &mut Rules) {
         if s.inodes > 0 && s.inodes_free * 20 < s.inodes {
             r.add(
                 "space.inodes_low",
-                Severity::Warn,
+                if s.inodes_free == 0 {
+                    Severity::Critical
+                } else {
+                    Severity::Warn
+                },
                 format!("{mp} has only {} free inodes", s.inodes_free),
                 format!("{} of {} inodes free", s.inodes_free, s.inodes),
                 "Each segment file needs an inode; when they run out, creating the next segment fails although space is left.",

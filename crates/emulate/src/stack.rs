@@ -150,14 +150,24 @@ fn run(step_name: &'static str, cmd: &mut Command) -> Result<String, EmulateErro
         let stderr = String::from_utf8_lossy(&out.stderr);
         return Err(step(
             step_name,
-            format!(
-                "{:?} failed: {}",
-                cmd.get_program(),
-                stderr.trim().lines().last().unwrap_or("no message")
-            ),
+            format!("{:?} failed: {}", cmd.get_program(), one_line(&stderr)),
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// A tool's stderr as one line: every line it wrote, trimmed, in order.
+fn one_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        "no message".into()
+    } else {
+        lines.join(" ")
+    }
 }
 
 fn is_mountpoint(path: &Path) -> bool {
@@ -264,7 +274,7 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
     }
     if spec.rate_bytes_per_s < 1024 {
         return Err(EmulateError::Usage(
-            "--rate: at least 1K (1024 bytes per second)".into(),
+            "--write-rate: at least 1K (1024 bytes per second)".into(),
         ));
     }
     if let Some(r) = spec.error_rate {
@@ -607,7 +617,31 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
         mount.arg("-o").arg(&spec.mount_opts);
     }
     mount.arg(&loop_dev).arg(&spec.mountpoint);
-    run("mount", &mut mount)?;
+    let mut kernel_log = sinkrate_sys::kmsg::KernelLog::mark();
+    if let Err(e) = run("mount", &mut mount) {
+        // mount(8) points at dmesg; the filesystem's reason is there, so say it.
+        let device = loop_dev.trim_start_matches("/dev/");
+        let said: Vec<String> = kernel_log
+            .as_mut()
+            .map(|k| k.since())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.contains(spec.fs.as_str()) || m.contains(device))
+            .collect();
+        if said.is_empty() {
+            return Err(e);
+        }
+        return Err(step(
+            "mount",
+            format!(
+                "mount -t {} -o {} failed: the kernel says: {} (--mount-opts takes {}'s mount options)",
+                spec.fs,
+                spec.mount_opts,
+                said.join("; "),
+                spec.fs
+            ),
+        ));
+    }
     state.mounted = true;
     state.save()?;
     // Errors are armed only now, so mkfs and mount always succeed.

@@ -25,9 +25,15 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         }
     };
     let bytes = value * multiplier;
-    if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
+    if bytes < 1.0 {
         return Err(format!(
             "'{text}' is out of range (expected at least 1 byte)"
+        ));
+    }
+    // u64::MAX as f64 rounds up to 2^64, which does not fit.
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!(
+            "'{text}' is too large (a size is less than 16 EiB)"
         ));
     }
     Ok(bytes.round() as u64)

@@ -203,8 +203,13 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
                     return Err(EngineError::job(
                         &o.name,
                         format!(
-                            "size= is not set and {} does not exist (give size=, e.g. --size=1g)",
-                            path.display()
+                            "size= is not set and {} {} (give size=, e.g. --size=1g)",
+                            path.display(),
+                            if existing_size.is_some() {
+                                "is empty, so it gives no size"
+                            } else {
+                                "does not exist"
+                            }
                         ),
                     ))
                 }
@@ -309,4 +314,23 @@ mod tests {
         assert_eq!(split_filenames(r"c\:d:e"), ["c:d", "e"]);
         assert_eq!(split_filenames("/dev/sda"), ["/dev/sda"]);
     }
+}
+
+/// Why `dir` cannot be used as a directory: it is a file, a part of its path is one, or it
+/// does not exist.
+pub fn not_a_directory(dir: &Path) -> String {
+    if dir.exists() {
+        return "is not a directory (directory= names the directory the job's files go in)".into();
+    }
+    let mut p = dir.parent();
+    while let Some(part) = p {
+        if part.exists() && !part.is_dir() {
+            return format!(
+                "does not exist: {} is a file, not a directory",
+                part.display()
+            );
+        }
+        p = part.parent();
+    }
+    "does not exist (create it, or point directory= elsewhere)".into()
 }

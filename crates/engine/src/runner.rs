@@ -73,7 +73,7 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
             if !d.is_dir() {
                 return Err(EngineError::path(
                     &d,
-                    "directory= does not exist (create it, or point directory= elsewhere)",
+                    format!("directory= {}", files::not_a_directory(&d)),
                 ));
             }
         }

@@ -144,6 +144,7 @@ pub fn build_job_set(
         let origin = sources
             .files
             .first()
+            .or_else(|| sources.texts.first().map(|(p, _)| p))
             .map(|p| Origin::file(p, 0))
             .unwrap_or_else(|| Origin::CommandLine(sources.cli_options.join(" ")));
         return Err(SpecError::new(

@@ -40,8 +40,9 @@ pub fn parse_size(text: &str, kb_base: KbBase) -> Result<u64, String> {
         format!("'{t}': unknown size suffix '{suffix}' (accepted: k, m, g, t, p, with optional b or ib)")
     })?;
     let bytes = value * multiplier as f64;
-    if !bytes.is_finite() || bytes > u64::MAX as f64 {
-        return Err(format!("'{t}' is too large"));
+    // u64::MAX as f64 rounds up to 2^64 (16E), which does not fit.
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("'{t}' is too large (a size is less than 16 EiB)"));
     }
     Ok(bytes.round() as u64)
 }

@@ -47,14 +47,20 @@ pub enum SessionError {
         frame_bytes: u64,
         available_gb: f64,
     },
-    #[error("{dir}: the recording needs about {needed_gb:.2} GB ({rate_mb:.1} MB/s for {seconds:.0} s) and the file system has {free_gb:.2} GB free")]
+    #[error("{dir}: the recording needs about {needed_gb:.2} GB ({rate_mb:.1} MB/s for {seconds:.0} s{}) and the file system has {free_gb:.2} GB free", preallocated_text(*preallocate_gb))]
     NoSpace {
         dir: String,
         needed_gb: f64,
         rate_mb: f64,
         seconds: f64,
+        /// What --preallocate adds for all streams.
+        preallocate_gb: f64,
         free_gb: f64,
     },
+    #[error(
+        "{dir} is on {fs_type}, a kernel interface, not storage: nothing can be recorded there"
+    )]
+    NotStorage { dir: String, fs_type: String },
     #[error("{0}: not a directory")]
     NotADirectory(String),
     #[error("{0} exists (a recording kept with --keep?): a recording never overwrites a file; move it away or record into another directory")]
@@ -67,6 +73,14 @@ pub enum SessionError {
     Settings(String),
     #[error("restoring the settings of an earlier, interrupted run: {0}")]
     LeftOverSettings(String),
+}
+
+fn preallocated_text(gb: f64) -> String {
+    if gb > 0.0 {
+        format!(", plus {gb:.2} GB preallocated")
+    } else {
+        String::new()
+    }
 }
 
 /// What the live line shows, once a second.
@@ -122,6 +136,15 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
     if !cfg.dir.is_dir() {
         return Err(SessionError::NotADirectory(cfg.dir.display().to_string()));
     }
+    if let Some(fs_type) = sinkrate_engine::host::target_facts(&cfg.dir, false)
+        .fs_type
+        .filter(|f| sinkrate_sys::mounts::PSEUDO_FS.contains(&f.as_str()))
+    {
+        return Err(SessionError::NotStorage {
+            dir: cfg.dir.display().to_string(),
+            fs_type,
+        });
+    }
     let staging = if cfg.write_mode == WriteMode::Uring {
         cfg.queue_depth as u64
     } else {
@@ -149,11 +172,14 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
         });
     }
     let requested = cfg.requested_bytes_per_s();
+    let preallocated = cfg
+        .preallocate
+        .unwrap_or(0)
+        .saturating_mul(cfg.streams.len() as u64);
     let needed = if cfg.write_mode == WriteMode::Null {
         0
     } else {
-        (requested * cfg.duration.as_secs_f64() * 1.02) as u64
-            + cfg.preallocate.unwrap_or(0) * cfg.streams.len() as u64
+        ((requested * cfg.duration.as_secs_f64() * 1.02) as u64).saturating_add(preallocated)
     };
     if let (Ok(free), None) = (
         sinkrate_engine::files::free_bytes(&cfg.dir),
@@ -165,6 +191,7 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
                 needed_gb: needed as f64 / 1e9,
                 rate_mb: requested / 1e6,
                 seconds: cfg.duration.as_secs_f64(),
+                preallocate_gb: preallocated as f64 / 1e9,
                 free_gb: free as f64 / 1e9,
             });
         }
