@@ -521,3 +521,61 @@ fn a_full_filesystem_is_critical_and_an_empty_one_is_not() {
         },
     );
 }
+
+#[test]
+fn the_help_examples_run_as_written() {
+    let help = Command::new(sinkrate_path())
+        .args(["audit", "--help"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&help.stdout);
+    let examples: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("sinkrate audit") && l.contains("--sysroot"))
+        .collect();
+    assert!(!examples.is_empty(), "{text}");
+    for example in examples {
+        let args: Vec<&str> = example.split_whitespace().skip(1).collect();
+        let out = Command::new(sinkrate_path())
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(&args)
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{example}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_man_page_has_a_page_for_every_page_it_refers_to() {
+    let out = Command::new(sinkrate_path())
+        .arg("man")
+        .output()
+        .expect("runs");
+    let roff = String::from_utf8_lossy(&out.stdout);
+    let pages: Vec<String> = roff
+        .lines()
+        .filter_map(|l| l.strip_prefix(".TH "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    for line in roff.lines() {
+        if let Some(name) = line.strip_suffix("(1)") {
+            let name = name.replace("\\-", "-");
+            assert!(
+                pages.contains(&name),
+                "{name}(1) is referred to but not in {pages:?}"
+            );
+        }
+    }
+    assert!(pages.contains(&"sinkrate-emulate-up".to_string()));
+    assert!(
+        roff.contains("write\\-rate"),
+        "emulate up's options are documented"
+    );
+}

@@ -351,3 +351,35 @@ fn more_open_files_than_the_process_may_hold_is_refused_before_any_file() {
     );
     assert_eq!(code, Some(0), "{err}");
 }
+
+#[test]
+fn a_failed_job_reports_the_systems_errno_as_fio_does() {
+    common::with_root(
+        "a_failed_job_reports_the_systems_errno_as_fio_does",
+        &["mkfs.ext4", "fio"],
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "ro");
+            let file = format!("--filename={}/f", fs.path().display());
+            let job = [
+                "--name=x",
+                "--rw=write",
+                "--size=1M",
+                &file,
+                "--output-format=json",
+            ];
+            let errno = |program: &std::path::Path, bench: bool| -> i64 {
+                let mut cmd = std::process::Command::new(program);
+                if bench {
+                    cmd.arg("bench");
+                }
+                let out = cmd.args(job).output().expect("runs");
+                let v: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).expect("a JSON report");
+                v["jobs"][0]["error"].as_i64().expect("error number")
+            };
+            let fio = errno(&common::fio_path(), false);
+            assert_eq!(fio, i64::from(libc::EROFS), "fio's own figure");
+            assert_eq!(errno(&common::sinkrate_path(), true), fio);
+        },
+    );
+}

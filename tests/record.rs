@@ -573,6 +573,34 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
             let _ = child.wait_with_output();
             assert!(std::path::Path::new("/run/sinkrate/sysctl-journal.json").exists());
+            // Until then, audit says whose limits it is judging.
+            let temporary = |card: &std::path::Path| -> Option<serde_json::Value> {
+                let out = Command::new(sinkrate_path())
+                    .arg("audit")
+                    .arg(card)
+                    .args(["--output-format", "json"])
+                    .output()
+                    .expect("audit runs");
+                let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+                v["findings"]
+                    .as_array()
+                    .and_then(|f| f.iter().find(|f| f["id"] == "sinkrate.temporary_settings"))
+                    .cloned()
+            };
+            let finding = temporary(card.path()).expect("the pending journal is a finding");
+            assert_eq!(finding["severity"], "warn");
+            assert!(
+                finding["title"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("killed")),
+                "{finding}"
+            );
+            assert!(
+                finding["fix"]["now"][0]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("sysctl -w vm.dirty_ratio=")),
+                "{finding}"
+            );
             let (_, _, stderr) = record(
                 card.path(),
                 &["--fps", "5", "--frame-size", "4K", "--duration", "300ms"],
@@ -583,6 +611,10 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
             );
             let after: Vec<String> = dirty_settings();
             assert_eq!(before, after, "restored by the next run");
+            assert!(
+                temporary(card.path()).is_none(),
+                "nothing pending once restored"
+            );
             for f in common::files_in(card.path()) {
                 let _ = std::fs::remove_file(card.path().join(f));
             }

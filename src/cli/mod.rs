@@ -240,8 +240,8 @@ Examples:
   # An SD card, judged for a 4K stream, as JSON
   sinkrate audit /media/sd --profile 4k30-h265 --output-format json
 
-  # A tree captured from a board (proc/, sys/, dev/ under DIR)
-  sinkrate audit /media/usb0 --sysroot fixtures/jetson-usb2-cable
+  # A tree captured from a board (proc/, sys/, dev/ under DIR); from a clone of sinkrate:
+  sinkrate audit /media/usb0 --sysroot tests/fixtures/sysroot/arm-sbc-usb3-drive-on-usb2
 ";
 
 /// How the stream rate that findings are judged against is given (shared by audit and check).

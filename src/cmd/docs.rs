@@ -15,15 +15,25 @@ pub fn completions(shell: clap_complete::Shell) -> Result<()> {
 }
 
 pub fn man() -> Result<()> {
-    let cmd = Cli::command();
+    let mut cmd = Cli::command();
+    // Built, the tree has the `help` subcommands its pages refer to.
+    cmd.build();
     let mut out = Vec::new();
     clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
+    sub_pages(&cmd, "sinkrate", &mut out)?;
+    crate::write_stdout(&out)
+}
+
+/// One page per subcommand at every depth (`sinkrate-emulate-up`), each named as its
+/// parent's page refers to it.
+fn sub_pages(cmd: &clap::Command, prefix: &str, out: &mut Vec<u8>) -> Result<()> {
     for sub in cmd.get_subcommands() {
+        let name = format!("{prefix}-{}", sub.get_name());
         let mut page = Vec::new();
-        clap_mangen::Man::new(sub.clone().name(format!("sinkrate-{}", sub.get_name())))
-            .render(&mut page)?;
+        clap_mangen::Man::new(sub.clone().name(name.clone())).render(&mut page)?;
         out.write_all(b"\n")?;
         out.extend(page);
+        sub_pages(sub, &name, out)?;
     }
-    crate::write_stdout(&out)
+    Ok(())
 }

@@ -685,7 +685,57 @@ fn usb(r: &mut Rules) {
     }
 }
 
+/// Settings a sinkrate run changed and has not put back: every dirty-limit finding below
+/// is then about that run's values, which the user must know before acting on them.
+fn temporary_settings(r: &mut Rules) {
+    let Some(p) = r.a.memory.temporary_settings.clone() else {
+        return;
+    };
+    let changed: Vec<String> = p.entries.iter().map(|e| e.name.replace('/', ".")).collect();
+    let originals: Vec<String> = p
+        .entries
+        .iter()
+        .filter(|e| e.original != "0")
+        .map(|e| format!("{}={}", e.name.replace('/', "."), e.original))
+        .collect();
+    let (title, why) = if p.running {
+        (
+            format!("{} are a running sinkrate's temporary settings (pid {})", changed.join(", "), p.pid),
+            "A sinkrate record run set them for its test (--ram-limit / --dirty-limit) and puts them back when it ends; the dirty-limit findings here judge its values, not the system's.",
+        )
+    } else {
+        (
+            format!("{} are still a killed sinkrate run's temporary settings (pid {})", changed.join(", "), p.pid),
+            "A sinkrate record run set them for its test and was killed before it could put them back; the next sinkrate record restores them from the journal. Until then the dirty-limit findings here judge the test's values, not the system's.",
+        )
+    };
+    r.add(
+        "sinkrate.temporary_settings",
+        if p.running {
+            Severity::Info
+        } else {
+            Severity::Warn
+        },
+        title,
+        format!(
+            "{}: pid {}, originals {}",
+            sinkrate_sysctl::DEFAULT_JOURNAL,
+            p.pid,
+            originals.join(" ")
+        ),
+        why,
+        &if p.running || originals.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!("sysctl -w {}", originals.join(" "))]
+        },
+        &[],
+        None,
+    );
+}
+
 fn memory(r: &mut Rules) {
+    temporary_settings(r);
     let m = r.a.memory.clone();
     let rate = r.a.stream_bytes_per_s.max(1.0);
     let (Some(limit), Some(background)) = (m.dirty_threshold_bytes, m.background_threshold_bytes)

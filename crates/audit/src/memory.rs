@@ -19,6 +19,10 @@ pub struct Memory {
     pub background_threshold_bytes: Option<u64>,
     /// Where writers start being throttled: midway between the two.
     pub freerun_ceiling_bytes: Option<u64>,
+    /// Dirty limits a sinkrate run set for itself (`record --ram-limit`) and has not yet put
+    /// back: the values above are then that run's, not the system's.
+    #[serde(default)]
+    pub temporary_settings: Option<sinkrate_sysctl::Pending>,
 }
 
 pub fn read(root: &SysRoot) -> Memory {
@@ -50,5 +54,8 @@ pub fn read(root: &SysRoot) -> Memory {
         dirty_threshold_bytes: vm.nr_dirty_threshold.map(|p| p * page),
         background_threshold_bytes: vm.nr_dirty_background_threshold.map(|p| p * page),
         freerun_ceiling_bytes: vm.freerun_ceiling_pages().map(|p| p * page),
+        temporary_settings: sinkrate_sysctl::pending(
+            &root.host_path(sinkrate_sysctl::DEFAULT_JOURNAL),
+        ),
     }
 }

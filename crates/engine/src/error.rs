@@ -24,6 +24,19 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// The errno a result reports for this error (fio's `error`): the system's own for an
+    /// I/O error (30 for a read-only filesystem, 28 for no space), EINVAL for a setup the
+    /// job cannot run with.
+    pub fn errno(&self) -> i32 {
+        match self {
+            EngineError::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            EngineError::InJob { inner, .. } => inner.errno(),
+            EngineError::Job { .. } | EngineError::Path { .. } | EngineError::Refused(_) => {
+                libc::EINVAL
+            }
+        }
+    }
+
     pub fn job(job: &str, message: impl Into<String>) -> EngineError {
         EngineError::Job {
             job: job.to_string(),

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_JOURNAL: &str = "/run/sinkrate/sysctl-journal.json";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Entry {
     /// Name under /proc/sys, e.g. `vm/dirty_bytes`.
     pub name: String,
@@ -175,6 +175,27 @@ fn restore_entries(root: &Path, entries: &[Entry]) -> Result<(), Error> {
         done.push(&e.name);
     }
     Ok(())
+}
+
+/// Settings a journal holds changed: the run that made them and the values they replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    pub pid: u32,
+    /// The run is still going (it restores them itself when it ends); false: it was killed,
+    /// and the next run restores them.
+    pub running: bool,
+    pub entries: Vec<Entry>,
+}
+
+/// What `journal` holds changed, if anything. Reads only.
+pub fn pending(journal: &Path) -> Option<Pending> {
+    let text = std::fs::read_to_string(journal).ok()?;
+    let j: JournalFile = serde_json::from_str(&text).ok()?;
+    Some(Pending {
+        pid: j.pid,
+        running: alive(j.pid),
+        entries: j.entries,
+    })
 }
 
 /// Restores a journal left behind by a run that was killed. Returns what it restored.

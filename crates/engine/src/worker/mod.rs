@@ -90,7 +90,7 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
     match result {
         Err(_) if setup.stop.load(Ordering::Relaxed) => {}
         Err(e) => {
-            outcome.result.error = libc::EIO;
+            outcome.result.error = e.errno();
             outcome.result.error_text = Some(e.to_string());
         }
         Ok(()) => {}
