@@ -538,3 +538,107 @@ fn a_kept_recording_is_never_overwritten() {
         b"last week's recording"
     );
 }
+
+/// `sinkrate ARGS` (stdin empty) must fail with exit 2 and one error line holding `expect`.
+fn one_line(args: &[&str], expect: &[&str]) {
+    let (code, out, err) = sinkrate(args);
+    assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("sinkrate: error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{args:?}: {err}");
+    for e in expect {
+        assert!(
+            errors[0].contains(e),
+            "{args:?}: '{}' lacks '{e}'",
+            errors[0]
+        );
+    }
+}
+
+#[test]
+fn each_stumble_gets_a_line_that_names_it() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().to_str().expect("utf8");
+    let file = d.path().join("afile");
+    std::fs::write(&file, b"").expect("empty file");
+    let file = file.to_str().expect("utf8");
+    let under_file = format!("--directory={file}/sub");
+    one_line(
+        &["bench", "--name=j", "--rw=write", "--size=1M", &under_file],
+        &[&format!("{file} is a file, not a directory")],
+    );
+    let as_dir = format!("--directory={file}");
+    one_line(
+        &["bench", "--name=j", "--rw=write", "--size=1M", &as_dir],
+        &["is not a directory"],
+    );
+    let empty = format!("--filename={file}");
+    one_line(
+        &["bench", "--name=j", "--rw=read", &empty],
+        &["is empty, so it gives no size"],
+    );
+    let in_dir = format!("--directory={dir}");
+    one_line(
+        &["bench", "--name=j", "--rw=write", "--size=16E", &in_dir],
+        &["'16E' is too large"],
+    );
+    one_line(&["bench", "-"], &["<stdin>: no jobs defined"]);
+    fn record<'a>(dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["record", "--dir", dir, "--fps", "5"];
+        a.extend_from_slice(extra);
+        a
+    }
+    one_line(
+        &record(dir, &["--frame-size", "99999999999999999999"]),
+        &["--frame-size", "too large"],
+    );
+    one_line(
+        &record(dir, &["--frame-size", "-5"]),
+        &["--frame-size: '-5' is negative"],
+    );
+    one_line(
+        &record(dir, &["--frame-size", "1k", "--preallocate", "100T"]),
+        &["lower --preallocate"],
+    );
+    one_line(
+        &[
+            "record",
+            "--dir",
+            "/proc",
+            "--fps",
+            "5",
+            "--frame-size",
+            "1k",
+        ],
+        &["/proc is on proc, a kernel interface, not storage"],
+    );
+    one_line(
+        &["emulate", "up", &format!("{dir}/card"), "--write-rate", "1"],
+        &["--write-rate: at least 1K"],
+    );
+    assert_eq!(common::files_in(d.path()), vec!["afile".to_string()]);
+}
+
+#[test]
+fn a_bad_mount_option_gets_the_kernels_reason() {
+    with_root(
+        "a_bad_mount_option_gets_the_kernels_reason",
+        EMULATE_TOOLS,
+        || {
+            let base = tempfile::tempdir().expect("tempdir");
+            let mp = base.path().join("card");
+            let (code, _, err) = emulate_up(&mp, &["--mount-opts", "no_such_option"]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(
+                err.contains("Unknown parameter 'no_such_option'")
+                    || err.contains("no_such_option"),
+                "{err}"
+            );
+            assert!(!err.contains("dmesg(1) may have more information"), "{err}");
+            let (_, list, _) = sinkrate(&["emulate", "list"]);
+            assert!(!list.contains(mp.to_str().expect("utf8")), "{list}");
+        },
+    );
+}
