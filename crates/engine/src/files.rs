@@ -304,18 +304,6 @@ pub fn writable(path: &Path) -> bool {
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn filename_lists() {
-        assert_eq!(split_filenames("a:b"), ["a", "b"]);
-        assert_eq!(split_filenames(r"c\:d:e"), ["c:d", "e"]);
-        assert_eq!(split_filenames("/dev/sda"), ["/dev/sda"]);
-    }
-}
-
 /// Why `dir` cannot be used as a directory: it is a file, a part of its path is one, or it
 /// does not exist.
 pub fn not_a_directory(dir: &Path) -> String {
@@ -333,4 +321,16 @@ pub fn not_a_directory(dir: &Path) -> String {
         p = part.parent();
     }
     "does not exist (create it, or point directory= elsewhere)".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filename_lists() {
+        assert_eq!(split_filenames("a:b"), ["a", "b"]);
+        assert_eq!(split_filenames(r"c\:d:e"), ["c:d", "e"]);
+        assert_eq!(split_filenames("/dev/sda"), ["/dev/sda"]);
+    }
 }
