@@ -118,33 +118,29 @@ fn a_fast_loop_device_keeps_up_and_the_slow_card_does_not() {
 }
 
 #[test]
-fn paths_that_cannot_be_tested_get_one_line_and_exit_2() {
+fn paths_that_cannot_be_tested_fail_with_the_reason_and_the_audit() {
     let reports = tempfile::tempdir().expect("tempdir");
     let report = reports.path().join("r.json");
+    // A path that does not exist has nothing to audit: one line.
     let (code, text, _) = check(std::path::Path::new("/no/such/dir"), &report);
     assert_eq!(code, Some(2), "{text}");
     assert_eq!(text.lines().count(), 1, "{text}");
-    let out = Command::new(sinkrate_path())
-        .args(["check", "/proc", "--color", "never", "--progress", "never"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    let last = err.lines().last().unwrap_or("");
-    assert!(
-        last.contains("kernel interface") && last.contains("audit above still applies"),
-        "{err}"
-    );
-    assert!(err.contains("fs.pseudo"), "the audit still ran: {err}");
     assert!(!report.exists());
-    // A file is audited and refused in check's words, not with record's --dir.
+    // A kernel interface is audited and fails, with the reason, in text and in the report.
+    let (code, text, v) = check(std::path::Path::new("/proc"), &report);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("VERDICT  FAILED"), "{text}");
+    assert!(text.contains("kernel interface"), "{text}");
+    assert!(text.contains("fs.pseudo"), "the audit still ran: {text}");
+    assert_eq!(v["verdict"], "failed");
+    assert!(v["record"].is_null() && v["raw_write"]["bytes_per_s"].is_null());
+    // A file is audited and fails in check's words, not with record's --dir.
     let file = reports.path().join("a-file");
     std::fs::write(&file, b"x").expect("file");
     let (code, text, _) = check(&file, &report);
     assert_eq!(code, Some(2), "{text}");
-    let last = text.lines().last().unwrap_or("");
     assert!(
-        last.contains("is not a directory") && !text.contains("--dir"),
+        text.contains("is not a directory") && !text.contains("--dir"),
         "{text}"
     );
 }
