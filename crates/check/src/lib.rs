@@ -225,13 +225,18 @@ fn not_writable(
         notes: Vec::new(),
         report_file: None,
     };
+    enveloped(report, started_ms, Some(RunError { what, at_s: None }))
+}
+
+/// A check's report in the run envelope, with the error that made it fail, if any.
+fn enveloped(report: CheckReport, started_ms: u64, error: Option<RunError>) -> CheckRun {
     let mut run = Envelope::new(
         RunKind::Check,
         sinkrate_engine::host::host_facts(),
         started_ms,
         report,
     );
-    run.error = Some(RunError { what, at_s: None });
+    run.error = error;
     run
 }
 
@@ -329,15 +334,9 @@ pub fn run(
         notes,
         report_file: None,
     };
-    let mut run = Envelope::new(
-        RunKind::Check,
-        sinkrate_engine::host::host_facts(),
-        started_ms,
-        report,
-    );
-    run.error = record.error.clone().map(|e| RunError {
+    let error = record.error.clone().map(|e| RunError {
         what: e.what,
         at_s: e.at_s,
     });
-    Ok(run)
+    Ok(enveloped(report, started_ms, error))
 }
