@@ -339,7 +339,7 @@ fn more_open_files_than_the_process_may_hold_is_refused_before_any_file() {
     let (code, err, _) = run_measured(d.path(), &["bench", "nf.fio"], Some((256, 256)));
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("hold 1004 files open") && err.contains("ulimit -n 256"),
+        err.contains("hold 1000 files open") && err.contains("ulimit -n 256"),
         "{err}"
     );
     assert_eq!(files_in(d.path()), vec!["nf.fio".to_string()]);

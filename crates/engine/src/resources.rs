@@ -16,8 +16,6 @@ const PER_JOB_BASE_BYTES: u64 = 64 * 1024;
 /// 165 KiB per job in all.
 const PER_HISTOGRAM_BYTES: u64 = 128 * 1024;
 
-/// Descriptors a job holds besides its files (an io_uring, an eventfd, its log files).
-const PER_JOB_DESCRIPTORS: u64 = 4;
 /// Descriptors the process holds for itself (standard streams, /proc readers, the sampler).
 const PROCESS_DESCRIPTORS: u64 = 64;
 /// The share of MemAvailable a run may plan to take: the rest is the page cache's, which
@@ -51,6 +49,17 @@ fn job_bytes(job: &Job) -> u64 {
         .saturating_add(PER_JOB_BASE_BYTES)
 }
 
+/// Descriptors a job holds besides its files: an async engine's ring (or context) and
+/// eventfd, and one per log file it writes.
+fn other_descriptors(job: &Job) -> u64 {
+    let o = &job.options;
+    let engine = if o.ioengine.is_async() { 2 } else { 0 };
+    let logs = u64::from(o.write_bw_log.is_some())
+        + u64::from(o.write_iops_log.is_some())
+        + 3 * u64::from(o.write_lat_log.is_some());
+    engine + logs
+}
+
 /// The largest stonewall segment's needs (jobs in a segment run at once; the next starts
 /// after they end).
 pub fn needs(jobs: &[(Job, Vec<PlannedFile>)]) -> Needs {
@@ -76,7 +85,7 @@ pub fn needs(jobs: &[(Job, Vec<PlannedFile>)]) -> Needs {
         } else {
             files.len() as u64
         };
-        segment.descriptors += open_at_once + PER_JOB_DESCRIPTORS;
+        segment.descriptors += open_at_once + other_descriptors(job);
         worst.jobs = worst.jobs.max(segment.jobs);
         worst.memory_bytes = worst.memory_bytes.max(segment.memory_bytes);
         worst.descriptors = worst.descriptors.max(segment.descriptors);
