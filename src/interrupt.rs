@@ -44,7 +44,20 @@ pub fn flag() -> Result<Arc<AtomicBool>> {
 /// The second interrupt: the run's own files go, changed settings come back, exit 130.
 fn exit_now() -> ! {
     let removed = sinkrate_sys::owned::remove_all();
-    let restored = sinkrate_record::session::restore_left_over_settings();
+    // This process's own temporary changes (its guard will not get to drop).
+    let own = std::process::id();
+    let restored = if std::path::Path::new(sinkrate_settings::DEFAULT_JOURNAL).exists() {
+        sinkrate_settings::Journal::live()
+            .restore(&|e| e.mode == sinkrate_settings::Mode::Temporary && e.pid == own)
+            .map(|o| {
+                o.restored
+                    .iter()
+                    .map(|(s, v)| format!("{s}={v}"))
+                    .collect::<Vec<_>>()
+            })
+    } else {
+        Ok(Vec::new())
+    };
     let mut line = "sinkrate: interrupted again: stopping at once".to_string();
     if removed > 0 {
         line.push_str(&format!("; removed its {removed} test file(s)"));

@@ -90,6 +90,7 @@ fn run() -> Result<ExitCode> {
             cmd::bench::run(*args)
         }
         Command::Emulate { action } => cmd::emulate::run(action),
+        Command::Tune { action } => cmd::tune::run(action),
         Command::Watch(args) => cmd::watch::run(*args),
         Command::Record(args) => cmd::record::run(*args),
         Command::Audit(args) => cmd::audit::run(*args),

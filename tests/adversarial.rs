@@ -423,11 +423,13 @@ fn files_under_dev_are_files_and_a_missing_device_is_never_created() {
     );
 }
 
-/// Starts `sinkrate record` in `dir` (10 MB/s buffered, for `seconds`), its JSON to stdout.
-fn start_recording(dir: &Path, seconds: &str) -> std::process::Child {
+/// Starts `sinkrate record` in `dir` (10 MB/s buffered, for `seconds`, EXTRA flags), its
+/// JSON to stdout.
+fn start_recording(dir: &Path, seconds: &str, extra: &[&str]) -> std::process::Child {
     Command::new(sinkrate_path())
         .args(["record", "--dir"])
         .arg(dir)
+        .args(extra)
         .args([
             "--fps",
             "20",
@@ -463,7 +465,7 @@ fn recording_files(dir: &Path) -> Vec<String> {
 fn two_signals_close_together_are_one_interrupt_with_a_report() {
     // `timeout -s INT` signals the child, then its group: the same event, twice.
     let d = tempfile::tempdir().expect("tempdir");
-    let child = start_recording(d.path(), "20s");
+    let child = start_recording(d.path(), "20s", &[]);
     std::thread::sleep(std::time::Duration::from_millis(1500));
     interrupt(&child);
     std::thread::sleep(std::time::Duration::from_millis(30));
@@ -486,7 +488,10 @@ fn a_second_interrupt_still_removes_the_runs_own_files() {
             // A 4 MB/s card under a 10 MB/s recording: after the first Ctrl-C the writers'
             // final fsync waits for the card, and the user presses Ctrl-C again.
             let card = common::SlowDev::new(&["--size", "256M", "--write-rate", "4M"]);
-            let child = start_recording(card.path(), "20s");
+            let dirty_bytes = || std::fs::read_to_string("/proc/sys/vm/dirty_bytes").expect("read");
+            let before = dirty_bytes();
+            // With a temporary dirty limit, which the second Ctrl-C must put back too.
+            let child = start_recording(card.path(), "20s", &["--dirty-limit", "48M"]);
             std::thread::sleep(std::time::Duration::from_secs(3));
             assert_eq!(recording_files(card.path()).len(), 1, "recording started");
             interrupt(&child);
@@ -511,6 +516,8 @@ fn a_second_interrupt_still_removes_the_runs_own_files() {
                 err.contains("interrupted again") && err.contains("removed its 1 test file"),
                 "{err}"
             );
+            assert!(err.contains("restored vm.dirty"), "{err}");
+            assert_eq!(dirty_bytes(), before, "the dirty limit is back");
         },
     );
 }

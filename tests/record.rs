@@ -572,7 +572,7 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
             // SAFETY: killing our own child.
             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
             let _ = child.wait_with_output();
-            assert!(std::path::Path::new("/run/sinkrate/sysctl-journal.json").exists());
+            assert!(std::path::Path::new(sinkrate_settings::DEFAULT_JOURNAL).exists());
             // Until then, audit says whose limits it is judging.
             let temporary = |card: &std::path::Path| -> Option<serde_json::Value> {
                 let out = Command::new(sinkrate_path())
@@ -598,8 +598,14 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
             assert!(
                 finding["fix"]["now"][0]
                     .as_str()
-                    .is_some_and(|c| c.starts_with("sysctl -w vm.dirty_ratio=")),
+                    .is_some_and(|c| c.starts_with("sinkrate tune status")),
                 "{finding}"
+            );
+            assert!(
+                finding["evidence"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("vm.dirty_ratio was")),
+                "the value it replaced: {finding}"
             );
             let (_, _, stderr) = record(
                 card.path(),

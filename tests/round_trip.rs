@@ -155,6 +155,22 @@ fn watch_results_round_trip() {
 }
 
 #[test]
+fn tune_results_round_trip() {
+    // A dry run: planned from the live settings, nothing changed, no root needed.
+    let bytes = run_json(&[
+        "tune",
+        "apply",
+        "--dry-run",
+        "vm.dirty_expire_centisecs=100",
+        "--output-format",
+        "json",
+    ]);
+    let run: Envelope<sinkrate_settings::tune::TuneReport> = round_trip(&bytes, RunKind::Tune);
+    assert!(run.result.dry_run);
+    assert_eq!(run.result.changes.len(), 1);
+}
+
+#[test]
 fn find_max_results_round_trip() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf8");

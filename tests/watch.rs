@@ -177,13 +177,15 @@ fn throttling_on_a_slow_card_is_seen_and_a_setting_recommended() {
         || {
             let card = common::SlowDev::new(&["--write-rate", "10MB", "--size", "256M"]);
             // Set for the test and restored on drop (also if it fails), journaled like record's.
-            let journal = tempfile::tempdir().expect("tempdir");
-            let _limits = sinkrate_sysctl::Guard::apply(
-                std::path::Path::new("/proc/sys"),
-                &journal.path().join("sysctl.json"),
+            let sysctl = |name: &str| sinkrate_settings::Setting::Sysctl { name: name.into() };
+            let _limits = sinkrate_settings::Temporary::apply(
+                &sinkrate_settings::Journal::live(),
                 &[
-                    ("vm/dirty_bytes", (16u64 << 20).to_string()),
-                    ("vm/dirty_background_bytes", (8u64 << 20).to_string()),
+                    (sysctl("vm/dirty_bytes"), (16u64 << 20).to_string()),
+                    (
+                        sysctl("vm/dirty_background_bytes"),
+                        (8u64 << 20).to_string(),
+                    ),
                 ],
             )
             .expect("set the dirty limits");

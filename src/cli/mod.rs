@@ -71,6 +71,12 @@ pub enum Command {
         #[command(subcommand)]
         action: EmulateAction,
     },
+    /// Apply fixes through a journal, put them back, and see what sinkrate holds changed
+    #[command(after_help = TUNE_EXAMPLES)]
+    Tune {
+        #[command(subcommand)]
+        action: TuneAction,
+    },
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout
     #[command(
         after_help = "Example:\n  sinkrate completions bash > /etc/bash_completion.d/sinkrate"
@@ -114,6 +120,69 @@ Examples:
 Writers are throttled (balance_dirty_pages) once dirty + writeback pass the freerun ceiling,
 midway between the kernel's background and hard dirty thresholds (nr_dirty_*threshold in
 /proc/vmstat); watch reads those thresholds every sample rather than recomputing them.";
+
+pub const TUNE_EXAMPLES: &str = "\
+Examples:
+  # Seed 001's fix, journaled, kept until restore
+  sinkrate tune apply vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100
+
+  # Queue and mount settings of the device under /mnt/card, first as a dry run
+  sinkrate tune apply --path /mnt/card --dry-run queue:scheduler=none queue:max_sectors_kb=1024 mount:noatime
+
+  # What sinkrate holds changed, and everything put back
+  sinkrate tune status
+  sinkrate tune restore
+
+Settings: vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs, vm.dirty_bytes,
+vm.dirty_background_bytes, vm.dirty_ratio, vm.dirty_background_ratio; queue:scheduler,
+queue:nr_requests, queue:read_ahead_kb, queue:max_sectors_kb, queue:write_cache;
+mount:noatime|relatime|strictatime|sync|async|dirsync|discard|nodiscard|barrier|nobarrier|commit=N.
+data= cannot change on a remount: put it in /etc/fstab.";
+
+#[derive(Debug, Subcommand)]
+pub enum TuneAction {
+    /// Journal the settings, then change them; they stay until `sinkrate tune restore`
+    #[command(after_help = TUNE_EXAMPLES)]
+    Apply(Box<TuneApplyArgs>),
+    /// Put back every setting `tune apply` changed (and any a killed run left)
+    Restore {
+        /// Print what would be put back, change nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// text or json
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+        output_format: OutputFormat,
+    },
+    /// What sinkrate holds changed (a killed run's temporary changes are put back first)
+    Status {
+        /// text or json
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+        output_format: OutputFormat,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TuneApplyArgs {
+    /// Settings: vm.NAME=VALUE, queue:ATTR=VALUE, mount:OPTION (see the examples)
+    #[arg(required = true, value_name = "SETTING")]
+    pub settings: Vec<String>,
+    /// The directory whose mount and block device queue: and mount: settings apply to
+    #[arg(long, default_value = ".")]
+    pub path: PathBuf,
+    /// The block device for queue: settings, by name (sda, mmcblk0); also allows the
+    /// system's own disk
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// The mount point for mount: settings, by name; also allows the system's own mounts
+    #[arg(long, value_name = "DIR")]
+    pub mount_point: Option<String>,
+    /// Print what would change, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// text or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+}
 
 pub const EMULATE_EXAMPLES: &str = "\
 Examples:

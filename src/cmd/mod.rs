@@ -5,5 +5,6 @@ pub mod docs;
 pub mod emulate;
 pub mod find_max;
 pub mod record;
+pub mod tune;
 pub mod watch;
 pub mod watch_tui;

@@ -75,7 +75,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     if let Some((dirty, background)) = session.dirty_limits {
         eprintln!(
             "sinkrate: note: vm.dirty_bytes={dirty} vm.dirty_background_bytes={background} for this run (journal {}; restored at the end)",
-            session::SYSCTL_JOURNAL
+            session::SETTINGS_JOURNAL
         );
     }
     let stop = crate::interrupt_flag()?;

@@ -685,57 +685,65 @@ fn usb(r: &mut Rules) {
     }
 }
 
-/// Settings a sinkrate run changed and has not put back: every dirty-limit finding below
-/// is then about that run's values, which the user must know before acting on them.
-fn temporary_settings(r: &mut Rules) {
-    let Some(p) = r.a.memory.temporary_settings.clone() else {
+/// Settings sinkrate changed and has not put back: the findings below may judge sinkrate's
+/// values, not the system's own, and the user must know before acting on them.
+fn sinkrate_settings(r: &mut Rules) {
+    let entries = r.a.memory.sinkrate_settings.clone();
+    if entries.is_empty() {
         return;
-    };
-    let changed: Vec<String> = p.entries.iter().map(|e| e.name.replace('/', ".")).collect();
-    let originals: Vec<String> = p
-        .entries
+    }
+    use sinkrate_settings::Mode;
+    let killed: Vec<_> = entries
         .iter()
-        .filter(|e| e.original != "0")
-        .map(|e| format!("{}={}", e.name.replace('/', "."), e.original))
+        .filter(|e| e.entry.mode == Mode::Temporary && !e.running)
         .collect();
-    let (title, why) = if p.running {
-        (
-            format!("{} are a running sinkrate's temporary settings (pid {})", changed.join(", "), p.pid),
-            "A sinkrate record run set them for its test (--ram-limit / --dirty-limit) and puts them back when it ends; the dirty-limit findings here judge its values, not the system's.",
-        )
-    } else {
-        (
-            format!("{} are still a killed sinkrate run's temporary settings (pid {})", changed.join(", "), p.pid),
-            "A sinkrate record run set them for its test and was killed before it could put them back; the next sinkrate record restores them from the journal. Until then the dirty-limit findings here judge the test's values, not the system's.",
-        )
+    let names = |list: &[&crate::memory::JournaledSetting]| {
+        list.iter()
+            .map(|e| e.entry.setting.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
+    let evidence = entries
+        .iter()
+        .map(|e| {
+            format!(
+                "{} was {} ({:?}, pid {})",
+                e.entry.setting, e.entry.original, e.entry.mode, e.entry.pid
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    if !killed.is_empty() {
+        r.add(
+            "sinkrate.temporary_settings",
+            Severity::Warn,
+            format!(
+                "{} are still a killed sinkrate run's temporary settings",
+                names(&killed)
+            ),
+            format!("{}: {evidence}", sinkrate_settings::DEFAULT_JOURNAL),
+            "A sinkrate run set them for its test and was killed before it could put them back; the next sinkrate that changes settings (sinkrate tune status included) restores them from the journal. Until then the findings here judge the test's values, not the system's.",
+            &["sinkrate tune status   (restores a killed run's temporary settings and lists what stays changed)".to_string()],
+            &[],
+            None,
+        );
+        return;
+    }
+    let all: Vec<_> = entries.iter().collect();
     r.add(
-        "sinkrate.temporary_settings",
-        if p.running {
-            Severity::Info
-        } else {
-            Severity::Warn
-        },
-        title,
-        format!(
-            "{}: pid {}, originals {}",
-            sinkrate_sysctl::DEFAULT_JOURNAL,
-            p.pid,
-            originals.join(" ")
-        ),
-        why,
-        &if p.running || originals.is_empty() {
-            Vec::new()
-        } else {
-            vec![format!("sysctl -w {}", originals.join(" "))]
-        },
+        "sinkrate.settings",
+        Severity::Info,
+        format!("{} changed by sinkrate", names(&all)),
+        format!("{}: {evidence}", sinkrate_settings::DEFAULT_JOURNAL),
+        "Values applied with sinkrate tune apply (kept until sinkrate tune restore), or a running test's temporary values: the findings here judge them as they are now.",
+        &["sinkrate tune restore   (puts back what tune apply changed)".to_string()],
         &[],
         None,
     );
 }
 
 fn memory(r: &mut Rules) {
-    temporary_settings(r);
+    sinkrate_settings(r);
     let m = r.a.memory.clone();
     let rate = r.a.stream_bytes_per_s.max(1.0);
     let (Some(limit), Some(background)) = (m.dirty_threshold_bytes, m.background_threshold_bytes)

@@ -19,10 +19,11 @@ pub struct Memory {
     pub background_threshold_bytes: Option<u64>,
     /// Where writers start being throttled: midway between the two.
     pub freerun_ceiling_bytes: Option<u64>,
-    /// Dirty limits a sinkrate run set for itself (`record --ram-limit`) and has not yet put
-    /// back: the values above are then that run's, not the system's.
+    /// Settings sinkrate changed and has not put back (journal entries, temporary or
+    /// applied), with whether the run that made a temporary one is still going: the values
+    /// above may then be sinkrate's, not the system's own.
     #[serde(default)]
-    pub temporary_settings: Option<sinkrate_sysctl::Pending>,
+    pub sinkrate_settings: Vec<JournaledSetting>,
 }
 
 pub fn read(root: &SysRoot) -> Memory {
@@ -54,8 +55,34 @@ pub fn read(root: &SysRoot) -> Memory {
         dirty_threshold_bytes: vm.nr_dirty_threshold.map(|p| p * page),
         background_threshold_bytes: vm.nr_dirty_background_threshold.map(|p| p * page),
         freerun_ceiling_bytes: vm.freerun_ceiling_pages().map(|p| p * page),
-        temporary_settings: sinkrate_sysctl::pending(
-            &root.host_path(sinkrate_sysctl::DEFAULT_JOURNAL),
-        ),
+        sinkrate_settings: journaled(root),
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournaledSetting {
+    #[serde(flatten)]
+    pub entry: sinkrate_settings::Entry,
+    /// For a temporary change: its run is still going and will put it back itself.
+    pub running: bool,
+}
+
+/// The settings journal's entries (the live one, or a fixture's /var/lib/sinkrate).
+fn journaled(root: &SysRoot) -> Vec<JournaledSetting> {
+    let host = sinkrate_settings::Host {
+        proc_sys: root.host_path("/proc/sys"),
+        sys_block: root.host_path("/sys/block"),
+        live: root.is_live(),
+    };
+    let journal =
+        sinkrate_settings::Journal::at(host, &root.host_path(sinkrate_settings::DEFAULT_JOURNAL));
+    journal
+        .entries()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|entry| JournaledSetting {
+            running: journal.is_live(&entry),
+            entry,
+        })
+        .collect()
 }

@@ -20,6 +20,7 @@ pub enum RunKind {
     Check,
     Audit,
     Watch,
+    Tune,
 }
 
 impl RunKind {
@@ -39,6 +40,7 @@ impl RunKind {
             RunKind::Check => "check",
             RunKind::Audit => "audit",
             RunKind::Watch => "watch",
+            RunKind::Tune => "tune",
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::stream::StreamResult;
 use crate::verdict::{decide, Evidence};
 
 /// Where the journal of temporarily changed settings lives.
-pub const SYSCTL_JOURNAL: &str = sinkrate_sysctl::DEFAULT_JOURNAL;
+pub const SETTINGS_JOURNAL: &str = sinkrate_settings::DEFAULT_JOURNAL;
 
 /// Everything a recording session needs besides the stop flag.
 #[derive(Debug, Clone)]
@@ -98,21 +98,24 @@ pub struct LiveStatus {
     pub writeback_bytes: Option<u64>,
 }
 
-/// Settings a killed run left changed go back first; returns the `name=value` restored.
+/// Settings a killed run left changed go back first; returns the `name=value` restored and
+/// what was left alone (changed since by someone else).
 pub fn restore_left_over_settings() -> Result<Vec<String>, SessionError> {
-    let journal = Path::new(SYSCTL_JOURNAL);
-    if !journal.exists() || !sinkrate_engine::host::is_root() {
+    if !Path::new(SETTINGS_JOURNAL).exists() || !sinkrate_engine::host::is_root() {
         return Ok(Vec::new());
     }
-    match sinkrate_sysctl::restore_pending(Path::new("/proc/sys"), journal) {
-        Ok(restored) => Ok(restored
-            .iter()
-            .map(|e| format!("{}={}", e.name, e.original))
-            .collect()),
-        // Another run is alive and holds them: not ours to touch.
-        Err(sinkrate_sysctl::Error::Busy(_)) => Ok(Vec::new()),
-        Err(e) => Err(SessionError::LeftOverSettings(e.to_string())),
-    }
+    let out = sinkrate_settings::Journal::live()
+        .recover()
+        .map_err(|e| SessionError::LeftOverSettings(e.to_string()))?;
+    let mut lines: Vec<String> = out
+        .restored
+        .iter()
+        .map(|(s, v)| format!("{s}={v}"))
+        .collect();
+    lines.extend(out.left_alone.iter().map(|(s, now, wrote)| {
+        format!("{s} left at {now} (changed by someone else after sinkrate wrote {wrote})")
+    }));
+    Ok(lines)
 }
 
 /// The dirty limits a board with `ram` bytes would have with this host's settings:
@@ -246,12 +249,12 @@ pub fn run(
     let mut restored = Vec::new();
     let _limits_guard = match s.dirty_limits {
         Some((dirty, background)) => {
-            let guard = sinkrate_sysctl::Guard::apply(
-                Path::new("/proc/sys"),
-                Path::new(SYSCTL_JOURNAL),
+            let sysctl = |name: &str| sinkrate_settings::Setting::Sysctl { name: name.into() };
+            let guard = sinkrate_settings::Temporary::apply(
+                &sinkrate_settings::Journal::live(),
                 &[
-                    ("vm/dirty_bytes", dirty.to_string()),
-                    ("vm/dirty_background_bytes", background.to_string()),
+                    (sysctl("vm/dirty_bytes"), dirty.to_string()),
+                    (sysctl("vm/dirty_background_bytes"), background.to_string()),
                 ],
             )
             .map_err(|e| SessionError::Settings(e.to_string()))?;
@@ -259,7 +262,7 @@ pub fn run(
                 .entries()
                 .iter()
                 .map(|e| RestoredSetting {
-                    name: e.name.clone(),
+                    name: e.setting.to_string().replace('.', "/"),
                     original: e.original.clone(),
                 })
                 .collect();

@@ -228,8 +228,8 @@ fn recommend(s: &Summary) -> Result<Option<Recommendation>, String> {
             format!(
                 "sysctl -w vm.dirty_bytes={dirty_bytes} vm.dirty_background_bytes={background}"
             ),
-            sinkrate_sysctl::persist::merge_command(
-                sinkrate_sysctl::persist::FILE,
+            sinkrate_settings::persist::merge_command(
+                sinkrate_settings::persist::FILE,
                 &[
                     ("vm.dirty_bytes", dirty_bytes.to_string()),
                     ("vm.dirty_background_bytes", background.to_string()),

@@ -1,0 +1,620 @@
+//! System settings (sysctls, block-queue attributes, mount options) changed only through one
+//! journal, and always put back.
+//!
+//! Every change is journaled before it is made: the value in force, then (once written) the
+//! value sinkrate wrote, whether the change is *temporary* (a test's, undone when its process
+//! ends) or *applied* (`tune apply`, kept until `tune restore`), the process and the boot.
+//! The journal is written to a temporary file, fsynced and renamed over the old one, under a
+//! lock, so a crash leaves either the old journal or the new. A temporary change whose
+//! process is gone (killed) is undone by the next sinkrate that touches settings; a change
+//! from an earlier boot is gone with it and dropped. A value someone else changed after
+//! sinkrate wrote it is left alone and named.
+
+pub mod persist;
+pub mod setting;
+pub mod tune;
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use setting::{companion, Host, Setting};
+
+/// The journal of the live system. Under /var/lib so that settings `--persist` wrote to
+/// files can be found again after a reboot; runtime values carry their boot.
+pub const DEFAULT_JOURNAL: &str = "/var/lib/sinkrate/settings-journal.json";
+
+/// A test seam: seconds to wait between journaling changes and making them, so a test can
+/// kill the process in exactly that window.
+const PAUSE_AFTER_JOURNAL_ENV: &str = "SINKRATE_TEST_PAUSE_AFTER_JOURNAL";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: {}", .0.display(), .1)]
+    Io(PathBuf, std::io::Error),
+    #[error("{}: not a settings journal sinkrate can read ({}); nothing was changed (move it away once no sinkrate runs)", .0.display(), .1)]
+    Corrupt(PathBuf, String),
+    #[error("{0}: unknown")]
+    Unknown(String),
+    #[error("'{text}': {why}")]
+    BadSetting { text: String, why: String },
+    #[error("{setting} = {value}: the kernel refused it: {why}")]
+    Refused {
+        setting: String,
+        value: String,
+        why: String,
+    },
+    #[error(
+        "{setting} is held by another sinkrate run (pid {pid}) that is still going; wait for it"
+    )]
+    Busy { setting: String, pid: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// A test's change (a search trial, `record --ram-limit`): undone when its process ends.
+    Temporary,
+    /// `tune apply`: kept until `tune restore`.
+    Applied,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub setting: Setting,
+    /// The value in force before sinkrate changed it.
+    pub original: String,
+    /// What sinkrate wrote, as the kernel reads it back; None between journaling and writing,
+    /// and for a sysctl's companion form, which sinkrate did not set itself.
+    pub written: Option<String>,
+    pub mode: Mode,
+    pub pid: u32,
+    pub boot_id: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct JournalFile {
+    version: u32,
+    entries: Vec<Entry>,
+}
+
+/// What a restore did.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Settings written back to their original values.
+    pub restored: Vec<(Setting, String)>,
+    /// Settings someone else changed after sinkrate wrote them: (setting, value now, what
+    /// sinkrate wrote). Left as they are.
+    pub left_alone: Vec<(Setting, String, String)>,
+    /// Entries of an earlier boot, whose runtime values the reboot already undid.
+    pub dropped: Vec<Setting>,
+}
+
+impl Outcome {
+    pub fn is_empty(&self) -> bool {
+        self.restored.is_empty() && self.left_alone.is_empty() && self.dropped.is_empty()
+    }
+
+    /// One line for a person: what was put back, and what was left alone and why.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.restored.is_empty() {
+            parts.push(format!(
+                "restored {}",
+                self.restored
+                    .iter()
+                    .map(|(s, v)| format!("{s}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        for (s, now, wrote) in &self.left_alone {
+            parts.push(format!(
+                "left {s} at {now}: changed by someone else after sinkrate wrote {wrote}"
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The journal and the host it describes.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    host: Host,
+    path: PathBuf,
+}
+
+/// An exclusive lock on the journal, held while it is read, changed and written.
+struct Lock {
+    _file: std::fs::File,
+}
+
+impl Journal {
+    pub fn live() -> Journal {
+        Journal::at(Host::live(), Path::new(DEFAULT_JOURNAL))
+    }
+
+    pub fn at(host: Host, path: &Path) -> Journal {
+        Journal {
+            host,
+            path: path.to_path_buf(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    fn boot_id(&self) -> String {
+        std::fs::read_to_string(self.host.proc_sys.join("kernel/random/boot_id"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    }
+
+    fn lock(&self) -> Result<Lock, Error> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| Error::Io(dir.to_path_buf(), e))?;
+        let lock_path = self.path.with_extension("lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(|e| Error::Io(lock_path.clone(), e))?;
+        // SAFETY: flock on a descriptor this function owns; released when it is closed.
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) } != 0 {
+            return Err(Error::Io(lock_path, std::io::Error::last_os_error()));
+        }
+        Ok(Lock { _file: file })
+    }
+
+    fn load(&self) -> Result<JournalFile, Error> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Corrupt(self.path.clone(), e.to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(JournalFile::default()),
+            Err(e) => Err(Error::Io(self.path.clone(), e)),
+        }
+    }
+
+    /// Atomically replaces the journal (removes it when empty): a temporary file, fsynced,
+    /// renamed over it, and the directory fsynced.
+    fn save(&self, j: &JournalFile) -> Result<(), Error> {
+        let io = |e| Error::Io(self.path.clone(), e);
+        if j.entries.is_empty() {
+            return match std::fs::remove_file(&self.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+                _ => Ok(()),
+            };
+        }
+        let text = serde_json::to_vec_pretty(&JournalFile {
+            version: 1,
+            entries: j.entries.clone(),
+        })
+        .map_err(|e| io(std::io::Error::other(e)))?;
+        let tmp = self.path.with_extension("json.tmp");
+        {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .mode(0o600)
+                .open(&tmp)
+                .map_err(io)?;
+            f.write_all(&text).map_err(io)?;
+            f.sync_all().map_err(io)?;
+        }
+        std::fs::rename(&tmp, &self.path).map_err(io)?;
+        if let Some(dir) = self.path.parent() {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+
+    /// Every entry, as journaled (for `tune status` and audit). Reads only.
+    pub fn entries(&self) -> Result<Vec<Entry>, Error> {
+        Ok(self.load()?.entries)
+    }
+
+    /// Whether an entry's process is still running in this boot.
+    pub fn is_live(&self, e: &Entry) -> bool {
+        e.boot_id == self.boot_id() && alive(e.pid)
+    }
+
+    /// Undoes the temporary changes of processes that are gone, drops entries of earlier
+    /// boots. Every command that reads or changes settings calls this first.
+    pub fn recover(&self) -> Result<Outcome, Error> {
+        let _lock = self.lock()?;
+        let mut j = self.load()?;
+        let boot = self.boot_id();
+        let mut out = Outcome::default();
+        j.entries.retain(|e| {
+            // A reboot undid every runtime value, remounts included.
+            let other_boot = e.boot_id != boot;
+            if other_boot {
+                out.dropped.push(e.setting.clone());
+            }
+            !other_boot
+        });
+        let dead: Vec<Entry> = j
+            .entries
+            .iter()
+            .filter(|e| e.mode == Mode::Temporary && !alive(e.pid))
+            .cloned()
+            .collect();
+        let restored = self.restore_entries(&dead)?;
+        j.entries.retain(|e| !dead.contains(e));
+        self.save(&j)?;
+        out.restored = restored.restored;
+        out.left_alone = restored.left_alone;
+        Ok(out)
+    }
+
+    /// Journals `changes`, then makes them. Sysctls' `_bytes`/`_ratio` companions are
+    /// journaled too. On any failure what this call wrote is put back.
+    pub fn apply(&self, changes: &[(Setting, String)], mode: Mode) -> Result<Vec<Entry>, Error> {
+        self.recover()?;
+        let _lock = self.lock()?;
+        let mut j = self.load()?;
+        let boot = self.boot_id();
+        let pid = std::process::id();
+        let mut settings: Vec<Setting> = Vec::new();
+        for (s, _) in changes {
+            settings.push(s.clone());
+            if let Setting::Sysctl { name } = s {
+                if let Some(c) = companion(name) {
+                    if self.host.proc_sys.join(&c).exists() {
+                        settings.push(Setting::Sysctl { name: c });
+                    }
+                }
+            }
+        }
+        settings.dedup();
+        let mut mine: Vec<Entry> = Vec::new();
+        for s in &settings {
+            if mine.iter().any(|e| &e.setting == s) {
+                continue;
+            }
+            // A setting already journaled keeps the value from before sinkrate's first change.
+            let original = match j.entries.iter().find(|e| &e.setting == s) {
+                Some(e) if e.mode == Mode::Temporary && e.pid != pid && alive(e.pid) => {
+                    return Err(Error::Busy {
+                        setting: s.to_string(),
+                        pid: e.pid,
+                    })
+                }
+                Some(e) => e.original.clone(),
+                None => self.host.read(s)?,
+            };
+            mine.push(Entry {
+                setting: s.clone(),
+                original,
+                written: None,
+                mode,
+                pid,
+                boot_id: boot.clone(),
+            });
+        }
+        j.entries.retain(|e| !settings.contains(&e.setting));
+        j.entries.extend(mine.iter().cloned());
+        self.save(&j)?;
+        if let Some(secs) = std::env::var(PAUSE_AFTER_JOURNAL_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_secs(secs));
+        }
+        for (i, (s, value)) in changes.iter().enumerate() {
+            if let Err(e) = self.host.write(s, value) {
+                // Put back what this call changed, and forget it.
+                let done: Vec<Entry> = mine
+                    .iter()
+                    .filter(|m| {
+                        changes[..i]
+                            .iter()
+                            .any(|(c, _)| same_or_companion(c, &m.setting))
+                    })
+                    .cloned()
+                    .collect();
+                let _ = self.restore_entries(&done);
+                j.entries.retain(|x| !mine.contains(x));
+                let _ = self.save(&j);
+                return Err(e);
+            }
+        }
+        // A companion the kernel zeroed is not sinkrate's value: only what was asked for is
+        // checked for someone else's change at restore.
+        for m in mine.iter_mut() {
+            if changes.iter().any(|(c, _)| c == &m.setting) {
+                m.written = Some(self.host.read(&m.setting)?);
+            }
+        }
+        j.entries.retain(|e| !settings.contains(&e.setting));
+        j.entries.extend(mine.iter().cloned());
+        self.save(&j)?;
+        Ok(mine)
+    }
+
+    /// Restores the entries `which` selects (after recovering the dead) and removes them
+    /// from the journal.
+    pub fn restore(&self, which: &dyn Fn(&Entry) -> bool) -> Result<Outcome, Error> {
+        let mut out = self.recover()?;
+        let _lock = self.lock()?;
+        let mut j = self.load()?;
+        let chosen: Vec<Entry> = j.entries.iter().filter(|e| which(e)).cloned().collect();
+        let done = self.restore_entries(&chosen)?;
+        j.entries.retain(|e| !chosen.contains(e));
+        self.save(&j)?;
+        out.restored.extend(done.restored);
+        out.left_alone.extend(done.left_alone);
+        Ok(out)
+    }
+
+    /// Writes the originals back, a sysctl pair in the form that was in force; a setting
+    /// someone else changed since sinkrate wrote it is left alone.
+    fn restore_entries(&self, entries: &[Entry]) -> Result<Outcome, Error> {
+        let mut out = Outcome::default();
+        let mut done: Vec<&Setting> = Vec::new();
+        for e in entries {
+            if done.contains(&&e.setting) {
+                continue;
+            }
+            let pair = match &e.setting {
+                Setting::Sysctl { name } => companion(name).and_then(|c| {
+                    entries
+                        .iter()
+                        .find(|x| x.setting == Setting::Sysctl { name: c.clone() })
+                }),
+                _ => None,
+            };
+            let members: Vec<&Entry> = std::iter::once(e).chain(pair).collect();
+            // Changed by someone else: the value now is not what sinkrate wrote.
+            let mut changed = None;
+            for m in &members {
+                if let Some(w) = &m.written {
+                    let now = self.host.read(&m.setting)?;
+                    if &now != w {
+                        changed = Some((m.setting.clone(), now, w.clone()));
+                        break;
+                    }
+                }
+            }
+            for m in &members {
+                done.push(&m.setting);
+            }
+            if let Some(c) = changed {
+                out.left_alone.push(c);
+                continue;
+            }
+            let target = match pair {
+                Some(other) => {
+                    let (bytes, ratio) = if e.setting.to_string().ends_with("_bytes") {
+                        (e, other)
+                    } else {
+                        (other, e)
+                    };
+                    if bytes.original != "0" {
+                        bytes
+                    } else {
+                        ratio
+                    }
+                }
+                None => e,
+            };
+            self.host.write(&target.setting, &target.original)?;
+            out.restored
+                .push((target.setting.clone(), target.original.clone()));
+        }
+        Ok(out)
+    }
+}
+
+fn same_or_companion(changed: &Setting, journaled: &Setting) -> bool {
+    if changed == journaled {
+        return true;
+    }
+    match (changed, journaled) {
+        (Setting::Sysctl { name }, Setting::Sysctl { name: other }) => {
+            companion(name).as_deref() == Some(other.as_str())
+        }
+        _ => false,
+    }
+}
+
+/// Temporary changes for the life of a test: undone when dropped (end, error, Ctrl-C that
+/// unwinds, panic); after `kill -9`, by the next sinkrate's `recover`.
+#[derive(Debug)]
+pub struct Temporary {
+    journal: Journal,
+    entries: Vec<Entry>,
+    undone: bool,
+}
+
+impl Temporary {
+    pub fn apply(journal: &Journal, changes: &[(Setting, String)]) -> Result<Temporary, Error> {
+        let entries = journal.apply(changes, Mode::Temporary)?;
+        Ok(Temporary {
+            journal: journal.clone(),
+            entries,
+            undone: false,
+        })
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn undo(&mut self) -> Result<Outcome, Error> {
+        if self.undone {
+            return Ok(Outcome::default());
+        }
+        self.undone = true;
+        let mine = self.entries.clone();
+        self.journal.restore(&|e| {
+            e.mode == Mode::Temporary
+                && e.pid == std::process::id()
+                && mine.iter().any(|m| m.setting == e.setting)
+        })
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        let _ = self.undo();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in /proc/sys and /sys/block in a directory (plain files: the kernel's
+    /// zeroing of a companion is done by hand where a test needs it).
+    fn fake() -> (tempfile::TempDir, Journal) {
+        let d = tempfile::tempdir().expect("tempdir");
+        let sys = d.path().join("sys");
+        for (name, value) in [
+            ("vm/dirty_ratio", "20"),
+            ("vm/dirty_bytes", "0"),
+            ("vm/dirty_expire_centisecs", "3000"),
+            ("kernel/random/boot_id", "boot-a"),
+        ] {
+            let p = sys.join(name);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, value).expect("write");
+        }
+        let q = d.path().join("block/sda/queue");
+        std::fs::create_dir_all(&q).expect("mkdir");
+        std::fs::write(q.join("read_ahead_kb"), "128").expect("write");
+        let host = Host {
+            proc_sys: sys,
+            sys_block: d.path().join("block"),
+            live: false,
+        };
+        let journal = Journal::at(host, &d.path().join("j/journal.json"));
+        (d, journal)
+    }
+
+    fn read(j: &Journal, name: &str) -> String {
+        j.host()
+            .read(&Setting::Sysctl { name: name.into() })
+            .expect("read")
+    }
+
+    fn sysctl(name: &str) -> Setting {
+        Setting::Sysctl { name: name.into() }
+    }
+
+    #[test]
+    fn applied_changes_stay_until_restored_and_the_form_in_force_comes_back() {
+        let (_d, j) = fake();
+        let queue = Setting::Queue {
+            device: "sda".into(),
+            attr: "read_ahead_kb".into(),
+        };
+        j.apply(
+            &[
+                (sysctl("vm/dirty_bytes"), "16777216".into()),
+                (queue.clone(), "4096".into()),
+            ],
+            Mode::Applied,
+        )
+        .expect("apply");
+        // What the kernel does when bytes are written: the ratio reads 0.
+        std::fs::write(j.host().proc_sys.join("vm/dirty_ratio"), "0").expect("w");
+        let entries = j.entries().expect("entries");
+        assert_eq!(
+            entries.len(),
+            3,
+            "the ratio form is journaled too: {entries:?}"
+        );
+        assert!(j.recover().expect("recover").is_empty(), "applied stays");
+        let out = j.restore(&|e| e.mode == Mode::Applied).expect("restore");
+        assert_eq!(read(&j, "vm/dirty_ratio"), "20", "the ratio was in force");
+        assert_eq!(j.host().read(&queue).expect("read"), "128");
+        assert_eq!(out.restored.len(), 2, "{out:?}");
+        assert!(!j.path().exists(), "an empty journal is removed");
+    }
+
+    #[test]
+    fn a_temporary_change_is_undone_on_drop_and_after_its_process_died() {
+        let (_d, j) = fake();
+        {
+            let _t = Temporary::apply(&j, &[(sysctl("vm/dirty_expire_centisecs"), "100".into())])
+                .expect("apply");
+            assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "100");
+        }
+        assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "3000");
+        // A journal left by a process that is gone (pid 0 never runs user code).
+        let t = Temporary::apply(&j, &[(sysctl("vm/dirty_expire_centisecs"), "100".into())])
+            .expect("apply");
+        std::mem::forget(t);
+        let mut file: JournalFile =
+            serde_json::from_slice(&std::fs::read(j.path()).expect("read")).expect("json");
+        for e in &mut file.entries {
+            e.pid = u32::MAX;
+        }
+        std::fs::write(j.path(), serde_json::to_vec(&file).expect("json")).expect("write");
+        let out = j.recover().expect("recover");
+        assert_eq!(out.restored.len(), 1, "{out:?}");
+        assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "3000");
+    }
+
+    #[test]
+    fn a_value_someone_else_changed_is_left_alone_and_named() {
+        let (_d, j) = fake();
+        j.apply(
+            &[(sysctl("vm/dirty_expire_centisecs"), "100".into())],
+            Mode::Applied,
+        )
+        .expect("apply");
+        std::fs::write(j.host().proc_sys.join("vm/dirty_expire_centisecs"), "500").expect("w");
+        let out = j.restore(&|_| true).expect("restore");
+        assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "500");
+        assert!(
+            out.describe().contains("changed by someone else"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn entries_of_an_earlier_boot_are_dropped_and_a_corrupt_journal_changes_nothing() {
+        let (_d, j) = fake();
+        j.apply(
+            &[(sysctl("vm/dirty_expire_centisecs"), "100".into())],
+            Mode::Applied,
+        )
+        .expect("apply");
+        std::fs::write(j.host().proc_sys.join("kernel/random/boot_id"), "boot-b").expect("w");
+        let out = j.recover().expect("recover");
+        assert_eq!(out.dropped.len(), 1);
+        assert!(!j.path().exists());
+        std::fs::create_dir_all(j.path().parent().expect("dir")).expect("mkdir");
+        std::fs::write(j.path(), b"{ not json").expect("w");
+        let e = j
+            .apply(
+                &[(sysctl("vm/dirty_expire_centisecs"), "100".into())],
+                Mode::Applied,
+            )
+            .expect_err("corrupt");
+        assert!(e.to_string().contains("not a settings journal"), "{e}");
+        assert_eq!(
+            read(&j, "vm/dirty_expire_centisecs"),
+            "100",
+            "unchanged since"
+        );
+    }
+}

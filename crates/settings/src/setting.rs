@@ -1,0 +1,407 @@
+//! The settings sinkrate may change, how a user names them, and how each is read and written:
+//! sysctls under /proc/sys, block-queue attributes under /sys/block/DEV/queue, and mount
+//! options changed by a remount.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// The sysctls sinkrate changes: the page cache's writeback knobs.
+pub const SYSCTLS: &[&str] = &[
+    "vm.dirty_expire_centisecs",
+    "vm.dirty_writeback_centisecs",
+    "vm.dirty_bytes",
+    "vm.dirty_background_bytes",
+    "vm.dirty_ratio",
+    "vm.dirty_background_ratio",
+];
+
+/// The block-queue attributes sinkrate changes.
+pub const QUEUE_ATTRS: &[&str] = &[
+    "scheduler",
+    "nr_requests",
+    "read_ahead_kb",
+    "max_sectors_kb",
+    "write_cache",
+];
+
+/// Mount options a remount can change, by family: applying one member replaces the member
+/// in force, and restoring writes that member back.
+pub const MOUNT_FAMILIES: &[(&str, &[&str])] = &[
+    ("atime", &["noatime", "relatime", "strictatime"]),
+    ("sync", &["sync", "async"]),
+    ("dirsync", &["dirsync"]),
+    ("discard", &["discard", "nodiscard"]),
+    ("barrier", &["barrier", "nobarrier"]),
+];
+
+/// Options that a remount cannot change: the filesystem keeps the value it was mounted with.
+pub const NOT_ON_REMOUNT: &[&str] = &["data=", "journal_checksum", "journal_async_commit"];
+
+/// One setting, named so it can be read, written and restored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Setting {
+    /// `vm/dirty_bytes` under /proc/sys.
+    Sysctl { name: String },
+    /// `/sys/block/DEVICE/queue/ATTR`.
+    Queue { device: String, attr: String },
+    /// One family of a mount's options (`atime`, `sync`, `commit`, ...) at a mount point.
+    Mount { mount_point: String, family: String },
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Setting::Sysctl { name } => write!(f, "{}", name.replace('/', ".")),
+            Setting::Queue { device, attr } => write!(f, "/sys/block/{device}/queue/{attr}"),
+            Setting::Mount {
+                mount_point,
+                family,
+            } => write!(f, "{mount_point} mount option {family}"),
+        }
+    }
+}
+
+/// Where the settings live: the live system, or directories standing in for /proc/sys and
+/// /sys/block in tests (mount options are live only).
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub proc_sys: PathBuf,
+    pub sys_block: PathBuf,
+    pub live: bool,
+}
+
+impl Host {
+    pub fn live() -> Host {
+        Host {
+            proc_sys: PathBuf::from("/proc/sys"),
+            sys_block: PathBuf::from("/sys/block"),
+            live: true,
+        }
+    }
+
+    fn path(&self, s: &Setting) -> Option<PathBuf> {
+        match s {
+            Setting::Sysctl { name } => Some(self.proc_sys.join(name)),
+            Setting::Queue { device, attr } => {
+                Some(self.sys_block.join(device).join("queue").join(attr))
+            }
+            Setting::Mount { .. } => None,
+        }
+    }
+
+    /// The value in force, as it would be written back: a queue's scheduler without the
+    /// brackets, a mount family's member in force.
+    pub fn read(&self, s: &Setting) -> Result<String, Error> {
+        if let Setting::Mount {
+            mount_point,
+            family,
+        } = s
+        {
+            return mount_value(mount_point, family);
+        }
+        let path = self.path(s).ok_or_else(|| Error::Unknown(s.to_string()))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::Io(path.clone(), e))?;
+        let text = text.trim();
+        Ok(match s {
+            Setting::Queue { attr, .. } if attr == "scheduler" => {
+                bracketed(text).unwrap_or(text).to_string()
+            }
+            _ => text.to_string(),
+        })
+    }
+
+    /// Writes `value`; the kernel's refusal comes back with what it accepts where that is
+    /// knowable (a queue's schedulers).
+    pub fn write(&self, s: &Setting, value: &str) -> Result<(), Error> {
+        if let Setting::Mount { mount_point, .. } = s {
+            return remount(mount_point, value);
+        }
+        let path = self.path(s).ok_or_else(|| Error::Unknown(s.to_string()))?;
+        std::fs::write(&path, value).map_err(|e| {
+            let accepted = match s {
+                Setting::Queue { attr, .. } if attr == "scheduler" => {
+                    std::fs::read_to_string(&path).ok().map(|t| {
+                        format!(
+                            " (accepted: {})",
+                            t.split_whitespace()
+                                .map(|w| w.trim_matches(|c| c == '[' || c == ']'))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    })
+                }
+                _ => None,
+            };
+            Error::Refused {
+                setting: s.to_string(),
+                value: value.to_string(),
+                why: format!("{e}{}", accepted.unwrap_or_default()),
+            }
+        })
+    }
+}
+
+fn bracketed(text: &str) -> Option<&str> {
+    let start = text.find('[')?;
+    let end = text[start..].find(']')? + start;
+    Some(&text[start + 1..end])
+}
+
+/// The mount at exactly `mount_point`, from this process's mountinfo.
+fn mount_at(mount_point: &str) -> Result<sinkrate_procparse::mountinfo::Mount, Error> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| Error::Io(PathBuf::from("/proc/self/mountinfo"), e))?;
+    sinkrate_procparse::mountinfo::parse(&text)
+        .into_iter()
+        .rev()
+        .find(|m| m.mount_point == mount_point)
+        .ok_or_else(|| Error::Unknown(format!("{mount_point} is not a mount point")))
+}
+
+/// The member of `family` in force at `mount_point` (`relatime`, `async`, `commit=5`).
+fn mount_value(mount_point: &str, family: &str) -> Result<String, Error> {
+    let m = mount_at(mount_point)?;
+    let options: Vec<&str> = m
+        .mount_options
+        .iter()
+        .chain(m.super_options.iter())
+        .map(String::as_str)
+        .collect();
+    if family == "commit" {
+        // Absent means the filesystem's default; commit=0 asks for it again.
+        return Ok(options
+            .iter()
+            .find(|o| o.starts_with("commit="))
+            .map(|o| o.to_string())
+            .unwrap_or_else(|| "commit=0".into()));
+    }
+    let members = MOUNT_FAMILIES
+        .iter()
+        .find(|(f, _)| *f == family)
+        .map(|(_, m)| *m)
+        .ok_or_else(|| Error::Unknown(format!("mount option family {family}")))?;
+    if let Some(found) = options.iter().find(|o| members.contains(o)) {
+        return Ok(found.to_string());
+    }
+    // What the kernel does when none is given.
+    Ok(match family {
+        "atime" => "strictatime",
+        "sync" => "async",
+        "dirsync" => "nodirsync",
+        "discard" => "nodiscard",
+        _ => "barrier",
+    }
+    .to_string())
+}
+
+fn remount(mount_point: &str, option: &str) -> Result<(), Error> {
+    // mount(8) passes "relatime" to the kernel as no atime flag at all (it is the default),
+    // and a remount without atime flags keeps noatime: going through strictatime first
+    // clears it.
+    if option == "relatime" {
+        remount_once(mount_point, "strictatime")?;
+    }
+    remount_once(mount_point, option)
+}
+
+fn remount_once(mount_point: &str, option: &str) -> Result<(), Error> {
+    // dirsync has no negative option: its absence is restored by a remount without it,
+    // which keeps the flags in force except the one named.
+    let option = if option == "nodirsync" {
+        "remount"
+    } else {
+        option
+    };
+    let out = std::process::Command::new("mount")
+        .args([
+            "-o",
+            &format!("remount,{option}").replace("remount,remount", "remount"),
+        ])
+        .arg(mount_point)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Error::Io(PathBuf::from("mount"), e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(Error::Refused {
+            setting: format!("{mount_point} mount options"),
+            value: option.to_string(),
+            why: err
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" "),
+        })
+    }
+}
+
+/// A setting as a user names it, with the value to write: `vm.dirty_expire_centisecs=100`,
+/// `queue:scheduler=none`, `mount:noatime`, `mount:commit=60`. Queue and mount settings apply
+/// to the device and mount point given (those of the target directory).
+pub fn parse(
+    text: &str,
+    device: Option<&str>,
+    mount_point: Option<&str>,
+) -> Result<(Setting, String), Error> {
+    let bad = |why: String| Error::BadSetting {
+        text: text.to_string(),
+        why,
+    };
+    if let Some(option) = text.strip_prefix("mount:") {
+        let mp = mount_point.ok_or_else(|| bad("no mount point to apply it to".into()))?;
+        if let Some(fixed) = NOT_ON_REMOUNT.iter().find(|n| option.starts_with(*n)) {
+            return Err(bad(format!(
+                "{fixed} cannot change on a remount: the filesystem keeps the value it was mounted with; put it in the device's /etc/fstab line and mount it again"
+            )));
+        }
+        if let Some(secs) = option.strip_prefix("commit=") {
+            secs.parse::<u32>()
+                .map_err(|_| bad("commit= takes seconds, e.g. commit=60".into()))?;
+            return Ok((
+                Setting::Mount {
+                    mount_point: mp.to_string(),
+                    family: "commit".into(),
+                },
+                option.to_string(),
+            ));
+        }
+        let family = MOUNT_FAMILIES
+            .iter()
+            .find(|(_, members)| members.contains(&option))
+            .map(|(f, _)| f.to_string())
+            .ok_or_else(|| {
+                bad(format!(
+                    "not a mount option sinkrate changes (accepted: {}, commit=N)",
+                    MOUNT_FAMILIES
+                        .iter()
+                        .flat_map(|(_, m)| m.iter())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        return Ok((
+            Setting::Mount {
+                mount_point: mp.to_string(),
+                family,
+            },
+            option.to_string(),
+        ));
+    }
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| bad("expected NAME=VALUE (or mount:OPTION)".into()))?;
+    if value.is_empty() {
+        return Err(bad("the value is empty".into()));
+    }
+    if let Some(attr) = name.strip_prefix("queue:") {
+        if !QUEUE_ATTRS.contains(&attr) {
+            return Err(bad(format!(
+                "not a queue attribute sinkrate changes (accepted: {})",
+                QUEUE_ATTRS.join(", ")
+            )));
+        }
+        if attr != "scheduler" && attr != "write_cache" && value.parse::<u64>().is_err() {
+            return Err(bad(format!("{attr} takes a whole number")));
+        }
+        let dev = device.ok_or_else(|| bad("no block device to apply it to".into()))?;
+        return Ok((
+            Setting::Queue {
+                device: dev.to_string(),
+                attr: attr.to_string(),
+            },
+            value.to_string(),
+        ));
+    }
+    if !SYSCTLS.contains(&name) {
+        return Err(bad(format!(
+            "not a setting sinkrate changes (accepted: {}, queue:ATTR=VALUE, mount:OPTION)",
+            SYSCTLS.join(", ")
+        )));
+    }
+    value
+        .parse::<u64>()
+        .map_err(|_| bad(format!("{name} takes a whole number")))?;
+    if name.ends_with("_ratio") && value.parse::<u64>().is_ok_and(|v| v > 100) {
+        return Err(bad("a ratio is a percentage, 0 to 100".into()));
+    }
+    if name.ends_with("_bytes") && value.parse::<u64>().is_ok_and(|v| v < 2 * 4096) {
+        return Err(bad(
+            "the kernel takes at least two pages (8192 bytes); set the _ratio form for 0".into(),
+        ));
+    }
+    Ok((
+        Setting::Sysctl {
+            name: name.replace('.', "/"),
+        },
+        value.to_string(),
+    ))
+}
+
+/// The `_bytes`/`_ratio` form of the same sysctl: the kernel keeps them as one setting, and
+/// writing one zeroes the other.
+pub fn companion(name: &str) -> Option<String> {
+    if let Some(base) = name.strip_suffix("_bytes") {
+        Some(format!("{base}_ratio"))
+    } else {
+        name.strip_suffix("_ratio")
+            .map(|base| format!("{base}_bytes"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_bad_ones_say_what_is_accepted() {
+        let (s, v) = parse("vm.dirty_expire_centisecs=100", None, None).expect("sysctl");
+        assert_eq!(
+            s,
+            Setting::Sysctl {
+                name: "vm/dirty_expire_centisecs".into()
+            }
+        );
+        assert_eq!(v, "100");
+        let (s, _) = parse("queue:scheduler=none", Some("sda"), None).expect("queue");
+        assert_eq!(s.to_string(), "/sys/block/sda/queue/scheduler");
+        let (s, v) = parse("mount:noatime", None, Some("/mnt/card")).expect("mount");
+        assert_eq!(
+            s,
+            Setting::Mount {
+                mount_point: "/mnt/card".into(),
+                family: "atime".into()
+            }
+        );
+        assert_eq!(v, "noatime");
+        for (bad, says) in [
+            ("vm.swappiness=10", "accepted: vm.dirty_expire_centisecs"),
+            ("vm.dirty_ratio=150", "0 to 100"),
+            ("vm.dirty_bytes=0", "at least two pages"),
+            ("vm.dirty_bytes=lots", "whole number"),
+            ("queue:rotational=0", "accepted: scheduler"),
+            ("mount:data=writeback", "cannot change on a remount"),
+            ("mount:ro", "accepted: noatime"),
+            ("dirty", "NAME=VALUE"),
+        ] {
+            let e = parse(bad, Some("sda"), Some("/mnt"))
+                .expect_err(bad)
+                .to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_scheduler_reads_as_the_one_in_brackets() {
+        assert_eq!(bracketed("mq-deadline [none] bfq"), Some("none"));
+        assert_eq!(bracketed("none"), None);
+    }
+}

@@ -1,0 +1,248 @@
+//! `sinkrate tune apply | restore | status` as a library session: settings named by a user,
+//! resolved against the target directory, applied or restored through the journal, and a
+//! typed report of what changed.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sinkrate_sys::root::SysRoot;
+
+use crate::setting::{parse, Setting};
+use crate::{Entry, Error, Journal, Mode, Outcome};
+
+/// Where queue and mount settings apply: the target directory's mount and block device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub path: String,
+    pub mount_point: String,
+    /// The whole disk whose queue serves the mount (`sda` for `sda1`, `loop3`).
+    pub device: Option<String>,
+    /// The mount point or device was named by the user (`--mount-point`, `--device`), not
+    /// found from the path: a change to the system's own disk is then allowed.
+    pub named: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ApplyConfig {
+    /// Settings as a user names them (`vm.dirty_expire_centisecs=100`, `mount:noatime`).
+    pub settings: Vec<String>,
+    /// The directory whose mount and device queue and mount settings apply to.
+    pub path: PathBuf,
+    pub device: Option<String>,
+    pub mount_point: Option<String>,
+    pub dry_run: bool,
+}
+
+/// One setting's change: in force before, and asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    pub setting: Setting,
+    pub from: String,
+    pub to: String,
+}
+
+/// A journaled setting and its value now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    #[serde(flatten)]
+    pub entry: Entry,
+    pub now: Option<String>,
+    /// The value now is the one sinkrate wrote.
+    pub in_force: bool,
+    /// For a temporary change: its run is still going.
+    pub running: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TuneReport {
+    pub dry_run: bool,
+    /// What a killed run had left changed and was put back first.
+    pub recovered: Outcome,
+    /// apply: what was (or, with --dry-run, would be) changed.
+    pub changes: Vec<Change>,
+    /// restore: what was (or would be) put back.
+    pub restored: Outcome,
+    /// What sinkrate holds changed after this command.
+    pub held: Vec<Held>,
+}
+
+/// The mount and device under `path`, or the ones named.
+pub fn target(
+    path: &Path,
+    device: Option<&str>,
+    mount_point: Option<&str>,
+) -> Result<Target, Error> {
+    let canonical = std::fs::canonicalize(path).map_err(|e| Error::Io(path.to_path_buf(), e))?;
+    let root = SysRoot::live();
+    let t = sinkrate_sys::mounts::resolve(&root, &canonical.to_string_lossy())
+        .map_err(|e| Error::Unknown(format!("{}: {e}", path.display())))?;
+    let found_device = sinkrate_sys::device::sysfs_dir(&root, t.major, t.minor, &t.source)
+        .map(|sys| sinkrate_sys::device::read(&root, &sys).disk);
+    Ok(Target {
+        path: canonical.display().to_string(),
+        mount_point: mount_point.map(str::to_string).unwrap_or(t.mount_point),
+        device: device.map(str::to_string).or(found_device),
+        named: device.is_some() || mount_point.is_some(),
+    })
+}
+
+/// Whether `mount_point` or `device` carries the system (`/`) or the journal's directory:
+/// changing those by accident could stall the whole machine.
+fn holds_system(t: &Target, journal: &Path) -> Option<String> {
+    let root = SysRoot::live();
+    let system_paths = [Path::new("/"), journal.parent().unwrap_or(Path::new("/"))];
+    for p in system_paths {
+        let Ok(m) = sinkrate_sys::mounts::resolve(&root, &p.to_string_lossy()) else {
+            continue;
+        };
+        if m.mount_point == t.mount_point {
+            return Some(format!("{} holds {}", t.mount_point, p.display()));
+        }
+        let disk = sinkrate_sys::device::sysfs_dir(&root, m.major, m.minor, &m.source)
+            .map(|sys| sinkrate_sys::device::read(&root, &sys).disk);
+        if disk.is_some() && disk == t.device {
+            return Some(format!(
+                "/dev/{} holds {}",
+                t.device.as_deref().unwrap_or_default(),
+                p.display()
+            ));
+        }
+    }
+    None
+}
+
+/// The settings named in `cfg`, checked, with the value each replaces.
+pub fn plan(cfg: &ApplyConfig, journal: &Journal) -> Result<Vec<Change>, Error> {
+    let needs_target = cfg
+        .settings
+        .iter()
+        .any(|s| s.starts_with("queue:") || s.starts_with("mount:"));
+    let t = if needs_target {
+        Some(target(
+            &cfg.path,
+            cfg.device.as_deref(),
+            cfg.mount_point.as_deref(),
+        )?)
+    } else {
+        None
+    };
+    let mut changes = Vec::new();
+    for text in &cfg.settings {
+        let (setting, to) = parse(
+            text,
+            t.as_ref().and_then(|t| t.device.as_deref()),
+            t.as_ref().map(|t| t.mount_point.as_str()),
+        )?;
+        if let (Some(t), Setting::Queue { .. } | Setting::Mount { .. }) = (&t, &setting) {
+            if !t.named {
+                if let Some(why) = holds_system(t, journal.path()) {
+                    return Err(Error::BadSetting {
+                        text: text.clone(),
+                        why: format!(
+                            "{why}: a queue or mount change there is made only when asked for by name (--device or --mount-point)"
+                        ),
+                    });
+                }
+            }
+        }
+        if let Setting::Queue { device, attr } = &setting {
+            if attr == "max_sectors_kb" {
+                let hw = journal.host().read(&Setting::Queue {
+                    device: device.clone(),
+                    attr: "max_hw_sectors_kb".into(),
+                });
+                if let (Ok(hw), Ok(want)) = (hw, to.parse::<u64>()) {
+                    if hw.parse::<u64>().is_ok_and(|hw| want > hw) {
+                        return Err(Error::BadSetting {
+                            text: text.clone(),
+                            why: format!("at most max_hw_sectors_kb = {hw} for {device}"),
+                        });
+                    }
+                }
+            }
+        }
+        let from = journal.host().read(&setting)?;
+        changes.push(Change { setting, from, to });
+    }
+    Ok(changes)
+}
+
+/// What sinkrate holds changed now.
+pub fn held(journal: &Journal) -> Result<Vec<Held>, Error> {
+    Ok(journal
+        .entries()?
+        .into_iter()
+        .map(|entry| {
+            let now = journal.host().read(&entry.setting).ok();
+            Held {
+                in_force: entry.written.is_some() && now == entry.written,
+                running: journal.is_live(&entry),
+                now,
+                entry,
+            }
+        })
+        .collect())
+}
+
+pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> {
+    let recovered = if cfg.dry_run {
+        Outcome::default()
+    } else {
+        journal.recover()?
+    };
+    let changes = plan(cfg, journal)?;
+    if !cfg.dry_run {
+        let list: Vec<(Setting, String)> = changes
+            .iter()
+            .map(|c| (c.setting.clone(), c.to.clone()))
+            .collect();
+        journal.apply(&list, Mode::Applied)?;
+    }
+    Ok(TuneReport {
+        dry_run: cfg.dry_run,
+        recovered,
+        changes,
+        restored: Outcome::default(),
+        held: held(journal)?,
+    })
+}
+
+/// Puts back everything `tune apply` changed (and any killed run's temporary change).
+pub fn restore(dry_run: bool, journal: &Journal) -> Result<TuneReport, Error> {
+    if dry_run {
+        let restored = Outcome {
+            restored: journal
+                .entries()?
+                .into_iter()
+                .filter(|e| e.mode == Mode::Applied || !journal.is_live(e))
+                .map(|e| (e.setting, e.original))
+                .collect(),
+            ..Outcome::default()
+        };
+        return Ok(TuneReport {
+            dry_run,
+            restored,
+            held: held(journal)?,
+            ..TuneReport::default()
+        });
+    }
+    let recovered = journal.recover()?;
+    let restored = journal.restore(&|e| e.mode == Mode::Applied)?;
+    Ok(TuneReport {
+        dry_run,
+        recovered,
+        restored,
+        held: held(journal)?,
+        ..TuneReport::default()
+    })
+}
+
+/// Restores what a killed run left, then lists what stays changed.
+pub fn status(journal: &Journal) -> Result<TuneReport, Error> {
+    let recovered = journal.recover()?;
+    Ok(TuneReport {
+        recovered,
+        held: held(journal)?,
+        ..TuneReport::default()
+    })
+}

@@ -1,0 +1,285 @@
+//! `sinkrate tune apply | restore | status` on the real kernel: sysctls, a loop device's
+//! queue and a real ext4 mount's options are changed through the journal and put back
+//! exactly, also after `kill -9` between journaling and applying. The tests share the live
+//! journal, so they run one at a time.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use common::{sinkrate_path, with_root, ScratchFs};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial(test: &str, tools: &[&str], f: impl FnOnce()) {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    with_root(test, tools, f);
+}
+
+fn tune(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(sinkrate_path())
+        .arg("tune")
+        .args(args)
+        .output()
+        .expect("runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Every file of /proc/sys/vm with its value: what a restore must give back whole.
+fn vm_snapshot() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir("/proc/sys/vm")
+        .expect("/proc/sys/vm")
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // Write-only triggers and values the kernel changes on its own.
+            if ["drop_caches", "compact_memory", "stat_refresh"].contains(&name.as_str()) {
+                return None;
+            }
+            std::fs::read_to_string(e.path()).ok().map(|v| (name, v))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn mountinfo_line(mount_point: &Path) -> String {
+    let mp = mount_point.to_string_lossy();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .expect("mountinfo")
+        .lines()
+        .find(|l| l.split_whitespace().nth(4) == Some(mp.as_ref()))
+        .map(|l| {
+            // Without the mount id and parent, which do not change, to compare options.
+            l.split_whitespace().skip(2).collect::<Vec<_>>().join(" ")
+        })
+        .expect("mounted")
+}
+
+fn queue(device: &str, attr: &str) -> String {
+    std::fs::read_to_string(format!("/sys/block/{device}/queue/{attr}"))
+        .expect("queue attribute")
+        .trim()
+        .to_string()
+}
+
+fn journal() -> &'static Path {
+    Path::new(sinkrate_settings::DEFAULT_JOURNAL)
+}
+
+#[test]
+fn applied_sysctls_stay_until_restore_and_all_of_vm_comes_back() {
+    serial(
+        "applied_sysctls_stay_until_restore_and_all_of_vm_comes_back",
+        &[],
+        || {
+            let before = vm_snapshot();
+            let (code, out, err) = tune(&[
+                "apply",
+                "vm.dirty_expire_centisecs=100",
+                "vm.dirty_writeback_centisecs=100",
+                "vm.dirty_bytes=67108864",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("set vm.dirty_expire_centisecs = 100"), "{out}");
+            assert_eq!(
+                std::fs::read_to_string("/proc/sys/vm/dirty_expire_centisecs")
+                    .expect("read")
+                    .trim(),
+                "100"
+            );
+            let (_, status, _) = tune(&["status", "--output-format", "json"]);
+            let v: serde_json::Value = serde_json::from_str(&status).expect("json");
+            assert_eq!(v["kind"], "tune");
+            let held = v["held"].as_array().expect("held");
+            // The ratio form of dirty_bytes is journaled beside it.
+            assert_eq!(held.len(), 4, "{status}");
+            assert!(held.iter().all(|h| h["mode"] == "applied"), "{status}");
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("put back vm.dirty_expire_centisecs"), "{out}");
+            assert_eq!(vm_snapshot(), before, "every vm setting as it was");
+            assert!(!journal().exists());
+        },
+    );
+}
+
+#[test]
+fn queue_and_mount_settings_of_a_real_device_come_back_exactly() {
+    serial(
+        "queue_and_mount_settings_of_a_real_device_come_back_exactly",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("128M", "ext4", "relatime");
+            let device = fs
+                .device
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            let mount_before = mountinfo_line(fs.path());
+            let queue_before: Vec<String> = ["read_ahead_kb", "max_sectors_kb", "nr_requests"]
+                .iter()
+                .map(|a| queue(&device, a))
+                .collect();
+            let path = fs.path().to_str().expect("utf8");
+            // A dry run changes nothing.
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "--dry-run",
+                "mount:noatime",
+                "queue:read_ahead_kb=4096",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("would set"), "{out}");
+            assert_eq!(mountinfo_line(fs.path()), mount_before);
+            assert!(!journal().exists());
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "mount:noatime",
+                "mount:commit=60",
+                "queue:read_ahead_kb=4096",
+                "queue:max_sectors_kb=64",
+            ]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            let now = mountinfo_line(fs.path());
+            assert!(
+                now.contains("noatime") && now.contains("commit=60"),
+                "{now}"
+            );
+            assert_eq!(queue(&device, "read_ahead_kb"), "4096");
+            assert_eq!(queue(&device, "max_sectors_kb"), "64");
+            // Above what the hardware takes: one line, nothing changed.
+            let hw = queue(&device, "max_hw_sectors_kb");
+            let too_big = format!("queue:max_sectors_kb={}", hw.parse::<u64>().expect("n") + 1);
+            let (code, _, err) = tune(&["apply", "--path", path, &too_big]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("max_hw_sectors_kb"), "{err}");
+            // data= cannot change on a remount: refused with the fstab advice.
+            let (code, _, err) = tune(&["apply", "--path", path, "mount:data=writeback"]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("cannot change on a remount") && err.contains("fstab"),
+                "{err}"
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(
+                mountinfo_line(fs.path()),
+                mount_before,
+                "mount options as they were"
+            );
+            let queue_after: Vec<String> = ["read_ahead_kb", "max_sectors_kb", "nr_requests"]
+                .iter()
+                .map(|a| queue(&device, a))
+                .collect();
+            assert_eq!(queue_after, queue_before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+#[test]
+fn killed_between_journaling_and_applying_everything_still_comes_back() {
+    serial(
+        "killed_between_journaling_and_applying_everything_still_comes_back",
+        &[],
+        || {
+            let before = vm_snapshot();
+            let mut child = Command::new(sinkrate_path())
+                .args(["tune", "apply", "vm.dirty_expire_centisecs=150"])
+                .env("SINKRATE_TEST_PAUSE_AFTER_JOURNAL", "30")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !journal().exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert!(journal().exists(), "journaled before any change");
+            assert_eq!(vm_snapshot(), before, "nothing changed yet");
+            child.kill().expect("kill -9");
+            let _ = child.wait();
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("vm.dirty_expire_centisecs"),
+                "the journal names it: {out}"
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(vm_snapshot(), before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+#[test]
+fn a_corrupt_journal_changes_nothing_and_names_the_file() {
+    serial(
+        "a_corrupt_journal_changes_nothing_and_names_the_file",
+        &[],
+        || {
+            let before = vm_snapshot();
+            std::fs::create_dir_all(journal().parent().expect("dir")).expect("mkdir");
+            std::fs::write(journal(), b"{ \"version\": 1, \"entries\": [ {").expect("write");
+            let (code, out, err) = tune(&["apply", "vm.dirty_expire_centisecs=100"]);
+            let _ = std::fs::remove_file(journal());
+            assert_eq!(code, Some(2), "{out}{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.contains("settings-journal.json") && err.contains("nothing was changed"),
+                "{err}"
+            );
+            assert_eq!(vm_snapshot(), before);
+        },
+    );
+}
+
+#[test]
+fn without_root_tune_says_what_it_would_set_and_changes_nothing() {
+    serial(
+        "without_root_tune_says_what_it_would_set_and_changes_nothing",
+        &["runuser"],
+        || {
+            let before = vm_snapshot();
+            let binary = common::BinaryForOtherUsers::new();
+            let out = Command::new("runuser")
+                .current_dir(binary.dir())
+                .args(["-u", "nobody", "--"])
+                .arg(&binary.path)
+                .args(["tune", "apply", "vm.dirty_expire_centisecs=100"])
+                .output()
+                .expect("runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(
+                err.contains("needs root")
+                    && err.contains("would set vm.dirty_expire_centisecs = 100"),
+                "{err}"
+            );
+            assert_eq!(vm_snapshot(), before);
+        },
+    );
+}
+
+#[test]
+fn unknown_settings_get_one_line_with_what_is_accepted() {
+    let (code, _, err) = tune(&["apply", "vm.swappiness=10"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("accepted: vm.dirty_expire_centisecs"), "{err}");
+    let (code, _, err) = tune(&["apply", "queue:rotational=0", "--device", "loop0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("accepted: scheduler"), "{err}");
+}
