@@ -283,3 +283,45 @@ fn unknown_settings_get_one_line_with_what_is_accepted() {
     assert_eq!(code, Some(2));
     assert!(err.contains("accepted: scheduler"), "{err}");
 }
+
+#[test]
+fn the_fixes_of_an_audit_are_applied_to_its_target_and_put_back() {
+    serial(
+        "the_fixes_of_an_audit_are_applied_to_its_target_and_put_back",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("128M", "ext4", "relatime");
+            let vm_before = vm_snapshot();
+            let mount_before = mountinfo_line(fs.path());
+            let path = fs.path().to_str().expect("utf8");
+            // With no setting named: a fresh audit's top fixes, first as a dry run.
+            let (code, out, err) = tune(&["apply", "--path", path, "--dry-run"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("the fixes of") && out.contains("mount.atime"),
+                "{out}"
+            );
+            assert!(out.contains("would set"), "{out}");
+            // From an audit report, as a user would pass check's or audit's JSON.
+            let reports = tempfile::tempdir().expect("tempdir");
+            let report = reports.path().join("audit.json");
+            let audit = Command::new(sinkrate_path())
+                .args(["audit", path, "--output-format", "json"])
+                .output()
+                .expect("audit runs");
+            std::fs::write(&report, &audit.stdout).expect("write");
+            let (code, out, err) = tune(&["apply", "--from", report.to_str().expect("utf8")]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            assert!(
+                out.contains("set ") && out.contains("mount option atime = noatime"),
+                "{out}"
+            );
+            assert!(mountinfo_line(fs.path()).contains("noatime"));
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(mountinfo_line(fs.path()), mount_before);
+            assert_eq!(vm_snapshot(), vm_before);
+            assert!(!journal().exists());
+        },
+    );
+}

@@ -129,6 +129,10 @@ Examples:
   # Queue and mount settings of the device under /mnt/card, first as a dry run
   sinkrate tune apply --path /mnt/card --dry-run queue:scheduler=none queue:max_sectors_kb=1024 mount:noatime
 
+  # The fixes a check found, or those of a fresh audit of /mnt/card
+  sinkrate tune apply --from sinkrate-check-20261122-024500.json
+  sinkrate tune apply --path /mnt/card
+
   # What sinkrate holds changed, and everything put back
   sinkrate tune status
   sinkrate tune restore
@@ -163,9 +167,13 @@ pub enum TuneAction {
 
 #[derive(Debug, clap::Args)]
 pub struct TuneApplyArgs {
-    /// Settings: vm.NAME=VALUE, queue:ATTR=VALUE, mount:OPTION (see the examples)
-    #[arg(required = true, value_name = "SETTING")]
+    /// Settings: vm.NAME=VALUE, queue:ATTR=VALUE, mount:OPTION (see the examples); none:
+    /// the fixes of --from's findings, or of a fresh audit of --path
+    #[arg(value_name = "SETTING")]
     pub settings: Vec<String>,
+    /// A check or audit report (JSON): apply the fixes of its findings to its target
+    #[arg(long, value_name = "REPORT.json", conflicts_with = "settings")]
+    pub from: Option<PathBuf>,
     /// The directory whose mount and block device queue: and mount: settings apply to
     #[arg(long, default_value = ".")]
     pub path: PathBuf,

@@ -53,10 +53,109 @@ pub fn run(action: TuneAction) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Findings with a fix that is a setting: their ids and the settings, and the directory
+/// they were found for.
+struct Fixes {
+    path: std::path::PathBuf,
+    ids: Vec<String>,
+    settings: Vec<String>,
+}
+
+fn fixes_of(findings: &[sinkrate_audit::Finding], path: &str, only: Option<&[String]>) -> Fixes {
+    let mut out = Fixes {
+        path: path.into(),
+        ids: Vec::new(),
+        settings: Vec::new(),
+    };
+    for f in findings {
+        if f.severity == sinkrate_audit::Severity::Ok
+            || only.is_some_and(|ids| !ids.iter().any(|i| i == f.id.as_ref()))
+        {
+            continue;
+        }
+        let settings = f.settings();
+        if !settings.is_empty() {
+            out.ids.push(f.id.to_string());
+            out.settings.extend(settings);
+        }
+    }
+    out
+}
+
+/// The fixes in a check report (its top findings) or an audit report (every finding).
+fn fixes_from(file: &std::path::Path) -> Result<Fixes> {
+    let bytes = std::fs::read(file).map_err(|e| anyhow!("--from {}: {e}", file.display()))?;
+    let kind = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v["kind"].as_str().map(str::to_string))
+        .ok_or_else(|| {
+            anyhow!(
+                "--from {}: not a sinkrate report (expected a check or audit report's JSON)",
+                file.display()
+            )
+        })?;
+    let bad = |e: sinkrate_model::envelope::ReadError| anyhow!("--from {}: {e}", file.display());
+    match kind.as_str() {
+        "check" => {
+            let run = Envelope::<sinkrate_check::CheckReport>::from_json(&bytes, RunKind::Check)
+                .map_err(bad)?;
+            let a = &run.result.audit.audit;
+            Ok(fixes_of(
+                &a.findings,
+                &a.target.path,
+                Some(&run.result.top_findings),
+            ))
+        }
+        "audit" => {
+            let run = Envelope::<sinkrate_audit::AuditReport>::from_json(&bytes, RunKind::Audit)
+                .map_err(bad)?;
+            let a = &run.result.audit;
+            Ok(fixes_of(&a.findings, &a.target.path, None))
+        }
+        other => Err(anyhow!(
+            "--from {}: a {other} report has no findings (expected a check or audit report)",
+            file.display()
+        )),
+    }
+}
+
 fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
+    let fixes = match (&args.from, args.settings.is_empty()) {
+        (Some(file), _) => Some(fixes_from(file)?),
+        (None, true) => {
+            // The top fixes of a fresh audit of the directory, judged for check's profile.
+            let a = sinkrate_check::audit(&args.path, DEFAULT_STREAM_BYTES_PER_S)
+                .map_err(|e| anyhow!("{}: {e}", args.path.display()))?;
+            let top: Vec<String> = sinkrate_check::top_findings(&a)
+                .iter()
+                .map(|f| f.id.to_string())
+                .collect();
+            Some(fixes_of(&a.findings, &a.target.path, Some(&top)))
+        }
+        (None, false) => None,
+    };
+    if let Some(f) = &fixes {
+        if f.settings.is_empty() {
+            return Err(anyhow!(
+                "no finding for {} has a fix that is a setting ({}); nothing was changed",
+                f.path.display(),
+                if f.ids.is_empty() {
+                    "nothing to fix".to_string()
+                } else {
+                    f.ids.join(", ")
+                }
+            ));
+        }
+    }
     let cfg = ApplyConfig {
-        settings: args.settings.clone(),
-        path: args.path.clone(),
+        settings: fixes
+            .as_ref()
+            .map(|f| f.settings.clone())
+            .unwrap_or_else(|| args.settings.clone()),
+        path: fixes
+            .as_ref()
+            .map(|f| f.path.clone())
+            .unwrap_or_else(|| args.path.clone()),
         device: args.device.clone(),
         mount_point: args.mount_point.clone(),
         dry_run: args.dry_run,
@@ -72,8 +171,13 @@ fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
                 .join(", ")
         ));
     }
-    Ok(tune::apply(&cfg, journal)?)
+    let mut report = tune::apply(&cfg, journal)?;
+    report.from_findings = fixes.map(|f| f.ids).unwrap_or_default();
+    Ok(report)
 }
+
+/// dual-1080p30, check's default profile: the rate a fresh audit's findings are judged for.
+const DEFAULT_STREAM_BYTES_PER_S: f64 = 3e6;
 
 fn needs_root(what: &str) -> Result<()> {
     if sinkrate_engine::host::is_root() {

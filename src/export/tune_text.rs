@@ -36,6 +36,9 @@ impl Exporter<Envelope<TuneReport>> for TuneText {
             &r.recovered,
             false,
         );
+        if !r.from_findings.is_empty() {
+            s.push_str(&format!("the fixes of {}\n", r.from_findings.join(", ")));
+        }
         for c in &r.changes {
             let verb = if r.dry_run { "would set" } else { "set" };
             s.push_str(&format!(

@@ -47,6 +47,42 @@ pub struct Finding {
     pub tradeoff: Option<String>,
 }
 
+impl Finding {
+    /// The fix's commands as settings `sinkrate tune apply` takes (`vm.NAME=VALUE`,
+    /// `mount:OPTION`, `queue:ATTR=VALUE`); a fix that is not a setting (move a cable,
+    /// repartition) has none.
+    pub fn settings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for cmd in &self.fix.now {
+            if let Some(rest) = cmd.strip_prefix("sysctl -w ") {
+                out.extend(
+                    rest.split_whitespace()
+                        .take_while(|t| t.contains('='))
+                        .map(str::to_string),
+                );
+            } else if let Some(rest) = cmd.strip_prefix("mount -o remount,") {
+                if let Some(option) = rest.split_whitespace().next() {
+                    out.push(format!("mount:{option}"));
+                }
+            } else if let Some(rest) = cmd.strip_prefix("echo ") {
+                let mut parts = rest.split_whitespace();
+                if let (Some(value), Some(">"), Some(path)) =
+                    (parts.next(), parts.next(), parts.next())
+                {
+                    if let Some(attr) = path
+                        .strip_prefix("/sys/block/")
+                        .and_then(|p| p.split_once("/queue/"))
+                        .map(|(_, attr)| attr)
+                    {
+                        out.push(format!("queue:{attr}={value}"));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 fn mb(bytes: f64) -> String {
     if bytes >= 1e9 {
         format!("{:.1} GB", bytes / 1e9)
@@ -930,5 +966,45 @@ fn space(r: &mut Rules) {
             &[format!("/etc/fstab: remove or comment out the swap line for {}", swap.name)],
             Some("without swap, memory pressure ends in the OOM killer instead of slowdowns".to_string()),
         );
+    }
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use super::*;
+
+    #[test]
+    fn fix_commands_become_tune_settings() {
+        let f = |now: &[&str]| Finding {
+            id: "x".into(),
+            severity: Severity::Warn,
+            title: String::new(),
+            evidence: String::new(),
+            why: String::new(),
+            fix: Fix {
+                now: now.iter().map(|s| s.to_string()).collect(),
+                persistent: Vec::new(),
+            },
+            tradeoff: None,
+        };
+        assert_eq!(
+            f(&["sysctl -w vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100"])
+                .settings(),
+            [
+                "vm.dirty_expire_centisecs=100",
+                "vm.dirty_writeback_centisecs=100"
+            ]
+        );
+        assert_eq!(
+            f(&["mount -o remount,noatime /mnt/card"]).settings(),
+            ["mount:noatime"]
+        );
+        assert_eq!(
+            f(&["echo 1024 > /sys/block/sda/queue/max_sectors_kb"]).settings(),
+            ["queue:max_sectors_kb=1024"]
+        );
+        assert!(f(&["move the camera to another root hub"])
+            .settings()
+            .is_empty());
     }
 }

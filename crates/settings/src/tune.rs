@@ -56,6 +56,9 @@ pub struct Held {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TuneReport {
     pub dry_run: bool,
+    /// apply: the findings whose fixes these are (`--from`, or a fresh audit).
+    #[serde(default)]
+    pub from_findings: Vec<String>,
     /// What a killed run had left changed and was put back first.
     pub recovered: Outcome,
     /// apply: what was (or, with --dry-run, would be) changed.
@@ -202,8 +205,8 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
         dry_run: cfg.dry_run,
         recovered,
         changes,
-        restored: Outcome::default(),
         held: held(journal)?,
+        ..TuneReport::default()
     })
 }
 
