@@ -325,3 +325,70 @@ fn the_fixes_of_an_audit_are_applied_to_its_target_and_put_back() {
         },
     );
 }
+
+#[test]
+fn persist_merges_into_sysctl_d_and_restore_puts_the_file_back() {
+    serial(
+        "persist_merges_into_sysctl_d_and_restore_puts_the_file_back",
+        &[],
+        || {
+            let conf = Path::new(sinkrate_settings::persist::FILE);
+            if !conf.parent().is_some_and(Path::is_dir) {
+                common::skip(
+                    "persist_merges_into_sysctl_d_and_restore_puts_the_file_back",
+                    "no /etc/sysctl.d on this system",
+                );
+                return;
+            }
+            // Whatever the machine had there comes back at the end, whatever happens.
+            struct Keep(Option<Vec<u8>>);
+            impl Drop for Keep {
+                fn drop(&mut self) {
+                    let conf = Path::new(sinkrate_settings::persist::FILE);
+                    match &self.0 {
+                        Some(b) => {
+                            let _ = std::fs::write(conf, b);
+                        }
+                        None => {
+                            let _ = std::fs::remove_file(conf);
+                        }
+                    }
+                }
+            }
+            let _keep = Keep(std::fs::read(conf).ok());
+            let vm_before = vm_snapshot();
+            // Absent before: written, then removed.
+            let _ = std::fs::remove_file(conf);
+            let (code, out, err) = tune(&["apply", "--persist", "vm.dirty_expire_centisecs=100"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("wrote /etc/sysctl.d/60-sinkrate.conf"),
+                "{out}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(conf).expect("written"),
+                "vm.dirty_expire_centisecs = 100\n"
+            );
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("removed /etc/sysctl.d/60-sinkrate.conf"),
+                "{out}"
+            );
+            assert!(!conf.exists());
+            // Another fix's lines there are kept, and come back exactly.
+            let mine = "vm.dirty_writeback_centisecs = 100\n# kept\n";
+            std::fs::write(conf, mine).expect("write");
+            let (code, _, err) = tune(&["apply", "--persist", "vm.dirty_expire_centisecs=100"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(
+                std::fs::read_to_string(conf).expect("merged"),
+                format!("{mine}vm.dirty_expire_centisecs = 100\n")
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(std::fs::read_to_string(conf).expect("kept"), mine);
+            assert_eq!(vm_snapshot(), vm_before);
+        },
+    );
+}

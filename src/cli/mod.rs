@@ -129,6 +129,9 @@ Examples:
   # Queue and mount settings of the device under /mnt/card, first as a dry run
   sinkrate tune apply --path /mnt/card --dry-run queue:scheduler=none queue:max_sectors_kb=1024 mount:noatime
 
+  # Seed 001's fix, also in /etc/sysctl.d/60-sinkrate.conf (merged; restore puts it back)
+  sinkrate tune apply --persist vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100
+
   # The fixes a check found, or those of a fresh audit of /mnt/card
   sinkrate tune apply --from sinkrate-check-20261122-024500.json
   sinkrate tune apply --path /mnt/card
@@ -187,6 +190,12 @@ pub struct TuneApplyArgs {
     /// Print what would change, change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Also make the changes last: sysctls into /etc/sysctl.d/60-sinkrate.conf, queue
+    /// settings as a rule in /etc/udev/rules.d/60-sinkrate.rules (each merged with what is
+    /// there; tune restore puts the files back); the /etc/fstab line for mount options is
+    /// printed, not edited
+    #[arg(long)]
+    pub persist: bool,
     /// text or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,

@@ -159,6 +159,7 @@ fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
         device: args.device.clone(),
         mount_point: args.mount_point.clone(),
         dry_run: args.dry_run,
+        persist: args.persist,
     };
     if !args.dry_run && !sinkrate_engine::host::is_root() {
         // Say what would have been set, from the same plan a dry run prints.

@@ -3,8 +3,9 @@
 
 use anyhow::Result;
 use sinkrate_model::Envelope;
+use sinkrate_settings::setting::ABSENT;
 use sinkrate_settings::tune::TuneReport;
-use sinkrate_settings::{Mode, Outcome};
+use sinkrate_settings::{Mode, Outcome, Setting};
 
 use super::Exporter;
 
@@ -12,12 +13,15 @@ pub struct TuneText;
 
 fn outcome(s: &mut String, heading: &str, o: &Outcome, dry_run: bool) {
     for (setting, value) in &o.restored {
-        let verb = if dry_run {
-            "would put back"
-        } else {
-            "put back"
+        let line = match (setting, value.as_str(), dry_run) {
+            (Setting::File { path }, ABSENT, false) => format!("removed {path}"),
+            (Setting::File { path }, ABSENT, true) => format!("would remove {path}"),
+            (Setting::File { path }, _, false) => format!("put back the old text of {path}"),
+            (Setting::File { path }, _, true) => format!("would put back the old text of {path}"),
+            (_, _, false) => format!("put back {setting} = {value}"),
+            (_, _, true) => format!("would put back {setting} = {value}"),
         };
-        s.push_str(&format!("{heading}{verb} {setting} = {value}\n"));
+        s.push_str(&format!("{heading}{line}\n"));
     }
     for (setting, now, wrote) in &o.left_alone {
         s.push_str(&format!(
@@ -40,11 +44,24 @@ impl Exporter<Envelope<TuneReport>> for TuneText {
             s.push_str(&format!("the fixes of {}\n", r.from_findings.join(", ")));
         }
         for c in &r.changes {
+            if let Setting::File { path } = &c.setting {
+                // A file's lines that are new, not its whole text.
+                let verb = if r.dry_run { "would write" } else { "wrote" };
+                let added: Vec<&str> =
+                    c.to.lines()
+                        .filter(|l| !c.from.lines().any(|old| old == *l))
+                        .collect();
+                s.push_str(&format!("{verb} {path}: {}\n", added.join("; ")));
+                continue;
+            }
             let verb = if r.dry_run { "would set" } else { "set" };
             s.push_str(&format!(
                 "{verb} {} = {} (was {})\n",
                 c.setting, c.to, c.from
             ));
+        }
+        for line in &r.to_keep {
+            s.push_str(&format!("to keep it: {line}\n"));
         }
         outcome(&mut s, "", &r.restored, r.dry_run);
         if r.held.is_empty() {
@@ -59,6 +76,15 @@ impl Exporter<Envelope<TuneReport>> for TuneText {
                     }
                     (Mode::Temporary, false) => "temporary, left by a killed run".to_string(),
                 };
+                if let Setting::File { path } = &h.entry.setting {
+                    let how = if h.entry.original == ABSENT {
+                        "written by tune apply --persist; restore removes it"
+                    } else {
+                        "merged by tune apply --persist; restore puts its old text back"
+                    };
+                    s.push_str(&format!("  {path} ({how})\n"));
+                    continue;
+                }
                 let now = h.now.as_deref().unwrap_or("?");
                 let note = if h.in_force || h.entry.written.is_none() {
                     String::new()

@@ -5,10 +5,11 @@
 /// The one file sinkrate's persistent sysctl advice writes.
 pub const FILE: &str = "/etc/sysctl.d/60-sinkrate.conf";
 
-/// A shell command that merges `settings` (dotted names such as `vm.dirty_bytes`) into
-/// `file`: their lines, and those of their `_bytes`/`_ratio` companions (which a later line
-/// would override), are removed, then the new lines appended; the rest of the file stays.
-pub fn merge_command(file: &str, settings: &[(&str, String)]) -> String {
+/// The one file sinkrate's persistent queue settings go into.
+pub const UDEV_FILE: &str = "/etc/udev/rules.d/60-sinkrate.rules";
+
+/// The keys a sysctl line replaces: its own, and its `_bytes`/`_ratio` companion.
+fn keys_of(settings: &[(&str, String)]) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     for (name, _) in settings {
         let slash = name.replace('.', "/");
@@ -19,6 +20,48 @@ pub fn merge_command(file: &str, settings: &[(&str, String)]) -> String {
             }
         }
     }
+    keys
+}
+
+/// `text` (a sysctl.d file) with `settings` merged in: their lines and their companions'
+/// removed, the new ones appended, every other line kept.
+pub fn merge_sysctl_conf(text: &str, settings: &[(&str, String)]) -> String {
+    let keys = keys_of(settings);
+    let mut out: String = text
+        .lines()
+        .filter(|l| {
+            let key = l.split('=').next().unwrap_or_default().trim();
+            !keys.iter().any(|k| k == key)
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for (name, value) in settings {
+        out.push_str(&format!("{name} = {value}\n"));
+    }
+    out
+}
+
+/// `text` (a udev rules file) with one queue attribute of one disk set: the rule for the
+/// same disk and attribute replaced, every other line kept.
+pub fn merge_udev_rule(text: &str, device: &str, attr: &str, value: &str) -> String {
+    let kernel = format!("KERNEL==\"{device}\"");
+    let attribute = format!("ATTR{{queue/{attr}}}");
+    let mut out: String = text
+        .lines()
+        .filter(|l| !(l.contains(&kernel) && l.contains(&attribute)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    out.push_str(&format!(
+        "ACTION==\"add|change\", SUBSYSTEM==\"block\", {kernel}, {attribute}=\"{value}\"\n"
+    ));
+    out
+}
+
+/// A shell command that merges `settings` (dotted names such as `vm.dirty_bytes`) into
+/// `file`: their lines, and those of their `_bytes`/`_ratio` companions (which a later line
+/// would override), are removed, then the new lines appended; the rest of the file stays.
+pub fn merge_command(file: &str, settings: &[(&str, String)]) -> String {
+    let keys = keys_of(settings);
     let deletes: Vec<String> = keys
         .iter()
         .map(|k| {
@@ -41,6 +84,21 @@ pub fn merge_command(file: &str, settings: &[(&str, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_merge_their_keys_and_keep_every_other_line() {
+        let conf = "vm.dirty_expire_centisecs = 100\nvm.dirty_ratio = 20\n# kept\n";
+        assert_eq!(
+            merge_sysctl_conf(conf, &[("vm.dirty_bytes", "67108864".into())]),
+            "vm.dirty_expire_centisecs = 100\n# kept\nvm.dirty_bytes = 67108864\n"
+        );
+        let rules = "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"sda\", ATTR{queue/scheduler}=\"bfq\"\nOTHER\n";
+        let merged = merge_udev_rule(rules, "sda", "scheduler", "none");
+        assert_eq!(
+            merged,
+            "OTHER\nACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"sda\", ATTR{queue/scheduler}=\"none\"\n"
+        );
+    }
 
     #[test]
     fn merging_keeps_other_fixes_and_replaces_the_key_and_its_companion() {

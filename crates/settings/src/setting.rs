@@ -51,7 +51,13 @@ pub enum Setting {
     Queue { device: String, attr: String },
     /// One family of a mount's options (`atime`, `sync`, `commit`, ...) at a mount point.
     Mount { mount_point: String, family: String },
+    /// A configuration file `--persist` writes (sysctl.d, udev rules): its whole content,
+    /// [`ABSENT`] when it does not exist.
+    File { path: String },
 }
+
+/// The value of a file that does not exist: writing it back removes the file.
+pub const ABSENT: &str = "\u{0}absent";
 
 impl fmt::Display for Setting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -62,6 +68,7 @@ impl fmt::Display for Setting {
                 mount_point,
                 family,
             } => write!(f, "{mount_point} mount option {family}"),
+            Setting::File { path } => write!(f, "{path}"),
         }
     }
 }
@@ -91,6 +98,7 @@ impl Host {
                 Some(self.sys_block.join(device).join("queue").join(attr))
             }
             Setting::Mount { .. } => None,
+            Setting::File { path } => Some(PathBuf::from(path)),
         }
     }
 
@@ -105,6 +113,13 @@ impl Host {
             return mount_value(mount_point, family);
         }
         let path = self.path(s).ok_or_else(|| Error::Unknown(s.to_string()))?;
+        if let Setting::File { .. } = s {
+            return match std::fs::read_to_string(&path) {
+                Ok(text) => Ok(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ABSENT.to_string()),
+                Err(e) => Err(Error::Io(path, e)),
+            };
+        }
         let text = std::fs::read_to_string(&path).map_err(|e| Error::Io(path.clone(), e))?;
         let text = text.trim();
         Ok(match s {
@@ -122,6 +137,9 @@ impl Host {
             return remount(mount_point, value);
         }
         let path = self.path(s).ok_or_else(|| Error::Unknown(s.to_string()))?;
+        if let Setting::File { .. } = s {
+            return write_file(&path, value);
+        }
         std::fs::write(&path, value).map_err(|e| {
             let accepted = match s {
                 Setting::Queue { attr, .. } if attr == "scheduler" => {
@@ -144,6 +162,31 @@ impl Host {
             }
         })
     }
+}
+
+/// A configuration file replaced whole through a temporary file and a rename (or removed,
+/// for [`ABSENT`]), readable by all as /etc's files are.
+fn write_file(path: &std::path::Path, value: &str) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |e| Error::Io(path.to_path_buf(), e);
+    if value == ABSENT {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+            _ => Ok(()),
+        };
+    }
+    let tmp = path.with_extension("sinkrate-tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o644)
+        .open(&tmp)
+        .map_err(io)?;
+    f.write_all(value.as_bytes()).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
 }
 
 fn bracketed(text: &str) -> Option<&str> {

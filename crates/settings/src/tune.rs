@@ -31,6 +31,8 @@ pub struct ApplyConfig {
     pub device: Option<String>,
     pub mount_point: Option<String>,
     pub dry_run: bool,
+    /// Also write the persistent forms: sysctl.d, a udev rule; the fstab line is printed.
+    pub persist: bool,
 }
 
 /// One setting's change: in force before, and asked for.
@@ -67,6 +69,10 @@ pub struct TuneReport {
     pub restored: Outcome,
     /// What sinkrate holds changed after this command.
     pub held: Vec<Held>,
+    /// `--persist`: what the user must do by hand to keep the rest (the /etc/fstab line for
+    /// mount options, which sinkrate does not edit), or why a form could not be written.
+    #[serde(default)]
+    pub to_keep: Vec<String>,
 }
 
 /// The mount and device under `path`, or the ones named.
@@ -193,7 +199,13 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
     } else {
         journal.recover()?
     };
-    let changes = plan(cfg, journal)?;
+    let mut changes = plan(cfg, journal)?;
+    let mut to_keep = Vec::new();
+    if cfg.persist {
+        let (files, lines) = persistent_forms(&changes, journal)?;
+        changes.extend(files);
+        to_keep = lines;
+    }
     if !cfg.dry_run {
         let list: Vec<(Setting, String)> = changes
             .iter()
@@ -206,8 +218,90 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
         recovered,
         changes,
         held: held(journal)?,
+        to_keep,
         ..TuneReport::default()
     })
+}
+
+/// The files that make `changes` last across a reboot (sysctl.d, a udev rule), as changes
+/// of their own, and the fstab lines a user must edit by hand for mount options.
+fn persistent_forms(
+    changes: &[Change],
+    journal: &Journal,
+) -> Result<(Vec<Change>, Vec<String>), Error> {
+    use crate::persist;
+    let mut files = Vec::new();
+    let sysctls: Vec<(String, String)> = changes
+        .iter()
+        .filter_map(|c| match &c.setting {
+            Setting::Sysctl { name } => Some((name.replace('/', "."), c.to.clone())),
+            _ => None,
+        })
+        .collect();
+    let file_change = |path: &str, new: &dyn Fn(&str) -> String| -> Result<Change, Error> {
+        let setting = Setting::File { path: path.into() };
+        let from = journal.host().read(&setting)?;
+        let base = if from == crate::setting::ABSENT {
+            ""
+        } else {
+            from.as_str()
+        };
+        Ok(Change {
+            to: new(base),
+            from,
+            setting,
+        })
+    };
+    let mut notes = Vec::new();
+    // A directory that is not there means nothing on this system reads such files: say so
+    // rather than make it.
+    let has_dir = |file: &str, what: &str, notes: &mut Vec<String>| {
+        let dir = Path::new(file).parent().unwrap_or(Path::new("/"));
+        if dir.is_dir() {
+            true
+        } else {
+            notes.push(format!(
+                "{} does not exist, so nothing here reads {what}: these last until reboot",
+                dir.display()
+            ));
+            false
+        }
+    };
+    if !sysctls.is_empty() && has_dir(persist::FILE, "sysctl.d files", &mut notes) {
+        let pairs: Vec<(&str, String)> = sysctls
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
+        files.push(file_change(persist::FILE, &|text| {
+            persist::merge_sysctl_conf(text, &pairs)
+        })?);
+    }
+    let queues: Vec<(&str, &str, &str)> = changes
+        .iter()
+        .filter_map(|c| match &c.setting {
+            Setting::Queue { device, attr } => {
+                Some((device.as_str(), attr.as_str(), c.to.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    if !queues.is_empty() && has_dir(persist::UDEV_FILE, "udev rules", &mut notes) {
+        files.push(file_change(persist::UDEV_FILE, &|text| {
+            queues.iter().fold(text.to_string(), |acc, (d, a, v)| {
+                persist::merge_udev_rule(&acc, d, a, v)
+            })
+        })?);
+    }
+    notes.extend(changes
+        .iter()
+        .filter_map(|c| match &c.setting {
+            Setting::Mount { mount_point, family } => Some(format!(
+                "/etc/fstab, the line for {mount_point}: use {} in place of the {family} option in force ({})",
+                c.to, c.from
+            )),
+            _ => None,
+        }));
+    Ok((files, notes))
 }
 
 /// Puts back everything `tune apply` changed (and any killed run's temporary change).
