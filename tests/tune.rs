@@ -282,6 +282,15 @@ fn unknown_settings_get_one_line_with_what_is_accepted() {
     let (code, _, err) = tune(&["apply", "queue:rotational=0", "--device", "loop0"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("accepted: scheduler"), "{err}");
+    let (code, _, err) = tune(&["search", "/tmp", "--", "--dir", "/elsewhere"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--dir after --: tune search sets it itself"),
+        "{err}"
+    );
+    let (code, _, err) = tune(&["search", "/tmp", "--runs", "0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--runs: at least 1"), "{err}");
 }
 
 #[test]
@@ -389,6 +398,100 @@ fn persist_merges_into_sysctl_d_and_restore_puts_the_file_back() {
             assert_eq!(code, Some(0), "{err}");
             assert_eq!(std::fs::read_to_string(conf).expect("kept"), mine);
             assert_eq!(vm_snapshot(), vm_before);
+        },
+    );
+}
+
+/// Puts back what `tune apply` changed when the test ends, however it ends.
+struct RestoreAtEnd;
+
+impl Drop for RestoreAtEnd {
+    fn drop(&mut self) {
+        let _ = tune(&["restore"]);
+    }
+}
+
+#[test]
+fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_was() {
+    serial(
+        "search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_was",
+        &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"],
+        || {
+            let card = common::SlowDev::new(&[
+                "--write-rate",
+                "10MB",
+                "--size",
+                "1G",
+                "--write-latency",
+                "1ms",
+            ]);
+            let original = vm_snapshot();
+            // The first flush of expired data 6 s in, not 35 s: through the journal, applied,
+            // so the search's temporary trials sit on top of it and come back to it.
+            let _restore = RestoreAtEnd;
+            let (code, _, err) = tune(&[
+                "apply",
+                "vm.dirty_expire_centisecs=500",
+                "vm.dirty_writeback_centisecs=100",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let before = vm_snapshot();
+            let (code, out, err) = tune(&[
+                "search",
+                card.path().to_str().expect("utf8"),
+                "--runs",
+                "1",
+                "--budget",
+                "100s",
+                "--output-format",
+                "json",
+                "--",
+                "--streams",
+                "2",
+                "--fps",
+                "30",
+                "--frame-size",
+                "80k",
+                "--write-mode",
+                "buffered",
+                "--duration",
+                "5s",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["kind"], "tune_search");
+            let ranked = v["ranked"].as_array().expect("ranked");
+            assert!(ranked.len() >= 4, "{out}");
+            for c in ranked {
+                let trials = c["trials"].as_array().expect("trials");
+                assert!(!trials.is_empty(), "{c}");
+                // Every run lasted past the first flush (6 s here, 2 s with 100/100).
+                assert!(
+                    trials
+                        .iter()
+                        .all(|t| t["duration_s"].as_f64() >= Some(10.0)),
+                    "{c}"
+                );
+            }
+            let baseline = v["baseline"].as_u64().expect("a baseline") as usize;
+            let drops = |i: usize| ranked[i]["drops_per_run"].as_f64().expect("drops");
+            assert!(
+                drops(0) <= drops(baseline),
+                "the winner drops no more than the baseline"
+            );
+            assert!(v["comparison"]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty()));
+            assert_eq!(vm_snapshot(), before, "every trial's settings put back");
+            assert!(
+                common::files_in(card.path())
+                    .iter()
+                    .all(|f| !f.starts_with("sinkrate")),
+                "no recording left"
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(vm_snapshot(), original);
         },
     );
 }

@@ -160,12 +160,55 @@ pub enum TuneAction {
         #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
     },
+    /// Search for the configuration that keeps up on your own workload, and prove it
+    #[command(after_help = TUNE_SEARCH_EXAMPLES)]
+    Search(Box<TuneSearchArgs>),
     /// What sinkrate holds changed (a killed run's temporary changes are put back first)
     Status {
         /// text or json
         #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
     },
+}
+
+pub const TUNE_SEARCH_EXAMPLES: &str = "\
+Examples:
+  # Seed 001's workload on an SD card: two buffered 30 fps streams of 80 KB frames
+  sinkrate tune search /mnt/card -- --streams 2 --fps 30 --frame-size 80k --write-mode buffered
+
+  # check's profile, 5 runs per candidate within 20 minutes, the winner applied
+  sinkrate tune search /mnt/card --runs 5 --budget 20m --apply
+
+Candidates: the configuration as it is; dirty_expire/writeback 100/100 cs; with small dirty
+limits; 4x the capture buffers; O_DIRECT; fdatasync every second; and combinations. Each
+run lasts past the first flush of expired data. System settings are applied through the
+settings journal for the candidate's runs only (root); without root only the recorder's
+knobs are tried.";
+
+#[derive(Debug, clap::Args)]
+pub struct TuneSearchArgs {
+    /// A directory on the storage to search for
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+    /// Runs per candidate
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// The time the whole search may take (fewer runs, then fewer candidates, to fit)
+    #[arg(long, default_value = "10m", value_parser = values::duration_value)]
+    pub budget: std::time::Duration,
+    /// Apply the winner's system settings (kept until sinkrate tune restore)
+    #[arg(long)]
+    pub apply: bool,
+    /// text or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Also write the JSON report here
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// The workload, as sinkrate record flags after -- (default: check's profile,
+    /// dual-1080p30)
+    #[arg(last = true, value_name = "RECORD_FLAGS")]
+    pub record_flags: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]

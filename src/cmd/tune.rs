@@ -9,8 +9,8 @@ use sinkrate_settings::tune::{self, ApplyConfig, TuneReport};
 use sinkrate_settings::Journal;
 
 use crate::cli::values::OutputFormat;
-use crate::cli::{TuneAction, TuneApplyArgs};
-use crate::export::{tune_text::TuneText, Exporter, Json};
+use crate::cli::{TuneAction, TuneApplyArgs, TuneSearchArgs};
+use crate::export::{search_text::SearchText, tune_text::TuneText, Exporter, Json};
 
 pub fn run(action: TuneAction) -> Result<ExitCode> {
     let journal = Journal::live();
@@ -26,6 +26,7 @@ pub fn run(action: TuneAction) -> Result<ExitCode> {
             }
             (tune::restore(dry_run, &journal)?, output_format)
         }
+        TuneAction::Search(args) => return search(&args, &journal),
         TuneAction::Status { output_format } => {
             // Reading needs no root; putting back a killed run's changes does.
             let report = if sinkrate_engine::host::is_root() {
@@ -186,4 +187,118 @@ fn needs_root(what: &str) -> Result<()> {
     } else {
         Err(anyhow!("{what} needs root; nothing was changed"))
     }
+}
+
+/// Record flags a search sets itself.
+const SEARCH_OWN_FLAGS: &[&str] = &[
+    "--dir",
+    "--output",
+    "--output-format",
+    "--live",
+    "--keep",
+    "--find-max",
+    "--frames-log",
+    "--ram-limit",
+    "--dirty-limit",
+];
+
+/// The workload: check's profile unless the record flags after -- name the streams.
+fn workload(args: &TuneSearchArgs) -> Result<sinkrate_record::session::Session> {
+    let name = |f: &str| f.split('=').next().unwrap_or(f).to_string();
+    if let Some(own) = args
+        .record_flags
+        .iter()
+        .find(|f| SEARCH_OWN_FLAGS.contains(&name(f).as_str()))
+    {
+        return Err(anyhow!(
+            "{own} after --: tune search sets it itself (accepted there: the stream, pool and write flags of sinkrate record)"
+        ));
+    }
+    let streams = [
+        "--profile",
+        "--fps",
+        "--frame-size",
+        "--bitrate",
+        "--streams",
+        "--gop",
+    ];
+    let mut flags: Vec<String> = vec!["--dir".into(), args.path.display().to_string()];
+    if !args
+        .record_flags
+        .iter()
+        .any(|f| streams.contains(&name(f).as_str()))
+    {
+        flags.extend(["--profile".into(), "dual-1080p30".into()]);
+    }
+    flags.extend(args.record_flags.iter().cloned());
+    let record_args = crate::cli::record_config::args_from_flags(&flags)?;
+    let session = crate::cli::record_config::session(&record_args)?;
+    if session.record.write_mode == sinkrate_record::config::WriteMode::Null {
+        return Err(anyhow!(
+            "--write-mode null after --: writes nothing, so there is nothing to tune"
+        ));
+    }
+    Ok(session)
+}
+
+fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
+    if let Some(p) = &args.output {
+        crate::check_output_path("--output", p)?;
+    }
+    if args.runs == 0 {
+        return Err(anyhow!("--runs: at least 1"));
+    }
+    let base = workload(args)?;
+    let root = sinkrate_engine::host::is_root();
+    if root {
+        let recovered = journal.recover()?;
+        if !recovered.is_empty() {
+            eprintln!(
+                "sinkrate: a killed run's settings: {}",
+                recovered.describe()
+            );
+        }
+    }
+    let cfg = sinkrate_tune::search::SearchConfig {
+        base,
+        runs: args.runs,
+        budget: args.budget,
+        system: root,
+        journal: journal.clone(),
+    };
+    let stop = crate::interrupt_flag()?;
+    let started_ms = sinkrate_engine::host::unix_ms_now();
+    let report = sinkrate_tune::search::search(&cfg, stop, &mut |line| {
+        eprintln!("sinkrate tune search: {line}")
+    })
+    .map_err(super::record::refusal)?;
+    if args.apply {
+        if let Some(w) = report.winner() {
+            if !w.candidate.system.is_empty() {
+                journal.apply(&w.candidate.system, sinkrate_settings::Mode::Applied)?;
+                eprintln!(
+                    "sinkrate: applied {} (until sinkrate tune restore)",
+                    w.candidate.settings_args().join(" ")
+                );
+            }
+        }
+    }
+    let interrupted = report.interrupted;
+    let mut run = Envelope::new(
+        RunKind::TuneSearch,
+        sinkrate_engine::host::host_facts(),
+        started_ms,
+        report,
+    );
+    run.interrupted = interrupted;
+    let json = Json.export(&run)?;
+    if let Some(p) = &args.output {
+        sinkrate_sys::output::write(p, &json)?;
+    }
+    let body = match args.output_format {
+        OutputFormat::Json => json,
+        OutputFormat::Text => SearchText.export(&run)?,
+    };
+    crate::write_stdout(&body)?;
+    Ok(ExitCode::from(if interrupted { 130 } else { 0 }))
 }

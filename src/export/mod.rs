@@ -9,6 +9,7 @@ pub mod frames_csv;
 pub mod prometheus;
 pub mod record_text;
 pub mod samples_csv;
+pub mod search_text;
 pub mod tune_text;
 pub mod watch_text;
 

@@ -21,6 +21,7 @@ pub enum RunKind {
     Audit,
     Watch,
     Tune,
+    TuneSearch,
 }
 
 impl RunKind {
@@ -41,6 +42,7 @@ impl RunKind {
             RunKind::Audit => "audit",
             RunKind::Watch => "watch",
             RunKind::Tune => "tune",
+            RunKind::TuneSearch => "tune_search",
         }
     }
 }

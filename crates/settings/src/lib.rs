@@ -288,16 +288,33 @@ impl Journal {
             if mine.iter().any(|e| &e.setting == s) {
                 continue;
             }
-            // A setting already journaled keeps the value from before sinkrate's first change.
-            let original = match j.entries.iter().find(|e| &e.setting == s) {
-                Some(e) if e.mode == Mode::Temporary && e.pid != pid && alive(e.pid) => {
-                    return Err(Error::Busy {
-                        setting: s.to_string(),
-                        pid: e.pid,
-                    })
+            let journaled: Vec<&Entry> = j.entries.iter().filter(|e| &e.setting == s).collect();
+            if let Some(e) = journaled
+                .iter()
+                .find(|e| e.mode == Mode::Temporary && e.pid != pid && alive(e.pid))
+            {
+                return Err(Error::Busy {
+                    setting: s.to_string(),
+                    pid: e.pid,
+                });
+            }
+            // A test's change over an applied one comes back to the applied value, and the
+            // applied entry stays; otherwise a setting already journaled keeps the value from
+            // before sinkrate's first change.
+            let original = match (mode, journaled.first()) {
+                (Mode::Temporary, _) => {
+                    match journaled.iter().find(|e| e.mode == Mode::Temporary) {
+                        Some(e) => e.original.clone(),
+                        None => self.host.read(s)?,
+                    }
                 }
-                Some(e) => e.original.clone(),
-                None => self.host.read(s)?,
+                (Mode::Applied, Some(e)) => journaled
+                    .iter()
+                    .find(|e| e.mode == Mode::Applied)
+                    .unwrap_or(e)
+                    .original
+                    .clone(),
+                (Mode::Applied, None) => self.host.read(s)?,
             };
             mine.push(Entry {
                 setting: s.clone(),
@@ -308,7 +325,7 @@ impl Journal {
                 boot_id: boot.clone(),
             });
         }
-        j.entries.retain(|e| !settings.contains(&e.setting));
+        j.entries.retain(|e| !replaced_by(e, &settings, mode));
         j.entries.extend(mine.iter().cloned());
         self.save(&j)?;
         if let Some(secs) = std::env::var(PAUSE_AFTER_JOURNAL_ENV)
@@ -342,7 +359,7 @@ impl Journal {
                 m.written = Some(self.host.read(&m.setting)?);
             }
         }
-        j.entries.retain(|e| !settings.contains(&e.setting));
+        j.entries.retain(|e| !replaced_by(e, &settings, mode));
         j.entries.extend(mine.iter().cloned());
         self.save(&j)?;
         Ok(mine)
@@ -420,6 +437,13 @@ impl Journal {
         }
         Ok(out)
     }
+}
+
+/// Whether a new entry for one of `settings` in `mode` takes `e`'s place: an applied
+/// change replaces every entry of its setting; a temporary one only a temporary one, so the
+/// applied entry under it stays.
+fn replaced_by(e: &Entry, settings: &[Setting], mode: Mode) -> bool {
+    settings.contains(&e.setting) && (mode == Mode::Applied || e.mode == Mode::Temporary)
 }
 
 fn same_or_companion(changed: &Setting, journaled: &Setting) -> bool {
@@ -570,6 +594,28 @@ mod tests {
         std::fs::write(j.path(), serde_json::to_vec(&file).expect("json")).expect("write");
         let out = j.recover().expect("recover");
         assert_eq!(out.restored.len(), 1, "{out:?}");
+        assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "3000");
+    }
+
+    #[test]
+    fn a_test_over_an_applied_change_comes_back_to_the_applied_value() {
+        let (_d, j) = fake();
+        let expire = sysctl("vm/dirty_expire_centisecs");
+        j.apply(&[(expire.clone(), "500".into())], Mode::Applied)
+            .expect("apply");
+        {
+            let _t = Temporary::apply(&j, &[(expire.clone(), "100".into())]).expect("trial");
+            assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "100");
+        }
+        assert_eq!(
+            read(&j, "vm/dirty_expire_centisecs"),
+            "500",
+            "the applied value"
+        );
+        let entries = j.entries().expect("entries");
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(entries[0].mode, Mode::Applied);
+        j.restore(&|e| e.mode == Mode::Applied).expect("restore");
         assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "3000");
     }
 

@@ -1,0 +1,317 @@
+//! The search: every candidate recorded a few times in this process (its system settings
+//! applied through the journal as temporary changes, put back after), each run long enough
+//! to pass the first flush of expired data, ranked by the objective, the winner set against
+//! the baseline.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sinkrate_model::Verdict;
+use sinkrate_record::session::{self, Session, SessionError};
+use sinkrate_settings::{Journal, Temporary};
+
+use crate::candidates::{candidates, Candidate};
+use crate::stats::{relative_change, Change};
+
+/// Seconds past the first flush of expired data that each run records.
+const PAST_FIRST_FLUSH_S: f64 = 10.0;
+/// Set-up and final flush around each run, for the estimate.
+const OVERHEAD_PER_RUN_S: f64 = 3.0;
+
+#[derive(Debug, Clone)]
+pub struct SearchConfig {
+    /// The user's workload (record flags, or check's profile), in its directory.
+    pub base: Session,
+    /// Runs per candidate.
+    pub runs: usize,
+    pub budget: Duration,
+    /// Whether system settings may be tried (root).
+    pub system: bool,
+    /// The journal temporary settings go through.
+    pub journal: Journal,
+}
+
+/// One run of one candidate, as the objective reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub verdict: Verdict,
+    pub frames_offered: u64,
+    pub frames_dropped: u64,
+    pub worst_write_ms: f64,
+    pub p99_write_ms: f64,
+    pub p99_lateness_ms: f64,
+    /// The writers' and the kernel's flusher threads' CPU (seed 001's spikes).
+    pub cpu_s: f64,
+    /// The most dirty + writeback data seen: what a power cut could lose.
+    pub peak_dirty_bytes: Option<u64>,
+    pub duration_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scored {
+    pub candidate: Candidate,
+    pub trials: Vec<Trial>,
+    /// Stopped after a run that dropped frames while a candidate without drops was known.
+    pub dropped_early: bool,
+    pub drops_per_run: f64,
+    pub worst_write_ms: f64,
+    pub p99_lateness_ms: f64,
+    pub cpu_s: f64,
+    pub peak_dirty_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub winner: String,
+    pub drops: (f64, f64),
+    pub worst_write: Option<Change>,
+    pub p99_lateness: Option<Change>,
+    /// The sentence a person reads.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchReport {
+    pub label: String,
+    pub dir: String,
+    pub runs_per_candidate: usize,
+    pub run_duration_s: f64,
+    pub budget_s: f64,
+    pub estimate_s: f64,
+    pub spent_s: f64,
+    /// Best first.
+    pub ranked: Vec<Scored>,
+    /// Index in `ranked` of the baseline.
+    pub baseline: Option<usize>,
+    pub comparison: Option<Comparison>,
+    /// What was not tried, and why (no root, the budget).
+    pub notes: Vec<String>,
+    pub interrupted: bool,
+}
+
+impl SearchReport {
+    pub fn winner(&self) -> Option<&Scored> {
+        self.ranked
+            .first()
+            .filter(|w| w.trials.iter().all(|t| t.verdict != Verdict::Failed))
+    }
+}
+
+fn trial(run: &sinkrate_record::report::RecordRun) -> Trial {
+    let r = &run.result;
+    let t = &r.totals;
+    Trial {
+        verdict: r.verdict,
+        frames_offered: t.frames_offered,
+        frames_dropped: t.frames_dropped,
+        worst_write_ms: t.write_latency_ns.max as f64 / 1e6,
+        p99_write_ms: t.write_latency_ns.p99 as f64 / 1e6,
+        p99_lateness_ms: t.lateness_ns.p99 as f64 / 1e6,
+        cpu_s: t.writer_cpu_s + t.flusher_cpu_s,
+        peak_dirty_bytes: r.sampler.summary.peak_dirty_writeback_bytes,
+        duration_s: t.duration_s,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn score(candidate: Candidate, trials: Vec<Trial>, dropped_early: bool) -> Scored {
+    let n = trials.len().max(1) as f64;
+    Scored {
+        drops_per_run: trials.iter().map(|t| t.frames_dropped as f64).sum::<f64>() / n,
+        worst_write_ms: median(trials.iter().map(|t| t.worst_write_ms).collect()),
+        p99_lateness_ms: median(trials.iter().map(|t| t.p99_lateness_ms).collect()),
+        cpu_s: median(trials.iter().map(|t| t.cpu_s).collect()),
+        peak_dirty_bytes: trials.iter().filter_map(|t| t.peak_dirty_bytes).max(),
+        candidate,
+        trials,
+        dropped_early,
+    }
+}
+
+/// The objective, in order: no dropped frames; the lowest worst write, then p99 lateness;
+/// the least writer + flusher CPU; the least data at risk.
+fn better(a: &Scored, b: &Scored) -> std::cmp::Ordering {
+    let failed = |s: &Scored| s.trials.iter().any(|t| t.verdict == Verdict::Failed);
+    failed(a)
+        .cmp(&failed(b))
+        .then(a.drops_per_run.total_cmp(&b.drops_per_run))
+        .then(a.worst_write_ms.total_cmp(&b.worst_write_ms))
+        .then(a.p99_lateness_ms.total_cmp(&b.p99_lateness_ms))
+        .then(a.cpu_s.total_cmp(&b.cpu_s))
+        .then(a.peak_dirty_bytes.cmp(&b.peak_dirty_bytes))
+}
+
+/// Runs the search. `progress` hears one line as each run starts. A refusal of the workload
+/// (no space, a bad directory) comes before any run.
+pub fn search(
+    cfg: &SearchConfig,
+    stop: Arc<AtomicBool>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<SearchReport, SessionError> {
+    session::preflight(&cfg.base)?;
+    let started = Instant::now();
+    let vm = sinkrate_sampler::live::read_vm_settings();
+    let (expire, every) = (
+        vm.dirty_expire_centisecs.unwrap_or(3000),
+        vm.dirty_writeback_centisecs.unwrap_or(500),
+    );
+    let mut notes = Vec::new();
+    if !cfg.system {
+        notes.push(
+            "not root: only the recorder's own knobs were tried; the writeback sysctls need root"
+                .to_string(),
+        );
+    }
+    let all = candidates(&cfg.base, cfg.system);
+    let base_s = cfg.base.record.duration.as_secs_f64();
+    let duration_of =
+        |c: &Candidate| base_s.max(c.writeback_cycle_s(expire, every) + PAST_FIRST_FLUSH_S);
+    let estimate = |runs: usize, list: &[Candidate]| {
+        list.iter()
+            .map(|c| runs as f64 * (duration_of(c) + OVERHEAD_PER_RUN_S))
+            .sum::<f64>()
+    };
+    // Fit the budget: fewer runs first (not below one), then fewer candidates from the end.
+    let budget_s = cfg.budget.as_secs_f64();
+    let mut runs = cfg.runs.max(1);
+    let mut chosen = all.clone();
+    while runs > 1 && estimate(runs, &chosen) > budget_s {
+        runs -= 1;
+    }
+    while chosen.len() > 2 && estimate(runs, &chosen) > budget_s {
+        if let Some(c) = chosen.pop() {
+            notes.push(format!("not tried within the budget: {}", c.label));
+        }
+    }
+    if runs < cfg.runs {
+        notes.push(format!(
+            "{runs} run(s) per candidate instead of {} to fit the budget",
+            cfg.runs
+        ));
+    }
+    let estimate_s = estimate(runs, &chosen);
+    let mut scored: Vec<Scored> = Vec::new();
+    let mut interrupted = false;
+    'candidates: for c in &chosen {
+        let session = {
+            let mut s = c.session(&cfg.base);
+            s.record.duration = Duration::from_secs_f64(duration_of(c));
+            s
+        };
+        let _settings = if c.system.is_empty() {
+            None
+        } else {
+            Some(
+                Temporary::apply(&cfg.journal, &c.system)
+                    .map_err(|e| SessionError::Settings(e.to_string()))?,
+            )
+        };
+        let clean_so_far = scored
+            .iter()
+            .any(|s| s.drops_per_run == 0.0 && s.trials.len() >= runs);
+        let mut trials = Vec::new();
+        let mut dropped_early = false;
+        for i in 0..runs {
+            progress(&format!(
+                "{} (run {} of {runs}, {:.0} s)",
+                c.label,
+                i + 1,
+                duration_of(c)
+            ));
+            let run = session::run(&session, stop.clone(), None)?;
+            if stop.load(Ordering::Relaxed) || run.interrupted {
+                interrupted = true;
+                if !trials.is_empty() {
+                    scored.push(score(c.clone(), trials, false));
+                }
+                break 'candidates;
+            }
+            let t = trial(&run);
+            let dropped = t.frames_dropped > 0;
+            trials.push(t);
+            if dropped && clean_so_far && i + 1 < runs {
+                dropped_early = true;
+                break;
+            }
+        }
+        scored.push(score(c.clone(), trials, dropped_early));
+    }
+    scored.sort_by(better);
+    let baseline = scored
+        .iter()
+        .position(|s| s.candidate.system.is_empty() && s.candidate.recorder.is_empty());
+    let comparison = baseline.and_then(|b| compare(&scored[b], scored.first()?));
+    Ok(SearchReport {
+        label: cfg.base.label.clone(),
+        dir: cfg.base.record.dir.display().to_string(),
+        runs_per_candidate: runs,
+        run_duration_s: duration_of(&all[0]),
+        budget_s,
+        estimate_s,
+        spent_s: started.elapsed().as_secs_f64(),
+        ranked: scored,
+        baseline,
+        comparison,
+        notes,
+        interrupted,
+    })
+}
+
+fn compare(base: &Scored, winner: &Scored) -> Option<Comparison> {
+    if base.candidate == winner.candidate {
+        return Some(Comparison {
+            baseline: base.candidate.label.clone(),
+            winner: winner.candidate.label.clone(),
+            drops: (base.drops_per_run, winner.drops_per_run),
+            worst_write: None,
+            p99_lateness: None,
+            text: "no candidate did better than the configuration as it is".into(),
+        });
+    }
+    let of = |s: &Scored, f: fn(&Trial) -> f64| s.trials.iter().map(f).collect::<Vec<_>>();
+    let worst = relative_change(
+        &of(base, |t| t.worst_write_ms),
+        &of(winner, |t| t.worst_write_ms),
+    );
+    let late = relative_change(
+        &of(base, |t| t.p99_lateness_ms),
+        &of(winner, |t| t.p99_lateness_ms),
+    );
+    let offered = |s: &Scored| s.trials.iter().map(|t| t.frames_offered).sum::<u64>();
+    let dropped = |s: &Scored| s.trials.iter().map(|t| t.frames_dropped).sum::<u64>();
+    let mut text = format!(
+        "{} against the baseline: {} of {} frames dropped vs {} of {}",
+        winner.candidate.label,
+        dropped(winner),
+        offered(winner),
+        dropped(base),
+        offered(base)
+    );
+    if let Some(w) = &worst {
+        text.push_str(&format!(
+            "; worst write {:+.0}% (95% CI {:+.0}% to {:+.0}%, {} vs {} runs)",
+            w.change_pct, w.ci_low_pct, w.ci_high_pct, w.runs.1, w.runs.0
+        ));
+        if w.runs.0 < 3 || w.runs.1 < 3 {
+            text.push_str(", too few runs for the interval to mean much");
+        }
+    }
+    Some(Comparison {
+        baseline: base.candidate.label.clone(),
+        winner: winner.candidate.label.clone(),
+        drops: (base.drops_per_run, winner.drops_per_run),
+        worst_write: worst,
+        p99_lateness: late,
+        text,
+    })
+}
