@@ -26,7 +26,7 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
             "rank", "candidate", "drops", "worst write", "p99 late", "CPU s", "peak dirty", "runs"
         ));
         for (i, c) in r.ranked.iter().enumerate() {
-            let runs = if c.dropped_early {
+            let runs = if c.screened_only {
                 format!("{}*", c.trials.len())
             } else {
                 c.trials.len().to_string()
@@ -45,9 +45,9 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
                 runs
             ));
         }
-        if r.ranked.iter().any(|c| c.dropped_early) {
+        if r.ranked.iter().any(|c| c.screened_only) {
             s.push_str(
-                "* stopped early: dropped frames while a candidate without drops was known\n",
+                "* screened only: fewer runs, as it was neither the leader nor the baseline\n",
             );
         }
         if let Some(c) = &r.comparison {

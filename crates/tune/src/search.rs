@@ -53,8 +53,9 @@ pub struct Trial {
 pub struct Scored {
     pub candidate: Candidate,
     pub trials: Vec<Trial>,
-    /// Stopped after a run that dropped frames while a candidate without drops was known.
-    pub dropped_early: bool,
+    /// Screened with fewer runs than `runs_per_candidate`: it was not the leader (or the
+    /// baseline), so it was not confirmed.
+    pub screened_only: bool,
     pub drops_per_run: f64,
     pub worst_write_ms: f64,
     pub p99_lateness_ms: f64,
@@ -124,7 +125,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn score(candidate: Candidate, trials: Vec<Trial>, dropped_early: bool) -> Scored {
+fn score(candidate: Candidate, trials: Vec<Trial>, screened_only: bool) -> Scored {
     let n = trials.len().max(1) as f64;
     Scored {
         drops_per_run: trials.iter().map(|t| t.frames_dropped as f64).sum::<f64>() / n,
@@ -134,7 +135,7 @@ fn score(candidate: Candidate, trials: Vec<Trial>, dropped_early: bool) -> Score
         peak_dirty_bytes: trials.iter().filter_map(|t| t.peak_dirty_bytes).max(),
         candidate,
         trials,
-        dropped_early,
+        screened_only,
     }
 }
 
@@ -149,6 +150,23 @@ fn better(a: &Scored, b: &Scored) -> std::cmp::Ordering {
         .then(a.p99_lateness_ms.total_cmp(&b.p99_lateness_ms))
         .then(a.cpu_s.total_cmp(&b.cpu_s))
         .then(a.peak_dirty_bytes.cmp(&b.peak_dirty_bytes))
+}
+
+/// Candidate indices, best first, by the objective over the runs so far.
+fn rank(chosen: &[Candidate], trials: &[Vec<Trial>]) -> Vec<usize> {
+    let scored: Vec<Scored> = chosen
+        .iter()
+        .zip(trials)
+        .map(|(c, t)| score(c.clone(), t.clone(), false))
+        .collect();
+    let mut order: Vec<usize> = (0..chosen.len())
+        .filter(|k| !trials[*k].is_empty())
+        .collect();
+    order.sort_by(|a, b| better(&scored[*a], &scored[*b]));
+    if order.is_empty() {
+        order.push(0);
+    }
+    order
 }
 
 /// Runs the search. `progress` hears one line as each run starts. A refusal of the workload
@@ -181,33 +199,26 @@ pub fn search(
             .map(|c| runs as f64 * (duration_of(c) + OVERHEAD_PER_RUN_S))
             .sum::<f64>()
     };
-    // Fit the budget: fewer runs first (not below one), then fewer candidates from the end.
+    // Screening: one run of every candidate that fits the budget (candidates from the end
+    // are left out, and named); then confirmation: the leader and the baseline run until
+    // each has `runs` runs, the leader changing as runs come in, while the budget allows.
     let budget_s = cfg.budget.as_secs_f64();
-    let mut runs = cfg.runs.max(1);
+    let runs = cfg.runs.max(1);
     let mut chosen = all.clone();
-    while runs > 1 && estimate(runs, &chosen) > budget_s {
-        runs -= 1;
-    }
-    while chosen.len() > 2 && estimate(runs, &chosen) > budget_s {
+    while chosen.len() > 2 && estimate(1, &chosen) > budget_s {
         if let Some(c) = chosen.pop() {
             notes.push(format!("not tried within the budget: {}", c.label));
         }
     }
-    if runs < cfg.runs {
-        notes.push(format!(
-            "{runs} run(s) per candidate instead of {} to fit the budget",
-            cfg.runs
-        ));
-    }
-    let estimate_s = estimate(runs, &chosen);
-    let mut scored: Vec<Scored> = Vec::new();
+    let confirm_s = |c: &Candidate| (runs - 1) as f64 * (duration_of(c) + OVERHEAD_PER_RUN_S);
+    let estimate_s = estimate(1, &chosen) + confirm_s(&chosen[0]) * 2.0;
+    let mut trials: Vec<Vec<Trial>> = vec![Vec::new(); chosen.len()];
     let mut interrupted = false;
-    'candidates: for c in &chosen {
-        let session = {
-            let mut s = c.session(&cfg.base);
-            s.record.duration = Duration::from_secs_f64(duration_of(c));
-            s
-        };
+    let mut run_one = |k: usize, trials: &mut Vec<Vec<Trial>>| -> Result<bool, SessionError> {
+        let c = &chosen[k];
+        let mut session = c.session(&cfg.base);
+        session.record.duration = Duration::from_secs_f64(duration_of(c));
+        // The candidate's system settings for this run only, put back when it ends.
         let _settings = if c.system.is_empty() {
             None
         } else {
@@ -216,36 +227,57 @@ pub fn search(
                     .map_err(|e| SessionError::Settings(e.to_string()))?,
             )
         };
-        let clean_so_far = scored
-            .iter()
-            .any(|s| s.drops_per_run == 0.0 && s.trials.len() >= runs);
-        let mut trials = Vec::new();
-        let mut dropped_early = false;
-        for i in 0..runs {
-            progress(&format!(
-                "{} (run {} of {runs}, {:.0} s)",
-                c.label,
-                i + 1,
-                duration_of(c)
-            ));
-            let run = session::run(&session, stop.clone(), None)?;
-            if stop.load(Ordering::Relaxed) || run.interrupted {
-                interrupted = true;
-                if !trials.is_empty() {
-                    scored.push(score(c.clone(), trials, false));
-                }
-                break 'candidates;
-            }
-            let t = trial(&run);
-            let dropped = t.frames_dropped > 0;
-            trials.push(t);
-            if dropped && clean_so_far && i + 1 < runs {
-                dropped_early = true;
-                break;
-            }
+        progress(&format!(
+            "{} (run {} of {runs}, {:.0} s)",
+            c.label,
+            trials[k].len() + 1,
+            duration_of(c)
+        ));
+        let run = session::run(&session, stop.clone(), None)?;
+        if stop.load(Ordering::Relaxed) || run.interrupted {
+            return Ok(false);
         }
-        scored.push(score(c.clone(), trials, dropped_early));
+        trials[k].push(trial(&run));
+        Ok(true)
+    };
+    for k in 0..chosen.len() {
+        if !run_one(k, &mut trials)? {
+            interrupted = true;
+            break;
+        }
     }
+    let fits = |c: &Candidate| {
+        started.elapsed().as_secs_f64() + duration_of(c) + OVERHEAD_PER_RUN_S <= budget_s
+    };
+    let mut left_unconfirmed = false;
+    while !interrupted {
+        let ranked = rank(&chosen, &trials);
+        let leader = ranked[0];
+        // The leader first, then the baseline it is compared with.
+        let next = [leader, 0].into_iter().find(|k| trials[*k].len() < runs);
+        let Some(k) = next else { break };
+        if !fits(&chosen[k]) {
+            left_unconfirmed = true;
+            break;
+        }
+        if !run_one(k, &mut trials)? {
+            interrupted = true;
+        }
+    }
+    if left_unconfirmed {
+        notes.push(format!(
+            "the budget ended before the leader and the baseline had {runs} runs each; a larger --budget confirms them"
+        ));
+    }
+    let mut scored: Vec<Scored> = chosen
+        .iter()
+        .zip(trials)
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(c, t)| {
+            let short = t.len() < runs;
+            score(c.clone(), t, short)
+        })
+        .collect();
     scored.sort_by(better);
     let baseline = scored
         .iter()
