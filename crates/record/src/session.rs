@@ -556,7 +556,8 @@ fn judge(
                 .iter()
                 .filter(|h| h.name.contains("flush"))
                 .map(|h| h.cpu_seconds)
-                .sum(),
+                // An empty f64 sum is -0.0, which would print as "-0.00" CPU seconds.
+                .fold(0.0, |a, b| a + b),
             final_flush_s,
             write_latency_ns: LatencyDistribution::of(&total_lat),
             lateness_ns: LatencyDistribution::of(&total_late),
