@@ -215,3 +215,34 @@ pub fn args_from_flags(flags: &[String]) -> Result<RecordArgs> {
         .map(|f| f.args)
         .map_err(|e| anyhow!("after --: {}", super::first_line(&e.to_string())))
 }
+
+/// Record flags that describe the streams: given after `--` (to check or tune search), they
+/// replace the default profile.
+pub const STREAM_FLAGS: &[&str] = &[
+    "--profile",
+    "--fps",
+    "--frame-size",
+    "--bitrate",
+    "--streams",
+    "--gop",
+];
+
+/// A flag's name without its `=value`.
+pub fn flag_name(arg: &str) -> &str {
+    arg.split('=').next().unwrap_or(arg)
+}
+
+/// Refuses, naming it, the first flag after `--` that the command (`who`) sets itself.
+pub fn refuse_own_flags(flags: &[String], own: &[&str], who: &str) -> Result<()> {
+    match flags.iter().find(|f| own.contains(&flag_name(f))) {
+        Some(f) => Err(anyhow!(
+            "{f} after --: {who} sets it itself (accepted there: the stream, pool and write flags of sinkrate record, e.g. --buffers 8)"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether the flags after `--` name the streams (and so replace the default profile).
+pub fn names_streams(flags: &[String]) -> bool {
+    flags.iter().any(|f| STREAM_FLAGS.contains(&flag_name(f)))
+}

@@ -28,31 +28,10 @@ const OWN_RECORD_FLAGS: &[&str] = &[
     "--frames-log",
 ];
 
-/// Record flags that describe the streams: given after `--`, they replace the profile.
-const STREAM_FLAGS: &[&str] = &[
-    "--profile",
-    "--fps",
-    "--frame-size",
-    "--bitrate",
-    "--streams",
-    "--gop",
-];
-
-fn flag_name(arg: &str) -> &str {
-    arg.split('=').next().unwrap_or(arg)
-}
-
 /// The recording test's session: check's own choices, then the user's record flags.
 fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
-    if let Some(own) = args
-        .record_flags
-        .iter()
-        .find(|f| OWN_RECORD_FLAGS.contains(&flag_name(f)))
-    {
-        return Err(anyhow!(
-            "{own} after --: check sets it itself (accepted there: the stream, pool and write flags of sinkrate record, e.g. --buffers 8)"
-        ));
-    }
+    use crate::cli::record_config::{flag_name, names_streams, refuse_own_flags};
+    refuse_own_flags(&args.record_flags, OWN_RECORD_FLAGS, "check")?;
     let given = |names: &[&str]| {
         args.record_flags
             .iter()
@@ -70,7 +49,7 @@ fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
         let mode = format!("{:?}", args.write_mode).to_lowercase();
         flags.extend(["--write-mode".into(), mode]);
     }
-    if !given(STREAM_FLAGS) {
+    if !names_streams(&args.record_flags) {
         match &args.rate.bitrate {
             Some(b) => flags.extend(["--fps".into(), "30".into(), "--bitrate".into(), b.clone()]),
             None => flags.extend(["--profile".into(), args.rate.profile.clone()]),
@@ -79,7 +58,7 @@ fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
     flags.extend(args.record_flags.iter().cloned());
     let record_args = crate::cli::record_config::args_from_flags(&flags)?;
     let mut session = crate::cli::record_config::session(&record_args)?;
-    if !given(STREAM_FLAGS) {
+    if !names_streams(&args.record_flags) {
         // The profile's name (or the bitrate) heads check's table, as audit names it.
         session.label = super::audit::stream_rate(&args.rate)?.0;
     }

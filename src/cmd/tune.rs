@@ -204,30 +204,10 @@ const SEARCH_OWN_FLAGS: &[&str] = &[
 
 /// The workload: check's profile unless the record flags after -- name the streams.
 fn workload(args: &TuneSearchArgs) -> Result<sinkrate_record::session::Session> {
-    let name = |f: &str| f.split('=').next().unwrap_or(f).to_string();
-    if let Some(own) = args
-        .record_flags
-        .iter()
-        .find(|f| SEARCH_OWN_FLAGS.contains(&name(f).as_str()))
-    {
-        return Err(anyhow!(
-            "{own} after --: tune search sets it itself (accepted there: the stream, pool and write flags of sinkrate record)"
-        ));
-    }
-    let streams = [
-        "--profile",
-        "--fps",
-        "--frame-size",
-        "--bitrate",
-        "--streams",
-        "--gop",
-    ];
+    use crate::cli::record_config::{names_streams, refuse_own_flags};
+    refuse_own_flags(&args.record_flags, SEARCH_OWN_FLAGS, "tune search")?;
     let mut flags: Vec<String> = vec!["--dir".into(), args.path.display().to_string()];
-    if !args
-        .record_flags
-        .iter()
-        .any(|f| streams.contains(&name(f).as_str()))
-    {
+    if !names_streams(&args.record_flags) {
         flags.extend(["--profile".into(), "dual-1080p30".into()]);
     }
     flags.extend(args.record_flags.iter().cloned());
