@@ -495,3 +495,61 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
         },
     );
 }
+
+#[test]
+fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command() {
+    serial(
+        "a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command",
+        &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"],
+        || {
+            let card = common::SlowDev::new(&["--write-rate", "10MB", "--size", "512M"]);
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            // A short cycle, applied, so the first trial with system settings comes soon.
+            let (code, _, err) = tune(&[
+                "apply",
+                "vm.dirty_expire_centisecs=300",
+                "vm.dirty_writeback_centisecs=100",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let before = vm_snapshot();
+            let mut child = Command::new(sinkrate_path())
+                .args(["tune", "search"])
+                .arg(card.path())
+                .args(["--runs", "1", "--", "--fps", "10", "--frame-size", "64k"])
+                .args(["--duration", "2s"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn");
+            // Wait until a trial's settings are in force, then kill -9.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            let mut in_trial = false;
+            while std::time::Instant::now() < deadline {
+                let text = std::fs::read_to_string(journal()).unwrap_or_default();
+                if text.contains("\"temporary\"") && text.contains("\"written\": \"100\"") {
+                    in_trial = true;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            child.kill().expect("kill -9");
+            let _ = child.wait();
+            assert!(in_trial, "a trial with system settings started");
+            assert_ne!(vm_snapshot(), before, "the trial's settings were in force");
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("a killed run's temporary change: put back"),
+                "{out}"
+            );
+            assert_eq!(vm_snapshot(), before, "back to the applied values");
+            for f in common::files_in(card.path()) {
+                let _ = std::fs::remove_file(card.path().join(f));
+            }
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(vm_snapshot(), original);
+        },
+    );
+}
