@@ -212,6 +212,18 @@ pub fn search(
     }
     let confirm_s = |c: &Candidate| (runs - 1) as f64 * (duration_of(c) + OVERHEAD_PER_RUN_S);
     let estimate_s = estimate(1, &chosen) + confirm_s(&chosen[0]) * 2.0;
+    if estimate(1, &chosen) > budget_s {
+        notes.push(format!(
+            "--budget {budget_s:.0} s is shorter than one run each of the baseline and one candidate ({:.0} s); they ran anyway",
+            estimate(1, &chosen)
+        ));
+    }
+    progress(&format!(
+        "{} candidate(s), about {:.0} s ({:.0} s budget): one screening run each, then up to {runs} runs of the leader and the baseline",
+        chosen.len(),
+        estimate_s.min(budget_s.max(estimate(1, &chosen))),
+        budget_s
+    ));
     let mut trials: Vec<Vec<Trial>> = vec![Vec::new(); chosen.len()];
     let mut interrupted = false;
     let mut run_one = |k: usize, trials: &mut Vec<Vec<Trial>>| -> Result<bool, SessionError> {
