@@ -44,28 +44,20 @@ pub fn flag() -> Result<Arc<AtomicBool>> {
 /// The second interrupt: the run's own files go, changed settings come back, exit 130.
 fn exit_now() -> ! {
     let removed = sinkrate_sys::owned::remove_all();
-    // This process's own temporary changes (its guard will not get to drop).
-    let own = std::process::id();
-    let restored = if std::path::Path::new(sinkrate_settings::DEFAULT_JOURNAL).exists() {
-        sinkrate_settings::Journal::live()
-            .restore(&|e| e.mode == sinkrate_settings::Mode::Temporary && e.pid == own)
-            .map(|o| {
-                o.restored
-                    .iter()
-                    .map(|(s, v)| format!("{s}={v}"))
-                    .collect::<Vec<_>>()
-            })
-    } else {
-        Ok(Vec::new())
-    };
     let mut line = "sinkrate: interrupted again: stopping at once".to_string();
     if removed > 0 {
         line.push_str(&format!("; removed its {removed} test file(s)"));
     }
-    match restored {
-        Ok(r) if !r.is_empty() => line.push_str(&format!("; restored {}", r.join(", "))),
-        Ok(_) => {}
-        Err(e) => line.push_str(&format!("; {e}")),
+    // This process's own temporary changes (its guard will not get to drop).
+    let own = std::process::id();
+    if std::path::Path::new(sinkrate_settings::DEFAULT_JOURNAL).exists() {
+        match sinkrate_settings::Journal::live()
+            .restore(&|e| e.mode == sinkrate_settings::Mode::Temporary && e.pid == own)
+        {
+            Ok(o) if !o.is_empty() => line.push_str(&format!("; {}", o.describe())),
+            Ok(_) => {}
+            Err(e) => line.push_str(&format!("; {e}")),
+        }
     }
     // A write the kernel has already taken (an fsync waiting for the device) cannot be
     // cancelled: the process ends when the device finishes it.

@@ -232,9 +232,23 @@ pub fn flag_name(arg: &str) -> &str {
     arg.split('=').next().unwrap_or(arg)
 }
 
-/// Refuses, naming it, the first flag after `--` that the command (`who`) sets itself.
-pub fn refuse_own_flags(flags: &[String], own: &[&str], who: &str) -> Result<()> {
-    match flags.iter().find(|f| own.contains(&flag_name(f))) {
+/// Record flags every command that runs a recording session for its own ends sets itself:
+/// where it records, what it prints and keeps.
+const SESSION_FLAGS: &[&str] = &[
+    "--dir",
+    "--output",
+    "--output-format",
+    "--live",
+    "--keep",
+    "--find-max",
+    "--frames-log",
+];
+
+/// Refuses, naming it, the first flag after `--` that the command (`who`) sets itself: the
+/// session flags, and its own `also`.
+pub fn refuse_own_flags(flags: &[String], also: &[&str], who: &str) -> Result<()> {
+    let own = |f: &str| SESSION_FLAGS.contains(&f) || also.contains(&f);
+    match flags.iter().find(|f| own(flag_name(f))) {
         Some(f) => Err(anyhow!(
             "{f} after --: {who} sets it itself (accepted there: the stream, pool and write flags of sinkrate record, e.g. --buffers 8)"
         )),

@@ -16,22 +16,11 @@ use crate::cli::values::{OutputFormat, When, WriteModeArg};
 use crate::cli::CheckArgs;
 use crate::export::{check_text::CheckText, Exporter, Json};
 
-/// Record flags that check sets itself and a user may not pass after `--`.
-const OWN_RECORD_FLAGS: &[&str] = &[
-    "--dir",
-    "--duration",
-    "--output",
-    "--output-format",
-    "--live",
-    "--keep",
-    "--find-max",
-    "--frames-log",
-];
-
 /// The recording test's session: check's own choices, then the user's record flags.
 fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
     use crate::cli::record_config::{flag_name, names_streams, refuse_own_flags};
-    refuse_own_flags(&args.record_flags, OWN_RECORD_FLAGS, "check")?;
+    // The recording lasts what check plans, besides the flags every session sets.
+    refuse_own_flags(&args.record_flags, &["--duration"], "check")?;
     let given = |names: &[&str]| {
         args.record_flags
             .iter()

@@ -47,12 +47,15 @@ fn live_line(s: &LiveStatus) -> String {
 
 /// Settings a killed run left changed go back before anything else.
 pub fn restore_left_over_settings() -> Result<()> {
-    let restored = session::restore_left_over_settings().map_err(|e| anyhow!(e))?;
-    if !restored.is_empty() {
+    let out = session::restore_left_over_settings().map_err(|e| anyhow!(e))?;
+    if !out.restored.is_empty() {
         eprintln!(
             "sinkrate: note: restored settings left by an interrupted run: {}",
-            restored.join(", ")
+            out.restored_text()
         );
+    }
+    for line in out.left_alone_text() {
+        eprintln!("sinkrate: note: {line}");
     }
     Ok(())
 }

@@ -189,23 +189,15 @@ fn needs_root(what: &str) -> Result<()> {
     }
 }
 
-/// Record flags a search sets itself.
-const SEARCH_OWN_FLAGS: &[&str] = &[
-    "--dir",
-    "--output",
-    "--output-format",
-    "--live",
-    "--keep",
-    "--find-max",
-    "--frames-log",
-    "--ram-limit",
-    "--dirty-limit",
-];
-
 /// The workload: check's profile unless the record flags after -- name the streams.
 fn workload(args: &TuneSearchArgs) -> Result<sinkrate_record::session::Session> {
     use crate::cli::record_config::{names_streams, refuse_own_flags};
-    refuse_own_flags(&args.record_flags, SEARCH_OWN_FLAGS, "tune search")?;
+    // Dirty limits are the search's own knobs, besides the flags every session sets.
+    refuse_own_flags(
+        &args.record_flags,
+        &["--ram-limit", "--dirty-limit"],
+        "tune search",
+    )?;
     let mut flags: Vec<String> = vec!["--dir".into(), args.path.display().to_string()];
     if !names_streams(&args.record_flags) {
         flags.extend(["--profile".into(), "dual-1080p30".into()]);

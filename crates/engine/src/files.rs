@@ -154,14 +154,21 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
     };
     let nfiles = names.len().max(1) as u64;
     let mut planned = Vec::with_capacity(names.len());
+    // Judged once per directory: nrfiles= can name many thousands of files in one.
+    let mut device_dirs: std::collections::HashMap<PathBuf, bool> = Default::default();
     for path in names {
         let existing = existing_size(&path)?;
-        if existing.is_none()
-            && sinkrate_sys::mounts::holds_device_nodes(
-                &sinkrate_sys::root::SysRoot::live(),
-                &existing_parent(&path),
-            )
-        {
+        let among_device_nodes = |device_dirs: &mut std::collections::HashMap<PathBuf, bool>| {
+            *device_dirs
+                .entry(existing_parent(&path))
+                .or_insert_with_key(|dir| {
+                    sinkrate_sys::mounts::holds_device_nodes(
+                        &sinkrate_sys::root::SysRoot::live(),
+                        dir,
+                    )
+                })
+        };
+        if existing.is_none() && among_device_nodes(&mut device_dirs) {
             return Err(EngineError::path(
                 &path,
                 "does not exist; a device path is never created as a file (check filename=)",

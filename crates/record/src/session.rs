@@ -98,24 +98,15 @@ pub struct LiveStatus {
     pub writeback_bytes: Option<u64>,
 }
 
-/// Settings a killed run left changed go back first; returns the `name=value` restored and
-/// what was left alone (changed since by someone else).
-pub fn restore_left_over_settings() -> Result<Vec<String>, SessionError> {
+/// Settings a killed run left changed go back first; returns what was restored and what was
+/// left alone (changed since by someone else).
+pub fn restore_left_over_settings() -> Result<sinkrate_settings::Outcome, SessionError> {
     if !Path::new(SETTINGS_JOURNAL).exists() || !sinkrate_engine::host::is_root() {
-        return Ok(Vec::new());
+        return Ok(sinkrate_settings::Outcome::default());
     }
-    let out = sinkrate_settings::Journal::live()
+    sinkrate_settings::Journal::live()
         .recover()
-        .map_err(|e| SessionError::LeftOverSettings(e.to_string()))?;
-    let mut lines: Vec<String> = out
-        .restored
-        .iter()
-        .map(|(s, v)| format!("{s}={v}"))
-        .collect();
-    lines.extend(out.left_alone.iter().map(|(s, now, wrote)| {
-        format!("{s} left at {now} (changed by someone else after sinkrate wrote {wrote})")
-    }));
-    Ok(lines)
+        .map_err(|e| SessionError::LeftOverSettings(e.to_string()))
 }
 
 /// The dirty limits a board with `ram` bytes would have with this host's settings:

@@ -97,24 +97,32 @@ impl Outcome {
         self.restored.is_empty() && self.left_alone.is_empty() && self.dropped.is_empty()
     }
 
+    /// `name=value` of every setting put back, comma-separated.
+    pub fn restored_text(&self) -> String {
+        self.restored
+            .iter()
+            .map(|(s, v)| format!("{s}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// One line for each setting left alone, and why.
+    pub fn left_alone_text(&self) -> Vec<String> {
+        self.left_alone
+            .iter()
+            .map(|(s, now, wrote)| {
+                format!("left {s} at {now}: changed by someone else after sinkrate wrote {wrote}")
+            })
+            .collect()
+    }
+
     /// One line for a person: what was put back, and what was left alone and why.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if !self.restored.is_empty() {
-            parts.push(format!(
-                "restored {}",
-                self.restored
-                    .iter()
-                    .map(|(s, v)| format!("{s}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            parts.push(format!("restored {}", self.restored_text()));
         }
-        for (s, now, wrote) in &self.left_alone {
-            parts.push(format!(
-                "left {s} at {now}: changed by someone else after sinkrate wrote {wrote}"
-            ));
-        }
+        parts.extend(self.left_alone_text());
         parts.join("; ")
     }
 }

@@ -255,16 +255,13 @@ fn remount(mount_point: &str, option: &str) -> Result<(), Error> {
 fn remount_once(mount_point: &str, option: &str) -> Result<(), Error> {
     // dirsync has no negative option: its absence is restored by a remount without it,
     // which keeps the flags in force except the one named.
-    let option = if option == "nodirsync" {
-        "remount"
+    let options = if option == "nodirsync" {
+        "remount".to_string()
     } else {
-        option
+        format!("remount,{option}")
     };
     let out = std::process::Command::new("mount")
-        .args([
-            "-o",
-            &format!("remount,{option}").replace("remount,remount", "remount"),
-        ])
+        .args(["-o", &options])
         .arg(mount_point)
         .stdin(std::process::Stdio::null())
         .output()

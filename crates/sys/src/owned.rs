@@ -21,6 +21,13 @@ pub fn track(path: &Path) {
         .insert(path.to_path_buf());
 }
 
+/// Notes several files at once (one lock), before a loop that creates them.
+pub fn track_all<'a>(paths: impl IntoIterator<Item = &'a Path>) {
+    let mut f = files();
+    let set = f.get_or_insert_with(HashSet::new);
+    set.extend(paths.into_iter().map(Path::to_path_buf));
+}
+
 /// The file was removed, or is kept on purpose (`--keep`): no longer this registry's.
 pub fn forget(path: &Path) {
     if let Some(set) = files().as_mut() {

@@ -21,13 +21,20 @@ pub(super) fn run_file_operations(
     let clock = setup.clock;
     let mut created_here: Vec<std::path::PathBuf> = Vec::new();
     let remove = super::open::removes_its_files(setup);
+    if remove {
+        // Tracked once, before any is made and outside the timed loop.
+        sinkrate_sys::owned::track_all(
+            setup
+                .files
+                .iter()
+                .filter(|f| f.existing_size.is_none())
+                .map(|f| f.path.as_path()),
+        );
+    }
     if o.ioengine != Engine::Filecreate {
         // stat and delete need files: create the missing ones first, as fio does.
         for f in &setup.files {
             if f.existing_size.is_none() {
-                if remove {
-                    sinkrate_sys::owned::track(&f.path);
-                }
                 let fd = sys_open(&f.path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
                     .map_err(|e| EngineError::io(&f.path, e))?;
                 // SAFETY: closing the descriptor just opened.
@@ -92,9 +99,6 @@ pub(super) fn run_file_operations(
         rec.total_ios += 1;
         outcome.result.files_done = i as u64 + 1;
         if o.ioengine == Engine::Filecreate && f.existing_size.is_none() {
-            if remove {
-                sinkrate_sys::owned::track(&f.path);
-            }
             created_here.push(f.path.clone());
         }
         if o.ioengine == Engine::Filedelete {
@@ -119,7 +123,10 @@ pub(super) fn run_file_operations(
             if std::fs::remove_file(&p).is_ok() {
                 outcome.removed_files.push(p.clone());
             }
-            sinkrate_sys::owned::forget(&p);
+        }
+        // Also the names tracked up front that the loop never reached.
+        for f in setup.files.iter().filter(|f| f.existing_size.is_none()) {
+            sinkrate_sys::owned::forget(&f.path);
         }
     }
     Ok(())
