@@ -315,6 +315,10 @@ fn a_recording_that_failed_never_says_it_keeps_up() {
             assert_eq!(code, Some(2));
             let v: serde_json::Value = serde_json::from_str(&out).expect("json");
             assert_eq!(v["verdict"], "failed");
+            assert_eq!(
+                v["interrupted"], false,
+                "a failed run is not an interrupted one"
+            );
             assert!(v["headroom"].is_null());
             assert!(
                 v["error"]["what"]

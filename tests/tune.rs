@@ -553,3 +553,48 @@ fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command(
         },
     );
 }
+
+#[test]
+fn a_search_whose_workload_fails_says_so_and_exits_2() {
+    serial(
+        "a_search_whose_workload_fails_says_so_and_exits_2",
+        &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"],
+        || {
+            // Every write fails with EIO: the baseline fails, so nothing can be compared.
+            let card = common::SlowDev::new(&[
+                "--write-rate",
+                "20MB",
+                "--size",
+                "256M",
+                "--error",
+                "EIO",
+                "--error-rate",
+                "1",
+            ]);
+            let before = vm_snapshot();
+            let (code, out, err) = tune(&[
+                "search",
+                card.path().to_str().expect("utf8"),
+                "--output-format",
+                "json",
+                "--",
+                "--fps",
+                "10",
+                "--frame-size",
+                "64k",
+            ]);
+            assert_eq!(code, Some(2), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert!(
+                v["error"]["what"]
+                    .as_str()
+                    .is_some_and(|w| w.contains("failed") && w.contains("Input/output error")),
+                "{}",
+                v["error"]
+            );
+            assert_eq!(v["interrupted"], false);
+            assert!(v["comparison"].is_null());
+            assert_eq!(vm_snapshot(), before);
+        },
+    );
+}

@@ -256,6 +256,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         }
     }
     let interrupted = report.interrupted;
+    let failed = report.failed.clone();
     let mut run = Envelope::new(
         RunKind::TuneSearch,
         sinkrate_engine::host::host_facts(),
@@ -263,6 +264,9 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         report,
     );
     run.interrupted = interrupted;
+    run.error = failed
+        .clone()
+        .map(|what| sinkrate_model::RunError { what, at_s: None });
     let json = Json.export(&run)?;
     if let Some(p) = &args.output {
         sinkrate_sys::output::write(p, &json)?;
@@ -272,5 +276,9 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         OutputFormat::Text => SearchText.export(&run)?,
     };
     crate::write_stdout(&body)?;
-    Ok(ExitCode::from(if interrupted { 130 } else { 0 }))
+    Ok(ExitCode::from(match (failed, interrupted) {
+        (Some(_), _) => 2,
+        (None, true) => 130,
+        (None, false) => 0,
+    }))
 }

@@ -50,6 +50,9 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
                 "* screened only: fewer runs, as it was neither the leader nor the baseline\n",
             );
         }
+        if let Some(why) = &r.failed {
+            s.push_str(&format!("\nFAILED: {why}\n"));
+        }
         if let Some(c) = &r.comparison {
             s.push_str(&format!("\n{}\n", c.text));
         }

@@ -52,7 +52,7 @@ fn producer(
     loop {
         // Computed from k each time (not accumulated) so the schedule never drifts.
         let capture_ns = (k as f64 * 1e9 / spec.fps) as u64;
-        if capture_ns >= end_ns || shared.stop.load(Ordering::Relaxed) {
+        if capture_ns >= end_ns || shared.stopping() {
             break;
         }
         let now = shared.clock.elapsed().as_nanos() as u64;
@@ -143,6 +143,8 @@ pub struct Recording {
     failed: Vec<StreamResult>,
     pub progress: Vec<Arc<StreamProgress>>,
     pub clock: Instant,
+    /// Set when a stream failed and the recording ended early.
+    pub halt: Arc<AtomicBool>,
 }
 
 impl Recording {
@@ -174,7 +176,7 @@ fn run_group(
     shared: &Shared,
 ) -> Vec<StreamResult> {
     let failed = |message: String| -> Vec<StreamResult> {
-        shared.stop.store(true, Ordering::Relaxed);
+        shared.halt();
         group
             .iter()
             .map(|&i| StreamResult {
@@ -252,7 +254,7 @@ fn run_group(
                         ..StreamResult::default()
                     }),
                     Err(e) => {
-                        shared.stop.store(true, Ordering::Relaxed);
+                        shared.halt();
                         StreamResult {
                             error: Some(format!(
                                 "stream {name}: cannot start its camera thread: {e}"
@@ -282,6 +284,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
     } else {
         (0..n).map(|i| vec![i]).collect()
     };
+    let halt = Arc::new(AtomicBool::new(false));
     let mut handles = Vec::new();
     let mut failed = Vec::new();
     for group in groups {
@@ -290,6 +293,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
         let progress = progress.clone();
         let shared = Shared {
             stop: stop.clone(),
+            halt: halt.clone(),
             clock,
         };
         let thread_name = if group.len() == 1 {
@@ -303,7 +307,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
         match spawned {
             Ok(h) => handles.push((names, h)),
             Err(e) => {
-                stop.store(true, Ordering::Relaxed);
+                halt.store(true, Ordering::Relaxed);
                 failed.extend(names.into_iter().map(|name| StreamResult {
                     error: Some(format!("stream {name}: cannot start its threads: {e}")),
                     name,
@@ -317,5 +321,6 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
         failed,
         progress,
         clock,
+        halt,
     }
 }

@@ -278,11 +278,13 @@ pub fn run(
         live_ticks(&recording, cfg, &stop, tick);
     }
     let clock = recording.clock;
+    let halted = recording.halt.clone();
     let results = recording.join();
     let recording_elapsed = clock.elapsed();
     let sampled = sampler.stop();
     let interrupted = stop.load(Ordering::Relaxed);
-    let elapsed_s = if interrupted {
+    // Ended early by Ctrl-C or by a failed stream: judged over the time it recorded.
+    let elapsed_s = if interrupted || halted.load(Ordering::Relaxed) {
         recording_elapsed
             .as_secs_f64()
             .min(cfg.duration.as_secs_f64())
@@ -338,7 +340,10 @@ fn live_ticks(
     let fps_total: f64 = cfg.streams.iter().map(|s| s.fps).sum();
     let (mut last_written, mut last_bytes) = (0u64, 0u64);
     let mut next = Instant::now() + Duration::from_secs(1);
-    while recording.clock.elapsed() < cfg.duration && !stop.load(Ordering::Relaxed) {
+    while recording.clock.elapsed() < cfg.duration
+        && !stop.load(Ordering::Relaxed)
+        && !recording.halt.load(Ordering::Relaxed)
+    {
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
         next += Duration::from_secs(1);
         let p = &recording.progress;

@@ -90,6 +90,22 @@ pub struct StreamProgress {
 }
 
 pub(crate) struct Shared {
+    /// The caller's: set by Ctrl-C.
     pub stop: Arc<AtomicBool>,
+    /// The recording's own: set when a stream fails, so every stream ends with it. Kept apart
+    /// from `stop` so that a failed run is not mistaken for an interrupted one.
+    pub halt: Arc<AtomicBool>,
     pub clock: Instant,
+}
+
+impl Shared {
+    pub fn stopping(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::Relaxed)
+            || self.halt.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A stream failed: the others end too.
+    pub fn halt(&self) {
+        self.halt.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }

@@ -106,7 +106,7 @@ impl<'a> StreamWriter<'a> {
 
     fn fail(&mut self, message: String, shared: &Shared) {
         self.result.error.get_or_insert(message);
-        shared.stop.store(true, Ordering::Relaxed);
+        shared.halt();
     }
 
     fn release(&mut self, buffer: usize) {

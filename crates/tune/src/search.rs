@@ -47,6 +47,9 @@ pub struct Trial {
     /// The most dirty + writeback data seen: what a power cut could lose.
     pub peak_dirty_bytes: Option<u64>,
     pub duration_s: f64,
+    /// What stopped the run, when its verdict is failed.
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,12 +94,17 @@ pub struct SearchReport {
     /// What was not tried, and why (no root, the budget).
     pub notes: Vec<String>,
     pub interrupted: bool,
+    /// Why the search has no answer: the workload failed as configured, or every candidate
+    /// did (an I/O error, a full device). The run then failed.
+    #[serde(default)]
+    pub failed: Option<String>,
 }
 
 impl SearchReport {
     pub fn winner(&self) -> Option<&Scored> {
         self.ranked
             .first()
+            .filter(|_| self.failed.is_none())
             .filter(|w| w.trials.iter().all(|t| t.verdict != Verdict::Failed))
     }
 }
@@ -114,6 +122,7 @@ fn trial(run: &sinkrate_record::report::RecordRun) -> Trial {
         cpu_s: t.writer_cpu_s + t.flusher_cpu_s,
         peak_dirty_bytes: r.sampler.summary.peak_dirty_writeback_bytes,
         duration_s: t.duration_s,
+        error: run.error.as_ref().map(|e| e.what.clone()),
     }
 }
 
@@ -252,17 +261,46 @@ pub fn search(
         trials[k].push(trial(&run));
         Ok(true)
     };
+    let failure = |t: &Trial| {
+        (t.verdict == Verdict::Failed).then(|| {
+            t.error
+                .clone()
+                .unwrap_or_else(|| "the recording failed".into())
+        })
+    };
+    let mut failed = None;
     for k in 0..chosen.len() {
         if !run_one(k, &mut trials)? {
             interrupted = true;
             break;
         }
+        // The baseline is what every candidate is compared with: if it fails, stop.
+        if let Some(why) = trials[0].first().and_then(failure).filter(|_| k == 0) {
+            failed = Some(format!(
+                "the workload as configured failed, so nothing can be compared: {why}"
+            ));
+            break;
+        }
+    }
+    if failed.is_none()
+        && !interrupted
+        && trials
+            .iter()
+            .flatten()
+            .all(|t| t.verdict == Verdict::Failed)
+    {
+        let why = trials
+            .iter()
+            .flatten()
+            .find_map(failure)
+            .unwrap_or_default();
+        failed = Some(format!("every candidate failed: {why}"));
     }
     let fits = |c: &Candidate| {
         started.elapsed().as_secs_f64() + duration_of(c) + OVERHEAD_PER_RUN_S <= budget_s
     };
     let mut left_unconfirmed = false;
-    while !interrupted {
+    while !interrupted && failed.is_none() {
         let ranked = rank(&chosen, &trials);
         let leader = ranked[0];
         // The leader first, then the baseline it is compared with.
@@ -294,7 +332,9 @@ pub fn search(
     let baseline = scored
         .iter()
         .position(|s| s.candidate.system.is_empty() && s.candidate.recorder.is_empty());
-    let comparison = baseline.and_then(|b| compare(&scored[b], scored.first()?));
+    let comparison = baseline
+        .filter(|_| failed.is_none())
+        .and_then(|b| compare(&scored[b], scored.first()?));
     Ok(SearchReport {
         label: cfg.base.label.clone(),
         dir: cfg.base.record.dir.display().to_string(),
@@ -308,6 +348,7 @@ pub fn search(
         comparison,
         notes,
         interrupted,
+        failed,
     })
 }
 
