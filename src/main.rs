@@ -7,6 +7,7 @@ mod cli;
 mod cmd;
 mod export;
 mod interrupt;
+mod progress;
 
 use std::io::Write;
 use std::process::ExitCode;

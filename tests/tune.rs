@@ -198,7 +198,7 @@ fn killed_between_journaling_and_applying_everything_still_comes_back() {
             let before = vm_snapshot();
             let mut child = Command::new(sinkrate_path())
                 .args(["tune", "apply", "vm.dirty_expire_centisecs=150"])
-                .env("SINKRATE_TEST_PAUSE_AFTER_JOURNAL", "30")
+                .env("SINKRATE_TEST_PAUSE", "journaled:30")
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
@@ -443,6 +443,8 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
                 "1",
                 "--budget",
                 "100s",
+                "--confirm-duration",
+                "5s",
                 "--output-format",
                 "json",
                 "--",
@@ -454,8 +456,6 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
                 "80k",
                 "--write-mode",
                 "buffered",
-                "--duration",
-                "5s",
             ]);
             assert_eq!(code, Some(0), "{err}");
             let v: serde_json::Value = serde_json::from_str(&out).expect("json");
@@ -465,11 +465,13 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
             for c in ranked {
                 let trials = c["trials"].as_array().expect("trials");
                 assert!(!trials.is_empty(), "{c}");
-                // Every run lasted past the first flush (6 s here, 2 s with 100/100).
+                // Every run lasted past the first flush (6 s here, 2 s with 100/100),
+                // unless stopped as already worse than the best.
                 assert!(
                     trials
                         .iter()
-                        .all(|t| t["duration_s"].as_f64() >= Some(10.0)),
+                        .all(|t| t["stopped_early"] == true
+                            || t["duration_s"].as_f64() >= Some(10.0)),
                     "{c}"
                 );
             }
@@ -516,8 +518,8 @@ fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command(
             let mut child = Command::new(sinkrate_path())
                 .args(["tune", "search"])
                 .arg(card.path())
-                .args(["--runs", "1", "--", "--fps", "10", "--frame-size", "64k"])
-                .args(["--duration", "2s"])
+                .args(["--runs", "1", "--confirm-duration", "2s"])
+                .args(["--", "--fps", "10", "--frame-size", "64k"])
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
@@ -595,6 +597,338 @@ fn a_search_whose_workload_fails_says_so_and_exits_2() {
             assert_eq!(v["interrupted"], false);
             assert!(v["comparison"].is_null());
             assert_eq!(vm_snapshot(), before);
+        },
+    );
+}
+
+#[test]
+fn persist_fstab_edits_the_mount_line_after_the_remount_and_restore_puts_it_back() {
+    serial(
+        "persist_fstab_edits_the_mount_line_after_the_remount_and_restore_puts_it_back",
+        &["mkfs.ext4", "findmnt"],
+        || {
+            let fs = ScratchFs::new("64M", "ext4", "relatime");
+            let mp = fs.path().to_str().expect("utf8");
+            let dir = tempfile::tempdir().expect("tempdir");
+            // An image's fstab, as a user building a rootfs would point --fstab at.
+            let fstab = dir.path().join("fstab");
+            let original = format!(
+                "# kept\nproc /proc proc defaults 0 0\n{}\t{mp}\text4\tdefaults,relatime\t0 2\n",
+                fs.device.display()
+            );
+            std::fs::write(&fstab, &original).expect("fstab");
+            let mount_before = mountinfo_line(fs.path());
+            let f = fstab.to_str().expect("utf8");
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                mp,
+                "--persist-fstab",
+                "--fstab",
+                f,
+                "mount:noatime",
+            ]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            assert!(mountinfo_line(fs.path()).contains("noatime"));
+            let edited = std::fs::read_to_string(&fstab).expect("edited");
+            assert_eq!(
+                edited,
+                original.replace("defaults,relatime", "noatime"),
+                "only the options of the mount's line change"
+            );
+            let backup = dir.path().join("fstab.sinkrate-backup");
+            assert_eq!(std::fs::read_to_string(&backup).expect("backup"), original);
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("put back the old text of"), "{out}");
+            assert_eq!(std::fs::read_to_string(&fstab).expect("fstab"), original);
+            assert!(!backup.exists(), "the backup goes with the edit");
+            assert_eq!(mountinfo_line(fs.path()), mount_before);
+            // No line for the mount: the option is applied, fstab is left as it is, and the
+            // user is told what to add.
+            let other = "proc /proc proc defaults 0 0\n";
+            std::fs::write(&fstab, other).expect("fstab");
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                mp,
+                "--persist-fstab",
+                "--fstab",
+                f,
+                "mount:noatime",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("has no line for"), "{out}");
+            assert_eq!(std::fs::read_to_string(&fstab).expect("fstab"), other);
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(mountinfo_line(fs.path()), mount_before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+/// Runs `sinkrate tune ARGS` paused at `phase`, waits until `reached` says the pause has
+/// come, and kills it with SIGKILL there.
+fn kill_at(phase: &str, args: &[&str], reached: &dyn Fn() -> bool) {
+    let mut child = Command::new(sinkrate_path())
+        .arg("tune")
+        .args(args)
+        .env("SINKRATE_TEST_PAUSE", format!("{phase}:30"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !reached() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(reached(), "{phase} reached");
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+}
+
+#[test]
+fn killed_at_every_phase_of_apply_and_restore_every_setting_comes_back() {
+    serial(
+        "killed_at_every_phase_of_apply_and_restore_every_setting_comes_back",
+        &[],
+        || {
+            let before = vm_snapshot();
+            let value = |name: &str| {
+                std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+                    .expect("sysctl")
+                    .trim()
+                    .to_string()
+            };
+            let expire = value("dirty_expire_centisecs");
+            let both = [
+                "apply",
+                "vm.dirty_expire_centisecs=150",
+                "vm.dirty_writeback_centisecs=150",
+            ];
+            // Journaled, nothing changed yet; then one of the two changed.
+            kill_at("journaled", &both, &|| journal().exists());
+            assert_eq!(vm_snapshot(), before, "nothing changed before the pause");
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("vm.dirty_expire_centisecs"), "{out}");
+            assert_eq!(vm_snapshot(), before);
+            kill_at("applied-one", &both, &|| {
+                value("dirty_expire_centisecs") == "150"
+            });
+            assert_ne!(vm_snapshot(), before, "the first change was made");
+            // An apply that never finished is undone by the next command, as a killed
+            // run's change.
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("put back"), "{out}");
+            assert_eq!(vm_snapshot(), before);
+            assert!(!journal().exists() || tune(&["status"]).1.contains("holds no setting"));
+            // Applied whole, then a restore killed after putting back the first.
+            let (code, _, err) = tune(&both);
+            assert_eq!(code, Some(0), "{err}");
+            kill_at("restored-one", &["restore"], &|| {
+                value("dirty_expire_centisecs") == expire
+                    || value("dirty_writeback_centisecs") != "150"
+            });
+            assert_ne!(vm_snapshot(), before, "one setting still changed");
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(vm_snapshot(), before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+/// A recorder of the user's own, as `tune search --exec` runs it: 30 frames of 64 KiB a
+/// second into a file in the current directory until SIGINT, then the count of frames it
+/// could not write on time into the file named by its first argument.
+const OWN_RECORDER: &str = r#"
+import os, signal, sys, time
+stop = False
+def on_int(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGINT, on_int)
+frame = b"\xab" * 65536
+late = 0
+with open("own-recording.bin", "wb") as f:
+    t = time.monotonic()
+    while not stop:
+        f.write(frame)
+        t += 1 / 30
+        now = time.monotonic()
+        if now > t + 0.1:
+            late += 1
+            t = now
+        else:
+            time.sleep(max(0, t - now))
+os.remove("own-recording.bin")
+with open(sys.argv[1], "w") as d:
+    d.write(f"{late}\n")
+"#;
+
+#[test]
+fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs() {
+    serial(
+        "search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs",
+        &["mkfs.ext4", "python3"],
+        || {
+            let fs = ScratchFs::new("256M", "ext4", "relatime");
+            let device = fs
+                .device
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            let scripts = tempfile::tempdir().expect("tempdir");
+            let recorder = scripts.path().join("own_recorder.py");
+            std::fs::write(&recorder, OWN_RECORDER).expect("script");
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            // 100/100 already in force: a short cycle, and the search's own 100/100
+            // candidate is the baseline again (named, not run).
+            let (code, _, err) = tune(&[
+                "apply",
+                "vm.dirty_expire_centisecs=100",
+                "vm.dirty_writeback_centisecs=100",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let before = vm_snapshot();
+            let mount_before = mountinfo_line(fs.path());
+            let queue_before = (
+                queue(&device, "scheduler"),
+                queue(&device, "max_sectors_kb"),
+            );
+            let path = fs.path().to_str().expect("utf8");
+            let (code, out, err) = tune(&[
+                "search",
+                path,
+                "--runs",
+                "1",
+                "--budget",
+                "65s",
+                "--confirm-duration",
+                "5s",
+                "--output-format",
+                "json",
+                "--drops-file",
+                "drops.txt",
+                "--exec",
+                "--",
+                "python3",
+                recorder.to_str().expect("utf8"),
+                "drops.txt",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["workload"], "exec");
+            let notes = v["notes"].to_string();
+            assert!(notes.contains("already in force"), "{notes}");
+            assert!(notes.contains("only system settings were tried"), "{notes}");
+            let ranked = v["ranked"].as_array().expect("ranked");
+            let labels: Vec<&str> = ranked
+                .iter()
+                .filter_map(|c| c["candidate"]["label"].as_str())
+                .collect();
+            assert!(
+                labels.iter().any(|l| l.contains("scheduler")
+                    || l.contains("128 KiB")
+                    || l.contains("noatime")),
+                "a queue or mount candidate ran: {labels:?}"
+            );
+            for c in ranked {
+                for t in c["trials"].as_array().expect("trials") {
+                    // The recorder ran until the search stopped it, past the first flush,
+                    // and its own count was read.
+                    assert!(t["duration_s"].as_f64() >= Some(11.0), "{t}");
+                    assert!(t["frames_dropped"].as_u64().is_some(), "{t}");
+                    assert!(t["worst_write_ms"].is_null(), "not seen from outside: {t}");
+                    assert_eq!(t["verdict"], "keeps_up", "{t}");
+                }
+            }
+            assert_eq!(vm_snapshot(), before, "every trial's sysctls put back");
+            assert_eq!(mountinfo_line(fs.path()), mount_before, "mount options");
+            assert_eq!(
+                (
+                    queue(&device, "scheduler"),
+                    queue(&device, "max_sectors_kb")
+                ),
+                queue_before,
+                "queue settings"
+            );
+            assert!(!fs.path().join("own-recording.bin").exists());
+
+            // A recorder that fails as configured: the search says so and exits 2.
+            let (code, out, err) = tune(&[
+                "search",
+                path,
+                "--runs",
+                "1",
+                "--budget",
+                "30s",
+                "--exec",
+                "--",
+                "python3",
+                "-c",
+                "import sys; sys.exit(3)",
+            ]);
+            assert_eq!(code, Some(2), "{out}{err}");
+            assert!(out.contains("exited with status 3"), "{out}");
+
+            // A bench job file: each run as the job is written, write latencies from the
+            // engine, and the note that 4 s does not reach the first flush of 30 s.
+            let job = scripts.path().join("camera.fio");
+            std::fs::write(
+                &job,
+                "[cam]\nrw=write\nbs=64k\nrate=2m\nsize=32m\nruntime=4s\ntime_based\n",
+            )
+            .expect("job");
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            let (code, out, err) = tune(&[
+                "search",
+                path,
+                "--runs",
+                "1",
+                "--budget",
+                "30s",
+                "--output-format",
+                "json",
+                "--job",
+                job.to_str().expect("utf8"),
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["workload"], "job");
+            assert!(
+                v["notes"].to_string().contains("less than the first flush"),
+                "{}",
+                v["notes"]
+            );
+            for c in v["ranked"].as_array().expect("ranked") {
+                for t in c["trials"].as_array().expect("trials") {
+                    assert!(t["worst_write_ms"].as_f64().is_some_and(|w| w > 0.0), "{t}");
+                    let d = t["duration_s"].as_f64().expect("duration");
+                    assert!((3.5..8.0).contains(&d), "the job's own runtime: {t}");
+                }
+            }
+            assert!(common::files_in(fs.path()).iter().all(|f| f != "cam.0.0"));
+            assert_eq!(vm_snapshot(), original);
+            // Bad workloads: one line each, nothing run.
+            let (code, _, err) = tune(&["search", path, "--exec"]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("give the recorder's command after --"),
+                "{err}"
+            );
+            let (code, _, err) = tune(&["search", path, "--", "--duration", "5s"]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("--duration") && err.contains("--confirm-duration"),
+                "{err}"
+            );
         },
     );
 }

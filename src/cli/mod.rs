@@ -176,26 +176,53 @@ Examples:
   # Seed 001's workload on an SD card: two buffered 30 fps streams of 80 KB frames
   sinkrate tune search /mnt/card -- --streams 2 --fps 30 --frame-size 80k --write-mode buffered
 
-  # check's profile, 5 runs per candidate within 20 minutes, the winner applied
+  # check's profile, 5 confirmation runs within 20 minutes, the winner applied
   sinkrate tune search /mnt/card --runs 5 --budget 20m --apply
 
+  # A bench job file as the workload (system settings only)
+  sinkrate tune search /mnt/card --job camera.fio
+
+  # Your own recorder: stopped with SIGINT at each run's end, judged by its exit status,
+  # the sampler, and the dropped-frame count it writes to --drops-file
+  sinkrate tune search /mnt/card --drops-file drops.txt --exec -- ./my_recorder --out /mnt/card
+
 Candidates: the configuration as it is; dirty_expire/writeback 100/100 cs; with small dirty
-limits; 4x the capture buffers; O_DIRECT; fdatasync every second; and combinations. Each
-run lasts past the first flush of expired data. System settings are applied through the
-settings journal for the candidate's runs only (root); without root only the recorder's
-knobs are tried.";
+limits; O_DIRECT; 4x the capture buffers; fdatasync every second; combinations; then the
+queue (scheduler, 128 KiB requests) and the mount (noatime, commit=60 on ext4) with 100/100.
+Each candidate is screened once, past the first flush of expired data; one that drops more
+frames than the best so far is stopped there. The baseline and the leader then run
+--confirm-duration runs (60 s) until each has --runs of them. System settings are applied
+through the settings journal for the candidate's runs only (root); without root only the
+recorder's knobs are tried.";
 
 #[derive(Debug, clap::Args)]
 pub struct TuneSearchArgs {
     /// A directory on the storage to search for
     #[arg(default_value = ".")]
     pub path: PathBuf,
-    /// Runs per candidate
+    /// Full-length runs of the winner and of the baseline it is compared with
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
-    /// The time the whole search may take (fewer runs, then fewer candidates, to fit)
+    /// The time the whole search may take (candidates from the end of the list are left
+    /// out to fit, and named)
     #[arg(long, default_value = "10m", value_parser = values::duration_value)]
     pub budget: std::time::Duration,
+    /// The length of a confirmation run (at least the writeback cycle plus 10 s)
+    #[arg(long, default_value = "60s", value_parser = values::duration_value)]
+    pub confirm_duration: std::time::Duration,
+    /// The workload is this bench (fio) job file, run in PATH, not a recording
+    #[arg(long, value_name = "FILE", conflicts_with = "exec")]
+    pub job: Option<PathBuf>,
+    /// The workload is your own recorder: the command after -- (run in PATH)
+    #[arg(long)]
+    pub exec: bool,
+    /// With --exec: the file your recorder writes its dropped-frame count to
+    #[arg(long, value_name = "FILE", requires = "exec")]
+    pub drops_file: Option<PathBuf>,
+    /// Progress bar on standard error: auto (on a terminal), always (a line a run off a
+    /// terminal), never
+    #[arg(long, value_enum, default_value_t = When::Auto)]
+    pub progress: When,
     /// Apply the winner's system settings (kept until sinkrate tune restore)
     #[arg(long)]
     pub apply: bool,
@@ -206,8 +233,8 @@ pub struct TuneSearchArgs {
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
     /// The workload, as sinkrate record flags after -- (default: check's profile,
-    /// dual-1080p30)
-    #[arg(last = true, value_name = "RECORD_FLAGS")]
+    /// dual-1080p30); with --exec, the command to run
+    #[arg(last = true, value_name = "RECORD_FLAGS|COMMAND")]
     pub record_flags: Vec<String>,
 }
 
@@ -239,6 +266,13 @@ pub struct TuneApplyArgs {
     /// printed, not edited
     #[arg(long)]
     pub persist: bool,
+    /// --persist, and also edit the mount's line in /etc/fstab (after the remount took the
+    /// options, with a backup beside it, checked with findmnt --verify; restore puts it back)
+    #[arg(long)]
+    pub persist_fstab: bool,
+    /// With --persist-fstab: the fstab to edit (e.g. in an image's root filesystem)
+    #[arg(long, value_name = "FILE", requires = "persist_fstab")]
+    pub fstab: Option<PathBuf>,
     /// text or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,

@@ -2,17 +2,14 @@
 //! standard error, its report written to a JSON file and rendered as the verdict table.
 //! Exit 0 keeps up, 1 does not, 2 error.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sinkrate_check::{CheckConfig, CheckError, Phase, Plan};
 use sinkrate_record::session::SessionError;
 
-use crate::cli::values::{OutputFormat, When, WriteModeArg};
+use crate::cli::values::{OutputFormat, WriteModeArg};
 use crate::cli::CheckArgs;
 use crate::export::{check_text::CheckText, Exporter, Json};
 
@@ -78,54 +75,6 @@ fn report_path(args: &CheckArgs) -> PathBuf {
     }
 }
 
-/// A bar over the whole check in tenths of a second, moved by the clock within each phase;
-/// off a terminal with `--progress always`, one line per phase instead.
-struct Progress {
-    bar: ProgressBar,
-    lines: bool,
-    total_s: u64,
-    started: std::time::Instant,
-}
-
-impl Progress {
-    fn new(when: When, total_s: u64) -> Progress {
-        let terminal = std::io::stderr().is_terminal();
-        let show = when.wanted(terminal);
-        let bar = ProgressBar::with_draw_target(
-            Some(total_s * 10),
-            if show && terminal {
-                ProgressDrawTarget::stderr()
-            } else {
-                ProgressDrawTarget::hidden()
-            },
-        );
-        if let Ok(style) =
-            ProgressStyle::with_template("{msg:<32} [{bar:30}] {elapsed_precise} ({eta} left)")
-        {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar.enable_steady_tick(Duration::from_millis(200));
-        Progress {
-            bar,
-            lines: show && !terminal,
-            total_s,
-            started: std::time::Instant::now(),
-        }
-    }
-
-    fn phase(&self, p: Phase) {
-        self.bar.set_message(p.name.to_string());
-        self.bar
-            .set_position((self.started.elapsed().as_millis() / 100) as u64);
-        if self.lines {
-            let left = self
-                .total_s
-                .saturating_sub(self.started.elapsed().as_secs());
-            eprintln!("sinkrate check: {}, about {left} s left", p.name);
-        }
-    }
-}
-
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if let Some(p) = &args.output {
         crate::check_output_path("--output", p)?;
@@ -146,21 +95,13 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     };
     let report = report_path(&args);
     let stop = crate::interrupt_flag()?;
-    let progress = Progress::new(args.progress, Plan::of(args.quick).expected_s());
-    let ticker = {
-        let bar = progress.bar.clone();
-        let started = progress.started;
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            while !bar.is_finished() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                bar.set_position((started.elapsed().as_millis() / 100) as u64);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    };
-    let result = sinkrate_check::run(&cfg, stop.clone(), &mut |p| progress.phase(p));
-    progress.bar.finish_and_clear();
-    let _ = ticker.join();
+    let progress = crate::progress::TimeBar::new(
+        "sinkrate check",
+        args.progress,
+        Plan::of(args.quick).expected_s() as f64,
+    );
+    let result = sinkrate_check::run(&cfg, stop.clone(), &mut |p: Phase| progress.step(p.name));
+    drop(progress);
     let mut run = match result {
         Ok(run) => run,
         Err(CheckError::Interrupted) => {

@@ -11,6 +11,8 @@ use sinkrate_settings::Journal;
 use crate::cli::values::OutputFormat;
 use crate::cli::{TuneAction, TuneApplyArgs, TuneSearchArgs};
 use crate::export::{search_text::SearchText, tune_text::TuneText, Exporter, Json};
+use sinkrate_tune::candidates::QueueMount;
+use sinkrate_tune::search::{Event, SearchError, Workload};
 
 pub fn run(action: TuneAction) -> Result<ExitCode> {
     let journal = Journal::live();
@@ -160,7 +162,12 @@ fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
         device: args.device.clone(),
         mount_point: args.mount_point.clone(),
         dry_run: args.dry_run,
-        persist: args.persist,
+        persist: args.persist || args.persist_fstab,
+        fstab: args.persist_fstab.then(|| {
+            args.fstab
+                .clone()
+                .unwrap_or_else(|| sinkrate_settings::persist::FSTAB.into())
+        }),
     };
     if !args.dry_run && !sinkrate_engine::host::is_root() {
         // Say what would have been set, from the same plan a dry run prints.
@@ -189,9 +196,69 @@ fn needs_root(what: &str) -> Result<()> {
     }
 }
 
-/// The workload: check's profile unless the record flags after -- name the streams.
-fn workload(args: &TuneSearchArgs) -> Result<sinkrate_record::session::Session> {
+/// The workload: a job file, the user's recorder, or a recording (check's profile unless
+/// the record flags after -- name the streams).
+fn workload(args: &TuneSearchArgs) -> Result<Workload> {
     use crate::cli::record_config::{names_streams, refuse_own_flags};
+    let dir = args.path.clone();
+    if let Some(file) = &args.job {
+        if !args.record_flags.is_empty() {
+            return Err(anyhow!(
+                "--job: the job file is the whole workload; nothing goes after -- (got {})",
+                args.record_flags.join(" ")
+            ));
+        }
+        let jobs = sinkrate_jobspec::build_job_set(
+            &sinkrate_jobspec::JobSources {
+                files: std::slice::from_ref(file),
+                texts: &[],
+                cli_options: &[],
+                ignore_unsupported: false,
+            },
+            &sinkrate_engine::probe::LiveContext,
+        )
+        .map_err(|e| anyhow!("--job {}: {e}", file.display()))?;
+        if !jobs.jobs.iter().any(|j| j.options.rw.writes()) {
+            return Err(anyhow!(
+                "--job {}: no job writes (rw=write, randwrite, rw, randrw, trim...): there is nothing to tune for a recorder",
+                file.display()
+            ));
+        }
+        return Ok(Workload::Job {
+            jobs,
+            dir,
+            file: file.clone(),
+        });
+    }
+    if args.exec {
+        if args.record_flags.is_empty() {
+            return Err(anyhow!(
+                "--exec: give the recorder's command after -- (e.g. --exec -- ./my_recorder --out /mnt/card)"
+            ));
+        }
+        // The count is read after each run, from where the recorder writes it.
+        let drops_file = args.drops_file.as_ref().map(|f| {
+            if f.is_absolute() {
+                f.clone()
+            } else {
+                dir.join(f)
+            }
+        });
+        return Ok(Workload::Exec {
+            argv: args.record_flags.clone(),
+            dir,
+            drops_file,
+        });
+    }
+    if let Some(f) = args
+        .record_flags
+        .iter()
+        .find(|f| crate::cli::record_config::flag_name(f) == "--duration")
+    {
+        return Err(anyhow!(
+            "{f} after --: tune search sets each run's length itself (screening runs past the first flush; full-length runs: --confirm-duration)"
+        ));
+    }
     // Dirty limits are the search's own knobs, besides the flags every session sets.
     refuse_own_flags(
         &args.record_flags,
@@ -210,7 +277,57 @@ fn workload(args: &TuneSearchArgs) -> Result<sinkrate_record::session::Session> 
             "--write-mode null after --: writes nothing, so there is nothing to tune"
         ));
     }
-    Ok(session)
+    Ok(Workload::Record(session))
+}
+
+/// One line per event for the progress bar (or the lines off a terminal).
+fn on_event(bar: &mut crate::progress::TimeBar, e: &Event) {
+    match e {
+        Event::Plan {
+            candidates,
+            estimate_s,
+            budget_s,
+        } => {
+            bar.set_total(estimate_s.min(*budget_s).max(1.0));
+            bar.say(&format!(
+                "{candidates} candidate(s), about {:.0} s ({budget_s:.0} s budget): a screening run each, then full-length runs of the leader and the baseline",
+                estimate_s.min(*budget_s)
+            ));
+        }
+        Event::Run {
+            label,
+            run,
+            seconds,
+            confirmation,
+        } => bar.step(&format!(
+            "{label}: {} run {run}, {seconds:.0} s",
+            if *confirmation {
+                "full-length"
+            } else {
+                "screening"
+            }
+        )),
+        Event::Ran { label, trial } => {
+            let dropped = if trial.frames_offered > 0 || trial.frames_dropped > 0 {
+                format!("{} dropped", trial.frames_dropped)
+            } else {
+                format!("{:?}", trial.verdict).to_lowercase()
+            };
+            let worst = trial
+                .worst_write_ms
+                .map(|w| format!(", worst write {w:.0} ms"))
+                .unwrap_or_default();
+            let early = if trial.stopped_early {
+                " (stopped: already worse than the best)"
+            } else {
+                ""
+            };
+            bar.say(&format!(
+                "{label}: {dropped}{worst} in {:.0} s{early}",
+                trial.duration_s
+            ));
+        }
+    }
 }
 
 fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
@@ -220,9 +337,16 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     if args.runs == 0 {
         return Err(anyhow!("--runs: at least 1"));
     }
-    let base = workload(args)?;
+    if !args.path.is_dir() {
+        return Err(anyhow!(
+            "{}: not a directory (give a directory on the storage to tune for)",
+            args.path.display()
+        ));
+    }
+    let workload = workload(args)?;
     let root = sinkrate_engine::host::is_root();
-    if root {
+    let mut target_note = None;
+    let target = if root {
         let recovered = journal.recover()?;
         if !recovered.is_empty() {
             eprintln!(
@@ -230,20 +354,35 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
                 recovered.describe()
             );
         }
-    }
+        QueueMount::of(&args.path, journal)
+            .map_err(|why| target_note = Some(why))
+            .ok()
+    } else {
+        None
+    };
     let cfg = sinkrate_tune::search::SearchConfig {
-        base,
+        workload,
         runs: args.runs,
         budget: args.budget,
+        confirm: args.confirm_duration,
         system: root,
+        target,
         journal: journal.clone(),
     };
     let stop = crate::interrupt_flag()?;
     let started_ms = sinkrate_engine::host::unix_ms_now();
-    let report = sinkrate_tune::search::search(&cfg, stop, &mut |line| {
-        eprintln!("sinkrate tune search: {line}")
-    })
-    .map_err(super::record::refusal)?;
+    let mut bar = crate::progress::TimeBar::new(
+        "sinkrate tune search",
+        args.progress,
+        args.budget.as_secs_f64(),
+    );
+    let result = sinkrate_tune::search::search(&cfg, stop, &mut |e| on_event(&mut bar, e));
+    drop(bar);
+    let mut report = result.map_err(|e| match e {
+        SearchError::Session(e) => super::record::refusal(e),
+        other => anyhow!(other),
+    })?;
+    report.notes.extend(target_note);
     if args.apply {
         if let Some(w) = report.winner() {
             if !w.candidate.system.is_empty() {

@@ -26,9 +26,24 @@ pub use setting::{companion, Host, Setting};
 /// files can be found again after a reboot; runtime values carry their boot.
 pub const DEFAULT_JOURNAL: &str = "/var/lib/sinkrate/settings-journal.json";
 
-/// A test seam: seconds to wait between journaling changes and making them, so a test can
-/// kill the process in exactly that window.
-const PAUSE_AFTER_JOURNAL_ENV: &str = "SINKRATE_TEST_PAUSE_AFTER_JOURNAL";
+/// A test seam, `PHASE:SECONDS`: wait that long at that phase, so a test can kill the
+/// process in exactly that window. Phases: `journaled` (changes journaled, none made),
+/// `applied-one` (the first of several made), `restored-one` (the first of several put
+/// back).
+const PAUSE_ENV: &str = "SINKRATE_TEST_PAUSE";
+
+fn test_pause(phase: &str) {
+    let Ok(v) = std::env::var(PAUSE_ENV) else {
+        return;
+    };
+    if let Some(secs) = v
+        .split_once(':')
+        .filter(|(p, _)| *p == phase)
+        .and_then(|(_, s)| s.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -249,18 +264,39 @@ impl Journal {
         let mut j = self.load()?;
         let boot = self.boot_id();
         let mut out = Outcome::default();
-        j.entries.retain(|e| {
-            // A reboot undid every runtime value, remounts included.
-            let other_boot = e.boot_id != boot;
-            if other_boot {
+        let host = &self.host;
+        j.entries.retain_mut(|e| {
+            if e.boot_id == boot {
+                return true;
+            }
+            // A reboot undid every runtime value, remounts included, except a file written
+            // with --persist, and a value that file (or fstab, or a udev rule) set again at
+            // boot: those are still sinkrate's to put back.
+            let persisted = matches!(e.setting, Setting::File { .. })
+                || (e.mode == Mode::Applied
+                    && e.written.is_some()
+                    && host.read(&e.setting).ok() == e.written);
+            if persisted {
+                e.boot_id = boot.clone();
+            } else {
                 out.dropped.push(e.setting.clone());
             }
-            !other_boot
+            persisted
         });
+        // An apply killed before it finished (no value read back yet) is undone like a
+        // temporary change: the user never got the report that it took effect.
+        let finished = |e: &Entry| {
+            j.entries
+                .iter()
+                .any(|x| x.pid == e.pid && x.mode == e.mode && x.written.is_some())
+        };
         let dead: Vec<Entry> = j
             .entries
             .iter()
-            .filter(|e| e.mode == Mode::Temporary && !alive(e.pid))
+            .filter(|e| {
+                !alive(e.pid)
+                    && (e.mode == Mode::Temporary || (e.mode == Mode::Applied && !finished(e)))
+            })
             .cloned()
             .collect();
         let restored = self.restore_entries(&dead)?;
@@ -336,13 +372,11 @@ impl Journal {
         j.entries.retain(|e| !replaced_by(e, &settings, mode));
         j.entries.extend(mine.iter().cloned());
         self.save(&j)?;
-        if let Some(secs) = std::env::var(PAUSE_AFTER_JOURNAL_ENV)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            std::thread::sleep(std::time::Duration::from_secs(secs));
-        }
+        test_pause("journaled");
         for (i, (s, value)) in changes.iter().enumerate() {
+            if i == 1 {
+                test_pause("applied-one");
+            }
             if let Err(e) = self.host.write(s, value) {
                 // Put back what this call changed, and forget it.
                 let done: Vec<Entry> = mine
@@ -439,6 +473,9 @@ impl Journal {
                 }
                 None => e,
             };
+            if !out.restored.is_empty() {
+                test_pause("restored-one");
+            }
             self.host.write(&target.setting, &target.original)?;
             out.restored
                 .push((target.setting.clone(), target.original.clone()));
@@ -652,9 +689,36 @@ mod tests {
             Mode::Applied,
         )
         .expect("apply");
+        // A reboot put the kernel's value back: the entry is gone with it.
         std::fs::write(j.host().proc_sys.join("kernel/random/boot_id"), "boot-b").expect("w");
+        std::fs::write(j.host().proc_sys.join("vm/dirty_expire_centisecs"), "3000").expect("w");
         let out = j.recover().expect("recover");
         assert_eq!(out.dropped.len(), 1);
+        assert!(!j.path().exists());
+        // A value a persisted file set again at boot (and the file) stay sinkrate's to put
+        // back.
+        let before = read(&j, "vm/dirty_expire_centisecs");
+        let conf = _d.path().join("60-sinkrate.conf");
+        j.apply(
+            &[
+                (sysctl("vm/dirty_expire_centisecs"), "100".into()),
+                (
+                    Setting::File {
+                        path: conf.display().to_string(),
+                    },
+                    "vm.dirty_expire_centisecs = 100\n".into(),
+                ),
+            ],
+            Mode::Applied,
+        )
+        .expect("apply");
+        std::fs::write(j.host().proc_sys.join("kernel/random/boot_id"), "boot-c").expect("w");
+        let out = j.recover().expect("recover");
+        assert!(out.dropped.is_empty(), "{out:?}");
+        let out = j.restore(&|_| true).expect("restore");
+        assert_eq!(out.restored.len(), 2, "{out:?}");
+        assert_eq!(read(&j, "vm/dirty_expire_centisecs"), before);
+        assert!(!conf.exists());
         assert!(!j.path().exists());
         std::fs::create_dir_all(j.path().parent().expect("dir")).expect("mkdir");
         std::fs::write(j.path(), b"{ not json").expect("w");
@@ -667,7 +731,7 @@ mod tests {
         assert!(e.to_string().contains("not a settings journal"), "{e}");
         assert_eq!(
             read(&j, "vm/dirty_expire_centisecs"),
-            "100",
+            before,
             "unchanged since"
         );
     }

@@ -57,6 +57,75 @@ pub fn merge_udev_rule(text: &str, device: &str, attr: &str, value: &str) -> Str
     out
 }
 
+/// The fstab sinkrate edits with `--persist-fstab` unless told another (an image's rootfs).
+pub const FSTAB: &str = "/etc/fstab";
+
+/// Whether mount option `o` is a member of `family` (as `Setting::Mount` names families).
+fn in_family(o: &str, family: &str) -> bool {
+    match family {
+        "commit" => o.starts_with("commit="),
+        _ => crate::setting::MOUNT_FAMILIES
+            .iter()
+            .find(|(f, _)| *f == family)
+            .is_some_and(|(_, members)| {
+                members.contains(&o) || (family == "atime" && o == "atime")
+            }),
+    }
+}
+
+/// `text` (an fstab) with the line for `mount_point` carrying `value` for the option
+/// `family` in place of the member there; every other line and field kept byte for byte.
+/// None when no line mounts at `mount_point`.
+pub fn merge_fstab(text: &str, mount_point: &str, family: &str, value: &str) -> Option<String> {
+    let mut found = false;
+    let mut out = String::with_capacity(text.len() + 16);
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        // Field spans, so that only the options field changes.
+        let mut spans = Vec::new();
+        let mut start = None;
+        for (i, c) in body.char_indices() {
+            match (c.is_whitespace(), start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    spans.push((s, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            spans.push((s, body.len()));
+        }
+        let field = |k: usize| spans.get(k).map(|(a, b)| &body[*a..*b]);
+        let ours = !found
+            && !body.trim_start().starts_with('#')
+            && field(1).is_some_and(|m| m.replace("\\040", " ") == mount_point);
+        let Some(&(a, b)) = spans.get(3).filter(|_| ours) else {
+            out.push_str(line);
+            continue;
+        };
+        found = true;
+        let mut options: Vec<&str> = body[a..b]
+            .split(',')
+            .filter(|o| !in_family(o, family) && *o != "defaults")
+            .collect();
+        // The kernel's default needs no option: commit=0 and nodirsync are not fstab words.
+        if value != "commit=0" && value != "nodirsync" {
+            options.push(value);
+        }
+        let options = if options.is_empty() {
+            "defaults".to_string()
+        } else {
+            options.join(",")
+        };
+        out.push_str(&body[..a]);
+        out.push_str(&options);
+        out.push_str(&line[b..]);
+    }
+    found.then_some(out)
+}
+
 /// A shell command that merges `settings` (dotted names such as `vm.dirty_bytes`) into
 /// `file`: their lines, and those of their `_bytes`/`_ratio` companions (which a later line
 /// would override), are removed, then the new lines appended; the rest of the file stays.
@@ -84,6 +153,31 @@ pub fn merge_command(file: &str, settings: &[(&str, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fstab_changes_only_the_options_of_the_line_for_the_mount_point() {
+        let fstab = "# /etc/fstab\nUUID=1 / ext4 errors=remount-ro 0 1\nUUID=2\t/mnt/card\text4\tdefaults,relatime,commit=5\t0 2\n/dev/sdb1 /mnt/my\\040card vfat rw 0 0\n";
+        let out = merge_fstab(fstab, "/mnt/card", "atime", "noatime").expect("a line");
+        assert_eq!(
+            out,
+            "# /etc/fstab\nUUID=1 / ext4 errors=remount-ro 0 1\nUUID=2\t/mnt/card\text4\tcommit=5,noatime\t0 2\n/dev/sdb1 /mnt/my\\040card vfat rw 0 0\n"
+        );
+        let out = merge_fstab(&out, "/mnt/card", "commit", "commit=0").expect("a line");
+        assert!(out.contains("\tnoatime\t0 2\n"), "{out}");
+        let out = merge_fstab(fstab, "/mnt/my card", "atime", "noatime").expect("escaped");
+        assert!(out.ends_with("vfat rw,noatime 0 0\n"), "{out}");
+        assert_eq!(merge_fstab(fstab, "/mnt/other", "atime", "noatime"), None);
+        // Commented lines are not the mount's.
+        assert_eq!(
+            merge_fstab(
+                "#UUID=2 /mnt/card ext4 defaults 0 2\n",
+                "/mnt/card",
+                "atime",
+                "noatime"
+            ),
+            None
+        );
+    }
 
     #[test]
     fn files_merge_their_keys_and_keep_every_other_line() {

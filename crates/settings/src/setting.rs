@@ -73,6 +73,19 @@ impl fmt::Display for Setting {
     }
 }
 
+impl Setting {
+    /// The setting with `value` as `sinkrate tune apply` takes it: `vm.NAME=VALUE`,
+    /// `queue:ATTR=VALUE`, `mount:OPTION` (a mount value is the option itself).
+    pub fn argument(&self, value: &str) -> String {
+        match self {
+            Setting::Sysctl { name } => format!("{}={value}", name.replace('/', ".")),
+            Setting::Queue { attr, .. } => format!("queue:{attr}={value}"),
+            Setting::Mount { .. } => format!("mount:{value}"),
+            Setting::File { path } => format!("{path} (a file)"),
+        }
+    }
+}
+
 /// Where the settings live: the live system, or directories standing in for /proc/sys and
 /// /sys/block in tests (mount options are live only).
 #[derive(Debug, Clone)]
@@ -184,6 +197,10 @@ fn write_file(path: &std::path::Path, value: &str) -> Result<(), Error> {
         .mode(0o644)
         .open(&tmp)
         .map_err(io)?;
+    // A file that is there keeps its mode (an fstab or rules file made private stays so).
+    if let Ok(m) = std::fs::metadata(path) {
+        f.set_permissions(m.permissions()).map_err(io)?;
+    }
     f.write_all(value.as_bytes()).map_err(io)?;
     f.sync_all().map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)

@@ -33,6 +33,9 @@ pub struct ApplyConfig {
     pub dry_run: bool,
     /// Also write the persistent forms: sysctl.d, a udev rule; the fstab line is printed.
     pub persist: bool,
+    /// `--persist-fstab`: also edit this fstab's line for the mount (after a backup), once
+    /// the kernel has taken the options on a remount.
+    pub fstab: Option<PathBuf>,
 }
 
 /// One setting's change: in force before, and asked for.
@@ -97,7 +100,7 @@ pub fn target(
 
 /// Whether `mount_point` or `device` carries the system (`/`) or the journal's directory:
 /// changing those by accident could stall the whole machine.
-fn holds_system(t: &Target, journal: &Path) -> Option<String> {
+pub fn holds_system(t: &Target, journal: &Path) -> Option<String> {
     let root = SysRoot::live();
     let system_paths = [Path::new("/"), journal.parent().unwrap_or(Path::new("/"))];
     for p in system_paths {
@@ -201,17 +204,32 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
     };
     let mut changes = plan(cfg, journal)?;
     let mut to_keep = Vec::new();
-    if cfg.persist {
-        let (files, lines) = persistent_forms(&changes, journal)?;
+    if cfg.persist || cfg.fstab.is_some() {
+        let (files, lines) = persistent_forms(&changes, journal, cfg.fstab.is_none())?;
         changes.extend(files);
         to_keep = lines;
     }
-    if !cfg.dry_run {
-        let list: Vec<(Setting, String)> = changes
+    let as_list = |changes: &[Change]| -> Vec<(Setting, String)> {
+        changes
             .iter()
             .map(|c| (c.setting.clone(), c.to.clone()))
-            .collect();
-        journal.apply(&list, Mode::Applied)?;
+            .collect()
+    };
+    if !cfg.dry_run {
+        journal.apply(&as_list(&changes), Mode::Applied)?;
+    }
+    // fstab only after the remount took the options: a line the kernel refuses would leave
+    // the device unmounted at the next boot.
+    if let Some(fstab) = &cfg.fstab {
+        match fstab_changes(&changes, fstab, journal)? {
+            Ok(edits) => {
+                if !cfg.dry_run && !edits.is_empty() {
+                    journal.apply(&as_list(&edits), Mode::Applied)?;
+                }
+                changes.extend(edits);
+            }
+            Err(why) => to_keep.push(why),
+        }
     }
     Ok(TuneReport {
         dry_run: cfg.dry_run,
@@ -228,6 +246,7 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
 fn persistent_forms(
     changes: &[Change],
     journal: &Journal,
+    fstab_lines: bool,
 ) -> Result<(Vec<Change>, Vec<String>), Error> {
     use crate::persist;
     let mut files = Vec::new();
@@ -294,6 +313,7 @@ fn persistent_forms(
     }
     notes.extend(changes
         .iter()
+        .filter(|_| fstab_lines)
         .filter_map(|c| match &c.setting {
             Setting::Mount { mount_point, family } => Some(format!(
                 "/etc/fstab, the line for {mount_point}: use {} in place of the {family} option in force ({})",
@@ -302,6 +322,105 @@ fn persistent_forms(
             _ => None,
         }));
     Ok((files, notes))
+}
+
+/// The number of errors `findmnt --verify` finds in an fstab, or None without findmnt.
+fn fstab_errors(path: &Path) -> Option<u64> {
+    let out = std::process::Command::new("findmnt")
+        .args(["--verify", "--tab-file"])
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains("no errors") {
+        return Some(0);
+    }
+    // "0 parse errors, 1 error, 0 warnings"
+    let summary = text.lines().last()?;
+    Some(
+        summary
+            .split(',')
+            .filter(|part| part.contains("error"))
+            .filter_map(|part| part.split_whitespace().next()?.parse::<u64>().ok())
+            .sum(),
+    )
+}
+
+/// The edit of `fstab` that makes the mount changes among `changes` last, with a backup
+/// of the file beside it, as changes of their own (restore puts both back); or why fstab
+/// is not edited (no line for the mount, an fstab the edit would break).
+fn fstab_changes(
+    changes: &[Change],
+    fstab: &Path,
+    journal: &Journal,
+) -> Result<Result<Vec<Change>, String>, Error> {
+    let mounts: Vec<(&str, &str, &str)> = changes
+        .iter()
+        .filter_map(|c| match &c.setting {
+            Setting::Mount {
+                mount_point,
+                family,
+            } => Some((mount_point.as_str(), family.as_str(), c.to.as_str())),
+            _ => None,
+        })
+        .collect();
+    if mounts.is_empty() {
+        return Ok(Ok(Vec::new()));
+    }
+    let path = fstab.display().to_string();
+    let file = Setting::File { path: path.clone() };
+    let old = journal.host().read(&file)?;
+    if old == crate::setting::ABSENT {
+        return Ok(Err(format!("{path} does not exist: nothing edited")));
+    }
+    let mut new = old.clone();
+    for (mount_point, family, value) in &mounts {
+        match crate::persist::merge_fstab(&new, mount_point, family, value) {
+            Some(text) => new = text,
+            None => {
+                return Ok(Err(format!(
+                    "{path} has no line for {mount_point}: nothing edited; add one with the option {value}"
+                )))
+            }
+        }
+    }
+    if new == old {
+        return Ok(Ok(Vec::new()));
+    }
+    // The edited file checked as a whole before it replaces the real one.
+    let scratch = std::env::temp_dir().join(format!("sinkrate-fstab-{}", std::process::id()));
+    std::fs::write(&scratch, &new).map_err(|e| Error::Io(scratch.clone(), e))?;
+    let (before, after) = (fstab_errors(fstab), fstab_errors(&scratch));
+    let _ = std::fs::remove_file(&scratch);
+    match (before, after) {
+        (Some(b), Some(a)) if a > b => {
+            return Ok(Err(format!(
+                "{path}: findmnt --verify finds {a} error(s) in the edited file against {b} now: nothing edited"
+            )))
+        }
+        (None, _) | (_, None) => {
+            return Ok(Err(format!(
+                "{path}: findmnt (util-linux) is not there to verify the edit: nothing edited"
+            )))
+        }
+        _ => {}
+    }
+    let backup = Setting::File {
+        path: format!("{path}.sinkrate-backup"),
+    };
+    Ok(Ok(vec![
+        Change {
+            from: journal.host().read(&backup)?,
+            to: old.clone(),
+            setting: backup,
+        },
+        Change {
+            setting: file,
+            from: old,
+            to: new,
+        },
+    ]))
 }
 
 /// Puts back everything `tune apply` changed (and any killed run's temporary change).

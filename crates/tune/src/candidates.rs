@@ -80,10 +80,7 @@ impl Candidate {
 
     /// `sinkrate tune apply` arguments for the system part.
     pub fn settings_args(&self) -> Vec<String> {
-        self.system
-            .iter()
-            .map(|(s, v)| format!("{s}={v}"))
-            .collect()
+        self.system.iter().map(|(s, v)| s.argument(v)).collect()
     }
 }
 
@@ -91,12 +88,100 @@ fn sysctl(name: &str) -> Setting {
     Setting::Sysctl { name: name.into() }
 }
 
-/// The candidates for `base`, the baseline first. `system`: whether system settings may be
-/// tried (root); without it only the recorder's own knobs are.
-pub fn candidates(base: &Session, system: bool) -> Vec<Candidate> {
-    let rate = base.record.requested_bytes_per_s().max(1.0);
-    let buffered = base.record.write_mode == WriteMode::Buffered;
-    let more_buffers = (base.record.buffers * 4).max(16);
+/// The queue and mount of the directory searched, when their knobs may be tried (root, and
+/// not the system's own disk), with the values in force.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueMount {
+    pub device: Option<String>,
+    pub mount_point: String,
+    pub fs_type: String,
+    /// The scheduler in force and the ones the queue offers.
+    pub scheduler: Option<(String, Vec<String>)>,
+    pub max_sectors_kb: Option<u64>,
+    /// The atime option in force (noatime, relatime, strictatime).
+    pub atime: Option<String>,
+}
+
+impl QueueMount {
+    /// The queue and mount under `dir` with the values in force, or why their knobs are
+    /// not tried (the system's own disk, no block device behind it).
+    pub fn of(
+        dir: &std::path::Path,
+        journal: &sinkrate_settings::Journal,
+    ) -> Result<QueueMount, String> {
+        use sinkrate_settings::tune;
+        let t = tune::target(dir, None, None).map_err(|e| e.to_string())?;
+        if let Some(why) = tune::holds_system(&t, journal.path()) {
+            return Err(format!(
+                "{why}: queue and mount knobs were not tried there (sinkrate tune apply --device/--mount-point changes them by name)"
+            ));
+        }
+        let fs_type = sinkrate_engine::host::target_facts(dir, false)
+            .fs_type
+            .unwrap_or_default();
+        let host = journal.host();
+        let queue = |attr: &str| {
+            t.device.as_ref().and_then(|d| {
+                host.read(&Setting::Queue {
+                    device: d.clone(),
+                    attr: attr.into(),
+                })
+                .ok()
+            })
+        };
+        let offered = t
+            .device
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(format!("/sys/block/{d}/queue/scheduler")).ok());
+        let scheduler = queue("scheduler").zip(offered).map(|(now, list)| {
+            let names = list
+                .split_whitespace()
+                .map(|s| s.trim_matches(|c| c == '[' || c == ']').to_string())
+                .collect();
+            (now, names)
+        });
+        let atime = host
+            .read(&Setting::Mount {
+                mount_point: t.mount_point.clone(),
+                family: "atime".into(),
+            })
+            .ok();
+        Ok(QueueMount {
+            max_sectors_kb: queue("max_sectors_kb").and_then(|v| v.trim().parse().ok()),
+            device: t.device,
+            mount_point: t.mount_point,
+            fs_type,
+            scheduler,
+            atime,
+        })
+    }
+}
+
+/// What may vary: `system` (root) allows the writeback sysctls, `target` the queue and
+/// mount; `recorder` is the user's recording when the recorder's own knobs can vary (not a
+/// bench job or an outside recorder).
+pub struct Knobs<'a> {
+    pub system: bool,
+    pub recorder: Option<&'a Session>,
+    /// Whether the workload writes through the page cache (the writeback knobs matter).
+    pub buffered: bool,
+    /// The workload's write rate, bytes a second, to size small dirty limits.
+    pub rate: f64,
+    pub target: Option<&'a QueueMount>,
+}
+
+fn baseline() -> Candidate {
+    Candidate {
+        label: "baseline (as configured)".into(),
+        system: Vec::new(),
+        recorder: Vec::new(),
+    }
+}
+
+/// The candidates, the baseline first, the most likely to help earliest (a budget that
+/// cannot fit them all leaves out the last).
+pub fn candidates(k: &Knobs) -> Vec<Candidate> {
+    let rate = k.rate.max(1.0);
     let fast_writeback = vec![
         (sysctl("vm/dirty_expire_centisecs"), "100".to_string()),
         (sysctl("vm/dirty_writeback_centisecs"), "100".to_string()),
@@ -111,11 +196,7 @@ pub fn candidates(base: &Session, system: bool) -> Vec<Candidate> {
             (background * 4).max(16 << 20).to_string(),
         ),
     ];
-    let mut out = vec![Candidate {
-        label: "baseline (as configured)".into(),
-        system: Vec::new(),
-        recorder: Vec::new(),
-    }];
+    let mut out = vec![baseline()];
     let mut add = |label: &str, system: Vec<(Setting, String)>, recorder: Vec<RecorderChange>| {
         out.push(Candidate {
             label: label.into(),
@@ -123,7 +204,8 @@ pub fn candidates(base: &Session, system: bool) -> Vec<Candidate> {
             recorder,
         })
     };
-    if system && buffered {
+    let writeback = k.system && k.buffered;
+    if writeback {
         add("writeback 100/100 cs", fast_writeback.clone(), Vec::new());
         add(
             "writeback 100/100 cs + small dirty limits",
@@ -131,44 +213,169 @@ pub fn candidates(base: &Session, system: bool) -> Vec<Candidate> {
             Vec::new(),
         );
     }
-    add(
-        &format!("{more_buffers} capture buffers"),
-        Vec::new(),
-        vec![RecorderChange::Buffers {
-            buffers: more_buffers,
-        }],
-    );
-    if buffered {
+    if let Some(base) = k.recorder {
+        let more_buffers = (base.record.buffers * 4).max(16);
+        let buffered = base.record.write_mode == WriteMode::Buffered;
+        if buffered {
+            add(
+                "O_DIRECT writes",
+                Vec::new(),
+                vec![RecorderChange::WriteMode {
+                    mode: WriteMode::Direct,
+                }],
+            );
+        }
         add(
-            "O_DIRECT writes",
+            &format!("{more_buffers} capture buffers"),
             Vec::new(),
-            vec![RecorderChange::WriteMode {
-                mode: WriteMode::Direct,
-            }],
-        );
-        add(
-            "fdatasync every 1 s",
-            Vec::new(),
-            vec![RecorderChange::FdatasyncEvery {
-                every_s: Duration::from_secs(1),
-            }],
-        );
-    }
-    if system && buffered {
-        add(
-            &format!("writeback 100/100 cs + {more_buffers} capture buffers"),
-            fast_writeback.clone(),
             vec![RecorderChange::Buffers {
                 buffers: more_buffers,
             }],
         );
-        add(
-            "writeback 100/100 cs + small dirty limits + fdatasync every 1 s",
-            [fast_writeback, small_limits].concat(),
-            vec![RecorderChange::FdatasyncEvery {
-                every_s: Duration::from_secs(1),
-            }],
-        );
+        if buffered {
+            add(
+                "fdatasync every 1 s",
+                Vec::new(),
+                vec![RecorderChange::FdatasyncEvery {
+                    every_s: Duration::from_secs(1),
+                }],
+            );
+        }
+        if writeback {
+            add(
+                &format!("writeback 100/100 cs + {more_buffers} capture buffers"),
+                fast_writeback.clone(),
+                vec![RecorderChange::Buffers {
+                    buffers: more_buffers,
+                }],
+            );
+            add(
+                "writeback 100/100 cs + small dirty limits + fdatasync every 1 s",
+                [fast_writeback.clone(), small_limits].concat(),
+                vec![RecorderChange::FdatasyncEvery {
+                    every_s: Duration::from_secs(1),
+                }],
+            );
+        }
+    }
+    if let Some(t) = k.target.filter(|_| k.system) {
+        // Queue and mount knobs on top of the fast writeback where it applies: alone, the
+        // first flush's stall would hide what they change.
+        let (prefix, with) = if writeback {
+            ("writeback 100/100 cs + ", fast_writeback.clone())
+        } else {
+            ("", Vec::new())
+        };
+        let mut also = |label: String, setting: Setting, value: String| {
+            let mut system = with.clone();
+            system.push((setting, value));
+            add(&format!("{prefix}{label}"), system, Vec::new());
+        };
+        if let Some(dev) = &t.device {
+            let queue = |attr: &str| Setting::Queue {
+                device: dev.clone(),
+                attr: attr.into(),
+            };
+            if let Some((now, offered)) = &t.scheduler {
+                let other = if now == "none" { "mq-deadline" } else { "none" };
+                if offered.iter().any(|s| s == other) {
+                    also(
+                        format!("scheduler {other}"),
+                        queue("scheduler"),
+                        other.into(),
+                    );
+                }
+            }
+            if t.max_sectors_kb.is_some_and(|kb| kb > 128) {
+                also(
+                    "requests of at most 128 KiB".into(),
+                    queue("max_sectors_kb"),
+                    "128".into(),
+                );
+            }
+        }
+        let mount = |family: &str| Setting::Mount {
+            mount_point: t.mount_point.clone(),
+            family: family.into(),
+        };
+        if t.atime.as_deref().is_some_and(|a| a != "noatime") {
+            also("noatime".into(), mount("atime"), "noatime".into());
+        }
+        if t.fs_type == "ext4" {
+            also(
+                "journal commit every 60 s".into(),
+                mount("commit"),
+                "commit=60".into(),
+            );
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs<'a>(system: bool, target: Option<&'a QueueMount>) -> Knobs<'a> {
+        Knobs {
+            system,
+            recorder: None,
+            buffered: true,
+            rate: 5e6,
+            target,
+        }
+    }
+
+    #[test]
+    fn without_root_no_system_setting_is_a_candidate() {
+        let t = QueueMount {
+            device: Some("loop3".into()),
+            mount_point: "/mnt/card".into(),
+            fs_type: "ext4".into(),
+            scheduler: Some(("none".into(), vec!["none".into(), "mq-deadline".into()])),
+            max_sectors_kb: Some(1024),
+            atime: Some("relatime".into()),
+        };
+        let list = candidates(&knobs(false, Some(&t)));
+        assert_eq!(list.len(), 1, "only the baseline: {list:?}");
+        let list = candidates(&knobs(true, Some(&t)));
+        let labels: Vec<&str> = list.iter().map(|c| c.label.as_str()).collect();
+        for want in [
+            "writeback 100/100 cs + scheduler mq-deadline",
+            "writeback 100/100 cs + requests of at most 128 KiB",
+            "writeback 100/100 cs + noatime",
+            "writeback 100/100 cs + journal commit every 60 s",
+        ] {
+            assert!(labels.contains(&want), "{want} missing from {labels:?}");
+        }
+        let sched = list
+            .iter()
+            .find(|c| c.label.ends_with("mq-deadline"))
+            .expect("scheduler candidate");
+        assert_eq!(sched.system.len(), 3);
+        assert_eq!(
+            sched.settings_args().last().map(String::as_str),
+            Some("queue:scheduler=mq-deadline")
+        );
+    }
+
+    #[test]
+    fn a_knob_already_in_force_is_not_a_candidate() {
+        let t = QueueMount {
+            device: Some("sdb".into()),
+            mount_point: "/mnt/card".into(),
+            fs_type: "vfat".into(),
+            scheduler: Some(("mq-deadline".into(), vec!["mq-deadline".into()])),
+            max_sectors_kb: Some(128),
+            atime: Some("noatime".into()),
+        };
+        let list = candidates(&knobs(true, Some(&t)));
+        assert!(
+            list.iter().all(|c| !c
+                .system
+                .iter()
+                .any(|(s, _)| matches!(s, Setting::Queue { .. } | Setting::Mount { .. }))),
+            "{list:?}"
+        );
+    }
 }

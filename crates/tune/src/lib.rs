@@ -6,3 +6,4 @@
 pub mod candidates;
 pub mod search;
 pub mod stats;
+pub mod workload;

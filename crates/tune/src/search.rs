@@ -1,67 +1,58 @@
-//! The search: every candidate recorded a few times in this process (its system settings
+//! The search: every candidate run a few times in this process (its system settings
 //! applied through the journal as temporary changes, put back after), each run long enough
-//! to pass the first flush of expired data, ranked by the objective, the winner set against
-//! the baseline.
+//! to pass the first flush of expired data, ranked by the objective, the winner confirmed
+//! in full-length runs and set against the baseline.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sinkrate_model::Verdict;
-use sinkrate_record::session::{self, Session, SessionError};
 use sinkrate_settings::{Journal, Temporary};
 
-use crate::candidates::{candidates, Candidate};
+use crate::candidates::{candidates, Candidate, Knobs, QueueMount};
 use crate::stats::{relative_change, Change};
+pub use crate::workload::{SearchError, Trial, Workload};
 
-/// Seconds past the first flush of expired data that each run records.
+/// Seconds past the first flush of expired data that a screening run records.
 const PAST_FIRST_FLUSH_S: f64 = 10.0;
+/// Latencies up to this many milliseconds are alike, and above it those within this share
+/// of each other (by band): run-to-run noise on a card, not a difference between candidates.
+const NOISE_MS: f64 = 5.0;
+const NOISE_SHARE: f64 = 0.2;
 /// Set-up and final flush around each run, for the estimate.
 const OVERHEAD_PER_RUN_S: f64 = 3.0;
 
 #[derive(Debug, Clone)]
 pub struct SearchConfig {
-    /// The user's workload (record flags, or check's profile), in its directory.
-    pub base: Session,
-    /// Runs per candidate.
+    pub workload: Workload,
+    /// Full-length runs of the winner and the baseline.
     pub runs: usize,
     pub budget: Duration,
+    /// The length of a confirmation run (at least one writeback cycle past the first flush).
+    pub confirm: Duration,
     /// Whether system settings may be tried (root).
     pub system: bool,
+    /// The queue and mount of the directory, when their knobs may be tried.
+    pub target: Option<QueueMount>,
     /// The journal temporary settings go through.
     pub journal: Journal,
-}
-
-/// One run of one candidate, as the objective reads it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trial {
-    pub verdict: Verdict,
-    pub frames_offered: u64,
-    pub frames_dropped: u64,
-    pub worst_write_ms: f64,
-    pub p99_write_ms: f64,
-    pub p99_lateness_ms: f64,
-    /// The writers' and the kernel's flusher threads' CPU (seed 001's spikes).
-    pub cpu_s: f64,
-    /// The most dirty + writeback data seen: what a power cut could lose.
-    pub peak_dirty_bytes: Option<u64>,
-    pub duration_s: f64,
-    /// What stopped the run, when its verdict is failed.
-    #[serde(default)]
-    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scored {
     pub candidate: Candidate,
     pub trials: Vec<Trial>,
-    /// Screened with fewer runs than `runs_per_candidate`: it was not the leader (or the
-    /// baseline), so it was not confirmed.
+    /// Fewer confirmation runs than `runs_per_candidate`: it was not the leader (or the
+    /// baseline), or was clearly worse after its screening run.
     pub screened_only: bool,
     pub drops_per_run: f64,
-    pub worst_write_ms: f64,
-    pub p99_lateness_ms: f64,
+    /// Dropped frames as a share of those offered, over every run (0 when not counted).
+    #[serde(default)]
+    pub dropped_share: f64,
+    pub worst_write_ms: Option<f64>,
+    pub p99_lateness_ms: Option<f64>,
     pub cpu_s: f64,
     pub peak_dirty_bytes: Option<u64>,
 }
@@ -81,8 +72,20 @@ pub struct Comparison {
 pub struct SearchReport {
     pub label: String,
     pub dir: String,
+    /// record, job or exec.
+    #[serde(default)]
+    pub workload: String,
     pub runs_per_candidate: usize,
+    /// The workload's write rate (bytes a second; 0 when unknown): the data at risk in
+    /// seconds of recording.
+    #[serde(default)]
+    pub rate_bytes_per_s: f64,
+    /// The length of a confirmation run.
     pub run_duration_s: f64,
+    /// The length of the baseline's screening run (others are shorter with a shorter
+    /// writeback cycle).
+    #[serde(default)]
+    pub screen_duration_s: f64,
     pub budget_s: f64,
     pub estimate_s: f64,
     pub spent_s: f64,
@@ -109,38 +112,49 @@ impl SearchReport {
     }
 }
 
-fn trial(run: &sinkrate_record::report::RecordRun) -> Trial {
-    let r = &run.result;
-    let t = &r.totals;
-    Trial {
-        verdict: r.verdict,
-        frames_offered: t.frames_offered,
-        frames_dropped: t.frames_dropped,
-        worst_write_ms: t.write_latency_ns.max as f64 / 1e6,
-        p99_write_ms: t.write_latency_ns.p99 as f64 / 1e6,
-        p99_lateness_ms: t.lateness_ns.p99 as f64 / 1e6,
-        cpu_s: t.writer_cpu_s + t.flusher_cpu_s,
-        peak_dirty_bytes: r.sampler.summary.peak_dirty_writeback_bytes,
-        duration_s: t.duration_s,
-        error: run.error.as_ref().map(|e| e.what.clone()),
-    }
+/// What the search tells its caller as it goes (a progress bar, or a line each).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Plan {
+        candidates: usize,
+        estimate_s: f64,
+        budget_s: f64,
+    },
+    Run {
+        label: String,
+        /// 1-based, among this candidate's runs.
+        run: usize,
+        seconds: f64,
+        confirmation: bool,
+    },
+    Ran {
+        label: String,
+        trial: Box<Trial>,
+    },
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
-        return 0.0;
+        return None;
     }
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    Some(v[v.len() / 2])
 }
 
 fn score(candidate: Candidate, trials: Vec<Trial>, screened_only: bool) -> Scored {
     let n = trials.len().max(1) as f64;
+    let offered: u64 = trials.iter().map(|t| t.frames_offered).sum();
+    let dropped: u64 = trials.iter().map(|t| t.frames_dropped).sum();
     Scored {
-        drops_per_run: trials.iter().map(|t| t.frames_dropped as f64).sum::<f64>() / n,
-        worst_write_ms: median(trials.iter().map(|t| t.worst_write_ms).collect()),
-        p99_lateness_ms: median(trials.iter().map(|t| t.p99_lateness_ms).collect()),
-        cpu_s: median(trials.iter().map(|t| t.cpu_s).collect()),
+        drops_per_run: dropped as f64 / n,
+        dropped_share: if offered > 0 {
+            dropped as f64 / offered as f64
+        } else {
+            dropped as f64 / n
+        },
+        worst_write_ms: median(trials.iter().filter_map(|t| t.worst_write_ms).collect()),
+        p99_lateness_ms: median(trials.iter().filter_map(|t| t.p99_lateness_ms).collect()),
+        cpu_s: median(trials.iter().map(|t| t.cpu_s).collect()).unwrap_or(0.0),
         peak_dirty_bytes: trials.iter().filter_map(|t| t.peak_dirty_bytes).max(),
         candidate,
         trials,
@@ -148,20 +162,52 @@ fn score(candidate: Candidate, trials: Vec<Trial>, screened_only: bool) -> Score
     }
 }
 
-/// The objective, in order: no dropped frames; the lowest worst write, then p99 lateness;
-/// the least writer + flusher CPU; the least data at risk.
+fn fell_behind(s: &Scored) -> usize {
+    s.trials
+        .iter()
+        .filter(|t| t.verdict == Verdict::FallingBehind)
+        .count()
+}
+
+/// The objective, in order: no failed run; no dropped frames (and no falling behind); the
+/// lowest worst write, then p99 lateness (when known); the least throttling; the least
+/// writer + flusher CPU; the least data at risk.
 fn better(a: &Scored, b: &Scored) -> std::cmp::Ordering {
     let failed = |s: &Scored| s.trials.iter().any(|t| t.verdict == Verdict::Failed);
+    let opt = |x: Option<f64>, y: Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        _ => std::cmp::Ordering::Equal,
+    };
+    // Latencies in the same band of run-to-run noise are a tie: a 2 ms and a 3 ms worst
+    // write say the same, and a search that chased the difference would confirm neither.
+    // Bands (not a tolerance between pairs) keep the order total, as sorting needs.
+    let band = |x: f64| {
+        if x <= NOISE_MS {
+            0
+        } else {
+            1 + ((x / NOISE_MS).ln() / (1.0 + NOISE_SHARE).ln()) as i64
+        }
+    };
+    let latency = |x: Option<f64>, y: Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => band(x).cmp(&band(y)),
+        _ => std::cmp::Ordering::Equal,
+    };
+    let throttled = |s: &Scored| median(s.trials.iter().map(|t| t.throttled_s).collect());
+    let confirmed = |s: &Scored| s.trials.iter().filter(|t| t.confirmation).count();
     failed(a)
         .cmp(&failed(b))
-        .then(a.drops_per_run.total_cmp(&b.drops_per_run))
-        .then(a.worst_write_ms.total_cmp(&b.worst_write_ms))
-        .then(a.p99_lateness_ms.total_cmp(&b.p99_lateness_ms))
+        .then(a.dropped_share.total_cmp(&b.dropped_share))
+        .then(fell_behind(a).cmp(&fell_behind(b)))
+        .then(latency(a.worst_write_ms, b.worst_write_ms))
+        .then(latency(a.p99_lateness_ms, b.p99_lateness_ms))
+        .then(opt(throttled(a), throttled(b)))
+        // Equal so far: the one with more full-length runs behind it is the surer answer.
+        .then(confirmed(b).cmp(&confirmed(a)))
         .then(a.cpu_s.total_cmp(&b.cpu_s))
         .then(a.peak_dirty_bytes.cmp(&b.peak_dirty_bytes))
 }
 
-/// Candidate indices, best first, by the objective over the runs so far.
+/// Candidate indices that have run, best first, by the objective over their runs so far.
 fn rank(chosen: &[Candidate], trials: &[Vec<Trial>]) -> Vec<usize> {
     let scored: Vec<Scored> = chosen
         .iter()
@@ -178,99 +224,239 @@ fn rank(chosen: &[Candidate], trials: &[Vec<Trial>]) -> Vec<usize> {
     order
 }
 
-/// Runs the search. `progress` hears one line as each run starts. A refusal of the workload
-/// (no space, a bad directory) comes before any run.
+/// How long each kind of run of a candidate lasts.
+struct Lengths {
+    expire_cs: u64,
+    every_cs: u64,
+    confirm_s: f64,
+    /// A bench job runs as written: every run is as long as its runtime.
+    fixed_s: Option<f64>,
+}
+
+impl Lengths {
+    fn screen(&self, c: &Candidate) -> f64 {
+        self.fixed_s.unwrap_or_else(|| {
+            (c.writeback_cycle_s(self.expire_cs, self.every_cs) + PAST_FIRST_FLUSH_S)
+                .min(self.confirm(c))
+        })
+    }
+    fn confirm(&self, c: &Candidate) -> f64 {
+        self.fixed_s.unwrap_or_else(|| {
+            self.confirm_s
+                .max(c.writeback_cycle_s(self.expire_cs, self.every_cs) + PAST_FIRST_FLUSH_S)
+        })
+    }
+}
+
+fn workload_name(w: &Workload) -> &'static str {
+    match w {
+        Workload::Record(_) => "record",
+        Workload::Job { .. } => "job",
+        Workload::Exec { .. } => "exec",
+    }
+}
+
+/// Runs the search. `progress` hears of the plan and of each run. A refusal of the
+/// workload (no space, a bad directory) comes before any run.
 pub fn search(
     cfg: &SearchConfig,
     stop: Arc<AtomicBool>,
-    progress: &mut dyn FnMut(&str),
-) -> Result<SearchReport, SessionError> {
-    session::preflight(&cfg.base)?;
+    progress: &mut dyn FnMut(&Event),
+) -> Result<SearchReport, SearchError> {
+    let (label, dir) = match &cfg.workload {
+        Workload::Record(s) => {
+            sinkrate_record::session::preflight(s)?;
+            (s.label.clone(), s.record.dir.clone())
+        }
+        Workload::Job { dir, file, .. } => (format!("job file {}", file.display()), dir.clone()),
+        Workload::Exec { argv, dir, .. } => (argv.join(" "), dir.clone()),
+    };
     let started = Instant::now();
     let vm = sinkrate_sampler::live::read_vm_settings();
-    let (expire, every) = (
-        vm.dirty_expire_centisecs.unwrap_or(3000),
-        vm.dirty_writeback_centisecs.unwrap_or(500),
-    );
+    let fixed_s = match &cfg.workload {
+        Workload::Job { jobs, .. } => Some(
+            jobs.jobs
+                .iter()
+                .filter_map(|j| j.options.runtime)
+                .max()
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(cfg.confirm.as_secs_f64()),
+        ),
+        _ => None,
+    };
+    let len = Lengths {
+        expire_cs: vm.dirty_expire_centisecs.unwrap_or(3000),
+        every_cs: vm.dirty_writeback_centisecs.unwrap_or(500),
+        confirm_s: cfg.confirm.as_secs_f64(),
+        fixed_s,
+    };
     let mut notes = Vec::new();
+    let buffered = match &cfg.workload {
+        Workload::Record(s) => s.record.write_mode == sinkrate_record::config::WriteMode::Buffered,
+        Workload::Job { jobs, .. } => jobs.jobs.iter().any(|j| !j.options.direct),
+        Workload::Exec { .. } => true,
+    };
+    let rate = match &cfg.workload {
+        Workload::Record(s) => s.record.requested_bytes_per_s(),
+        Workload::Job { jobs, .. } => jobs.jobs.iter().map(|j| j.options.rate[1] as f64).sum(),
+        Workload::Exec { .. } => 0.0,
+    };
     if !cfg.system {
         notes.push(
-            "not root: only the recorder's own knobs were tried; the writeback sysctls need root"
+            "not root: the writeback sysctls (dirty_expire/writeback_centisecs, dirty_bytes), the queue (scheduler, max_sectors_kb) and the mount (noatime, commit=) were not tried; they need root"
                 .to_string(),
         );
     }
-    let all = candidates(&cfg.base, cfg.system);
-    let base_s = cfg.base.record.duration.as_secs_f64();
-    let duration_of =
-        |c: &Candidate| base_s.max(c.writeback_cycle_s(expire, every) + PAST_FIRST_FLUSH_S);
-    let estimate = |runs: usize, list: &[Candidate]| {
-        list.iter()
-            .map(|c| runs as f64 * (duration_of(c) + OVERHEAD_PER_RUN_S))
-            .sum::<f64>()
-    };
-    // Screening: one run of every candidate that fits the budget (candidates from the end
-    // are left out, and named); then confirmation: the leader and the baseline run until
-    // each has `runs` runs, the leader changing as runs come in, while the budget allows.
-    let budget_s = cfg.budget.as_secs_f64();
-    let runs = cfg.runs.max(1);
-    let mut chosen = all.clone();
-    while chosen.len() > 2 && estimate(1, &chosen) > budget_s {
-        if let Some(c) = chosen.pop() {
-            notes.push(format!("not tried within the budget: {}", c.label));
+    if !matches!(cfg.workload, Workload::Record(_)) {
+        notes.push(
+            "the recorder's own knobs (write mode, buffers, fdatasync) are the application's: only system settings were tried".into(),
+        );
+    }
+    if let Some(f) = fixed_s {
+        let cycle = (len.expire_cs + len.every_cs) as f64 / 100.0;
+        if f < cycle + PAST_FIRST_FLUSH_S {
+            notes.push(format!(
+                "the job runs {f:.0} s, less than the first flush of expired data ({cycle:.0} s): the stalls there are not seen; give it runtime= and time_based"
+            ));
         }
     }
-    let confirm_s = |c: &Candidate| (runs - 1) as f64 * (duration_of(c) + OVERHEAD_PER_RUN_S);
-    let estimate_s = estimate(1, &chosen) + confirm_s(&chosen[0]) * 2.0;
-    if estimate(1, &chosen) > budget_s {
+    if cfg.system && buffered {
+        notes.push(
+            "data=writeback was not tried: it cannot change on a remount (mount the card with it to try it, and it loses the order of data and metadata on a power cut)".into(),
+        );
+    }
+    let all = candidates(&Knobs {
+        system: cfg.system,
+        recorder: match &cfg.workload {
+            Workload::Record(s) => Some(s),
+            _ => None,
+        },
+        buffered,
+        rate,
+        target: cfg.target.as_ref(),
+    });
+    // A candidate whose every setting is already in force is the baseline again.
+    let host = cfg.journal.host();
+    let in_force = |c: &Candidate| {
+        c.recorder.is_empty()
+            && c.system
+                .iter()
+                .all(|(s, v)| host.read(s).is_ok_and(|now| now.trim() == v))
+    };
+    let mut kept = Vec::with_capacity(all.len());
+    for (k, c) in all.into_iter().enumerate() {
+        if k > 0 && in_force(&c) {
+            notes.push(format!(
+                "{}: already in force, the same as the baseline",
+                c.label
+            ));
+        } else {
+            kept.push(c);
+        }
+    }
+    let all = kept;
+    let budget_s = cfg.budget.as_secs_f64();
+    let runs = cfg.runs.max(1);
+    let run_s = |secs: f64| secs + OVERHEAD_PER_RUN_S;
+    // The baseline runs at full length from the start (every candidate is compared with
+    // it); the others are screened once, and the leader then confirmed in full-length runs.
+    let screening = |list: &[Candidate]| -> f64 {
+        run_s(len.confirm(&list[0])) + list[1..].iter().map(|c| run_s(len.screen(c))).sum::<f64>()
+    };
+    let confirming = |list: &[Candidate]| -> f64 {
+        let longest = list.iter().map(|c| len.confirm(c)).fold(0.0, f64::max);
+        (runs - 1) as f64 * run_s(len.confirm(&list[0])) + runs as f64 * run_s(longest)
+    };
+    // The first `planned` candidates fit the budget; those after them are screened only if
+    // time is left once the leader is confirmed.
+    let mut planned = all.len();
+    while planned > 2 && screening(&all[..planned]) + confirming(&all[..planned]) > budget_s {
+        planned -= 1;
+    }
+    let chosen = &all[..planned];
+    let estimate_s = screening(chosen) + confirming(chosen);
+    if estimate_s > budget_s {
         notes.push(format!(
-            "--budget {budget_s:.0} s is shorter than one run each of the baseline and one candidate ({:.0} s); they ran anyway",
-            estimate(1, &chosen)
+            "--budget {budget_s:.0} s is shorter than the baseline and one candidate with their confirmation runs ({estimate_s:.0} s)"
         ));
     }
-    progress(&format!(
-        "{} candidate(s), about {:.0} s ({:.0} s budget): one screening run each, then up to {runs} runs of the leader and the baseline",
-        chosen.len(),
-        estimate_s.min(budget_s.max(estimate(1, &chosen))),
-        budget_s
-    ));
-    let mut trials: Vec<Vec<Trial>> = vec![Vec::new(); chosen.len()];
+    progress(&Event::Plan {
+        candidates: chosen.len(),
+        estimate_s,
+        budget_s,
+    });
+    let mut trials: Vec<Vec<Trial>> = vec![Vec::new(); all.len()];
     let mut interrupted = false;
-    let mut run_one = |k: usize, trials: &mut Vec<Vec<Trial>>| -> Result<bool, SessionError> {
-        let c = &chosen[k];
-        let mut session = c.session(&cfg.base);
-        session.record.duration = Duration::from_secs_f64(duration_of(c));
+    let confirmations = |t: &[Trial]| t.iter().filter(|t| t.confirmation).count();
+    let mut run_one = |k: usize,
+                       confirmation: bool,
+                       trials: &mut Vec<Vec<Trial>>|
+     -> Result<bool, SearchError> {
+        let c = &all[k];
+        let seconds = if confirmation {
+            len.confirm(c)
+        } else {
+            len.screen(c)
+        };
+        // A screening run is given up on once it drops more frames than the best
+        // candidate's worst run so far: it is already clearly worse.
+        let bar: Option<u64> = (!confirmation && k != 0)
+            .then(|| {
+                trials
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, t)| *j != k && !t.is_empty() && t.iter().all(|t| !t.stopped_early))
+                    .filter(|(_, t)| t.iter().all(|t| t.verdict != Verdict::Failed))
+                    .map(|(_, t)| t.iter().map(|t| t.frames_dropped).max().unwrap_or(0))
+                    .min()
+            })
+            .flatten();
         // The candidate's system settings for this run only, put back when it ends.
         let _settings = if c.system.is_empty() {
             None
         } else {
             Some(
                 Temporary::apply(&cfg.journal, &c.system)
-                    .map_err(|e| SessionError::Settings(e.to_string()))?,
+                    .map_err(|e| SearchError::Settings(e.to_string()))?,
             )
         };
-        progress(&format!(
-            "{} (run {} of {runs}, {:.0} s)",
-            c.label,
-            trials[k].len() + 1,
-            duration_of(c)
-        ));
-        let run = session::run(&session, stop.clone(), None)?;
-        if stop.load(Ordering::Relaxed) || run.interrupted {
+        progress(&Event::Run {
+            label: c.label.clone(),
+            run: trials[k].len() + 1,
+            seconds,
+            confirmation,
+        });
+        let mut give_up = |dropped: u64| bar.is_some_and(|bar| dropped > bar);
+        let Some(mut trial) = crate::workload::run(
+            &cfg.workload,
+            c,
+            Duration::from_secs_f64(seconds),
+            &stop,
+            &mut give_up,
+        )?
+        else {
             return Ok(false);
-        }
-        trials[k].push(trial(&run));
+        };
+        // A run as long as a confirmation run is one, whatever it was started as.
+        trial.confirmation =
+            !trial.stopped_early && (confirmation || seconds >= len.confirm(c) - 1e-9);
+        progress(&Event::Ran {
+            label: c.label.clone(),
+            trial: Box::new(trial.clone()),
+        });
+        trials[k].push(trial);
         Ok(true)
     };
     let failure = |t: &Trial| {
         (t.verdict == Verdict::Failed).then(|| {
             t.error
                 .clone()
-                .unwrap_or_else(|| "the recording failed".into())
+                .unwrap_or_else(|| "the workload failed".into())
         })
     };
     let mut failed = None;
-    for k in 0..chosen.len() {
-        if !run_one(k, &mut trials)? {
+    for k in 0..planned {
+        if !run_one(k, k == 0, &mut trials)? {
             interrupted = true;
             break;
         }
@@ -296,35 +482,77 @@ pub fn search(
             .unwrap_or_default();
         failed = Some(format!("every candidate failed: {why}"));
     }
-    let fits = |c: &Candidate| {
-        started.elapsed().as_secs_f64() + duration_of(c) + OVERHEAD_PER_RUN_S <= budget_s
-    };
+    let fits = |seconds: f64| started.elapsed().as_secs_f64() + seconds <= budget_s;
     let mut left_unconfirmed = false;
+    let mut next_extra = planned;
     while !interrupted && failed.is_none() {
-        let ranked = rank(&chosen, &trials);
-        let leader = ranked[0];
-        // The leader first, then the baseline it is compared with.
-        let next = [leader, 0].into_iter().find(|k| trials[*k].len() < runs);
-        let Some(k) = next else { break };
-        if !fits(&chosen[k]) {
-            left_unconfirmed = true;
-            break;
+        let ranked = rank(&all, &trials);
+        // A leader given up on during screening is not confirmed: it was clearly worse.
+        let leader = ranked
+            .iter()
+            .copied()
+            .find(|k| trials[*k].iter().all(|t| !t.stopped_early))
+            .unwrap_or(0);
+        // The leader and the baseline it is compared with, in turn (the one with fewer
+        // full-length runs; the leader on a tie), so a leader that changes does not starve
+        // the baseline of its runs.
+        let next = [leader, 0]
+            .into_iter()
+            .filter(|k| confirmations(&trials[*k]) < runs)
+            .min_by_key(|k| confirmations(&trials[*k]));
+        if let Some(k) = next {
+            if !fits(run_s(len.confirm(&all[k]))) {
+                left_unconfirmed = true;
+                break;
+            }
+            if !run_one(k, true, &mut trials)? {
+                interrupted = true;
+            }
+            continue;
         }
-        if !run_one(k, &mut trials)? {
-            interrupted = true;
+        // Both confirmed: a candidate left out is screened if there is time to confirm it
+        // too, should it lead.
+        if let Some(extra) = all.get(next_extra) {
+            if fits(run_s(len.screen(extra)) + runs as f64 * run_s(len.confirm(extra))) {
+                if !run_one(next_extra, false, &mut trials)? {
+                    interrupted = true;
+                }
+                next_extra += 1;
+                continue;
+            }
         }
+        // Then the runners-up that were not clearly worse, best first, get their full-length
+        // runs while time is left.
+        let runner_up = ranked.iter().copied().find(|k| {
+            *k != leader
+                && confirmations(&trials[*k]) < runs
+                && trials[*k]
+                    .iter()
+                    .all(|t| !t.stopped_early && t.verdict != Verdict::Failed)
+        });
+        match runner_up {
+            Some(k) if fits(run_s(len.confirm(&all[k]))) => {
+                if !run_one(k, true, &mut trials)? {
+                    interrupted = true;
+                }
+            }
+            _ => break,
+        }
+    }
+    for c in &all[next_extra..] {
+        notes.push(format!("not tried within the budget: {}", c.label));
     }
     if left_unconfirmed {
         notes.push(format!(
-            "the budget ended before the leader and the baseline had {runs} runs each; a larger --budget confirms them"
+            "the budget ended before the leader and the baseline had {runs} full-length runs each; a larger --budget confirms them"
         ));
     }
-    let mut scored: Vec<Scored> = chosen
+    let mut scored: Vec<Scored> = all
         .iter()
         .zip(trials)
         .filter(|(_, t)| !t.is_empty())
         .map(|(c, t)| {
-            let short = t.len() < runs;
+            let short = confirmations(&t) < runs;
             score(c.clone(), t, short)
         })
         .collect();
@@ -336,10 +564,13 @@ pub fn search(
         .filter(|_| failed.is_none())
         .and_then(|b| compare(&scored[b], scored.first()?));
     Ok(SearchReport {
-        label: cfg.base.label.clone(),
-        dir: cfg.base.record.dir.display().to_string(),
+        label,
+        dir: dir.display().to_string(),
+        workload: workload_name(&cfg.workload).into(),
         runs_per_candidate: runs,
-        run_duration_s: duration_of(&all[0]),
+        rate_bytes_per_s: rate,
+        run_duration_s: len.confirm(&all[0]),
+        screen_duration_s: len.screen(&all[0]),
         budget_s,
         estimate_s,
         spent_s: started.elapsed().as_secs_f64(),
@@ -363,25 +594,53 @@ fn compare(base: &Scored, winner: &Scored) -> Option<Comparison> {
             text: "no candidate did better than the configuration as it is".into(),
         });
     }
-    let of = |s: &Scored, f: fn(&Trial) -> f64| s.trials.iter().map(f).collect::<Vec<_>>();
+    // Full-length runs against full-length runs; screening runs only when there are none.
+    let runs_of = |s: &Scored| -> Vec<Trial> {
+        let full: Vec<Trial> = s
+            .trials
+            .iter()
+            .filter(|t| t.confirmation)
+            .cloned()
+            .collect();
+        if full.is_empty() {
+            s.trials.clone()
+        } else {
+            full
+        }
+    };
+    let (base_runs, winner_runs) = (runs_of(base), runs_of(winner));
+    let of = |t: &[Trial], f: fn(&Trial) -> Option<f64>| t.iter().filter_map(f).collect::<Vec<_>>();
     let worst = relative_change(
-        &of(base, |t| t.worst_write_ms),
-        &of(winner, |t| t.worst_write_ms),
+        &of(&base_runs, |t| t.worst_write_ms),
+        &of(&winner_runs, |t| t.worst_write_ms),
     );
     let late = relative_change(
-        &of(base, |t| t.p99_lateness_ms),
-        &of(winner, |t| t.p99_lateness_ms),
+        &of(&base_runs, |t| t.p99_lateness_ms),
+        &of(&winner_runs, |t| t.p99_lateness_ms),
     );
-    let offered = |s: &Scored| s.trials.iter().map(|t| t.frames_offered).sum::<u64>();
-    let dropped = |s: &Scored| s.trials.iter().map(|t| t.frames_dropped).sum::<u64>();
-    let mut text = format!(
-        "{} against the baseline: {} of {} frames dropped vs {} of {}",
-        winner.candidate.label,
-        dropped(winner),
-        offered(winner),
-        dropped(base),
-        offered(base)
-    );
+    let offered = |t: &[Trial]| t.iter().map(|t| t.frames_offered).sum::<u64>();
+    let dropped = |t: &[Trial]| t.iter().map(|t| t.frames_dropped).sum::<u64>();
+    let seconds = |t: &[Trial]| t.iter().map(|t| t.duration_s).sum::<f64>();
+    let mut text = if offered(&base_runs) > 0 {
+        format!(
+            "{} against the baseline: {} of {} frames dropped in {} run(s) of {:.0} s vs {} of {} in {}",
+            winner.candidate.label,
+            dropped(&winner_runs),
+            offered(&winner_runs),
+            winner_runs.len(),
+            seconds(&winner_runs) / winner_runs.len().max(1) as f64,
+            dropped(&base_runs),
+            offered(&base_runs),
+            base_runs.len(),
+        )
+    } else {
+        format!(
+            "{} against the baseline ({} vs {} run(s))",
+            winner.candidate.label,
+            winner_runs.len(),
+            base_runs.len()
+        )
+    };
     if let Some(w) = &worst {
         text.push_str(&format!(
             "; worst write {:+.0}% (95% CI {:+.0}% to {:+.0}%, {} vs {} runs)",
@@ -390,6 +649,12 @@ fn compare(base: &Scored, winner: &Scored) -> Option<Comparison> {
         if w.runs.0 < 3 || w.runs.1 < 3 {
             text.push_str(", too few runs for the interval to mean much");
         }
+    }
+    if let Some(l) = &late {
+        text.push_str(&format!(
+            "; p99 lateness {:+.0}% (95% CI {:+.0}% to {:+.0}%)",
+            l.change_pct, l.ci_low_pct, l.ci_high_pct
+        ));
     }
     Some(Comparison {
         baseline: base.candidate.label.clone(),

@@ -1,0 +1,407 @@
+//! What a search runs for each candidate: the user's recording (record flags, or check's
+//! profile) as an in-process record session, a bench job file through the bench engine, or
+//! the user's own recorder as a child process. Each run becomes one [`Trial`].
+
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sinkrate_model::Verdict;
+use sinkrate_record::session::{self, LiveStatus, Session, SessionError};
+use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
+
+use crate::candidates::Candidate;
+
+/// The workload a search tries every candidate on.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// The user's streams, recorded in process (the recorder's own knobs can vary).
+    Record(Session),
+    /// A bench job file, run in the directory as `sinkrate bench` would.
+    Job {
+        jobs: sinkrate_jobspec::JobSet,
+        dir: PathBuf,
+        file: PathBuf,
+    },
+    /// The user's own recorder: judged by its exit status, the sampler, and the dropped
+    /// frames it writes to `drops_file` (a number) if it can.
+    Exec {
+        argv: Vec<String>,
+        dir: PathBuf,
+        drops_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("{0}")]
+    Workload(String),
+    #[error("setting the candidate's settings: {0}")]
+    Settings(String),
+}
+
+/// One run of one candidate, as the objective reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub verdict: Verdict,
+    /// 0 when the workload does not count frames (a bench job, a recorder without a drops
+    /// file).
+    pub frames_offered: u64,
+    pub frames_dropped: u64,
+    /// Known for record and bench workloads, not for a recorder run with --exec.
+    pub worst_write_ms: Option<f64>,
+    pub p99_write_ms: Option<f64>,
+    /// How late frames were written (record), or the p99 write latency (bench).
+    pub p99_lateness_ms: Option<f64>,
+    /// The writers' and the kernel's flusher threads' CPU (seed 001's spikes).
+    pub cpu_s: f64,
+    /// The most dirty + writeback data seen: what a power cut could lose.
+    pub peak_dirty_bytes: Option<u64>,
+    /// Seconds the writers spent throttled by the kernel's dirty limits (the sampler's
+    /// count of throttled intervals).
+    #[serde(default)]
+    pub throttled_s: f64,
+    pub duration_s: f64,
+    /// A confirmation run (full length, compared with the baseline), not a screening run.
+    #[serde(default)]
+    pub confirmation: bool,
+    /// Stopped before its end: already clearly worse than the best candidate so far.
+    #[serde(default)]
+    pub stopped_early: bool,
+    /// What stopped the run, when its verdict is failed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Runs `workload` once with `candidate`'s recorder changes, for `duration` (record and
+/// exec; a bench job runs as written). `give_up` is asked once a second with the frames
+/// dropped so far; true stops the run early.
+pub fn run(
+    workload: &Workload,
+    candidate: &Candidate,
+    duration: Duration,
+    stop: &Arc<AtomicBool>,
+    give_up: &mut dyn FnMut(u64) -> bool,
+) -> Result<Option<Trial>, SearchError> {
+    // The run's own stop flag: set by the caller's Ctrl-C (seen once a second) or by giving
+    // up, so that a run given up on is not taken for an interrupted search.
+    let run_stop = Arc::new(AtomicBool::new(false));
+    let mut stopped_early = false;
+    settle(dir_of(workload));
+    let mut judge = |dropped: u64| {
+        let worse = give_up(dropped);
+        stopped_early |= worse;
+        worse
+    };
+    let trial = match workload {
+        Workload::Record(base) => {
+            let mut s = candidate.session(base);
+            s.record.duration = duration;
+            let mut tick = |live: &LiveStatus| {
+                if stop.load(Ordering::Relaxed) || judge(live.frames_dropped) {
+                    run_stop.store(true, Ordering::Relaxed);
+                }
+            };
+            let run = session::run(&s, run_stop.clone(), Some(&mut tick))?;
+            record_trial(&run)
+        }
+        Workload::Job { jobs, dir, .. } => job_trial(jobs, dir, stop)?,
+        Workload::Exec {
+            argv,
+            dir,
+            drops_file,
+        } => exec_trial(argv, dir, drops_file.as_ref(), duration, stop, &mut judge)?,
+    };
+    if stop.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    Ok(Some(Trial {
+        stopped_early,
+        ..trial
+    }))
+}
+
+fn dir_of(workload: &Workload) -> &std::path::Path {
+    match workload {
+        Workload::Record(s) => &s.record.dir,
+        Workload::Job { dir, .. } | Workload::Exec { dir, .. } => dir,
+    }
+}
+
+/// Writes out what the filesystem under `dir` still holds dirty (the previous run's data
+/// on its way to a slow card), so that every run starts from the same clean state and is
+/// not charged for the one before it.
+fn settle(dir: &std::path::Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        // SAFETY: syncfs on a descriptor this function owns for the duration of the call.
+        unsafe {
+            libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d));
+        }
+    }
+}
+
+fn record_trial(run: &sinkrate_record::report::RecordRun) -> Trial {
+    let r = &run.result;
+    let t = &r.totals;
+    Trial {
+        verdict: r.verdict,
+        frames_offered: t.frames_offered,
+        frames_dropped: t.frames_dropped,
+        worst_write_ms: Some(t.write_latency_ns.max as f64 / 1e6),
+        p99_write_ms: Some(t.write_latency_ns.p99 as f64 / 1e6),
+        p99_lateness_ms: Some(t.lateness_ns.p99 as f64 / 1e6),
+        cpu_s: t.writer_cpu_s + t.flusher_cpu_s,
+        peak_dirty_bytes: r.sampler.summary.peak_dirty_writeback_bytes,
+        throttled_s: r.sampler.summary.throttled_seconds,
+        duration_s: t.duration_s,
+        confirmation: false,
+        stopped_early: false,
+        error: run.error.as_ref().map(|e| e.what.clone()),
+    }
+}
+
+fn sampler_for(devices: Vec<String>, expected: Duration) -> Sampler {
+    Sampler::start(
+        SamplerConfig {
+            interval: Duration::from_millis(100),
+            devices,
+            hogs: true,
+        },
+        expected,
+    )
+}
+
+/// The kernel's flusher threads' CPU seconds, from the sampler's busiest threads.
+fn flusher_cpu_s(out: &sinkrate_sampler::SamplerOutput) -> f64 {
+    out.hogs
+        .iter()
+        .filter(|h| h.name.contains("flush"))
+        .map(|h| h.cpu_seconds)
+        .fold(0.0, |a, b| a + b)
+}
+
+fn job_trial(
+    jobs: &sinkrate_jobspec::JobSet,
+    dir: &std::path::Path,
+    stop: &Arc<AtomicBool>,
+) -> Result<Trial, SearchError> {
+    let options = sinkrate_engine::RunOptions {
+        base_dir: dir.to_path_buf(),
+        force_device_write: false,
+        keep_files: false,
+        stop: stop.clone(),
+        show_status: false,
+    };
+    let prepared = sinkrate_engine::prepare(jobs, &options)
+        .map_err(|e| SearchError::Workload(format!("--job: {e}")))?;
+    let expected = jobs
+        .jobs
+        .iter()
+        .filter_map(|j| j.options.runtime)
+        .max()
+        .unwrap_or_default();
+    let sampler = sampler_for(
+        sinkrate_engine::host::device_names(prepared.targets()),
+        expected,
+    );
+    let run = sinkrate_engine::execute(prepared, &options);
+    let sampled = sampler.stop();
+    let summary = analyse(&sampled.timeline, sampled.settings);
+    let mut writes = sinkrate_stats::LatencyRecorder::new();
+    let mut cpu_s = 0.0;
+    let mut behind = false;
+    let mut error = None;
+    for j in &run.jobs {
+        writes.merge(&j.write.clat);
+        let elapsed_s = j.elapsed_ns as f64 / 1e9;
+        cpu_s += (j.usr_cpu_pct + j.sys_cpu_pct) / 100.0 * elapsed_s;
+        // A rate-limited job that could not hold its rate fell behind, as a recorder would.
+        let rate = j.options.rate[1] as f64;
+        if rate > 0.0 && j.write.bw_bytes_per_s() < 0.95 * rate {
+            behind = true;
+        }
+        if error.is_none() {
+            error = j
+                .error_text
+                .clone()
+                .or_else(|| (j.error != 0).then(|| format!("error {}", j.error)));
+        }
+    }
+    let summary_ms = |p: f64| writes.value_at_percentile(p) as f64 / 1e6;
+    Ok(Trial {
+        verdict: if error.is_some() {
+            Verdict::Failed
+        } else if behind {
+            Verdict::FallingBehind
+        } else {
+            Verdict::KeepsUp
+        },
+        frames_offered: 0,
+        frames_dropped: 0,
+        worst_write_ms: (writes.count() > 0).then(|| summary_ms(100.0)),
+        p99_write_ms: (writes.count() > 0).then(|| summary_ms(99.0)),
+        p99_lateness_ms: (writes.count() > 0).then(|| summary_ms(99.0)),
+        cpu_s: cpu_s + flusher_cpu_s(&sampled),
+        peak_dirty_bytes: summary.peak_dirty_writeback_bytes,
+        throttled_s: summary.throttled_seconds,
+        duration_s: run.elapsed_ns as f64 / 1e9,
+        confirmation: false,
+        stopped_early: false,
+        error,
+    })
+}
+
+/// CPU seconds of this process's waited-for children so far.
+fn children_cpu_s() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    if rc != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// How long a recorder has to exit after SIGINT before it gets SIGTERM, then SIGKILL.
+const EXEC_GRACE: Duration = Duration::from_secs(5);
+
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid; a pid already reaped gets ESRCH, ignored.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, sig);
+    }
+}
+
+fn exec_trial(
+    argv: &[String],
+    dir: &std::path::Path,
+    drops_file: Option<&PathBuf>,
+    duration: Duration,
+    stop: &Arc<AtomicBool>,
+    give_up: &mut dyn FnMut(u64) -> bool,
+) -> Result<Trial, SearchError> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| SearchError::Workload("--exec: no command after --".into()))?;
+    if let Some(f) = drops_file {
+        // A count left by the previous run must not be read as this run's.
+        match std::fs::remove_file(f) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(SearchError::Workload(format!(
+                    "--drops-file {}: {e}",
+                    f.display()
+                )))
+            }
+        }
+    }
+    let target = sinkrate_engine::host::target_facts(dir, false);
+    let sampler = sampler_for(
+        sinkrate_engine::host::device_names(std::slice::from_ref(&target)),
+        duration,
+    );
+    let cpu_before = children_cpu_s();
+    let started = Instant::now();
+    // The recorder's output goes to standard error: standard output is the report's.
+    let to_stderr = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(Stdio::from)
+        .unwrap_or_else(|_| Stdio::null());
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(to_stderr);
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent. A recorder
+    // must not go on writing to the card with nobody to stop it once sinkrate is killed.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| SearchError::Workload(format!("--exec {program}: {e}")))?;
+    let read_drops = || -> Option<u64> {
+        let text = std::fs::read_to_string(drops_file?).ok()?;
+        text.trim().parse().ok()
+    };
+    let mut ended_by_us = false;
+    let mut stopped_at: Option<Instant> = None;
+    let mut next_check = Instant::now() + Duration::from_secs(1);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(SearchError::Workload(format!("--exec {program}: {e}"))),
+        }
+        let now = Instant::now();
+        match stopped_at {
+            None => {
+                let over = now.duration_since(started) >= duration;
+                let mut quit = stop.load(Ordering::Relaxed) || over;
+                if !quit && now >= next_check {
+                    next_check += Duration::from_secs(1);
+                    quit = give_up(read_drops().unwrap_or(0));
+                }
+                if quit {
+                    // A recorder is asked to stop as a user would stop it.
+                    signal(&child, libc::SIGINT);
+                    ended_by_us = true;
+                    stopped_at = Some(now);
+                }
+            }
+            Some(at) if now.duration_since(at) > 2 * EXEC_GRACE => signal(&child, libc::SIGKILL),
+            Some(at) if now.duration_since(at) > EXEC_GRACE => signal(&child, libc::SIGTERM),
+            Some(_) => {}
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    let sampled = sampler.stop();
+    let summary = analyse(&sampled.timeline, sampled.settings);
+    let dropped = read_drops();
+    // Stopped by the search at the run's end, any exit is the recorder's way of stopping;
+    // ended on its own, a non-zero status is a failure.
+    let error = (!ended_by_us && !status.success()).then(|| {
+        format!(
+            "{program} exited with {} after {:.1} s",
+            status
+                .code()
+                .map(|c| format!("status {c}"))
+                .unwrap_or_else(|| "a signal".into()),
+            elapsed.as_secs_f64()
+        )
+    });
+    Ok(Trial {
+        verdict: match (&error, dropped) {
+            (Some(_), _) => Verdict::Failed,
+            (None, Some(d)) if d > 0 => Verdict::Drops,
+            _ => Verdict::KeepsUp,
+        },
+        frames_offered: 0,
+        frames_dropped: dropped.unwrap_or(0),
+        worst_write_ms: None,
+        p99_write_ms: None,
+        p99_lateness_ms: None,
+        cpu_s: (children_cpu_s() - cpu_before).max(0.0) + flusher_cpu_s(&sampled),
+        peak_dirty_bytes: summary.peak_dirty_writeback_bytes,
+        throttled_s: summary.throttled_seconds,
+        duration_s: elapsed.as_secs_f64(),
+        confirmation: false,
+        stopped_early: false,
+        error,
+    })
+}
