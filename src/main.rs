@@ -96,6 +96,7 @@ fn run() -> Result<ExitCode> {
         Command::Record(args) => cmd::record::run(*args),
         Command::Audit(args) => cmd::audit::run(*args),
         Command::Check(args) => cmd::check::run(*args),
+        Command::Compare(args) => cmd::compare::run(*args),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),
         Command::Man => cmd::docs::man().map(|()| ExitCode::SUCCESS),
     }

@@ -815,6 +815,7 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
                 "json",
                 "--drops-file",
                 "drops.txt",
+                "--apply",
                 "--exec",
                 "--",
                 "python3",
@@ -848,7 +849,29 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
                     assert_eq!(t["verdict"], "keeps_up", "{t}");
                 }
             }
-            assert_eq!(vm_snapshot(), before, "every trial's sysctls put back");
+            // --apply: the winner's system settings are held as applied, besides the 100/100
+            // applied before; every other trial's settings were put back.
+            let winner = ranked[0]["candidate"]["system"].as_array().expect("system");
+            let (code, status, err) = tune(&["status", "--output-format", "json"]);
+            assert_eq!(code, Some(0), "{err}");
+            let held: serde_json::Value = serde_json::from_str(&status).expect("json");
+            let held = held["held"].as_array().expect("held");
+            for pair in winner {
+                assert!(
+                    held.iter().any(|h| h["setting"] == pair[0]
+                        && h["mode"] == "applied"
+                        && h["written"] == pair[1]),
+                    "{pair} applied: {held:?}"
+                );
+            }
+            if winner.is_empty() {
+                assert_eq!(vm_snapshot(), before, "every trial's sysctls put back");
+            }
+            // restore: every value sinkrate touched, all of vm, the mount and the queue as
+            // they were before the test.
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(vm_snapshot(), original);
             assert_eq!(mountinfo_line(fs.path()), mount_before, "mount options");
             assert_eq!(
                 (
@@ -885,8 +908,6 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
                 "[cam]\nrw=write\nbs=64k\nrate=2m\nsize=32m\nruntime=4s\ntime_based\n",
             )
             .expect("job");
-            let (code, _, err) = tune(&["restore"]);
-            assert_eq!(code, Some(0), "{err}");
             let (code, out, err) = tune(&[
                 "search",
                 path,

@@ -77,6 +77,10 @@ pub enum Command {
         #[command(subcommand)]
         action: TuneAction,
     },
+    /// Which configuration is better, and how sure: runs grouped by configuration, each row
+    /// against the baseline with a 95% interval and a p-value
+    #[command(after_help = COMPARE_EXAMPLES)]
+    Compare(Box<CompareArgs>),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout
     #[command(
         after_help = "Example:\n  sinkrate completions bash > /etc/bash_completion.d/sinkrate"
@@ -143,7 +147,7 @@ Examples:
 Settings: vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs, vm.dirty_bytes,
 vm.dirty_background_bytes, vm.dirty_ratio, vm.dirty_background_ratio; queue:scheduler,
 queue:nr_requests, queue:read_ahead_kb, queue:max_sectors_kb, queue:write_cache;
-mount:noatime|relatime|strictatime|sync|async|dirsync|discard|nodiscard|barrier|nobarrier|commit=N.
+mount:noatime|relatime|strictatime|sync|async|discard|nodiscard|barrier|nobarrier|commit=N.
 data= cannot change on a remount: put it in /etc/fstab.";
 
 #[derive(Debug, Subcommand)]
@@ -171,6 +175,27 @@ pub enum TuneAction {
     },
 }
 
+pub const COMPARE_EXAMPLES: &str = "\
+Examples:
+  # Seed 004's question: buffered vs direct, three runs each (grouped by what differs)
+  sinkrate compare buffered-*.json direct-*.json
+
+  # Markdown for an issue tracker, the second configuration as the baseline
+  sinkrate compare a.json b.json c.json --output-format markdown --baseline write_mode=direct
+
+  # Two cards with the same settings, named; fail a CI gate if the new one is worse
+  sinkrate compare old.json new.json --label old-card --label new-card --fail-if-worse
+
+  # fio's own JSON and sinkrate bench's, side by side
+  sinkrate compare fio-run.json sinkrate-bench.json --output-format csv
+
+Rows: record and check runs (their recording test), or bench and fio jobs. Runs with the same
+configuration form one row; its label says what differs from the others (or --label, one per
+file). Each row against the baseline: dropped frames and p99 write latency with a 95%
+interval and p; four or more runs a side are compared run by run (bootstrap and an exact
+permutation test), fewer by a block bootstrap over the recordings' seconds. Exit 0, 1 with
+--fail-if-worse when a row is significantly worse, 2 when an input could not be read.";
+
 pub const TUNE_SEARCH_EXAMPLES: &str = "\
 Examples:
   # Seed 001's workload on an SD card: two buffered 30 fps streams of 80 KB frames
@@ -194,6 +219,34 @@ frames than the best so far is stopped there. The baseline and the leader then r
 --confirm-duration runs (60 s) until each has --runs of them. System settings are applied
 through the settings journal for the candidate's runs only (root); without root only the
 recorder's knobs are tried.";
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// Result files: sinkrate record, check or bench JSON, or fio's --output-format=json
+    #[arg(required = true, value_name = "RUN.json")]
+    pub inputs: Vec<PathBuf>,
+    /// text, markdown, csv or json
+    #[arg(long, visible_alias = "format", value_name = "FORMAT", value_enum, default_value_t = CompareFormat::Text)]
+    pub output_format: CompareFormat,
+    /// A label for each input, in order: runs with the same label form one row
+    #[arg(long, value_name = "NAME")]
+    pub label: Vec<String>,
+    /// The row the others are compared with, by its label (default: the first)
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: Option<String>,
+    /// Exit 1 when a row is significantly worse than the baseline on drops or p99 write
+    /// latency (a CI gate)
+    #[arg(long)]
+    pub fail_if_worse: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+}
 
 #[derive(Debug, clap::Args)]
 pub struct TuneSearchArgs {

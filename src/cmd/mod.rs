@@ -1,6 +1,7 @@
 pub mod audit;
 pub mod bench;
 pub mod check;
+pub mod compare;
 pub mod docs;
 pub mod emulate;
 pub mod find_max;

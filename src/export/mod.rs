@@ -5,6 +5,7 @@
 pub mod audit_text;
 pub mod bench;
 pub mod check_text;
+pub mod compare_table;
 pub mod frames_csv;
 pub mod prometheus;
 pub mod record_text;

@@ -329,7 +329,9 @@ fn mount_options(r: &mut Rules) {
             format!("{mp} is mounted with \"dirsync\": creating and deleting files waits for the device"),
             r.mount_line(),
             "Segment rotation and loop-recording deletion then stall the writer for a device round trip each.",
-            &[format!("mount -o remount,nodirsync {mp}")],
+            // The kernel keeps dirsync across a remount (it is not among the flags a remount
+            // changes), so the only fix is a fresh mount without it.
+            &[format!("umount {mp} && mount {mp}   # after removing dirsync from its fstab line; a remount keeps it")],
             &[r.fstab_hint("remove \"dirsync\"")],
             None,
         );

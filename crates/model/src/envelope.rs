@@ -22,6 +22,7 @@ pub enum RunKind {
     Watch,
     Tune,
     TuneSearch,
+    Compare,
 }
 
 impl RunKind {
@@ -43,6 +44,7 @@ impl RunKind {
             RunKind::Watch => "watch",
             RunKind::Tune => "tune",
             RunKind::TuneSearch => "tune_search",
+            RunKind::Compare => "compare",
         }
     }
 }

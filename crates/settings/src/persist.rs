@@ -110,8 +110,8 @@ pub fn merge_fstab(text: &str, mount_point: &str, family: &str, value: &str) -> 
             .split(',')
             .filter(|o| !in_family(o, family) && *o != "defaults")
             .collect();
-        // The kernel's default needs no option: commit=0 and nodirsync are not fstab words.
-        if value != "commit=0" && value != "nodirsync" {
+        // The kernel's default needs no option: commit=0 is not an fstab word.
+        if value != "commit=0" {
             options.push(value);
         }
         let options = if options.is_empty() {

@@ -33,13 +33,18 @@ pub const QUEUE_ATTRS: &[&str] = &[
 pub const MOUNT_FAMILIES: &[(&str, &[&str])] = &[
     ("atime", &["noatime", "relatime", "strictatime"]),
     ("sync", &["sync", "async"]),
-    ("dirsync", &["dirsync"]),
     ("discard", &["discard", "nodiscard"]),
     ("barrier", &["barrier", "nobarrier"]),
 ];
 
 /// Options that a remount cannot change: the filesystem keeps the value it was mounted with.
-pub const NOT_ON_REMOUNT: &[&str] = &["data=", "journal_checksum", "journal_async_commit"];
+pub const NOT_ON_REMOUNT: &[&str] = &[
+    "data=",
+    "journal_checksum",
+    "journal_async_commit",
+    // Not among the flags a remount changes (MS_RMT_MASK): the kernel keeps the one in force.
+    "dirsync",
+];
 
 /// One setting, named so it can be read, written and restored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -252,7 +257,6 @@ fn mount_value(mount_point: &str, family: &str) -> Result<String, Error> {
     Ok(match family {
         "atime" => "strictatime",
         "sync" => "async",
-        "dirsync" => "nodirsync",
         "discard" => "nodiscard",
         _ => "barrier",
     }
@@ -270,13 +274,7 @@ fn remount(mount_point: &str, option: &str) -> Result<(), Error> {
 }
 
 fn remount_once(mount_point: &str, option: &str) -> Result<(), Error> {
-    // dirsync has no negative option: its absence is restored by a remount without it,
-    // which keeps the flags in force except the one named.
-    let options = if option == "nodirsync" {
-        "remount".to_string()
-    } else {
-        format!("remount,{option}")
-    };
+    let options = format!("remount,{option}");
     let out = std::process::Command::new("mount")
         .args(["-o", &options])
         .arg(mount_point)
@@ -446,6 +444,7 @@ mod tests {
             ("vm.dirty_bytes=lots", "whole number"),
             ("queue:rotational=0", "accepted: scheduler"),
             ("mount:data=writeback", "cannot change on a remount"),
+            ("mount:dirsync", "cannot change on a remount"),
             ("mount:ro", "accepted: noatime"),
             ("dirty", "NAME=VALUE"),
         ] {

@@ -2,6 +2,8 @@
 //! an HDR histogram (no allocation per value) and keeps exact min/max/mean/stddev beside it,
 //! so the summary is exact and the percentiles are within the histogram's precision.
 
+pub mod bootstrap;
+
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 

@@ -5,5 +5,4 @@
 
 pub mod candidates;
 pub mod search;
-pub mod stats;
 pub mod workload;

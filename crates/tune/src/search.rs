@@ -12,8 +12,8 @@ use sinkrate_model::Verdict;
 use sinkrate_settings::{Journal, Temporary};
 
 use crate::candidates::{candidates, Candidate, Knobs, QueueMount};
-use crate::stats::{relative_change, Change};
 pub use crate::workload::{SearchError, Trial, Workload};
+use sinkrate_stats::bootstrap::{relative_change, Change};
 
 /// Seconds past the first flush of expired data that a screening run records.
 const PAST_FIRST_FLUSH_S: f64 = 10.0;
@@ -21,6 +21,9 @@ const PAST_FIRST_FLUSH_S: f64 = 10.0;
 /// of each other (by band): run-to-run noise on a card, not a difference between candidates.
 const NOISE_MS: f64 = 5.0;
 const NOISE_SHARE: f64 = 0.2;
+/// The shortest screening run: with writeback every second the first flush comes at once,
+/// and the stalls that remain (hundreds of ms every few seconds) need some seconds to show.
+const MIN_SCREEN_S: f64 = 20.0;
 /// Set-up and final flush around each run, for the estimate.
 const OVERHEAD_PER_RUN_S: f64 = 3.0;
 
@@ -172,7 +175,7 @@ fn fell_behind(s: &Scored) -> usize {
 /// The objective, in order: no failed run; no dropped frames (and no falling behind); the
 /// lowest worst write, then p99 lateness (when known); the least throttling; the least
 /// writer + flusher CPU; the least data at risk.
-fn better(a: &Scored, b: &Scored) -> std::cmp::Ordering {
+fn better(a: &Scored, b: &Scored, runs: usize) -> std::cmp::Ordering {
     let failed = |s: &Scored| s.trials.iter().any(|t| t.verdict == Verdict::Failed);
     let opt = |x: Option<f64>, y: Option<f64>| match (x, y) {
         (Some(x), Some(y)) => x.total_cmp(&y),
@@ -193,22 +196,23 @@ fn better(a: &Scored, b: &Scored) -> std::cmp::Ordering {
         _ => std::cmp::Ordering::Equal,
     };
     let throttled = |s: &Scored| median(s.trials.iter().map(|t| t.throttled_s).collect());
-    let confirmed = |s: &Scored| s.trials.iter().filter(|t| t.confirmation).count();
+    let confirmed = |s: &Scored| s.trials.iter().filter(|t| t.confirmation).count().min(runs);
     failed(a)
         .cmp(&failed(b))
         .then(a.dropped_share.total_cmp(&b.dropped_share))
         .then(fell_behind(a).cmp(&fell_behind(b)))
+        // Equally free of drops: the one proven in its full-length runs comes before one
+        // that only looked better in fewer (it is confirmed next, if time is left).
+        .then(confirmed(b).cmp(&confirmed(a)))
         .then(latency(a.worst_write_ms, b.worst_write_ms))
         .then(latency(a.p99_lateness_ms, b.p99_lateness_ms))
         .then(opt(throttled(a), throttled(b)))
-        // Equal so far: the one with more full-length runs behind it is the surer answer.
-        .then(confirmed(b).cmp(&confirmed(a)))
         .then(a.cpu_s.total_cmp(&b.cpu_s))
         .then(a.peak_dirty_bytes.cmp(&b.peak_dirty_bytes))
 }
 
 /// Candidate indices that have run, best first, by the objective over their runs so far.
-fn rank(chosen: &[Candidate], trials: &[Vec<Trial>]) -> Vec<usize> {
+fn rank(chosen: &[Candidate], trials: &[Vec<Trial>], runs: usize) -> Vec<usize> {
     let scored: Vec<Scored> = chosen
         .iter()
         .zip(trials)
@@ -217,7 +221,7 @@ fn rank(chosen: &[Candidate], trials: &[Vec<Trial>]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..chosen.len())
         .filter(|k| !trials[*k].is_empty())
         .collect();
-    order.sort_by(|a, b| better(&scored[*a], &scored[*b]));
+    order.sort_by(|a, b| better(&scored[*a], &scored[*b], runs));
     if order.is_empty() {
         order.push(0);
     }
@@ -237,6 +241,7 @@ impl Lengths {
     fn screen(&self, c: &Candidate) -> f64 {
         self.fixed_s.unwrap_or_else(|| {
             (c.writeback_cycle_s(self.expire_cs, self.every_cs) + PAST_FIRST_FLUSH_S)
+                .max(MIN_SCREEN_S)
                 .min(self.confirm(c))
         })
     }
@@ -398,9 +403,10 @@ pub fn search(
         } else {
             len.screen(c)
         };
-        // A screening run is given up on once it drops more frames than the best
-        // candidate's worst run so far: it is already clearly worse.
-        let bar: Option<u64> = (!confirmation && k != 0)
+        // A run of any candidate but the baseline is given up on once it drops more frames
+        // than the best candidate's worst run so far: it is already clearly worse, and a
+        // leader that fails its full-length run frees the time for the next.
+        let bar: Option<u64> = (k != 0)
             .then(|| {
                 trials
                     .iter()
@@ -486,7 +492,7 @@ pub fn search(
     let mut left_unconfirmed = false;
     let mut next_extra = planned;
     while !interrupted && failed.is_none() {
-        let ranked = rank(&all, &trials);
+        let ranked = rank(&all, &trials, runs);
         // A leader given up on during screening is not confirmed: it was clearly worse.
         let leader = ranked
             .iter()
@@ -556,7 +562,7 @@ pub fn search(
             score(c.clone(), t, short)
         })
         .collect();
-    scored.sort_by(better);
+    scored.sort_by(|a, b| better(a, b, runs));
     let baseline = scored
         .iter()
         .position(|s| s.candidate.system.is_empty() && s.candidate.recorder.is_empty());
@@ -650,7 +656,8 @@ fn compare(base: &Scored, winner: &Scored) -> Option<Comparison> {
             text.push_str(", too few runs for the interval to mean much");
         }
     }
-    if let Some(l) = &late {
+    // Lateness under a millisecond on both sides is no lateness to speak of.
+    if let Some(l) = late.as_ref().filter(|l| l.a_mean.max(l.b_mean) >= 1.0) {
         text.push_str(&format!(
             "; p99 lateness {:+.0}% (95% CI {:+.0}% to {:+.0}%)",
             l.change_pct, l.ci_low_pct, l.ci_high_pct

@@ -1,0 +1,507 @@
+//! `sinkrate compare`: runs grouped by configuration into rows (seed 004's table), each row
+//! set against the baseline with the difference, its 95% interval and a p-value: over runs
+//! when both rows have two or more, else a block bootstrap over time within the runs.
+
+pub mod load;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sinkrate_stats::bootstrap::{over_runs, over_time, Difference};
+
+pub use load::{load, Metrics, Run, Second};
+
+/// Seconds in a block of the bootstrap over time: longer than a stall and the drops it
+/// causes, short enough for a minute's run to have several.
+const BLOCK_S: usize = 5;
+/// Runs a side from which runs are the unit of the comparison.
+const RUNS_ENOUGH: usize = 4;
+
+/// One configuration: its runs, and the mean of their figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub label: String,
+    pub kind: String,
+    pub files: Vec<String>,
+    pub runs: usize,
+    pub config: BTreeMap<String, String>,
+    /// Means over the runs (frames: totals).
+    pub metrics: Metrics,
+    /// Against the baseline; None for the baseline itself.
+    pub against_baseline: Option<Significance>,
+}
+
+/// How a row differs from the baseline, and how sure that is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Significance {
+    /// "runs" (bootstrap and permutation over runs) or "block bootstrap over time".
+    pub method: String,
+    /// Dropped frames as a share of those offered.
+    pub drops: Option<Difference>,
+    pub write_p99_ms: Option<Difference>,
+    pub lateness_p99_ms: Option<Difference>,
+    pub app_mb_s: Option<Difference>,
+    /// Significantly worse than the baseline on drops or p99 write latency.
+    pub worse: bool,
+    /// The verdict in words.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    pub baseline: usize,
+    pub rows: Vec<Row>,
+    /// Inputs that could not be read, one line each.
+    pub unreadable: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+pub struct CompareConfig {
+    /// One label per run, in order, to group them by instead of their configuration.
+    pub labels: Vec<String>,
+    /// The baseline row's label, or the first row.
+    pub baseline: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("nothing to compare: {0}")]
+    Nothing(String),
+    #[error("--baseline {0}: no row has that label (the rows: {1})")]
+    NoBaseline(String, String),
+    #[error("{0}")]
+    Mixed(String),
+}
+
+/// Groups `runs` into rows and sets each against the baseline.
+pub fn compare(
+    runs: Vec<Run>,
+    cfg: &CompareConfig,
+    unreadable: Vec<String>,
+) -> Result<CompareReport, CompareError> {
+    if runs.is_empty() {
+        return Err(CompareError::Nothing(if unreadable.is_empty() {
+            "no runs given".into()
+        } else {
+            unreadable.join("; ")
+        }));
+    }
+    let recordings = runs
+        .iter()
+        .filter(|r| !r.seconds.is_empty() || r.metrics.frames_offered.is_some())
+        .count();
+    if recordings != 0 && recordings != runs.len() {
+        return Err(CompareError::Mixed(
+            "recordings and bench jobs cannot be lined up in one table: compare the record/check runs and the bench/fio runs separately".into(),
+        ));
+    }
+    let mut notes = Vec::new();
+    // Groups in the order their first run came.
+    let mut groups: Vec<(String, Vec<Run>)> = Vec::new();
+    for (i, run) in runs.into_iter().enumerate() {
+        let key = match cfg.labels.get(i) {
+            Some(label) => label.clone(),
+            None => format!("{}:{:?}", run.kind, run.config),
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(run),
+            None => groups.push((key, vec![run])),
+        }
+    }
+    if !cfg.labels.is_empty() && cfg.labels.len() < groups.iter().map(|g| g.1.len()).sum() {
+        notes.push(format!(
+            "{} --label(s) for more runs: the runs after them are grouped by configuration",
+            cfg.labels.len()
+        ));
+    }
+    let labels = row_labels(&groups, &cfg.labels);
+    let baseline = match &cfg.baseline {
+        None => 0,
+        Some(b) => labels
+            .iter()
+            .position(|l| l == b)
+            .ok_or_else(|| CompareError::NoBaseline(b.clone(), labels.join(", ")))?,
+    };
+    if groups.len() == 1 {
+        notes.push(format!(
+            "all {} run(s) have the same configuration: one row (give --label per file to split them)",
+            groups[0].1.len()
+        ));
+    }
+    let base_runs = groups[baseline].1.clone();
+    let rows = groups
+        .into_iter()
+        .zip(labels)
+        .enumerate()
+        .map(|(i, ((_, runs), label))| {
+            let against = (i != baseline).then(|| significance(&base_runs, &runs, &label));
+            Row {
+                kind: runs[0].kind.clone(),
+                files: runs.iter().map(|r| r.file.clone()).collect(),
+                runs: runs.len(),
+                config: runs[0].config.clone(),
+                metrics: mean_metrics(&runs),
+                against_baseline: against,
+                label,
+            }
+        })
+        .collect();
+    Ok(CompareReport {
+        baseline,
+        rows,
+        unreadable,
+        notes,
+    })
+}
+
+/// A row's label: the one given, or what differs between its configuration and the others'
+/// (`write_mode=direct buffers=16`).
+fn row_labels(groups: &[(String, Vec<Run>)], given: &[String]) -> Vec<String> {
+    let configs: Vec<&BTreeMap<String, String>> =
+        groups.iter().map(|(_, r)| &r[0].config).collect();
+    let keys: Vec<&String> = configs.iter().flat_map(|c| c.keys()).collect();
+    let differing: Vec<&String> = keys
+        .iter()
+        .copied()
+        .filter(|k| configs.iter().any(|c| c.get(*k) != configs[0].get(*k)))
+        .fold(Vec::new(), |mut acc, k| {
+            if !acc.contains(&k) {
+                acc.push(k);
+            }
+            acc
+        });
+    groups
+        .iter()
+        .enumerate()
+        .map(|(i, (key, runs))| {
+            if given.contains(key) {
+                return key.clone();
+            }
+            let text: Vec<String> = differing
+                .iter()
+                .filter_map(|k| runs[0].config.get(*k).map(|v| format!("{k}={v}")))
+                .collect();
+            if text.is_empty() {
+                // Nothing in the configurations differs: the first file's name tells them
+                // apart (fio's run and sinkrate's of the same job).
+                std::path::Path::new(&runs[0].file)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| format!("config {}", i + 1))
+            } else {
+                text.join(" ")
+            }
+        })
+        .collect()
+}
+
+fn mean_of(runs: &[Run], f: fn(&Metrics) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = runs.iter().filter_map(|r| f(&r.metrics)).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn mean_metrics(runs: &[Run]) -> Metrics {
+    let total = |f: fn(&Metrics) -> Option<u64>| {
+        let v: Vec<u64> = runs.iter().filter_map(|r| f(&r.metrics)).collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    };
+    Metrics {
+        frames_offered: total(|m| m.frames_offered),
+        frames_dropped: total(|m| m.frames_dropped),
+        write_avg_ms: mean_of(runs, |m| m.write_avg_ms),
+        write_p50_ms: mean_of(runs, |m| m.write_p50_ms),
+        write_p99_ms: mean_of(runs, |m| m.write_p99_ms),
+        write_max_ms: mean_of(runs, |m| m.write_max_ms),
+        lateness_p99_ms: mean_of(runs, |m| m.lateness_p99_ms),
+        app_mb_s: mean_of(runs, |m| m.app_mb_s),
+        device_mb_s: mean_of(runs, |m| m.device_mb_s),
+        iops: mean_of(runs, |m| m.iops),
+        writer_cpu_s: mean_of(runs, |m| m.writer_cpu_s),
+        flusher_cpu_s: mean_of(runs, |m| m.flusher_cpu_s),
+        system_cpu_pct: mean_of(runs, |m| m.system_cpu_pct),
+        peak_dirty_mb: mean_of(runs, |m| m.peak_dirty_mb),
+        at_risk_s: mean_of(runs, |m| m.at_risk_s),
+    }
+}
+
+fn drop_share(m: &Metrics) -> Option<f64> {
+    let offered = m.frames_offered.filter(|o| *o > 0)?;
+    Some(m.frames_dropped.unwrap_or(0) as f64 / offered as f64)
+}
+
+fn p99(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((values.len() as f64) * 0.99).ceil() as usize;
+    Some(values[rank.clamp(1, values.len()) - 1])
+}
+
+fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
+    let per_run = |runs: &[Run], f: &dyn Fn(&Metrics) -> Option<f64>| -> Vec<f64> {
+        runs.iter().filter_map(|r| f(&r.metrics)).collect()
+    };
+    let pair = |f: &dyn Fn(&Metrics) -> Option<f64>| over_runs(&per_run(base, f), &per_run(row, f));
+    let timed = |runs: &[Run]| runs.iter().all(|r| !r.seconds.is_empty());
+    // Runs are the unit with enough of them (an exact permutation test over 3 runs a side
+    // cannot go below p = 0.1); with fewer, a recording's seconds in blocks within each run.
+    let by_runs =
+        (base.len() >= RUNS_ENOUGH && row.len() >= RUNS_ENOUGH) || !timed(base) || !timed(row);
+    let (method, drops, write_p99) = if by_runs {
+        (
+            format!("runs (n={} vs {})", row.len(), base.len()),
+            pair(&drop_share),
+            pair(&|m| m.write_p99_ms),
+        )
+    } else {
+        fn segments(runs: &[Run]) -> Vec<&[Second]> {
+            runs.iter().map(|r| r.seconds.as_slice()).collect()
+        }
+        let (sa, sb) = (segments(base), segments(row));
+        let drops = over_time(&sa, &sb, BLOCK_S, &|s: &[&Second]| {
+            let offered: u64 = s.iter().map(|x| x.offered).sum();
+            (offered > 0).then(|| s.iter().map(|x| x.dropped).sum::<u64>() as f64 / offered as f64)
+        });
+        let write_p99 = over_time(&sa, &sb, BLOCK_S, &|s: &[&Second]| {
+            let mut v: Vec<f64> = s.iter().flat_map(|x| x.writes_ms.iter().copied()).collect();
+            p99(&mut v)
+        });
+        let seconds = |v: &[&[Second]]| v.iter().map(|s| s.len()).sum::<usize>();
+        (
+            format!(
+                "block bootstrap over time ({BLOCK_S} s blocks within runs; {} s in {} run(s) vs {} s in {})",
+                seconds(&sb),
+                row.len(),
+                seconds(&sa),
+                base.len()
+            ),
+            drops,
+            write_p99,
+        )
+    };
+    let lateness = pair(&|m| m.lateness_p99_ms);
+    let app = pair(&|m| m.app_mb_s);
+    let worse = drops.is_some_and(|d| d.significant() && d.diff > 0.0)
+        || write_p99.is_some_and(|d| d.significant() && d.diff > 0.0);
+    let text = words(label, base, row, &drops, &write_p99, by_runs);
+    Significance {
+        method,
+        drops,
+        write_p99_ms: write_p99,
+        lateness_p99_ms: lateness,
+        app_mb_s: app,
+        worse,
+        text,
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+/// The verdict in words: "B drops fewer frames than A (0 of 5400 vs 79 of 5400, p < 0.001);
+/// p99 write latency -43% (95% CI -51% to -35%)", or "no significant difference (n=3)".
+fn words(
+    label: &str,
+    base: &[Run],
+    row: &[Run],
+    drops: &Option<Difference>,
+    write_p99: &Option<Difference>,
+    by_runs: bool,
+) -> String {
+    let frames = |runs: &[Run]| {
+        let m = mean_metrics(runs);
+        (m.frames_dropped.unwrap_or(0), m.frames_offered.unwrap_or(0))
+    };
+    let mut parts = Vec::new();
+    if let Some(d) = drops {
+        let ((bd, bo), (rd, ro)) = (frames(base), frames(row));
+        if d.significant() {
+            parts.push(format!(
+                "drops {} frames than the baseline ({rd} of {ro} vs {bd} of {bo}, {})",
+                if d.diff < 0.0 { "fewer" } else { "more" },
+                p_text(d.p)
+            ));
+        } else if rd == 0 && bd == 0 {
+            parts.push(format!("no frames dropped in either ({ro} vs {bo})"));
+        } else {
+            parts.push(format!(
+                "no significant difference in drops ({rd} of {ro} vs {bd} of {bo}, {})",
+                p_text(d.p)
+            ));
+        }
+    }
+    if let Some(w) = write_p99 {
+        match (w.change_pct, w.change_ci_pct) {
+            (Some(c), Some((lo, hi))) if w.significant() => parts.push(format!(
+                "p99 write latency {c:+.0}% (95% CI {lo:+.0}% to {hi:+.0}%, {})",
+                p_text(w.p)
+            )),
+            _ if w.significant() => parts.push(format!(
+                "p99 write latency {:+.1} ms (95% CI {:+.1} to {:+.1} ms, {})",
+                w.diff,
+                w.diff_ci.0,
+                w.diff_ci.1,
+                p_text(w.p)
+            )),
+            _ => parts.push(format!(
+                "no significant difference in p99 write latency ({:.1} vs {:.1} ms, {})",
+                w.b,
+                w.a,
+                p_text(w.p)
+            )),
+        }
+    }
+    let mut text = format!(
+        "{label}: {}",
+        if parts.is_empty() {
+            "nothing to compare".to_string()
+        } else {
+            parts.join("; ")
+        }
+    );
+    if by_runs && (base.len() < RUNS_ENOUGH || row.len() < RUNS_ENOUGH) {
+        text.push_str(&format!(
+            " (n={} vs {}: too few runs to tell; {RUNS_ENOUGH} or more a side)",
+            row.len(),
+            base.len()
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(file: &str, mode: &str, dropped: u64, p99: f64) -> Run {
+        let mut config = BTreeMap::new();
+        config.insert("write_mode".to_string(), mode.to_string());
+        config.insert("buffers".to_string(), "4".to_string());
+        Run {
+            file: file.into(),
+            kind: "record".into(),
+            config,
+            metrics: Metrics {
+                frames_offered: Some(1800),
+                frames_dropped: Some(dropped),
+                write_p99_ms: Some(p99),
+                ..Metrics::default()
+            },
+            seconds: Vec::new(),
+        }
+    }
+
+    fn cfg() -> CompareConfig {
+        CompareConfig {
+            labels: Vec::new(),
+            baseline: None,
+        }
+    }
+
+    #[test]
+    fn runs_group_by_what_differs_and_a_clear_difference_is_named() {
+        let runs = vec![
+            run("a1", "buffered", 30, 300.0),
+            run("b1", "direct", 0, 5.0),
+            run("a2", "buffered", 25, 280.0),
+            run("b2", "direct", 0, 6.0),
+            run("a3", "buffered", 40, 350.0),
+            run("b3", "direct", 0, 4.0),
+        ];
+        let r = compare(runs, &cfg(), Vec::new()).expect("compare");
+        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.rows[0].label, "write_mode=buffered");
+        assert_eq!(r.rows[1].label, "write_mode=direct");
+        assert_eq!(r.rows[0].runs, 3);
+        let s = r.rows[1].against_baseline.as_ref().expect("against");
+        // Three runs a side, no seconds to resample: the exact permutation test cannot go
+        // below p = 0.1, and the text says so rather than claim a difference.
+        assert!(s.method.starts_with("runs (n=3 vs 3)"), "{s:?}");
+        assert!(
+            s.text.contains(
+                "no significant difference in drops (0 of 5400 vs 95 of 5400, p = 0.100)"
+            ),
+            "{}",
+            s.text
+        );
+        assert!(s.text.contains("too few runs to tell"), "{}", s.text);
+        assert!(!s.worse);
+        // Four a side: p = 2/70.
+        let mut runs = Vec::new();
+        for (k, d) in [30u64, 25, 40, 35].iter().enumerate() {
+            runs.push(run(&format!("a{k}"), "buffered", *d, 300.0 + k as f64));
+            runs.push(run(&format!("b{k}"), "direct", 0, 5.0 + k as f64));
+        }
+        let r = compare(runs, &cfg(), Vec::new()).expect("compare");
+        let s = r.rows[1].against_baseline.as_ref().expect("against");
+        assert!(
+            s.text.contains(
+                "drops fewer frames than the baseline (0 of 7200 vs 130 of 7200, p = 0.029)"
+            ),
+            "{}",
+            s.text
+        );
+        assert!(s.text.contains("p99 write latency -98%"), "{}", s.text);
+    }
+
+    #[test]
+    fn identical_rows_show_no_difference() {
+        let runs = vec![
+            run("a1", "buffered", 0, 10.0),
+            run("a2", "buffered", 0, 12.0),
+            run("b1", "direct", 0, 10.0),
+            run("b2", "direct", 0, 12.0),
+        ];
+        let r = compare(runs, &cfg(), Vec::new()).expect("compare");
+        let s = r.rows[1].against_baseline.as_ref().expect("against");
+        assert!(s.text.contains("no frames dropped in either"), "{}", s.text);
+        assert!(
+            s.text
+                .contains("no significant difference in p99 write latency"),
+            "{}",
+            s.text
+        );
+    }
+
+    #[test]
+    fn one_run_each_uses_the_block_bootstrap_over_time() {
+        let second = |dropped: u64, write: f64| Second {
+            offered: 60,
+            dropped,
+            writes_ms: vec![write; 60],
+        };
+        let mut a = run("a", "buffered", 0, 0.0);
+        a.seconds = (0..60)
+            .map(|i| second(if i % 10 == 0 { 6 } else { 0 }, 100.0 + (i % 7) as f64))
+            .collect();
+        a.metrics.frames_dropped = Some(36);
+        a.metrics.frames_offered = Some(3600);
+        let mut b = run("b", "direct", 0, 0.0);
+        b.seconds = (0..60).map(|i| second(0, 50.0 + (i % 5) as f64)).collect();
+        b.metrics.frames_offered = Some(3600);
+        let r = compare(vec![a, b], &cfg(), Vec::new()).expect("compare");
+        let s = r.rows[1].against_baseline.as_ref().expect("against");
+        assert!(s.method.starts_with("block bootstrap over time"), "{s:?}");
+        let w = s.write_p99_ms.expect("p99");
+        let (lo, hi) = w.change_ci_pct.expect("relative");
+        assert!(lo < -45.0 && hi > -55.0, "{w:?}");
+        assert!(s.text.contains("drops fewer frames"), "{}", s.text);
+    }
+
+    #[test]
+    fn labels_group_and_a_missing_baseline_is_named() {
+        let runs = vec![run("a", "buffered", 1, 1.0), run("b", "buffered", 2, 2.0)];
+        let c = CompareConfig {
+            labels: vec!["card A".into(), "card B".into()],
+            baseline: Some("card C".into()),
+        };
+        let e = compare(runs, &c, Vec::new()).expect_err("no such baseline");
+        assert!(e.to_string().contains("card A, card B"), "{e}");
+    }
+}

@@ -1,0 +1,348 @@
+//! A result file as compare reads it: a sinkrate record or check run (through their typed
+//! results), or a bench run, sinkrate's or fio's own `--output-format=json` (through the fio
+//! keys both share), becomes one or more [`Run`]s: what configuration it was, its figures,
+//! and, for a recording, its seconds for the block bootstrap.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use sinkrate_model::{Envelope, RunKind};
+use sinkrate_record::report::RecordReport;
+
+/// One run's figures; a figure the run kind does not have is None.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub frames_offered: Option<u64>,
+    pub frames_dropped: Option<u64>,
+    pub write_avg_ms: Option<f64>,
+    pub write_p50_ms: Option<f64>,
+    pub write_p99_ms: Option<f64>,
+    pub write_max_ms: Option<f64>,
+    pub lateness_p99_ms: Option<f64>,
+    /// What the application (or the job) wrote, MB/s.
+    pub app_mb_s: Option<f64>,
+    /// What the device wrote, MB/s.
+    pub device_mb_s: Option<f64>,
+    pub iops: Option<f64>,
+    pub writer_cpu_s: Option<f64>,
+    pub flusher_cpu_s: Option<f64>,
+    /// The whole system's CPU in kernel mode, mean percent (the sampler's), or a bench
+    /// job's user + system CPU percent.
+    pub system_cpu_pct: Option<f64>,
+    pub peak_dirty_mb: Option<f64>,
+    /// The peak dirty data in seconds of the stream: what a power cut could lose.
+    pub at_risk_s: Option<f64>,
+}
+
+/// One second of a recording: what the block bootstrap resamples.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Second {
+    pub offered: u64,
+    pub dropped: u64,
+    /// Each frame's write time, ms (the second's worst when frames were not kept).
+    pub writes_ms: Vec<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub file: String,
+    /// record, check, bench, fio.
+    pub kind: String,
+    /// What makes the configuration: the settings that can differ between runs.
+    pub config: BTreeMap<String, String>,
+    pub metrics: Metrics,
+    pub seconds: Vec<Second>,
+}
+
+/// Reads `path` into its runs, or says in one line what is wrong with it.
+pub fn load(path: &Path) -> Result<Vec<Run>, String> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        format!("{name}: not JSON ({e}); expected a sinkrate result or fio's --output-format=json")
+    })?;
+    if value.get("fio version").is_some() && value.get("jobs").is_some() {
+        let kind = if value.get("schema").is_some() {
+            "bench"
+        } else {
+            "fio"
+        };
+        let out: FioOutput = serde_json::from_value(value)
+            .map_err(|e| format!("{name}: fio's JSON, but not as fio writes it ({e})"))?;
+        return Ok(bench_runs(&name, kind, &out));
+    }
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .ok_or_else(|| {
+            format!("{name}: neither a sinkrate result (no \"kind\") nor fio's JSON (no \"fio version\")")
+        })?
+        .to_string();
+    let bad = |e: sinkrate_model::envelope::ReadError| format!("{name}: {e}");
+    match kind.as_str() {
+        "record" => {
+            let run = Envelope::<RecordReport>::from_json(&bytes, RunKind::Record).map_err(bad)?;
+            Ok(vec![recording(&name, "record", &run.result)])
+        }
+        "check" => {
+            let run = Envelope::<sinkrate_check::CheckReport>::from_json(&bytes, RunKind::Check)
+                .map_err(bad)?;
+            let rec = run.result.record.ok_or_else(|| {
+                format!("{name}: a check run without its recording test (--quick): nothing to compare")
+            })?;
+            Ok(vec![recording(&name, "check", &rec.result)])
+        }
+        other => Err(format!(
+            "{name}: a {other} result has no runs to compare (compare reads record, check and bench results, and fio's JSON)"
+        )),
+    }
+}
+
+fn frame_label(sizes: &sinkrate_record::frames::FrameSizes) -> String {
+    use sinkrate_record::frames::FrameSizes;
+    match sizes {
+        FrameSizes::Fixed { bytes } => format!("{bytes} B"),
+        FrameSizes::Bitrate { bits_per_s, .. } => {
+            format!("{} Mbit/s", *bits_per_s as f64 / 1e6)
+        }
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
+    let c = &r.config;
+    let mut config = BTreeMap::new();
+    let streams: Vec<String> = c
+        .streams
+        .iter()
+        .map(|s| format!("{}fps x {}", s.fps, frame_label(&s.sizes)))
+        .collect();
+    config.insert("streams".into(), streams.join(" + "));
+    config.insert(
+        "write_mode".into(),
+        format!("{:?}", c.write_mode).to_lowercase(),
+    );
+    config.insert("buffers".into(), c.buffers.to_string());
+    if let Some(ws) = c.write_size {
+        config.insert("write_size".into(), ws.to_string());
+    }
+    if let Some(every) = c.fdatasync_every {
+        config.insert(
+            "fdatasync_every".into(),
+            format!("{}s", every.as_secs_f64()),
+        );
+    }
+    if let Some(n) = c.fdatasync_every_frames {
+        config.insert("fdatasync_every_frames".into(), n.to_string());
+    }
+    if let Some(p) = c.preallocate {
+        config.insert("preallocate".into(), p.to_string());
+    }
+    if c.queue_depth > 1 {
+        config.insert("queue_depth".into(), c.queue_depth.to_string());
+    }
+    config.insert("duration".into(), format!("{}s", c.duration.as_secs()));
+    if let Some(t) = &r.target {
+        config.insert(
+            "target".into(),
+            t.device.clone().unwrap_or_else(|| t.path.clone()),
+        );
+    }
+    let vm = &r.sampler.summary.settings;
+    for (key, value) in [
+        ("dirty_expire_centisecs", vm.dirty_expire_centisecs),
+        ("dirty_writeback_centisecs", vm.dirty_writeback_centisecs),
+        ("dirty_bytes", vm.dirty_bytes.filter(|b| *b > 0)),
+        (
+            "dirty_background_bytes",
+            vm.dirty_background_bytes.filter(|b| *b > 0),
+        ),
+        ("dirty_ratio", vm.dirty_ratio.filter(|r| *r > 0)),
+        (
+            "dirty_background_ratio",
+            vm.dirty_background_ratio.filter(|r| *r > 0),
+        ),
+    ] {
+        if let Some(v) = value {
+            config.insert(key.into(), v.to_string());
+        }
+    }
+    if let Some(limits) = &r.dirty_limits {
+        config.insert("dirty_bytes".into(), limits.dirty_bytes.to_string());
+        config.insert(
+            "dirty_background_bytes".into(),
+            limits.dirty_background_bytes.to_string(),
+        );
+    }
+    let t = &r.totals;
+    let cpu: Vec<f64> = r
+        .sampler
+        .timeline
+        .iter()
+        .filter_map(|s| s.cpu_system_pct)
+        .collect();
+    let peak = r.sampler.summary.peak_dirty_writeback_bytes;
+    let metrics = Metrics {
+        frames_offered: Some(t.frames_offered),
+        frames_dropped: Some(t.frames_dropped),
+        write_avg_ms: Some(t.write_latency_ns.mean / 1e6),
+        write_p50_ms: Some(ms(t.write_latency_ns.p50)),
+        write_p99_ms: Some(ms(t.write_latency_ns.p99)),
+        write_max_ms: Some(ms(t.write_latency_ns.max)),
+        lateness_p99_ms: Some(ms(t.lateness_ns.p99)),
+        app_mb_s: Some(t.written_bytes_per_s / 1e6),
+        device_mb_s: t.device_bytes_per_s.map(|b| b / 1e6),
+        iops: None,
+        writer_cpu_s: Some(t.writer_cpu_s),
+        flusher_cpu_s: Some(t.flusher_cpu_s),
+        system_cpu_pct: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        peak_dirty_mb: peak.map(|b| b as f64 / 1e6),
+        at_risk_s: peak
+            .filter(|_| t.requested_bytes_per_s > 0.0)
+            .map(|b| b as f64 / t.requested_bytes_per_s),
+    };
+    Run {
+        file: file.to_string(),
+        kind: kind.to_string(),
+        config,
+        metrics,
+        seconds: seconds(r),
+    }
+}
+
+/// The recording second by second: drops from the intervals, each frame's write time from
+/// the frame columns (when the run kept them), else the interval's worst write.
+fn seconds(r: &RecordReport) -> Vec<Second> {
+    let mut out: Vec<Second> = r
+        .intervals
+        .iter()
+        .map(|i| Second {
+            offered: i.frames_captured,
+            dropped: i.frames_dropped,
+            writes_ms: Vec::new(),
+        })
+        .collect();
+    let mut frames_kept = false;
+    for f in &r.frames {
+        for ((capture, start), end) in f
+            .capture_us
+            .iter()
+            .zip(&f.write_start_us)
+            .zip(&f.write_end_us)
+        {
+            let (Some(start), Some(end)) = (start, end) else {
+                continue;
+            };
+            let second = (*capture / 1_000_000) as usize;
+            if let Some(s) = out.get_mut(second) {
+                s.writes_ms.push(end.saturating_sub(*start) as f64 / 1e3);
+                frames_kept = true;
+            }
+        }
+    }
+    if !frames_kept {
+        for (s, i) in out.iter_mut().zip(&r.intervals) {
+            if i.frame_write_max_ns > 0 {
+                s.writes_ms.push(ms(i.frame_write_max_ns));
+            }
+        }
+    }
+    out
+}
+
+/// fio's JSON as both fio and `sinkrate bench` write it, read leniently: fio versions differ
+/// in the fields around these.
+#[derive(Debug, Deserialize)]
+struct FioOutput {
+    #[serde(default, rename = "global options")]
+    global_options: IndexMap<String, String>,
+    jobs: Vec<FioJob>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FioJob {
+    jobname: String,
+    #[serde(default, rename = "job options")]
+    job_options: IndexMap<String, String>,
+    #[serde(default)]
+    read: FioDirection,
+    #[serde(default)]
+    write: FioDirection,
+    #[serde(default)]
+    usr_cpu: f64,
+    #[serde(default)]
+    sys_cpu: f64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct FioDirection {
+    #[serde(default)]
+    io_bytes: u64,
+    #[serde(default)]
+    bw_bytes: u64,
+    #[serde(default)]
+    iops: f64,
+    #[serde(default)]
+    clat_ns: FioLatency,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct FioLatency {
+    #[serde(default)]
+    max: u64,
+    #[serde(default)]
+    mean: f64,
+    #[serde(default)]
+    percentile: Option<IndexMap<String, u64>>,
+}
+
+impl FioLatency {
+    fn at(&self, p: f64) -> Option<f64> {
+        let map = self.percentile.as_ref()?;
+        map.iter()
+            .find(|(k, _)| k.parse::<f64>().is_ok_and(|q| (q - p).abs() < 1e-6))
+            .map(|(_, v)| ms(*v))
+    }
+}
+
+fn bench_runs(file: &str, kind: &str, out: &FioOutput) -> Vec<Run> {
+    out.jobs
+        .iter()
+        .map(|j| {
+            let mut config: BTreeMap<String, String> = out
+                .global_options
+                .iter()
+                .chain(&j.job_options)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            config.insert("job".into(), j.jobname.clone());
+            // The direction that did the work: writes when there were any.
+            let d = if j.write.io_bytes > 0 || j.read.io_bytes == 0 {
+                &j.write
+            } else {
+                &j.read
+            };
+            Run {
+                file: file.to_string(),
+                kind: kind.to_string(),
+                config,
+                metrics: Metrics {
+                    write_avg_ms: Some(d.clat_ns.mean / 1e6),
+                    write_p50_ms: d.clat_ns.at(50.0),
+                    write_p99_ms: d.clat_ns.at(99.0),
+                    write_max_ms: Some(ms(d.clat_ns.max)),
+                    app_mb_s: Some(d.bw_bytes as f64 / 1e6),
+                    iops: Some(d.iops),
+                    system_cpu_pct: Some(j.usr_cpu + j.sys_cpu),
+                    ..Metrics::default()
+                },
+                seconds: Vec::new(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,77 @@
+//! `sinkrate compare RUN.json...`: the files read (an unreadable one named, the others
+//! still compared), a compare session, its typed report rendered.
+
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Result};
+use sinkrate_compare::{CompareConfig, CompareReport};
+use sinkrate_model::{Envelope, RunKind};
+
+use crate::cli::{CompareArgs, CompareFormat};
+use crate::export::compare_table::{CompareCsv, CompareMarkdown, CompareText};
+use crate::export::{Exporter, Json};
+
+pub fn run(args: CompareArgs) -> Result<ExitCode> {
+    if !args.label.is_empty() && args.label.len() != args.inputs.len() {
+        return Err(anyhow!(
+            "--label: {} given for {} file(s); give one per file, in order",
+            args.label.len(),
+            args.inputs.len()
+        ));
+    }
+    let mut runs = Vec::new();
+    let mut unreadable = Vec::new();
+    // A file's labels go with each of its runs (a bench file may hold several jobs).
+    let mut labels = Vec::new();
+    for (i, path) in args.inputs.iter().enumerate() {
+        match sinkrate_compare::load(path) {
+            Ok(found) => {
+                if let Some(l) = args.label.get(i) {
+                    labels.extend(std::iter::repeat_n(l.clone(), found.len()));
+                }
+                runs.extend(found);
+            }
+            Err(line) => {
+                eprintln!("sinkrate: {line}");
+                unreadable.push(line);
+            }
+        }
+    }
+    let cfg = CompareConfig {
+        labels,
+        baseline: args.baseline.clone(),
+    };
+    let started_ms = sinkrate_engine::host::unix_ms_now();
+    let report: CompareReport =
+        sinkrate_compare::compare(runs, &cfg, unreadable.clone()).map_err(|e| anyhow!(e))?;
+    let worse = report
+        .rows
+        .iter()
+        .any(|r| r.against_baseline.as_ref().is_some_and(|s| s.worse));
+    let mut run = Envelope::new(
+        RunKind::Compare,
+        sinkrate_engine::host::host_facts(),
+        started_ms,
+        report,
+    );
+    if !unreadable.is_empty() {
+        run.error = Some(sinkrate_model::RunError {
+            what: format!("{} input(s) could not be read", unreadable.len()),
+            at_s: None,
+        });
+    }
+    let body = match args.output_format {
+        CompareFormat::Text => CompareText.export(&run)?,
+        CompareFormat::Markdown => CompareMarkdown.export(&run)?,
+        CompareFormat::Csv => CompareCsv.export(&run)?,
+        CompareFormat::Json => Json.export(&run)?,
+    };
+    crate::write_stdout(&body)?;
+    Ok(ExitCode::from(if !unreadable.is_empty() {
+        2
+    } else if args.fail_if_worse && worse {
+        1
+    } else {
+        0
+    }))
+}

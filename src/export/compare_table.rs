@@ -1,0 +1,266 @@
+//! `sinkrate compare`'s table as text, markdown and CSV: one row per configuration, the
+//! columns the rows have, then each row's verdict against the baseline.
+
+use anyhow::Result;
+use sinkrate_compare::{CompareReport, Metrics, Row};
+use sinkrate_model::Envelope;
+
+use super::Exporter;
+
+/// A column: its heading and how a row's figure is written.
+struct Column {
+    heading: &'static str,
+    cell: fn(&Row) -> Option<String>,
+}
+
+fn f(v: Option<f64>, digits: usize) -> Option<String> {
+    v.map(|v| format!("{v:.digits$}"))
+}
+
+fn m(row: &Row) -> &Metrics {
+    &row.metrics
+}
+
+const COLUMNS: &[Column] = &[
+    Column {
+        heading: "runs",
+        cell: |r| Some(r.runs.to_string()),
+    },
+    Column {
+        heading: "dropped",
+        cell: |r| {
+            let m = m(r);
+            Some(format!("{} of {}", m.frames_dropped?, m.frames_offered?))
+        },
+    },
+    Column {
+        heading: "write avg ms",
+        cell: |r| f(m(r).write_avg_ms, 1),
+    },
+    Column {
+        heading: "p50 ms",
+        cell: |r| f(m(r).write_p50_ms, 1),
+    },
+    Column {
+        heading: "p99 ms",
+        cell: |r| f(m(r).write_p99_ms, 1),
+    },
+    Column {
+        heading: "max ms",
+        cell: |r| f(m(r).write_max_ms, 1),
+    },
+    Column {
+        heading: "late p99 ms",
+        cell: |r| f(m(r).lateness_p99_ms, 1),
+    },
+    Column {
+        heading: "app MB/s",
+        cell: |r| f(m(r).app_mb_s, 2),
+    },
+    Column {
+        heading: "device MB/s",
+        cell: |r| f(m(r).device_mb_s, 2),
+    },
+    Column {
+        heading: "IOPS",
+        cell: |r| f(m(r).iops, 0),
+    },
+    Column {
+        heading: "writer CPU s",
+        cell: |r| f(m(r).writer_cpu_s, 2),
+    },
+    Column {
+        heading: "flusher CPU s",
+        cell: |r| f(m(r).flusher_cpu_s, 2),
+    },
+    Column {
+        heading: "sys CPU %",
+        cell: |r| f(m(r).system_cpu_pct, 1),
+    },
+    Column {
+        heading: "peak dirty MB",
+        cell: |r| f(m(r).peak_dirty_mb, 0),
+    },
+    Column {
+        heading: "at risk s",
+        cell: |r| f(m(r).at_risk_s, 1),
+    },
+];
+
+/// The columns at least one row has a figure for, with every row's cells.
+fn cells(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let used: Vec<&Column> = COLUMNS
+        .iter()
+        .filter(|c| rows.iter().any(|r| (c.cell)(r).is_some()))
+        .collect();
+    let headings = std::iter::once("configuration")
+        .chain(used.iter().map(|c| c.heading))
+        .collect();
+    let body = rows
+        .iter()
+        .map(|r| {
+            std::iter::once(r.label.clone())
+                .chain(
+                    used.iter()
+                        .map(|c| (c.cell)(r).unwrap_or_else(|| "-".into())),
+                )
+                .collect()
+        })
+        .collect();
+    (headings, body)
+}
+
+fn verdicts(r: &CompareReport) -> Vec<String> {
+    r.rows
+        .iter()
+        .filter_map(|row| {
+            row.against_baseline
+                .as_ref()
+                .map(|s| format!("{} [{}]", s.text, s.method))
+        })
+        .collect()
+}
+
+fn trailer(r: &CompareReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    for u in &r.unreadable {
+        lines.push(format!("not read: {u}"));
+    }
+    for n in &r.notes {
+        lines.push(format!("note: {n}"));
+    }
+    lines
+}
+
+pub struct CompareText;
+
+impl Exporter<Envelope<CompareReport>> for CompareText {
+    fn export(&self, run: &Envelope<CompareReport>) -> Result<Vec<u8>> {
+        let r = &run.result;
+        let (headings, body) = cells(&r.rows);
+        let widths: Vec<usize> = (0..headings.len())
+            .map(|i| {
+                body.iter()
+                    .map(|row| row[i].chars().count())
+                    .chain(std::iter::once(headings[i].len()))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: Vec<&str>| -> String {
+            cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i == 0 {
+                        format!("{c:<w$}", w = widths[i])
+                    } else {
+                        format!("{c:>w$}", w = widths[i])
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+        };
+        let mut out = String::new();
+        out.push_str(&line(headings.clone()));
+        out.push('\n');
+        for (i, row) in body.iter().enumerate() {
+            let mut l = line(row.iter().map(String::as_str).collect());
+            if i == r.baseline {
+                l.push_str("  (baseline)");
+            }
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out.push('\n');
+        for v in verdicts(r) {
+            out.push_str(&v);
+            out.push('\n');
+        }
+        for t in trailer(r) {
+            out.push_str(&t);
+            out.push('\n');
+        }
+        Ok(out.into_bytes())
+    }
+}
+
+pub struct CompareMarkdown;
+
+impl Exporter<Envelope<CompareReport>> for CompareMarkdown {
+    fn export(&self, run: &Envelope<CompareReport>) -> Result<Vec<u8>> {
+        let r = &run.result;
+        let (headings, body) = cells(&r.rows);
+        // A pipe inside a label would end its cell.
+        let esc = |s: &str| s.replace('|', "\\|");
+        let mut out = format!(
+            "| {} |\n|{}|\n",
+            headings.join(" | "),
+            headings
+                .iter()
+                .enumerate()
+                .map(|(i, _)| if i == 0 { "---" } else { "---:" })
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        for (i, row) in body.iter().enumerate() {
+            let mut cells: Vec<String> = row.iter().map(|c| esc(c)).collect();
+            if i == r.baseline {
+                cells[0] = format!("{} (baseline)", cells[0]);
+            }
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out.push('\n');
+        for v in verdicts(r) {
+            out.push_str(&format!("- {}\n", esc(&v)));
+        }
+        for t in trailer(r) {
+            out.push_str(&format!("- {}\n", esc(&t)));
+        }
+        Ok(out.into_bytes())
+    }
+}
+
+pub struct CompareCsv;
+
+impl Exporter<Envelope<CompareReport>> for CompareCsv {
+    fn export(&self, run: &Envelope<CompareReport>) -> Result<Vec<u8>> {
+        let r = &run.result;
+        let (headings, body) = cells(&r.rows);
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut head: Vec<&str> = headings.clone();
+        head.extend([
+            "baseline",
+            "method",
+            "drops p",
+            "p99 change %",
+            "p99 CI low %",
+            "p99 CI high %",
+            "p99 p",
+            "significantly worse",
+            "verdict",
+        ]);
+        w.write_record(&head)?;
+        for (i, (row, cells)) in r.rows.iter().zip(&body).enumerate() {
+            let s = row.against_baseline.as_ref();
+            let num = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
+            let p99 = s.and_then(|s| s.write_p99_ms);
+            let mut rec = cells.clone();
+            rec.extend([
+                (i == r.baseline).to_string(),
+                s.map(|s| s.method.clone()).unwrap_or_default(),
+                num(s.and_then(|s| s.drops).map(|d| d.p)),
+                num(p99.and_then(|d| d.change_pct)),
+                num(p99.and_then(|d| d.change_ci_pct).map(|c| c.0)),
+                num(p99.and_then(|d| d.change_ci_pct).map(|c| c.1)),
+                num(p99.map(|d| d.p)),
+                s.map(|s| s.worse.to_string()).unwrap_or_default(),
+                s.map(|s| s.text.clone()).unwrap_or_default(),
+            ]);
+            w.write_record(&rec)?;
+        }
+        Ok(w.into_inner()?)
+    }
+}
