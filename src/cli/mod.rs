@@ -212,8 +212,9 @@ Examples:
   sinkrate tune search /mnt/card --drops-file drops.txt --exec -- ./my_recorder --out /mnt/card
 
 Candidates: the configuration as it is; dirty_expire/writeback 100/100 cs; with small dirty
-limits; O_DIRECT; 4x the capture buffers; fdatasync every second; combinations; then the
-queue (scheduler, 128 KiB requests) and the mount (noatime, commit=60 on ext4) with 100/100.
+limits; O_DIRECT; 4x the capture buffers; fdatasync every second; combinations; io_uring,
+preallocated files, whole-frame writes; then the queue (scheduler, 128 KiB requests) and the
+mount (noatime, commit=60 on ext4) with 100/100.
 Each candidate is screened once, past the first flush of expired data; one that drops more
 frames than the best so far is stopped there. The baseline and the leader then run
 --confirm-duration runs (60 s) until each has --runs of them. System settings are applied

@@ -22,6 +22,10 @@ pub enum RecorderChange {
         #[serde(with = "sinkrate_model::units::seconds")]
         every_s: Duration,
     },
+    /// Each stream's file preallocated to what the run will write (sized per run).
+    Preallocate,
+    /// A whole frame per write call instead of small writes (stdio-sized buffering).
+    WholeFrameWrites,
 }
 
 impl RecorderChange {
@@ -34,6 +38,12 @@ impl RecorderChange {
             RecorderChange::Buffers { buffers } => format!("--buffers {buffers}"),
             RecorderChange::FdatasyncEvery { every_s } => {
                 format!("--fdatasync-every {}s", every_s.as_secs_f64())
+            }
+            RecorderChange::Preallocate => {
+                "--preallocate SIZE (each file to what it will hold)".to_string()
+            }
+            RecorderChange::WholeFrameWrites => {
+                "a whole frame per write call (no --write-size)".to_string()
             }
         }
     }
@@ -58,6 +68,18 @@ impl Candidate {
                 RecorderChange::FdatasyncEvery { every_s } => {
                     s.record.fdatasync_every = Some(*every_s)
                 }
+                RecorderChange::Preallocate => {
+                    // The busiest stream's share for the whole run, and a tenth more.
+                    let secs = s.record.duration.as_secs_f64();
+                    let per_stream = s
+                        .record
+                        .streams
+                        .iter()
+                        .map(|st| st.fps * st.sizes.mean_bytes() * secs * 1.1)
+                        .fold(0.0, f64::max);
+                    s.record.preallocate = Some(per_stream as u64);
+                }
+                RecorderChange::WholeFrameWrites => s.record.write_size = None,
             }
         }
         s
@@ -255,6 +277,31 @@ pub fn candidates(k: &Knobs) -> Vec<Candidate> {
                 vec![RecorderChange::FdatasyncEvery {
                     every_s: Duration::from_secs(1),
                 }],
+            );
+        }
+        // The recorder's other choices; a short budget leaves these (and the queue and mount
+        // after them) out first.
+        if buffered {
+            add(
+                "io_uring writes",
+                Vec::new(),
+                vec![RecorderChange::WriteMode {
+                    mode: WriteMode::Uring,
+                }],
+            );
+        }
+        if base.record.preallocate.is_none() {
+            add(
+                "preallocated files",
+                Vec::new(),
+                vec![RecorderChange::Preallocate],
+            );
+        }
+        if base.record.write_size.is_some_and(|w| w < 64 << 10) {
+            add(
+                "whole-frame writes",
+                Vec::new(),
+                vec![RecorderChange::WholeFrameWrites],
             );
         }
     }

@@ -325,7 +325,7 @@ pub fn search(
             ));
         }
     }
-    if cfg.system && buffered {
+    if cfg.system && buffered && cfg.target.as_ref().is_some_and(|t| t.fs_type == "ext4") {
         notes.push(
             "data=writeback was not tried: it cannot change on a remount (mount the card with it to try it, and it loses the order of data and metadata on a power cut)".into(),
         );

@@ -102,8 +102,10 @@ pub fn run(
     };
     let trial = match workload {
         Workload::Record(base) => {
-            let mut s = candidate.session(base);
-            s.record.duration = duration;
+            // The run's length first: a change sized by it (preallocation) reads it.
+            let mut base = base.clone();
+            base.record.duration = duration;
+            let s = candidate.session(&base);
             let mut tick = |live: &LiveStatus| {
                 if stop.load(Ordering::Relaxed) || judge(live.frames_dropped) {
                     run_stop.store(true, Ordering::Relaxed);
