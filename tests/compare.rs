@@ -10,16 +10,7 @@ use std::process::Command;
 use common::sinkrate_path;
 
 fn compare(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(sinkrate_path())
-        .arg("compare")
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::sinkrate_sub("compare", args)
 }
 
 /// A short real recording into `dir`, its JSON written to `json`.

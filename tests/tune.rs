@@ -19,16 +19,18 @@ fn serial(test: &str, tools: &[&str], f: impl FnOnce()) {
 }
 
 fn tune(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(sinkrate_path())
-        .arg("tune")
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::sinkrate_sub("tune", args)
+}
+
+/// Applies dirty_expire and dirty_writeback through the journal (kept until `tune
+/// restore`): a short writeback cycle brings a search's first flush within seconds.
+fn apply_cycle(expire_cs: &str, writeback_cs: &str) {
+    let (code, _, err) = tune(&[
+        "apply",
+        &format!("vm.dirty_expire_centisecs={expire_cs}"),
+        &format!("vm.dirty_writeback_centisecs={writeback_cs}"),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
 }
 
 /// Every file of /proc/sys/vm with its value: what a restore must give back whole.
@@ -429,12 +431,7 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
             // The first flush of expired data 6 s in, not 35 s: through the journal, applied,
             // so the search's temporary trials sit on top of it and come back to it.
             let _restore = RestoreAtEnd;
-            let (code, _, err) = tune(&[
-                "apply",
-                "vm.dirty_expire_centisecs=500",
-                "vm.dirty_writeback_centisecs=100",
-            ]);
-            assert_eq!(code, Some(0), "{err}");
+            apply_cycle("500", "100");
             let before = vm_snapshot();
             let (code, out, err) = tune(&[
                 "search",
@@ -508,12 +505,7 @@ fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command(
             let original = vm_snapshot();
             let _restore = RestoreAtEnd;
             // A short cycle, applied, so the first trial with system settings comes soon.
-            let (code, _, err) = tune(&[
-                "apply",
-                "vm.dirty_expire_centisecs=300",
-                "vm.dirty_writeback_centisecs=100",
-            ]);
-            assert_eq!(code, Some(0), "{err}");
+            apply_cycle("300", "100");
             let before = vm_snapshot();
             let mut child = Command::new(sinkrate_path())
                 .args(["tune", "search"])
@@ -789,12 +781,7 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
             let _restore = RestoreAtEnd;
             // 100/100 already in force: a short cycle, and the search's own 100/100
             // candidate is the baseline again (named, not run).
-            let (code, _, err) = tune(&[
-                "apply",
-                "vm.dirty_expire_centisecs=100",
-                "vm.dirty_writeback_centisecs=100",
-            ]);
-            assert_eq!(code, Some(0), "{err}");
+            apply_cycle("100", "100");
             let before = vm_snapshot();
             let mount_before = mountinfo_line(fs.path());
             let queue_before = (

@@ -322,6 +322,20 @@ impl Drop for WriteThrottle {
     }
 }
 
+/// `sinkrate SUBCOMMAND ARGS`: its exit code, standard output and standard error.
+pub fn sinkrate_sub(subcommand: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(sinkrate_path())
+        .arg(subcommand)
+        .args(args)
+        .output()
+        .expect("sinkrate runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub fn sinkrate_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("sinkrate")
 }
