@@ -83,7 +83,7 @@ pub fn compare(
         return Err(CompareError::Nothing(if unreadable.is_empty() {
             "no runs given".into()
         } else {
-            unreadable.join("; ")
+            format!("none of the {} file(s) could be read", unreadable.len())
         }));
     }
     let recordings = runs
