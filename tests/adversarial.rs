@@ -14,15 +14,7 @@ use common::{sinkrate_path, with_root};
 const EMULATE_TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
 
 fn sinkrate(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(sinkrate_path())
-        .args(args)
-        .output()
-        .expect("sinkrate runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::sinkrate_out(args)
 }
 
 /// `sinkrate emulate up MP --size 64M --write-rate 20M EXTRA...`.

@@ -611,15 +611,18 @@ fn persist_fstab_edits_the_mount_line_after_the_remount_and_restore_puts_it_back
             std::fs::write(&fstab, &original).expect("fstab");
             let mount_before = mountinfo_line(fs.path());
             let f = fstab.to_str().expect("utf8");
-            let (code, out, err) = tune(&[
-                "apply",
-                "--path",
-                mp,
-                "--persist-fstab",
-                "--fstab",
-                f,
-                "mount:noatime",
-            ]);
+            let noatime_into_fstab = || {
+                tune(&[
+                    "apply",
+                    "--path",
+                    mp,
+                    "--persist-fstab",
+                    "--fstab",
+                    f,
+                    "mount:noatime",
+                ])
+            };
+            let (code, out, err) = noatime_into_fstab();
             assert_eq!(code, Some(0), "{err}{out}");
             assert!(mountinfo_line(fs.path()).contains("noatime"));
             let edited = std::fs::read_to_string(&fstab).expect("edited");
@@ -640,15 +643,7 @@ fn persist_fstab_edits_the_mount_line_after_the_remount_and_restore_puts_it_back
             // user is told what to add.
             let other = "proc /proc proc defaults 0 0\n";
             std::fs::write(&fstab, other).expect("fstab");
-            let (code, out, err) = tune(&[
-                "apply",
-                "--path",
-                mp,
-                "--persist-fstab",
-                "--fstab",
-                f,
-                "mount:noatime",
-            ]);
+            let (code, out, err) = noatime_into_fstab();
             assert_eq!(code, Some(0), "{err}");
             assert!(out.contains("has no line for"), "{out}");
             assert_eq!(std::fs::read_to_string(&fstab).expect("fstab"), other);

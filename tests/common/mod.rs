@@ -324,8 +324,14 @@ impl Drop for WriteThrottle {
 
 /// `sinkrate SUBCOMMAND ARGS`: its exit code, standard output and standard error.
 pub fn sinkrate_sub(subcommand: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec![subcommand];
+    all.extend_from_slice(args);
+    sinkrate_out(&all)
+}
+
+/// `sinkrate ARGS`: its exit code, standard output and standard error.
+pub fn sinkrate_out(args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(sinkrate_path())
-        .arg(subcommand)
         .args(args)
         .output()
         .expect("sinkrate runs");
