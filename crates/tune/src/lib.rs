@@ -4,5 +4,6 @@
 //! follows the objective (no drops, then worst write and lateness, CPU, data at risk).
 
 pub mod candidates;
+pub mod rank;
 pub mod search;
 pub mod workload;

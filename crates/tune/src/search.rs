@@ -12,15 +12,12 @@ use sinkrate_model::Verdict;
 use sinkrate_settings::{Journal, Temporary};
 
 use crate::candidates::{candidates, Candidate, Knobs, QueueMount};
+use crate::rank::{better, compare, rank, score};
+pub use crate::rank::{Comparison, Scored};
 pub use crate::workload::{SearchError, Trial, Workload};
-use sinkrate_stats::bootstrap::{relative_change, Change};
 
 /// Seconds past the first flush of expired data that a screening run records.
 const PAST_FIRST_FLUSH_S: f64 = 10.0;
-/// Latencies up to this many milliseconds are alike, and above it those within this share
-/// of each other (by band): run-to-run noise on a card, not a difference between candidates.
-const NOISE_MS: f64 = 5.0;
-const NOISE_SHARE: f64 = 0.2;
 /// The shortest screening run: with writeback every second the first flush comes at once,
 /// and the stalls that remain (hundreds of ms every few seconds) need some seconds to show.
 const MIN_SCREEN_S: f64 = 20.0;
@@ -41,34 +38,6 @@ pub struct SearchConfig {
     pub target: Option<QueueMount>,
     /// The journal temporary settings go through.
     pub journal: Journal,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Scored {
-    pub candidate: Candidate,
-    pub trials: Vec<Trial>,
-    /// Fewer confirmation runs than `runs_per_candidate`: it was not the leader (or the
-    /// baseline), or was clearly worse after its screening run.
-    pub screened_only: bool,
-    pub drops_per_run: f64,
-    /// Dropped frames as a share of those offered, over every run (0 when not counted).
-    #[serde(default)]
-    pub dropped_share: f64,
-    pub worst_write_ms: Option<f64>,
-    pub p99_lateness_ms: Option<f64>,
-    pub cpu_s: f64,
-    pub peak_dirty_bytes: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub baseline: String,
-    pub winner: String,
-    pub drops: (f64, f64),
-    pub worst_write: Option<Change>,
-    pub p99_lateness: Option<Change>,
-    /// The sentence a person reads.
-    pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -134,98 +103,6 @@ pub enum Event {
         label: String,
         trial: Box<Trial>,
     },
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
-}
-
-fn score(candidate: Candidate, trials: Vec<Trial>, screened_only: bool) -> Scored {
-    let n = trials.len().max(1) as f64;
-    let offered: u64 = trials.iter().map(|t| t.frames_offered).sum();
-    let dropped: u64 = trials.iter().map(|t| t.frames_dropped).sum();
-    Scored {
-        drops_per_run: dropped as f64 / n,
-        dropped_share: if offered > 0 {
-            dropped as f64 / offered as f64
-        } else {
-            dropped as f64 / n
-        },
-        worst_write_ms: median(trials.iter().filter_map(|t| t.worst_write_ms).collect()),
-        p99_lateness_ms: median(trials.iter().filter_map(|t| t.p99_lateness_ms).collect()),
-        cpu_s: median(trials.iter().map(|t| t.cpu_s).collect()).unwrap_or(0.0),
-        peak_dirty_bytes: trials.iter().filter_map(|t| t.peak_dirty_bytes).max(),
-        candidate,
-        trials,
-        screened_only,
-    }
-}
-
-fn fell_behind(s: &Scored) -> usize {
-    s.trials
-        .iter()
-        .filter(|t| t.verdict == Verdict::FallingBehind)
-        .count()
-}
-
-/// The objective, in order: no failed run; no dropped frames (and no falling behind); the
-/// lowest worst write, then p99 lateness (when known); the least throttling; the least
-/// writer + flusher CPU; the least data at risk.
-fn better(a: &Scored, b: &Scored, runs: usize) -> std::cmp::Ordering {
-    let failed = |s: &Scored| s.trials.iter().any(|t| t.verdict == Verdict::Failed);
-    let opt = |x: Option<f64>, y: Option<f64>| match (x, y) {
-        (Some(x), Some(y)) => x.total_cmp(&y),
-        _ => std::cmp::Ordering::Equal,
-    };
-    // Latencies in the same band of run-to-run noise are a tie: a 2 ms and a 3 ms worst
-    // write say the same, and a search that chased the difference would confirm neither.
-    // Bands (not a tolerance between pairs) keep the order total, as sorting needs.
-    let band = |x: f64| {
-        if x <= NOISE_MS {
-            0
-        } else {
-            1 + ((x / NOISE_MS).ln() / (1.0 + NOISE_SHARE).ln()) as i64
-        }
-    };
-    let latency = |x: Option<f64>, y: Option<f64>| match (x, y) {
-        (Some(x), Some(y)) => band(x).cmp(&band(y)),
-        _ => std::cmp::Ordering::Equal,
-    };
-    let throttled = |s: &Scored| median(s.trials.iter().map(|t| t.throttled_s).collect());
-    let confirmed = |s: &Scored| s.trials.iter().filter(|t| t.confirmation).count().min(runs);
-    failed(a)
-        .cmp(&failed(b))
-        .then(a.dropped_share.total_cmp(&b.dropped_share))
-        .then(fell_behind(a).cmp(&fell_behind(b)))
-        // Equally free of drops: the one proven in its full-length runs comes before one
-        // that only looked better in fewer (it is confirmed next, if time is left).
-        .then(confirmed(b).cmp(&confirmed(a)))
-        .then(latency(a.worst_write_ms, b.worst_write_ms))
-        .then(latency(a.p99_lateness_ms, b.p99_lateness_ms))
-        .then(opt(throttled(a), throttled(b)))
-        .then(a.cpu_s.total_cmp(&b.cpu_s))
-        .then(a.peak_dirty_bytes.cmp(&b.peak_dirty_bytes))
-}
-
-/// Candidate indices that have run, best first, by the objective over their runs so far.
-fn rank(chosen: &[Candidate], trials: &[Vec<Trial>], runs: usize) -> Vec<usize> {
-    let scored: Vec<Scored> = chosen
-        .iter()
-        .zip(trials)
-        .map(|(c, t)| score(c.clone(), t.clone(), false))
-        .collect();
-    let mut order: Vec<usize> = (0..chosen.len())
-        .filter(|k| !trials[*k].is_empty())
-        .collect();
-    order.sort_by(|a, b| better(&scored[*a], &scored[*b], runs));
-    if order.is_empty() {
-        order.push(0);
-    }
-    order
 }
 
 /// How long each kind of run of a candidate lasts.
@@ -586,89 +463,5 @@ pub fn search(
         notes,
         interrupted,
         failed,
-    })
-}
-
-fn compare(base: &Scored, winner: &Scored) -> Option<Comparison> {
-    if base.candidate == winner.candidate {
-        return Some(Comparison {
-            baseline: base.candidate.label.clone(),
-            winner: winner.candidate.label.clone(),
-            drops: (base.drops_per_run, winner.drops_per_run),
-            worst_write: None,
-            p99_lateness: None,
-            text: "no candidate did better than the configuration as it is".into(),
-        });
-    }
-    // Full-length runs against full-length runs; screening runs only when there are none.
-    let runs_of = |s: &Scored| -> Vec<Trial> {
-        let full: Vec<Trial> = s
-            .trials
-            .iter()
-            .filter(|t| t.confirmation)
-            .cloned()
-            .collect();
-        if full.is_empty() {
-            s.trials.clone()
-        } else {
-            full
-        }
-    };
-    let (base_runs, winner_runs) = (runs_of(base), runs_of(winner));
-    let of = |t: &[Trial], f: fn(&Trial) -> Option<f64>| t.iter().filter_map(f).collect::<Vec<_>>();
-    let worst = relative_change(
-        &of(&base_runs, |t| t.worst_write_ms),
-        &of(&winner_runs, |t| t.worst_write_ms),
-    );
-    let late = relative_change(
-        &of(&base_runs, |t| t.p99_lateness_ms),
-        &of(&winner_runs, |t| t.p99_lateness_ms),
-    );
-    let offered = |t: &[Trial]| t.iter().map(|t| t.frames_offered).sum::<u64>();
-    let dropped = |t: &[Trial]| t.iter().map(|t| t.frames_dropped).sum::<u64>();
-    let seconds = |t: &[Trial]| t.iter().map(|t| t.duration_s).sum::<f64>();
-    let mut text = if offered(&base_runs) > 0 {
-        format!(
-            "{} against the baseline: {} of {} frames dropped in {} run(s) of {:.0} s vs {} of {} in {}",
-            winner.candidate.label,
-            dropped(&winner_runs),
-            offered(&winner_runs),
-            winner_runs.len(),
-            seconds(&winner_runs) / winner_runs.len().max(1) as f64,
-            dropped(&base_runs),
-            offered(&base_runs),
-            base_runs.len(),
-        )
-    } else {
-        format!(
-            "{} against the baseline ({} vs {} run(s))",
-            winner.candidate.label,
-            winner_runs.len(),
-            base_runs.len()
-        )
-    };
-    if let Some(w) = &worst {
-        text.push_str(&format!(
-            "; worst write {:+.0}% (95% CI {:+.0}% to {:+.0}%, {} vs {} runs)",
-            w.change_pct, w.ci_low_pct, w.ci_high_pct, w.runs.1, w.runs.0
-        ));
-        if w.runs.0 < 3 || w.runs.1 < 3 {
-            text.push_str(", too few runs for the interval to mean much");
-        }
-    }
-    // Lateness under a millisecond on both sides is no lateness to speak of.
-    if let Some(l) = late.as_ref().filter(|l| l.a_mean.max(l.b_mean) >= 1.0) {
-        text.push_str(&format!(
-            "; p99 lateness {:+.0}% (95% CI {:+.0}% to {:+.0}%)",
-            l.change_pct, l.ci_low_pct, l.ci_high_pct
-        ));
-    }
-    Some(Comparison {
-        baseline: base.candidate.label.clone(),
-        winner: winner.candidate.label.clone(),
-        drops: (base.drops_per_run, winner.drops_per_run),
-        worst_write: worst,
-        p99_lateness: late,
-        text,
     })
 }
