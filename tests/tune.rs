@@ -926,6 +926,11 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
                 err.contains("give the recorder's command after --"),
                 "{err}"
             );
+            let job_arg = job.to_str().expect("utf8");
+            let (code, _, err) =
+                tune(&["search", path, "--job", job_arg, "--confirm-duration", "5s"]);
+            assert_eq!(code, Some(2));
+            assert!(err.contains("runtime="), "{err}");
             let (code, _, err) = tune(&["search", path, "--", "--duration", "5s"]);
             assert_eq!(code, Some(2));
             assert!(

@@ -261,9 +261,10 @@ pub struct TuneSearchArgs {
     /// out to fit, and named)
     #[arg(long, default_value = "10m", value_parser = values::duration_value)]
     pub budget: std::time::Duration,
-    /// The length of a confirmation run (at least the writeback cycle plus 10 s)
-    #[arg(long, default_value = "60s", value_parser = values::duration_value)]
-    pub confirm_duration: std::time::Duration,
+    /// The length of a full-length run (default 60s; at least the writeback cycle plus 10 s;
+    /// not with --job, whose runs are as its runtime= says)
+    #[arg(long, value_name = "DURATION", value_parser = values::duration_value)]
+    pub confirm_duration: Option<std::time::Duration>,
     /// The workload is this bench (fio) job file, run in PATH, not a recording
     #[arg(long, value_name = "FILE", conflicts_with = "exec")]
     pub job: Option<PathBuf>,

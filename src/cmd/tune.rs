@@ -185,6 +185,9 @@ fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
     Ok(report)
 }
 
+/// The length of a full-length run of tune search unless --confirm-duration says.
+const DEFAULT_CONFIRM: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// dual-1080p30, check's default profile: the rate a fresh audit's findings are judged for.
 const DEFAULT_STREAM_BYTES_PER_S: f64 = 3e6;
 
@@ -202,6 +205,12 @@ fn workload(args: &TuneSearchArgs) -> Result<Workload> {
     use crate::cli::record_config::{names_streams, refuse_own_flags};
     let dir = args.path.clone();
     if let Some(file) = &args.job {
+        if args.confirm_duration.is_some() {
+            return Err(anyhow!(
+                "--confirm-duration: a job file runs as it is written; set its length with runtime= (and time_based) in {}",
+                file.display()
+            ));
+        }
         if !args.record_flags.is_empty() {
             return Err(anyhow!(
                 "--job: the job file is the whole workload; nothing goes after -- (got {})",
@@ -364,7 +373,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         workload,
         runs: args.runs,
         budget: args.budget,
-        confirm: args.confirm_duration,
+        confirm: args.confirm_duration.unwrap_or(DEFAULT_CONFIRM),
         system: root,
         target,
         journal: journal.clone(),
