@@ -119,12 +119,7 @@ fn queue_and_mount_settings_of_a_real_device_come_back_exactly() {
         &["mkfs.ext4"],
         || {
             let fs = ScratchFs::new("128M", "ext4", "relatime");
-            let device = fs
-                .device
-                .file_name()
-                .expect("name")
-                .to_string_lossy()
-                .into_owned();
+            let device = fs.device_name();
             let mount_before = mountinfo_line(fs.path());
             let queue_before: Vec<String> = ["read_ahead_kb", "max_sectors_kb", "nr_requests"]
                 .iter()
@@ -763,12 +758,7 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
         &["mkfs.ext4", "python3"],
         || {
             let fs = ScratchFs::new("256M", "ext4", "relatime");
-            let device = fs
-                .device
-                .file_name()
-                .expect("name")
-                .to_string_lossy()
-                .into_owned();
+            let device = fs.device_name();
             let scripts = tempfile::tempdir().expect("tempdir");
             let recorder = scripts.path().join("own_recorder.py");
             std::fs::write(&recorder, OWN_RECORDER).expect("script");

@@ -170,6 +170,15 @@ impl ScratchFs {
     pub fn path(&self) -> &Path {
         self.mountpoint.path()
     }
+
+    /// The loop device's name (`loop3`), as /sys/block knows it.
+    pub fn device_name(&self) -> String {
+        self.device
+            .file_name()
+            .expect("a device path")
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 impl Drop for ScratchFs {
