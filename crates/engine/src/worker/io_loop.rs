@@ -421,7 +421,6 @@ impl Loop<'_> {
                 slots[slot] = (p, prep, prep);
                 self.issued_total[d] += 1;
                 self.issued_bytes[d] += p.len as u64;
-                self.issued_bytes[d] += p.len as u64;
                 self.pass_issued += p.len as u64;
                 match backend.submit(&req) {
                     Ok(Submitted::Queued) => {
