@@ -22,6 +22,16 @@ fn tune(args: &[&str]) -> (Option<i32>, String, String) {
     common::sinkrate_sub("tune", args)
 }
 
+/// What an emulated card needs.
+const EMULATE_TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
+
+/// `tune restore`, then all of /proc/sys/vm as it was before the test.
+fn restore_to(original: &[(String, String)]) {
+    let (code, _, err) = tune(&["restore"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(vm_snapshot(), original);
+}
+
 /// Applies dirty_expire and dirty_writeback through the journal (kept until `tune
 /// restore`): a short writeback cycle brings a search's first flush within seconds.
 fn apply_cycle(expire_cs: &str, writeback_cs: &str) {
@@ -412,7 +422,7 @@ impl Drop for RestoreAtEnd {
 fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_was() {
     serial(
         "search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_was",
-        &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"],
+        EMULATE_TOOLS,
         || {
             let card = common::SlowDev::new(&[
                 "--write-rate",
@@ -483,9 +493,7 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
                     .all(|f| !f.starts_with("sinkrate")),
                 "no recording left"
             );
-            let (code, _, err) = tune(&["restore"]);
-            assert_eq!(code, Some(0), "{err}");
-            assert_eq!(vm_snapshot(), original);
+            restore_to(&original);
         },
     );
 }
@@ -494,7 +502,7 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
 fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command() {
     serial(
         "a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command",
-        &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"],
+        EMULATE_TOOLS,
         || {
             let card = common::SlowDev::new(&["--write-rate", "10MB", "--size", "512M"]);
             let original = vm_snapshot();
@@ -539,9 +547,7 @@ fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command(
             for f in common::files_in(card.path()) {
                 let _ = std::fs::remove_file(card.path().join(f));
             }
-            let (code, _, err) = tune(&["restore"]);
-            assert_eq!(code, Some(0), "{err}");
-            assert_eq!(vm_snapshot(), original);
+            restore_to(&original);
         },
     );
 }
@@ -550,7 +556,7 @@ fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command(
 fn a_search_whose_workload_fails_says_so_and_exits_2() {
     serial(
         "a_search_whose_workload_fails_says_so_and_exits_2",
-        &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"],
+        EMULATE_TOOLS,
         || {
             // Every write fails with EIO: the baseline fails, so nothing can be compared.
             let card = common::SlowDev::new(&[
@@ -844,9 +850,7 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
             }
             // restore: every value sinkrate touched, all of vm, the mount and the queue as
             // they were before the test.
-            let (code, _, err) = tune(&["restore"]);
-            assert_eq!(code, Some(0), "{err}");
-            assert_eq!(vm_snapshot(), original);
+            restore_to(&original);
             assert_eq!(mountinfo_line(fs.path()), mount_before, "mount options");
             assert_eq!(
                 (

@@ -159,17 +159,12 @@ pub fn compare(
 fn row_labels(groups: &[(String, Vec<Run>)], given: &[String]) -> Vec<String> {
     let configs: Vec<&BTreeMap<String, String>> =
         groups.iter().map(|(_, r)| &r[0].config).collect();
-    let keys: Vec<&String> = configs.iter().flat_map(|c| c.keys()).collect();
-    let differing: Vec<&String> = keys
+    // In key order, each once: labels read the same way on every row.
+    let differing: std::collections::BTreeSet<&String> = configs
         .iter()
-        .copied()
+        .flat_map(|c| c.keys())
         .filter(|k| configs.iter().any(|c| c.get(*k) != configs[0].get(*k)))
-        .fold(Vec::new(), |mut acc, k| {
-            if !acc.contains(&k) {
-                acc.push(k);
-            }
-            acc
-        });
+        .collect();
     groups
         .iter()
         .enumerate()

@@ -262,14 +262,7 @@ pub fn run(
         None => None,
     };
     let devices = sinkrate_engine::host::device_names(std::slice::from_ref(&target));
-    let sampler = Sampler::start(
-        SamplerConfig {
-            interval: Duration::from_millis(100),
-            devices,
-            hogs: true,
-        },
-        cfg.duration,
-    );
+    let sampler = Sampler::start(SamplerConfig::recording(devices), cfg.duration);
     let started_unix_ms = sinkrate_engine::host::unix_ms_now();
     let mut record_cfg = cfg.clone();
     record_cfg.frame_records = true;
@@ -547,13 +540,7 @@ fn judge(
             device_busy_fraction,
             device_rate_while_busy_bytes_per_s: device_rate_while_busy,
             writer_cpu_s: sum(|r| r.writer_cpu_ns) as f64 / 1e9,
-            flusher_cpu_s: sampled
-                .hogs
-                .iter()
-                .filter(|h| h.name.contains("flush"))
-                .map(|h| h.cpu_seconds)
-                // An empty f64 sum is -0.0, which would print as "-0.00" CPU seconds.
-                .fold(0.0, |a, b| a + b),
+            flusher_cpu_s: sampled.flusher_cpu_s(),
             final_flush_s,
             write_latency_ns: LatencyDistribution::of(&total_lat),
             lateness_ns: LatencyDistribution::of(&total_late),

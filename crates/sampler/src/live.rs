@@ -62,6 +62,18 @@ impl Default for SamplerConfig {
     }
 }
 
+impl SamplerConfig {
+    /// What a recording is watched with: ten samples a second of `devices`, and the busiest
+    /// threads (the flushers among them).
+    pub fn recording(devices: Vec<String>) -> SamplerConfig {
+        SamplerConfig {
+            devices,
+            hogs: true,
+            ..SamplerConfig::default()
+        }
+    }
+}
+
 /// Reads one sample at a time; used directly by `watch` and from a thread by [`Sampler`].
 pub struct SamplerCore {
     meminfo: Option<ProcFile>,
@@ -203,6 +215,19 @@ pub struct SamplerOutput {
     pub devices: Vec<String>,
     pub notes: Vec<String>,
     pub hogs: Vec<Hog>,
+}
+
+impl SamplerOutput {
+    /// CPU seconds of the kernel's flusher threads among the busiest seen (seed 001's
+    /// spikes).
+    pub fn flusher_cpu_s(&self) -> f64 {
+        self.hogs
+            .iter()
+            .filter(|h| h.name.contains("flush"))
+            .map(|h| h.cpu_seconds)
+            // An empty f64 sum is -0.0, which would print as "-0.00" CPU seconds.
+            .fold(0.0, |a, b| a + b)
+    }
 }
 
 /// The sampler on its own thread, on an absolute schedule (no drift over hours).

@@ -170,23 +170,7 @@ fn record_trial(run: &sinkrate_record::report::RecordRun) -> Trial {
 }
 
 fn sampler_for(devices: Vec<String>, expected: Duration) -> Sampler {
-    Sampler::start(
-        SamplerConfig {
-            interval: Duration::from_millis(100),
-            devices,
-            hogs: true,
-        },
-        expected,
-    )
-}
-
-/// The kernel's flusher threads' CPU seconds, from the sampler's busiest threads.
-fn flusher_cpu_s(out: &sinkrate_sampler::SamplerOutput) -> f64 {
-    out.hogs
-        .iter()
-        .filter(|h| h.name.contains("flush"))
-        .map(|h| h.cpu_seconds)
-        .fold(0.0, |a, b| a + b)
+    Sampler::start(SamplerConfig::recording(devices), expected)
 }
 
 fn job_trial(
@@ -250,7 +234,7 @@ fn job_trial(
         worst_write_ms: (writes.count() > 0).then(|| summary_ms(100.0)),
         p99_write_ms: (writes.count() > 0).then(|| summary_ms(99.0)),
         p99_lateness_ms: (writes.count() > 0).then(|| summary_ms(99.0)),
-        cpu_s: cpu_s + flusher_cpu_s(&sampled),
+        cpu_s: cpu_s + sampled.flusher_cpu_s(),
         peak_dirty_bytes: summary.peak_dirty_writeback_bytes,
         throttled_s: summary.throttled_seconds,
         duration_s: run.elapsed_ns as f64 / 1e9,
@@ -398,7 +382,7 @@ fn exec_trial(
         worst_write_ms: None,
         p99_write_ms: None,
         p99_lateness_ms: None,
-        cpu_s: (children_cpu_s() - cpu_before).max(0.0) + flusher_cpu_s(&sampled),
+        cpu_s: (children_cpu_s() - cpu_before).max(0.0) + sampled.flusher_cpu_s(),
         peak_dirty_bytes: summary.peak_dirty_writeback_bytes,
         throttled_s: summary.throttled_seconds,
         duration_s: elapsed.as_secs_f64(),
