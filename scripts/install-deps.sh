@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what sinkrate needs to build and what its tests use, on Debian, as root.
 #   scripts/install-deps.sh          build dependencies only
-#   scripts/install-deps.sh --test   also fio, mkfs tools, nbdkit/nbdfuse, fuse3 for the tests
+#   scripts/install-deps.sh --test   also fio, mkfs tools, nbdkit/nbdfuse, fuse3, and headless
+#                                    Chromium (renders the HTML reports) for the tests
 set -euo pipefail
 
 want_test=0
@@ -9,7 +10,7 @@ want_test=0
 
 packages=(build-essential pkg-config util-linux)
 if [ "$want_test" = 1 ]; then
-  packages+=(fio e2fsprogs xfsprogs btrfs-progs dosfstools nbdkit libnbd-bin fuse3 fdisk procps)
+  packages+=(fio e2fsprogs xfsprogs btrfs-progs dosfstools nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core)
 fi
 
 missing=()

@@ -97,6 +97,7 @@ fn run() -> Result<ExitCode> {
         Command::Audit(args) => cmd::audit::run(*args),
         Command::Check(args) => cmd::check::run(*args),
         Command::Compare(args) => cmd::compare::run(*args),
+        Command::Report(args) => cmd::report::run(*args),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),
         Command::Man => cmd::docs::man().map(|()| ExitCode::SUCCESS),
     }

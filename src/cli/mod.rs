@@ -81,6 +81,10 @@ pub enum Command {
     /// against the baseline with a 95% interval and a p-value
     #[command(after_help = COMPARE_EXAMPLES)]
     Compare(Box<CompareArgs>),
+    /// Pictures of what happened: one self-contained HTML file of any run (and of fio's
+    /// JSON), several runs overlaid; PNG files of the main charts with --png
+    #[command(after_help = REPORT_EXAMPLES)]
+    Report(Box<ReportArgs>),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout
     #[command(
         after_help = "Example:\n  sinkrate completions bash > /etc/bash_completion.d/sinkrate"
@@ -173,6 +177,41 @@ pub enum TuneAction {
         #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
     },
+}
+
+pub const REPORT_EXAMPLES: &str = "\
+Examples:
+  # The pictures of a recording: writes rec.html beside it
+  sinkrate record --dir /media/sd --output rec.json && sinkrate report rec.json
+  # Two runs overlaid in one report, and the main charts as PNG files for a ticket
+  sinkrate report buffered.json direct.json -o buffered-vs-direct.html --png plots/
+  # fio's own JSON gets the pictures too
+  fio job.fio --output-format=json > fio.json && sinkrate report fio.json
+  # Straight from a run
+  sinkrate check /media/sd --report sd.html
+The file is self-contained (scripts, styles and data inline; it makes no request), so it
+opens from an email attachment or a CI artifact. An existing file is replaced only with
+--force.";
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Result files: any sinkrate run's JSON (check, record, bench, watch, audit, tune, ...)
+    /// or fio's --output-format=json; several are overlaid
+    #[arg(required = true, value_name = "RUN.json")]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML file to write ("-": standard output); default: the first input's name
+    /// with .html
+    #[arg(short, long, value_name = "FILE.html")]
+    pub output: Option<PathBuf>,
+    /// Replace the output file (and PNG files) if they exist
+    #[arg(long)]
+    pub force: bool,
+    /// Also write the main charts as PNG files into DIR (created if absent)
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+    /// A label for each input, in order (default: the file's name)
+    #[arg(long, value_name = "NAME")]
+    pub label: Vec<String>,
 }
 
 pub const COMPARE_EXAMPLES: &str = "\
@@ -425,6 +464,10 @@ pub struct RecordArgs {
     /// Write the result to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the run's HTML report (charts of what happened; see sinkrate report) to
+    /// FILE.html, replacing it as --output does
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Keep the recorded files (removed by default)
     #[arg(long)]
     pub keep: bool,
@@ -526,6 +569,10 @@ pub struct CheckArgs {
     /// current directory, or in /tmp when that is not writable)
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the run's HTML report (charts of what happened; see sinkrate report) to
+    /// FILE.html, replacing it as --output does
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Print the full report as JSON on standard output instead of the table
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
@@ -561,6 +608,10 @@ pub struct WatchArgs {
     /// Write the result to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the run's HTML report (charts of what happened; see sinkrate report) to
+    /// FILE.html, replacing it as --output does
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Also write every sample to FILE as CSV
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
@@ -663,6 +714,10 @@ pub struct BenchArgs {
     /// Write the results to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the run's HTML report (charts of what happened; see sinkrate report) to
+    /// FILE.html, replacing it as --output does
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
 
     /// Check job files and options, print the resolved jobs, and do no I/O
     #[arg(long)]

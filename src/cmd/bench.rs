@@ -106,6 +106,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if let Some(p) = &args.output {
         crate::check_output_path("--output", p)?;
     }
+    if let Some(p) = &args.report {
+        crate::check_output_path("--report", p)?;
+    }
     let set = load_jobs(&args)?;
     if args.parse_only {
         for n in &set.notices {
@@ -186,6 +189,10 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
                 .with_context(|| format!("{}: cannot write the results", path.display()))?;
         }
         None => crate::write_stdout(&out)?,
+    }
+    if let Some(p) = &args.report {
+        let json = BenchJson { plus: false }.export(&result)?;
+        super::report::write_for_run(&json, "bench", p)?;
     }
     for job in &run.jobs {
         if let Some(t) = &job.error_text {

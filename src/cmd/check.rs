@@ -79,6 +79,9 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if let Some(p) = &args.output {
         crate::check_output_path("--output", p)?;
     }
+    if let Some(p) = &args.report {
+        crate::check_output_path("--report", p)?;
+    }
     let recording = recording(&args)?;
     if let Err(e) = std::fs::metadata(&args.path) {
         return Err(anyhow!(
@@ -126,5 +129,8 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         .export(&run)?,
     };
     crate::write_stdout(&body)?;
+    if let Some(p) = &args.report {
+        super::report::write_for_run(&Json.export(&run)?, &report.display().to_string(), p)?;
+    }
     Ok(ExitCode::from(run.result.exit_code))
 }

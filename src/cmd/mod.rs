@@ -6,6 +6,7 @@ pub mod docs;
 pub mod emulate;
 pub mod find_max;
 pub mod record;
+pub mod report;
 pub mod tune;
 pub mod watch;
 pub mod watch_tui;

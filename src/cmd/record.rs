@@ -65,6 +65,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     for (flag, p) in [
         ("--output", &args.output),
         ("--frames-log", &args.frames_log),
+        ("--report", &args.report),
     ] {
         if let Some(p) = p {
             crate::check_output_path(flag, p)?;
@@ -105,6 +106,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         Some(p) => sinkrate_sys::output::write(p, &body)
             .with_context(|| format!("{}: cannot write the results", p.display()))?,
         None => crate::write_stdout(&body)?,
+    }
+    if let Some(p) = &args.report {
+        super::report::write_for_run(&Json.export(&run)?, "record", p)?;
     }
     for e in &run.result.errors {
         eprintln!("sinkrate: error: {e}");

@@ -171,6 +171,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         ("--output", &args.output),
         ("--csv", &args.csv),
         ("--prometheus", &args.prometheus),
+        ("--report", &args.report),
     ] {
         if let Some(p) = p {
             crate::check_output_path(flag, p)?;
@@ -208,23 +209,24 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     }
     let interrupted = stop.load(Ordering::Relaxed);
     let exit_code = report.command_exit_code;
+    let mut run = Envelope::new(
+        RunKind::Watch,
+        sinkrate_engine::host::host_facts(),
+        started,
+        report,
+    );
+    run.interrupted = interrupted;
     let body = match args.output_format {
-        OutputFormat::Json => {
-            let mut run = Envelope::new(
-                RunKind::Watch,
-                sinkrate_engine::host::host_facts(),
-                started,
-                report,
-            );
-            run.interrupted = interrupted;
-            Json.export(&run)?
-        }
-        OutputFormat::Text => WatchText.export(&report)?,
+        OutputFormat::Json => Json.export(&run)?,
+        OutputFormat::Text => WatchText.export(&run.result)?,
     };
     match &args.output {
         Some(p) => sinkrate_sys::output::write(p, &body)
             .with_context(|| format!("{}: cannot write the results", p.display()))?,
         None => crate::write_stdout(&body)?,
+    }
+    if let Some(p) = &args.report {
+        super::report::write_for_run(&Json.export(&run)?, "watch", p)?;
     }
     Ok(match exit_code {
         Some(c) => ExitCode::from(c.clamp(0, 255) as u8),

@@ -56,22 +56,46 @@ pub struct Run {
     pub seconds: Vec<Second>,
 }
 
-/// Reads `path` into its runs, or says in one line what is wrong with it.
-pub fn load(path: &Path) -> Result<Vec<Run>, String> {
+/// A result file read through the types that wrote it: what `compare` and `report` take in.
+pub enum Document {
+    /// fio's `--output-format=json`, or `sinkrate bench`'s (`ours`), which carries fio's keys;
+    /// `value` keeps what fio's keys do not cover (sinkrate's sampler timeline).
+    Fio {
+        ours: bool,
+        output: FioOutput,
+        value: serde_json::Value,
+    },
+    Record(Box<Envelope<RecordReport>>),
+    Check(Box<Envelope<sinkrate_check::CheckReport>>),
+    /// Another sinkrate result (watch, audit, tune, ...): its kind, checked schema and bytes,
+    /// for the reader that knows its type.
+    Other {
+        kind: String,
+        bytes: Vec<u8>,
+    },
+}
+
+/// Reads `path`, or says in one line what is wrong with it.
+pub fn read(path: &Path) -> Result<Document, String> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+    parse(&name, bytes)
+}
+
+/// Reads a result's JSON (`name` says where it came from in messages).
+pub fn parse(name: &str, bytes: Vec<u8>) -> Result<Document, String> {
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         format!("{name}: not JSON ({e}); expected a sinkrate result or fio's --output-format=json")
     })?;
     if value.get("fio version").is_some() && value.get("jobs").is_some() {
-        let kind = if value.get("schema").is_some() {
-            "bench"
-        } else {
-            "fio"
-        };
-        let out: FioOutput = serde_json::from_value(value)
+        let ours = value.get("schema").is_some();
+        let output: FioOutput = serde_json::from_value(value.clone())
             .map_err(|e| format!("{name}: fio's JSON, but not as fio writes it ({e})"))?;
-        return Ok(bench_runs(&name, kind, &out));
+        return Ok(Document::Fio {
+            ours,
+            output,
+            value,
+        });
     }
     let kind = value
         .get("kind")
@@ -82,20 +106,44 @@ pub fn load(path: &Path) -> Result<Vec<Run>, String> {
         .to_string();
     let bad = |e: sinkrate_model::envelope::ReadError| format!("{name}: {e}");
     match kind.as_str() {
-        "record" => {
-            let run = Envelope::<RecordReport>::from_json(&bytes, RunKind::Record).map_err(bad)?;
-            Ok(vec![recording(&name, "record", &run.result)])
+        "record" => Ok(Document::Record(Box::new(
+            Envelope::<RecordReport>::from_json(&bytes, RunKind::Record).map_err(bad)?,
+        ))),
+        "check" => Ok(Document::Check(Box::new(
+            Envelope::<sinkrate_check::CheckReport>::from_json(&bytes, RunKind::Check)
+                .map_err(bad)?,
+        ))),
+        _ => {
+            let schema = value.get("schema").and_then(|s| s.as_str());
+            if schema != Some(sinkrate_model::SCHEMA) {
+                return Err(bad(match schema {
+                    None => sinkrate_model::envelope::ReadError::NoSchema,
+                    Some(found) => sinkrate_model::envelope::ReadError::UnknownSchema {
+                        found: found.to_string(),
+                    },
+                }));
+            }
+            Ok(Document::Other { kind, bytes })
         }
-        "check" => {
-            let run = Envelope::<sinkrate_check::CheckReport>::from_json(&bytes, RunKind::Check)
-                .map_err(bad)?;
-            let rec = run.result.record.ok_or_else(|| {
+    }
+}
+
+/// Reads `path` into its runs, or says in one line what is wrong with it.
+pub fn load(path: &Path) -> Result<Vec<Run>, String> {
+    let name = path.display().to_string();
+    match read(path)? {
+        Document::Fio { ours, output, .. } => {
+            Ok(bench_runs(&name, if ours { "bench" } else { "fio" }, &output))
+        }
+        Document::Record(run) => Ok(vec![recording(&name, "record", &run.result)]),
+        Document::Check(run) => {
+            let rec = run.result.record.as_ref().ok_or_else(|| {
                 format!("{name}: a check run without its recording test (--quick): nothing to compare")
             })?;
             Ok(vec![recording(&name, "check", &rec.result)])
         }
-        other => Err(format!(
-            "{name}: a {other} result has no runs to compare (compare reads record, check and bench results, and fio's JSON)"
+        Document::Other { kind, .. } => Err(format!(
+            "{name}: a {kind} result has no runs to compare (compare reads record, check and bench results, and fio's JSON)"
         )),
     }
 }
@@ -258,51 +306,56 @@ fn seconds(r: &RecordReport) -> Vec<Second> {
 /// fio's JSON as both fio and `sinkrate bench` write it, read leniently: fio versions differ
 /// in the fields around these.
 #[derive(Debug, Deserialize)]
-struct FioOutput {
+pub struct FioOutput {
+    #[serde(default, rename = "fio version")]
+    pub fio_version: String,
     #[serde(default, rename = "global options")]
-    global_options: IndexMap<String, String>,
-    jobs: Vec<FioJob>,
+    pub global_options: IndexMap<String, String>,
+    pub jobs: Vec<FioJob>,
 }
 
 #[derive(Debug, Deserialize)]
-struct FioJob {
-    jobname: String,
+pub struct FioJob {
+    pub jobname: String,
     #[serde(default, rename = "job options")]
-    job_options: IndexMap<String, String>,
+    pub job_options: IndexMap<String, String>,
     #[serde(default)]
-    read: FioDirection,
+    pub read: FioDirection,
     #[serde(default)]
-    write: FioDirection,
+    pub write: FioDirection,
     #[serde(default)]
-    usr_cpu: f64,
+    pub usr_cpu: f64,
     #[serde(default)]
-    sys_cpu: f64,
+    pub sys_cpu: f64,
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct FioDirection {
+pub struct FioDirection {
     #[serde(default)]
-    io_bytes: u64,
+    pub io_bytes: u64,
     #[serde(default)]
-    bw_bytes: u64,
+    pub bw_bytes: u64,
     #[serde(default)]
-    iops: f64,
+    pub iops: f64,
     #[serde(default)]
-    clat_ns: FioLatency,
+    pub clat_ns: FioLatency,
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct FioLatency {
+pub struct FioLatency {
     #[serde(default)]
-    max: u64,
+    pub min: u64,
     #[serde(default)]
-    mean: f64,
+    pub max: u64,
     #[serde(default)]
-    percentile: Option<IndexMap<String, u64>>,
+    pub mean: f64,
+    #[serde(default)]
+    pub percentile: Option<IndexMap<String, u64>>,
 }
 
 impl FioLatency {
-    fn at(&self, p: f64) -> Option<f64> {
+    /// The percentile `p` (50.0 for the median) in ms, when fio wrote it.
+    pub fn at(&self, p: f64) -> Option<f64> {
         let map = self.percentile.as_ref()?;
         map.iter()
             .find(|(k, _)| k.parse::<f64>().is_ok_and(|q| (q - p).abs() < 1e-6))

@@ -28,6 +28,7 @@ pub struct HogTracker {
     buf: Vec<u8>,
     io_buf: Vec<u8>,
     ticks_per_s: f64,
+    flusher_pct: f64,
 }
 
 impl HogTracker {
@@ -45,6 +46,7 @@ impl HogTracker {
     pub fn scan(&mut self, interval_s: f64) -> Option<(String, f64)> {
         let entries = std::fs::read_dir("/proc").ok()?;
         let mut top: Option<(u32, f64)> = None;
+        self.flusher_pct = 0.0;
         for e in entries.flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
                 continue;
@@ -91,6 +93,9 @@ impl HogTracker {
                 // Kernel workers rename themselves with what they work on (+flush-8:0).
                 entry.name = st.comm.to_string();
             }
+            if is_flusher(&entry.name) {
+                self.flusher_pct += pct;
+            }
             if delta > 0 && top.is_none_or(|(_, p)| pct > p) {
                 top = Some((pid, pct));
             }
@@ -105,12 +110,22 @@ impl HogTracker {
         ))
     }
 
+    /// The flusher threads' CPU over the last scan's interval, percent of one core.
+    pub fn flusher_pct(&self) -> f64 {
+        self.flusher_pct
+    }
+
     pub fn top(&self, n: usize) -> Vec<Hog> {
         let mut v: Vec<Hog> = self.totals.values().cloned().collect();
         v.sort_by(|a, b| b.cpu_seconds.total_cmp(&a.cpu_seconds));
         v.truncate(n);
         v
     }
+}
+
+/// The kernel's writeback workers name what they flush (`kworker/u8:2+flush-8:0`).
+pub fn is_flusher(name: &str) -> bool {
+    name.contains("flush")
 }
 
 fn read_write_bytes(pid: u32, buf: &mut Vec<u8>) -> Option<u64> {

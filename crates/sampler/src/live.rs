@@ -184,7 +184,7 @@ impl SamplerCore {
         if let Some(text) = self.psi_mem.as_mut().and_then(ProcFile::read) {
             raw.psi_mem = pressure::parse(text);
         }
-        let sample = Sample::derive(&raw, self.prev.as_ref(), self.page_size);
+        let mut sample = Sample::derive(&raw, self.prev.as_ref(), self.page_size);
         self.prev = Some(raw);
         if let Some(h) = self.hogs.as_mut() {
             let due = self
@@ -197,6 +197,7 @@ impl SamplerCore {
                     .unwrap_or(1.0);
                 self.top_hog = h.scan(interval);
                 self.last_hog_scan = Some(Instant::now());
+                sample.flusher_cpu_pct = Some(h.flusher_pct());
             }
         }
         sample
@@ -223,7 +224,7 @@ impl SamplerOutput {
     pub fn flusher_cpu_s(&self) -> f64 {
         self.hogs
             .iter()
-            .filter(|h| h.name.contains("flush"))
+            .filter(|h| crate::hogs::is_flusher(&h.name))
             .map(|h| h.cpu_seconds)
             // An empty f64 sum is -0.0, which would print as "-0.00" CPU seconds.
             .fold(0.0, |a, b| a + b)

@@ -84,6 +84,11 @@ pub struct Sample {
     pub psi_io_full_pct: Option<f64>,
     pub psi_memory_some_pct: Option<f64>,
     pub psi_memory_full_pct: Option<f64>,
+    /// The kernel's flusher threads' CPU (`kworker/*+flush-*`), percent of one core, over
+    /// the last hog scan (once a second; absent on the samples in between and when
+    /// processes are not scanned). Seed 001's spikes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flusher_cpu_pct: Option<f64>,
 }
 
 impl Sample {

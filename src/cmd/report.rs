@@ -1,0 +1,135 @@
+//! `sinkrate report RUN.json...`: the files read (an unreadable one named, the others still
+//! used), the page built from their typed results, written as one HTML file and, with
+//! `--png`, the main charts as PNG files. `--report FILE` on check, record, bench and watch
+//! comes through [`write_for_run`].
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context, Result};
+use sinkrate_model::TOOL_VERSION;
+use sinkrate_plots::Input;
+
+use crate::cli::ReportArgs;
+
+pub fn run(args: ReportArgs) -> Result<ExitCode> {
+    if !args.label.is_empty() && args.label.len() != args.inputs.len() {
+        return Err(anyhow!(
+            "--label: {} given for {} file(s); give one per file, in order",
+            args.label.len(),
+            args.inputs.len()
+        ));
+    }
+    let mut inputs = Vec::new();
+    let mut unreadable = 0;
+    for (i, path) in args.inputs.iter().enumerate() {
+        match sinkrate_compare::read(path) {
+            Ok(document) => inputs.push(Input {
+                file: path.clone(),
+                label: args.label.get(i).cloned().unwrap_or_else(|| label_of(path)),
+                document,
+            }),
+            Err(line) => {
+                eprintln!("sinkrate: {line}");
+                unreadable += 1;
+            }
+        }
+    }
+    let first = inputs
+        .first()
+        .ok_or_else(|| anyhow!("no input could be read: nothing to report"))?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| first.file.with_extension("html"));
+    let to_stdout = output.as_os_str() == "-";
+    if !to_stdout {
+        guard_output(&output, &args.inputs, args.force)?;
+    }
+    let page = sinkrate_plots::page(&inputs);
+    let html = sinkrate_plots::html::render(&page, TOOL_VERSION);
+    if to_stdout {
+        crate::write_stdout(html.as_bytes())?;
+    } else {
+        sinkrate_sys::output::replace(&output, html.as_bytes())
+            .with_context(|| format!("{}: cannot write the report", output.display()))?;
+        eprintln!(
+            "sinkrate: wrote {} ({} chart(s), {:.1} MB)",
+            output.display(),
+            page.charts.iter().filter(|c| !c.series.is_empty()).count(),
+            html.len() as f64 / 1e6
+        );
+    }
+    if let Some(dir) = &args.png {
+        write_png(&page, dir, args.force)?;
+    }
+    Ok(ExitCode::from(if unreadable > 0 { 2 } else { 0 }))
+}
+
+fn label_of(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// The report never replaces one of its inputs, nor any other file without --force.
+fn guard_output(output: &Path, inputs: &[PathBuf], force: bool) -> Result<()> {
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if inputs.iter().any(|i| same(i, output)) {
+        return Err(anyhow!(
+            "{}: that is an input; give the report another name with -o FILE.html",
+            output.display()
+        ));
+    }
+    if std::fs::symlink_metadata(output).is_ok() && !force {
+        return Err(anyhow!(
+            "{} exists: give --force to replace it, or -o another name",
+            output.display()
+        ));
+    }
+    sinkrate_sys::output::check(output)
+        .with_context(|| format!("{}: cannot write the report there", output.display()))
+}
+
+fn write_png(page: &sinkrate_plots::figures::Page, dir: &Path, force: bool) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--png {}: cannot create the directory", dir.display()))?;
+    if !force {
+        for c in &page.charts {
+            let p = dir.join(format!("{}.png", c.id));
+            if p.exists() {
+                return Err(anyhow!(
+                    "{} exists: give --force to replace it, or --png another directory",
+                    p.display()
+                ));
+            }
+        }
+    }
+    let written = sinkrate_plots::png::write_all(page, dir)?;
+    eprintln!(
+        "sinkrate: wrote {} PNG file(s) into {}",
+        written.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// `--report FILE`: the report of the run just finished, from its JSON (read back through
+/// the same types as `sinkrate report` reads files), replacing FILE as `--output` does.
+pub fn write_for_run(json: &[u8], name: &str, path: &Path) -> Result<()> {
+    let document = sinkrate_compare::parse(name, json.to_vec()).map_err(|e| anyhow!(e))?;
+    let input = Input {
+        file: PathBuf::from(name),
+        label: label_of(path),
+        document,
+    };
+    let page = sinkrate_plots::page(std::slice::from_ref(&input));
+    let html = sinkrate_plots::html::render(&page, TOOL_VERSION);
+    sinkrate_sys::output::replace(path, html.as_bytes())
+        .with_context(|| format!("--report {}: cannot write the report", path.display()))?;
+    eprintln!("sinkrate: report written to {}", path.display());
+    Ok(())
+}
