@@ -153,7 +153,7 @@
         y: chart.y_log ? { distr: 3, log: 10 } :
           { range: function (u, min, max) {
             // From zero (a little below, so a line at zero is seen, not hidden by the axis).
-            var lo = Math.min(0, min || 0), hi = max > 0 ? max * 1.05 : 1;
+            var lo = Math.min(0, min || 0), hi = chart.y_max || (max > 0 ? max * 1.05 : 1);
             return [lo - (hi - lo) * 0.02, hi];
           } }
       },
@@ -162,7 +162,10 @@
         { label: chart.y_label, stroke: '#444', size: 64, grid: { stroke: '#eceef1' }, ticks: { stroke: '#ccc' },
           values: chart.y_log ? undefined : function (u, vals) { return vals.map(fmt); } }
       ],
-      cursor: chart.x_is_time ? { sync: { key: 'sinkrate-time' } } : {},
+      // Drag sideways to zoom in time, up or down to zoom the values (a spike need not
+      // flatten the rest).
+      cursor: Object.assign({ drag: { x: true, y: true, uni: 40 } },
+        chart.x_is_time ? { sync: { key: 'sinkrate-time' } } : {}),
       legend: { live: true },
       hooks: {
         drawClear: [function (u) { drawBands(u, chart); }],

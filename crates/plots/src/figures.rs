@@ -99,6 +99,9 @@ pub struct Chart {
     pub marks: Vec<Mark>,
     /// Lines of annotation under the chart (what the sampler saw at each stall).
     pub notes: Vec<String>,
+    /// The top of the y axis when the data alone would be crushed by far-away thresholds
+    /// (named in `notes` instead).
+    pub y_max: Option<f64>,
 }
 
 impl Chart {
@@ -116,6 +119,7 @@ impl Chart {
             bands: Vec::new(),
             marks: Vec::new(),
             notes: Vec::new(),
+            y_max: None,
         }
     }
 }
@@ -196,6 +200,57 @@ impl Page {
         &mut self.charts[i]
     }
 
+    /// A chart whose data stays below a quarter of its lowest threshold shows the data, and
+    /// names the thresholds above the chart: 100 MB of dirty data under a 4.9 GB limit is
+    /// otherwise a flat line at the bottom.
+    pub fn fit_limits(&mut self) {
+        let columns = &self.columns;
+        let max_of = |i: usize| {
+            columns[i]
+                .values
+                .iter()
+                .flatten()
+                .copied()
+                .fold(f64::NAN, f64::max)
+        };
+        for chart in &mut self.charts {
+            let data_max = chart
+                .series
+                .iter()
+                .filter(|s| s.style != Style::Limit)
+                .map(|s| max_of(s.y))
+                .fold(f64::NAN, f64::max);
+            let limits: Vec<(&str, f64)> = chart
+                .series
+                .iter()
+                .filter(|s| s.style == Style::Limit)
+                .map(|s| (s.label.as_str(), max_of(s.y)))
+                .filter(|(_, v)| v.is_finite())
+                .collect();
+            let lowest = limits.iter().map(|(_, v)| *v).fold(f64::NAN, f64::min);
+            if !(data_max > 0.0 && data_max < 0.25 * lowest) {
+                continue;
+            }
+            chart.y_max = Some(data_max * 1.3);
+            let unit = chart
+                .y_label
+                .rsplit_once('(')
+                .map(|(_, u)| u.trim_end_matches(')').to_string())
+                .unwrap_or_default();
+            chart.notes.insert(
+                0,
+                format!(
+                    "Above the chart's scale: {}.",
+                    limits
+                        .iter()
+                        .map(|(l, v)| format!("{l} {v:.0} {unit}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+    }
+
     /// Adds a series of `x`/`y` to chart `id`, unless `y` has no value at all.
     pub fn series(
         &mut self,
@@ -217,5 +272,52 @@ impl Page {
             y,
             style,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart_with(page: &mut Page, data: f64, limit: f64) {
+        let x = page.column(Column::time([0.0, 1.0]));
+        let make: fn() -> Chart = || Chart::new("c", "c", "time (s)", "data (MB)");
+        page.series(
+            ("c", make),
+            0,
+            "dirty".into(),
+            x,
+            Column::dense([0.0, data]),
+            Style::Line,
+        );
+        page.series(
+            ("c", make),
+            0,
+            "hard limit".into(),
+            x,
+            Column::dense([limit, limit]),
+            Style::Limit,
+        );
+    }
+
+    #[test]
+    fn far_thresholds_are_named_not_drawn_flat() {
+        let mut page = Page::default();
+        chart_with(&mut page, 100.0, 4900.0);
+        page.fit_limits();
+        assert_eq!(page.charts[0].y_max, Some(130.0));
+        assert_eq!(
+            page.charts[0].notes[0],
+            "Above the chart's scale: hard limit 4900 MB."
+        );
+    }
+
+    #[test]
+    fn near_thresholds_stay_on_the_chart() {
+        let mut page = Page::default();
+        chart_with(&mut page, 3000.0, 4900.0);
+        page.fit_limits();
+        assert_eq!(page.charts[0].y_max, None);
+        assert!(page.charts[0].notes.is_empty());
     }
 }

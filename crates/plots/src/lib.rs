@@ -60,6 +60,7 @@ pub fn page(inputs: &[Input]) -> Page {
             .position(|id| *id == c.id)
             .unwrap_or(usize::MAX)
     });
+    page.fit_limits();
     page
 }
 

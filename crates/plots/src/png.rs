@@ -128,7 +128,11 @@ fn draw(page: &Page, chart: &Chart, path: &Path) -> Result<(), String> {
     }
     if !chart.y_log {
         y0 = y0.min(0.0);
-        y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
+        y1 = match chart.y_max {
+            Some(top) => top,
+            None if y1 > 0.0 => y1 * 1.05,
+            None => 1.0,
+        };
     } else if y1 - y0 < 1.0 {
         y0 -= 0.5;
         y1 += 0.5;
