@@ -191,6 +191,20 @@ fn assert_seen_as_a_person_would(r: &Rendered, html: &Path) -> Vec<String> {
         );
         ids.push(id);
     }
+    if !r.selftest["zoom_ms"].as_array().is_none_or(Vec::is_empty) {
+        // A hand on the charts, as events: the zoom took, Ctrl+wheel zooms, shift-drag
+        // pans, the other charts over time follow, a double-click zooms out, a drag zooms in.
+        for what in [
+            "zoom_applied",
+            "wheel_zoomed",
+            "panned",
+            "followed",
+            "reset",
+            "drag_zoomed",
+        ] {
+            assert_eq!(r.selftest[what], true, "{name}: {what}: {}", r.selftest);
+        }
+    }
     let figures = r.dom.matches("<figure class=\"chart\"").count();
     assert_eq!(figures, ids.len(), "{name}: a figure without a chart");
     let (w, h, coloured, inked) = coloured_pixels(&r.screenshot);

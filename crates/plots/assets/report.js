@@ -123,6 +123,12 @@
   }
 
   var plots = [], timePlots = [], syncing = false;
+  var zoomState = new WeakMap();
+  function zoomed(u) {
+    var z = zoomState.get(u);
+    if (!z) { z = { x: false, y: false }; zoomState.set(u, z); }
+    return z;
+  }
 
   function make(chart, el) {
     var built = dataOf(chart);
@@ -147,11 +153,17 @@
       width: Math.max(320, el.clientWidth || 1000),
       height: 300,
       series: series,
+      // uPlot asks a scale's range function both when it fits the data and when a zoom
+      // sets the scale; a zoom (flagged in `zoomed`) keeps what was asked for.
       scales: {
         x: chart.x_log ? { time: false, distr: 3, log: 10 } :
-          (chart.x_is_time ? { time: false, range: function (u, min, max) { return [Math.min(min, timeRange[0]), Math.max(max, timeRange[1], min + 1e-3)]; } } : { time: false }),
+          (chart.x_is_time ? { time: false, range: function (u, min, max) {
+            if (zoomed(u).x) return [min, max];
+            return [Math.min(min, timeRange[0]), Math.max(max, timeRange[1], min + 1e-3)];
+          } } : { time: false }),
         y: chart.y_log ? { distr: 3, log: 10 } :
           { range: function (u, min, max) {
+            if (zoomed(u).y) return [min, max];
             // From zero (a little below, so a line at zero is seen, not hidden by the axis).
             var lo = Math.min(0, min || 0), hi = chart.y_max || (max > 0 ? max * 1.05 : 1);
             return [lo - (hi - lo) * 0.02, hi];
@@ -168,6 +180,11 @@
         chart.x_is_time ? { sync: { key: 'sinkrate-time' } } : {}),
       legend: { live: true },
       hooks: {
+        setSelect: [function (u) {
+          // A drag is about to zoom: x if it was sideways, y if it was not the full height.
+          if (u.select.width > 0) zoomed(u).x = true;
+          if (u.select.height > 0 && u.select.height < u.over.clientHeight - 1) zoomed(u).y = true;
+        }],
         drawClear: [function (u) { drawBands(u, chart); }],
         draw: [function (u) { drawMarks(u, chart); }],
         setScale: [function (u, key) {
@@ -175,15 +192,54 @@
           syncing = true;
           var s = u.scales.x;
           timePlots.forEach(function (o) {
-            if (o !== u && (o.scales.x.min !== s.min || o.scales.x.max !== s.max)) o.setScale('x', { min: s.min, max: s.max });
+            if (o !== u && (o.scales.x.min !== s.min || o.scales.x.max !== s.max)) {
+              zoomed(o).x = true;
+              o.setScale('x', { min: s.min, max: s.max });
+            }
           });
           syncing = false;
         }]
       }
     };
     var u = new uPlot(opts, built.data, el);
+    // A double-click zooms out: back to the fitted ranges (before uPlot's own handler).
+    u.root.addEventListener('dblclick', function () { zoomed(u).x = false; zoomed(u).y = false; }, true);
     plots.push({ u: u, chart: chart });
-    if (chart.x_is_time) timePlots.push(u);
+    if (chart.x_is_time) {
+      timePlots.push(u);
+      panAndWheel(u);
+    }
+  }
+
+  // Shift-drag pans in time; Ctrl or Alt with the wheel zooms around the cursor (the plain
+  // wheel keeps scrolling the page).
+  function panAndWheel(u) {
+    u.root.addEventListener('mousedown', function (e) {
+      if (!e.shiftKey || e.button !== 0 || !u.over.contains(e.target)) return;
+      e.stopPropagation();
+      e.preventDefault();
+      var x0 = e.clientX, min = u.scales.x.min, max = u.scales.x.max;
+      var per = (max - min) / Math.max(1, u.over.clientWidth);
+      function move(ev) {
+        var d = (ev.clientX - x0) * per;
+        zoomed(u).x = true;
+        u.setScale('x', { min: min - d, max: max - d });
+      }
+      function up() {
+        document.removeEventListener('mousemove', move);
+        document.removeEventListener('mouseup', up);
+      }
+      document.addEventListener('mousemove', move);
+      document.addEventListener('mouseup', up);
+    }, true);
+    u.over.addEventListener('wheel', function (e) {
+      if (!e.altKey && !e.ctrlKey) return;
+      e.preventDefault();
+      var at = u.posToVal(e.clientX - u.over.getBoundingClientRect().left, 'x');
+      var k = e.deltaY < 0 ? 0.8 : 1.25, min = u.scales.x.min, max = u.scales.x.max;
+      zoomed(u).x = true;
+      u.setScale('x', { min: at - (at - min) * k, max: at + (max - at) * k });
+    }, { passive: false });
   }
 
   document.querySelectorAll('figure.chart').forEach(function (fig) {
@@ -222,10 +278,46 @@
     var min = u.scales.x.min, max = u.scales.x.max;
     var t = performance.now();
     syncing = true;
+    zoomed(u).x = true;
     u.batch(function () { u.setScale('x', { min: min + (max - min) * 0.25, max: min + (max - min) * 0.5 }); });
     out.zoom_ms.push(performance.now() - t);
+    out.zoom_applied = (out.zoom_applied !== false) && Math.abs(u.scales.x.max - (min + (max - min) * 0.5)) < 1e-6 * Math.max(1, max);
     u.batch(function () { u.setScale('x', { min: min, max: max }); });
+    zoomed(u).x = false;
     syncing = false;
   });
+  // What a person's hand does, as events: Ctrl+wheel zooms, shift-drag pans, and the
+  // other charts over time follow.
+  if (timePlots.length > 0) {
+    var u0 = timePlots[0], r = u0.over.getBoundingClientRect();
+    var span = function () { return u0.scales.x.max - u0.scales.x.min; };
+    var before = span();
+    u0.over.dispatchEvent(new WheelEvent('wheel', { deltaY: -100, ctrlKey: true, bubbles: true, cancelable: true,
+      clientX: r.left + r.width / 2, clientY: r.top + r.height / 2 }));
+    u0.batch(function () {});
+    out.wheel_zoomed = span() < before * 0.9;
+    var min0 = u0.scales.x.min;
+    u0.over.dispatchEvent(new MouseEvent('mousedown', { shiftKey: true, button: 0, bubbles: true, cancelable: true,
+      clientX: r.left + r.width / 2, clientY: r.top + 10 }));
+    document.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, clientX: r.left + r.width / 4, clientY: r.top + 10 }));
+    document.dispatchEvent(new MouseEvent('mouseup', { bubbles: true }));
+    u0.batch(function () {});
+    out.panned = u0.scales.x.min > min0;
+    timePlots.forEach(function (o) { o.batch(function () {}); });
+    out.followed = timePlots.every(function (o) {
+      return Math.abs(o.scales.x.min - u0.scales.x.min) < 1e-6 && Math.abs(o.scales.x.max - u0.scales.x.max) < 1e-6;
+    });
+    // uPlot's own drag to zoom, after a double-click back to the whole run.
+    u0.over.dispatchEvent(new MouseEvent('dblclick', { bubbles: true, button: 0, clientX: r.left + 5, clientY: r.top + 5 }));
+    u0.batch(function () {});
+    var whole = span();
+    out.reset = whole >= before * 0.999;
+    u0.over.dispatchEvent(new MouseEvent('mousedown', { bubbles: true, button: 0, clientX: r.left + r.width * 0.2, clientY: r.top + 20 }));
+    u0.over.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, button: 0, movementX: 40, movementY: 2,
+      clientX: r.left + r.width * 0.4, clientY: r.top + 22 }));
+    document.dispatchEvent(new MouseEvent('mouseup', { bubbles: true, button: 0, clientX: r.left + r.width * 0.4, clientY: r.top + 22 }));
+    u0.batch(function () {});
+    out.drag_zoomed = span() < whole * 0.5;
+  }
   document.getElementById('selftest').textContent = JSON.stringify(out);
 })();

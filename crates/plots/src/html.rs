@@ -45,7 +45,7 @@ pub fn render(page: &Page, tool_version: &str) -> String {
     }
     out.push_str("</section>\n");
     if !page.charts.is_empty() {
-        out.push_str("<section class=\"charts\"><h2>What happened</h2>\n<p class=\"hint\">Drag across a chart to zoom in time (charts over time follow), up or down to zoom its values; double-click to zoom out. The legend under each chart shows the values under the cursor.</p>\n");
+        out.push_str("<section class=\"charts\"><h2>What happened</h2>\n<p class=\"hint\">Drag across a chart to zoom in time (charts over time follow), up or down to zoom its values; shift-drag to pan; Ctrl or Alt with the wheel to zoom around the cursor; double-click to zoom out. The legend under each chart shows the values under the cursor.</p>\n");
         for (i, c) in page.charts.iter().enumerate() {
             let _ = write!(
                 out,
