@@ -414,3 +414,111 @@ fn rate_limits_on_queued_engines_match_fio() {
         "sinkrate/fio bandwidth: {ratios:?}"
     );
 }
+
+/// Object keys and the JSON type of each value, for comparing documents' shapes.
+fn shape(v: &serde_json::Value) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = v
+        .as_object()
+        .expect("an object")
+        .iter()
+        .map(|(k, v)| {
+            let t = match v {
+                serde_json::Value::Number(_) => "number",
+                serde_json::Value::String(_) => "string",
+                serde_json::Value::Bool(_) => "bool",
+                serde_json::Value::Array(_) => "array",
+                serde_json::Value::Object(_) => "object",
+                serde_json::Value::Null => "null",
+            };
+            (k.clone(), t)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn global_options_job_options_and_disk_util_as_fio_writes_them() {
+    if !fio_or_skip("global_options_job_options_and_disk_util_as_fio_writes_them") {
+        return;
+    }
+    // /var/tmp: a disk on most systems (/tmp may be tmpfs, where neither tool has a disk).
+    let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    let job = d.path().join("two.fio");
+    std::fs::write(
+        &job,
+        "[global]\nrw=write\nbs=64k\ndirect=1\n\n[a]\nsize=4m\nfilename=a.dat\n\n[b]\nsize=2m\nfilename=b.dat\n",
+    )
+    .expect("job file");
+    let job_arg = job.to_str().expect("utf-8");
+    let fio = fio_json(d.path(), &[job_arg]);
+    let ours = sinkrate_json(d.path(), &[job_arg]);
+    assert_eq!(ours["global options"], fio["global options"]);
+    for (f, o) in fio["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .zip(ours["jobs"].as_array().expect("jobs"))
+    {
+        assert_eq!(o["job options"], f["job options"], "job {}", f["jobname"]);
+    }
+    // disk_util: the same disks, the same keys and types, direct writes counted.
+    let (fd, od) = (
+        fio["disk_util"].as_array().expect("fio disk_util"),
+        ours["disk_util"].as_array().expect("our disk_util"),
+    );
+    let names = |v: &Vec<serde_json::Value>| -> Vec<String> {
+        v.iter()
+            .map(|d| d["name"].as_str().expect("name").to_string())
+            .collect()
+    };
+    assert_eq!(names(od), names(fd), "the disks under the files");
+    for (f, o) in fd.iter().zip(od) {
+        assert_eq!(shape(o), shape(f), "disk {}", f["name"]);
+        // 6 MiB of 64 KiB direct writes: at least 96 requests (fewer only if merged), some
+        // time busy, never more than the whole run.
+        let ios =
+            o["write_ios"].as_u64().expect("write_ios") + o["write_merges"].as_u64().unwrap_or(0);
+        assert!(ios >= 48, "{o}");
+        let util = o["util"].as_f64().expect("util");
+        assert!(util > 0.0 && util <= 100.0, "{o}");
+    }
+    let text = common::sinkrate()
+        .current_dir(d.path())
+        .arg(job_arg)
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&text.stdout);
+    if !od.is_empty() {
+        assert!(text.contains("Disk stats (read/write):"), "{text}");
+    }
+    // On the command line, options before the first --name are global; the job's own
+    // options list its name first; without global options the key is absent, as in fio.
+    let cli = [
+        "--bs=64k",
+        "--name=c",
+        "--rw=write",
+        "--size=1m",
+        "--filename=c.dat",
+    ];
+    let fio = fio_json(d.path(), &cli);
+    let ours = sinkrate_json(d.path(), &cli);
+    assert_eq!(ours["global options"], fio["global options"]);
+    assert_eq!(
+        ours["jobs"][0]["job options"],
+        fio["jobs"][0]["job options"]
+    );
+    let bare = &cli[1..];
+    let fio = fio_json(d.path(), bare);
+    let ours = sinkrate_json(d.path(), bare);
+    assert!(fio.get("global options").is_none());
+    assert!(
+        ours.get("global options").is_none(),
+        "{}",
+        ours["global options"]
+    );
+    assert_eq!(
+        ours["jobs"][0]["job options"],
+        fio["jobs"][0]["job options"]
+    );
+}

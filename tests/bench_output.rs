@@ -198,7 +198,12 @@ fn logs_are_in_fio_format() {
             .next()
             .and_then(|t| t.parse().ok())
             .expect("time");
-        assert_eq!(first, 200, "{kind}: first entry after one log_avg_msec");
+        // The first window closes at 200 ms; on a loaded machine the sample that closes it
+        // can come a little later (the time logged is when it was taken, as fio's is).
+        assert!(
+            (200..250).contains(&first),
+            "{kind}: first entry {first} ms, not after one log_avg_msec"
+        );
     }
 }
 

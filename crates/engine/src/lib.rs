@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod buffers;
 pub mod clock;
+pub mod disk_util;
 pub mod error;
 pub mod files;
 pub mod host;

@@ -200,6 +200,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         warnings: prepared.warnings,
         ..BenchRun::default()
     };
+    let disks = crate::disk_util::DiskWatch::start(&run.targets);
     let progress: Vec<Arc<JobProgress>> = prepared
         .jobs
         .iter()
@@ -316,6 +317,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
     }
     run.interrupted = opts.stop.load(Ordering::Relaxed);
     run.elapsed_ns = clock.now_ns();
+    run.disk_util = disks.finish();
     let dirty_limit = host::dirty_threshold_bytes();
     for outcome in outcomes.into_iter().flatten() {
         run.notices.extend(outcome.notices.iter().cloned());

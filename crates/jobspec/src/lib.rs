@@ -82,8 +82,12 @@ pub struct Job {
     pub origin: Origin,
     pub group: u32,
     pub clone_index: u32,
-    /// Options as written (globals, the section, then overrides), for fio's "job options".
+    /// The job's own options as written, for fio's "job options": its section's (with
+    /// `name` first when the job came from the command line's `--name`, as fio lists it).
     pub written: Vec<(String, String)>,
+    /// The options every job of its file shares as written, for fio's "global options": the
+    /// `[global]` sections before it and the command line's options before any `--name`.
+    pub written_globals: Vec<(String, String)>,
 }
 
 /// All the jobs of one invocation, in run order.
@@ -188,9 +192,13 @@ impl Resolver {
                 }
                 continue;
             }
-            let mut written = vec![("name".to_string(), section.name.clone())];
-            written.extend(global_written.iter().cloned());
-            written.extend(section.options.iter().chain(overrides).map(as_written));
+            let mut written = Vec::new();
+            if matches!(section.origin, Origin::CommandLine(_)) {
+                written.push(("name".to_string(), section.name.clone()));
+            }
+            written.extend(section.options.iter().map(as_written));
+            let mut written_globals = global_written.clone();
+            written_globals.extend(overrides.iter().map(as_written));
             let mut options = global.clone();
             options.name = section.name.clone();
             // A job inherits global stonewall/new_group only through its own section in fio.
@@ -211,6 +219,7 @@ impl Resolver {
                     group: self.group,
                     clone_index,
                     written: written.clone(),
+                    written_globals: written_globals.clone(),
                 });
             }
         }

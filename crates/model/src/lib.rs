@@ -150,8 +150,10 @@ pub struct JobResult {
     pub group: u32,
     pub job_number: u32,
     pub options: JobOptions,
-    /// Raw options as written (for fio's "job options" object).
+    /// The job's own options as written (fio's "job options" object).
     pub written_options: Vec<(String, String)>,
+    /// The options shared by the jobs of its file as written (fio's "global options").
+    pub written_globals: Vec<(String, String)>,
     pub error: i32,
     pub error_text: Option<String>,
     pub elapsed_ns: u64,
@@ -215,6 +217,24 @@ pub fn batch_bucket(batch: u32) -> usize {
     }
 }
 
+/// What one disk did during a bench run, as fio's `disk_util` reports it: counts from
+/// /proc/diskstats over the run, `util` the share of the run the disk had I/O in flight.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiskUtil {
+    pub name: String,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    /// Milliseconds.
+    pub read_ticks: u64,
+    pub write_ticks: u64,
+    /// Weighted milliseconds in the queue.
+    pub in_queue: u64,
+    /// Percent.
+    pub util: f64,
+}
+
 /// A finished `bench` invocation.
 #[derive(Debug, Clone, Default)]
 pub struct BenchRun {
@@ -226,6 +246,8 @@ pub struct BenchRun {
     pub warnings: Vec<Warning>,
     pub interrupted: bool,
     pub elapsed_ns: u64,
+    /// The disks under the jobs' files (whole disks, as fio), over the run.
+    pub disk_util: Vec<DiskUtil>,
 }
 
 #[cfg(test)]

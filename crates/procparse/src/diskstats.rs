@@ -6,9 +6,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskCounters {
     pub reads: u64,
+    /// Reads merged with an adjacent one before they reached the device.
+    #[serde(default)]
+    pub read_merges: u64,
     pub read_bytes: u64,
     pub read_ms: u64,
     pub writes: u64,
+    #[serde(default)]
+    pub write_merges: u64,
     pub write_bytes: u64,
     pub write_ms: u64,
     pub in_flight: u64,
@@ -21,6 +26,8 @@ pub struct DiskCounters {
 impl DiskCounters {
     pub fn add(&mut self, o: &DiskCounters) {
         self.reads += o.reads;
+        self.read_merges += o.read_merges;
+        self.write_merges += o.write_merges;
         self.read_bytes += o.read_bytes;
         self.read_ms += o.read_ms;
         self.writes += o.writes;
@@ -48,9 +55,11 @@ pub fn parse_line(line: &str) -> Option<(u32, u32, &str, DiskCounters)> {
         name,
         DiskCounters {
             reads: v[0],
+            read_merges: v[1],
             read_bytes: v[2] * 512,
             read_ms: v[3],
             writes: v[4],
+            write_merges: v[5],
             write_bytes: v[6] * 512,
             write_ms: v[7],
             in_flight: v[8],
@@ -83,6 +92,7 @@ mod tests {
         let old = include_str!("../fixtures/arm-board-3.10/diskstats");
         let sd = device(old, "mmcblk1").expect("mmcblk1");
         assert_eq!(sd.writes, 9051);
+        assert_eq!((sd.read_merges, sd.write_merges), (12, 102));
         assert_eq!(sd.write_bytes, 1_548_210 * 512);
         assert_eq!(sd.in_flight, 3);
         assert_eq!(sd.busy_ms, 120_410);

@@ -22,10 +22,15 @@ pub struct BenchReport {
     pub elapsed_ns: u64,
     pub targets: Vec<TargetFacts>,
     pub config: BenchConfig,
-    #[serde(rename = "global options")]
+    /// Absent when no option is global, as in fio.
+    #[serde(
+        rename = "global options",
+        default,
+        skip_serializing_if = "IndexMap::is_empty"
+    )]
     pub global_options: IndexMap<String, String>,
     pub jobs: Vec<FioJob>,
-    pub disk_util: Vec<serde_json::Value>,
+    pub disk_util: Vec<sinkrate_model::DiskUtil>,
     /// What the page cache and the devices did while the jobs ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampler: Option<BenchSampler>,

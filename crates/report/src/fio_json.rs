@@ -237,12 +237,18 @@ pub fn run_document(run: &BenchRun, plus: bool) -> BenchRunDoc {
                 })
                 .collect(),
         },
-        global_options: IndexMap::new(),
+        // fio writes one object: the options its job file's [global] (or the command line
+        // before the first --name) set, as written.
+        global_options: run
+            .jobs
+            .first()
+            .map(|j| j.written_globals.iter().cloned().collect())
+            .unwrap_or_default(),
         jobs: merged
             .iter()
             .map(|(j, n)| job_object(j, *n, &rates, plus))
             .collect(),
-        disk_util: Vec::new(),
+        disk_util: run.disk_util.clone(),
         sampler: None,
     };
     let mut doc = Envelope::new(

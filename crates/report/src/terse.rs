@@ -100,6 +100,22 @@ pub fn render(run: &BenchRun) -> String {
             first = false;
             f.push(format!("{v:.2}%"));
         }
+        // Then, as fio, each disk's utilisation.
+        for d in &run.disk_util {
+            f.push(d.name.clone());
+            for n in [
+                d.read_ios,
+                d.write_ios,
+                d.read_merges,
+                d.write_merges,
+                d.read_ticks,
+                d.write_ticks,
+                d.in_queue,
+            ] {
+                f.push(n.to_string());
+            }
+            f.push(format!("{:.2}%", d.util));
+        }
         out.push_str(&f.join(";"));
         out.push('\n');
     }
@@ -126,5 +142,21 @@ mod tests {
         let line = render(&run);
         // fio 3.33 prints 121 fields for a job without disk utilisation.
         assert_eq!(line.trim_end().split(';').count(), 121, "{line}");
+        let run = BenchRun {
+            disk_util: vec![sinkrate_model::DiskUtil {
+                name: "vda".into(),
+                write_ios: 3,
+                util: 48.742,
+                ..Default::default()
+            }],
+            ..run
+        };
+        let line = render(&run);
+        // ... and nine more for each disk.
+        assert_eq!(line.trim_end().split(';').count(), 130, "{line}");
+        assert!(
+            line.trim_end().ends_with(";vda;0;3;0;0;0;0;0;48.74%"),
+            "{line}"
+        );
     }
 }

@@ -273,6 +273,24 @@ pub fn render(run: &BenchRun) -> String {
         let _ = writeln!(out);
     }
     group_status(&mut out, &merged);
+    if !run.disk_util.is_empty() {
+        let _ = writeln!(out, "\nDisk stats (read/write):");
+        for d in &run.disk_util {
+            let _ = writeln!(
+                out,
+                "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
+                d.name,
+                d.read_ios,
+                d.write_ios,
+                d.read_merges,
+                d.write_merges,
+                d.read_ticks,
+                d.write_ticks,
+                d.in_queue,
+                d.util
+            );
+        }
+    }
     if !run.warnings.is_empty() {
         let _ = writeln!(out);
         for w in &run.warnings {

@@ -67,6 +67,7 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
     outcome.result.pid = std::process::id();
     outcome.result.options = o.clone();
     outcome.result.written_options = setup.job.written.clone();
+    outcome.result.written_globals = setup.job.written_globals.clone();
 
     if !o.startdelay.is_zero() {
         let until = setup.clock.now_ns() + o.startdelay.as_nanos() as u64;
