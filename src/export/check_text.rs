@@ -198,7 +198,9 @@ impl Exporter<CheckRun> for CheckText {
             s.push_str(&format!("note: {n}\n"));
         }
         if let Some(f) = &c.report_file {
-            s.push_str(&format!("\nfull report: {f}\n"));
+            s.push_str(&format!(
+                "\nfull report: {f}   (its charts: sinkrate report {f})\n"
+            ));
         }
         Ok(s.into_bytes())
     }
