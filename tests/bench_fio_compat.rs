@@ -522,3 +522,88 @@ fn global_options_job_options_and_disk_util_as_fio_writes_them() {
         fio["jobs"][0]["job options"]
     );
 }
+
+#[test]
+fn number_ios_stops_at_the_count_at_any_depth_as_fio_does() {
+    if !fio_or_skip("number_ios_stops_at_the_count_at_any_depth_as_fio_does") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tempdir");
+    // Queued engines: I/Os in flight when the count is reached must not be added to it.
+    for engine in ["io_uring", "libaio"] {
+        for depth in ["1", "8", "32"] {
+            let args = [
+                "--name=n",
+                "--rw=write",
+                "--bs=4k",
+                "--size=8m",
+                "--filename=n.dat",
+                &format!("--ioengine={engine}"),
+                &format!("--iodepth={depth}"),
+                "--number_ios=10",
+            ];
+            let fio = fio_json(d.path(), &args);
+            let ours = sinkrate_json(d.path(), &args);
+            for key in ["total_ios", "io_bytes"] {
+                assert_eq!(
+                    ours["jobs"][0]["write"][key], fio["jobs"][0]["write"][key],
+                    "{engine} depth {depth}: {key}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn directory_lists_spread_clones_as_fio_does() {
+    if !fio_or_skip("directory_lists_spread_clones_as_fio_does") {
+        return;
+    }
+    let placed = |tool: &str| -> Vec<String> {
+        let d = tempfile::tempdir().expect("tempdir");
+        for sub in ["da", "db"] {
+            std::fs::create_dir(d.path().join(sub)).expect("dir");
+        }
+        let args = [
+            "--rw=write",
+            "--size=256k",
+            "--directory=da:db",
+            "--name=j",
+            "--numjobs=3",
+            "--nrfiles=2",
+            // Named files go in the first directory only.
+            "--name=named",
+            "--filename=f.dat",
+            "--numjobs=2",
+        ];
+        let ok = if tool == "fio" {
+            std::process::Command::new("fio")
+                .current_dir(d.path())
+                .args(["--output-format=terse"])
+                .args(args)
+                .output()
+                .expect("fio runs")
+                .status
+                .success()
+        } else {
+            common::sinkrate()
+                .current_dir(d.path())
+                .args(args)
+                .arg("--keep")
+                .output()
+                .expect("sinkrate runs")
+                .status
+                .success()
+        };
+        assert!(ok, "{tool} failed");
+        let mut out = Vec::new();
+        for sub in ["da", "db"] {
+            for f in common::files_in(&d.path().join(sub)) {
+                out.push(format!("{sub}/{f}"));
+            }
+        }
+        out.sort();
+        out
+    };
+    assert_eq!(placed("sinkrate"), placed("fio"));
+}

@@ -268,3 +268,48 @@ fn direct_io_on_tmpfs_is_flagged_as_memory() {
     );
     assert_eq!(v["targets"][0]["fs_type"], "tmpfs");
 }
+
+#[test]
+fn eta_always_writes_status_lines_off_a_terminal_and_auto_does_not() {
+    let d = tempfile::tempdir().expect("tmp");
+    let run = |eta: &str| {
+        let out = std::process::Command::new(common::sinkrate_path())
+            .current_dir(d.path())
+            .args([
+                "bench",
+                &format!("--eta={eta}"),
+                "--name=e",
+                "--rw=write",
+                "--size=8m",
+                "--rate=8m",
+                "--filename=e.dat",
+            ])
+            .output()
+            .expect("runs");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let always = run("always");
+    let lines: Vec<&str> = always
+        .split(['\r', '\n'])
+        .filter(|l| l.starts_with("Jobs: "))
+        .collect();
+    assert!(!lines.is_empty(), "no status line: {always:?}");
+    assert!(
+        !always.contains('\x1b'),
+        "escape codes off a terminal: {always:?}"
+    );
+    // Every line's rate is the job's (8 MiB/s), the first one too.
+    for l in &lines {
+        if let Some(rate) = l.split("[w=").nth(1).and_then(|r| r.split(']').next()) {
+            assert!(
+                rate.ends_with("MiB/s") || rate.ends_with("KiB/s"),
+                "{l}: {rate}"
+            );
+        }
+    }
+    assert!(
+        !run("auto").contains("Jobs: "),
+        "auto off a terminal draws nothing"
+    );
+}

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
+use sinkrate_engine::runner::StatusLine;
 use sinkrate_engine::RunOptions;
 use sinkrate_jobspec::{build_job_set, JobSet, JobSources};
 use sinkrate_report::OutputFormat;
@@ -123,7 +124,11 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         force_device_write: args.force,
         keep_files: args.keep,
         stop: stop.clone(),
-        show_status: args.eta != "never",
+        show_status: match args.eta.as_str() {
+            "always" => StatusLine::Always,
+            "never" => StatusLine::Never,
+            _ => StatusLine::Auto,
+        },
     };
     let prepared = sinkrate_engine::prepare(&set, &options)?;
     let announced = prepared.notices().len();

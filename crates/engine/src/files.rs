@@ -114,15 +114,21 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             existing_size: Some(size),
         }]);
     }
-    let dir = match &o.directory {
-        Some(d) => PathBuf::from(
-            split_filenames(d)
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| d.clone()),
-        ),
-        None => base_dir.to_path_buf(),
+    // directory=a:b: as fio, named files (filename=) go in the first; generated names go
+    // in one directory per clone of the job, round robin (clone 0 in a, 1 in b, 2 in a).
+    let dirs: Vec<PathBuf> = match &o.directory {
+        Some(d) => {
+            let list: Vec<PathBuf> = split_filenames(d).into_iter().map(PathBuf::from).collect();
+            if list.is_empty() {
+                vec![PathBuf::from(d)]
+            } else {
+                list
+            }
+        }
+        None => vec![base_dir.to_path_buf()],
     };
+    let dir = &dirs[0];
+    let clone_dir = &dirs[job.clone_index as usize % dirs.len()];
     let names: Vec<PathBuf> = match &o.filename {
         Some(list) => split_filenames(list)
             .into_iter()
@@ -136,6 +142,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             .collect(),
         None => (0..o.nrfiles)
             .map(|i| {
+                let dir = clone_dir;
                 let name = match &o.filename_format {
                     Some(f) => f
                         .replace("$jobname", &o.name)

@@ -145,7 +145,7 @@ pub fn sustained_write(
             force_device_write: false,
             keep_files: false,
             stop: stop.clone(),
-            show_status: false,
+            show_status: crate::runner::StatusLine::Never,
         };
         let prepared = prepare(&set, &run_options).map_err(|e| e.to_string())?;
         let run = execute(prepared, &run_options);

@@ -30,8 +30,16 @@ pub struct RunOptions {
     pub keep_files: bool,
     /// Set by Ctrl-C; workers stop at the next I/O and the partial results are kept.
     pub stop: Arc<AtomicBool>,
-    /// Draw the live status line on stderr.
-    pub show_status: bool,
+    /// When to draw the live status line on stderr.
+    pub show_status: StatusLine,
+}
+
+/// fio's `--eta`: the status line on a terminal (auto), always, or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusLine {
+    Auto,
+    Always,
+    Never,
 }
 
 /// A job set whose targets passed every check; nothing has been written yet.
@@ -64,17 +72,14 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
     for job in &set.jobs {
         let o = &job.options;
         if let Some(dir) = &o.directory {
-            let d = PathBuf::from(
-                files::split_filenames(dir)
-                    .into_iter()
-                    .next()
-                    .unwrap_or_default(),
-            );
-            if !d.is_dir() {
-                return Err(EngineError::path(
-                    &d,
-                    format!("directory= {}", files::not_a_directory(&d)),
-                ));
+            // Every directory of directory=a:b, not only the first: clones use them all.
+            for d in files::split_filenames(dir).into_iter().map(PathBuf::from) {
+                if !d.is_dir() {
+                    return Err(EngineError::path(
+                        &d,
+                        format!("directory= {}", files::not_a_directory(&d)),
+                    ));
+                }
             }
         }
         let in_job = |e: EngineError| EngineError::InJob {
@@ -228,7 +233,13 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         })
         .collect();
     let done = Arc::new(AtomicBool::new(false));
-    let status_thread = if opts.show_status && std::io::stderr().is_terminal() {
+    let terminal = std::io::stderr().is_terminal();
+    let status = match opts.show_status {
+        StatusLine::Always => true,
+        StatusLine::Auto => terminal,
+        StatusLine::Never => false,
+    };
+    let status_thread = if status {
         let progress = progress.clone();
         let done = done.clone();
         Some(std::thread::spawn(move || {
@@ -249,10 +260,20 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
                     })
                     .collect();
                 let line = status_line(&views, clock.now_ns(), &mut prev);
-                let _ = write!(stderr, "\r{line}\x1b[K");
+                // Off a terminal (--eta=always into a log), as fio: lines ended by a carriage
+                // return, no escape codes.
+                let _ = if terminal {
+                    write!(stderr, "\r{line}\x1b[K")
+                } else {
+                    write!(stderr, "{line}\r")
+                };
                 let _ = stderr.flush();
             }
-            let _ = write!(stderr, "\r\x1b[K");
+            let _ = if terminal {
+                write!(stderr, "\r\x1b[K")
+            } else {
+                writeln!(stderr)
+            };
         }))
     } else {
         None

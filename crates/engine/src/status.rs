@@ -28,7 +28,9 @@ pub fn status_line(
     let (mut rbw, mut wbw, mut riops, mut wiops) = (0.0, 0.0, 0.0, 0.0);
     let mut fraction_sum = 0.0;
     let mut eta_by_segment: Vec<u64> = Vec::new();
-    prev.resize(jobs.len(), (0, 0, 0, 0, now_ns));
+    // The first call's rates are since the run's clock started (a start at `now_ns` made
+    // them bytes over a nanosecond: PiB/s on the first line).
+    prev.resize(jobs.len(), (0, 0, 0, 0, 0));
     for (j, p) in jobs.iter().zip(prev.iter_mut()) {
         let phase = j.progress.phase();
         letters.push(match phase {

@@ -183,7 +183,7 @@ fn job_trial(
         force_device_write: false,
         keep_files: false,
         stop: stop.clone(),
-        show_status: false,
+        show_status: sinkrate_engine::runner::StatusLine::Never,
     };
     let prepared = sinkrate_engine::prepare(jobs, &options)
         .map_err(|e| SearchError::Workload(format!("--job: {e}")))?;
