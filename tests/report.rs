@@ -595,3 +595,26 @@ fn bad_inputs_get_one_line_each_and_the_rest_is_still_reported() {
         "the input was changed"
     );
 }
+
+#[test]
+fn results_written_by_earlier_versions_still_make_reports() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let fixtures = repo().join("tests/fixtures/results");
+    for name in common::files_in(&fixtures) {
+        if !name.ends_with(".json") {
+            continue;
+        }
+        let out = tmp.path().join(name.replace(".json", ".html"));
+        let (code, _, err) = sinkrate_sub(
+            "report",
+            &[
+                fixtures.join(&name).to_str().expect("utf-8"),
+                "-o",
+                out.to_str().expect("utf-8"),
+            ],
+        );
+        assert_eq!(code, Some(0), "{name}: {err}");
+        let html = std::fs::read_to_string(&out).expect("html");
+        assert!(html.contains("class=\"verdict"), "{name}: no verdict line");
+    }
+}

@@ -182,7 +182,8 @@ pub enum TuneAction {
 pub const REPORT_EXAMPLES: &str = "\
 Examples:
   # The pictures of a recording: writes rec.html beside it
-  sinkrate record --dir /media/sd --output rec.json && sinkrate report rec.json
+  sinkrate record --dir /media/sd --output-format json --output rec.json
+  sinkrate report rec.json
   # Two runs overlaid in one report, and the main charts as PNG files for a ticket
   sinkrate report buffered.json direct.json -o buffered-vs-direct.html --png plots/
   # fio's own JSON gets the pictures too

@@ -6,6 +6,7 @@ use serde_json::Value;
 use sinkrate_audit::{AuditReport, Finding as AuditFinding};
 use sinkrate_compare::Document;
 use sinkrate_model::{Envelope, RunKind};
+use sinkrate_record::find_max::{FindMaxReport, Searched};
 use sinkrate_sampler::watch::WatchReport;
 use sinkrate_tune::search::SearchReport;
 
@@ -184,6 +185,16 @@ fn other(
             }
             Err(e) => problem(&mut s, e.to_string()),
         },
+        "find_max" | "record.find_max" => {
+            match Envelope::<FindMaxReport>::from_json(bytes, RunKind::FindMax) {
+                Ok(env) => {
+                    find_max_words(&mut s, &env.result);
+                    envelope_words(&mut s, &env);
+                    return s;
+                }
+                Err(e) => problem(&mut s, e.to_string()),
+            }
+        }
         "tune_search" => match Envelope::<SearchReport>::from_json(bytes, RunKind::TuneSearch) {
             Ok(env) => {
                 search_words(&mut s, &env.result);
@@ -231,6 +242,54 @@ fn watch_headline(w: &WatchReport) -> Headline {
         },
         tone: if throttled { Tone::Warn } else { Tone::Good },
         lines,
+    }
+}
+
+fn find_max_words(s: &mut Section, r: &FindMaxReport) {
+    let what = r.what.name();
+    let value = |v: f64| match r.what {
+        Searched::Bitrate => format!("{:.1} Mbit/s", v / 1e6),
+        _ => format!("{v}"),
+    };
+    s.headline = Some(Headline {
+        verdict: match r.max {
+            Some(m) => format!("highest {what} that keeps up: {}", value(m)),
+            None => format!("no {what} tried kept up"),
+        },
+        tone: if r.max.is_some() {
+            Tone::Good
+        } else {
+            Tone::Bad
+        },
+        lines: r
+            .max_requested_bytes_per_s
+            .map(|b| format!("{:.1} MB/s of frames at that {what}", b / 1e6))
+            .into_iter()
+            .chain(std::iter::once(format!(
+                "the device's raw direct write rate: {:.1} MB/s",
+                r.raw_direct_write_bytes_per_s / 1e6
+            )))
+            .collect(),
+    });
+    s.tables.push(Table {
+        title: "Runs, in the order tried".into(),
+        header: [what, "verdict", "requested (MB/s)"]
+            .map(String::from)
+            .to_vec(),
+        rows: r
+            .probes
+            .iter()
+            .map(|p| {
+                vec![
+                    value(p.value),
+                    p.verdict.label().to_string(),
+                    format!("{:.1}", p.requested_bytes_per_s / 1e6),
+                ]
+            })
+            .collect(),
+    });
+    if let Some(t) = &r.target {
+        s.facts.extend(crate::target_facts(t));
     }
 }
 
