@@ -235,6 +235,22 @@ pub struct DiskUtil {
     pub util: f64,
 }
 
+impl DiskUtil {
+    /// The counts in fio's order (its text and terse outputs): ios, merges and ticks, each
+    /// read then write, then in_queue.
+    pub fn counts(&self) -> [u64; 7] {
+        [
+            self.read_ios,
+            self.write_ios,
+            self.read_merges,
+            self.write_merges,
+            self.read_ticks,
+            self.write_ticks,
+            self.in_queue,
+        ]
+    }
+}
+
 /// A finished `bench` invocation.
 #[derive(Debug, Clone, Default)]
 pub struct BenchRun {

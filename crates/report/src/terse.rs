@@ -103,17 +103,7 @@ pub fn render(run: &BenchRun) -> String {
         // Then, as fio, each disk's utilisation.
         for d in &run.disk_util {
             f.push(d.name.clone());
-            for n in [
-                d.read_ios,
-                d.write_ios,
-                d.read_merges,
-                d.write_merges,
-                d.read_ticks,
-                d.write_ticks,
-                d.in_queue,
-            ] {
-                f.push(n.to_string());
-            }
+            f.extend(d.counts().iter().map(u64::to_string));
             f.push(format!("{:.2}%", d.util));
         }
         out.push_str(&f.join(";"));

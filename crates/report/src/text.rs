@@ -276,18 +276,11 @@ pub fn render(run: &BenchRun) -> String {
     if !run.disk_util.is_empty() {
         let _ = writeln!(out, "\nDisk stats (read/write):");
         for d in &run.disk_util {
+            let [ri, wi, rm, wm, rt, wt, q] = d.counts();
             let _ = writeln!(
                 out,
-                "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
-                d.name,
-                d.read_ios,
-                d.write_ios,
-                d.read_merges,
-                d.write_merges,
-                d.read_ticks,
-                d.write_ticks,
-                d.in_queue,
-                d.util
+                "  {}: ios={ri}/{wi}, merge={rm}/{wm}, ticks={rt}/{wt}, in_queue={q}, util={:.2}%",
+                d.name, d.util
             );
         }
     }
