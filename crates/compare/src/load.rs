@@ -89,7 +89,7 @@ pub fn parse(name: &str, bytes: Vec<u8>) -> Result<Document, String> {
     })?;
     if value.get("fio version").is_some() && value.get("jobs").is_some() {
         let ours = value.get("schema").is_some();
-        let output: FioOutput = serde_json::from_value(value.clone())
+        let output = FioOutput::deserialize(&value)
             .map_err(|e| format!("{name}: fio's JSON, but not as fio writes it ({e})"))?;
         return Ok(Document::Fio {
             ours,

@@ -2,25 +2,25 @@
 //! /proc/diskstats read at the start and at the end. As fio, a partition counts as its
 //! whole disk (the one with a request queue), and a file on tmpfs has no disk.
 
-use std::path::Path;
 use std::time::Instant;
 
 use sinkrate_model::{DiskUtil, TargetFacts};
 use sinkrate_procparse::diskstats::{self, DiskCounters};
+use sinkrate_sys::device;
+use sinkrate_sys::root::SysRoot;
 
 pub struct DiskWatch {
     disks: Vec<(String, DiskCounters)>,
     started: Instant,
 }
 
-/// The whole disk that `name` (a disk or a partition) is, by its sysfs entry.
-fn whole_disk(name: &str) -> Option<String> {
-    let entry = Path::new("/sys/class/block").join(name);
-    if entry.join("partition").exists() {
-        let real = std::fs::canonicalize(&entry).ok()?;
-        return Some(real.parent()?.file_name()?.to_string_lossy().into_owned());
-    }
-    entry.exists().then(|| name.to_string())
+/// The whole disk under a target's device (a partition's disk), from the system layer's
+/// sysfs walk.
+fn whole_disk(t: &TargetFacts) -> Option<String> {
+    let dev = std::fs::canonicalize(t.device.as_deref()?).ok()?;
+    let root = SysRoot::live();
+    let sys = device::sysfs_dir(&root, 0, 0, &dev.to_string_lossy())?;
+    Some(device::read(&root, &sys).disk)
 }
 
 fn read_all() -> Option<String> {
@@ -32,13 +32,7 @@ impl DiskWatch {
     pub fn start(targets: &[TargetFacts]) -> DiskWatch {
         let mut names: Vec<String> = Vec::new();
         for t in targets {
-            let name = t
-                .device
-                .as_deref()
-                .filter(|d| d.starts_with("/dev/"))
-                .and_then(|d| std::fs::canonicalize(d).ok())
-                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .and_then(|n| whole_disk(&n));
+            let name = whole_disk(t);
             if let Some(n) = name.filter(|n| !names.contains(n)) {
                 names.push(n);
             }

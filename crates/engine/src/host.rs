@@ -110,24 +110,29 @@ pub fn unix_ms_now() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The block device (its name as in /proc/diskstats) behind one target, if it has one.
+pub fn device_name(t: &TargetFacts) -> Option<String> {
+    let dev = t.device.as_deref().filter(|d| d.starts_with("/dev/"))?;
+    let name = std::fs::canonicalize(dev)
+        .ok()?
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    Path::new("/sys/class/block")
+        .join(&name)
+        .exists()
+        .then_some(name)
+}
+
 /// The block devices (names as in /proc/diskstats) behind `targets`, or none when any
 /// target has no device of its own (tmpfs, a network mount): the sampler then counts every
 /// disk.
 pub fn device_names(targets: &[TargetFacts]) -> Vec<String> {
     let mut names = Vec::new();
     for t in targets {
-        let Some(dev) = t.device.as_deref().filter(|d| d.starts_with("/dev/")) else {
+        let Some(name) = device_name(t) else {
             return Vec::new();
         };
-        let Some(name) = std::fs::canonicalize(dev)
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        else {
-            return Vec::new();
-        };
-        if !Path::new("/sys/class/block").join(&name).exists() {
-            return Vec::new();
-        }
         if !names.contains(&name) {
             names.push(name);
         }

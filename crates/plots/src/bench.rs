@@ -11,7 +11,7 @@ use crate::timeline;
 
 /// sinkrate's additions to fio's JSON, read leniently (absent from fio's own).
 #[derive(Debug, Default, Deserialize)]
-struct Extras {
+pub struct Extras {
     #[serde(default)]
     jobs: Vec<JobExtras>,
     #[serde(default)]
@@ -67,8 +67,13 @@ struct SamplerExtras {
     timeline: Vec<Sample>,
 }
 
-pub fn add(page: &mut Page, run: usize, prefix: &str, out: &FioOutput, value: &serde_json::Value) {
-    let extras: Extras = serde_json::from_value(value.clone()).unwrap_or_default();
+/// Reads sinkrate's additions from the document, in place (a bench run's JSON holds its
+/// whole sampler timeline).
+pub fn extras(value: &serde_json::Value) -> Extras {
+    Extras::deserialize(value).unwrap_or_default()
+}
+
+pub fn add(page: &mut Page, run: usize, prefix: &str, out: &FioOutput, extras: &Extras) {
     for (j, job) in out.jobs.iter().enumerate() {
         let ext = extras
             .jobs
@@ -211,8 +216,7 @@ pub fn table(out: &FioOutput) -> Table {
     }
 }
 
-pub fn headline(out: &FioOutput, ours: bool, value: &serde_json::Value) -> Headline {
-    let extras: Extras = serde_json::from_value(value.clone()).unwrap_or_default();
+pub fn headline(out: &FioOutput, ours: bool, extras: &Extras) -> Headline {
     let (mut read, mut write) = (0u64, 0u64);
     for j in &out.jobs {
         read += j.read.bw_bytes;

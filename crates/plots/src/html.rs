@@ -56,13 +56,7 @@ pub fn render(page: &Page, tool_version: &str) -> String {
                 esc(&c.title),
                 esc(&c.caption)
             );
-            if !c.notes.is_empty() {
-                out.push_str("<ul class=\"notes\">");
-                for n in &c.notes {
-                    let _ = write!(out, "<li>{}</li>", esc(n));
-                }
-                out.push_str("</ul>");
-            }
+            list(&mut out, "notes", &c.notes);
             out.push_str("</figure>\n");
         }
         out.push_str("<noscript><p>The charts need JavaScript; everything else on this page does not.</p></noscript>\n</section>\n");
@@ -119,22 +113,30 @@ fn answer(out: &mut String, s: &Section, several: bool) {
             tone_class(*tone),
             esc(verdict)
         );
-        if !lines.is_empty() {
-            out.push_str("<ul class=\"lines\">");
-            for l in lines {
-                let _ = write!(out, "<li>{}</li>", esc(l));
-            }
-            out.push_str("</ul>");
-        }
+        list(out, "lines", lines);
     }
     if !s.warnings.is_empty() {
-        out.push_str("<div class=\"warnings\"><strong>How far to trust these figures</strong><ul>");
-        for w in &s.warnings {
-            let _ = write!(out, "<li>{}</li>", esc(w));
-        }
-        out.push_str("</ul></div>");
+        out.push_str("<div class=\"warnings\"><strong>How far to trust these figures</strong>");
+        list(out, "", &s.warnings);
+        out.push_str("</div>");
     }
     out.push_str("</div>\n");
+}
+
+/// A bulleted list of `items` (nothing when there are none).
+fn list(out: &mut String, class: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    if class.is_empty() {
+        out.push_str("<ul>");
+    } else {
+        let _ = write!(out, "<ul class=\"{class}\">");
+    }
+    for item in items {
+        let _ = write!(out, "<li>{}</li>", esc(item));
+    }
+    out.push_str("</ul>");
 }
 
 fn details(out: &mut String, s: &Section, several: bool) {

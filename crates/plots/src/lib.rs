@@ -86,6 +86,16 @@ pub(crate) fn tone(v: Verdict) -> Tone {
     }
 }
 
+/// The verdict in words, with its headroom.
+pub(crate) fn verdict_words(v: Verdict, headroom: Option<f64>) -> String {
+    match headroom {
+        Some(h) if h.is_finite() => {
+            format!("{} with {h:.1}x headroom", v.label())
+        }
+        _ => v.label().to_string(),
+    }
+}
+
 pub(crate) fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }

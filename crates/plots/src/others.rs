@@ -2,6 +2,7 @@
 //! configuration and host; the charts come from [`crate::recording`], [`crate::timeline`]
 //! and [`crate::bench`].
 
+use serde::Deserialize;
 use serde_json::Value;
 use sinkrate_audit::{AuditReport, Finding as AuditFinding};
 use sinkrate_compare::Document;
@@ -21,11 +22,12 @@ pub fn section(page: &mut Page, run: usize, prefix: &str, input: &Input) -> Sect
             value,
         } => {
             let mut s = empty_section(input, if *ours { "bench" } else { "fio" });
-            bench::add(page, run, prefix, output, value);
-            s.headline = Some(bench::headline(output, *ours, value));
+            let extras = bench::extras(value);
+            bench::add(page, run, prefix, output, &extras);
+            s.headline = Some(bench::headline(output, *ours, &extras));
             s.tables.push(bench::table(output));
             if *ours {
-                if let Ok(env) = serde_json::from_value::<Envelope<Value>>(value.clone()) {
+                if let Ok(env) = Envelope::<Value>::deserialize(value) {
                     envelope_words(&mut s, &env);
                 }
             }
@@ -70,12 +72,7 @@ pub fn section(page: &mut Page, run: usize, prefix: &str, input: &Input) -> Sect
             }
             lines.extend(c.notes.iter().cloned());
             s.headline = Some(Headline {
-                verdict: match c.headroom {
-                    Some(h) if h.is_finite() => {
-                        format!("{} with {h:.1}x headroom", c.verdict.label())
-                    }
-                    _ => c.verdict.label().to_string(),
-                },
+                verdict: crate::verdict_words(c.verdict, c.headroom),
                 tone: crate::tone(c.verdict),
                 lines,
             });

@@ -222,10 +222,7 @@ pub fn headline(r: &RecordReport) -> Headline {
         ms(t.lateness_ns.p99),
     ));
     Headline {
-        verdict: match r.headroom {
-            Some(h) if h.is_finite() => format!("{} with {h:.1}x headroom", r.verdict.label()),
-            _ => r.verdict.label().to_string(),
-        },
+        verdict: crate::verdict_words(r.verdict, r.headroom),
         tone,
         lines,
     }

@@ -78,7 +78,6 @@ pub(super) fn run_block_io(
         rate_next_ns: [now; 2],
         rate_anchor_ns: now,
         rate_anchor_counts: [0; 2],
-        issued_at_start: [0; 2],
         rate_anchor_bytes: [0; 2],
         writes_since_sync: 0,
         sync_due: None,

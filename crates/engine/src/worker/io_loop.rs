@@ -52,10 +52,10 @@ pub(super) struct Loop<'a> {
     pub(super) issued_bytes: [u64; 2],
     pub(super) rate_next_ns: [u64; 2],
     pub(super) rate_anchor_ns: u64,
+    /// `issued_total` at the anchor (the job's start, then the end of ramp_time): rate
+    /// pacing and number_ios count I/Os issued from there, so I/Os in flight at a queue
+    /// depth do not carry number_ios past its limit.
     pub(super) rate_anchor_counts: [u64; 2],
-    /// `issued_total` when the measured phase began: number_ios counts I/Os issued from
-    /// there, so I/Os in flight at a queue depth do not carry it past the limit.
-    pub(super) issued_at_start: [u64; 2],
     pub(super) rate_anchor_bytes: [u64; 2],
     pub(super) writes_since_sync: u64,
     pub(super) sync_due: Option<usize>,
@@ -116,7 +116,6 @@ impl Loop<'_> {
         // Rate limits count from here, as the byte tallies do: no catching up the ramp.
         self.rate_anchor_ns = now;
         self.rate_anchor_counts = self.issued_total;
-        self.issued_at_start = self.issued_total;
         self.rate_anchor_bytes = self.issued_bytes;
         self.rate_next_ns = [now; 2];
         self.end_ns = self.o.runtime.map(|r| now + r.as_nanos() as u64);
@@ -144,8 +143,8 @@ impl Loop<'_> {
             return true;
         }
         if let Some(limit) = self.o.number_ios {
-            let issued = (self.issued_total[0] - self.issued_at_start[0])
-                + (self.issued_total[1] - self.issued_at_start[1]);
+            let issued = (self.issued_total[0] - self.rate_anchor_counts[0])
+                + (self.issued_total[1] - self.rate_anchor_counts[1]);
             if !self.ramping && issued >= limit {
                 return true;
             }
