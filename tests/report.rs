@@ -618,3 +618,33 @@ fn results_written_by_earlier_versions_still_make_reports() {
         assert!(html.contains("class=\"verdict"), "{name}: no verdict line");
     }
 }
+
+#[test]
+fn a_failed_run_is_reported_as_failed_never_as_keeping_up() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let fixture = repo().join("tests/fixtures/results/record.json");
+    let mut run: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).expect("fixture")).expect("json");
+    run["verdict"] = Value::from("failed");
+    run["error"] =
+        serde_json::json!({"what": "write of 65536 bytes: Input/output error", "at_s": 3.5});
+    let input = tmp.path().join("failed.json");
+    std::fs::write(&input, run.to_string()).expect("write");
+    let out = tmp.path().join("failed.html");
+    let (code, _, err) = sinkrate_sub(
+        "report",
+        &[
+            input.to_str().expect("utf-8"),
+            "-o",
+            out.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let html = std::fs::read_to_string(&out).expect("html");
+    assert!(
+        html.contains("class=\"verdict bad\">FAILED<"),
+        "the verdict, no headroom"
+    );
+    assert!(html.contains("the run failed: write of 65536 bytes: Input/output error"));
+    assert!(!html.contains("KEEPS UP"));
+}

@@ -86,10 +86,11 @@ pub(crate) fn tone(v: Verdict) -> Tone {
     }
 }
 
-/// The verdict in words, with its headroom.
+/// The verdict in words; a headroom only beside a verdict that keeps up (a failed run has
+/// none to speak of, whatever figure it carries; as check's text).
 pub(crate) fn verdict_words(v: Verdict, headroom: Option<f64>) -> String {
     match headroom {
-        Some(h) if h.is_finite() => {
+        Some(h) if h.is_finite() && v == Verdict::KeepsUp => {
             format!("{} with {h:.1}x headroom", v.label())
         }
         _ => v.label().to_string(),
