@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # Installs what sinkrate needs to build and what its tests use, on Debian, as root.
 #   scripts/install-deps.sh          build dependencies only
-#   scripts/install-deps.sh --test   also fio, mkfs tools, nbdkit/nbdfuse, fuse3, and headless
-#                                    Chromium (renders the HTML reports) for the tests
+#   scripts/install-deps.sh --cross  also what scripts/cross.sh needs: Debian's aarch64 and armhf
+#                                    cross gcc, qemu-user, and rustup's musl, armv7 and FreeBSD
+#                                    standard libraries
+#   scripts/install-deps.sh --test   also fio, mkfs tools, nbdkit/nbdfuse, fuse3, headless
+#                                    Chromium (renders the HTML reports), and all of --cross (the
+#                                    tests run the ARM binaries under qemu-user)
 set -euo pipefail
 
 want_test=0
-[ "${1:-}" = "--test" ] && want_test=1
+want_cross=0
+case "${1:-}" in
+  --test) want_test=1; want_cross=1 ;;
+  --cross) want_cross=1 ;;
+  "") ;;
+  *) echo "install-deps.sh: unknown option '$1' (accepted: --test, --cross)" >&2; exit 2 ;;
+esac
 
 packages=(build-essential pkg-config util-linux)
 if [ "$want_test" = 1 ]; then
   packages+=(fio e2fsprogs xfsprogs btrfs-progs dosfstools nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core)
+fi
+if [ "$want_cross" = 1 ]; then
+  packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils qemu-user)
 fi
 
 missing=()
@@ -47,4 +60,15 @@ have=$(rustc --version | awk '{print $2}')
 if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
   echo "sinkrate: rustc $have is older than the $need sinkrate needs (rustup update, or a newer Debian)" >&2
   exit 2
+fi
+
+if [ "$want_cross" = 1 ]; then
+  if ! command -v rustup >/dev/null 2>&1; then
+    echo "sinkrate: cross builds need rustup (its targets carry the standard libraries for the boards); install Rust with rustup" >&2
+    exit 2
+  fi
+  # armv7's musl library is tried by scripts/cross.sh, which falls back to glibc without it.
+  for t in aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf x86_64-unknown-linux-musl x86_64-unknown-freebsd; do
+    rustup target list --installed | grep -qx "$t" || rustup target add "$t"
+  done
 fi

@@ -14,6 +14,11 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --locked --workspace --all-targets -- -D warnings
+echo "== cargo check --target x86_64-unknown-freebsd (the stand-in for QNX and other POSIX ports)"
+CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
+  cargo check --locked --workspace --target x86_64-unknown-freebsd
+echo "== ARM test binaries (tests/qemu.rs runs them under qemu-user)"
+bash scripts/cross.sh --test-build
 echo "== cargo test"
 # One test binary at a time uses loop devices and mounts; their tests serialise themselves.
 cargo test --locked --workspace --profile test-release -- --test-threads=2

@@ -3,6 +3,7 @@
 //! `main` parses the command line, runs one command, and is the one place that prints
 //! errors: one line, `sinkrate: error: ...`, exit 2.
 
+mod build_info;
 mod cli;
 mod cmd;
 mod export;
@@ -13,7 +14,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use cli::{Cli, Command};
 
@@ -74,7 +75,11 @@ fn run() -> Result<ExitCode> {
     if let Some(e) = cli::negative_value(&clap_args) {
         return Err(anyhow::anyhow!(e));
     }
-    let cli = match Cli::try_parse_from(clap_args) {
+    let parsed = Cli::command()
+        .long_version(build_info::long_version())
+        .try_get_matches_from(clap_args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         // Help and version go to stdout as clap renders them.
         Err(e) if !e.use_stderr() => {

@@ -155,6 +155,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             interval,
             devices: sinkrate_engine::host::device_names(prepared.targets()),
             hogs: false,
+            ..SamplerConfig::default()
         };
         Some((Sampler::start(config, expected), interval))
     };

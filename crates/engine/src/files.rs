@@ -71,11 +71,13 @@ pub fn existing_size(path: &Path) -> Result<Option<(u64, bool)>, EngineError> {
     }
 }
 
+#[cfg(target_os = "linux")]
 fn block_device_size(path: &Path) -> Result<u64, EngineError> {
     let file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
     let mut size: u64 = 0;
-    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // The kernel defines BLKGETSIZE64 with size_t, so its number differs between 32- and
+    // 64-bit targets; libc's _IOR computes it for the target being built.
+    const BLKGETSIZE64: libc::Ioctl = libc::_IOR::<libc::size_t>(0x12, 114);
     // SAFETY: the ioctl writes one u64 into `size`.
     let r = unsafe {
         libc::ioctl(
@@ -88,6 +90,16 @@ fn block_device_size(path: &Path) -> Result<u64, EngineError> {
         return Err(EngineError::io(path, std::io::Error::last_os_error()));
     }
     Ok(size)
+}
+
+/// Elsewhere a disk device's size is where a seek to its end lands (true of FreeBSD's and
+/// QNX's disk devices; a port adds its own ioctl where that is not so).
+#[cfg(not(target_os = "linux"))]
+fn block_device_size(path: &Path) -> Result<u64, EngineError> {
+    use std::io::Seek;
+    let mut file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
+    file.seek(std::io::SeekFrom::End(0))
+        .map_err(|e| EngineError::io(path, e))
 }
 
 /// The files of one job, sized. `base_dir` is where relative names go when the job has no

@@ -108,6 +108,12 @@ pub fn check_memory(n: &Needs, available_bytes: u64) -> Result<(), EngineError> 
     Ok(())
 }
 
+/// `rlim_t` is 32 bits wide on 32-bit glibc targets (armv7) and 64 elsewhere.
+#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+fn as_rlim(v: u64) -> libc::rlim_t {
+    v.min(libc::rlim_t::MAX as u64) as libc::rlim_t
+}
+
 /// Makes room for the set's open files: raises this process's soft limit up to its hard
 /// limit when that is enough, and refuses when it is not.
 pub fn ensure_descriptors(n: &Needs) -> Result<(), EngineError> {
@@ -120,12 +126,12 @@ pub fn ensure_descriptors(n: &Needs) -> Result<(), EngineError> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return Ok(());
     }
-    if want <= limit.rlim_cur {
+    if as_rlim(want) <= limit.rlim_cur {
         return Ok(());
     }
-    if want <= limit.rlim_max {
+    if as_rlim(want) <= limit.rlim_max {
         let raised = libc::rlimit {
-            rlim_cur: want,
+            rlim_cur: as_rlim(want),
             rlim_max: limit.rlim_max,
         };
         // SAFETY: setrlimit reads one valid rlimit; raising the soft limit up to the hard

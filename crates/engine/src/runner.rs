@@ -69,8 +69,19 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
     let mut warnings = Vec::new();
     let mut notices: Vec<String> = set.notices.iter().map(|n| n.to_string()).collect();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
+    let mut uring_missing: Option<Option<String>> = None;
     for job in &set.jobs {
         let o = &job.options;
+        if o.ioengine == Engine::IoUring {
+            let missing = uring_missing.get_or_insert_with(crate::backend::io_uring_unavailable);
+            if let Some(reason) = missing {
+                let asked = o.ioengine_requested.as_deref().unwrap_or("io_uring");
+                return Err(EngineError::Refused(format!(
+                    "{}: ioengine={asked} runs on io_uring, and {reason}: use --ioengine=psync (one I/O at a time) or pvsync",
+                    job.origin
+                )));
+            }
+        }
         if let Some(dir) = &o.directory {
             // Every directory of directory=a:b, not only the first: clones use them all.
             for d in files::split_filenames(dir).into_iter().map(PathBuf::from) {

@@ -2,14 +2,20 @@
 //! path, a partition of it, or its whole disk), used as swap, held by device-mapper/md, or
 //! carrying a filesystem or partition-table signature.
 
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::FileTypeExt;
+#[cfg(target_os = "linux")]
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+#[cfg(target_os = "linux")]
+use std::path::PathBuf;
 
+#[cfg(target_os = "linux")]
 use sinkrate_procparse::mountinfo;
 
 use crate::error::EngineError;
 
 /// Why a block device must not be written to.
+#[cfg(target_os = "linux")]
 pub fn block_device_in_use(path: &Path) -> Result<Option<String>, EngineError> {
     let canonical = std::fs::canonicalize(path).map_err(|e| EngineError::io(path, e))?;
     let meta = std::fs::metadata(&canonical).map_err(|e| EngineError::io(path, e))?;
@@ -74,6 +80,7 @@ pub fn block_device_in_use(path: &Path) -> Result<Option<String>, EngineError> {
 }
 
 /// The device itself, its partitions, and its whole disk if it is a partition.
+#[cfg(target_os = "linux")]
 fn related_devices(major: u32, minor: u32) -> Vec<(u32, u32, String)> {
     let mut out = vec![(major, minor, "the device itself".to_string())];
     let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
@@ -107,6 +114,7 @@ fn related_devices(major: u32, minor: u32) -> Vec<(u32, u32, String)> {
     out
 }
 
+#[cfg(target_os = "linux")]
 fn read_dev(path: &Path) -> Option<(u32, u32)> {
     let text = std::fs::read_to_string(path).ok()?;
     let (a, b) = text.trim().split_once(':')?;
@@ -114,6 +122,21 @@ fn read_dev(path: &Path) -> Option<(u32, u32)> {
 }
 
 /// Known on-disk signatures at the start of a file or device (the system layer's).
+/// Elsewhere sinkrate has no reader of the system's mount table and device holders, so every
+/// disk device counts as in use: writing to one needs --force.
+#[cfg(not(target_os = "linux"))]
+pub fn block_device_in_use(path: &Path) -> Result<Option<String>, EngineError> {
+    let meta = std::fs::metadata(path).map_err(|e| EngineError::io(path, e))?;
+    let kind = meta.file_type();
+    if kind.is_block_device() || kind.is_char_device() {
+        return Ok(Some(format!(
+            "{} is a device, and on this system sinkrate cannot tell whether it is mounted or in use",
+            path.display()
+        )));
+    }
+    Ok(None)
+}
+
 pub fn signature(path: &Path) -> Result<Option<&'static str>, EngineError> {
     sinkrate_sys::signature::of_file(path).map_err(|e| EngineError::io(path, e))
 }

@@ -9,7 +9,7 @@ use plotters::style::FontStyle;
 
 use crate::figures::{Chart, MarkKind, Page, Style};
 
-const FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSansMono.ttf");
+const FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSansMono-subset.ttf");
 const WIDTH: u32 = 1200;
 const HEIGHT: u32 = 480;
 const COLOURS: [RGBColor; 10] = [

@@ -40,6 +40,8 @@ pub struct Session {
 /// caller adds the hint that fits its own flags.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    #[error("--write-mode uring needs io_uring, and {0}: use --write-mode direct (O_DIRECT, one write at a time) or buffered")]
+    NoIoUring(String),
     #[error("the capture pools need {needed_gb:.1} GB ({buffers} buffers of up to {frame_bytes} bytes per stream), more than half of the {available_gb:.1} GB available")]
     PoolTooLarge {
         needed_gb: f64,
@@ -138,6 +140,11 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
             dir: cfg.dir.display().to_string(),
             fs_type,
         });
+    }
+    if cfg.write_mode == WriteMode::Uring {
+        if let Some(reason) = sinkrate_engine::backend::io_uring_unavailable() {
+            return Err(SessionError::NoIoUring(reason));
+        }
     }
     let staging = if cfg.write_mode == WriteMode::Uring {
         cfg.queue_depth as u64

@@ -82,12 +82,22 @@ impl Sink {
         };
         if let (Some(bytes), true) = (cfg.preallocate, fd >= 0) {
             match cfg.prealloc_mode {
+                #[cfg(target_os = "linux")]
                 PreallocMode::Fallocate => {
                     // SAFETY: fallocate on the descriptor just opened; failing only means the
                     // writes allocate instead.
                     unsafe {
                         libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, bytes as libc::off_t)
                     };
+                }
+                // Space reserved without changing the file's size is Linux's fallocate(2)
+                // alone; posix_fallocate would make the file look written.
+                #[cfg(not(target_os = "linux"))]
+                PreallocMode::Fallocate => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::Unsupported,
+                        "--prealloc-mode fallocate needs Linux's fallocate(2) (use ftruncate or pregrow)",
+                    ));
                 }
                 PreallocMode::Ftruncate => {
                     // SAFETY: as above.
@@ -212,8 +222,15 @@ impl Sink {
         if fd < 0 || !durable {
             return Ok(());
         }
-        // SAFETY: syncfs and fsync on an owned descriptor.
-        if unsafe { libc::syncfs(fd) } < 0 || unsafe { libc::fsync(fd) } < 0 {
+        // syncfs(2) (Linux) also forces the journal's commit of the file's metadata; elsewhere
+        // fsync is what there is.
+        #[cfg(target_os = "linux")]
+        // SAFETY: syncfs on an owned descriptor.
+        if unsafe { libc::syncfs(fd) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fsync on an owned descriptor.
+        if unsafe { libc::fsync(fd) } < 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(())

@@ -19,7 +19,7 @@ struct ProcFile {
 }
 
 impl ProcFile {
-    fn open(path: &str) -> Option<ProcFile> {
+    fn open(path: &std::path::Path) -> Option<ProcFile> {
         Some(ProcFile {
             file: File::open(path).ok()?,
             buf: vec![0; 64 * 1024],
@@ -50,6 +50,8 @@ pub struct SamplerConfig {
     /// with a hardware device behind it.
     pub devices: Vec<String>,
     pub hogs: bool,
+    /// Where /proc and /sys are: the live system, or a fixture tree of another machine.
+    pub root: sinkrate_sys::SysRoot,
 }
 
 impl Default for SamplerConfig {
@@ -58,6 +60,7 @@ impl Default for SamplerConfig {
             interval: Duration::from_millis(100),
             devices: Vec::new(),
             hogs: false,
+            root: sinkrate_sys::SysRoot::live(),
         }
     }
 }
@@ -104,8 +107,9 @@ pub fn read_vm_settings() -> VmSettings {
 impl SamplerCore {
     pub fn new(config: &SamplerConfig) -> SamplerCore {
         let mut notes = Vec::new();
+        let root = &config.root;
         let mut open = |path: &str, what: &str| {
-            let f = ProcFile::open(path);
+            let f = ProcFile::open(&root.host_path(path));
             if f.is_none() {
                 notes.push(format!("{path} cannot be read: no {what} in the results"));
             }
@@ -115,15 +119,15 @@ impl SamplerCore {
         let vmstat = open("/proc/vmstat", "dirty thresholds");
         let diskstats = open("/proc/diskstats", "disk series");
         let stat = open("/proc/stat", "CPU series");
-        let psi_io = ProcFile::open("/proc/pressure/io");
-        let psi_mem = ProcFile::open("/proc/pressure/memory");
+        let psi_io = ProcFile::open(&root.host_path("/proc/pressure/io"));
+        let psi_mem = ProcFile::open(&root.host_path("/proc/pressure/memory"));
         if psi_io.is_none() {
             notes.push(
                 "no /proc/pressure (PSI needs Linux 4.20 with CONFIG_PSI): no stall series".into(),
             );
         }
         let devices = if config.devices.is_empty() {
-            physical_disks()
+            sinkrate_sys::device::physical_disks(root)
         } else {
             config.devices.clone()
         };

@@ -118,6 +118,7 @@ pub fn run<O: WatchObserver>(
         interval: cfg.interval,
         devices: cfg.devices.clone(),
         hogs: true,
+        ..SamplerConfig::default()
     });
     let mut child: Option<Child> = match cfg.command.split_first() {
         Some((program, rest)) => Some(

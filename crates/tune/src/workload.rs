@@ -3,6 +3,7 @@
 //! the user's own recorder as a child process. Each run becomes one [`Trial`].
 
 use std::os::fd::AsFd;
+#[cfg(target_os = "linux")]
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -141,11 +142,19 @@ fn dir_of(workload: &Workload) -> &std::path::Path {
 /// on its way to a slow card), so that every run starts from the same clean state and is
 /// not charged for the one before it.
 fn settle(dir: &std::path::Path) {
+    #[cfg(target_os = "linux")]
     if let Ok(d) = std::fs::File::open(dir) {
         // SAFETY: syncfs on a descriptor this function owns for the duration of the call.
         unsafe {
             libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d));
         }
+    }
+    // Without syncfs(2), the whole system's dirty data is written out.
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        // SAFETY: sync has no preconditions.
+        unsafe { libc::sync() };
     }
 }
 
@@ -311,6 +320,9 @@ fn exec_trial(
         .stdout(to_stderr);
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent. A recorder
     // must not go on writing to the card with nobody to stop it once sinkrate is killed.
+    // (PR_SET_PDEATHSIG is Linux's; a port would use its system's equivalent, such as
+    // FreeBSD's procctl(PROC_PDEATHSIG_CTL).)
+    #[cfg(target_os = "linux")]
     unsafe {
         command.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);

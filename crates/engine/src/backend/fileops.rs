@@ -34,6 +34,7 @@ impl Backend for Falloc {
         "falloc"
     }
 
+    #[cfg(target_os = "linux")]
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
         let mode = if req.write {
             0
@@ -53,5 +54,14 @@ impl Backend for Falloc {
             return Err(io::Error::last_os_error());
         }
         Ok(Submitted::Done(req.len))
+    }
+
+    /// fallocate(2) and its keep-size mode are Linux's; fio's falloc engine is too.
+    #[cfg(not(target_os = "linux"))]
+    fn submit(&mut self, _req: &IoRequest) -> io::Result<Submitted> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "ioengine=falloc needs Linux's fallocate(2)",
+        ))
     }
 }

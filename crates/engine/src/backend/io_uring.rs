@@ -8,6 +8,11 @@ use io_uring::{opcode, squeue, types, IoUring};
 
 use super::{Backend, Completion, IoRequest, Submitted};
 
+// On 32-bit ARM the io-uring crate's bindings are its x86_64 ones (see scripts/cross.sh);
+// the kernel's ABI has the same layout there, which these sizes check at compile time.
+const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
+const _: () = assert!(std::mem::size_of::<io_uring::cqueue::Entry>() == 16);
+
 /// IORING_ENTER_GETEVENTS from the kernel's io_uring ABI.
 const ENTER_GETEVENTS: u32 = 1;
 

@@ -2,6 +2,10 @@
 //! I/O inside `submit`; an asynchronous one queues it and hands completions back from `reap`.
 
 mod fileops;
+#[cfg(target_os = "linux")]
+mod io_uring;
+#[cfg(not(target_os = "linux"))]
+#[path = "io_uring_absent.rs"]
 mod io_uring;
 
 pub use self::io_uring::Uring;
@@ -101,6 +105,27 @@ pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
             ))
         }
     })
+}
+
+/// Why this system cannot run io_uring jobs, in words a refusal can print; `None` when it
+/// can. Asked before any file is laid out, so that a kernel without io_uring (before 5.1,
+/// most boards' vendor kernels), one with it disabled, or qemu-user refuses the job at once.
+pub fn io_uring_unavailable() -> Option<String> {
+    match io_uring::Uring::new(1) {
+        Ok(_) => None,
+        Err(e) => Some(match e.raw_os_error() {
+            Some(libc::ENOSYS) => {
+                "the kernel has no io_uring (Linux before 5.1, or an emulator such as qemu-user)"
+                    .to_string()
+            }
+            Some(libc::EPERM) | Some(libc::EACCES) => {
+                "io_uring is disabled here (sysctl kernel.io_uring_disabled, or a seccomp policy)"
+                    .to_string()
+            }
+            _ if e.kind() == io::ErrorKind::Unsupported => e.to_string(),
+            _ => format!("io_uring cannot be set up: {e}"),
+        }),
+    }
 }
 
 pub(crate) fn check(r: isize) -> io::Result<usize> {

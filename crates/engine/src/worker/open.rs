@@ -122,12 +122,22 @@ pub(super) fn preallocate(fd: RawFd, mode: Fallocate, size: u64) {
     unsafe {
         match mode {
             Fallocate::None => {}
+            #[cfg(target_os = "linux")]
             Fallocate::Native => {
                 libc::fallocate(fd, 0, 0, size as libc::off_t);
             }
+            // Without Linux's fallocate(2), fio's native mode is posix_fallocate too, and
+            // keep-size has no equivalent (the writes allocate).
+            #[cfg(not(target_os = "linux"))]
+            Fallocate::Native => {
+                libc::posix_fallocate(fd, 0, size as libc::off_t);
+            }
+            #[cfg(not(target_os = "linux"))]
+            Fallocate::Keep => {}
             Fallocate::Posix => {
                 libc::posix_fallocate(fd, 0, size as libc::off_t);
             }
+            #[cfg(target_os = "linux")]
             Fallocate::Keep => {
                 libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, size as libc::off_t);
             }
@@ -235,6 +245,7 @@ pub(super) fn open_files(
                 )
             };
         }
+        #[cfg(target_os = "linux")]
         if o.pre_read && o.rw.reads() {
             // SAFETY: advisory read-ahead into the page cache on an owned descriptor.
             unsafe {
@@ -242,6 +253,19 @@ pub(super) fn open_files(
                     fd,
                     plan.region_start as libc::off64_t,
                     plan.region_len as usize,
+                )
+            };
+        }
+        // readahead(2) is Linux's; elsewhere the same request is posix_fadvise's WILLNEED.
+        #[cfg(not(target_os = "linux"))]
+        if o.pre_read && o.rw.reads() {
+            // SAFETY: advisory read-ahead on an owned descriptor.
+            unsafe {
+                libc::posix_fadvise(
+                    fd,
+                    plan.region_start as libc::off_t,
+                    plan.region_len as libc::off_t,
+                    libc::POSIX_FADV_WILLNEED,
                 )
             };
         }

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Static sinkrate binaries for the boards recorders run on.
+#
+#   scripts/cross.sh                 release binaries in target/<triple>/release/ for aarch64,
+#                                    armv7 and x86_64, each smoke-run (under qemu-user for ARM), checked
+#                                    static and within the 5 MB budget, and release tarballs
+#                                    with the man page, completions and SHA256SUMS in target/tarballs/
+#   scripts/cross.sh --test-build    unoptimised ARM binaries for the test suite's qemu-user
+#                                    tests; their list goes to target/cross-test-bins.txt
+#   scripts/cross.sh TRIPLE...       only these targets (release)
+#
+# armv7: Rust's armv7-unknown-linux-musleabihf is used when rustup can install its standard
+# library; where it cannot (rustup's server does not always carry it), the binary is a fully
+# static armv7-unknown-linux-gnueabihf build linked with Debian's cross gcc and glibc
+# (crt-static). The script says which one it built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for d in "$HOME/.cargo/bin" /root/.cargo/bin; do [ -d "$d" ] && export PATH="$d:$PATH"; done
+
+mode=release
+targets=()
+for a in "$@"; do
+  case "$a" in
+    --test-build) mode=test ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -*) echo "cross.sh: unknown option '$a' (accepted: --test-build, target triples)" >&2; exit 2 ;;
+    *) targets+=("$a") ;;
+  esac
+done
+
+bash scripts/install-deps.sh --cross
+
+# The armv7 triple: musl where its standard library can be had, else static glibc.
+armv7_triple() {
+  if rustup target list --installed 2>/dev/null | grep -qx armv7-unknown-linux-musleabihf \
+    || rustup target add armv7-unknown-linux-musleabihf >/dev/null 2>&1; then
+    echo armv7-unknown-linux-musleabihf
+  else
+    echo armv7-unknown-linux-gnueabihf
+  fi
+}
+
+if [ "${#targets[@]}" = 0 ]; then
+  arm32=$(armv7_triple)
+  if [ "$mode" = test ]; then
+    targets=(aarch64-unknown-linux-musl "$arm32")
+  else
+    targets=(aarch64-unknown-linux-musl "$arm32" x86_64-unknown-linux-musl)
+  fi
+  if [ "$arm32" = armv7-unknown-linux-gnueabihf ]; then
+    echo "cross.sh: armv7: rustup cannot install armv7-unknown-linux-musleabihf here; building a static armv7-unknown-linux-gnueabihf binary (Debian's arm-linux-gnueabihf gcc, glibc linked in)"
+  fi
+fi
+
+# How each target links, and how to run its binary on this host.
+linker_for() {
+  case "$1" in
+    aarch64-*) echo aarch64-linux-gnu-gcc ;;
+    armv7-*) echo arm-linux-gnueabihf-gcc ;;
+    x86_64-*) echo cc ;;
+    *) echo "cross.sh: unsupported target '$1' (supported: aarch64-unknown-linux-musl, armv7-unknown-linux-musleabihf, armv7-unknown-linux-gnueabihf, x86_64-unknown-linux-musl)" >&2; return 2 ;;
+  esac
+}
+runner_for() {
+  case "$1" in
+    aarch64-*) echo qemu-aarch64 ;;
+    armv7-*) echo qemu-arm ;;
+    *) echo "" ;;
+  esac
+}
+
+# Board binaries are built small: whole-program LTO, one codegen unit, no debug info, symbols
+# stripped, and optimised for size except the crates on the I/O path (engine, record, stats),
+# which keep full optimisation (the 5 MB budget; bench/README.md has the sizes and speeds).
+# The host's own release profile keeps its faster build. The test binaries skip optimisation
+# so that CI builds them in well under a minute each.
+if [ "$mode" = test ]; then
+  profile=debug
+  cargo_profile=(--profile dev --config profile.dev.debug=0)
+else
+  profile=release
+  cargo_profile=(--release
+    --config 'profile.release.lto="fat"' --config profile.release.codegen-units=1
+    --config profile.release.debug=0 --config profile.release.strip=true
+    --config 'profile.release.opt-level="s"')
+  for hot in sinkrate-engine sinkrate-record sinkrate-stats; do
+    cargo_profile+=(--config "profile.release.package.$hot.opt-level=3")
+  done
+fi
+
+list=target/cross-test-bins.txt
+[ "$mode" = test ] && : > "$list.tmp"
+budget=$((5 * 1000 * 1000))
+built=()
+for t in "${targets[@]}"; do
+  linker=$(linker_for "$t")
+  rustup target list --installed | grep -qx "$t" || rustup target add "$t"
+  var=$(echo "$t" | tr 'a-z-' 'A-Z_')
+  flags="-C target-feature=+crt-static"
+  # The io-uring crate ships kernel bindings for 64-bit targets only; the io_uring ABI uses
+  # fixed-width fields alone, and the engine asserts the entry sizes at compile time.
+  case "$t" in armv7-*) flags="$flags --cfg=io_uring_skip_arch_check" ;; esac
+  echo "== cargo build --$profile --target $t (linker $linker)"
+  env "CARGO_TARGET_${var}_LINKER=$linker" "CARGO_TARGET_${var}_RUSTFLAGS=$flags" \
+    cargo build --locked "${cargo_profile[@]}" --target "$t" --bin sinkrate
+  bin="target/$t/$profile/sinkrate"
+  if readelf -l "$bin" | grep -q "Requesting program interpreter"; then
+    echo "cross.sh: $bin is not static (it asks for a program interpreter)" >&2
+    exit 1
+  fi
+  runner=$(runner_for "$t")
+  # shellcheck disable=SC2086
+  version=$($runner "$bin" --version | tr '\n' ' ')
+  echo "   $bin: $version"
+  if [ "$mode" = test ]; then
+    echo "$t $PWD/$bin $runner" >> "$list.tmp"
+    continue
+  fi
+  size=$(stat -c %s "$bin")
+  echo "   $size bytes, budget $budget"
+  if [ "$size" -gt "$budget" ]; then
+    echo "cross.sh: $bin is $size bytes, over the 5 MB budget" >&2
+    exit 1
+  fi
+  built+=("$t")
+done
+
+if [ "$mode" = test ]; then
+  mv "$list.tmp" "$list"
+  echo "cross.sh: test binaries listed in $list"
+  exit 0
+fi
+
+# Release tarballs: the binary, its man page and completions (generated by the binary itself,
+# under qemu-user for ARM, which also proves it starts), and one SHA256SUMS for them all.
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+mkdir -p target/tarballs
+for t in "${built[@]}"; do
+  runner=$(runner_for "$t")
+  name="sinkrate-$version-$t"
+  stage="target/tarballs/$name"
+  rm -rf "$stage"
+  mkdir -p "$stage/completions"
+  cp "target/$t/release/sinkrate" "$stage/sinkrate"
+  # shellcheck disable=SC2086
+  $runner "$stage/sinkrate" man > "$stage/sinkrate.1"
+  for shell in bash zsh fish; do
+    # shellcheck disable=SC2086
+    $runner "$stage/sinkrate" completions "$shell" > "$stage/completions/sinkrate.$shell"
+  done
+  cp README.md "$stage/README.md"
+  tar -C target/tarballs -czf "target/tarballs/$name.tar.gz" "$name"
+  rm -rf "$stage"
+done
+(cd target/tarballs && sha256sum -- *.tar.gz > SHA256SUMS)
+echo "== target/tarballs"
+for t in "${built[@]}"; do
+  printf '   %-34s %9s bytes  %s\n' "$t" "$(stat -c %s "target/$t/release/sinkrate")" "target/$t/release/sinkrate"
+done
+cat target/tarballs/SHA256SUMS
