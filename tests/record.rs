@@ -515,6 +515,48 @@ fn dirty_settings() -> Vec<String> {
     .collect()
 }
 
+/// --ram-limit rehearses a small board: capture pools that fit this host but not a 512 MB
+/// board are refused there, with the board's figures; the same pools run for a 4 GB board.
+#[test]
+fn ram_limit_sizes_the_capture_pools_to_the_board() {
+    serial(
+        "ram_limit_sizes_the_capture_pools_to_the_board",
+        &[],
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let pools = [
+                "--streams",
+                "2",
+                "--fps",
+                "5",
+                "--frame-size",
+                "20M",
+                "--buffers",
+                "8",
+                "--write-mode",
+                "null",
+                "--duration",
+                "1s",
+            ];
+            let mut args = pools.to_vec();
+            args.extend(["--ram-limit", "512M"]);
+            let (code, v, stderr) = record(d.path(), &args);
+            assert_eq!(code, Some(2), "{v}");
+            assert!(
+                stderr.contains("capture pools need 0.3 GB") && stderr.contains("0.4 GB available"),
+                "{stderr}"
+            );
+            let mut args = pools.to_vec();
+            args.extend(["--ram-limit", "4G"]);
+            let (code, v, stderr) = record(d.path(), &args);
+            assert_eq!(code, Some(0), "{stderr}");
+            assert!(v["notices"]
+                .to_string()
+                .contains("sized for a board with 4295 MB"));
+        },
+    );
+}
+
 #[test]
 fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
     serial(
@@ -544,6 +586,11 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
             assert_eq!(
                 v["dirty_limits"]["dirty_bytes"],
                 128 * 1048576 * before[1].parse::<u64>().unwrap_or(20) / 100
+            );
+            let notices = v["notices"].to_string();
+            assert!(
+                notices.contains("sized for a board with 134 MB of RAM"),
+                "{notices}"
             );
             let after: Vec<String> = dirty_settings();
             assert_eq!(before, after, "restored at the end of the run");

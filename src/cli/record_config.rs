@@ -195,6 +195,11 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
         label,
         dirty_limits: dirty_limits(args)?,
         sustained_bytes_per_s: None,
+        board_ram_bytes: args
+            .ram_limit
+            .as_deref()
+            .map(|r| size("ram-limit", r))
+            .transpose()?,
     })
 }
 

@@ -286,7 +286,7 @@ fn workload(args: &TuneSearchArgs) -> Result<Workload> {
             "--write-mode null after --: writes nothing, so there is nothing to tune"
         ));
     }
-    Ok(Workload::Record(session))
+    Ok(Workload::Record(Box::new(session)))
 }
 
 /// One line per event for the progress bar (or the lines off a terminal).

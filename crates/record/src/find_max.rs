@@ -317,6 +317,7 @@ mod tests {
             },
             label: "test".into(),
             dirty_limits: None,
+            board_ram_bytes: None,
             sustained_bytes_per_s: None,
         }
     }

@@ -34,6 +34,27 @@ pub struct Session {
     pub dirty_limits: Option<(u64, u64)>,
     /// A sustained rate measured before the run (check's probe), for the verdict.
     pub sustained_bytes_per_s: Option<f64>,
+    /// The RAM of the board being rehearsed (`--ram-limit`): the capture pools and the
+    /// sampler's timeline are sized to it instead of to this host.
+    pub board_ram_bytes: Option<u64>,
+}
+
+/// What a board with `ram` bytes has available to programs, about: what its kernel, page
+/// tables and the system's own services leave (a quarter of a small board's memory).
+pub fn board_available_bytes(ram: u64) -> u64 {
+    ram / 4 * 3
+}
+
+/// The sizes a run takes from the memory it has, in words for the run's notices.
+pub fn memory_sizing(s: &Session) -> Option<String> {
+    let ram = s.board_ram_bytes?;
+    Some(format!(
+        "sized for a board with {:.0} MB of RAM: capture pools up to {:.0} MB (half of the {:.0} MB it would have available), the sampler's timeline up to {:.1} MB",
+        ram as f64 / 1e6,
+        board_available_bytes(ram) as f64 / 2e6,
+        board_available_bytes(ram) as f64 / 1e6,
+        sinkrate_sampler::timeline::budget_bytes(Some(ram)) as f64 / 1e6
+    ))
 }
 
 /// What refused a recording before it started. The texts name no command-line flag: each
@@ -156,9 +177,12 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
         .iter()
         .map(|st| st.sizes.max_bytes() * (cfg.buffers as u64 + staging))
         .sum();
-    let available = sinkrate_engine::host::read_meminfo()
+    let host_available = sinkrate_engine::host::read_meminfo()
         .mem_available_bytes
         .unwrap_or(u64::MAX);
+    let available = s.board_ram_bytes.map_or(host_available, |ram| {
+        board_available_bytes(ram).min(host_available)
+    });
     if pool_bytes > available / 2 {
         return Err(SessionError::PoolTooLarge {
             needed_gb: pool_bytes as f64 / 1e9,
@@ -269,7 +293,13 @@ pub fn run(
         None => None,
     };
     let devices = sinkrate_engine::host::device_names(std::slice::from_ref(&target));
-    let sampler = Sampler::start(SamplerConfig::recording(devices), cfg.duration);
+    let sampler = Sampler::start(
+        SamplerConfig {
+            memory_bytes: s.board_ram_bytes,
+            ..SamplerConfig::recording(devices)
+        },
+        cfg.duration,
+    );
     let started_unix_ms = sinkrate_engine::host::unix_ms_now();
     let mut record_cfg = cfg.clone();
     record_cfg.frame_records = true;
@@ -318,6 +348,7 @@ pub fn run(
     });
     run.interrupted = interrupted;
     run.notices = sampled.notes.clone();
+    run.notices.extend(memory_sizing(s));
     Ok(run)
 }
 

@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod hogs;
 pub mod live;
 pub mod sample;
+pub mod timeline;
 pub mod watch;
 
 pub use analysis::{analyse, Summary};

@@ -12,6 +12,7 @@ use sinkrate_procparse::{cpustat, diskstats, meminfo, pressure, vmstat};
 
 use crate::hogs::{Hog, HogTracker};
 use crate::sample::{Raw, Sample, VmSettings};
+use crate::timeline::Timeline;
 
 struct ProcFile {
     file: File,
@@ -52,6 +53,8 @@ pub struct SamplerConfig {
     pub hogs: bool,
     /// Where /proc and /sys are: the live system, or a fixture tree of another machine.
     pub root: sinkrate_sys::SysRoot,
+    /// The memory the timeline's budget is sized to; None: this machine's MemTotal.
+    pub memory_bytes: Option<u64>,
 }
 
 impl Default for SamplerConfig {
@@ -61,6 +64,7 @@ impl Default for SamplerConfig {
             devices: Vec::new(),
             hogs: false,
             root: sinkrate_sys::SysRoot::live(),
+            memory_bytes: None,
         }
     }
 }
@@ -153,6 +157,12 @@ impl SamplerCore {
 
     pub fn devices(&self) -> &[String] {
         &self.devices
+    }
+
+    /// The machine's memory (MemTotal), which sizes the timeline's budget.
+    pub fn mem_total_bytes(&mut self) -> Option<u64> {
+        let text = self.meminfo.as_mut().and_then(ProcFile::read)?;
+        meminfo::parse(text).mem_total_bytes
     }
 
     /// Reads everything once and returns the sample derived against the previous reading.
@@ -248,11 +258,12 @@ impl Sampler {
         let handle = std::thread::Builder::new()
             .name("sinkrate-sampler".into())
             .spawn(move || {
-                let capacity =
+                let expected_samples =
                     (expected.as_nanos() / config.interval.as_nanos().max(1)) as usize + 16;
-                let mut timeline = Vec::with_capacity(capacity.min(1 << 22));
                 let settings = read_vm_settings();
                 let mut core = SamplerCore::new(&config);
+                let memory = config.memory_bytes.or_else(|| core.mem_total_bytes());
+                let mut timeline = Timeline::for_memory(memory, expected_samples);
                 let start = Instant::now();
                 let mut k: u32 = 0;
                 while !flag.load(Ordering::Relaxed) {
@@ -265,11 +276,13 @@ impl Sampler {
                     }
                 }
                 timeline.push(core.sample());
+                let mut notes = core.notes.clone();
+                notes.extend(timeline.note());
                 SamplerOutput {
-                    timeline,
+                    timeline: timeline.into_samples(),
                     settings,
                     devices: core.devices().to_vec(),
-                    notes: core.notes.clone(),
+                    notes,
                     hogs: core.top_hogs(10),
                 }
             })

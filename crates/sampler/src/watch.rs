@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::hogs::Hog;
 use crate::live::{read_vm_settings, SamplerCore};
 use crate::sample::{Sample, VmSettings};
+use crate::timeline::Timeline;
 use crate::{analyse, SamplerConfig, Summary};
 
 /// The shortest interval watch samples at.
@@ -135,11 +136,11 @@ pub fn run<O: WatchObserver>(
     let mut settings = read_vm_settings();
     let mut settings_checked = Instant::now();
     let mut changes = Vec::new();
-    let capacity = cfg
+    let expected_samples = cfg
         .duration
         .map(|d| (d.as_nanos() / cfg.interval.as_nanos().max(1)) as usize + 16)
         .unwrap_or(4096);
-    let mut timeline: Vec<Sample> = Vec::with_capacity(capacity.min(1 << 22));
+    let mut timeline = Timeline::for_memory(core.mem_total_bytes(), expected_samples);
     let started = Instant::now();
     let deadline = cfg.duration.map(|d| started + d);
     let mut throttled_s = 0.0;
@@ -170,7 +171,7 @@ pub fn run<O: WatchObserver>(
         timeline.push(s);
         let go_on = observer
             .sample(&View {
-                timeline: &timeline,
+                timeline: timeline.samples(),
                 elapsed: started.elapsed(),
                 throttled_seconds: throttled_s,
                 top_hog: core.top_hog.as_ref(),
@@ -213,17 +214,19 @@ pub fn run<O: WatchObserver>(
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
         status = c.wait().ok();
     }
-    let summary = analyse(&timeline, settings);
+    let summary = analyse(timeline.samples(), settings);
     let mut config = cfg.clone();
     config.devices = core.devices().to_vec();
+    let mut notes = core.notes.clone();
+    notes.extend(timeline.note());
     Ok(WatchReport {
         config,
         command_exit_code: status.map(exit_code),
-        notes: core.notes.clone(),
+        notes,
         vm_settings_changes: changes,
         summary,
         hogs: core.top_hogs(10),
-        timeline,
+        timeline: timeline.into_samples(),
     })
 }
 

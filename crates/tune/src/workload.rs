@@ -22,7 +22,7 @@ use crate::candidates::Candidate;
 #[derive(Debug, Clone)]
 pub enum Workload {
     /// The user's streams, recorded in process (the recorder's own knobs can vary).
-    Record(Session),
+    Record(Box<Session>),
     /// A bench job file, run in the directory as `sinkrate bench` would.
     Job {
         jobs: sinkrate_jobspec::JobSet,
