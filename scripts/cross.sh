@@ -71,7 +71,7 @@ runner_for() {
 
 # Board binaries are built small: whole-program LTO, one codegen unit, no debug info, symbols
 # stripped, and optimised for size except the crates on the I/O path (engine, record, stats),
-# which keep full optimisation (the 5 MB budget; bench/README.md has the sizes and speeds).
+# which keep full optimisation (the 5 MB budget; bench/README.md has the sizes).
 # The host's own release profile keeps its faster build. The test binaries skip optimisation
 # so that CI builds them in well under a minute each.
 if [ "$mode" = test ]; then

@@ -121,7 +121,6 @@ fn read_dev(path: &Path) -> Option<(u32, u32)> {
     Some((a.parse().ok()?, b.parse().ok()?))
 }
 
-/// Known on-disk signatures at the start of a file or device (the system layer's).
 /// Elsewhere sinkrate has no reader of the system's mount table and device holders, so every
 /// disk device counts as in use: writing to one needs --force.
 #[cfg(not(target_os = "linux"))]
@@ -137,6 +136,7 @@ pub fn block_device_in_use(path: &Path) -> Result<Option<String>, EngineError> {
     Ok(None)
 }
 
+/// Known on-disk signatures at the start of a file or device (the system layer's).
 pub fn signature(path: &Path) -> Result<Option<&'static str>, EngineError> {
     sinkrate_sys::signature::of_file(path).map_err(|e| EngineError::io(path, e))
 }
