@@ -12,4 +12,4 @@ target/release/sinkrate man > "$prefix/share/man/man1/sinkrate.1"
 # bash-completion also looks under the prefix ($prefix/share/bash-completion/completions).
 mkdir -p "$prefix/share/bash-completion/completions"
 target/release/sinkrate completions bash > "$prefix/share/bash-completion/completions/sinkrate"
-echo "installed $prefix/bin/sinkrate ($("$prefix/bin/sinkrate" --version))"
+echo "installed $prefix/bin/sinkrate ($("$prefix/bin/sinkrate" -V))"
