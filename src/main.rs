@@ -100,6 +100,7 @@ fn run() -> Result<ExitCode> {
         Command::Watch(args) => cmd::watch::run(*args),
         Command::Record(args) => cmd::record::run(*args),
         Command::Audit(args) => cmd::audit::run(*args),
+        Command::Verify(args) => cmd::verify::run(*args),
         Command::Check(args) => cmd::check::run(*args),
         Command::Compare(args) => cmd::compare::run(*args),
         Command::Report(args) => cmd::report::run(*args),

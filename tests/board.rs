@@ -80,6 +80,13 @@ fn every_board_command_runs_with_nothing_on_path() {
 
     let out = with_empty_path(
         d.path(),
+        &["verify", dir, "--size", "16M", "--output-format", "json"],
+    );
+    let v = json_of(&out, "verify");
+    assert_eq!(v["verdict"], "verified", "{}", v["verdict_text"]);
+
+    let out = with_empty_path(
+        d.path(),
         &["check", dir, "--quick", "--output-format", "json"],
     );
     let v = json_of(&out, "check");

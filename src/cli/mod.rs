@@ -65,6 +65,10 @@ pub enum Command {
     /// What is wrong with a storage setup, why it matters, and the exact fix
     #[command(after_help = AUDIT_EXAMPLES)]
     Audit(Box<AuditArgs>),
+    /// Is the data really on the card? Write blocks that say what they are, read them back
+    /// from the device, and name every bad one (stale, misplaced, zeros, garbage, corrupt)
+    #[command(after_help = VERIFY_EXAMPLES)]
+    Verify(Box<VerifyArgs>),
     /// Slow storage on demand: an SD card or USB drive emulated with a real filesystem
     #[command(after_help = EMULATE_EXAMPLES)]
     Emulate {
@@ -539,6 +543,57 @@ pub struct AuditArgs {
     /// Exit 1 when a critical or warn finding is present
     #[arg(long)]
     pub strict: bool,
+}
+
+pub const VERIFY_EXAMPLES: &str = "\
+Examples:
+  # 1 GiB written to the SD card and read back from it (a new file, removed after)
+  sinkrate verify /media/sd
+
+  # The whole of an unmounted card, 4 MiB blocks (destroys what it holds)
+  sinkrate verify /dev/sdb --block-size 4M --force
+
+  # Write, keep, power-cycle or move the card to another reader, then read
+  sinkrate verify /media/sd --size 8G --keep
+  sinkrate verify --read-only /media/sd
+
+Each block carries a header (run, generation, block, offset, length, crc32c, time), so a bad
+block is named: stale (an earlier run's data: the write never reached the medium), misplaced
+(another offset's data: a wrap-around or misdirected write), zeros, garbage or corrupt.
+Exit 0: every block verified; 1: bad blocks; 2: error.";
+
+/// `sinkrate verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// A directory (a new file is written there), an unmounted block device, or with
+    /// --read-only the file, directory or device a kept run wrote
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+    /// Bytes to write (e.g. 4G); default: 1 GiB in a directory (less when less is free), the
+    /// whole device
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    /// Block size, a multiple of 4 KiB
+    #[arg(long, value_name = "SIZE", default_value = "1M")]
+    pub block_size: String,
+    /// Leave the data for a later --read-only pass (after a power cycle, or in another reader)
+    #[arg(long)]
+    pub keep: bool,
+    /// Only read and check the blocks a kept run left (learned from its first block)
+    #[arg(long, conflicts_with_all = ["size", "keep", "force"])]
+    pub read_only: bool,
+    /// Write to a device although it is mounted or holds a filesystem (destroys it)
+    #[arg(long)]
+    pub force: bool,
+    /// text or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Write the result to FILE instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// A progress line on standard error: auto (on a terminal), always, never
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = When::Auto)]
+    pub progress: When,
 }
 
 pub const CHECK_EXAMPLES: &str = "\

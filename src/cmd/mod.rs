@@ -8,5 +8,6 @@ pub mod find_max;
 pub mod record;
 pub mod report;
 pub mod tune;
+pub mod verify;
 pub mod watch;
 pub mod watch_tui;

@@ -12,6 +12,7 @@ pub mod record_text;
 pub mod samples_csv;
 pub mod search_text;
 pub mod tune_text;
+pub mod verify_text;
 pub mod watch_text;
 
 use anyhow::Result;

@@ -23,6 +23,7 @@ pub enum RunKind {
     Tune,
     TuneSearch,
     Compare,
+    Verify,
 }
 
 impl RunKind {
@@ -45,6 +46,7 @@ impl RunKind {
             RunKind::Tune => "tune",
             RunKind::TuneSearch => "tune_search",
             RunKind::Compare => "compare",
+            RunKind::Verify => "verify",
         }
     }
 }

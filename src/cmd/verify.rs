@@ -1,0 +1,97 @@
+//! `sinkrate verify [PATH|DEVICE]`: flags to a config, the verify session, its typed result
+//! rendered as text or JSON.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Result};
+use sinkrate_model::{Envelope, RunError, RunKind};
+use sinkrate_verify::{Config, VerifyError, VerifyVerdict};
+
+use crate::cli::values::{size, OutputFormat};
+use crate::cli::VerifyArgs;
+use crate::export::{verify_text::VerifyText, Exporter, Json};
+
+fn config(args: &VerifyArgs) -> Result<Config> {
+    let block_size = size("block-size", &args.block_size)?;
+    let size = args.size.as_deref().map(|s| size("size", s)).transpose()?;
+    if size == Some(0) {
+        return Err(anyhow!("--size: must be above zero (e.g. 4G)"));
+    }
+    Ok(Config {
+        target: args.path.clone(),
+        size,
+        block_size: usize::try_from(block_size)
+            .map_err(|_| anyhow!("--block-size {}: too large", args.block_size))?,
+        keep: args.keep,
+        read_only: args.read_only,
+        force: args.force,
+    })
+}
+
+pub fn run(args: VerifyArgs) -> Result<ExitCode> {
+    if let Some(p) = &args.output {
+        crate::check_output_path("--output", p)?;
+    }
+    let cfg = config(&args)?;
+    let stop = crate::interrupt_flag()?;
+    let started = sinkrate_engine::host::unix_ms_now();
+    let show = args.progress.wanted(std::io::stderr().is_terminal());
+    let mut progress = |p: sinkrate_verify::session::Progress| {
+        if !show {
+            return;
+        }
+        let rate = p.done_bytes as f64 / p.phase_seconds.max(1e-3);
+        let left = p.total_bytes.saturating_sub(p.done_bytes) as f64 / rate.max(1.0);
+        let mut err = std::io::stderr();
+        let _ = write!(
+            err,
+            "\rsinkrate verify: {} {:5.1}%  {:.1} MB/s  {:.0} s left   ",
+            if p.reading { "reading" } else { "writing" },
+            100.0 * p.done_bytes as f64 / p.total_bytes.max(1) as f64,
+            rate / 1e6,
+            left
+        );
+        let _ = err.flush();
+    };
+    let result = sinkrate_verify::run(&cfg, &stop, &mut progress);
+    if show {
+        eprintln!();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(VerifyError::Interrupted) => {
+            return Err(anyhow!("interrupted: the run's file was removed"));
+        }
+        Err(e) => return Err(anyhow!(e)),
+    };
+    let failed = report.verdict == VerifyVerdict::Failed;
+    let body = match args.output_format {
+        OutputFormat::Json => {
+            let mut run = Envelope::new(
+                RunKind::Verify,
+                sinkrate_engine::host::host_facts(),
+                started,
+                report.clone(),
+            );
+            if failed {
+                run.error = Some(RunError {
+                    what: report.verdict_text.clone(),
+                    at_s: None,
+                });
+            }
+            Json.export(&run)?
+        }
+        OutputFormat::Text => VerifyText.export(&report)?,
+    };
+    match &args.output {
+        Some(p) => sinkrate_sys::output::write(p, &body)
+            .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
+        None => crate::write_stdout(&body)?,
+    }
+    Ok(match report.verdict {
+        VerifyVerdict::Verified => ExitCode::SUCCESS,
+        VerifyVerdict::BadBlocks => ExitCode::from(1),
+        VerifyVerdict::Failed => ExitCode::from(2),
+    })
+}
