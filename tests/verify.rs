@@ -263,3 +263,28 @@ fn bad_input_gets_one_line_and_nothing_written() {
         assert!(stderr.contains("memory"), "{stderr}");
     }
 }
+
+/// A card that wraps: from block 24 on, reads return blocks 0 to 7 (as a fake card's
+/// controller maps writes past its real capacity onto the start).
+#[test]
+fn a_wrap_around_is_named_with_the_size_the_device_seems_to_hold() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    let file = kept_run(d.path(), 32);
+    let head: Vec<u8> = (0..8).flat_map(|n| block_of(&file, n)).collect();
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .expect("open");
+    f.write_all_at(&head, (24 * BLOCK) as u64).expect("write");
+    f.sync_all().expect("sync");
+    let (code, v, _) = verify(&["--read-only", file.to_str().expect("utf8")]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["counts"]["misplaced"], 8);
+    let text = v["verdict_text"].as_str().expect("text");
+    assert!(
+        text.contains("from 1.5 MiB on, reads return what was written 1.5 MiB earlier")
+            && text.contains("seems to hold only about 1.5 MiB"),
+        "{text}"
+    );
+}

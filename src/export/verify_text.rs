@@ -4,20 +4,13 @@
 use std::fmt::Write;
 
 use anyhow::Result;
+use sinkrate_verify::report::size_words as size;
 use sinkrate_verify::session::finding_words;
 use sinkrate_verify::{VerifyReport, VerifyVerdict};
 
 use super::{mbs, Exporter};
 
 pub struct VerifyText;
-
-fn size(n: u64) -> String {
-    if n >= 1 << 30 {
-        format!("{:.2} GiB", n as f64 / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
-    }
-}
 
 impl Exporter<VerifyReport> for VerifyText {
     fn export(&self, r: &VerifyReport) -> Result<Vec<u8>> {

@@ -5,6 +5,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::block::Finding;
 
+/// A size in binary units, as verify's words print it (blocks and offsets are powers of two).
+pub fn size_words(n: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    match n {
+        n if n >= GIB => format!("{:.2} GiB", n as f64 / GIB as f64),
+        n if n >= MIB => format!("{:.1} MiB", n as f64 / MIB as f64),
+        n => format!("{:.0} KiB", n as f64 / KIB as f64),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerifyVerdict {

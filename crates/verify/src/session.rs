@@ -12,7 +12,9 @@ use std::time::Instant;
 use sinkrate_engine::buffers::AlignedBuf;
 
 use crate::block::{self, Expected, Finding, Header, MIN_BLOCK};
-use crate::report::{BadBlock, Counts, Phase, ReadMethod, VerifyReport, VerifyVerdict};
+use crate::report::{
+    size_words as bytes, BadBlock, Counts, Phase, ReadMethod, VerifyReport, VerifyVerdict,
+};
 
 /// A directory's default: this much, or less when the filesystem has less free.
 pub const DEFAULT_FILE_SIZE: u64 = 1 << 30;
@@ -56,7 +58,7 @@ pub enum VerifyError {
         available: u64,
         block: usize,
     },
-    #[error("{dir}: --size {size} bytes is more than the {free} bytes free there")]
+    #[error("{dir}: --size {size} bytes is more than the {free} bytes it holds free")]
     NoSpace { dir: String, size: u64, free: u64 },
     #[error("{0}: not data sinkrate verify wrote (no verify header at its start){1}")]
     NotVerifyData(String, String),
@@ -315,7 +317,15 @@ pub fn run(
         }
     };
     let wanted = match (cfg.size, is_device) {
-        (Some(s), _) => s.min(room),
+        (Some(s), true) if s > room => {
+            return Err(VerifyError::NoSpace {
+                dir: path.display().to_string(),
+                size: s,
+                free: room,
+            })
+        }
+        // A directory's explicit size was checked against its free space above.
+        (Some(s), _) => s,
         (None, true) => room,
         (None, false) => DEFAULT_FILE_SIZE.min(room),
     };
@@ -579,14 +589,6 @@ fn read_block(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn bytes(n: u64) -> String {
-    if n >= 1 << 30 {
-        format!("{:.2} GiB", n as f64 / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
-    }
-}
-
 /// What one bad block holds, in words.
 pub fn finding_words(f: &Finding, run_id: u64, generation: u32) -> String {
     match f {
@@ -666,22 +668,25 @@ fn judge(plan: &Plan, r: &VerifyReport, failure: Option<String>) -> (VerifyVerdi
         bytes(first.offset_bytes),
         finding_words(&first.finding, plan.run_id, plan.generation)
     );
-    // A device that wraps: from some offset on, reads return what was written near the start.
-    if let Some(BadBlock {
-        offset_bytes,
-        finding: Finding::Misplaced { from_offset, .. },
-        ..
-    }) = r
+    // A device that wraps: from some offset on, every read returns what was written one
+    // fixed distance earlier (one misplaced block alone is a misdirected write).
+    let shifts: Vec<(u64, u64)> = r
         .bad_blocks
         .iter()
-        .find(|b| matches!(b.finding, Finding::Misplaced { .. }))
-    {
-        if from_offset < offset_bytes {
+        .filter_map(|b| match b.finding {
+            Finding::Misplaced { from_offset, .. } if from_offset < b.offset_bytes => {
+                Some((b.offset_bytes, b.offset_bytes - from_offset))
+            }
+            _ => None,
+        })
+        .collect();
+    if let [(first_at, shift), rest @ ..] = shifts.as_slice() {
+        if !rest.is_empty() && rest.iter().all(|(_, s)| s == shift) {
             text.push_str(&format!(
-                "; writes at {} land on {}: the device seems to hold only about {}",
-                bytes(*offset_bytes),
-                bytes(*from_offset),
-                bytes(offset_bytes - from_offset)
+                "; from {} on, reads return what was written {} earlier: the device wraps around and seems to hold only about {}",
+                bytes(*first_at),
+                bytes(*shift),
+                bytes(*shift)
             ));
         }
     }
