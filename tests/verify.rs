@@ -256,6 +256,14 @@ fn bad_input_gets_one_line_and_nothing_written() {
             "{args:?}"
         );
     }
+    // A run without --keep leaves nothing behind.
+    let (code, v, _) = verify(&[dir, "--size", "1M", "--block-size", "64K"]);
+    assert_eq!(
+        (code, &v["verdict"]),
+        (Some(0), &serde_json::json!("verified"))
+    );
+    assert_eq!(v["kept"], false);
+    assert_eq!(common::files_in(d.path()), vec!["notes.txt".to_string()]);
     // Memory is not storage.
     if Path::new("/dev/shm").is_dir() {
         let (code, _, stderr) = verify(&["/dev/shm"]);
@@ -287,4 +295,24 @@ fn a_wrap_around_is_named_with_the_size_the_device_seems_to_hold() {
             && text.contains("seems to hold only about 1.5 MiB"),
         "{text}"
     );
+}
+
+/// Ctrl-C while writing: exit 130, and the run's file is gone.
+#[test]
+fn interrupted_while_writing_removes_its_file() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    let child = Command::new(sinkrate_path())
+        .args(["verify", "--progress", "never", "--size", "2G"])
+        .arg(d.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(common::files_in(d.path()).is_empty());
 }

@@ -61,7 +61,8 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     let report = match result {
         Ok(r) => r,
         Err(VerifyError::Interrupted) => {
-            return Err(anyhow!("interrupted: the run's file was removed"));
+            eprintln!("sinkrate: interrupted while writing: nothing was verified");
+            return Ok(ExitCode::from(130));
         }
         Err(e) => return Err(anyhow!(e)),
     };

@@ -294,7 +294,7 @@ pub fn run(
         ));
     }
     check_block_size(cfg.block_size)?;
-    let (path, is_device, room, cleanup) = match data {
+    let (path, is_device, room, mut cleanup) = match data {
         Data::Existing { path, is_device } => {
             guard_device(&path, cfg.force)?;
             let size = device_size(&path)?;
@@ -310,10 +310,7 @@ pub fn run(
                 });
             }
             let room = free / 10 * 9;
-            let clean = Cleanup {
-                path: (!cfg.keep).then(|| path.clone()),
-            };
-            (path, false, room, clean)
+            (path, false, room, Cleanup { path: None })
         }
     };
     let wanted = match (cfg.size, is_device) {
@@ -343,7 +340,9 @@ pub fn run(
         block_size: cfg.block_size,
         blocks,
     };
-    let write = match write_phase(&path, is_device, &plan, stop, on_progress) {
+    // Armed by write_phase once it has created the file: only this run's own file is removed.
+    let remove = (!is_device && !cfg.keep).then_some(&mut cleanup);
+    let write = match write_phase(&path, is_device, &plan, remove, stop, on_progress) {
         Ok(w) => w,
         Err(VerifyError::Interrupted) => return Err(VerifyError::Interrupted),
         Err(e) => {
@@ -412,6 +411,7 @@ fn write_phase(
     path: &Path,
     is_device: bool,
     plan: &Plan,
+    cleanup: Option<&mut Cleanup>,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<Phase, VerifyError> {
@@ -426,6 +426,9 @@ fn write_phase(
     } else {
         open_direct(path, true, true).map_err(io(path))?
     };
+    if let Some(c) = cleanup {
+        c.path = Some(path.to_path_buf());
+    }
     let mut buf = AlignedBuf::new(plan.block_size);
     let total = plan.blocks * plan.block_size as u64;
     let started = Instant::now();
