@@ -334,6 +334,11 @@ fn record_null_and_buffered() {
                 "2s",
                 "--write-mode",
                 mode,
+                // An unoptimised binary under emulation starts its writers late (100 ms and
+                // more while other tests run): a deeper pool keeps that from costing frames,
+                // which is not what this test is about.
+                "--buffers",
+                "16",
                 "--keep",
                 "--output-format",
                 "json",
