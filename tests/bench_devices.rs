@@ -119,6 +119,63 @@ fn signatures_are_refused_unless_forced() {
     );
 }
 
+/// Volumes beyond the common filesystems stop a write too: a real F2FS (mkfs.f2fs), and an
+/// LVM2 label and an md 0.90 superblock (at the device's end) written from their documented
+/// layouts; the device's bytes are unchanged after each refusal, by bench and by verify.
+#[test]
+fn volume_signatures_on_devices_are_refused() {
+    with_root(
+        "volume_signatures_on_devices_are_refused",
+        &["losetup", "mkfs.f2fs"],
+        || {
+            use std::os::unix::fs::FileExt;
+            let check = |dev: &std::path::Path, expect: &str| {
+                let before = std::fs::read(dev).expect("read device");
+                refused(dev, expect);
+                let out = std::process::Command::new(common::sinkrate_path())
+                    .args(["verify", "--progress", "never"])
+                    .arg(dev)
+                    .output()
+                    .expect("verify runs");
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{stderr}");
+                assert!(stderr.contains(expect), "{stderr}");
+                assert!(
+                    std::fs::read(dev).expect("read") == before,
+                    "{expect}: written"
+                );
+            };
+            let f2fs = LoopDevice::new("128M", false);
+            common::run(
+                "mkfs.f2fs",
+                &["-q", "-f", f2fs.path.to_str().expect("utf8")],
+            );
+            check(&f2fs.path, "an F2FS filesystem");
+
+            let lvm = LoopDevice::new("16M", false);
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&lvm.path)
+                .expect("open");
+            f.write_all_at(b"LABELONE", 512).expect("label");
+            f.write_all_at(b"LVM2 001", 512 + 24).expect("type");
+            f.sync_all().expect("sync");
+            check(&lvm.path, "an LVM2 physical volume");
+
+            let md = LoopDevice::new("16M", false);
+            let size = 16u64 << 20;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&md.path)
+                .expect("open");
+            f.write_all_at(&[0xfc, 0x4e, 0x2b, 0xa9], size - 64 * 1024)
+                .expect("md magic");
+            f.sync_all().expect("sync");
+            check(&md.path, "an md RAID member (superblock 0.90)");
+        },
+    );
+}
+
 /// Unmounts on drop, so a failing assertion does not leave a mount behind.
 fn scopeguard(path: std::path::PathBuf) -> impl Drop {
     struct Unmount(std::path::PathBuf);
