@@ -146,7 +146,10 @@ fn a_stale_block_fio_verify_passes_is_found() {
     }
     let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
     let fio_job = |file: &Path, extra: &[&str]| {
+        // In the test's directory: fio saves its verify state (local-v-0-verify.state) in its
+        // working directory.
         Command::new("fio")
+            .current_dir(d.path())
             .args([
                 "--name=v",
                 "--rw=write",

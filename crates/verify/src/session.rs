@@ -69,6 +69,9 @@ pub enum VerifyError {
         path: String,
         source: std::io::Error,
     },
+    /// The engine's own refusal or I/O error, which names the path.
+    #[error(transparent)]
+    Engine(#[from] sinkrate_engine::EngineError),
     #[error("interrupted")]
     Interrupted,
 }
@@ -357,31 +360,22 @@ pub fn run(
     Ok(report)
 }
 
+/// The engine's refusal of a device write (mounted, swap, held by dm/md, or a signature).
 fn guard_device(path: &Path, force: bool) -> Result<(), VerifyError> {
-    let in_use =
-        sinkrate_engine::safety::block_device_in_use(path).map_err(|e| VerifyError::Io {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-    let signature = sinkrate_engine::safety::signature(path)
-        .ok()
-        .flatten()
-        .map(|s| format!("it holds {s}; writing destroys it"));
-    if let Some(reason) = in_use.or(signature) {
-        if !force {
-            return Err(VerifyError::DeviceInUse {
-                device: path.display().to_string(),
-                reason,
-            });
-        }
+    match sinkrate_engine::safety::block_device_in_use(path)? {
+        Some(reason) if !force => Err(VerifyError::DeviceInUse {
+            device: path.display().to_string(),
+            reason,
+        }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
+/// A device's size, as bench sizes it (BLKGETSIZE64 on Linux).
 fn device_size(path: &Path) -> Result<u64, VerifyError> {
-    use std::io::Seek;
-    let mut f = File::open(path).map_err(io(path))?;
-    f.seek(std::io::SeekFrom::End(0)).map_err(io(path))
+    sinkrate_engine::files::existing_size(path)?
+        .map(|(size, _)| size)
+        .ok_or_else(|| VerifyError::NotFound(path.display().to_string()))
 }
 
 fn plan_from_header(path: &Path) -> Result<Plan, VerifyError> {

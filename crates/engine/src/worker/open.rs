@@ -116,6 +116,23 @@ pub(super) fn lay_out(
     Ok(())
 }
 
+/// fio's pre_read: the region into the page cache before the job times anything.
+/// readahead(2) is Linux's; elsewhere the same request is posix_fadvise's WILLNEED.
+fn read_ahead(fd: RawFd, start: u64, len: u64) {
+    // SAFETY: advisory calls on a descriptor the worker owns.
+    unsafe {
+        #[cfg(target_os = "linux")]
+        libc::readahead(fd, start as libc::off64_t, len as usize);
+        #[cfg(not(target_os = "linux"))]
+        libc::posix_fadvise(
+            fd,
+            start as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_WILLNEED,
+        );
+    }
+}
+
 pub(super) fn preallocate(fd: RawFd, mode: Fallocate, size: u64) {
     // Failure to preallocate is not an error in fio either: the writes allocate instead.
     // SAFETY: plain syscalls on an owned descriptor.
@@ -245,29 +262,8 @@ pub(super) fn open_files(
                 )
             };
         }
-        #[cfg(target_os = "linux")]
         if o.pre_read && o.rw.reads() {
-            // SAFETY: advisory read-ahead into the page cache on an owned descriptor.
-            unsafe {
-                libc::readahead(
-                    fd,
-                    plan.region_start as libc::off64_t,
-                    plan.region_len as usize,
-                )
-            };
-        }
-        // readahead(2) is Linux's; elsewhere the same request is posix_fadvise's WILLNEED.
-        #[cfg(not(target_os = "linux"))]
-        if o.pre_read && o.rw.reads() {
-            // SAFETY: advisory read-ahead on an owned descriptor.
-            unsafe {
-                libc::posix_fadvise(
-                    fd,
-                    plan.region_start as libc::off_t,
-                    plan.region_len as libc::off_t,
-                    libc::POSIX_FADV_WILLNEED,
-                )
-            };
+            read_ahead(fd, plan.region_start, plan.region_len);
         }
         backend
             .attach_file(out.len(), fd, plan.needed_size(), writes)
