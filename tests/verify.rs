@@ -319,3 +319,40 @@ fn interrupted_while_writing_removes_its_file() {
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert!(common::files_in(d.path()).is_empty());
 }
+
+/// A run stopped while reading has verified nothing: `failed` in its JSON with the error, the
+/// blocks checked before counted, exit 2; never `verified`.
+#[test]
+fn interrupted_while_reading_is_a_failed_run() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    let (code, v, stderr) = verify(&[d.path().to_str().expect("utf8"), "--size", "1G", "--keep"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let file = v["data_path"].as_str().expect("data_path").to_string();
+    let child = Command::new(sinkrate_path())
+        .args([
+            "verify",
+            "--progress",
+            "never",
+            "--output-format",
+            "json",
+            "--read-only",
+        ])
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["verdict"], "failed");
+    let what = v["error"]["what"].as_str().expect("error set");
+    assert!(what.starts_with("interrupted"), "{what}");
+    assert!(v["counts"]["ok"].as_u64().expect("ok") < 1024);
+    assert!(
+        std::path::Path::new(&file).exists(),
+        "read-only keeps the data"
+    );
+}
