@@ -102,6 +102,7 @@ fn run() -> Result<ExitCode> {
         Command::Audit(args) => cmd::audit::run(*args),
         Command::Verify(args) => cmd::verify::run(*args),
         Command::Check(args) => cmd::check::run(*args),
+        Command::Suite(args) => cmd::suite::run(*args),
         Command::Compare(args) => cmd::compare::run(*args),
         Command::Report(args) => cmd::report::run(*args),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),

@@ -69,6 +69,10 @@ pub enum Command {
     /// from the device, and name every bad one (stale, misplaced, zeros, garbage, corrupt)
     #[command(after_help = VERIFY_EXAMPLES)]
     Verify(Box<VerifyArgs>),
+    /// The source documents' experiments, one command each: the document's table, measured
+    /// on your storage with repeated runs and their spread (sinkrate suite list)
+    #[command(after_help = SUITE_EXAMPLES)]
+    Suite(Box<SuiteArgs>),
     /// Slow storage on demand: an SD card or USB drive emulated with a real filesystem
     #[command(after_help = EMULATE_EXAMPLES)]
     Emulate {
@@ -596,6 +600,25 @@ pub struct VerifyArgs {
     pub progress: When,
 }
 
+pub const SUITE_EXAMPLES: &str = "\
+Examples:
+  # The suites, what each measures and which document it reproduces
+  sinkrate suite list
+
+  # Seed 002's record-size table on the SD card: 3 runs of each cell, median and spread
+  sinkrate suite record-size /media/sd
+
+  # One quick pass of seed 000's page-cache lesson (as root: the dirty limit is lowered
+  # for the run and restored), as Markdown
+  sinkrate suite page-cache /media/sd --quick --output-format markdown
+
+  # Each filesystem on emulated class-10 cards, every run's JSON and the table kept
+  sinkrate suite filesystems --model sd-class10 --output-dir fs-results
+
+  # Your own streams instead of the suite's default recording: record flags after --
+  sinkrate suite capture-buffers /media/sd -- --streams 3 --fps 25 --bitrate 8M
+";
+
 pub const CHECK_EXAMPLES: &str = "\
 Examples:
   # Can the SD card take two 1080p30 streams? About a minute
@@ -607,6 +630,47 @@ Examples:
   # Your own streams and pool for the recording test: any sinkrate record flags after --
   sinkrate check /media/sd -- --streams 3 --fps 25 --bitrate 8M --buffers 8
 ";
+
+#[derive(Debug, clap::Args)]
+pub struct SuiteArgs {
+    /// The suite to run, or `list` for the suites and their sources
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// A directory on the storage to test (the suite writes its files in a directory of its
+    /// own there, and removes it)
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+    /// Runs of each condition (the table gives their median and spread)
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// One run of each condition with smaller sizes and shorter recordings (under 2 minutes)
+    #[arg(long)]
+    pub quick: bool,
+    /// text, json (the suite result, every run's figures in it) or markdown (the table)
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = values::SuiteFormat::Text)]
+    pub output_format: values::SuiteFormat,
+    /// Keep every run's JSON here, and the table as JSON, Markdown and HTML
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Suites that format filesystems (filesystems, metadata's mounts) make them on this
+    /// block device instead of emulated devices; what it holds is destroyed
+    #[arg(long, value_name = "DEVICE")]
+    pub scratch: Option<PathBuf>,
+    /// Format --scratch although it holds a filesystem or another signature
+    #[arg(long)]
+    pub force: bool,
+    /// The card the emulated devices copy when PATH is not on an emulated device:
+    /// sd-class10, sd-uhs1-u3, usb2-stick, usb3-ssd, emmc
+    #[arg(long, default_value = "sd-class10")]
+    pub model: String,
+    /// Progress bar on standard error: auto (on a terminal), always, never
+    #[arg(long, value_enum, default_value_t = When::Auto)]
+    pub progress: When,
+    /// The recording for the suites that record (filesystems, background-load,
+    /// capture-buffers), after --, as sinkrate record takes it (default: --profile dual-1080p30)
+    #[arg(last = true, value_name = "RECORD_FLAGS")]
+    pub record_flags: Vec<String>,
+}
 
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {

@@ -29,6 +29,14 @@ pub enum OutputFormat {
     Json,
 }
 
+/// `sinkrate suite --output-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SuiteFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
 /// `--live`, `--progress`, `--color`: on a terminal by default, or always, or never.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum When {
@@ -123,7 +131,11 @@ pub enum EmulateFs {
     Ext4,
     Xfs,
     Btrfs,
+    /// FAT32 (what SDHC cards ship with); through FUSE (fusefat) where the kernel has no vfat
     Vfat,
+    F2fs,
+    /// exFAT (SDXC cards); through FUSE (exfat-fuse) where the kernel has none
+    Exfat,
 }
 
 /// `emulate up --error`: the errno a failing request returns.

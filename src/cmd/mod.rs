@@ -7,6 +7,7 @@ pub mod emulate;
 pub mod find_max;
 pub mod record;
 pub mod report;
+pub mod suite;
 pub mod tune;
 pub mod verify;
 pub mod watch;

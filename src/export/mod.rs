@@ -11,6 +11,7 @@ pub mod prometheus;
 pub mod record_text;
 pub mod samples_csv;
 pub mod search_text;
+pub mod suite_text;
 pub mod tune_text;
 pub mod verify_text;
 pub mod watch_text;

@@ -162,7 +162,8 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
+/// A recording's figures and seconds as compare reads them (`kind`: record or check).
+pub fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
     let c = &r.config;
     let mut config = BTreeMap::new();
     let streams: Vec<String> = c

@@ -18,7 +18,64 @@ pub fn mkfs_tool(fs: &str) -> Option<(&'static str, &'static str)> {
         "xfs" => Some(("mkfs.xfs", "xfsprogs")),
         "btrfs" => Some(("mkfs.btrfs", "btrfs-progs")),
         "vfat" => Some(("mkfs.vfat", "dosfstools")),
+        "f2fs" => Some(("mkfs.f2fs", "f2fs-tools")),
+        "exfat" => Some(("mkfs.exfat", "exfatprogs")),
         _ => None,
+    }
+}
+
+/// Who mounts a filesystem: the kernel, or a FUSE driver when the kernel lacks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Driver {
+    Kernel,
+    /// The FUSE program (on PATH) and its Debian package.
+    Fuse {
+        program: &'static str,
+        package: &'static str,
+    },
+}
+
+/// FUSE drivers for filesystems a board's kernel has but a host's may lack.
+fn fuse_driver(fs: &str) -> Option<(&'static str, &'static str)> {
+    match fs {
+        "exfat" => Some(("mount.exfat-fuse", "exfat-fuse")),
+        "vfat" => Some(("fusefat", "fusefat")),
+        _ => None,
+    }
+}
+
+fn kernel_has(fs: &str) -> bool {
+    std::fs::read_to_string("/proc/filesystems")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().last() == Some(fs))
+}
+
+/// How `fs` can be mounted here, or why it cannot (one line with the fix).
+pub fn driver(fs: &str) -> Result<Driver, String> {
+    if kernel_has(fs) {
+        return Ok(Driver::Kernel);
+    }
+    // A module not loaded yet: modprobe loads it where the kernel has one.
+    if let Some(modprobe) = find_in_path("modprobe") {
+        let _ = std::process::Command::new(modprobe)
+            .args(["-q", fs])
+            .stderr(std::process::Stdio::null())
+            .status();
+        if kernel_has(fs) {
+            return Ok(Driver::Kernel);
+        }
+    }
+    match fuse_driver(fs) {
+        Some((program, package)) if find_in_path(program).is_some() => {
+            Ok(Driver::Fuse { program, package })
+        }
+        Some((program, package)) => Err(format!(
+            "this kernel has no {fs} (not in /proc/filesystems, no module) and its FUSE driver {program} is missing (fix: apt-get install -y {package})"
+        )),
+        None => Err(format!(
+            "this kernel has no {fs} (not in /proc/filesystems, no module) and there is no FUSE driver for it"
+        )),
     }
 }
 

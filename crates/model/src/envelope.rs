@@ -24,6 +24,7 @@ pub enum RunKind {
     TuneSearch,
     Compare,
     Verify,
+    Suite,
 }
 
 impl RunKind {
@@ -47,6 +48,7 @@ impl RunKind {
             RunKind::TuneSearch => "tune_search",
             RunKind::Compare => "compare",
             RunKind::Verify => "verify",
+            RunKind::Suite => "suite",
         }
     }
 }

@@ -9,6 +9,7 @@ use sinkrate_compare::Document;
 use sinkrate_model::{Envelope, RunKind};
 use sinkrate_record::find_max::{FindMaxReport, Searched};
 use sinkrate_sampler::watch::WatchReport;
+use sinkrate_suite::SuiteReport;
 use sinkrate_tune::search::SearchReport;
 
 use crate::figures::{Finding, Headline, Page, Section, Table, Tone};
@@ -178,6 +179,14 @@ fn other(
                 }
                 envelope_words(&mut s, &env);
                 s.warnings.extend(a.notes.iter().cloned());
+                return s;
+            }
+            Err(e) => problem(&mut s, e.to_string()),
+        },
+        "suite" => match Envelope::<SuiteReport>::from_json(bytes, RunKind::Suite) {
+            Ok(env) => {
+                suite_words(&mut s, &env.result);
+                envelope_words(&mut s, &env);
                 return s;
             }
             Err(e) => problem(&mut s, e.to_string()),
@@ -462,4 +471,61 @@ fn compact(v: &Value) -> String {
     } else {
         text
     }
+}
+
+/// A suite's tables as the report shows them: each cell the median and the runs' range.
+fn suite_words(s: &mut Section, r: &SuiteReport) {
+    s.headline = Some(Headline {
+        verdict: format!("suite {}", r.suite),
+        tone: Tone::Neutral,
+        lines: vec![
+            r.about.clone(),
+            format!(
+                "{} run(s) of each condition; median, and the runs' range in brackets",
+                r.runs
+            ),
+        ],
+    });
+    for t in &r.tables {
+        let mut header = vec!["condition".to_string()];
+        header.extend(t.columns.iter().map(|c| c.title.clone()));
+        header.push("remark".into());
+        let rows = t
+            .rows
+            .iter()
+            .map(|row| {
+                let mut cells = vec![row.label.clone()];
+                match &row.not_run {
+                    Some(why) => {
+                        cells.extend(t.columns.iter().map(|_| "-".to_string()));
+                        cells.push(format!("not run: {why}"));
+                    }
+                    None => {
+                        cells.extend(
+                            t.columns
+                                .iter()
+                                .zip(&row.cells)
+                                .map(|(c, cell)| sinkrate_suite::format::cell_range(c.unit, cell)),
+                        );
+                        cells.push(row.mark.clone().unwrap_or_default());
+                    }
+                }
+                cells
+            })
+            .collect();
+        s.tables.push(Table {
+            title: t.title.clone(),
+            header,
+            rows,
+        });
+    }
+    s.facts.push(("source".into(), r.source.clone()));
+    s.facts.push(("directory".into(), r.dir.clone()));
+    if let Some(m) = &r.made_on {
+        s.facts.push(("devices made".into(), m.clone()));
+    }
+    for c in &r.settings_changed {
+        s.facts.push(("setting".into(), c.clone()));
+    }
+    s.warnings.extend(r.notes.iter().cloned());
 }

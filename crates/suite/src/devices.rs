@@ -1,0 +1,297 @@
+//! Filesystems a suite makes for itself: on emulated devices of one card model (the card
+//! under PATH when PATH is itself an emulated device, else a preset), or on a scratch device
+//! the user names, formatted and mounted for one condition and removed after it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sinkrate_emulate::{models, tools, Spec};
+
+/// The card every emulated device of a suite copies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Card {
+    pub rate_bytes_per_s: u64,
+    pub write_latency_us: u64,
+    pub read_latency_us: u64,
+    pub burstiness_s: f64,
+    /// In words: "emulated sd-class10 (10.0 MB/s, 2.0 ms per write)".
+    pub label: String,
+    /// PATH itself is on an emulated device with this card.
+    pub under_path: bool,
+}
+
+impl Card {
+    fn describe(name: &str, rate: u64, latency_us: u64) -> String {
+        format!(
+            "emulated {name} ({:.1} MB/s, {:.1} ms per write)",
+            rate as f64 / 1e6,
+            latency_us as f64 / 1000.0
+        )
+    }
+}
+
+/// The emulated device `dir` is on, if it is on one.
+pub fn emulated_card_of(dir: &Path) -> Option<Card> {
+    let mount_point = sinkrate_engine::host::target_facts(dir, false).mount_point?;
+    sinkrate_emulate::list().into_iter().find_map(|l| {
+        let spec = l.state.spec?;
+        (l.mounted && spec.mountpoint == Path::new(&mount_point)).then(|| Card {
+            rate_bytes_per_s: spec.rate_bytes_per_s,
+            write_latency_us: spec.write_latency_us,
+            read_latency_us: spec.read_latency_us,
+            burstiness_s: spec.burstiness_s,
+            label: Card::describe(
+                spec.model.as_deref().unwrap_or("card"),
+                spec.rate_bytes_per_s,
+                spec.write_latency_us,
+            ),
+            under_path: true,
+        })
+    })
+}
+
+/// The card for `dir`: its own emulated device's, else the preset `model`.
+pub fn card_for(dir: &Path, model: &str) -> Result<Card, String> {
+    if let Some(c) = emulated_card_of(dir) {
+        return Ok(c);
+    }
+    let m = models::find(model)?;
+    let latency_us = m.write_latency.as_micros() as u64;
+    Ok(Card {
+        rate_bytes_per_s: m.write_bytes_per_s,
+        write_latency_us: latency_us,
+        read_latency_us: 0,
+        burstiness_s: 0.1,
+        label: Card::describe(m.name, m.write_bytes_per_s, latency_us),
+        under_path: false,
+    })
+}
+
+/// A block device the user gave with `--scratch`, for suites that format and mount.
+#[derive(Debug, Clone)]
+pub struct ScratchDevice {
+    pub path: PathBuf,
+    /// Overwrite it although it holds a filesystem or other signature.
+    pub force: bool,
+}
+
+/// Where a suite's filesystems are made.
+#[derive(Debug, Clone)]
+pub enum Maker {
+    Emulated(Card),
+    Scratch(ScratchDevice),
+}
+
+impl Maker {
+    pub fn describe(&self) -> String {
+        match self {
+            Maker::Emulated(c) => c.label.clone(),
+            Maker::Scratch(s) => format!("scratch device {}", s.path.display()),
+        }
+    }
+}
+
+/// A filesystem to make: its type and options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FsSpec {
+    pub fs: &'static str,
+    pub mkfs_opts: Vec<String>,
+    pub mount_opts: String,
+}
+
+/// A mounted filesystem of a suite's, unmounted (and its emulated device removed) on drop.
+#[derive(Debug)]
+pub struct Mounted {
+    pub dir: PathBuf,
+    /// The block device's name in /proc/diskstats (`loop3`), for its own counters.
+    pub disk: Option<String>,
+    /// Mounted by a FUSE driver, not the kernel.
+    pub fuse: Option<&'static str>,
+    emulated: bool,
+    _parent: Option<TempDir>,
+}
+
+/// A directory removed on drop (the mount points' parent).
+#[derive(Debug)]
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Why `fs` cannot be made here, in one line with the fix; None when it can.
+pub fn unavailable(fs: &str) -> Option<String> {
+    if let Some(m) = tools::missing(fs) {
+        return Some(m);
+    }
+    tools::driver(fs).err()
+}
+
+/// The FUSE program that would mount `fs`, when the kernel cannot.
+pub fn fuse_driver(fs: &str) -> Option<&'static str> {
+    match tools::driver(fs) {
+        Ok(tools::Driver::Fuse { program, .. }) => Some(program),
+        _ => None,
+    }
+}
+
+static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Makes and mounts `spec` on a new emulated device of `size_bytes`, or on the scratch
+/// device.
+pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, String> {
+    if let Some(why) = unavailable(spec.fs) {
+        return Err(why);
+    }
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let parent = std::env::temp_dir().join(format!("sinkrate-suite-{}-{n}", std::process::id()));
+    std::fs::create_dir(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    let parent = TempDir(parent);
+    let mountpoint = parent.0.join("fs");
+    let fuse = fuse_driver(spec.fs);
+    match maker {
+        Maker::Emulated(card) => {
+            let state = sinkrate_emulate::up(Spec {
+                mountpoint: mountpoint.clone(),
+                size_bytes,
+                rate_bytes_per_s: card.rate_bytes_per_s,
+                write_latency_us: card.write_latency_us,
+                read_latency_us: card.read_latency_us,
+                fs: spec.fs.into(),
+                mkfs_opts: spec.mkfs_opts.clone(),
+                mount_opts: spec.mount_opts.clone(),
+                error_rate: None,
+                error_kind: "EIO".into(),
+                error_on: "all".into(),
+                backing_file: None,
+                force: false,
+                burstiness_s: card.burstiness_s,
+                model: None,
+            })
+            .map_err(|e| e.to_string())?;
+            let disk = state
+                .loop_device
+                .as_ref()
+                .and_then(|d| d.file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+            Ok(Mounted {
+                dir: mountpoint,
+                disk,
+                fuse,
+                emulated: true,
+                _parent: Some(parent),
+            })
+        }
+        Maker::Scratch(dev) => {
+            scratch_guard(dev)?;
+            let (mkfs, _) = tools::mkfs_tool(spec.fs).ok_or("unsupported filesystem")?;
+            let mut mk = Command::new(mkfs);
+            match spec.fs {
+                "ext4" => mk.args(["-q", "-F"]),
+                "xfs" | "btrfs" | "f2fs" => mk.args(["-q", "-f"]),
+                _ => &mut mk,
+            };
+            run(mk.args(&spec.mkfs_opts).arg(&dev.path))?;
+            std::fs::create_dir(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
+            let mut mount = match fuse {
+                None => {
+                    let mut m = Command::new("mount");
+                    m.arg("-t").arg(spec.fs);
+                    if !spec.mount_opts.is_empty() {
+                        m.arg("-o").arg(&spec.mount_opts);
+                    }
+                    m
+                }
+                Some(program) => {
+                    let mut m = Command::new(program);
+                    let mut opts: Vec<&str> = if program == "fusefat" { vec!["rw+"] } else { vec![] };
+                    opts.extend(spec.mount_opts.split(',').filter(|o| !o.is_empty()));
+                    if !opts.is_empty() {
+                        m.arg("-o").arg(opts.join(","));
+                    }
+                    m
+                }
+            };
+            run(mount.arg(&dev.path).arg(&mountpoint))?;
+            let disk = std::fs::canonicalize(&dev.path)
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+            Ok(Mounted {
+                dir: mountpoint,
+                disk,
+                fuse,
+                emulated: false,
+                _parent: Some(parent),
+            })
+        }
+    }
+}
+
+/// A scratch device is written like bench writes a device: never while mounted or in use,
+/// and not over a filesystem or other signature without --force.
+pub fn scratch_guard(dev: &ScratchDevice) -> Result<(), String> {
+    let path = dev.path.display();
+    let meta = std::fs::metadata(&dev.path).map_err(|e| format!("--scratch {path}: {e}"))?;
+    use std::os::unix::fs::FileTypeExt;
+    if !meta.file_type().is_block_device() {
+        return Err(format!(
+            "--scratch {path}: not a block device (give an unmounted device whose contents may be destroyed, e.g. /dev/sdb1)"
+        ));
+    }
+    match sinkrate_engine::safety::block_device_in_use(&dev.path) {
+        Err(e) => Err(format!("--scratch {path}: {e}")),
+        Ok(Some(why)) if !dev.force => Err(format!(
+            "--scratch {path}: {why} (the suite formats it: add --force to destroy what it holds)"
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} failed: {}",
+            cmd.get_program().to_string_lossy(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Mounted {
+    /// Unmounts the filesystem, keeping the device: everything the filesystem (or its FUSE
+    /// driver, which may hold data until then) had to write has reached the device after it.
+    pub fn unmount(&self) -> Result<(), String> {
+        run(Command::new("umount").arg(&self.dir))
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if self.emulated {
+            let _ = sinkrate_emulate::down(&self.dir);
+        } else if sinkrate_engine::host::target_facts(&self.dir, false).mount_point.as_deref()
+            == Some(&*self.dir.to_string_lossy())
+        {
+            let ok = Command::new("umount")
+                .arg(&self.dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+            }
+        }
+    }
+}
+
+/// Sectors the kernel has written to `disk`, in bytes (its own counter in /proc/diskstats).
+pub fn disk_written_bytes(disk: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+    sinkrate_procparse::diskstats::device(&text, disk).map(|c| c.write_bytes)
+}

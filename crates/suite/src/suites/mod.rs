@@ -1,0 +1,61 @@
+//! One module per suite; this one sends a config to its suite.
+
+pub mod background_load;
+pub mod capture_buffers;
+pub mod filesystems;
+pub mod metadata;
+pub mod page_cache;
+pub mod pregrow;
+pub mod record_size;
+pub mod recording;
+
+use crate::table::Table;
+use crate::{assumed_rate, Ctx, SuiteConfig, SuiteError, SuiteName};
+
+pub fn estimate_s(cfg: &SuiteConfig) -> f64 {
+    let rate = assumed_rate(&cfg.dir);
+    match cfg.suite {
+        SuiteName::RecordSize => record_size::estimate_s(cfg, rate),
+        SuiteName::Pregrow => pregrow::estimate_s(cfg, rate),
+        SuiteName::Metadata => metadata::estimate_s(cfg),
+        SuiteName::PageCache => page_cache::estimate_s(cfg, rate),
+        SuiteName::Filesystems => filesystems::estimate_s(cfg),
+        SuiteName::BackgroundLoad => background_load::estimate_s(cfg, rate),
+        SuiteName::CaptureBuffers => capture_buffers::estimate_s(cfg),
+    }
+}
+
+/// Refusals particular to a suite, before anything is done.
+pub fn preflight(cfg: &SuiteConfig) -> Result<(), SuiteError> {
+    match cfg.suite {
+        SuiteName::Metadata | SuiteName::Filesystems if cfg.scratch.is_none() => {
+            let missing: Vec<String> = ["nbdkit", "nbdfuse", "losetup"]
+                .iter()
+                .filter(|t| sinkrate_emulate::tools::find_in_path(t).is_none())
+                .map(|t| t.to_string())
+                .collect();
+            if !missing.is_empty() {
+                return Err(SuiteError::Usage(format!(
+                    "suite {}: the emulated devices it makes need {} (fix: apt-get install -y nbdkit libnbd-bin fuse3 mount; or give --scratch DEVICE)",
+                    cfg.suite.id(),
+                    missing.join(", ")
+                )));
+            }
+            crate::devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
+    match ctx.cfg.suite {
+        SuiteName::RecordSize => record_size::run(ctx),
+        SuiteName::Pregrow => pregrow::run(ctx),
+        SuiteName::Metadata => metadata::run(ctx),
+        SuiteName::PageCache => page_cache::run(ctx),
+        SuiteName::Filesystems => filesystems::run(ctx),
+        SuiteName::BackgroundLoad => background_load::run(ctx),
+        SuiteName::CaptureBuffers => capture_buffers::run(ctx),
+    }
+}

@@ -1,0 +1,38 @@
+//! The suite's own directory under the directory being tested: created new (so nothing the
+//! user owns is ever in it) and removed with everything in it when the suite ends, fails or
+//! is interrupted.
+
+use std::path::{Path, PathBuf};
+
+pub struct WorkDir {
+    path: PathBuf,
+}
+
+impl WorkDir {
+    pub fn new(parent: &Path, suite: &str) -> std::io::Result<WorkDir> {
+        let mut n = 0u32;
+        loop {
+            let path = parent.join(format!(".sinkrate-suite-{suite}-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(WorkDir { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes free where the suite writes.
+    pub fn free_bytes(&self) -> u64 {
+        sinkrate_sys::space::free_bytes(&self.path).unwrap_or(u64::MAX)
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
