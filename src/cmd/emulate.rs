@@ -77,6 +77,14 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
     if let Some(m) = model {
         notes.push(format!("model {}: {}", m.name, m.source));
     }
+    let fs = value_name(args.fs);
+    if let Ok(sinkrate_emulate::tools::Driver::Fuse { program, .. }) =
+        sinkrate_emulate::tools::driver(&fs)
+    {
+        notes.push(format!(
+            "this kernel has no {fs}: mounted through its FUSE driver {program}, which a board's kernel driver does not behave like"
+        ));
+    }
     Ok((
         Spec {
             mountpoint: args.mountpoint.clone(),

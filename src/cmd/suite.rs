@@ -142,7 +142,9 @@ pub fn run(args: SuiteArgs) -> Result<ExitCode> {
     let run = match result {
         Ok(run) => run,
         Err(SuiteError::Interrupted) => {
-            eprintln!("sinkrate: suite interrupted; its files are removed and its settings restored");
+            eprintln!(
+                "sinkrate: suite interrupted; its files are removed and its settings restored"
+            );
             return Ok(ExitCode::from(130));
         }
         Err(SuiteError::Recording(e)) => return Err(super::record::refusal(e)),
@@ -157,7 +159,11 @@ pub fn run(args: SuiteArgs) -> Result<ExitCode> {
         sinkrate_sys::output::write(&base.with_extension("md"), &markdown)
             .with_context(|| format!("writing {}", base.with_extension("md").display()))?;
         let html = base.with_extension("html");
-        super::report::write_for_run(&json, &base.with_extension("json").display().to_string(), &html)?;
+        super::report::write_for_run(
+            &json,
+            &base.with_extension("json").display().to_string(),
+            &html,
+        )?;
     }
     let body = match args.output_format {
         SuiteFormat::Json => json,

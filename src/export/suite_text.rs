@@ -26,7 +26,9 @@ impl SuiteText {
             }
             out.push('\n');
         }
-        out.push_str("\nrun one: sinkrate suite NAME [PATH] [--quick] [--runs N] [--output-dir DIR]\n");
+        out.push_str(
+            "\nrun one: sinkrate suite NAME [PATH] [--quick] [--runs N] [--output-dir DIR]\n",
+        );
         out
     }
 }
@@ -78,7 +80,13 @@ fn text_table(t: &Table, out: &mut String) {
                 .collect()
         })
         .collect();
-    let label_w = t.rows.iter().map(|r| r.label.len()).max().unwrap_or(0).max(9);
+    let label_w = t
+        .rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
     let widths: Vec<usize> = t
         .columns
         .iter()
@@ -196,7 +204,11 @@ impl Exporter<SuiteRun> for SuiteMarkdown {
         }
         for t in &r.tables {
             out.push_str(&format!("\n### {}\n\n", escape(&t.title)));
+            let described = t.rows.iter().any(|r| !r.about.is_empty());
             let mut head = vec!["condition".to_string()];
+            if described {
+                head.push("what".into());
+            }
             head.extend(t.columns.iter().map(|c| escape(&c.title)));
             head.push("remark".into());
             out.push_str(&format!("| {} |\n", head.join(" | ")));
@@ -204,11 +216,20 @@ impl Exporter<SuiteRun> for SuiteMarkdown {
                 "|{}\n",
                 head.iter()
                     .enumerate()
-                    .map(|(i, _)| if i == 0 || i == head.len() - 1 { "---|" } else { "---:|" })
+                    .map(|(i, _)| {
+                        if i == 0 || i == head.len() - 1 || (described && i == 1) {
+                            "---|"
+                        } else {
+                            "---:|"
+                        }
+                    })
                     .collect::<String>()
             ));
             for row in &t.rows {
                 let mut cells = vec![escape(&row.label)];
+                if described {
+                    cells.push(escape(&row.about));
+                }
                 match &row.not_run {
                     Some(why) => {
                         cells.extend(t.columns.iter().map(|_| "-".to_string()));

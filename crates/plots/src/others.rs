@@ -487,32 +487,38 @@ fn suite_words(s: &mut Section, r: &SuiteReport) {
         ],
     });
     for t in &r.tables {
+        let described = t.rows.iter().any(|r| !r.about.is_empty());
         let mut header = vec!["condition".to_string()];
+        if described {
+            header.push("what".into());
+        }
         header.extend(t.columns.iter().map(|c| c.title.clone()));
         header.push("remark".into());
-        let rows = t
-            .rows
-            .iter()
-            .map(|row| {
-                let mut cells = vec![row.label.clone()];
-                match &row.not_run {
-                    Some(why) => {
-                        cells.extend(t.columns.iter().map(|_| "-".to_string()));
-                        cells.push(format!("not run: {why}"));
+        let rows =
+            t.rows
+                .iter()
+                .map(|row| {
+                    let mut cells = vec![row.label.clone()];
+                    if described {
+                        cells.push(row.about.clone());
                     }
-                    None => {
-                        cells.extend(
-                            t.columns
-                                .iter()
-                                .zip(&row.cells)
-                                .map(|(c, cell)| sinkrate_suite::format::cell_range(c.unit, cell)),
-                        );
-                        cells.push(row.mark.clone().unwrap_or_default());
+                    match &row.not_run {
+                        Some(why) => {
+                            cells.extend(t.columns.iter().map(|_| "-".to_string()));
+                            cells.push(format!("not run: {why}"));
+                        }
+                        None => {
+                            cells.extend(
+                                t.columns.iter().zip(&row.cells).map(|(c, cell)| {
+                                    sinkrate_suite::format::cell_range(c.unit, cell)
+                                }),
+                            );
+                            cells.push(row.mark.clone().unwrap_or_default());
+                        }
                     }
-                }
-                cells
-            })
-            .collect();
+                    cells
+                })
+                .collect();
         s.tables.push(Table {
             title: t.title.clone(),
             header,

@@ -194,7 +194,8 @@ pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, St
                 _ => &mut mk,
             };
             run(mk.args(&spec.mkfs_opts).arg(&dev.path))?;
-            std::fs::create_dir(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
+            std::fs::create_dir(&mountpoint)
+                .map_err(|e| format!("{}: {e}", mountpoint.display()))?;
             let mut mount = match fuse {
                 None => {
                     let mut m = Command::new("mount");
@@ -206,7 +207,11 @@ pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, St
                 }
                 Some(program) => {
                     let mut m = Command::new(program);
-                    let mut opts: Vec<&str> = if program == "fusefat" { vec!["rw+"] } else { vec![] };
+                    let mut opts: Vec<&str> = if program == "fusefat" {
+                        vec!["rw+"]
+                    } else {
+                        vec![]
+                    };
                     opts.extend(spec.mount_opts.split(',').filter(|o| !o.is_empty()));
                     if !opts.is_empty() {
                         m.arg("-o").arg(opts.join(","));
@@ -276,7 +281,9 @@ impl Drop for Mounted {
     fn drop(&mut self) {
         if self.emulated {
             let _ = sinkrate_emulate::down(&self.dir);
-        } else if sinkrate_engine::host::target_facts(&self.dir, false).mount_point.as_deref()
+        } else if sinkrate_engine::host::target_facts(&self.dir, false)
+            .mount_point
+            .as_deref()
             == Some(&*self.dir.to_string_lossy())
         {
             let ok = Command::new("umount")

@@ -7,8 +7,8 @@ pub mod devices;
 pub mod format;
 pub mod suites;
 pub mod table;
-pub mod writer;
 mod workdir;
+pub mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -111,23 +111,24 @@ pub const SUITES: &[SuiteInfo] = &[
 
 impl SuiteName {
     pub fn info(self) -> &'static SuiteInfo {
-        SUITES
-            .iter()
-            .find(|s| s.name == self)
-            .unwrap_or(&SUITES[0])
+        SUITES.iter().find(|s| s.name == self).unwrap_or(&SUITES[0])
     }
     pub fn id(self) -> &'static str {
         self.info().id
     }
     /// The suite called `id`, or the one-line list of names.
     pub fn find(id: &str) -> Result<SuiteName, String> {
-        SUITES.iter().find(|s| s.id == id).map(|s| s.name).ok_or_else(|| {
-            let ids: Vec<&str> = SUITES.iter().map(|s| s.id).collect();
-            format!(
+        SUITES
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.name)
+            .ok_or_else(|| {
+                let ids: Vec<&str> = SUITES.iter().map(|s| s.id).collect();
+                format!(
                 "'{id}' is not a suite (the suites: {}; sinkrate suite list says what each does)",
                 ids.join(", ")
             )
-        })
+            })
     }
 }
 
@@ -179,7 +180,9 @@ pub struct SuiteReport {
 pub enum SuiteError {
     #[error("{0}")]
     Usage(String),
-    #[error("suite {suite} needs root: {why} (run it as root; the suites that run without: {without})")]
+    #[error(
+        "suite {suite} needs root: {why} (run it as root; the suites that run without: {without})"
+    )]
     NeedsRoot {
         suite: &'static str,
         why: &'static str,
@@ -236,7 +239,13 @@ impl Ctx<'_> {
         };
         let slug: String = row
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
             .collect();
         let path = dir.join(format!(
             "{}-{}-run{}.json",
@@ -334,10 +343,16 @@ pub fn run(
     for t in &tables {
         for r in &t.rows {
             for (c, cell) in t.columns.iter().zip(&r.cells) {
-                if cell.values.len() >= 3 && cell.spread_ratio().is_some_and(|s| s > 0.5) {
+                // Times under 10 ms are the scheduler's noise more than the device's.
+                let noise = c.unit == Unit::Seconds && cell.max.is_some_and(|m| m < 0.01);
+                if !noise && cell.values.len() >= 3 && cell.spread_ratio().is_some_and(|s| s > 0.5)
+                {
                     notes.push(format!(
-                        "{} / {}: the runs differ by more than half the median (min {:.3}, max {:.3}): a busy machine or a device that changes its speed; run with more --runs",
-                        r.label, c.title, cell.min.unwrap_or_default(), cell.max.unwrap_or_default()
+                        "{} / {}: the runs differ by more than half the median ({} to {}): a busy machine or a device that changes its speed; more --runs narrow it",
+                        r.label,
+                        c.title,
+                        format::value(c.unit, cell.min.unwrap_or_default()),
+                        format::value(c.unit, cell.max.unwrap_or_default())
                     ));
                 }
             }

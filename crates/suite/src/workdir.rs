@@ -12,7 +12,10 @@ impl WorkDir {
     pub fn new(parent: &Path, suite: &str) -> std::io::Result<WorkDir> {
         let mut n = 0u32;
         loop {
-            let path = parent.join(format!(".sinkrate-suite-{suite}-{}-{n}", std::process::id()));
+            let path = parent.join(format!(
+                ".sinkrate-suite-{suite}-{}-{n}",
+                std::process::id()
+            ));
             match std::fs::create_dir(&path) {
                 Ok(()) => return Ok(WorkDir { path }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,

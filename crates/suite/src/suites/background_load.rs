@@ -93,7 +93,9 @@ fn start(load: Load, read_file: &Path, write_file: &Path, write_cap: u64) -> Run
         }
         Load::Writer => {
             let (stop, bytes, path) = (stop.clone(), bytes.clone(), write_file.to_path_buf());
-            threads.push(std::thread::spawn(move || write_loop(&path, write_cap, &stop, &bytes)));
+            threads.push(std::thread::spawn(move || {
+                write_loop(&path, write_cap, &stop, &bytes)
+            }));
         }
         Load::CpuHog => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -154,7 +156,12 @@ fn read_loop(path: &PathBuf, stop: &AtomicBool, bytes: &AtomicU64) {
 }
 
 fn write_loop(path: &PathBuf, cap: u64, stop: &AtomicBool, bytes: &AtomicU64) {
-    let Ok(mut file) = OpenOptions::new().write(true).create(true).truncate(true).open(path) else {
+    let Ok(mut file) = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+    else {
         return;
     };
     let (buf, off) = aligned(CHUNK);
@@ -185,7 +192,12 @@ fn drop_cache(file: &File) {
     #[cfg(target_os = "linux")]
     // SAFETY: posix_fadvise on a descriptor the caller owns.
     unsafe {
-        libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(file), 0, 0, libc::POSIX_FADV_DONTNEED);
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(file),
+            0,
+            0,
+            libc::POSIX_FADV_DONTNEED,
+        );
     }
     #[cfg(not(target_os = "linux"))]
     let _ = file;
@@ -194,9 +206,18 @@ fn drop_cache(file: &File) {
 pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     let cfg = ctx.cfg;
     let mut columns = recording::columns();
-    columns.push(Column::new("load_bytes_per_s", "the load's own rate", Unit::BytesPerS, Better::Neither));
+    columns.push(Column::new(
+        "load_bytes_per_s",
+        "the load's own rate",
+        Unit::BytesPerS,
+        Better::Neither,
+    ));
     let mut table = Table::new(
-        &format!("{} for {} s, alone and beside a load", cfg.recording.label, recording::duration(cfg).as_secs()),
+        &format!(
+            "{} for {} s, alone and beside a load",
+            cfg.recording.label,
+            recording::duration(cfg).as_secs()
+        ),
         columns,
     );
     for (_, label, about) in LOADS {
@@ -236,7 +257,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     let write_cap = (free / 4).min(1 << 30);
     let base = cfg.recording.clone();
     let rec_dir = work.path().join("recording");
-    std::fs::create_dir(&rec_dir).map_err(|e| SuiteError::Failed(format!("{}: {e}", rec_dir.display())))?;
+    std::fs::create_dir(&rec_dir)
+        .map_err(|e| SuiteError::Failed(format!("{}: {e}", rec_dir.display())))?;
     for run in 0..ctx.runs() {
         for (load, label, _) in LOADS {
             ctx.check_stop()?;
@@ -250,19 +272,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                 table.add(label, "load_bytes_per_s", load_rate);
             }
             let _ = std::fs::remove_file(&write_file);
-            settle(&cfg.dir);
+            crate::suites::settle(&cfg.dir);
         }
     }
     Ok(vec![table])
-}
-
-/// Writes out what the previous condition left dirty, so that it is not charged to the next.
-fn settle(dir: &Path) {
-    #[cfg(target_os = "linux")]
-    if let Ok(d) = File::open(dir) {
-        // SAFETY: syncfs on a descriptor owned for the call.
-        unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d)) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = dir;
 }

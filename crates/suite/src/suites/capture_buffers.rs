@@ -57,8 +57,18 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             Column::new("write_max_s", "max", Unit::Seconds, Better::Lower),
             Column::new("write_p99_s", "p99", Unit::Seconds, Better::Lower),
             Column::new("frames_dropped", "dropped", Unit::Count, Better::Lower),
-            Column::new("written_bytes_per_s", "written", Unit::BytesPerS, Better::Higher),
-            Column::new("cpu_s", "CPU (writer + flusher)", Unit::Seconds, Better::Lower),
+            Column::new(
+                "written_bytes_per_s",
+                "written",
+                Unit::BytesPerS,
+                Better::Higher,
+            ),
+            Column::new(
+                "cpu_s",
+                "CPU (writer + flusher)",
+                Unit::Seconds,
+                Better::Lower,
+            ),
         ],
     );
     let uring = sinkrate_engine::backend::io_uring_unavailable();
@@ -127,7 +137,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                     }
                 }
             }
-            ctx.notes.extend(report.notes.into_iter().filter(|n| !n.contains("--label")));
+            ctx.notes
+                .extend(report.notes.into_iter().filter(|n| !n.contains("--label")));
         }
         Err(e) => ctx.notes.push(format!("compare: {e}")),
     }

@@ -17,14 +17,62 @@ struct Variant {
 }
 
 const VARIANTS: &[Variant] = &[
-    Variant { label: "ext4 ordered", about: "ext4, data=ordered (the default)", fs: "ext4", mkfs: &[], mount: "data=ordered" },
-    Variant { label: "ext4 writeback", about: "ext4, data=writeback", fs: "ext4", mkfs: &[], mount: "data=writeback" },
-    Variant { label: "ext4 no journal", about: "ext4 made with -O ^has_journal", fs: "ext4", mkfs: &["-O", "^has_journal"], mount: "" },
-    Variant { label: "xfs", about: "xfs", fs: "xfs", mkfs: &[], mount: "" },
-    Variant { label: "btrfs", about: "btrfs", fs: "btrfs", mkfs: &[], mount: "" },
-    Variant { label: "f2fs", about: "f2fs (made for flash)", fs: "f2fs", mkfs: &[], mount: "" },
-    Variant { label: "FAT32", about: "FAT32, as SDHC cards ship", fs: "vfat", mkfs: &["-F", "32"], mount: "" },
-    Variant { label: "exFAT", about: "exFAT, as SDXC cards ship", fs: "exfat", mkfs: &[], mount: "" },
+    Variant {
+        label: "ext4 ordered",
+        about: "ext4, data=ordered (the default)",
+        fs: "ext4",
+        mkfs: &[],
+        mount: "data=ordered",
+    },
+    Variant {
+        label: "ext4 writeback",
+        about: "ext4, data=writeback",
+        fs: "ext4",
+        mkfs: &[],
+        mount: "data=writeback",
+    },
+    Variant {
+        label: "ext4 no journal",
+        about: "ext4 made with -O ^has_journal",
+        fs: "ext4",
+        mkfs: &["-O", "^has_journal"],
+        mount: "",
+    },
+    Variant {
+        label: "xfs",
+        about: "xfs",
+        fs: "xfs",
+        mkfs: &[],
+        mount: "",
+    },
+    Variant {
+        label: "btrfs",
+        about: "btrfs",
+        fs: "btrfs",
+        mkfs: &[],
+        mount: "",
+    },
+    Variant {
+        label: "f2fs",
+        about: "f2fs (made for flash)",
+        fs: "f2fs",
+        mkfs: &[],
+        mount: "",
+    },
+    Variant {
+        label: "FAT32",
+        about: "FAT32, as SDHC cards ship",
+        fs: "vfat",
+        mkfs: &["-F", "32"],
+        mount: "",
+    },
+    Variant {
+        label: "exFAT",
+        about: "exFAT, as SDXC cards ship",
+        fs: "exfat",
+        mkfs: &[],
+        mount: "",
+    },
 ];
 
 const DEVICE_BYTES: u64 = 1 << 30;
@@ -39,10 +87,19 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     let mut columns = recording::columns();
     columns.insert(
         3,
-        Column::new("device_bytes_per_frame_byte", "device B per frame B", Unit::Ratio, Better::Lower),
+        Column::new(
+            "device_bytes_per_frame_byte",
+            "device B per frame B",
+            Unit::Ratio,
+            Better::Lower,
+        ),
     );
     let mut table = Table::new(
-        &format!("{} on each filesystem, {} s", cfg.recording.label, recording::duration(cfg).as_secs()),
+        &format!(
+            "{} on each filesystem, {} s",
+            cfg.recording.label,
+            recording::duration(cfg).as_secs()
+        ),
         columns,
     );
     // Each filesystem once: whether it can be made here, and by whom.
@@ -63,7 +120,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         }
     }
     let maker = metadata::maker(cfg)?;
-    ctx.made_on = Some(format!("{}, {} each", maker.describe(), sinkrate_engine::units::bytes_iec(DEVICE_BYTES as f64)));
+    ctx.made_on = Some(format!(
+        "{}, {} each",
+        maker.describe(),
+        sinkrate_engine::units::bytes_iec(DEVICE_BYTES as f64)
+    ));
     let base = cfg.recording.clone();
     for run in 0..ctx.runs() {
         for v in &usable {
@@ -85,7 +146,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             let frame_bytes = rec.result.totals.bytes_written;
             if let (Some(b), Some(a)) = (before, after) {
                 if frame_bytes > 0 {
-                    table.add(v.label, "device_bytes_per_frame_byte", a.saturating_sub(b) as f64 / frame_bytes as f64);
+                    table.add(
+                        v.label,
+                        "device_bytes_per_frame_byte",
+                        a.saturating_sub(b) as f64 / frame_bytes as f64,
+                    );
                 }
             }
             drop(made);

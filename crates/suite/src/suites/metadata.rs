@@ -28,12 +28,42 @@ struct Variant {
 }
 
 const VARIANTS: &[Variant] = &[
-    Variant { label: "no sync", about: "open(O_CREAT) + close, unlink", sync: Sync::None, mount: None },
-    Variant { label: "fsync each", about: "fsync of each new file; fsync of the directory after each unlink", sync: Sync::FsyncEach, mount: None },
-    Variant { label: "O_DSYNC", about: "files opened with O_DSYNC", sync: Sync::Dsync, mount: None },
-    Variant { label: "made, default mount", about: "no sync, on a filesystem made like the two below", sync: Sync::None, mount: Some("") },
-    Variant { label: "dirsync mount", about: "no sync, on a filesystem mounted dirsync", sync: Sync::None, mount: Some("dirsync") },
-    Variant { label: "sync mount", about: "no sync, on a filesystem mounted sync", sync: Sync::None, mount: Some("sync") },
+    Variant {
+        label: "no sync",
+        about: "open(O_CREAT) + close, unlink",
+        sync: Sync::None,
+        mount: None,
+    },
+    Variant {
+        label: "fsync each",
+        about: "fsync of each new file; fsync of the directory after each unlink",
+        sync: Sync::FsyncEach,
+        mount: None,
+    },
+    Variant {
+        label: "O_DSYNC",
+        about: "files opened with O_DSYNC",
+        sync: Sync::Dsync,
+        mount: None,
+    },
+    Variant {
+        label: "made, default mount",
+        about: "no sync, on a filesystem made like the two below",
+        sync: Sync::None,
+        mount: Some(""),
+    },
+    Variant {
+        label: "dirsync mount",
+        about: "no sync, on a filesystem mounted dirsync",
+        sync: Sync::None,
+        mount: Some("dirsync"),
+    },
+    Variant {
+        label: "sync mount",
+        about: "no sync, on a filesystem mounted sync",
+        sync: Sync::None,
+        mount: Some("sync"),
+    },
 ];
 
 fn limits(cfg: &SuiteConfig) -> (usize, Duration) {
@@ -58,8 +88,16 @@ struct Counts {
     worst_create_s: f64,
 }
 
-fn churn(dir: &Path, sync: Sync, max: usize, limit: Duration, ctx: &Ctx) -> Result<Counts, SuiteError> {
-    let fail = |what: &str, e: std::io::Error| SuiteError::Failed(format!("{}: {what}: {e}", dir.display()));
+fn churn(
+    dir: &Path,
+    sync: Sync,
+    max: usize,
+    limit: Duration,
+    ctx: &Ctx,
+) -> Result<Counts, SuiteError> {
+    let fail = |what: &str, e: std::io::Error| {
+        SuiteError::Failed(format!("{}: {what}: {e}", dir.display()))
+    };
     std::fs::create_dir(dir).map_err(|e| fail("mkdir", e))?;
     let dirfd = std::fs::File::open(dir).map_err(|e| fail("open", e))?;
     let started = Instant::now();
@@ -88,7 +126,9 @@ fn churn(dir: &Path, sync: Sync, max: usize, limit: Duration, ctx: &Ctx) -> Resu
         ctx.check_stop()?;
         std::fs::remove_file(dir.join(format!("f{i:06}"))).map_err(|e| fail("unlink", e))?;
         if sync == Sync::FsyncEach {
-            dirfd.sync_all().map_err(|e| fail("fsync of the directory", e))?;
+            dirfd
+                .sync_all()
+                .map_err(|e| fail("fsync of the directory", e))?;
         }
     }
     let delete_s = started.elapsed().as_secs_f64();
@@ -104,7 +144,9 @@ fn churn(dir: &Path, sync: Sync, max: usize, limit: Duration, ctx: &Ctx) -> Resu
 
 /// The filesystem the made devices get: the directory's own where it can be made, else ext4.
 fn made_fs(dir: &Path) -> &'static str {
-    let fs = sinkrate_engine::host::target_facts(dir, false).fs_type.unwrap_or_default();
+    let fs = sinkrate_engine::host::target_facts(dir, false)
+        .fs_type
+        .unwrap_or_default();
     ["ext4", "xfs", "btrfs", "f2fs"]
         .into_iter()
         .find(|f| *f == fs)
@@ -114,7 +156,9 @@ fn made_fs(dir: &Path) -> &'static str {
 pub fn maker(cfg: &SuiteConfig) -> Result<Maker, SuiteError> {
     Ok(match &cfg.scratch {
         Some(s) => Maker::Scratch(s.clone()),
-        None => Maker::Emulated(devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?),
+        None => {
+            Maker::Emulated(devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?)
+        }
     })
 }
 
@@ -122,11 +166,19 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     let cfg = ctx.cfg;
     let (max, limit) = limits(cfg);
     let mut table = Table::new(
-        &format!("empty files created and deleted per second (up to {max} files or {} s each)", limit.as_secs()),
+        &format!(
+            "empty files created and deleted per second (up to {max} files or {} s each)",
+            limit.as_secs()
+        ),
         vec![
             Column::new("created_per_s", "created/s", Unit::PerS, Better::Higher),
             Column::new("deleted_per_s", "deleted/s", Unit::PerS, Better::Higher),
-            Column::new("worst_create_s", "worst create", Unit::Seconds, Better::Lower),
+            Column::new(
+                "worst_create_s",
+                "worst create",
+                Unit::Seconds,
+                Better::Lower,
+            ),
             Column::new("files", "files", Unit::Count, Better::Neither),
         ],
     );
@@ -143,9 +195,19 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             ctx.check_stop()?;
             ctx.phase(&format!("run {}: {}", run + 1, v.label));
             let counts = match v.mount {
-                None => churn(&work.path().join(format!("r{run}v{i}")), v.sync, max, limit, ctx)?,
+                None => churn(
+                    &work.path().join(format!("r{run}v{i}")),
+                    v.sync,
+                    max,
+                    limit,
+                    ctx,
+                )?,
                 Some(opts) => {
-                    let spec = FsSpec { fs, mkfs_opts: Vec::new(), mount_opts: opts.into() };
+                    let spec = FsSpec {
+                        fs,
+                        mkfs_opts: Vec::new(),
+                        mount_opts: opts.into(),
+                    };
                     let made = devices::make(&maker, &spec, 512 << 20).map_err(|e| {
                         SuiteError::Failed(format!("{}: making {fs} -o {opts}: {e}", v.label))
                     })?;
@@ -161,7 +223,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                 "created_per_s": counts.create_per_s, "deleted_per_s": counts.delete_per_s,
                 "worst_create_s": counts.worst_create_s,
             });
-            ctx.keep_run(v.label, run, &serde_json::to_vec_pretty(&json).unwrap_or_default())?;
+            ctx.keep_run(
+                v.label,
+                run,
+                &serde_json::to_vec_pretty(&json).unwrap_or_default(),
+            )?;
         }
     }
     Ok(vec![table])

@@ -43,11 +43,41 @@ struct Variant {
 }
 
 const VARIANTS: &[Variant] = &[
-    Variant { label: "short buffered", about: "half the background limit, write calls only", long: false, fsync_counted: false, direct: false },
-    Variant { label: "short buffered + fsync", about: "the same, its fsync counted", long: false, fsync_counted: true, direct: false },
-    Variant { label: "long buffered", about: "four times the dirty limit, write calls only", long: true, fsync_counted: false, direct: false },
-    Variant { label: "long buffered + fsync", about: "the same, its fsync counted", long: true, fsync_counted: true, direct: false },
-    Variant { label: "direct", about: "four times the dirty limit, O_DIRECT", long: true, fsync_counted: false, direct: true },
+    Variant {
+        label: "short buffered",
+        about: "half the background limit, write calls only",
+        long: false,
+        fsync_counted: false,
+        direct: false,
+    },
+    Variant {
+        label: "short buffered + fsync",
+        about: "the same, its fsync counted",
+        long: false,
+        fsync_counted: true,
+        direct: false,
+    },
+    Variant {
+        label: "long buffered",
+        about: "four times the dirty limit, write calls only",
+        long: true,
+        fsync_counted: false,
+        direct: false,
+    },
+    Variant {
+        label: "long buffered + fsync",
+        about: "the same, its fsync counted",
+        long: true,
+        fsync_counted: true,
+        direct: false,
+    },
+    Variant {
+        label: "direct",
+        about: "four times the dirty limit, O_DIRECT",
+        long: true,
+        fsync_counted: false,
+        direct: true,
+    },
 ];
 
 pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
@@ -63,7 +93,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         vec![
             Column::new("bytes_per_s", "rate", Unit::BytesPerS, Better::Neither),
             Column::new("written_bytes", "written", Unit::Bytes, Better::Neither),
-            Column::new("in_ram_at_figure_bytes", "in RAM at the figure", Unit::Bytes, Better::Neither),
+            Column::new(
+                "in_ram_at_figure_bytes",
+                "in RAM at the figure",
+                Unit::Bytes,
+                Better::Neither,
+            ),
             Column::new("worst_write_s", "worst write", Unit::Seconds, Better::Lower),
         ],
     );
@@ -92,7 +127,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     .map_err(|e| SuiteError::Failed(format!("lowering the dirty limit: {e}")))?;
     for e in guard.entries() {
         if let Some(w) = &e.written {
-            ctx.settings_changed.push(format!("{} = {w} for the run (was {})", e.setting, e.original));
+            ctx.settings_changed.push(format!(
+                "{} = {w} for the run (was {})",
+                e.setting, e.original
+            ));
         }
     }
     let path = work.path().join("sequential");
@@ -101,6 +139,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             for v in VARIANTS {
                 ctx.check_stop()?;
                 ctx.phase(&format!("run {}: {}", run + 1, v.label));
+                crate::suites::settle(&cfg.dir);
                 let bytes = if v.long { long } else { short };
                 let w = write_file(
                     &WriteJob {
@@ -118,7 +157,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                     Err(crate::writer::WriteError::Io { source, .. })
                         if v.direct && source.raw_os_error() == Some(libc::EINVAL) =>
                     {
-                        table.not_run(v.label, v.about, "this filesystem refuses O_DIRECT (EINVAL)");
+                        table.not_run(
+                            v.label,
+                            v.about,
+                            "this filesystem refuses O_DIRECT (EINVAL)",
+                        );
                         let _ = std::fs::remove_file(&path);
                         continue;
                     }
@@ -131,7 +174,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                 };
                 table.add(v.label, "bytes_per_s", rate);
                 table.add(v.label, "written_bytes", w.bytes as f64);
-                let in_ram = if v.fsync_counted { Some(0) } else { w.unwritten_after_writes_bytes };
+                let in_ram = if v.fsync_counted {
+                    Some(0)
+                } else {
+                    w.unwritten_after_writes_bytes
+                };
                 if let Some(b) = in_ram {
                     table.add(v.label, "in_ram_at_figure_bytes", b as f64);
                 }
@@ -139,7 +186,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                 let json = serde_json::json!({
                     "suite": "page-cache", "variant": v.label, "run": run + 1, "figures": w,
                 });
-                ctx.keep_run(v.label, run, &serde_json::to_vec_pretty(&json).unwrap_or_default())?;
+                ctx.keep_run(
+                    v.label,
+                    run,
+                    &serde_json::to_vec_pretty(&json).unwrap_or_default(),
+                )?;
                 let _ = std::fs::remove_file(&path);
             }
         }

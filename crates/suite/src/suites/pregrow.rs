@@ -10,9 +10,21 @@ use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
 const RECORD: usize = 8 << 10;
 const VARIANTS: &[(Prep, &str, &str)] = &[
     (Prep::None, "write()", "a new file, extended by every write"),
-    (Prep::Ftruncate, "ftruncate()", "ftruncate to the size first (sparse on Linux)"),
-    (Prep::Fallocate, "fallocate()", "fallocate of the size first: blocks reserved, nothing written"),
-    (Prep::Pregrow, "pregrown", "zeros written and synced first, then overwritten"),
+    (
+        Prep::Ftruncate,
+        "ftruncate()",
+        "ftruncate to the size first (sparse on Linux)",
+    ),
+    (
+        Prep::Fallocate,
+        "fallocate()",
+        "fallocate of the size first: blocks reserved, nothing written",
+    ),
+    (
+        Prep::Pregrow,
+        "pregrown",
+        "zeros written and synced first, then overwritten",
+    ),
 ];
 
 fn file_bytes(cfg: &SuiteConfig) -> u64 {
@@ -41,7 +53,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             Column::new("write_s", "write", Unit::Seconds, Better::Lower),
             Column::new("fsync_s", "fsync", Unit::Seconds, Better::Lower),
             Column::new("total_s", "total", Unit::Seconds, Better::Lower),
-            Column::new("synced_bytes_per_s", "write+fsync rate", Unit::BytesPerS, Better::Higher),
+            Column::new(
+                "synced_bytes_per_s",
+                "write+fsync rate",
+                Unit::BytesPerS,
+                Better::Higher,
+            ),
             Column::new("worst_write_s", "worst write", Unit::Seconds, Better::Lower),
         ],
     );
@@ -64,6 +81,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         for (prep, label, _) in VARIANTS {
             ctx.check_stop()?;
             ctx.phase(&format!("run {}: {label}", run + 1));
+            crate::suites::settle(&cfg.dir);
             let w = write_file(
                 &WriteJob {
                     path: &path,
@@ -96,7 +114,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             let json = serde_json::json!({
                 "suite": "pregrow", "variant": label, "run": run + 1, "figures": w,
             });
-            ctx.keep_run(label, run, &serde_json::to_vec_pretty(&json).unwrap_or_default())?;
+            ctx.keep_run(
+                label,
+                run,
+                &serde_json::to_vec_pretty(&json).unwrap_or_default(),
+            )?;
             let _ = std::fs::remove_file(&path);
         }
     }

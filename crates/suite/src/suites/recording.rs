@@ -52,9 +52,24 @@ pub fn columns() -> Vec<Column> {
         Column::new("frames_dropped", "dropped", Unit::Count, Better::Lower),
         Column::new("write_p99_s", "write p99", Unit::Seconds, Better::Lower),
         Column::new("write_max_s", "worst write", Unit::Seconds, Better::Lower),
-        Column::new("lateness_p99_s", "lateness p99", Unit::Seconds, Better::Lower),
-        Column::new("written_bytes_per_s", "written", Unit::BytesPerS, Better::Higher),
-        Column::new("cpu_s", "CPU (writer + flusher)", Unit::Seconds, Better::Lower),
+        Column::new(
+            "lateness_p99_s",
+            "lateness p99",
+            Unit::Seconds,
+            Better::Lower,
+        ),
+        Column::new(
+            "written_bytes_per_s",
+            "written",
+            Unit::BytesPerS,
+            Better::Higher,
+        ),
+        Column::new(
+            "cpu_s",
+            "CPU (writer + flusher)",
+            Unit::Seconds,
+            Better::Lower,
+        ),
     ]
 }
 
