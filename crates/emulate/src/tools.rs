@@ -35,8 +35,9 @@ pub enum Driver {
     },
 }
 
-/// FUSE drivers for filesystems a board's kernel has but a host's may lack.
-fn fuse_driver(fs: &str) -> Option<(&'static str, &'static str)> {
+/// FUSE drivers for filesystems a board's kernel has but a host's may lack: (program,
+/// Debian package).
+pub fn fuse_driver(fs: &str) -> Option<(&'static str, &'static str)> {
     match fs {
         "exfat" => Some(("mount.exfat-fuse", "exfat-fuse")),
         "vfat" => Some(("fusefat", "fusefat")),

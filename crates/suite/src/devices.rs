@@ -129,6 +129,23 @@ pub fn unavailable(fs: &str) -> Option<String> {
     tools::driver(fs).err()
 }
 
+/// The tools `fs` needs that a package would bring: its mkfs, and its FUSE driver where
+/// the kernel has no driver of its own. (command, Debian package)
+pub fn missing_packages(fs: &str) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    if let Some((cmd, pkg)) = tools::mkfs_tool(fs) {
+        if tools::find_in_path(cmd).is_none() {
+            out.push((cmd, pkg));
+        }
+    }
+    if tools::driver(fs).is_err() {
+        if let Some((program, pkg)) = tools::fuse_driver(fs) {
+            out.push((program, pkg));
+        }
+    }
+    out
+}
+
 /// The FUSE program that would mount `fs`, when the kernel cannot.
 pub fn fuse_driver(fs: &str) -> Option<&'static str> {
     match tools::driver(fs) {

@@ -7,7 +7,6 @@ use std::ffi::CStr;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::{AsRawFd, IntoRawFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -218,7 +217,7 @@ pub fn write_file(job: &WriteJob, stop: &AtomicBool) -> Result<Written, WriteErr
     opts.write(true);
     #[cfg(target_os = "linux")]
     if job.direct {
-        opts.custom_flags(libc::O_DIRECT);
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_DIRECT);
     }
     let file = opts.open(path).map_err(io(path, "open"))?;
     let buf = Aligned::new(job.record, job.bytes ^ job.record as u64);

@@ -4,7 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -127,7 +127,7 @@ fn read_loop(path: &PathBuf, stop: &AtomicBool, bytes: &AtomicU64) {
     let mut o = OpenOptions::new();
     o.read(true);
     #[cfg(target_os = "linux")]
-    o.custom_flags(libc::O_DIRECT);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_DIRECT);
     let (file, direct) = match o.open(path) {
         Ok(f) => (f, true),
         Err(_) => match File::open(path) {

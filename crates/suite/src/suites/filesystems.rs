@@ -77,6 +77,31 @@ const VARIANTS: &[Variant] = &[
 
 const DEVICE_BYTES: u64 = 1 << 30;
 
+/// The packages the suite's filesystems need here, as one `apt-get install` line; None when
+/// nothing is missing. (A filesystem no package can bring to this kernel is listed in the
+/// table with the reason instead.)
+pub fn missing_packages() -> Option<String> {
+    let mut commands: Vec<&str> = Vec::new();
+    let mut packages: Vec<&str> = Vec::new();
+    for v in VARIANTS {
+        for (cmd, pkg) in devices::missing_packages(v.fs) {
+            if !commands.contains(&cmd) {
+                commands.push(cmd);
+            }
+            if !packages.contains(&pkg) {
+                packages.push(pkg);
+            }
+        }
+    }
+    (!commands.is_empty()).then(|| {
+        format!(
+            "suite filesystems: missing {} (fix: apt-get install -y {})",
+            commands.join(", "),
+            packages.join(" ")
+        )
+    })
+}
+
 pub fn estimate_s(cfg: &SuiteConfig) -> f64 {
     let runs = if cfg.quick { 1 } else { cfg.runs };
     runs as f64 * VARIANTS.len() as f64 * (recording::duration(cfg).as_secs_f64() + 4.0)

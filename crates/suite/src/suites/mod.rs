@@ -27,25 +27,27 @@ pub fn estimate_s(cfg: &SuiteConfig) -> f64 {
 
 /// Refusals particular to a suite, before anything is done.
 pub fn preflight(cfg: &SuiteConfig) -> Result<(), SuiteError> {
-    match cfg.suite {
-        SuiteName::Metadata | SuiteName::Filesystems if cfg.scratch.is_none() => {
-            let missing: Vec<String> = ["nbdkit", "nbdfuse", "losetup"]
-                .iter()
-                .filter(|t| sinkrate_emulate::tools::find_in_path(t).is_none())
-                .map(|t| t.to_string())
-                .collect();
-            if !missing.is_empty() {
-                return Err(SuiteError::Usage(format!(
-                    "suite {}: the emulated devices it makes need {} (fix: apt-get install -y nbdkit libnbd-bin fuse3 mount; or give --scratch DEVICE)",
-                    cfg.suite.id(),
-                    missing.join(", ")
-                )));
-            }
-            crate::devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?;
-            Ok(())
+    let makes_filesystems = matches!(cfg.suite, SuiteName::Metadata | SuiteName::Filesystems);
+    if makes_filesystems && cfg.scratch.is_none() {
+        let missing: Vec<&str> = ["nbdkit", "nbdfuse", "losetup"]
+            .into_iter()
+            .filter(|t| sinkrate_emulate::tools::find_in_path(t).is_none())
+            .collect();
+        if !missing.is_empty() {
+            return Err(SuiteError::Usage(format!(
+                "suite {}: the emulated devices it makes need {} (fix: apt-get install -y nbdkit libnbd-bin fuse3 mount; or give --scratch DEVICE)",
+                cfg.suite.id(),
+                missing.join(", ")
+            )));
         }
-        _ => Ok(()),
+        crate::devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?;
     }
+    if cfg.suite == SuiteName::Filesystems {
+        if let Some(line) = filesystems::missing_packages() {
+            return Err(SuiteError::Usage(line));
+        }
+    }
+    Ok(())
 }
 
 pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
