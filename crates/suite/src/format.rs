@@ -53,7 +53,7 @@ pub fn cell_range(unit: Unit, c: &Cell) -> String {
     };
     let text = value(unit, m);
     match (c.values.len(), c.min, c.max) {
-        (2.., Some(lo), Some(hi)) => {
+        (2.., Some(lo), Some(hi)) if lo != hi => {
             let (k, d, _) = scale(unit, m);
             let d = if unit == Unit::Count {
                 d.max(usize::from(lo.fract() != 0.0 || hi.fract() != 0.0))

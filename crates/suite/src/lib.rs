@@ -233,10 +233,17 @@ impl Ctx<'_> {
         }
     }
     /// Keeps one run's JSON in the runs directory, named after the suite, row and run.
-    pub fn keep_run(&mut self, row: &str, run: usize, json: &[u8]) -> Result<(), SuiteError> {
+    pub fn keep_run(
+        &mut self,
+        row: &str,
+        run: usize,
+        figures: &impl Serialize,
+    ) -> Result<(), SuiteError> {
         let Some(dir) = &self.cfg.runs_dir else {
             return Ok(());
         };
+        let json = serde_json::to_vec_pretty(figures)
+            .map_err(|e| SuiteError::Failed(format!("the run's JSON: {e}")))?;
         let slug: String = row
             .chars()
             .map(|c| {
@@ -253,7 +260,7 @@ impl Ctx<'_> {
             slug.trim_matches('-'),
             run + 1
         ));
-        sinkrate_sys::output::write(&path, json)
+        sinkrate_sys::output::write(&path, &json)
             .map_err(|e| SuiteError::Failed(format!("{}: {e}", path.display())))?;
         self.run_files.push(path.display().to_string());
         Ok(())

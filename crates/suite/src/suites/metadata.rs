@@ -223,11 +223,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                 "created_per_s": counts.create_per_s, "deleted_per_s": counts.delete_per_s,
                 "worst_create_s": counts.worst_create_s,
             });
-            ctx.keep_run(
-                v.label,
-                run,
-                &serde_json::to_vec_pretty(&json).unwrap_or_default(),
-            )?;
+            ctx.keep_run(v.label, run, &json)?;
         }
     }
     Ok(vec![table])

@@ -186,11 +186,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                 let json = serde_json::json!({
                     "suite": "page-cache", "variant": v.label, "run": run + 1, "figures": w,
                 });
-                ctx.keep_run(
-                    v.label,
-                    run,
-                    &serde_json::to_vec_pretty(&json).unwrap_or_default(),
-                )?;
+                ctx.keep_run(v.label, run, &json)?;
                 let _ = std::fs::remove_file(&path);
             }
         }

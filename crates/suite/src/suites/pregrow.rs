@@ -114,11 +114,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             let json = serde_json::json!({
                 "suite": "pregrow", "variant": label, "run": run + 1, "figures": w,
             });
-            ctx.keep_run(
-                label,
-                run,
-                &serde_json::to_vec_pretty(&json).unwrap_or_default(),
-            )?;
+            ctx.keep_run(label, run, &json)?;
             let _ = std::fs::remove_file(&path);
         }
     }

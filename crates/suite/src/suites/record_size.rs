@@ -195,11 +195,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                     "suite": "record-size", "api": name, "record_bytes": size, "run": run + 1,
                     "figures": w,
                 });
-                ctx.keep_run(
-                    &format!("{name}-{label}"),
-                    run,
-                    &serde_json::to_vec_pretty(&json).unwrap_or_default(),
-                )?;
+                ctx.keep_run(&format!("{name}-{label}"), run, &json)?;
                 let _ = std::fs::remove_file(&path);
             }
         }

@@ -32,9 +32,7 @@ pub fn record(
     change(&mut s);
     let result = session::run(&s, ctx.stop.clone(), None)?;
     ctx.check_stop()?;
-    let json = serde_json::to_vec_pretty(&result)
-        .map_err(|e| SuiteError::Failed(format!("the run's JSON: {e}")))?;
-    ctx.keep_run(label, run, &json)?;
+    ctx.keep_run(label, run, &result)?;
     // A table built on a failed recording would report figures the run never reached.
     if let Some(e) = &result.error {
         return Err(SuiteError::Failed(format!(
