@@ -443,7 +443,47 @@ fn suites_that_need_root_say_so_and_name_those_that_do_not() {
         return;
     }
     let binary = common::BinaryForOtherUsers::new();
-    for name in ["page-cache", "metadata", "filesystems"] {
+    // metadata runs its rows on the directory and lists the mounts as needing root.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod");
+    let out = Command::new("runuser")
+        .current_dir(binary.dir())
+        .args(["-u", "nobody", "--"])
+        .arg(&binary.path)
+        .args([
+            "suite",
+            "metadata",
+            "--quick",
+            "--progress",
+            "never",
+            "--output-format",
+            "json",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(median(&v, "fsync each", "created_per_s").is_some());
+    for mount in ["dirsync mount", "sync mount"] {
+        let row = v["tables"][0]["rows"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["label"] == mount))
+            .expect("the row is listed");
+        assert!(row["not_run"]
+            .as_str()
+            .is_some_and(|w| w.contains("needs root")));
+    }
+    for name in ["page-cache", "filesystems"] {
         let out = Command::new("runuser")
             .current_dir(binary.dir())
             .args(["-u", "nobody", "--"])
@@ -456,7 +496,7 @@ fn suites_that_need_root_say_so_and_name_those_that_do_not() {
         assert_eq!(err.lines().count(), 1, "{name}: {err}");
         assert!(
             err.contains("needs root")
-                && err.contains("record-size, pregrow, background-load, capture-buffers"),
+                && err.contains("record-size, pregrow, metadata, background-load, capture-buffers"),
             "{name}: {err}"
         );
     }

@@ -71,8 +71,8 @@ pub const SUITES: &[SuiteInfo] = &[
         name: SuiteName::Metadata,
         id: "metadata",
         source: "seed 002 (QNX: commit level, files created and deleted per second)",
-        about: "files created and deleted per second and the worst create: no sync, fsync each, O_DSYNC, dirsync and sync mounts",
-        needs_root: Some("the dirsync and sync mounts are made on emulated or scratch devices"),
+        about: "files created and deleted per second and the worst create: no sync, fsync each, O_DSYNC, dirsync and sync mounts (the mounts as root)",
+        needs_root: None,
         takes_recording: false,
     },
     SuiteInfo {
@@ -308,6 +308,12 @@ pub fn preflight(cfg: &SuiteConfig) -> Result<(), SuiteError> {
         )));
     }
     if let Some(s) = &cfg.scratch {
+        if !is_root() {
+            return Err(SuiteError::Usage(format!(
+                "--scratch {}: formatting and mounting it needs root (run as root, or leave out --scratch)",
+                s.path.display()
+            )));
+        }
         devices::scratch_guard(s).map_err(SuiteError::Usage)?;
     }
     suites::preflight(cfg)

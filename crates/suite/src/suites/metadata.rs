@@ -185,13 +185,30 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     for v in VARIANTS {
         table.row(v.label, v.about);
     }
-    let maker = maker(cfg)?;
     let fs = made_fs(&cfg.dir);
-    ctx.made_on = Some(format!("{}, {fs}", maker.describe()));
+    let maker = if crate::is_root() {
+        let m = maker(cfg)?;
+        ctx.made_on = Some(format!("{}, {fs}", m.describe()));
+        Some(m)
+    } else {
+        for v in VARIANTS.iter().filter(|v| v.mount.is_some()) {
+            table.not_run(
+                v.label,
+                v.about,
+                "needs root (the filesystem is made and mounted on an emulated or --scratch device)",
+            );
+        }
+        None
+    };
     let work = WorkDir::new(&cfg.dir, "metadata")
         .map_err(|e| SuiteError::Failed(format!("{}: {e}", cfg.dir.display())))?;
     for run in 0..ctx.runs() {
         for (i, v) in VARIANTS.iter().enumerate() {
+            let maker = match (&maker, v.mount) {
+                (_, None) => None,
+                (Some(m), Some(_)) => Some(m),
+                (None, Some(_)) => continue,
+            };
             ctx.check_stop()?;
             ctx.phase(&format!("run {}: {}", run + 1, v.label));
             let counts = match v.mount {
@@ -203,12 +220,13 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                     ctx,
                 )?,
                 Some(opts) => {
+                    let Some(maker) = maker else { continue };
                     let spec = FsSpec {
                         fs,
                         mkfs_opts: Vec::new(),
                         mount_opts: opts.into(),
                     };
-                    let made = devices::make(&maker, &spec, 512 << 20).map_err(|e| {
+                    let made = devices::make(maker, &spec, 512 << 20).map_err(|e| {
                         SuiteError::Failed(format!("{}: making {fs} -o {opts}: {e}", v.label))
                     })?;
                     churn(&made.dir.join("files"), v.sync, max, limit, ctx)?
