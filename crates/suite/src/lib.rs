@@ -152,6 +152,17 @@ pub struct SuiteConfig {
     pub runs_dir: Option<PathBuf>,
 }
 
+impl SuiteConfig {
+    /// The runs of each condition: one with --quick.
+    pub fn runs_each(&self) -> usize {
+        if self.quick {
+            1
+        } else {
+            self.runs.max(1)
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteReport {
     pub suite: String,
@@ -267,11 +278,7 @@ impl Ctx<'_> {
     }
     /// The runs to make of each condition.
     pub fn runs(&self) -> usize {
-        if self.cfg.quick {
-            1
-        } else {
-            self.cfg.runs.max(1)
-        }
+        self.cfg.runs_each()
     }
 }
 
@@ -379,7 +386,7 @@ pub fn run(
         target: sinkrate_engine::host::target_facts(&cfg.dir, false),
         made_on: ctx.made_on,
         quick: cfg.quick,
-        runs: if cfg.quick { 1 } else { cfg.runs },
+        runs: cfg.runs_each(),
         estimate_s: estimate,
         elapsed_s: started.elapsed().as_secs_f64(),
         tables,

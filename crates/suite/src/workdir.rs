@@ -24,6 +24,22 @@ impl WorkDir {
         }
     }
 
+    /// The suite's directory under `cfg.dir`, refused when the filesystem has less than
+    /// `needed` bytes free.
+    pub fn for_suite(cfg: &crate::SuiteConfig, needed: u64) -> Result<WorkDir, crate::SuiteError> {
+        let fail =
+            |what: String| crate::SuiteError::Failed(format!("{}: {what}", cfg.dir.display()));
+        let work = WorkDir::new(&cfg.dir, cfg.suite.id())
+            .map_err(|e| fail(format!("cannot make the suite's directory: {e}")))?;
+        let free = work.free_bytes();
+        if free < needed {
+            return Err(fail(format!(
+                "{free} bytes free, the suite needs {needed} (free some space, or use --quick)"
+            )));
+        }
+        Ok(work)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

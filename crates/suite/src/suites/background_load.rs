@@ -43,7 +43,7 @@ fn reader_file_bytes(cfg: &SuiteConfig) -> u64 {
 }
 
 pub fn estimate_s(cfg: &SuiteConfig, rate: f64) -> f64 {
-    let runs = if cfg.quick { 1 } else { cfg.runs };
+    let runs = cfg.runs_each();
     reader_file_bytes(cfg) as f64 / rate
         + runs as f64 * LOADS.len() as f64 * (recording::duration(cfg).as_secs_f64() + 2.0)
 }
@@ -223,19 +223,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     for (_, label, about) in LOADS {
         table.row(label, about);
     }
-    let work = WorkDir::new(&cfg.dir, "background-load")
-        .map_err(|e| SuiteError::Failed(format!("{}: {e}", cfg.dir.display())))?;
+    let size = reader_file_bytes(cfg);
+    let work = WorkDir::for_suite(cfg, size * 3)?;
     let read_file = work.path().join("read-me");
     let write_file = work.path().join("second-writer");
-    let size = reader_file_bytes(cfg);
     let free = work.free_bytes();
-    if free < size * 3 {
-        return Err(SuiteError::Failed(format!(
-            "{}: {free} bytes free, the suite needs {} (free some space)",
-            cfg.dir.display(),
-            size * 3
-        )));
-    }
     ctx.phase("writing the file the reader reads");
     crate::writer::write_file(
         &crate::writer::WriteJob {

@@ -35,7 +35,7 @@ const CONDITIONS: &[Condition] = &[
 ];
 
 pub fn estimate_s(cfg: &SuiteConfig) -> f64 {
-    let runs = if cfg.quick { 1 } else { cfg.runs };
+    let runs = cfg.runs_each();
     runs as f64 * CONDITIONS.len() as f64 * (recording::duration(cfg).as_secs_f64() + 1.5)
 }
 
@@ -85,8 +85,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         }
         usable.push(c);
     }
-    let work = WorkDir::new(&cfg.dir, "capture-buffers")
-        .map_err(|e| SuiteError::Failed(format!("{}: {e}", cfg.dir.display())))?;
+    let work = WorkDir::for_suite(cfg, 0)?;
     let mut runs = Vec::new();
     let mut labels = Vec::new();
     for run in 0..ctx.runs() {

@@ -103,7 +103,7 @@ pub fn missing_packages() -> Option<String> {
 }
 
 pub fn estimate_s(cfg: &SuiteConfig) -> f64 {
-    let runs = if cfg.quick { 1 } else { cfg.runs };
+    let runs = cfg.runs_each();
     runs as f64 * VARIANTS.len() as f64 * (recording::duration(cfg).as_secs_f64() + 4.0)
 }
 

@@ -76,7 +76,7 @@ fn limits(cfg: &SuiteConfig) -> (usize, Duration) {
 
 pub fn estimate_s(cfg: &SuiteConfig) -> f64 {
     let (_, t) = limits(cfg);
-    let runs = if cfg.quick { 1 } else { cfg.runs };
+    let runs = cfg.runs_each();
     // Creates and deletes each bounded by the time limit; a made filesystem takes seconds.
     runs as f64 * VARIANTS.len() as f64 * (2.0 * t.as_secs_f64() + 0.5) + 3.0 * 3.0 * runs as f64
 }
@@ -200,8 +200,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         }
         None
     };
-    let work = WorkDir::new(&cfg.dir, "metadata")
-        .map_err(|e| SuiteError::Failed(format!("{}: {e}", cfg.dir.display())))?;
+    let work = WorkDir::for_suite(cfg, 0)?;
     for run in 0..ctx.runs() {
         for (i, v) in VARIANTS.iter().enumerate() {
             let maker = match (&maker, v.mount) {

@@ -30,7 +30,7 @@ fn sizes(cfg: &SuiteConfig) -> (u64, u64) {
 
 pub fn estimate_s(cfg: &SuiteConfig, rate: f64) -> f64 {
     let (short, long) = sizes(cfg);
-    let runs = if cfg.quick { 1 } else { cfg.runs };
+    let runs = cfg.runs_each();
     runs as f64 * (2.0 * short as f64 + 3.0 * long as f64) / rate + 2.0
 }
 
@@ -105,16 +105,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     for v in VARIANTS {
         table.row(v.label, v.about);
     }
-    let work = WorkDir::new(&cfg.dir, "page-cache")
-        .map_err(|e| SuiteError::Failed(format!("{}: {e}", cfg.dir.display())))?;
-    if work.free_bytes() < long * 2 {
-        return Err(SuiteError::Failed(format!(
-            "{}: {} bytes free, the suite needs {} (free some space)",
-            cfg.dir.display(),
-            work.free_bytes(),
-            long * 2
-        )));
-    }
+    let work = WorkDir::for_suite(cfg, long * 2)?;
     let sysctl = |name: &str| Setting::Sysctl { name: name.into() };
     // Journaled before the change; put back when `guard` drops, whatever happens.
     let mut guard = Temporary::apply(

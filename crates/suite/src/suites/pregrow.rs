@@ -36,7 +36,7 @@ fn file_bytes(cfg: &SuiteConfig) -> u64 {
 }
 
 pub fn estimate_s(cfg: &SuiteConfig, rate: f64) -> f64 {
-    let runs = if cfg.quick { 1 } else { cfg.runs };
+    let runs = cfg.runs_each();
     // Four writes of the file, and the pregrown variant's zeros.
     runs as f64 * 5.0 * file_bytes(cfg) as f64 / rate
 }
@@ -65,17 +65,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     for (_, label, about) in VARIANTS {
         table.row(label, about);
     }
-    let work = WorkDir::new(&cfg.dir, "pregrow")
-        .map_err(|e| SuiteError::Failed(format!("{}: {e}", cfg.dir.display())))?;
     let bytes = file_bytes(cfg);
-    if work.free_bytes() < bytes * 2 {
-        return Err(SuiteError::Failed(format!(
-            "{}: {} bytes free, the suite needs {} (free some space)",
-            cfg.dir.display(),
-            work.free_bytes(),
-            bytes * 2
-        )));
-    }
+    let work = WorkDir::for_suite(cfg, bytes * 2)?;
     let path = work.path().join("recording");
     for run in 0..ctx.runs() {
         for (prep, label, _) in VARIANTS {

@@ -45,7 +45,7 @@ fn file_bytes(cfg: &SuiteConfig) -> u64 {
 }
 
 pub fn estimate_s(cfg: &SuiteConfig, rate: f64) -> f64 {
-    let cells = sizes(cfg).len() * APIS.len() * if cfg.quick { 1 } else { cfg.runs };
+    let cells = sizes(cfg).len() * APIS.len() * cfg.runs_each();
     cells as f64 * (file_bytes(cfg) as f64 / rate + 0.2)
 }
 
@@ -137,21 +137,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             ));
         }
     }
-    let work = WorkDir::new(&cfg.dir, "record-size").map_err(|e| {
-        SuiteError::Failed(format!(
-            "{}: cannot make the suite's directory: {e}",
-            cfg.dir.display()
-        ))
-    })?;
     let bytes = file_bytes(cfg);
-    if work.free_bytes() < bytes * 2 {
-        return Err(SuiteError::Failed(format!(
-            "{}: {} free, the suite needs {} (free some space)",
-            cfg.dir.display(),
-            work.free_bytes(),
-            bytes * 2
-        )));
-    }
+    let work = WorkDir::for_suite(cfg, bytes * 2)?;
     let path = work.path().join("records");
     let gib = (1u64 << 30) as f64;
     for run in 0..ctx.runs() {
