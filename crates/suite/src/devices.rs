@@ -289,8 +289,17 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 impl Mounted {
     /// Unmounts the filesystem, keeping the device: everything the filesystem (or its FUSE
     /// driver, which may hold data until then) had to write has reached the device after it.
-    pub fn unmount(&self) -> Result<(), String> {
-        run(Command::new("umount").arg(&self.dir))
+    /// Then flushes the block device's own cache, where a FUSE driver's writes through the
+    /// device node may still sit.
+    pub fn unmount_and_flush(&self) -> Result<(), String> {
+        run(Command::new("umount").arg(&self.dir))?;
+        if let Some(disk) = &self.disk {
+            let node = Path::new("/dev").join(disk);
+            let dev = std::fs::File::open(&node).map_err(|e| format!("{}: {e}", node.display()))?;
+            dev.sync_all()
+                .map_err(|e| format!("{}: flushing: {e}", node.display()))?;
+        }
+        Ok(())
     }
 }
 

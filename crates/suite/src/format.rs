@@ -39,7 +39,13 @@ pub fn cell_short(unit: Unit, c: &Cell) -> String {
     let text = value(unit, m);
     match (c.values.len(), c.min, c.max) {
         (2.., Some(lo), Some(hi)) if m.abs() > f64::EPSILON => {
-            format!("{text} ±{:.0}%", (hi - lo) / 2.0 / m.abs() * 100.0)
+            let spread = (hi - lo) / 2.0 / m.abs();
+            // Beyond ±100% a share says little: the runs' range does.
+            if spread > 1.0 {
+                format!("{text} ({} to {})", value(unit, lo), value(unit, hi))
+            } else {
+                format!("{text} ±{:.0}%", spread * 100.0)
+            }
         }
         _ => text,
     }
