@@ -519,7 +519,10 @@ fn a_scratch_device_with_a_filesystem_is_not_formatted_without_force() {
             lo.path.to_str().expect("utf8"),
         ]);
         assert_eq!(code, Some(2), "{err}");
-        assert!(err.contains("filesystem") && err.contains("--force"), "{err}");
+        assert!(
+            err.contains("filesystem") && err.contains("--force"),
+            "{err}"
+        );
         assert!(
             std::fs::read(&lo.path).expect("read the device") == before,
             "the device is unchanged"

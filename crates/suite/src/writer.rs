@@ -165,10 +165,15 @@ fn grow(job: &WriteJob) -> Result<(), WriteError> {
         Prep::None => {}
         Prep::Ftruncate => file.set_len(job.bytes).map_err(io(path, "ftruncate"))?,
         Prep::Fallocate => {
+            let len = libc::off_t::try_from(job.bytes).map_err(|_| {
+                io(path, "fallocate")(std::io::Error::other(
+                    "the size does not fit this platform's off_t",
+                ))
+            })?;
             #[cfg(target_os = "linux")]
             {
                 // SAFETY: fallocate on a descriptor this function owns.
-                let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, job.bytes as i64) };
+                let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
                 if rc != 0 {
                     return Err(io(path, "fallocate")(std::io::Error::last_os_error()));
                 }
@@ -176,7 +181,7 @@ fn grow(job: &WriteJob) -> Result<(), WriteError> {
             #[cfg(not(target_os = "linux"))]
             {
                 // SAFETY: posix_fallocate on a descriptor this function owns.
-                let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, job.bytes as i64) };
+                let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
                 if rc != 0 {
                     return Err(io(path, "posix_fallocate")(
                         std::io::Error::from_raw_os_error(rc),
