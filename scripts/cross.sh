@@ -70,8 +70,9 @@ runner_for() {
 }
 
 # Board binaries are built small: whole-program LTO, one codegen unit, no debug info, symbols
-# stripped, and optimised for size except the crates on the I/O path (engine, record, stats),
-# which keep full optimisation (the 5 MB budget; bench/README.md has the sizes).
+# stripped, and optimised for size ("z": the 5 MB budget; bench/README.md has the sizes)
+# except the crates on the I/O and checking paths (engine, record, stats, verify and its
+# crc32c, the sampler), which keep full optimisation.
 # The host's own release profile keeps its faster build. The test binaries skip optimisation
 # so that CI builds them in well under a minute each.
 if [ "$mode" = test ]; then
@@ -82,8 +83,8 @@ else
   cargo_profile=(--release
     --config 'profile.release.lto="fat"' --config profile.release.codegen-units=1
     --config profile.release.debug=0 --config profile.release.strip=true
-    --config 'profile.release.opt-level="s"')
-  for hot in sinkrate-engine sinkrate-record sinkrate-stats; do
+    --config 'profile.release.opt-level="z"')
+  for hot in sinkrate-engine sinkrate-record sinkrate-stats sinkrate-verify crc32c sinkrate-sampler; do
     cargo_profile+=(--config "profile.release.package.$hot.opt-level=3")
   done
 fi
