@@ -527,6 +527,21 @@ fn a_scratch_device_with_a_filesystem_is_not_formatted_without_force() {
             std::fs::read(&lo.path).expect("read the device") == before,
             "the device is unchanged"
         );
+        // --force never reaches a device in use.
+        let at = tempfile::tempdir().expect("tempdir");
+        common::mount(&lo.path, at.path(), "");
+        let (code, _, err) = common::sinkrate_out(&[
+            "suite",
+            "metadata",
+            dir.path().to_str().expect("utf8"),
+            "--quick",
+            "--scratch",
+            lo.path.to_str().expect("utf8"),
+            "--force",
+        ]);
+        common::run("umount", &[at.path().to_str().expect("utf8")]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("mounted"), "{err}");
         // With --force the scratch device takes the mount variants.
         let v = suite(
             "metadata",

@@ -603,30 +603,8 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     mk.args(&spec.mkfs_opts).arg(&loop_dev);
     run("mkfs", &mut mk)?;
 
-    let mut mount = match tools::driver(&spec.fs).map_err(|e| step("mount", e))? {
-        tools::Driver::Kernel => {
-            let mut m = Command::new("mount");
-            m.arg("-t").arg(&spec.fs);
-            if !spec.mount_opts.is_empty() {
-                m.arg("-o").arg(&spec.mount_opts);
-            }
-            m
-        }
-        // A FUSE driver mounts by itself and daemonises; umount(8) removes it like any mount.
-        tools::Driver::Fuse { program, .. } => {
-            let mut m = Command::new(program);
-            let mut opts: Vec<&str> = if program == "fusefat" {
-                vec!["rw+"]
-            } else {
-                Vec::new()
-            };
-            opts.extend(spec.mount_opts.split(',').filter(|o| !o.is_empty()));
-            if !opts.is_empty() {
-                m.arg("-o").arg(opts.join(","));
-            }
-            m
-        }
-    };
+    let mut mount =
+        tools::mount_command(&spec.fs, &spec.mount_opts).map_err(|e| step("mount", e))?;
     mount.arg(&loop_dev).arg(&spec.mountpoint);
     let mut kernel_log = sinkrate_sys::kmsg::KernelLog::mark();
     if let Err(e) = run("mount", &mut mount) {

@@ -119,3 +119,33 @@ pub fn missing(fs: &str) -> Option<String> {
         ))
     }
 }
+
+/// The command that mounts a device holding `fs` with `mount_opts` (device and mount point
+/// to be appended): mount(8) where the kernel has the filesystem, else its FUSE driver, which
+/// daemonises and is removed by umount(8) like any mount.
+pub fn mount_command(fs: &str, mount_opts: &str) -> Result<std::process::Command, String> {
+    Ok(match driver(fs)? {
+        Driver::Kernel => {
+            let mut m = std::process::Command::new("mount");
+            m.arg("-t").arg(fs);
+            if !mount_opts.is_empty() {
+                m.arg("-o").arg(mount_opts);
+            }
+            m
+        }
+        Driver::Fuse { program, .. } => {
+            let mut m = std::process::Command::new(program);
+            // fusefat mounts read-only unless told otherwise.
+            let mut opts: Vec<&str> = if program == "fusefat" {
+                vec!["rw+"]
+            } else {
+                Vec::new()
+            };
+            opts.extend(mount_opts.split(',').filter(|o| !o.is_empty()));
+            if !opts.is_empty() {
+                m.arg("-o").arg(opts.join(","));
+            }
+            m
+        }
+    })
+}

@@ -213,29 +213,7 @@ pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, St
             run(mk.args(&spec.mkfs_opts).arg(&dev.path))?;
             std::fs::create_dir(&mountpoint)
                 .map_err(|e| format!("{}: {e}", mountpoint.display()))?;
-            let mut mount = match fuse {
-                None => {
-                    let mut m = Command::new("mount");
-                    m.arg("-t").arg(spec.fs);
-                    if !spec.mount_opts.is_empty() {
-                        m.arg("-o").arg(&spec.mount_opts);
-                    }
-                    m
-                }
-                Some(program) => {
-                    let mut m = Command::new(program);
-                    let mut opts: Vec<&str> = if program == "fusefat" {
-                        vec!["rw+"]
-                    } else {
-                        vec![]
-                    };
-                    opts.extend(spec.mount_opts.split(',').filter(|o| !o.is_empty()));
-                    if !opts.is_empty() {
-                        m.arg("-o").arg(opts.join(","));
-                    }
-                    m
-                }
-            };
+            let mut mount = tools::mount_command(spec.fs, &spec.mount_opts)?;
             run(mount.arg(&dev.path).arg(&mountpoint))?;
             let disk = std::fs::canonicalize(&dev.path)
                 .ok()
@@ -264,10 +242,14 @@ pub fn scratch_guard(dev: &ScratchDevice) -> Result<(), String> {
     }
     match sinkrate_engine::safety::block_device_in_use(&dev.path) {
         Err(e) => Err(format!("--scratch {path}: {e}")),
-        Ok(Some(why)) if !dev.force => Err(format!(
+        // --force overrides a signature (the engine's "holds ..."), never a mount, a swap
+        // or a holder: those are in use now.
+        Ok(Some(why)) if dev.force && why.contains(" holds ") => Ok(()),
+        Ok(Some(why)) if why.contains(" holds ") => Err(format!(
             "--scratch {path}: {why} (the suite formats it: add --force to destroy what it holds)"
         )),
-        Ok(_) => Ok(()),
+        Ok(Some(why)) => Err(format!("--scratch {path}: {why}")),
+        Ok(None) => Ok(()),
     }
 }
 
