@@ -25,6 +25,14 @@ fn card() -> common::SlowDev {
     common::SlowDev::new(&["--model", "sd-class10", "--size", "2G"])
 }
 
+/// Runs `f` as root with `tools`, on a new emulated card, one suite at a time.
+fn on_card(test: &str, tools: &[&str], f: impl FnOnce(&common::SlowDev)) {
+    common::with_root(test, tools, || {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        f(&card());
+    });
+}
+
 /// Runs `sinkrate suite NAME DIR --quick --output-format json ARGS`, checks it succeeded and
 /// returns its result.
 fn suite(name: &str, dir: &Path, args: &[&str]) -> Value {
@@ -90,9 +98,7 @@ fn clean(dir: &Path) {
 
 #[test]
 fn record_size_stdio_beats_small_plain_writes_and_the_device_bounds_synced_rates() {
-    common::with_root("suite record-size", TOOLS, || {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        let dev = card();
+    on_card("suite record-size", TOOLS, |dev| {
         let v = suite("record-size", dev.path(), &[]);
         let fd = median(&v, "512 B", "fd_write_bytes_per_s").expect("fd 512 B");
         let stdio = median(&v, "512 B", "stdio_write_bytes_per_s").expect("stdio 512 B");
@@ -125,9 +131,7 @@ fn record_size_stdio_beats_small_plain_writes_and_the_device_bounds_synced_rates
 
 #[test]
 fn pregrow_pays_for_its_zeros_up_front_and_no_variant_beats_the_card() {
-    common::with_root("suite pregrow", TOOLS, || {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        let dev = card();
+    on_card("suite pregrow", TOOLS, |dev| {
         let v = suite("pregrow", dev.path(), &[]);
         assert_eq!(
             rows(&v),
@@ -151,9 +155,7 @@ fn pregrow_pays_for_its_zeros_up_front_and_no_variant_beats_the_card() {
 
 #[test]
 fn metadata_fsync_each_and_sync_mounts_create_fewer_files_per_second() {
-    common::with_root("suite metadata", TOOLS, || {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        let dev = card();
+    on_card("suite metadata", TOOLS, |dev| {
         let before = emulated_devices();
         let v = suite("metadata", dev.path(), &[]);
         let created = |row: &str| median(&v, row, "created_per_s").expect(row);
@@ -178,9 +180,7 @@ fn emulated_devices() -> usize {
 
 #[test]
 fn page_cache_short_writes_are_the_caches_speed_and_direct_is_the_cards() {
-    common::with_root("suite page-cache", TOOLS, || {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        let dev = card();
+    on_card("suite page-cache", TOOLS, |dev| {
         let read = |n: &str| std::fs::read_to_string(format!("/proc/sys/vm/{n}")).expect(n);
         let settings = [
             "dirty_bytes",
@@ -256,9 +256,7 @@ fn filesystems_each_get_the_recording_or_say_why_not() {
 
 #[test]
 fn background_load_measures_what_the_load_got() {
-    common::with_root("suite background-load", TOOLS, || {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        let dev = card();
+    on_card("suite background-load", TOOLS, |dev| {
         let v = suite("background-load", dev.path(), &[]);
         assert_eq!(
             rows(&v),
@@ -281,9 +279,7 @@ fn background_load_measures_what_the_load_got() {
 
 #[test]
 fn capture_buffers_a_bigger_pool_never_drops_more_and_every_run_is_kept() {
-    common::with_root("suite capture-buffers", TOOLS, || {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        let dev = card();
+    on_card("suite capture-buffers", TOOLS, |dev| {
         let out = tempfile::tempdir().expect("tempdir");
         let out_dir = out.path().join("results");
         // Direct writes near the card's rate: a stall cannot hide in the page cache.
