@@ -132,7 +132,25 @@ fn record_size_stdio_beats_small_plain_writes_and_the_device_bounds_synced_rates
 #[test]
 fn pregrow_pays_for_its_zeros_up_front_and_no_variant_beats_the_card() {
     on_card("suite pregrow", TOOLS, |dev| {
+        let written = || {
+            let text = std::fs::read_to_string("/proc/diskstats").expect("diskstats");
+            // Field 10 is sectors written, in 512-byte units whatever the device's sectors.
+            text.lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|f| f.get(2) == Some(&dev.device_name().as_str()))
+                .and_then(|f| f.get(9)?.parse::<u64>().ok())
+                .expect("the card in /proc/diskstats")
+                * 512
+        };
+        let before = written();
         let v = suite("pregrow", dev.path(), &[]);
+        // The kernel's own count: four 32 MiB files and the pregrown one's zeros reached
+        // the card, as the suite says they did.
+        let reached = written() - before;
+        assert!(
+            reached >= 5 * (32 << 20),
+            "the card's counter shows {reached} bytes written"
+        );
         assert_eq!(
             rows(&v),
             ["write()", "ftruncate()", "fallocate()", "pregrown"]

@@ -216,10 +216,7 @@ impl From<writer::WriteError> for SuiteError {
     }
 }
 
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use sinkrate_sys::is_root;
 
 /// What a running suite has at hand.
 pub struct Ctx<'a> {

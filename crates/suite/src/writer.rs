@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use sinkrate_engine::buffers::AlignedBuf;
 
 /// How the application hands its records to the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,52 +106,23 @@ fn io<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(std::io::Error) -> 
 
 /// CPU seconds (user + system) of the calling thread so far.
 pub fn thread_cpu_s() -> f64 {
-    #[cfg(target_os = "linux")]
-    let who = libc::RUSAGE_THREAD;
-    #[cfg(not(target_os = "linux"))]
-    let who = libc::RUSAGE_SELF;
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
-        return 0.0;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
+    sinkrate_engine::worker::thread_rusage()
+        .map_or(0.0, |(user, system, ..)| (user + system) as f64 / 1e9)
 }
 
-/// A buffer of `len` bytes at a 4096-byte boundary, filled with bytes no device can
-/// compress away.
-struct Aligned {
-    storage: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl Aligned {
-    fn new(len: usize, seed: u64) -> Aligned {
-        let storage = vec![0u8; len + 4096];
-        let start = storage.as_ptr().align_offset(4096).min(4096);
-        let mut a = Aligned {
-            storage,
-            start,
-            len,
-        };
-        let mut x = seed | 1;
-        for b in a.as_mut().iter_mut() {
-            // xorshift64: cheap, and enough to defeat compression.
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
-        a
+/// An aligned buffer of at least `len` bytes (O_DIRECT needs the alignment), filled with
+/// bytes no device can compress away.
+pub fn incompressible(len: usize, seed: u64) -> AlignedBuf {
+    let mut buf = AlignedBuf::new(len);
+    let mut x = seed | 1;
+    for b in buf.as_mut_slice().iter_mut() {
+        // xorshift64: cheap, and enough to defeat compression.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
     }
-    fn as_ref(&self) -> &[u8] {
-        &self.storage[self.start..self.start + self.len]
-    }
-    fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.storage[self.start..self.start + self.len]
-    }
+    buf
 }
 
 fn grow(job: &WriteJob) -> Result<(), WriteError> {
@@ -225,8 +197,8 @@ pub fn write_file(job: &WriteJob, stop: &AtomicBool) -> Result<Written, WriteErr
         std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_DIRECT);
     }
     let file = opts.open(path).map_err(io(path, "open"))?;
-    let buf = Aligned::new(job.record, job.bytes ^ job.record as u64);
-    let data = buf.as_ref();
+    let buf = incompressible(job.record, job.bytes ^ job.record as u64);
+    let data = &buf.as_slice()[..job.record];
     let cpu0 = thread_cpu_s();
     let mut out = Written {
         prep_s,

@@ -95,7 +95,9 @@ pub fn run(
     // up, so that a run given up on is not taken for an interrupted search.
     let run_stop = Arc::new(AtomicBool::new(false));
     let mut stopped_early = false;
-    settle(dir_of(workload));
+    // What the previous run left dirty on its way to a slow card is written out first, so
+    // that every run starts from the same clean state and is not charged for the one before.
+    sinkrate_sys::sync_filesystem(dir_of(workload));
     let mut judge = |dropped: u64| {
         let worse = give_up(dropped);
         stopped_early |= worse;
@@ -135,26 +137,6 @@ fn dir_of(workload: &Workload) -> &std::path::Path {
     match workload {
         Workload::Record(s) => &s.record.dir,
         Workload::Job { dir, .. } | Workload::Exec { dir, .. } => dir,
-    }
-}
-
-/// Writes out what the filesystem under `dir` still holds dirty (the previous run's data
-/// on its way to a slow card), so that every run starts from the same clean state and is
-/// not charged for the one before it.
-fn settle(dir: &std::path::Path) {
-    #[cfg(target_os = "linux")]
-    if let Ok(d) = std::fs::File::open(dir) {
-        // SAFETY: syncfs on a descriptor this function owns for the duration of the call.
-        unsafe {
-            libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d));
-        }
-    }
-    // Without syncfs(2), the whole system's dirty data is written out.
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = dir;
-        // SAFETY: sync has no preconditions.
-        unsafe { libc::sync() };
     }
 }
 

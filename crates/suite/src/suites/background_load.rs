@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use sinkrate_engine::buffers::AlignedBuf;
+
 use crate::suites::recording;
 use crate::table::{Better, Column, Table, Unit};
 use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
@@ -75,12 +77,6 @@ impl Drop for Running {
     }
 }
 
-fn aligned(len: usize) -> (Vec<u8>, usize) {
-    let v = vec![0x5au8; len + 4096];
-    let off = v.as_ptr().align_offset(4096).min(4096);
-    (v, off)
-}
-
 fn start(load: Load, read_file: &Path, write_file: &Path, write_cap: u64) -> Running {
     let stop = Arc::new(AtomicBool::new(false));
     let bytes = Arc::new(AtomicU64::new(0));
@@ -136,7 +132,7 @@ fn read_loop(path: &PathBuf, stop: &AtomicBool, bytes: &AtomicU64) {
         },
     };
     let size = file.metadata().map_or(0, |m| m.len());
-    let (mut buf, off) = aligned(CHUNK);
+    let mut buf = AlignedBuf::new(CHUNK);
     let mut pos = 0u64;
     while !stop.load(Ordering::Relaxed) && size >= CHUNK as u64 {
         if pos + CHUNK as u64 > size {
@@ -145,7 +141,7 @@ fn read_loop(path: &PathBuf, stop: &AtomicBool, bytes: &AtomicU64) {
                 drop_cache(&file);
             }
         }
-        match file.read_at(&mut buf[off..off + CHUNK], pos) {
+        match file.read_at(&mut buf.as_mut_slice()[..CHUNK], pos) {
             Ok(0) | Err(_) => pos = size,
             Ok(n) => {
                 bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -164,7 +160,7 @@ fn write_loop(path: &PathBuf, cap: u64, stop: &AtomicBool, bytes: &AtomicU64) {
     else {
         return;
     };
-    let (buf, off) = aligned(CHUNK);
+    let buf = crate::writer::incompressible(CHUNK, 0x5a);
     let mut written = 0u64;
     while !stop.load(Ordering::Relaxed) {
         if written + CHUNK as u64 > cap {
@@ -174,7 +170,7 @@ fn write_loop(path: &PathBuf, cap: u64, stop: &AtomicBool, bytes: &AtomicU64) {
             }
             written = 0;
         }
-        if file.write_all(&buf[off..off + CHUNK]).is_err() {
+        if file.write_all(&buf.as_slice()[..CHUNK]).is_err() {
             return;
         }
         written += CHUNK as u64;

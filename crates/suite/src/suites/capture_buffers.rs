@@ -93,15 +93,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             ctx.check_stop()?;
             ctx.phase(&format!("run {}: {}", run + 1, c.label));
             let rec = recording::record(ctx, &base, work.path(), &|s| (c.change)(s), c.label, run)?;
-            let t = &rec.result.totals;
-            let w = &t.write_latency_ns;
+            let w = &rec.result.totals.write_latency_ns;
             table.add(c.label, "write_avg_s", w.mean / 1e9);
             table.add(c.label, "write_min_s", w.min as f64 / 1e9);
-            table.add(c.label, "write_max_s", w.max as f64 / 1e9);
-            table.add(c.label, "write_p99_s", w.p99 as f64 / 1e9);
-            table.add(c.label, "frames_dropped", t.frames_dropped as f64);
-            table.add(c.label, "written_bytes_per_s", t.written_bytes_per_s);
-            table.add(c.label, "cpu_s", t.writer_cpu_s + t.flusher_cpu_s);
+            // The figures every recording table has (those without a column here are
+            // skipped by the table).
+            recording::add(&mut table, c.label, &rec);
             runs.push(sinkrate_compare::load::recording(
                 &format!("{}-run{}", c.label, run + 1),
                 "record",

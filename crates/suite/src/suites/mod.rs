@@ -65,16 +65,4 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
 
 /// Writes out what the previous condition left dirty (and commits its deletions), so that
 /// none of it is charged to the next.
-pub fn settle(dir: &std::path::Path) {
-    #[cfg(target_os = "linux")]
-    if let Ok(d) = std::fs::File::open(dir) {
-        // SAFETY: syncfs on a descriptor owned for the call.
-        unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d)) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = dir;
-        // SAFETY: sync has no preconditions.
-        unsafe { libc::sync() };
-    }
-}
+pub use sinkrate_sys::sync_filesystem as settle;
