@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -464,22 +463,16 @@ fn suites_that_need_root_say_so_and_name_those_that_do_not() {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .expect("chmod");
-    let out = Command::new("runuser")
-        .current_dir(binary.dir())
-        .args(["-u", "nobody", "--"])
-        .arg(&binary.path)
-        .args([
-            "suite",
-            "metadata",
-            "--quick",
-            "--progress",
-            "never",
-            "--output-format",
-            "json",
-        ])
-        .arg(dir.path())
-        .output()
-        .expect("runs");
+    let out = binary.run_as_nobody(&[
+        "suite".as_ref(),
+        "metadata".as_ref(),
+        "--quick".as_ref(),
+        "--progress".as_ref(),
+        "never".as_ref(),
+        "--output-format".as_ref(),
+        "json".as_ref(),
+        dir.path().as_os_str(),
+    ]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -498,13 +491,7 @@ fn suites_that_need_root_say_so_and_name_those_that_do_not() {
             .is_some_and(|w| w.contains("needs root")));
     }
     for name in ["page-cache", "filesystems"] {
-        let out = Command::new("runuser")
-            .current_dir(binary.dir())
-            .args(["-u", "nobody", "--"])
-            .arg(&binary.path)
-            .args(["suite", name, "/tmp", "--quick"])
-            .output()
-            .expect("runs");
+        let out = binary.run_as_nobody(&["suite", name, "/tmp", "--quick"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{name}: {err}");
         assert_eq!(err.lines().count(), 1, "{name}: {err}");

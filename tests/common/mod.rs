@@ -447,4 +447,15 @@ impl BinaryForOtherUsers {
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
+
+    /// Runs the copy as `nobody` with `args`, in [`Self::dir`].
+    pub fn run_as_nobody<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> std::process::Output {
+        Command::new("runuser")
+            .current_dir(self.dir())
+            .args(["-u", "nobody", "--"])
+            .arg(&self.path)
+            .args(args)
+            .output()
+            .expect("runuser runs")
+    }
 }

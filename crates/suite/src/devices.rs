@@ -16,8 +16,6 @@ pub struct Card {
     pub burstiness_s: f64,
     /// In words: "emulated sd-class10 (10.0 MB/s, 2.0 ms per write)".
     pub label: String,
-    /// PATH itself is on an emulated device with this card.
-    pub under_path: bool,
 }
 
 impl Card {
@@ -45,7 +43,6 @@ pub fn emulated_card_of(dir: &Path) -> Option<Card> {
                 spec.rate_bytes_per_s,
                 spec.write_latency_us,
             ),
-            under_path: true,
         })
     })
 }
@@ -63,7 +60,6 @@ pub fn card_for(dir: &Path, model: &str) -> Result<Card, String> {
         read_latency_us: 0,
         burstiness_s: 0.1,
         label: Card::describe(m.name, m.write_bytes_per_s, latency_us),
-        under_path: false,
     })
 }
 
@@ -105,8 +101,6 @@ pub struct Mounted {
     pub dir: PathBuf,
     /// The block device's name in /proc/diskstats (`loop3`), for its own counters.
     pub disk: Option<String>,
-    /// Mounted by a FUSE driver, not the kernel.
-    pub fuse: Option<&'static str>,
     emulated: bool,
     _parent: Option<TempDir>,
 }
@@ -167,7 +161,6 @@ pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, St
     std::fs::create_dir(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     let parent = TempDir(parent);
     let mountpoint = parent.0.join("fs");
-    let fuse = fuse_driver(spec.fs);
     match maker {
         Maker::Emulated(card) => {
             let state = sinkrate_emulate::up(Spec {
@@ -196,7 +189,6 @@ pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, St
             Ok(Mounted {
                 dir: mountpoint,
                 disk,
-                fuse,
                 emulated: true,
                 _parent: Some(parent),
             })
@@ -221,7 +213,6 @@ pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, St
             Ok(Mounted {
                 dir: mountpoint,
                 disk,
-                fuse,
                 emulated: false,
                 _parent: Some(parent),
             })
