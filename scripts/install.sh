@@ -5,8 +5,10 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 for d in "$HOME/.cargo/bin" /root/.cargo/bin; do [ -d "$d" ] && export PATH="$d:$PATH"; done
 prefix="${PREFIX:-/usr/local}"
-cargo build --release --locked
+cargo build --release --locked -p sinkrate -p sinkrate-nbdkit
 install -D -m 0755 target/release/sinkrate "$prefix/bin/sinkrate"
+# The nbdkit plugin behind emulate's device models; sinkrate finds it in ../lib/sinkrate.
+install -D -m 0644 target/release/libsinkrate_nbdkit.so "$prefix/lib/sinkrate/libsinkrate_nbdkit.so"
 mkdir -p "$prefix/share/man/man1"
 target/release/sinkrate man > "$prefix/share/man/man1/sinkrate.1"
 # bash-completion also looks under the prefix ($prefix/share/bash-completion/completions).

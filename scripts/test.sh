@@ -20,6 +20,9 @@ CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
 echo "== ARM test binaries (tests/qemu.rs runs them under qemu-user)"
 bash scripts/cross.sh --test-build
 echo "== cargo test"
+# The nbdkit plugin behind emulate's device models: a cdylib that cargo test does not link;
+# emulate finds it beside the sinkrate binary the tests run.
+cargo build --locked --profile test-release -p sinkrate-nbdkit
 # One test binary at a time uses loop devices and mounts; their tests serialise themselves.
 cargo test --locked --workspace --profile test-release -- --test-threads=2
 

@@ -561,10 +561,14 @@ Examples:
   sinkrate verify /media/sd --size 8G --keep
   sinkrate verify --read-only /media/sd
 
+  # Is this 64 GB card really 64 GB? A probe of the unmounted card in well under a minute;
+  # what it overwrites is saved first and put back (exit 1: it is a fake)
+  sinkrate verify --capacity /dev/sdb
+
 Each block carries a header (run, generation, block, offset, length, crc32c, time), so a bad
 block is named: stale (an earlier run's data: the write never reached the medium), misplaced
 (another offset's data: a wrap-around or misdirected write), zeros, garbage or corrupt.
-Exit 0: every block verified; 1: bad blocks; 2: error.";
+Exit 0: every block verified (--capacity: genuine); 1: bad blocks (a fake); 2: error.";
 
 /// `sinkrate verify`.
 #[derive(Debug, clap::Args)]
@@ -586,7 +590,17 @@ pub struct VerifyArgs {
     /// Only read and check the blocks a kept run left (learned from its first block)
     #[arg(long, conflicts_with_all = ["size", "keep", "force"])]
     pub read_only: bool,
-    /// Write to a device although it is mounted or holds a filesystem (destroys it)
+    /// Is the capacity real? A fast probe of an unmounted device (f3probe-style): a few
+    /// well-placed writes find the real size and whether writes past it wrap or are lost;
+    /// what it overwrites is saved first and put back
+    #[arg(long, conflicts_with_all = ["size", "keep", "read_only", "block_size"])]
+    pub capacity: bool,
+    /// With --capacity: do not save and put back what the probe overwrites (faster; the
+    /// device's data is damaged)
+    #[arg(long, requires = "capacity")]
+    pub destructive: bool,
+    /// Write to a device although it is mounted or holds a filesystem (destroys it; with
+    /// --capacity, probe one that holds a filesystem, whose blocks are put back)
     #[arg(long)]
     pub force: bool,
     /// text or json
@@ -816,6 +830,30 @@ pub struct EmulateUpArgs {
     /// Seconds of rate the device may burst after idling (low keeps the first seconds honest)
     #[arg(long, default_value = "0.1")]
     pub burstiness: f64,
+    /// Device model: every request costs this on top of its length at the rate, and the card
+    /// serves one request at a time (e.g. 1ms)
+    #[arg(long, value_name = "DURATION")]
+    pub service_time: Option<String>,
+    /// Device model: garbage-collection pauses, PAUSE/BYTES after every BYTES written, or
+    /// PAUSE/~BYTES at random with that mean (e.g. 250ms/32M, 400ms/~64M)
+    #[arg(long, value_name = "PAUSE/BYTES")]
+    pub gc_pauses: Option<String>,
+    /// Device model: an SLC cache of SIZE taking writes at RATE until full, emptied at the
+    /// card's rate while idle (e.g. 512M@90M)
+    #[arg(long, value_name = "SIZE@RATE")]
+    pub slc_cache: Option<String>,
+    /// Device model: a volatile write cache of SIZE; what a flush has not written is lost on a
+    /// power cut (e.g. 8M)
+    #[arg(long, value_name = "SIZE")]
+    pub volatile_cache: Option<String>,
+    /// Device model: a counterfeit that reports SIZE but holds only --size (e.g. --size 1G
+    /// --fake-capacity 8G)
+    #[arg(long, value_name = "SIZE")]
+    pub fake_capacity: Option<String>,
+    /// What the counterfeit does with writes past what it holds: wrap (overwrite the start)
+    /// or drop (lose them; reads give zeros)
+    #[arg(long, value_name = "MODE", default_value = "wrap", value_parser = ["wrap", "drop"])]
+    pub fake_mode: String,
     /// text or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,

@@ -136,6 +136,9 @@ pub enum EmulateFs {
     F2fs,
     /// exFAT (SDXC cards); through FUSE (exfat-fuse) where the kernel has none
     Exfat,
+    /// No filesystem: the device is left raw and MOUNTPOINT becomes a link to it (for
+    /// verify --capacity, or bench on a device)
+    None,
 }
 
 /// `emulate up --error`: the errno a failing request returns.

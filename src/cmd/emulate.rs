@@ -77,6 +77,7 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
     if let Some(m) = model {
         notes.push(format!("model {}: {}", m.name, m.source));
     }
+    let device = device_model(args, size)?;
     let fs = value_name(args.fs);
     if let Ok(sinkrate_emulate::tools::Driver::Fuse { program, .. }) =
         sinkrate_emulate::tools::driver(&fs)
@@ -106,9 +107,133 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
             force: args.force,
             burstiness_s: args.burstiness,
             model: model.map(|m| m.name.to_string()),
+            device,
         },
         notes,
     ))
+}
+
+/// The plugin's card behaviours from `--service-time`, `--gc-pauses`, `--slc-cache`,
+/// `--volatile-cache` and `--fake-capacity`.
+fn device_model(args: &EmulateUpArgs, size: u64) -> Result<sinkrate_emulate::stack::DeviceModel> {
+    let mut d = sinkrate_emulate::stack::DeviceModel {
+        fake_mode: args.fake_mode.clone(),
+        ..Default::default()
+    };
+    if let Some(t) = &args.service_time {
+        d.service_time_us = units::parse_latency(t)
+            .map_err(|e| anyhow!("--service-time: {e}"))?
+            .as_micros() as u64;
+        if d.service_time_us == 0 {
+            return Err(anyhow!("--service-time {t}: must be above zero (e.g. 1ms)"));
+        }
+    }
+    if let Some(g) = &args.gc_pauses {
+        let bad = || {
+            anyhow!("--gc-pauses {g}: expected PAUSE/BYTES or PAUSE/~BYTES (e.g. 250ms/32M, 400ms/~64M)")
+        };
+        let (pause, every) = g.split_once('/').ok_or_else(bad)?;
+        let (random, every) = match every.strip_prefix('~') {
+            Some(rest) => (true, rest),
+            None => (false, every),
+        };
+        d.gc_pause_us = units::parse_latency(pause)
+            .map_err(|e| anyhow!("--gc-pauses {g}: {e}"))?
+            .as_micros() as u64;
+        d.gc_every_bytes = units::parse_size(every).map_err(|e| anyhow!("--gc-pauses {g}: {e}"))?;
+        d.gc_random = random;
+        if d.gc_every_bytes == 0 || d.gc_pause_us == 0 {
+            return Err(bad());
+        }
+    }
+    if let Some(c) = &args.slc_cache {
+        let bad = || anyhow!("--slc-cache {c}: expected SIZE@RATE (e.g. 512M@90M)");
+        let (bytes, rate) = c.split_once('@').ok_or_else(bad)?;
+        d.slc_bytes = units::parse_size(bytes).map_err(|e| anyhow!("--slc-cache {c}: {e}"))?;
+        d.slc_write_bytes_per_s =
+            units::parse_rate(rate).map_err(|e| anyhow!("--slc-cache {c}: {e}"))?;
+        if d.slc_bytes == 0 {
+            return Err(bad());
+        }
+    }
+    if let Some(v) = &args.volatile_cache {
+        d.volatile_cache_bytes =
+            units::parse_size(v).map_err(|e| anyhow!("--volatile-cache: {e}"))?;
+        if d.volatile_cache_bytes == 0 {
+            return Err(anyhow!(
+                "--volatile-cache {v}: must be above zero (e.g. 8M)"
+            ));
+        }
+    }
+    if let Some(f) = &args.fake_capacity {
+        let claimed = units::parse_size(f).map_err(|e| anyhow!("--fake-capacity: {e}"))?;
+        if claimed <= size {
+            return Err(anyhow!(
+                "--fake-capacity {f}: must be above --size {} (the card reports --fake-capacity and holds --size)",
+                args.size
+            ));
+        }
+        d.claimed_bytes = Some(claimed);
+    }
+    Ok(d)
+}
+
+/// The device model in words, one behaviour a line.
+fn model_lines(spec: &Spec) -> Vec<String> {
+    let d = &spec.device;
+    if !d.any() {
+        return Vec::new();
+    }
+    let mut v = vec![format!(
+        "one request at a time at {}{}",
+        human_rate(spec.rate_bytes_per_s),
+        if d.service_time_us > 0 {
+            format!(
+                ", {:.2} ms service time each",
+                d.service_time_us as f64 / 1000.0
+            )
+        } else {
+            String::new()
+        }
+    )];
+    if d.gc_every_bytes > 0 {
+        v.push(format!(
+            "garbage collection: {:.0} ms pause {} {:.0} MiB written",
+            d.gc_pause_us as f64 / 1000.0,
+            if d.gc_random {
+                "on average every"
+            } else {
+                "every"
+            },
+            d.gc_every_bytes as f64 / (1u64 << 20) as f64
+        ));
+    }
+    if d.slc_bytes > 0 {
+        v.push(format!(
+            "SLC cache: {} at {}, then the card's rate; emptied while idle",
+            human_size(d.slc_bytes),
+            human_rate(d.slc_write_bytes_per_s)
+        ));
+    }
+    if d.volatile_cache_bytes > 0 {
+        v.push(format!(
+            "volatile write cache: {:.1} MiB, written to flash on flush, FUA or when full",
+            d.volatile_cache_bytes as f64 / (1u64 << 20) as f64
+        ));
+    }
+    if let Some(claimed) = d.claimed_bytes {
+        v.push(format!(
+            "counterfeit: reports {}, holds {}; writes past that {}",
+            human_size(claimed),
+            human_size(spec.size_bytes),
+            if d.fake_mode == "drop" {
+                "are lost"
+            } else {
+                "wrap to the start"
+            }
+        ));
+    }
+    v
 }
 
 fn human_rate(bytes_per_s: u64) -> String {
@@ -146,7 +271,20 @@ fn up(args: EmulateUpArgs) -> Result<ExitCode> {
             .map(|m| format!(" (model {m})"))
             .unwrap_or_default()
     );
-    text.push_str(&format!("  mountpoint   {mp}\n"));
+    if spec.raw() {
+        text.push_str(&format!("  device link  {mp}\n"));
+    } else {
+        text.push_str(&format!("  mountpoint   {mp}\n"));
+    }
+    for line in model_lines(&spec) {
+        text.push_str(&format!("  model        {line}\n"));
+    }
+    if let Some(cut) = &state.power_cut_file {
+        text.push_str(&format!(
+            "  power cut    touch {} (the volatile cache is lost; later requests fail)\n",
+            cut.display()
+        ));
+    }
     if let Some(dev) = &state.loop_device {
         text.push_str(&format!("  loop device  {}\n", dev.display()));
     }

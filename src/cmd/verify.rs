@@ -6,11 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 use sinkrate_model::{Envelope, RunError, RunKind};
+use sinkrate_verify::capacity::{self, CapacityConfig, CapacityVerdict};
 use sinkrate_verify::{Config, VerifyError, VerifyVerdict};
 
 use crate::cli::values::{size, OutputFormat};
 use crate::cli::VerifyArgs;
-use crate::export::{verify_text::VerifyText, Exporter, Json};
+use crate::export::{capacity_text::CapacityText, verify_text::VerifyText, Exporter, Json};
 
 fn config(args: &VerifyArgs) -> Result<Config> {
     let block_size = size("block-size", &args.block_size)?;
@@ -32,6 +33,13 @@ fn config(args: &VerifyArgs) -> Result<Config> {
 pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     if let Some(p) = &args.output {
         crate::check_output_path("--output", p)?;
+    }
+    // What a killed capacity probe overwrote goes back before anything else touches devices.
+    for line in capacity::recover_pending(&capacity::undo::default_dir()) {
+        eprintln!("sinkrate: note: {line}");
+    }
+    if args.capacity {
+        return run_capacity(&args);
     }
     let cfg = config(&args)?;
     let stop = crate::interrupt_flag()?;
@@ -94,5 +102,81 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         VerifyVerdict::Verified => ExitCode::SUCCESS,
         VerifyVerdict::BadBlocks => ExitCode::from(1),
         VerifyVerdict::Failed => ExitCode::from(2),
+    })
+}
+
+fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
+    let cfg = CapacityConfig {
+        target: args.path.clone(),
+        destructive: args.destructive,
+        force: args.force,
+        undo_dir: capacity::undo::default_dir(),
+    };
+    let stop = crate::interrupt_flag()?;
+    let started = sinkrate_engine::host::unix_ms_now();
+    let show = args.progress.wanted(std::io::stderr().is_terminal());
+    let clock = std::time::Instant::now();
+    let mut progress = |phase: &str, done: u64, total: u64| {
+        if !show {
+            return;
+        }
+        let share = done as f64 / total.max(1) as f64;
+        let elapsed = clock.elapsed().as_secs_f64();
+        // Writing is most of the time; reading the same bytes back is quick.
+        let left = if phase == "writing" && share > 0.0 {
+            elapsed / share * (1.0 - share) + elapsed * 0.2
+        } else {
+            0.0
+        };
+        let mut err = std::io::stderr();
+        let _ = write!(
+            err,
+            "\rsinkrate verify --capacity: {phase} {:5.1}%  {:.0} s left   ",
+            100.0 * share,
+            left
+        );
+        let _ = err.flush();
+    };
+    let result = capacity::run(&cfg, &stop, &mut progress);
+    if show {
+        eprintln!();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(VerifyError::Interrupted) => {
+            eprintln!(
+                "sinkrate: interrupted: the probe stopped and what it overwrote was put back"
+            );
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(anyhow!(e)),
+    };
+    let body = match args.output_format {
+        OutputFormat::Json => {
+            let mut run = Envelope::new(
+                RunKind::Capacity,
+                sinkrate_engine::host::host_facts(),
+                started,
+                report.clone(),
+            );
+            if let Some(e) = &report.error {
+                run.error = Some(RunError {
+                    what: e.clone(),
+                    at_s: None,
+                });
+            }
+            Json.export(&run)?
+        }
+        OutputFormat::Text => CapacityText.export(&report)?,
+    };
+    match &args.output {
+        Some(p) => sinkrate_sys::output::write(p, &body)
+            .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
+        None => crate::write_stdout(&body)?,
+    }
+    Ok(match report.verdict {
+        CapacityVerdict::Genuine => ExitCode::SUCCESS,
+        CapacityVerdict::Fake => ExitCode::from(1),
+        CapacityVerdict::Failed => ExitCode::from(2),
     })
 }

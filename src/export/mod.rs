@@ -4,6 +4,7 @@
 
 pub mod audit_text;
 pub mod bench;
+pub mod capacity_text;
 pub mod check_text;
 pub mod compare_table;
 pub mod frames_csv;

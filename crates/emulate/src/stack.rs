@@ -51,6 +51,51 @@ pub struct Spec {
     /// Token-bucket depth of the rate filter in seconds of rate (low: no fast first seconds).
     pub burstiness_s: f64,
     pub model: Option<String>,
+    /// Card behaviours served by sinkrate's nbdkit plugin; none set: nbdkit's own filters.
+    #[serde(default)]
+    pub device: DeviceModel,
+}
+
+/// What sinkrate's nbdkit plugin adds to a card. With any of it set, the plugin serves the
+/// device (one request at a time at the rate) in place of nbdkit's memory or file plugin
+/// and its rate filter (a token bucket).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceModel {
+    /// Time every request costs on top of its length at the rate.
+    pub service_time_us: u64,
+    pub gc_pause_us: u64,
+    /// A pause after this many bytes written (0: none); on average when `gc_random`.
+    pub gc_every_bytes: u64,
+    pub gc_random: bool,
+    pub slc_bytes: u64,
+    pub slc_write_bytes_per_s: u64,
+    pub volatile_cache_bytes: u64,
+    /// The capacity the device reports, above what it holds (`size_bytes`): a counterfeit.
+    pub claimed_bytes: Option<u64>,
+    /// What a counterfeit does with a write past what it holds: "wrap" or "drop".
+    pub fake_mode: String,
+}
+
+impl DeviceModel {
+    pub fn any(&self) -> bool {
+        self.service_time_us > 0
+            || self.gc_every_bytes > 0
+            || self.slc_bytes > 0
+            || self.volatile_cache_bytes > 0
+            || self.claimed_bytes.is_some()
+    }
+}
+
+impl Spec {
+    /// The size the device reports: the claimed capacity of a counterfeit, else its size.
+    pub fn reported_bytes(&self) -> u64 {
+        self.device.claimed_bytes.unwrap_or(self.size_bytes)
+    }
+
+    /// No filesystem: the device is left raw, and the path becomes a link to it.
+    pub fn raw(&self) -> bool {
+        self.fs == "none"
+    }
 }
 
 /// What was built, journaled as it is built.
@@ -68,6 +113,15 @@ pub struct State {
     pub mounted: bool,
     pub errors_file: Option<PathBuf>,
     pub setup_ms: u64,
+    /// `--fs none`: the link at the mountpoint's path that names the loop device.
+    #[serde(default)]
+    pub device_link: Option<PathBuf>,
+    /// The plugin's account of the device (busy time, GC pauses, cache), when it serves it.
+    #[serde(default)]
+    pub device_stats: Option<PathBuf>,
+    /// Creating this file cuts the device's power (the plugin's volatile cache is lost).
+    #[serde(default)]
+    pub power_cut_file: Option<PathBuf>,
 }
 
 impl State {
@@ -238,17 +292,23 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
                 .into(),
         ));
     }
-    if tools::mkfs_tool(&spec.fs).is_none() {
+    if !spec.raw() && tools::mkfs_tool(&spec.fs).is_none() {
         return Err(EmulateError::Usage(format!(
-            "--fs: '{}' is not supported (accepted: ext4, xfs, btrfs, vfat, f2fs, exfat)",
+            "--fs: '{}' is not supported (accepted: ext4, xfs, btrfs, vfat, f2fs, exfat, none)",
             spec.fs
         )));
     }
-    tools::driver(&spec.fs).map_err(|e| EmulateError::Usage(format!("--fs {}: {e}", spec.fs)))?;
+    if !spec.raw() {
+        tools::driver(&spec.fs)
+            .map_err(|e| EmulateError::Usage(format!("--fs {}: {e}", spec.fs)))?;
+    }
     if let Some(m) = tools::missing(&spec.fs) {
         return Err(EmulateError::Usage(m));
     }
-    let min = if spec.fs == "xfs" {
+    validate_device(spec)?;
+    let min = if spec.raw() {
+        1 << 20
+    } else if spec.fs == "xfs" {
         300 << 20
     } else if spec.fs == "btrfs" {
         128 << 20
@@ -292,7 +352,14 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
     }
     check_backing(spec)?;
     let mp = &spec.mountpoint;
-    if mp.exists() {
+    if spec.raw() {
+        if std::fs::symlink_metadata(mp).is_ok() {
+            return Err(EmulateError::Usage(format!(
+                "{}: exists; with --fs none the path becomes a link to the device (give a new path)",
+                mp.display()
+            )));
+        }
+    } else if mp.exists() {
         if !mp.is_dir() {
             return Err(EmulateError::Usage(format!(
                 "{}: is not a directory",
@@ -320,6 +387,39 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
             "{}: an emulated device is already recorded there (sinkrate emulate down {0})",
             mp.display()
         )));
+    }
+    Ok(())
+}
+
+fn validate_device(spec: &Spec) -> Result<(), EmulateError> {
+    let d = &spec.device;
+    if let Some(claimed) = d.claimed_bytes {
+        if claimed <= spec.size_bytes {
+            return Err(EmulateError::Usage(format!(
+                "--fake-capacity: {claimed} bytes must be above --size ({} bytes), which is what the card really holds",
+                spec.size_bytes
+            )));
+        }
+    }
+    if !matches!(d.fake_mode.as_str(), "" | "wrap" | "drop") {
+        return Err(EmulateError::Usage(format!(
+            "--fake-mode: '{}' is not accepted (wrap, drop)",
+            d.fake_mode
+        )));
+    }
+    if d.volatile_cache_bytes >= spec.size_bytes {
+        return Err(EmulateError::Usage(format!(
+            "--volatile-cache: {} bytes must be below the device's size",
+            d.volatile_cache_bytes
+        )));
+    }
+    if d.slc_bytes > 0 && d.slc_write_bytes_per_s <= spec.rate_bytes_per_s {
+        return Err(EmulateError::Usage(
+            "--slc-cache: its rate must be above the card's --write-rate (e.g. --slc-cache 512M@90M with --write-rate 20M)".into(),
+        ));
+    }
+    if d.any() {
+        tools::nbdkit_plugin().map_err(EmulateError::Usage)?;
     }
     Ok(())
 }
@@ -453,9 +553,49 @@ pub fn up(mut spec: Spec) -> Result<State, EmulateError> {
     }
 }
 
+/// The plugin's settings (sinkrate-devicemodel's keys), in plain numbers.
+fn plugin_args(spec: &Spec, backing: Option<&Path>, stats: &Path, cut: &Path) -> Vec<String> {
+    let d = &spec.device;
+    let mut a = vec![
+        format!("size={}", spec.reported_bytes()),
+        format!("write-rate={}", spec.rate_bytes_per_s),
+        format!("service-time-us={}", d.service_time_us),
+        format!("stats-file={}", stats.display()),
+        format!("power-cut-file={}", cut.display()),
+    ];
+    if let Some(f) = backing {
+        a.push(format!("file={}", f.display()));
+    }
+    if d.gc_every_bytes > 0 {
+        a.push(format!("gc-every={}", d.gc_every_bytes));
+        a.push(format!("gc-pause-us={}", d.gc_pause_us));
+        a.push(format!("gc-random={}", u8::from(d.gc_random)));
+    }
+    if d.slc_bytes > 0 {
+        a.push(format!("slc-bytes={}", d.slc_bytes));
+        a.push(format!("slc-rate={}", d.slc_write_bytes_per_s));
+    }
+    if d.volatile_cache_bytes > 0 {
+        a.push(format!("volatile-cache={}", d.volatile_cache_bytes));
+    }
+    if let Some(claimed) = d.claimed_bytes {
+        a.push(format!("real-size={}", spec.size_bytes));
+        a.push(format!(
+            "fake-mode={}",
+            if d.fake_mode.is_empty() {
+                "wrap"
+            } else {
+                &d.fake_mode
+            }
+        ));
+        debug_assert!(claimed > spec.size_bytes);
+    }
+    a
+}
+
 fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     let dir = state.state_dir.clone();
-    if !spec.mountpoint.exists() {
+    if !spec.raw() && !spec.mountpoint.exists() {
         std::fs::create_dir_all(&spec.mountpoint)
             .map_err(|e| step("mountpoint", format!("{}: {e}", spec.mountpoint.display())))?;
         state.created_mountpoint = true;
@@ -475,26 +615,41 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     if spec.write_latency_us > 0 || spec.read_latency_us > 0 {
         cmd.arg("--filter=delay");
     }
-    cmd.arg("--filter=rate");
+    let plugin = if spec.device.any() {
+        Some(tools::nbdkit_plugin().map_err(|e| step("nbdkit", e))?)
+    } else {
+        cmd.arg("--filter=rate");
+        None
+    };
     let backing = backing_of(spec, &dir);
-    match &backing {
-        Some(file) => {
-            if !file.exists() {
-                let f = std::fs::File::create(file)
-                    .map_err(|e| step("backing file", format!("{}: {e}", file.display())))?;
-                f.set_len(spec.size_bytes)
-                    .map_err(|e| step("backing file", format!("{}: {e}", file.display())))?;
-                state.backing_created = Some(file.clone());
-                state.save()?;
-            }
-            cmd.arg("file").arg(format!("file={}", file.display()));
-        }
-        None => {
-            cmd.arg("memory").arg(format!("size={}", spec.size_bytes));
+    if let Some(file) = &backing {
+        if !file.exists() {
+            let f = std::fs::File::create(file)
+                .map_err(|e| step("backing file", format!("{}: {e}", file.display())))?;
+            f.set_len(spec.size_bytes)
+                .map_err(|e| step("backing file", format!("{}: {e}", file.display())))?;
+            state.backing_created = Some(file.clone());
+            state.save()?;
         }
     }
-    cmd.arg(format!("rate={}", spec.rate_bytes_per_s.saturating_mul(8)));
-    cmd.arg(format!("burstiness={}", spec.burstiness_s));
+    match plugin {
+        Some(plugin) => {
+            let stats = dir.join("device.json");
+            let cut = dir.join("power-cut");
+            cmd.arg(plugin)
+                .args(plugin_args(spec, backing.as_deref(), &stats, &cut));
+            state.device_stats = Some(stats);
+            state.power_cut_file = Some(cut);
+        }
+        None => {
+            match &backing {
+                Some(file) => cmd.arg("file").arg(format!("file={}", file.display())),
+                None => cmd.arg("memory").arg(format!("size={}", spec.size_bytes)),
+            };
+            cmd.arg(format!("rate={}", spec.rate_bytes_per_s.saturating_mul(8)));
+            cmd.arg(format!("burstiness={}", spec.burstiness_s));
+        }
+    }
     if spec.write_latency_us > 0 {
         cmd.arg(format!(
             "delay-write={}ms",
@@ -590,6 +745,15 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     state.loop_device = Some(PathBuf::from(&loop_dev));
     state.save()?;
 
+    if spec.raw() {
+        std::os::unix::fs::symlink(&loop_dev, &spec.mountpoint)
+            .map_err(|e| step("device link", format!("{}: {e}", spec.mountpoint.display())))?;
+        state.device_link = Some(spec.mountpoint.clone());
+        state.save()?;
+        arm_errors(state)?;
+        return Ok(());
+    }
+
     let (mkfs, _) =
         tools::mkfs_tool(&spec.fs).ok_or_else(|| step("mkfs", "unsupported filesystem"))?;
     let mut mk = Command::new(mkfs);
@@ -633,7 +797,11 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     }
     state.mounted = true;
     state.save()?;
-    // Errors are armed only now, so mkfs and mount always succeed.
+    arm_errors(state)
+}
+
+/// Errors are armed only once the device is ready, so mkfs and mount always succeed.
+fn arm_errors(state: &State) -> Result<(), EmulateError> {
     if let Some(armed) = &state.errors_file {
         std::fs::write(armed, b"").map_err(|e| step("error injection", e.to_string()))?;
     }
@@ -679,6 +847,12 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
             state.mounted = false;
             let _ = state.save();
         }
+    }
+    if let Some(link) = state.device_link.take() {
+        if std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()) {
+            let _ = std::fs::remove_file(&link);
+        }
+        let _ = state.save();
     }
     if let Some(dev) = state.loop_device.clone() {
         let attached = run("losetup", Command::new("losetup").arg(&dev)).is_ok();

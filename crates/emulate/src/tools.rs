@@ -12,6 +12,33 @@ const TOOLS: &[(&str, &str)] = &[
     ("umount", "mount"),
 ];
 
+/// The file name of sinkrate's nbdkit plugin (crates/nbdkit-device), as cargo builds it.
+pub const PLUGIN_FILE: &str = "libsinkrate_nbdkit.so";
+
+/// Where sinkrate's nbdkit plugin is: `SINKRATE_NBDKIT_PLUGIN`, beside this executable (a
+/// cargo build puts both in one directory), or in `../lib/sinkrate/` from it (where
+/// scripts/install.sh puts it).
+pub fn nbdkit_plugin() -> Result<PathBuf, String> {
+    let mut tried: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("SINKRATE_NBDKIT_PLUGIN") {
+        tried.push(PathBuf::from(p));
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        tried.push(dir.join(PLUGIN_FILE));
+        tried.push(dir.join("../lib/sinkrate").join(PLUGIN_FILE));
+    }
+    tried.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
+        let places: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+        format!(
+            "the device models (--service-time, --gc-pauses, --slc-cache, --volatile-cache, --fake-capacity) need sinkrate's nbdkit plugin, not found at {} (scripts/install.sh builds and installs it; or set SINKRATE_NBDKIT_PLUGIN)",
+            places.join(", ")
+        )
+    })
+}
+
 pub fn mkfs_tool(fs: &str) -> Option<(&'static str, &'static str)> {
     match fs {
         "ext4" => Some(("mkfs.ext4", "e2fsprogs")),

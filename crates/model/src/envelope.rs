@@ -24,6 +24,8 @@ pub enum RunKind {
     TuneSearch,
     Compare,
     Verify,
+    /// `verify --capacity`: is the capacity real?
+    Capacity,
     Suite,
 }
 
@@ -48,6 +50,7 @@ impl RunKind {
             RunKind::TuneSearch => "tune_search",
             RunKind::Compare => "compare",
             RunKind::Verify => "verify",
+            RunKind::Capacity => "capacity",
             RunKind::Suite => "suite",
         }
     }

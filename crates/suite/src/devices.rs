@@ -14,6 +14,10 @@ pub struct Card {
     pub write_latency_us: u64,
     pub read_latency_us: u64,
     pub burstiness_s: f64,
+    /// The card's timing behaviours (service time, GC pauses, SLC cache); copies are honest
+    /// cards of the same size, so a counterfeit's capacity and a volatile cache are not
+    /// copied.
+    pub device: sinkrate_emulate::stack::DeviceModel,
     /// In words: "emulated sd-class10 (10.0 MB/s, 2.0 ms per write)".
     pub label: String,
 }
@@ -38,6 +42,11 @@ pub fn emulated_card_of(dir: &Path) -> Option<Card> {
             write_latency_us: spec.write_latency_us,
             read_latency_us: spec.read_latency_us,
             burstiness_s: spec.burstiness_s,
+            device: sinkrate_emulate::stack::DeviceModel {
+                claimed_bytes: None,
+                volatile_cache_bytes: 0,
+                ..spec.device.clone()
+            },
             label: Card::describe(
                 spec.model.as_deref().unwrap_or("card"),
                 spec.rate_bytes_per_s,
@@ -59,6 +68,7 @@ pub fn card_for(dir: &Path, model: &str) -> Result<Card, String> {
         write_latency_us: latency_us,
         read_latency_us: 0,
         burstiness_s: 0.1,
+        device: Default::default(),
         label: Card::describe(m.name, m.write_bytes_per_s, latency_us),
     })
 }
@@ -179,6 +189,7 @@ pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, St
                 force: false,
                 burstiness_s: card.burstiness_s,
                 model: None,
+                device: card.device.clone(),
             })
             .map_err(|e| e.to_string())?;
             let disk = state

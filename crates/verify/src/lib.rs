@@ -5,6 +5,7 @@
 //! write), or a corrupted one.
 
 pub mod block;
+pub mod capacity;
 pub mod report;
 pub mod session;
 

@@ -72,11 +72,17 @@ pub enum VerifyError {
     /// The engine's own refusal or I/O error, which names the path.
     #[error(transparent)]
     Engine(#[from] sinkrate_engine::EngineError),
+    #[error("--capacity {0}: not a block device; the probe needs an unmounted device (a directory gets the fill-and-check: sinkrate verify DIR --size ...)")]
+    CapacityNeedsDevice(String),
+    #[error("{0}")]
+    Undo(String),
+    #[error("{0}")]
+    Refused(String),
     #[error("interrupted")]
     Interrupted,
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> VerifyError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> VerifyError + '_ {
     move |source| VerifyError::Io {
         path: path.display().to_string(),
         source,
@@ -225,7 +231,7 @@ fn now_unix_s() -> u32 {
 }
 
 /// A fresh run id: the clock and the process mixed, never zero.
-fn new_run_id() -> u64 {
+pub(crate) fn new_run_id() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -361,7 +367,7 @@ pub fn run(
 }
 
 /// The engine's refusal of a device write (mounted, swap, held by dm/md, or a signature).
-fn guard_device(path: &Path, force: bool) -> Result<(), VerifyError> {
+pub(crate) fn guard_device(path: &Path, force: bool) -> Result<(), VerifyError> {
     match sinkrate_engine::safety::block_device_in_use(path)? {
         Some(reason) if !force => Err(VerifyError::DeviceInUse {
             device: path.display().to_string(),
@@ -372,7 +378,7 @@ fn guard_device(path: &Path, force: bool) -> Result<(), VerifyError> {
 }
 
 /// A device's size, as bench sizes it (BLKGETSIZE64 on Linux).
-fn device_size(path: &Path) -> Result<u64, VerifyError> {
+pub(crate) fn device_size(path: &Path) -> Result<u64, VerifyError> {
     sinkrate_engine::files::existing_size(path)?
         .map(|(size, _)| size)
         .ok_or_else(|| VerifyError::NotFound(path.display().to_string()))

@@ -1,0 +1,179 @@
+//! A flash card's behaviour as data: the nbdkit plugin (`sinkrate-nbdkit`) serves it, and
+//! `sinkrate emulate up` writes its settings. No I/O here.
+
+pub mod cache;
+pub mod fake;
+pub mod timing;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use fake::{FakeCapacity, FakeMode};
+pub use timing::{GcPauses, SlcCache, TimingSettings};
+
+/// Everything the plugin is told on nbdkit's command line (`key=value`). Values are plain
+/// numbers (bytes, bytes per second, microseconds): `emulate` parses what the user typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// What the device reports.
+    pub size_bytes: u64,
+    /// Where the flash's data is kept; memory when absent.
+    pub file: Option<PathBuf>,
+    pub timing: TimingSettings,
+    pub fake: Option<FakeCapacity>,
+    pub volatile_cache_bytes: Option<u64>,
+    /// When this file exists the power is cut: the flash keeps what it held at that instant,
+    /// the cache is lost and every later request fails.
+    pub power_cut_file: Option<PathBuf>,
+    /// The device's account of itself (busy time, pauses, bytes lost), rewritten as it runs.
+    pub stats_file: Option<PathBuf>,
+}
+
+pub const KEYS: &str = "size, file, write-rate, read-rate, service-time-us, gc-pause-us, gc-every, gc-random, slc-bytes, slc-rate, volatile-cache, real-size, fake-mode, power-cut-file, stats-file";
+
+#[derive(Debug, Default)]
+pub struct SettingsBuilder {
+    values: Vec<(String, String)>,
+}
+
+impl SettingsBuilder {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        if !KEYS.split(", ").any(|k| k == key) {
+            return Err(format!("unknown key '{key}' (accepted: {KEYS})"));
+        }
+        self.values.retain(|(k, _)| k != key);
+        self.values.push((key.to_string(), value.to_string()));
+        Ok(())
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn number(&self, key: &str) -> Result<Option<u64>, String> {
+        self.get(key)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| format!("{key}={v}: not a whole number"))
+            })
+            .transpose()
+    }
+
+    pub fn build(&self) -> Result<Settings, String> {
+        let size_bytes = self
+            .number("size")?
+            .filter(|s| *s > 0)
+            .ok_or("size= is required (bytes, above zero)")?;
+        let write = self
+            .number("write-rate")?
+            .filter(|r| *r > 0)
+            .ok_or("write-rate= is required (bytes per second, above zero)")?;
+        let read = self
+            .number("read-rate")?
+            .filter(|r| *r > 0)
+            .unwrap_or(write);
+        let us = |key: &str| -> Result<Duration, String> {
+            Ok(Duration::from_micros(self.number(key)?.unwrap_or(0)))
+        };
+        let gc = match self.number("gc-every")? {
+            Some(every) if every > 0 => Some(GcPauses {
+                pause: us("gc-pause-us")?,
+                every_bytes: every,
+                random: self.get("gc-random") == Some("1"),
+            }),
+            _ => None,
+        };
+        let slc = match (self.number("slc-bytes")?, self.number("slc-rate")?) {
+            (Some(bytes), Some(rate)) if bytes > 0 && rate > 0 => Some(SlcCache {
+                bytes,
+                write_bytes_per_s: rate as f64,
+            }),
+            (None, None) => None,
+            _ => return Err("slc-bytes= and slc-rate= go together, both above zero".into()),
+        };
+        let fake = match self.number("real-size")? {
+            Some(real) if real > 0 && real < size_bytes => Some(FakeCapacity {
+                real_bytes: real,
+                mode: match self.get("fake-mode").unwrap_or("wrap") {
+                    "wrap" => FakeMode::Wrap,
+                    "drop" => FakeMode::Drop,
+                    other => return Err(format!("fake-mode={other}: accepted: wrap, drop")),
+                },
+            }),
+            Some(real) => {
+                return Err(format!(
+                    "real-size={real}: must be above zero and below size={size_bytes}"
+                ))
+            }
+            None => None,
+        };
+        Ok(Settings {
+            size_bytes,
+            file: self.get("file").map(PathBuf::from),
+            timing: TimingSettings {
+                write_bytes_per_s: write as f64,
+                read_bytes_per_s: read as f64,
+                service_time: us("service-time-us")?,
+                gc,
+                slc,
+            },
+            fake,
+            volatile_cache_bytes: self.number("volatile-cache")?.filter(|b| *b > 0),
+            power_cut_file: self.get("power-cut-file").map(PathBuf::from),
+            stats_file: self.get("stats-file").map(PathBuf::from),
+        })
+    }
+}
+
+impl Settings {
+    /// The bytes of flash that hold data.
+    pub fn media_bytes(&self) -> u64 {
+        self.fake.map_or(self.size_bytes, |f| f.real_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_read_from_nbdkit_keys() {
+        let mut b = SettingsBuilder::default();
+        for (k, v) in [
+            ("size", "8589934592"),
+            ("write-rate", "10000000"),
+            ("service-time-us", "1500"),
+            ("gc-every", "33554432"),
+            ("gc-pause-us", "250000"),
+            ("gc-random", "1"),
+            ("real-size", "1073741824"),
+            ("volatile-cache", "4194304"),
+        ] {
+            b.set(k, v).unwrap();
+        }
+        let s = b.build().unwrap();
+        assert_eq!(s.media_bytes(), 1 << 30);
+        assert_eq!(s.timing.read_bytes_per_s, 10e6);
+        assert_eq!(s.timing.service_time, Duration::from_micros(1500));
+        assert!(s.timing.gc.is_some_and(|g| g.random));
+        assert_eq!(s.fake.map(|f| f.mode), Some(FakeMode::Wrap));
+        assert_eq!(s.volatile_cache_bytes, Some(4 << 20));
+    }
+
+    #[test]
+    fn bad_settings_say_what_is_accepted() {
+        let mut b = SettingsBuilder::default();
+        assert!(b.set("speed", "1").unwrap_err().contains("write-rate"));
+        b.set("size", "100").unwrap();
+        assert!(b.build().unwrap_err().contains("write-rate"));
+        b.set("write-rate", "10").unwrap();
+        b.set("real-size", "200").unwrap();
+        assert!(b.build().unwrap_err().contains("below size"));
+        b.set("real-size", "50").unwrap();
+        b.set("fake-mode", "spin").unwrap();
+        assert!(b.build().unwrap_err().contains("wrap, drop"));
+    }
+}

@@ -1,0 +1,351 @@
+//! The nbdkit plugin behind `sinkrate emulate up`'s device models: it serves the card that
+//! `sinkrate-devicemodel` describes. Loaded by nbdkit as `nbdkit /path/libsinkrate_nbdkit.so
+//! size=... write-rate=...`.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use nbdkit::{plugin, FuaFlags, Result, Server, ThreadModel};
+use sinkrate_devicemodel::cache::{Medium, WriteCache};
+use sinkrate_devicemodel::fake::pieces;
+use sinkrate_devicemodel::timing::{Served, Timeline};
+use sinkrate_devicemodel::{Settings, SettingsBuilder};
+
+static BUILDER: Mutex<Option<SettingsBuilder>> = Mutex::new(None);
+static DEVICE: OnceLock<Device> = OnceLock::new();
+
+/// Where the flash's bytes are kept.
+enum Flash {
+    /// Zero-filled on allocation: pages are only touched when written.
+    Memory(Vec<u8>),
+    File(File),
+}
+
+impl Medium for Flash {
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        match self {
+            Flash::Memory(v) => {
+                let at = usize::try_from(offset).map_err(|_| einval())?;
+                let src = v.get(at..at + buf.len()).ok_or_else(einval)?;
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+            Flash::File(f) => f.read_exact_at(buf, offset),
+        }
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        match self {
+            Flash::Memory(v) => {
+                let at = usize::try_from(offset).map_err(|_| einval())?;
+                let dst = v.get_mut(at..at + data.len()).ok_or_else(einval)?;
+                dst.copy_from_slice(data);
+                Ok(())
+            }
+            Flash::File(f) => f.write_all_at(data, offset),
+        }
+    }
+}
+
+fn einval() -> std::io::Error {
+    std::io::Error::from_raw_os_error(libc::EINVAL)
+}
+
+struct State {
+    flash: Flash,
+    timeline: Timeline,
+    cache: Option<WriteCache>,
+    power_cut: bool,
+    cache_lost_bytes: u64,
+    written_bytes: u64,
+    read_bytes: u64,
+    flushes: u64,
+    stats_written: Option<Instant>,
+}
+
+struct Device {
+    settings: Settings,
+    origin: Instant,
+    state: Mutex<State>,
+}
+
+fn io_error(e: std::io::Error) -> nbdkit::Error {
+    nbdkit::Error::new(e.raw_os_error().unwrap_or(libc::EIO), e.to_string())
+}
+
+fn device() -> Result<&'static Device> {
+    DEVICE
+        .get()
+        .ok_or_else(|| nbdkit::Error::new(libc::EIO, "the device was not set up"))
+}
+
+impl Device {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic in another request must not take the device down with it.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+
+    /// The power goes when the cut file appears: the cache is lost, the flash keeps what it
+    /// holds, and nothing later reaches it.
+    fn check_power(&self, st: &mut State) -> Result<()> {
+        if !st.power_cut {
+            if let Some(cut) = &self.settings.power_cut_file {
+                if cut.exists() {
+                    st.power_cut = true;
+                    st.cache_lost_bytes += st.cache.as_mut().map_or(0, WriteCache::lose);
+                    self.write_stats(st, true);
+                }
+            }
+        }
+        if st.power_cut {
+            return Err(nbdkit::Error::new(libc::EIO, "the power was cut"));
+        }
+        Ok(())
+    }
+
+    fn write_stats(&self, st: &mut State, now: bool) {
+        let Some(path) = &self.settings.stats_file else {
+            return;
+        };
+        if !now
+            && st
+                .stats_written
+                .is_some_and(|t| t.elapsed() < Duration::from_millis(200))
+        {
+            return;
+        }
+        st.stats_written = Some(Instant::now());
+        let text = format!(
+            "{{\"busy_ns\": {}, \"gc_pauses\": {}, \"written_bytes\": {}, \"read_bytes\": {}, \"flushes\": {}, \"cache_held_bytes\": {}, \"cache_lost_bytes\": {}, \"slc_used_bytes\": {}, \"power_cut\": {}}}\n",
+            st.timeline.busy_ns,
+            st.timeline.gc_pauses,
+            st.written_bytes,
+            st.read_bytes,
+            st.flushes,
+            st.cache.as_ref().map_or(0, WriteCache::held_bytes),
+            st.cache_lost_bytes,
+            st.timeline.slc_used_bytes(),
+            st.power_cut
+        );
+        write_atomically(path, &text);
+    }
+
+    /// Sleeps until the model says the request completes.
+    fn complete(&self, served: Served) {
+        let now = self.now_ns();
+        if served.done_ns > now {
+            std::thread::sleep(Duration::from_nanos(served.done_ns - now));
+        }
+    }
+}
+
+fn write_atomically(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+#[derive(Default)]
+struct Card;
+
+impl Server for Card {
+    fn name() -> &'static str {
+        "sinkrate"
+    }
+
+    fn description() -> Option<&'static str> {
+        Some("a flash card: service time, GC pauses, SLC cache, volatile cache, fake capacity")
+    }
+
+    fn config(key: &str, value: &str) -> Result<()> {
+        let mut b = BUILDER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        b.get_or_insert_with(SettingsBuilder::default)
+            .set(key, value)
+            .map_err(|e| nbdkit::Error::new(libc::EINVAL, e))
+    }
+
+    fn config_help() -> Option<&'static str> {
+        Some(sinkrate_devicemodel::KEYS)
+    }
+
+    fn get_ready() -> Result<()> {
+        let b = BUILDER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let settings = match b.as_ref() {
+            Some(b) => b.build(),
+            None => Err("size= and write-rate= are required".to_string()),
+        }
+        .map_err(|e| nbdkit::Error::new(libc::EINVAL, e))?;
+        let media = settings.media_bytes();
+        let flash = match &settings.file {
+            Some(path) => {
+                let f = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(path)
+                    .map_err(io_error)?;
+                if f.metadata().map_err(io_error)?.len() < media {
+                    f.set_len(media).map_err(io_error)?;
+                }
+                Flash::File(f)
+            }
+            None => {
+                let n = usize::try_from(media)
+                    .map_err(|_| nbdkit::Error::new(libc::ENOMEM, "too large for memory"))?;
+                Flash::Memory(vec![0; n])
+            }
+        };
+        let seed = std::process::id() as u64 ^ 0x5EED;
+        let state = State {
+            flash,
+            timeline: Timeline::new(settings.timing.clone(), seed),
+            cache: settings.volatile_cache_bytes.map(WriteCache::new),
+            power_cut: false,
+            cache_lost_bytes: 0,
+            written_bytes: 0,
+            read_bytes: 0,
+            flushes: 0,
+            stats_written: None,
+        };
+        let _ = DEVICE.set(Device {
+            settings,
+            origin: Instant::now(),
+            state: Mutex::new(state),
+        });
+        Ok(())
+    }
+
+    fn thread_model() -> Result<ThreadModel> {
+        Ok(ThreadModel::Parallel)
+    }
+
+    fn open(_readonly: bool) -> Result<Box<dyn Server>> {
+        Ok(Box::new(Card))
+    }
+
+    fn get_size(&self) -> Result<i64> {
+        Ok(device()?.settings.size_bytes as i64)
+    }
+
+    fn can_flush(&self) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn can_fua(&self) -> Result<FuaFlags> {
+        Ok(FuaFlags::Native)
+    }
+
+    fn can_multi_conn(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let dev = device()?;
+        let served = {
+            let mut st = dev.lock();
+            dev.check_power(&mut st)?;
+            let st = &mut *st;
+            for p in pieces(dev.settings.fake, offset, buf.len()) {
+                let part = &mut buf[p.request_offset..p.request_offset + p.len];
+                match p.media_offset {
+                    Some(at) => match &st.cache {
+                        Some(c) => c.read(&mut st.flash, at, part),
+                        None => st.flash.read(at, part),
+                    }
+                    .map_err(io_error)?,
+                    None => part.fill(0),
+                }
+            }
+            st.read_bytes += buf.len() as u64;
+            let served = st.timeline.read(dev.now_ns(), buf.len() as u64);
+            dev.write_stats(st, false);
+            served
+        };
+        dev.complete(served);
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64, flags: nbdkit::Flags) -> Result<()> {
+        let dev = device()?;
+        let served = {
+            let mut st = dev.lock();
+            dev.check_power(&mut st)?;
+            let st = &mut *st;
+            for p in pieces(dev.settings.fake, offset, buf.len()) {
+                let Some(at) = p.media_offset else {
+                    continue;
+                };
+                let part = &buf[p.request_offset..p.request_offset + p.len];
+                match &mut st.cache {
+                    Some(c) => c.write(&mut st.flash, at, part),
+                    None => st.flash.write(at, part),
+                }
+                .map_err(io_error)?;
+            }
+            if flags.contains(nbdkit::Flags::FUA) {
+                if let Some(c) = &mut st.cache {
+                    c.flush(&mut st.flash).map_err(io_error)?;
+                }
+            }
+            st.written_bytes += buf.len() as u64;
+            let served = st.timeline.write(dev.now_ns(), buf.len() as u64);
+            dev.write_stats(st, false);
+            served
+        };
+        dev.complete(served);
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<()> {
+        let dev = device()?;
+        let served = {
+            let mut st = dev.lock();
+            dev.check_power(&mut st)?;
+            let st = &mut *st;
+            if let Some(c) = &mut st.cache {
+                c.flush(&mut st.flash).map_err(io_error)?;
+            }
+            if let Flash::File(f) = &st.flash {
+                f.sync_data().map_err(io_error)?;
+            }
+            st.flushes += 1;
+            let served = st.timeline.command(dev.now_ns());
+            dev.write_stats(st, true);
+            served
+        };
+        dev.complete(served);
+        Ok(())
+    }
+
+    fn unload() {
+        if let Some(dev) = DEVICE.get() {
+            let mut st = dev.lock();
+            dev.write_stats(&mut st, true);
+        }
+    }
+}
+
+plugin!(Card {
+    config,
+    get_ready,
+    thread_model,
+    can_flush,
+    can_fua,
+    can_multi_conn,
+    write_at,
+    flush,
+    unload
+});

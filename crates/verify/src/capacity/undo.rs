@@ -1,0 +1,171 @@
+//! The capacity probe's undo journal: before the probe overwrites a place on a device, what
+//! was there is appended here and made durable. At the end the journal is played back,
+//! newest first (so a place written twice, or two addresses of one wrapped cell, end as they
+//! began), and removed. A run killed half-way leaves its journal, and the next
+//! `sinkrate verify` plays it back.
+//!
+//! Layout (little-endian): `SNKRUNDO`, u32 version, u64 run id, u64 device size, u64 device
+//! number (st_rdev), u32 path length, the path; then records: u64 offset, u32 length,
+//! u32 crc32c of the data, the data. A record cut short (the run was killed while writing
+//! it) was never followed by its write and is ignored.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::probe::{BeforeWrite, Device};
+
+const MAGIC: &[u8; 8] = b"SNKRUNDO";
+const VERSION: u32 = 1;
+pub const SUFFIX: &str = ".undo";
+
+pub struct Journal {
+    file: File,
+    pub path: PathBuf,
+    pub saved_bytes: u64,
+}
+
+/// Where journals live: beside the settings journal.
+pub fn default_dir() -> PathBuf {
+    PathBuf::from("/var/lib/sinkrate/capacity-undo")
+}
+
+impl Journal {
+    pub fn create(dir: &Path, device: &Path, size: u64, run_id: u64) -> std::io::Result<Journal> {
+        std::fs::create_dir_all(dir)?;
+        let rdev = std::fs::metadata(device)?.rdev();
+        let path = dir.join(format!("{run_id:016x}{SUFFIX}"));
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        let dev = device.as_os_str().as_bytes();
+        let mut head = Vec::with_capacity(40 + dev.len());
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&VERSION.to_le_bytes());
+        head.extend_from_slice(&run_id.to_le_bytes());
+        head.extend_from_slice(&size.to_le_bytes());
+        head.extend_from_slice(&rdev.to_le_bytes());
+        head.extend_from_slice(&(dev.len() as u32).to_le_bytes());
+        head.extend_from_slice(dev);
+        file.write_all(&head)?;
+        file.sync_all()?;
+        // The directory entry too: a journal lost with a crash would leave nothing to undo.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(Journal {
+            file,
+            path,
+            saved_bytes: 0,
+        })
+    }
+}
+
+impl BeforeWrite for Journal {
+    fn save(&mut self, dev: &mut dyn Device, places: &[(u64, u64)]) -> std::io::Result<()> {
+        for &(offset, len) in places {
+            let mut buf = super::aligned(len as usize);
+            dev.read_at(buf.as_mut_slice(), offset)?;
+            let data = buf.as_slice();
+            let mut rec = Vec::with_capacity(16);
+            rec.extend_from_slice(&offset.to_le_bytes());
+            rec.extend_from_slice(&(len as u32).to_le_bytes());
+            rec.extend_from_slice(&crc32c::crc32c(data).to_le_bytes());
+            self.file.write_all(&rec)?;
+            self.file.write_all(data)?;
+            self.saved_bytes += len;
+        }
+        self.file.sync_data()
+    }
+}
+
+/// A journal read back.
+pub struct Saved {
+    pub device: PathBuf,
+    pub size: u64,
+    pub rdev: u64,
+    pub records: Vec<(u64, Vec<u8>)>,
+}
+
+fn take<const N: usize>(r: &mut impl Read) -> Option<[u8; N]> {
+    let mut b = [0u8; N];
+    r.read_exact(&mut b).ok().map(|_| b)
+}
+
+pub fn read(path: &Path) -> Result<Saved, String> {
+    let bad = |why: &str| format!("{}: not a usable undo journal ({why})", path.display());
+    let mut r = std::io::BufReader::new(File::open(path).map_err(|e| bad(&e.to_string()))?);
+    if take::<8>(&mut r).as_ref() != Some(MAGIC) {
+        return Err(bad("no magic"));
+    }
+    let version = take::<4>(&mut r).map(u32::from_le_bytes);
+    if version != Some(VERSION) {
+        return Err(bad("unknown version"));
+    }
+    let _run = take::<8>(&mut r).ok_or_else(|| bad("cut short"))?;
+    let size = take::<8>(&mut r)
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| bad("cut short"))?;
+    let rdev = take::<8>(&mut r)
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| bad("cut short"))?;
+    let len = take::<4>(&mut r)
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| bad("cut short"))?;
+    if len > 4096 {
+        return Err(bad("device path too long"));
+    }
+    let mut dev = vec![0u8; len as usize];
+    r.read_exact(&mut dev).map_err(|_| bad("cut short"))?;
+    let device = PathBuf::from(std::ffi::OsStr::from_bytes(&dev));
+    let mut records = Vec::new();
+    while let (Some(off), Some(n), Some(crc)) =
+        (take::<8>(&mut r), take::<4>(&mut r), take::<4>(&mut r))
+    {
+        let n = u32::from_le_bytes(n) as usize;
+        if n > 64 << 20 {
+            break;
+        }
+        let mut data = vec![0u8; n];
+        if r.read_exact(&mut data).is_err() || crc32c::crc32c(&data) != u32::from_le_bytes(crc) {
+            break;
+        }
+        records.push((u64::from_le_bytes(off), data));
+    }
+    Ok(Saved {
+        device,
+        size,
+        rdev,
+        records,
+    })
+}
+
+/// Plays `saved` back onto `dev`, newest first, and flushes.
+pub fn play_back(saved: &Saved, dev: &mut dyn Device) -> std::io::Result<u64> {
+    let mut bytes = 0;
+    for (offset, data) in saved.records.iter().rev() {
+        let mut buf = super::aligned(data.len());
+        buf.as_mut_slice().copy_from_slice(data);
+        dev.write_at(buf.as_slice(), *offset)?;
+        bytes += data.len() as u64;
+    }
+    dev.sync()?;
+    Ok(bytes)
+}
+
+/// Journals left in `dir` by runs that did not finish.
+pub fn pending(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(SUFFIX))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}

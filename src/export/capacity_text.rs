@@ -1,0 +1,63 @@
+//! `sinkrate verify --capacity`'s text: the verdict in words first, then what the probe did
+//! and whether the device's data was put back.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+use sinkrate_verify::capacity::{CapacityReport, CapacityVerdict};
+use sinkrate_verify::report::size_words as size;
+
+use super::Exporter;
+
+pub struct CapacityText;
+use sinkrate_verify::capacity::bytes_words as gb;
+
+impl Exporter<CapacityReport> for CapacityText {
+    fn export(&self, r: &CapacityReport) -> Result<Vec<u8>> {
+        let mut o = String::new();
+        writeln!(
+            o,
+            "sinkrate verify --capacity  {}  (reports {})",
+            r.target,
+            gb(r.reported_bytes)
+        )?;
+        let (word, code) = match r.verdict {
+            CapacityVerdict::Genuine => ("GENUINE", 0),
+            CapacityVerdict::Fake => ("FAKE CAPACITY", 1),
+            CapacityVerdict::Failed => ("FAILED", 2),
+        };
+        writeln!(
+            o,
+            "\nVERDICT  {word}    (exit {code})\n  {}\n",
+            r.verdict_text
+        )?;
+        if r.verdict != CapacityVerdict::Failed {
+            writeln!(o, "  real size        {}", gb(r.real_bytes))?;
+        }
+        if let Some(w) = &r.wrap_evidence {
+            writeln!(
+                o,
+                "  evidence         a sector written at byte {} came back at byte {}",
+                w.written_at_bytes, w.found_at_bytes
+            )?;
+        }
+        writeln!(
+            o,
+            "  probe            {} written ({} at the start, single 4 KiB units every {} above), {:.1} s",
+            size(r.bytes_written),
+            size(r.low_region_bytes),
+            size(r.low_region_bytes),
+            r.seconds
+        )?;
+        writeln!(o, "  read back        {}", r.read_method)?;
+        let restore = match r.restore.as_str() {
+            "restored" => {
+                "every place the probe wrote was put back as it was (undo journal)".to_string()
+            }
+            "destructive" => "--destructive: what the probe overwrote is gone".to_string(),
+            other => other.to_string(),
+        };
+        writeln!(o, "  device's data    {restore}")?;
+        Ok(o.into_bytes())
+    }
+}

@@ -1,0 +1,253 @@
+//! `sinkrate verify --capacity` on emulated counterfeit cards (sinkrate's nbdkit plugin),
+//! checked against what the emulator was told and against the bytes of the card's backing
+//! file: the verdict and real size, the time, and every byte put back (also after SIGKILL).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::{sinkrate_path, with_root, SlowDev};
+
+/// The undo journals live in one machine-wide directory: these tests take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial(test: &str, f: impl FnOnce()) {
+    let _guard = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    with_root(test, &["nbdkit", "nbdfuse", "losetup"], f);
+}
+
+fn verify(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = Command::new(sinkrate_path())
+        .arg("verify")
+        .args(args)
+        .output()
+        .expect("sinkrate verify runs");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (
+        out.status.code(),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A backing file of `size` bytes whose every MiB differs (a pattern the probe's restore
+/// must give back exactly), and its SHA-256.
+fn patterned_backing(dir: &Path, size: u64) -> (PathBuf, String) {
+    use std::io::Write;
+    let path = dir.join("flash.img");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("test setup"));
+    let mut block = vec![0u8; 1 << 20];
+    for mib in 0..size >> 20 {
+        for (i, b) in block.iter_mut().enumerate() {
+            *b = (i as u64 ^ (mib * 2_654_435_761)).wrapping_mul(31) as u8;
+        }
+        f.write_all(&block).expect("test setup");
+    }
+    f.flush().expect("test setup");
+    drop(f);
+    let sum = sha256(&path);
+    (path, sum)
+}
+
+fn sha256(path: &Path) -> String {
+    common::run("sha256sum", &[path.to_str().expect("test setup")])
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn device_of(link: &Path) -> String {
+    std::fs::read_link(link)
+        .expect("--fs none leaves a link to the device")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_1g_card_that_says_8g_is_caught_in_under_a_minute_and_left_as_it_was() {
+    serial("a_1g_card_that_says_8g_is_caught", || {
+        let dir = tempfile::tempdir().expect("test setup");
+        let (backing, before) = patterned_backing(dir.path(), 1 << 30);
+        let card = SlowDev::new(&[
+            "--fs",
+            "none",
+            "--model",
+            "sd-class10",
+            "--size",
+            "1G",
+            "--fake-capacity",
+            "8G",
+            "--backing-file",
+            backing.to_str().expect("test setup"),
+            "--force",
+        ]);
+        let link = card.path().to_str().expect("test setup").to_string();
+        let started = Instant::now();
+        let (code, json, stderr) = verify(&["--capacity", &link, "--output-format", "json"]);
+        let took = started.elapsed();
+        assert_eq!(code, Some(1), "a fake exits 1: {stderr}");
+        assert_eq!(json["kind"], "capacity");
+        let r = &json;
+        assert_eq!(r["verdict"], "fake", "{r}");
+        assert_eq!(r["behaviour"], "wraps");
+        assert_eq!(r["reported_bytes"], 8u64 << 30);
+        assert_eq!(r["real_bytes"], 1u64 << 30, "the real size, to the byte");
+        assert_eq!(r["restore"], "restored");
+        assert!(
+            r["verdict_text"]
+                .as_str()
+                .is_some_and(|t| t.contains("holds 1.07 GB") && t.contains("overwrite the start")),
+            "{r}"
+        );
+        assert!(took < Duration::from_secs(60), "took {took:?}");
+        assert!(
+            r["bytes_written"].as_u64().is_some_and(|b| b < 64 << 20),
+            "a probe, not a full write: {r}"
+        );
+        drop(card);
+        assert_eq!(
+            sha256(&backing),
+            before,
+            "every byte the probe overwrote was put back"
+        );
+        eprintln!("caught in {took:?}");
+    });
+}
+
+#[test]
+fn a_card_that_drops_writes_past_its_end_and_a_genuine_card() {
+    serial("a_card_that_drops_writes", || {
+        let fake = SlowDev::new(&[
+            "--fs",
+            "none",
+            "--write-rate",
+            "100M",
+            "--size",
+            "300M",
+            "--fake-capacity",
+            "4G",
+            "--fake-mode",
+            "drop",
+        ]);
+        let link = fake.path().to_str().expect("test setup").to_string();
+        let (code, json, stderr) = verify(&["--capacity", &link, "--output-format", "json"]);
+        assert_eq!(code, Some(1), "{stderr}");
+        let r = &json;
+        assert_eq!(r["behaviour"], "drops", "{r}");
+        assert_eq!(r["real_bytes"], 300u64 << 20);
+        assert!(r["verdict_text"]
+            .as_str()
+            .is_some_and(|t| t.contains("are lost")));
+        drop(fake);
+
+        let genuine = SlowDev::new(&[
+            "--fs",
+            "none",
+            "--write-rate",
+            "100M",
+            "--service-time",
+            "200us",
+            "--size",
+            "512M",
+        ]);
+        let link = genuine.path().to_str().expect("test setup").to_string();
+        let out = Command::new(sinkrate_path())
+            .args(["verify", "--capacity", &link])
+            .output()
+            .expect("test setup");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains("VERDICT  GENUINE"), "{text}");
+        assert!(
+            text.contains("holds the 536.9 MB (512.0 MiB) it reports"),
+            "{text}"
+        );
+    });
+}
+
+#[test]
+fn a_probe_killed_half_way_is_put_back_by_the_next_verify() {
+    serial("a_probe_killed_half_way", || {
+        let dir = tempfile::tempdir().expect("test setup");
+        let (backing, before) = patterned_backing(dir.path(), 512 << 20);
+        let card = SlowDev::new(&[
+            "--fs",
+            "none",
+            "--write-rate",
+            "8M",
+            "--size",
+            "512M",
+            "--fake-capacity",
+            "16G",
+            "--backing-file",
+            backing.to_str().expect("test setup"),
+            "--force",
+        ]);
+        let link = card.path().to_str().expect("test setup").to_string();
+        let mut child = Command::new(sinkrate_path())
+            .args(["verify", "--capacity", &link])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("test setup");
+        // At 8 MB/s: about 4 s saving what it will overwrite, then as long writing.
+        std::thread::sleep(Duration::from_secs(6));
+        assert!(child.try_wait().expect("test setup").is_none(), "still probing at 6 s");
+        child.kill().expect("test setup");
+        child.wait().expect("test setup");
+        assert_ne!(sha256(&backing), before, "the killed probe left its writes");
+        let (code, _, stderr) = verify(&["--capacity", &link, "--output-format", "json"]);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains("put back") && stderr.contains(&device_of(card.path())),
+            "says what it put back: {stderr}"
+        );
+        drop(card);
+        assert_eq!(
+            sha256(&backing),
+            before,
+            "the journal of the killed run was played back"
+        );
+    });
+}
+
+#[test]
+fn bad_input_gets_one_line_and_nothing_is_written() {
+    serial("capacity_bad_input", || {
+        let dir = tempfile::tempdir().expect("test setup");
+        let file = dir.path().join("plain");
+        std::fs::write(&file, b"keep me").expect("test setup");
+        let (code, _, stderr) = verify(&["--capacity", file.to_str().expect("test setup")]);
+        assert_eq!(code, Some(2));
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("not a block device"), "{stderr}");
+        assert_eq!(std::fs::read(&file).expect("test setup"), b"keep me");
+
+        let (code, _, stderr) = verify(&["--destructive", "/dev/null"]);
+        assert_eq!(code, Some(2), "{stderr}");
+
+        // A mounted card, and the same card's device holding ext4 once unmounted.
+        let mounted = SlowDev::new(&["--write-rate", "100M", "--size", "64M"]);
+        let dev = format!("/dev/{}", mounted.device_name());
+        let (code, _, stderr) = verify(&["--capacity", &dev]);
+        assert_eq!(code, Some(2));
+        assert!(stderr.contains("mounted"), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        common::run("umount", &[mounted.path().to_str().expect("test setup")]);
+        let (code, _, stderr) = verify(&["--capacity", &dev]);
+        assert_eq!(code, Some(2));
+        assert!(
+            stderr.contains("refusing to probe")
+                && stderr.contains("ext2/3/4")
+                && stderr.contains("--force"),
+            "{stderr}"
+        );
+        // The filesystem is still there: nothing was written.
+        let probe = common::run("blkid", &["-o", "value", "-s", "TYPE", &dev]);
+        assert_eq!(probe, "ext4");
+    });
+}
