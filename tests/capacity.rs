@@ -15,7 +15,9 @@ use common::{sinkrate_path, with_root, SlowDev};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial(test: &str, f: impl FnOnce()) {
-    let _guard = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _guard = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     with_root(test, &["nbdkit", "nbdfuse", "losetup"], f);
 }
 
@@ -196,7 +198,10 @@ fn a_probe_killed_half_way_is_put_back_by_the_next_verify() {
             .expect("test setup");
         // At 8 MB/s: about 4 s saving what it will overwrite, then as long writing.
         std::thread::sleep(Duration::from_secs(6));
-        assert!(child.try_wait().expect("test setup").is_none(), "still probing at 6 s");
+        assert!(
+            child.try_wait().expect("test setup").is_none(),
+            "still probing at 6 s"
+        );
         child.kill().expect("test setup");
         child.wait().expect("test setup");
         assert_ne!(sha256(&backing), before, "the killed probe left its writes");

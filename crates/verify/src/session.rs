@@ -263,6 +263,18 @@ struct Cleanup {
     path: Option<PathBuf>,
 }
 
+impl Cleanup {
+    /// Removes the file now; what could not be removed (the device gone) is named.
+    fn remove_now(&mut self) -> Option<String> {
+        let p = self.path.take()?;
+        match std::fs::remove_file(&p) {
+            Ok(()) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(format!("{} could not be removed: {e}", p.display())),
+        }
+    }
+}
+
 impl Drop for Cleanup {
     fn drop(&mut self) {
         if let Some(p) = self.path.take() {
@@ -353,11 +365,16 @@ pub fn run(
     let remove = (!is_device && !cfg.keep).then_some(&mut cleanup);
     let write = match write_phase(&path, is_device, &plan, remove, stop, on_progress) {
         Ok(w) => w,
-        Err(VerifyError::Interrupted) => return Err(VerifyError::Interrupted),
-        Err(e) => {
+        Err((_, VerifyError::Interrupted)) => return Err(VerifyError::Interrupted),
+        Err((done, e)) => {
             let mut r = empty_report(cfg, &path, is_device, &plan);
             r.verdict = VerifyVerdict::Failed;
             r.verdict_text = format!("writing failed: {e}");
+            // What was written before the fault, as the figures up to it.
+            r.write = Some(done);
+            if let Some(left) = cleanup.remove_now() {
+                r.verdict_text.push_str(&format!("; {left}"));
+            }
             return Ok(r);
         }
     };
@@ -414,17 +431,21 @@ fn write_phase(
     cleanup: Option<&mut Cleanup>,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(Progress),
-) -> Result<Phase, VerifyError> {
+) -> Result<Phase, (Phase, VerifyError)> {
+    let nothing = |e| (Phase::of(0, 0.0), e);
     let (f, _direct) = if is_device {
         // O_EXCL on a block device: no one else may hold it open for writing.
         let f = OpenOptions::new()
             .write(true)
             .custom_flags(direct_flag() | libc::O_EXCL)
             .open(path)
-            .map_err(io(path))?;
+            .map_err(io(path))
+            .map_err(nothing)?;
         (f, true)
     } else {
-        open_direct(path, true, true).map_err(io(path))?
+        open_direct(path, true, true)
+            .map_err(io(path))
+            .map_err(nothing)?
     };
     if let Some(c) = cleanup {
         c.path = Some(path.to_path_buf());
@@ -434,14 +455,16 @@ fn write_phase(
     let started = Instant::now();
     let mut last_report = started;
     let now_s = now_unix_s();
+    let so_far = |b: u64| Phase::of(b * plan.block_size as u64, started.elapsed().as_secs_f64());
     for b in 0..plan.blocks {
         if stop.load(Ordering::Relaxed) {
-            return Err(VerifyError::Interrupted);
+            return Err((so_far(b), VerifyError::Interrupted));
         }
         let e = plan.expected(b);
         let slice = &mut buf.as_mut_slice()[..plan.block_size];
         block::fill(slice, &e, now_s);
-        f.write_all_at(slice, e.offset).map_err(io(path))?;
+        f.write_all_at(slice, e.offset)
+            .map_err(|err| (so_far(b), io(path)(err)))?;
         if last_report.elapsed().as_millis() >= 250 {
             last_report = Instant::now();
             on_progress(Progress {
@@ -452,7 +475,8 @@ fn write_phase(
             });
         }
     }
-    f.sync_all().map_err(io(path))?;
+    f.sync_all()
+        .map_err(|err| (so_far(plan.blocks), io(path)(err)))?;
     Ok(Phase::of(total, started.elapsed().as_secs_f64()))
 }
 
