@@ -235,6 +235,45 @@ fn bad_input_gets_one_line_and_nothing_is_written() {
         let (code, _, stderr) = verify(&["--destructive", "/dev/null"]);
         assert_eq!(code, Some(2), "{stderr}");
 
+        // Device models that cannot be: one line each, nothing built.
+        let link = dir.path().join("card");
+        for (args, says) in [
+            (
+                vec!["--size", "2G", "--fake-capacity", "1G"],
+                "must be above --size",
+            ),
+            (
+                vec!["--fs", "none", "--mount-opts", "noatime"],
+                "do not apply",
+            ),
+            (vec!["--gc-pauses", "250ms"], "PAUSE/BYTES"),
+            (
+                vec!["--slc-cache", "512M@5M"],
+                "above the card's --write-rate",
+            ),
+            (
+                vec!["--service-time", "1ms", "--burstiness", "2"],
+                "token bucket",
+            ),
+        ] {
+            let out = Command::new(sinkrate_path())
+                .args([
+                    "emulate",
+                    "up",
+                    link.to_str().expect("utf8"),
+                    "--write-rate",
+                    "20M",
+                ])
+                .args(&args)
+                .output()
+                .expect("runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert!(std::fs::symlink_metadata(&link).is_err(), "nothing made");
+        }
+
         // A mounted card, and the same card's device holding ext4 once unmounted.
         let mounted = SlowDev::new(&["--write-rate", "100M", "--size", "64M"]);
         let dev = format!("/dev/{}", mounted.device_name());

@@ -78,6 +78,11 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
         notes.push(format!("model {}: {}", m.name, m.source));
     }
     let device = device_model(args, size)?;
+    if device.any() && (args.burstiness - 0.1).abs() > 1e-9 {
+        return Err(anyhow!(
+            "--burstiness sets nbdkit's token bucket, which the device models replace (the card serves one request at a time at its rate)"
+        ));
+    }
     let fs = value_name(args.fs);
     if let Ok(sinkrate_emulate::tools::Driver::Fuse { program, .. }) =
         sinkrate_emulate::tools::driver(&fs)

@@ -74,30 +74,10 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(anyhow!(e)),
     };
-    let failed = report.verdict == VerifyVerdict::Failed;
-    let body = match args.output_format {
-        OutputFormat::Json => {
-            let mut run = Envelope::new(
-                RunKind::Verify,
-                sinkrate_engine::host::host_facts(),
-                started,
-                report.clone(),
-            );
-            if failed {
-                run.error = Some(RunError {
-                    what: report.verdict_text.clone(),
-                    at_s: None,
-                });
-            }
-            Json.export(&run)?
-        }
-        OutputFormat::Text => VerifyText.export(&report)?,
-    };
-    match &args.output {
-        Some(p) => sinkrate_sys::output::write(p, &body)
-            .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
-        None => crate::write_stdout(&body)?,
-    }
+    let error = (report.verdict == VerifyVerdict::Failed).then(|| report.verdict_text.clone());
+    emit(&args, RunKind::Verify, started, &report, error, |r| {
+        VerifyText.export(r)
+    })?;
     Ok(match report.verdict {
         VerifyVerdict::Verified => ExitCode::SUCCESS,
         VerifyVerdict::BadBlocks => ExitCode::from(1),
@@ -151,32 +131,47 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(anyhow!(e)),
     };
-    let body = match args.output_format {
-        OutputFormat::Json => {
-            let mut run = Envelope::new(
-                RunKind::Capacity,
-                sinkrate_engine::host::host_facts(),
-                started,
-                report.clone(),
-            );
-            if let Some(e) = &report.error {
-                run.error = Some(RunError {
-                    what: e.clone(),
-                    at_s: None,
-                });
-            }
-            Json.export(&run)?
-        }
-        OutputFormat::Text => CapacityText.export(&report)?,
-    };
-    match &args.output {
-        Some(p) => sinkrate_sys::output::write(p, &body)
-            .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
-        None => crate::write_stdout(&body)?,
-    }
+    emit(
+        args,
+        RunKind::Capacity,
+        started,
+        &report,
+        report.error.clone(),
+        |r| CapacityText.export(r),
+    )?;
     Ok(match report.verdict {
         CapacityVerdict::Genuine => ExitCode::SUCCESS,
         CapacityVerdict::Fake => ExitCode::from(1),
         CapacityVerdict::Failed => ExitCode::from(2),
     })
+}
+
+/// The result as text, or as the run's JSON envelope with `error` set when it failed, to
+/// --output or standard output.
+fn emit<T: serde::Serialize + Clone>(
+    args: &VerifyArgs,
+    kind: RunKind,
+    started: u64,
+    report: &T,
+    error: Option<String>,
+    text: impl FnOnce(&T) -> Result<Vec<u8>>,
+) -> Result<()> {
+    let body = match args.output_format {
+        OutputFormat::Json => {
+            let mut run = Envelope::new(
+                kind,
+                sinkrate_engine::host::host_facts(),
+                started,
+                report.clone(),
+            );
+            run.error = error.map(|what| RunError { what, at_s: None });
+            Json.export(&run)?
+        }
+        OutputFormat::Text => text(report)?,
+    };
+    match &args.output {
+        Some(p) => sinkrate_sys::output::write(p, &body)
+            .map_err(|e| anyhow!("--output {}: {e}", p.display())),
+        None => crate::write_stdout(&body),
+    }
 }

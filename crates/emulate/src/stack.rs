@@ -393,6 +393,11 @@ fn validate(spec: &Spec) -> Result<(), EmulateError> {
 
 fn validate_device(spec: &Spec) -> Result<(), EmulateError> {
     let d = &spec.device;
+    if spec.raw() && (!spec.mkfs_opts.is_empty() || !spec.mount_opts.is_empty()) {
+        return Err(EmulateError::Usage(
+            "--fs none makes no filesystem and mounts nothing: --mkfs-opts and --mount-opts do not apply".into(),
+        ));
+    }
     if let Some(claimed) = d.claimed_bytes {
         if claimed <= spec.size_bytes {
             return Err(EmulateError::Usage(format!(
