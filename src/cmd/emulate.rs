@@ -328,7 +328,7 @@ fn list(format: crate::cli::values::OutputFormat) -> Result<ExitCode> {
     );
     for d in &devices {
         let Some(spec) = &d.state.spec else { continue };
-        let status = match (d.mounted, d.nbdkit_alive, d.nbdfuse_alive) {
+        let status = match (d.mounted || spec.raw(), d.nbdkit_alive, d.nbdfuse_alive) {
             (true, true, true) => "up".to_string(),
             (m, k, f) => format!(
                 "broken ({}{}{}; sinkrate emulate down {})",
