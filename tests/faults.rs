@@ -44,8 +44,8 @@ fn finish(child: Child) -> (Option<i32>, serde_json::Value, String) {
 
 /// Takes all the free space but 64 KiB, as a second recorder filling the card would.
 fn fill(dir: &Path) {
-    let stat = nix_free_bytes(dir);
-    let take = stat.saturating_sub(64 << 10).max(4096);
+    let free = free_bytes(dir);
+    let take = free.saturating_sub(64 << 10).max(4096);
     common::run(
         "fallocate",
         &[
@@ -56,7 +56,7 @@ fn fill(dir: &Path) {
     );
 }
 
-fn nix_free_bytes(dir: &Path) -> u64 {
+fn free_bytes(dir: &Path) -> u64 {
     let out = common::run("stat", &["-f", "-c", "%a %S", dir.to_str().expect("utf8")]);
     let mut it = out
         .split_whitespace()
@@ -162,18 +162,8 @@ fn bench_the_card_fills_mid_run() {
 }
 
 fn nbdkit_of(card: &SlowDev) -> i32 {
-    let out = Command::new(sinkrate_path())
-        .args(["emulate", "list", "--output-format=json"])
-        .output()
-        .expect("emulate list");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    v.as_array()
-        .and_then(|a| {
-            a.iter().find(|d| {
-                d["state"]["spec"]["mountpoint"] == card.path().to_string_lossy().as_ref()
-            })
-        })
-        .and_then(|d| d["state"]["nbdkit_pid"].as_i64())
+    card.listed()["state"]["nbdkit_pid"]
+        .as_i64()
         .expect("the card's nbdkit is listed") as i32
 }
 

@@ -827,9 +827,10 @@ pub struct EmulateUpArgs {
     /// Overwrite a --backing-file that already holds data or a filesystem (never one in use)
     #[arg(long)]
     pub force: bool,
-    /// Seconds of rate the device may burst after idling (low keeps the first seconds honest)
-    #[arg(long, default_value = "0.1")]
-    pub burstiness: f64,
+    /// Seconds of rate the device may burst after idling (low keeps the first seconds
+    /// honest); default 0.1
+    #[arg(long, value_name = "SECONDS")]
+    pub burstiness: Option<f64>,
     /// Device model: every request costs this on top of its length at the rate, and the card
     /// serves one request at a time (e.g. 1ms)
     #[arg(long, value_name = "DURATION")]

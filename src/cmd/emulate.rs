@@ -21,6 +21,10 @@ pub fn run(action: EmulateAction) -> Result<ExitCode> {
     }
 }
 
+/// The token bucket's depth when --burstiness is not given: low, so the first seconds are
+/// as slow as the rest.
+const DEFAULT_BURSTINESS_S: f64 = 0.1;
+
 fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
     let mut notes = Vec::new();
     let model = args
@@ -68,17 +72,17 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
         })?),
         None => None,
     };
-    if !(0.001..=60.0).contains(&args.burstiness) {
+    let burstiness = args.burstiness.unwrap_or(DEFAULT_BURSTINESS_S);
+    if !(0.001..=60.0).contains(&burstiness) {
         return Err(anyhow!(
-            "--burstiness: {} is out of range (0.001 to 60 seconds)",
-            args.burstiness
+            "--burstiness: {burstiness} is out of range (0.001 to 60 seconds)"
         ));
     }
     if let Some(m) = model {
         notes.push(format!("model {}: {}", m.name, m.source));
     }
     let device = device_model(args, size)?;
-    if device.any() && (args.burstiness - 0.1).abs() > 1e-9 {
+    if device.any() && args.burstiness.is_some() {
         return Err(anyhow!(
             "--burstiness sets nbdkit's token bucket, which the device models replace (the card serves one request at a time at its rate)"
         ));
@@ -110,7 +114,7 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
             error_on: value_name(args.error_on),
             backing_file: args.backing_file.clone(),
             force: args.force,
-            burstiness_s: args.burstiness,
+            burstiness_s: burstiness,
             model: model.map(|m| m.name.to_string()),
             device,
         },

@@ -392,23 +392,31 @@ impl SlowDev {
         &self.mountpoint
     }
 
-    /// The loop device's name as /proc/diskstats knows it (e.g. `loop3`).
-    pub fn device_name(&self) -> String {
+    /// The device as `sinkrate emulate list --output-format=json` lists it.
+    pub fn listed(&self) -> serde_json::Value {
         let out = Command::new(sinkrate_path())
             .args(["emulate", "list", "--output-format=json"])
             .output()
             .expect("emulate list");
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        let mine = v
-            .as_array()
+        v.as_array()
             .and_then(|a| {
-                a.iter().find(|d| {
-                    d["state"]["spec"]["mountpoint"] == self.mountpoint.to_string_lossy().as_ref()
-                })
+                a.iter()
+                    .find(|d| {
+                        d["state"]["spec"]["mountpoint"]
+                            == self.mountpoint.to_string_lossy().as_ref()
+                    })
+                    .cloned()
             })
-            .and_then(|d| d["state"]["loop_device"].as_str())
-            .expect("the device is listed with its loop device")
-            .to_string();
+            .expect("the device is listed")
+    }
+
+    /// The loop device's name as /proc/diskstats knows it (e.g. `loop3`).
+    pub fn device_name(&self) -> String {
+        let listed = self.listed();
+        let mine = listed["state"]["loop_device"]
+            .as_str()
+            .expect("the device is listed with its loop device");
         mine.rsplit('/').next().unwrap_or_default().to_string()
     }
 }

@@ -28,9 +28,7 @@ impl Medium for Flash {
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
         match self {
             Flash::Memory(v) => {
-                let at = usize::try_from(offset).map_err(|_| einval())?;
-                let src = v.get(at..at + buf.len()).ok_or_else(einval)?;
-                buf.copy_from_slice(src);
+                buf.copy_from_slice(&v[span(v.len(), offset, buf.len())?]);
                 Ok(())
             }
             Flash::File(f) => f.read_exact_at(buf, offset),
@@ -40,9 +38,8 @@ impl Medium for Flash {
     fn write(&mut self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         match self {
             Flash::Memory(v) => {
-                let at = usize::try_from(offset).map_err(|_| einval())?;
-                let dst = v.get_mut(at..at + data.len()).ok_or_else(einval)?;
-                dst.copy_from_slice(data);
+                let at = span(v.len(), offset, data.len())?;
+                v[at].copy_from_slice(data);
                 Ok(())
             }
             Flash::File(f) => f.write_all_at(data, offset),
@@ -50,8 +47,13 @@ impl Medium for Flash {
     }
 }
 
-fn einval() -> std::io::Error {
-    std::io::Error::from_raw_os_error(libc::EINVAL)
+/// The bytes `len` at `offset` of a memory of `size`, or EINVAL when they lie outside it.
+fn span(size: usize, offset: u64, len: usize) -> std::io::Result<std::ops::Range<usize>> {
+    usize::try_from(offset)
+        .ok()
+        .and_then(|at| Some(at..at.checked_add(len)?))
+        .filter(|r| r.end <= size)
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))
 }
 
 struct State {

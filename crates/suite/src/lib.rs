@@ -161,6 +161,16 @@ impl SuiteConfig {
             self.runs.max(1)
         }
     }
+
+    /// The size of a suite's test file (pregrow's file, background-load's reader's):
+    /// 32 MiB with --quick, else 128 MiB.
+    pub fn test_file_bytes(&self) -> u64 {
+        if self.quick {
+            32 << 20
+        } else {
+            128 << 20
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

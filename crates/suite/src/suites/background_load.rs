@@ -36,17 +36,9 @@ const CHUNK: usize = 1 << 20;
 /// The second writer's fdatasync interval.
 const SYNC_EVERY: u64 = 4 << 20;
 
-fn reader_file_bytes(cfg: &SuiteConfig) -> u64 {
-    if cfg.quick {
-        32 << 20
-    } else {
-        128 << 20
-    }
-}
-
 pub fn estimate_s(cfg: &SuiteConfig, rate: f64) -> f64 {
     let runs = cfg.runs_each();
-    reader_file_bytes(cfg) as f64 / rate
+    cfg.test_file_bytes() as f64 / rate
         + runs as f64 * LOADS.len() as f64 * (recording::duration(cfg).as_secs_f64() + 2.0)
 }
 
@@ -219,7 +211,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     for (_, label, about) in LOADS {
         table.row(label, about);
     }
-    let size = reader_file_bytes(cfg);
+    let size = cfg.test_file_bytes();
     let work = WorkDir::for_suite(cfg, size * 3)?;
     let read_file = work.path().join("read-me");
     let write_file = work.path().join("second-writer");

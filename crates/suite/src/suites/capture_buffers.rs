@@ -51,25 +51,16 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             cfg.recording.label,
             recording::duration(cfg).as_secs()
         ),
-        vec![
+        [
             Column::new("write_avg_s", "avg", Unit::Seconds, Better::Lower),
             Column::new("write_min_s", "min", Unit::Seconds, Better::Lower),
             Column::new("write_max_s", "max", Unit::Seconds, Better::Lower),
             Column::new("write_p99_s", "p99", Unit::Seconds, Better::Lower),
             Column::new("frames_dropped", "dropped", Unit::Count, Better::Lower),
-            Column::new(
-                "written_bytes_per_s",
-                "written",
-                Unit::BytesPerS,
-                Better::Higher,
-            ),
-            Column::new(
-                "cpu_s",
-                "CPU (writer + flusher)",
-                Unit::Seconds,
-                Better::Lower,
-            ),
-        ],
+        ]
+        .into_iter()
+        .chain(recording::rate_and_cpu_columns())
+        .collect(),
     );
     let uring = sinkrate_engine::backend::io_uring_unavailable();
     let mut usable = Vec::new();

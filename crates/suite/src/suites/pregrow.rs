@@ -27,18 +27,10 @@ const VARIANTS: &[(Prep, &str, &str)] = &[
     ),
 ];
 
-fn file_bytes(cfg: &SuiteConfig) -> u64 {
-    if cfg.quick {
-        32 << 20
-    } else {
-        128 << 20
-    }
-}
-
 pub fn estimate_s(cfg: &SuiteConfig, rate: f64) -> f64 {
     let runs = cfg.runs_each();
     // Four writes of the file, and the pregrown variant's zeros.
-    runs as f64 * 5.0 * file_bytes(cfg) as f64 / rate
+    runs as f64 * 5.0 * cfg.test_file_bytes() as f64 / rate
 }
 
 pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
@@ -46,7 +38,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     let mut table = Table::new(
         &format!(
             "a {} MiB file in 8 KiB records: growing it first, then writing it",
-            file_bytes(cfg) >> 20
+            cfg.test_file_bytes() >> 20
         ),
         vec![
             Column::new("creation_s", "creation", Unit::Seconds, Better::Lower),
@@ -65,7 +57,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     for (_, label, about) in VARIANTS {
         table.row(label, about);
     }
-    let bytes = file_bytes(cfg);
+    let bytes = cfg.test_file_bytes();
     let work = WorkDir::for_suite(cfg, bytes * 2)?;
     let path = work.path().join("recording");
     for run in 0..ctx.runs() {

@@ -56,6 +56,15 @@ pub fn columns() -> Vec<Column> {
             Unit::Seconds,
             Better::Lower,
         ),
+    ]
+    .into_iter()
+    .chain(rate_and_cpu_columns())
+    .collect()
+}
+
+/// The rate written and the CPU it cost, as `add` fills them.
+pub fn rate_and_cpu_columns() -> [Column; 2] {
+    [
         Column::new(
             "written_bytes_per_s",
             "written",

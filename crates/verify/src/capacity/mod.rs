@@ -13,14 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sinkrate_engine::buffers::AlignedBuf;
 
 use crate::session::VerifyError;
 pub use probe::Behaviour;
-
-pub(crate) fn aligned(len: usize) -> AlignedBuf {
-    AlignedBuf::new(len)
-}
 
 #[derive(Debug, Clone)]
 pub struct CapacityConfig {
@@ -57,7 +52,8 @@ pub struct CapacityReport {
     pub reported_bytes: u64,
     /// Bytes from the start that keep their data (the reported size when genuine).
     pub real_bytes: u64,
-    pub behaviour: Behaviour,
+    /// None when the probe could not finish.
+    pub behaviour: Option<Behaviour>,
     pub verdict: CapacityVerdict,
     pub verdict_text: String,
     pub wrap_evidence: Option<WrapEvidence>,
@@ -287,7 +283,7 @@ pub fn run(
                 target: device.display().to_string(),
                 reported_bytes: size,
                 real_bytes: 0,
-                behaviour: Behaviour::Damages,
+                behaviour: None,
                 verdict: CapacityVerdict::Failed,
                 verdict_text: format!("the probe could not finish: {error}"),
                 wrap_evidence: None,
@@ -306,7 +302,7 @@ pub fn run(
         target: device.display().to_string(),
         reported_bytes: outcome.reported_bytes,
         real_bytes: outcome.real_bytes,
-        behaviour: outcome.behaviour,
+        behaviour: Some(outcome.behaviour),
         verdict,
         verdict_text,
         wrap_evidence: outcome.wrap_evidence.map(|(w, f)| WrapEvidence {

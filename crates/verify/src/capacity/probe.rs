@@ -11,6 +11,8 @@
 //! `R` reads back zeros or old data there instead; a binary search between the last good
 //! and the first bad unit finds `R`, again to the sector.
 
+use sinkrate_engine::buffers::AlignedBuf;
+
 use super::tag::{fill_unit, read_tag, SECTOR};
 
 /// Units the probe writes: O_DIRECT-aligned for any logical block size up to 4 KiB.
@@ -116,12 +118,12 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 pub struct Probe<'a> {
-    pub dev: &'a mut dyn Device,
-    pub undo: &'a mut dyn BeforeWrite,
-    pub run_id: u64,
-    pub size: u64,
-    pub stop: &'a dyn Fn() -> bool,
-    pub progress: &'a mut dyn FnMut(&str, u64, u64),
+    dev: &'a mut dyn Device,
+    undo: &'a mut dyn BeforeWrite,
+    run_id: u64,
+    size: u64,
+    stop: &'a dyn Fn() -> bool,
+    progress: &'a mut dyn FnMut(&str, u64, u64),
     units_written: u64,
     bytes_written: u64,
 }
@@ -165,7 +167,7 @@ impl<'a> Probe<'a> {
         if (self.stop)() {
             return Err(ProbeError::Interrupted);
         }
-        let mut buf = crate::capacity::aligned(len as usize);
+        let mut buf = AlignedBuf::new(len as usize);
         for (i, unit) in buf
             .as_mut_slice()
             .chunks_exact_mut(UNIT as usize)
@@ -181,12 +183,8 @@ impl<'a> Probe<'a> {
         Ok(())
     }
 
-    fn read(
-        &mut self,
-        offset: u64,
-        len: u64,
-    ) -> Result<sinkrate_engine::buffers::AlignedBuf, ProbeError> {
-        let mut buf = crate::capacity::aligned(len as usize);
+    fn read(&mut self, offset: u64, len: u64) -> Result<AlignedBuf, ProbeError> {
+        let mut buf = AlignedBuf::new(len as usize);
         self.dev
             .read_at(buf.as_mut_slice(), offset)
             .map_err(|e| ProbeError::Io("reading", offset, e))?;

@@ -15,6 +15,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use sinkrate_engine::buffers::AlignedBuf;
+
 use super::probe::{BeforeWrite, Device};
 
 const MAGIC: &[u8; 8] = b"SNKRUNDO";
@@ -67,7 +69,7 @@ impl Journal {
 impl BeforeWrite for Journal {
     fn save(&mut self, dev: &mut dyn Device, places: &[(u64, u64)]) -> std::io::Result<()> {
         for &(offset, len) in places {
-            let mut buf = super::aligned(len as usize);
+            let mut buf = AlignedBuf::new(len as usize);
             dev.read_at(buf.as_mut_slice(), offset)?;
             let data = buf.as_slice();
             let mut rec = Vec::with_capacity(16);
@@ -147,7 +149,7 @@ pub fn read(path: &Path) -> Result<Saved, String> {
 pub fn play_back(saved: &Saved, dev: &mut dyn Device) -> std::io::Result<u64> {
     let mut bytes = 0;
     for (offset, data) in saved.records.iter().rev() {
-        let mut buf = super::aligned(data.len());
+        let mut buf = AlignedBuf::new(data.len());
         buf.as_mut_slice().copy_from_slice(data);
         dev.write_at(buf.as_slice(), *offset)?;
         bytes += data.len() as u64;
