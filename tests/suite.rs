@@ -295,6 +295,51 @@ fn background_load_measures_what_the_load_got() {
 }
 
 #[test]
+fn power_cut_syncing_more_often_loses_less_and_nothing_synced_is_lost() {
+    common::with_root("suite power-cut", TOOLS, || {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let expire = || std::fs::read_to_string("/proc/sys/vm/dirty_expire_centisecs");
+        let (before, expire_before) = (emulated_devices(), expire().expect("sysctl"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let v = suite("power-cut", dir.path(), &[]);
+        assert_eq!(
+            rows(&v),
+            [
+                "buffered",
+                "buffered, expire 1 s",
+                "fdatasync 1 s",
+                "fdatasync 0.2 s",
+                "direct",
+                "direct, fdatasync 1 s",
+                "dsync"
+            ]
+        );
+        let lost = |row: &str| median(&v, row, "recording_lost_s").expect(row);
+        for row in rows(&v) {
+            assert_eq!(median(&v, &row, "frames_durable_lost"), Some(0.0), "{row}");
+            assert!(
+                median(&v, &row, "frames_believed_written").is_some_and(|n| n > 100.0),
+                "{row}"
+            );
+        }
+        // Two streams at 30 fps, cut at 3.75 s: buffered keeps (almost) nothing, O_DSYNC
+        // loses at most the frames in flight, and fdatasync's cadence bounds the loss.
+        assert!(lost("buffered") > 3.0, "{}", lost("buffered"));
+        assert!(lost("dsync") < 0.2, "{}", lost("dsync"));
+        assert!(lost("fdatasync 0.2 s") < lost("fdatasync 1 s") + 0.1);
+        assert!(lost("fdatasync 1 s") < 2.0, "{}", lost("fdatasync 1 s"));
+        assert!(median(&v, "dsync", "write_p99_s") > median(&v, "buffered", "write_p99_s"));
+        assert_eq!(emulated_devices(), before, "each row's card is removed");
+        assert_eq!(
+            expire().expect("sysctl"),
+            expire_before,
+            "writeback settings restored"
+        );
+        clean(dir.path());
+    });
+}
+
+#[test]
 fn capture_buffers_a_bigger_pool_never_drops_more_and_every_run_is_kept() {
     on_card("suite capture-buffers", TOOLS, |dev| {
         let out = tempfile::tempdir().expect("tempdir");
@@ -377,12 +422,18 @@ fn the_list_names_every_suite_and_its_source() {
             "page-cache",
             "filesystems",
             "background-load",
-            "capture-buffers"
+            "capture-buffers",
+            "power-cut"
         ]
     );
-    assert!(v.as_array().expect("list").iter().all(|s| s["source"]
-        .as_str()
-        .is_some_and(|t| t.starts_with("seed 00"))));
+    assert!(v
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter(|s| s["name"] != "power-cut")
+        .all(|s| s["source"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("seed 00"))));
 }
 
 #[test]

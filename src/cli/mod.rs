@@ -493,6 +493,11 @@ pub struct RecordArgs {
     /// Set vm.dirty_bytes to SIZE (background: half) for the run, restored after (needs root)
     #[arg(long, value_name = "SIZE")]
     pub dirty_limit: Option<String>,
+    /// Cut the power of the emulated card under --dir this far into the run (e.g. 20s), bring
+    /// it back, mount it and count per stream the frames that survived (a card set up with
+    /// sinkrate emulate up --volatile-cache only)
+    #[arg(long, value_name = "TIME", value_parser = values::duration_value)]
+    pub power_cut_at: Option<std::time::Duration>,
     /// Search the largest value that still keeps up for --duration: streams, bitrate or fps
     /// (bisection to 5%, confirmed by a second run), next to the device's raw direct-write rate
     #[arg(long, value_name = "WHAT", value_enum)]

@@ -186,11 +186,47 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
         keep: args.keep,
         frame_records: true,
         segments,
+        power_cut_at: args.power_cut_at,
+        run_tag: 0,
     };
+    if let Some(at) = record.power_cut_at {
+        if at.is_zero() || at >= record.duration {
+            return Err(anyhow!(
+                "--power-cut-at {}s: must fall inside the recording (above 0 and below --duration {}s)",
+                at.as_secs_f64(),
+                record.duration.as_secs_f64()
+            ));
+        }
+        if record.write_mode == sinkrate_record::config::WriteMode::Null {
+            return Err(anyhow!(
+                "--power-cut-at: --write-mode null writes nothing to lose (use buffered, direct, dsync or uring)"
+            ));
+        }
+        // Each frame carries a 64-byte header to be found after the cut; a GOP's smallest
+        // frames are a fraction of the mean.
+        if let Some(s) = record
+            .streams
+            .iter()
+            .find(|s| s.sizes.mean_bytes() < 1024.0)
+        {
+            return Err(anyhow!(
+                "--power-cut-at: stream {}'s frames average {:.0} bytes; the count needs frames of 1 KiB or more (each carries a {}-byte header)",
+                s.name,
+                s.sizes.mean_bytes(),
+                sinkrate_record::frame_header::HEADER_LEN
+            ));
+        }
+        if args.find_max.is_some() {
+            return Err(anyhow!(
+                "--power-cut-at and --find-max: one cut per recording; run them separately"
+            ));
+        }
+    }
     if record.write_size == Some(0) {
         return Err(anyhow!("--write-size: must be above zero (e.g. 4K)"));
     }
     Ok(Session {
+        power_switch: None,
         record,
         label,
         dirty_limits: dirty_limits(args)?,

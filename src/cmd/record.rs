@@ -60,6 +60,22 @@ pub fn restore_left_over_settings() -> Result<()> {
     Ok(())
 }
 
+/// The emulated card under `dir`, as `--power-cut-at` cuts it. A card left dark by a killed
+/// run gets its power back first.
+fn emulated_card(dir: &std::path::Path) -> Result<sinkrate_emulate::power::Card> {
+    let card = sinkrate_emulate::power::card_holding(dir).map_err(|e| anyhow!(e))?;
+    if card.is_cut() {
+        card.restore().map_err(|e| {
+            anyhow!("the card's power was left cut by an earlier run and cannot come back: {e}")
+        })?;
+        eprintln!(
+            "sinkrate: note: the card at {} was left without power by an interrupted run; its power is back",
+            card.mountpoint.display()
+        );
+    }
+    Ok(card)
+}
+
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     restore_left_over_settings()?;
     for (flag, p) in [
@@ -71,7 +87,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             crate::check_output_path(flag, p)?;
         }
     }
-    let session = crate::cli::record_config::session(&args)?;
+    let mut session = crate::cli::record_config::session(&args)?;
+    if session.record.power_cut_at.is_some() {
+        session.power_switch = Some(std::sync::Arc::new(emulated_card(&session.record.dir)?));
+    }
     if let Some(what) = args.find_max {
         return super::find_max::run(&args, session, what.into());
     }

@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use sinkrate_record::config::WriteMode;
+use sinkrate_record::power_cut::PowerCutReport;
 use sinkrate_record::report::RecordRun;
 
 use super::{ms, Exporter};
@@ -88,9 +89,53 @@ impl Exporter<RecordRun> for RecordText {
             r.totals.device_bytes_per_s.unwrap_or(0.0) / 1e6,
             r.totals.final_flush_s
         ));
+        if let Some(cut) = &r.power_cut {
+            t.push_str(&power_cut_text(cut));
+        }
         for e in &r.errors {
             t.push_str(&format!("error: {e}\n"));
         }
         Ok(t.into_bytes())
     }
+}
+
+/// What the cut cost, per stream: believed written, acknowledged durable, found whole.
+fn power_cut_text(cut: &PowerCutReport) -> String {
+    let cache = cut.cache_lost_bytes.map_or(String::new(), |b| {
+        format!(
+            "; the card's volatile cache lost {:.2} MiB",
+            b as f64 / 1048576.0
+        )
+    });
+    let mut t = format!("\nPOWER CUT at {:.1} s{cache}\n", cut.at_s);
+    if !cut.mounted_after {
+        t.push_str(&format!(
+            "  the filesystem did not mount again: {}\n",
+            cut.mount_notes.join("; ")
+        ));
+    } else if !cut.mount_notes.is_empty() {
+        t.push_str(&format!(
+            "  mounting again, the kernel said: {}\n",
+            cut.mount_notes.join("; ")
+        ));
+    }
+    t.push_str("stream   believed written  acknowledged durable  survived  lost  recording lost\n");
+    for s in &cut.streams {
+        t.push_str(&format!(
+            "{:<8} {:>16}  {:>20}  {:>8}  {:>4}  {:>12.2} s\n",
+            s.stream,
+            s.frames_believed_written,
+            s.frames_acknowledged_durable,
+            s.frames_survived,
+            s.frames_lost,
+            s.recording_lost_s
+        ));
+        if s.frames_durable_lost > 0 {
+            t.push_str(&format!(
+                "  {}: {} frame(s) a completed sync had reported on the device are not on it\n",
+                s.stream, s.frames_durable_lost
+            ));
+        }
+    }
+    t
 }

@@ -130,17 +130,21 @@ pub fn parse(name: &str, bytes: Vec<u8>) -> Result<Document, String> {
 
 /// Reads `path` into its runs, or says in one line what is wrong with it.
 pub fn load(path: &Path) -> Result<Vec<Run>, String> {
-    let name = path.display().to_string();
-    match read(path)? {
+    runs(&path.display().to_string(), read(path)?)
+}
+
+/// The runs of a document read from `name`.
+pub fn runs(name: &str, document: Document) -> Result<Vec<Run>, String> {
+    match document {
         Document::Fio { ours, output, .. } => {
-            Ok(bench_runs(&name, if ours { "bench" } else { "fio" }, &output))
+            Ok(bench_runs(name, if ours { "bench" } else { "fio" }, &output))
         }
-        Document::Record(run) => Ok(vec![recording(&name, "record", &run.result)]),
+        Document::Record(run) => Ok(vec![recording(name, "record", &run.result)]),
         Document::Check(run) => {
             let rec = run.result.record.as_ref().ok_or_else(|| {
                 format!("{name}: a check run without its recording test (--quick): nothing to compare")
             })?;
-            Ok(vec![recording(&name, "check", &rec.result)])
+            Ok(vec![recording(name, "check", &rec.result)])
         }
         Document::Other { kind, .. } => Err(format!(
             "{name}: a {kind} result has no runs to compare (compare reads record, check and bench results, and fio's JSON)"

@@ -8,6 +8,7 @@
 //! every piece in the right order, also after a crash or `kill -9` of any process.
 
 pub mod models;
+pub mod power;
 pub mod stack;
 pub mod tools;
 pub mod units;

@@ -19,7 +19,7 @@ pub enum EmulateError {
     Step { step: &'static str, message: String },
 }
 
-fn step(step: &'static str, message: impl Into<String>) -> EmulateError {
+pub(crate) fn step(step: &'static str, message: impl Into<String>) -> EmulateError {
     EmulateError::Step {
         step,
         message: message.into(),
@@ -193,7 +193,7 @@ fn state_of(mountpoint: &Path) -> Option<State> {
     })
 }
 
-fn run(step_name: &'static str, cmd: &mut Command) -> Result<String, EmulateError> {
+pub(crate) fn run(step_name: &'static str, cmd: &mut Command) -> Result<String, EmulateError> {
     let out = cmd.stdin(Stdio::null()).output().map_err(|e| {
         step(
             step_name,
@@ -224,7 +224,7 @@ fn one_line(stderr: &str) -> String {
     }
 }
 
-fn is_mountpoint(path: &Path) -> bool {
+pub(crate) fn is_mountpoint(path: &Path) -> bool {
     let Ok(canonical) = std::fs::canonicalize(path) else {
         return false;
     };
@@ -429,7 +429,7 @@ fn validate_device(spec: &Spec) -> Result<(), EmulateError> {
     Ok(())
 }
 
-fn absolute(p: &Path) -> PathBuf {
+pub(crate) fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {

@@ -689,12 +689,15 @@ fn parse_bssplit_one(text: &str, kb: KbBase) -> Result<Vec<(u64, f64)>, String> 
 fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
     let t = text.trim();
     if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        if hex.is_empty() || hex.len() % 2 != 0 && hex.len() > 1 {
-            if hex.len() == 1 {
-                return u8::from_str_radix(hex, 16)
-                    .map(|b| vec![b])
-                    .map_err(|_| format!("'{t}' is not hexadecimal"));
-            }
+        if hex.is_empty() || !hex.is_ascii() {
+            return Err(format!("'{t}' is not hexadecimal"));
+        }
+        if hex.len() == 1 {
+            return u8::from_str_radix(hex, 16)
+                .map(|b| vec![b])
+                .map_err(|_| format!("'{t}' is not hexadecimal"));
+        }
+        if hex.len() % 2 != 0 {
             return Err(format!("'{t}' has an odd number of hex digits"));
         }
         return (0..hex.len())
@@ -1263,6 +1266,10 @@ mod tests {
         assert_eq!(o.size, Some(SizeSpec::Percent(50.0)));
         apply(&mut o, "buffer_pattern", Some("0xdeadbeef")).expect("pattern");
         assert_eq!(o.buffer_pattern, Some(vec![0xde, 0xad, 0xbe, 0xef]));
+        apply(&mut o, "buffer_pattern", Some("0x5")).expect("one hex digit");
+        assert_eq!(o.buffer_pattern, Some(vec![5]));
+        // Found by fuzzing: non-ASCII after 0x.
+        assert!(apply(&mut o, "buffer_pattern", Some("0x\u{29a}")).is_err());
         apply(&mut o, "buffer_pattern", Some("'ab'")).expect("pattern");
         assert_eq!(o.buffer_pattern, Some(b"ab".to_vec()));
         apply(&mut o, "ss", Some("iops_slope:0.1%")).expect("ss");

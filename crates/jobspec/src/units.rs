@@ -52,16 +52,17 @@ fn size_multiplier(suffix: &str, kb_base: KbBase) -> Option<u64> {
     if s.is_empty() || s == "b" {
         return Some(1);
     }
-    let (letter, rest) = s.split_at(1);
-    let power = match letter {
-        "k" => 1,
-        "m" => 2,
-        "g" => 3,
-        "t" => 4,
-        "p" => 5,
-        "e" => 6,
+    let mut chars = s.chars();
+    let power = match chars.next()? {
+        'k' => 1,
+        'm' => 2,
+        'g' => 3,
+        't' => 4,
+        'p' => 5,
+        'e' => 6,
         _ => return None,
     };
+    let rest = chars.as_str();
     let iec = match rest {
         "" | "b" => false,
         "i" | "ib" => true,
@@ -167,6 +168,8 @@ mod tests {
         assert_eq!(parse_size("0x1000", c), Ok(4096));
         assert_eq!(parse_size("1.5m", c), Ok(1_572_864));
         assert_eq!(parse_size("100b", c), Ok(100));
+        // Found by fuzzing: a suffix starting with a multi-byte character.
+        assert!(parse_size("4\u{29a}", c).is_err());
     }
 
     #[test]

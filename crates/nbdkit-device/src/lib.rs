@@ -61,6 +61,7 @@ struct State {
     timeline: Timeline,
     cache: Option<WriteCache>,
     power_cut: bool,
+    power_cuts: u64,
     cache_lost_bytes: u64,
     written_bytes: u64,
     read_bytes: u64,
@@ -97,16 +98,21 @@ impl Device {
     }
 
     /// The power goes when the cut file appears: the cache is lost, the flash keeps what it
-    /// holds, and nothing later reaches it.
+    /// holds, and nothing later reaches it. It comes back, with an empty cache, when the file
+    /// is removed.
     fn check_power(&self, st: &mut State) -> Result<()> {
-        if !st.power_cut {
-            if let Some(cut) = &self.settings.power_cut_file {
-                if cut.exists() {
-                    st.power_cut = true;
-                    st.cache_lost_bytes += st.cache.as_mut().map_or(0, WriteCache::lose);
-                    self.write_stats(st, true);
-                }
+        let cut = self
+            .settings
+            .power_cut_file
+            .as_ref()
+            .is_some_and(|f| f.exists());
+        if cut != st.power_cut {
+            st.power_cut = cut;
+            if cut {
+                st.power_cuts += 1;
+                st.cache_lost_bytes += st.cache.as_mut().map_or(0, WriteCache::lose);
             }
+            self.write_stats(st, true);
         }
         if st.power_cut {
             return Err(nbdkit::Error::new(libc::EIO, "the power was cut"));
@@ -127,7 +133,7 @@ impl Device {
         }
         st.stats_written = Some(Instant::now());
         let text = format!(
-            "{{\"busy_ns\": {}, \"gc_pauses\": {}, \"written_bytes\": {}, \"read_bytes\": {}, \"flushes\": {}, \"cache_held_bytes\": {}, \"cache_lost_bytes\": {}, \"slc_used_bytes\": {}, \"power_cut\": {}}}\n",
+            "{{\"busy_ns\": {}, \"gc_pauses\": {}, \"written_bytes\": {}, \"read_bytes\": {}, \"flushes\": {}, \"cache_held_bytes\": {}, \"cache_lost_bytes\": {}, \"slc_used_bytes\": {}, \"power_cut\": {}, \"power_cuts\": {}}}\n",
             st.timeline.busy_ns,
             st.timeline.gc_pauses,
             st.written_bytes,
@@ -136,7 +142,8 @@ impl Device {
             st.cache.as_ref().map_or(0, WriteCache::held_bytes),
             st.cache_lost_bytes,
             st.timeline.slc_used_bytes(),
-            st.power_cut
+            st.power_cut,
+            st.power_cuts
         );
         write_atomically(path, &text);
     }
@@ -216,6 +223,7 @@ impl Server for Card {
             timeline: Timeline::new(settings.timing.clone(), seed),
             cache: settings.volatile_cache_bytes.map(WriteCache::new),
             power_cut: false,
+            power_cuts: 0,
             cache_lost_bytes: 0,
             written_bytes: 0,
             read_bytes: 0,

@@ -61,14 +61,12 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-        {
-            let value =
-                (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|b| (b'0'..=b'7').contains(b)))
+            .map(|d| d.iter().fold(0u16, |v, b| v * 8 + u16::from(b - b'0')));
+        // The kernel writes one byte as \ooo, so at most \377; anything else is literal.
+        if let Some(value) = octal.and_then(|v| u8::try_from(v).ok()) {
             out.push(value);
             i += 4;
         } else {
@@ -107,6 +105,13 @@ mod tests {
         assert_eq!(root.mount_point, "/");
         let shm = mount_for_path(&mounts, "/dev/shm/x").expect("shm");
         assert_eq!(shm.fs_type, "tmpfs");
+    }
+
+    #[test]
+    fn octal_escapes_above_one_byte_stay_literal() {
+        // Found by fuzzing: \777 overflowed a byte.
+        assert_eq!(unescape("a\\040b\\777"), "a b\\777");
+        assert_eq!(unescape("end\\04"), "end\\04");
     }
 
     #[test]

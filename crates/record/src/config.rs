@@ -88,6 +88,16 @@ pub struct RecordConfig {
     /// Keep one record per frame (for --frames-log).
     pub frame_records: bool,
     pub segments: crate::segments::SegmentPolicy,
+    /// Cut an emulated card's power this far into the run (frames then carry headers).
+    #[serde(
+        rename = "power_cut_at_s",
+        with = "sinkrate_model::units::opt_seconds",
+        default
+    )]
+    pub power_cut_at: Option<Duration>,
+    /// Tells this run's frame headers from any other's (set by the session).
+    #[serde(skip)]
+    pub run_tag: u64,
 }
 
 /// Custom streams in words: "2 stream(s) x 30 fps".

@@ -314,11 +314,14 @@ mod tests {
                     bytes: None,
                     loop_fill_pct: None,
                 },
+                power_cut_at: None,
+                run_tag: 0,
             },
             label: "test".into(),
             dirty_limits: None,
             board_ram_bytes: None,
             sustained_bytes_per_s: None,
+            power_switch: None,
         }
     }
 

@@ -2,7 +2,9 @@
 
 pub mod config;
 pub mod find_max;
+pub mod frame_header;
 pub mod frames;
+pub mod power_cut;
 pub mod report;
 pub mod run;
 pub mod segments;

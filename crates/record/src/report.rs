@@ -46,6 +46,9 @@ pub struct RecordReport {
     #[serde(default)]
     pub frames: Vec<FrameColumns>,
     pub sampler: SamplerSection,
+    /// `--power-cut-at`: what the cut cost.
+    #[serde(default)]
+    pub power_cut: Option<crate::power_cut::PowerCutReport>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -130,6 +130,7 @@ fn merge(mut produced: StreamResult, written: StreamResult) -> StreamResult {
     produced.bytes_deleted = written.bytes_deleted;
     produced.error = produced.error.or(written.error);
     produced.frames.extend(written.frames);
+    produced.syncs = written.syncs;
     produced.frames.sort_by_key(|f| f.frame);
     produced
 }
@@ -145,6 +146,8 @@ pub struct Recording {
     pub clock: Instant,
     /// Set when a stream failed and the recording ended early.
     pub halt: Arc<AtomicBool>,
+    /// Set to end the recording at a power cut.
+    pub ended: Arc<AtomicBool>,
 }
 
 impl Recording {
@@ -285,6 +288,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
         (0..n).map(|i| vec![i]).collect()
     };
     let halt = Arc::new(AtomicBool::new(false));
+    let ended = Arc::new(AtomicBool::new(false));
     let mut handles = Vec::new();
     let mut failed = Vec::new();
     for group in groups {
@@ -294,6 +298,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
         let shared = Shared {
             stop: stop.clone(),
             halt: halt.clone(),
+            ended: ended.clone(),
             clock,
         };
         let thread_name = if group.len() == 1 {
@@ -322,5 +327,6 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
         progress,
         clock,
         halt,
+        ended,
     }
 }

@@ -37,6 +37,8 @@ pub struct Session {
     /// The RAM of the board being rehearsed (`--ram-limit`): the capture pools and the
     /// sampler's timeline are sized to it instead of to this host.
     pub board_ram_bytes: Option<u64>,
+    /// What `record.power_cut_at` cuts (an emulated card), supplied by the caller.
+    pub power_switch: Option<std::sync::Arc<dyn crate::power_cut::PowerSwitch>>,
 }
 
 /// What a board with `ram` bytes has available to programs, about: what its kernel, page
@@ -303,18 +305,39 @@ pub fn run(
     let started_unix_ms = sinkrate_engine::host::unix_ms_now();
     let mut record_cfg = cfg.clone();
     record_cfg.frame_records = true;
+    record_cfg.run_tag = started_unix_ms ^ (u64::from(std::process::id()) << 40);
     let recording = crate::run::start(&record_cfg, stop.clone());
+    let cutter = match (&s.power_switch, cfg.power_cut_at) {
+        (Some(switch), Some(at)) => {
+            Some(PowerCutTimer::start(switch.clone(), at, &recording, &stop))
+        }
+        _ => None,
+    };
     if let Some(tick) = on_second {
         live_ticks(&recording, cfg, &stop, tick);
     }
     let clock = recording.clock;
     let halted = recording.halt.clone();
-    let results = recording.join();
+    let mut results = recording.join();
     let recording_elapsed = clock.elapsed();
+    let cut = cutter.and_then(PowerCutTimer::join);
+    let mut post_cut_notes = Vec::new();
+    let power_cut = match (&cut, &s.power_switch) {
+        (Some(cut), Some(switch)) => Some(after_the_cut(
+            cut,
+            switch.as_ref(),
+            &record_cfg,
+            &mut results,
+            &mut post_cut_notes,
+        )),
+        _ => None,
+    };
     let sampled = sampler.stop();
     let interrupted = stop.load(Ordering::Relaxed);
-    // Ended early by Ctrl-C or by a failed stream: judged over the time it recorded.
-    let elapsed_s = if interrupted || halted.load(Ordering::Relaxed) {
+    // Ended early by Ctrl-C, a failed stream or a power cut: judged over the time it recorded.
+    let elapsed_s = if let Some(cut) = &cut {
+        cut.at_ns as f64 / 1e9
+    } else if interrupted || halted.load(Ordering::Relaxed) {
         recording_elapsed
             .as_secs_f64()
             .min(cfg.duration.as_secs_f64())
@@ -323,7 +346,7 @@ pub fn run(
     }
     .max(1e-3);
     let on_disk = settle_files(&results, cfg.keep);
-    let report = judge(
+    let mut report = judge(
         s,
         &target,
         results,
@@ -336,6 +359,7 @@ pub fn run(
             restored,
         }),
     );
+    report.power_cut = power_cut;
     let mut run = Envelope::new(
         RunKind::Record,
         sinkrate_engine::host::host_facts(),
@@ -348,8 +372,120 @@ pub fn run(
     });
     run.interrupted = interrupted;
     run.notices = sampled.notes.clone();
+    run.notices.extend(post_cut_notes);
     run.notices.extend(memory_sizing(s));
     Ok(run)
+}
+
+/// The power cut: when it happened, whether a stream had failed before it, and whether the
+/// cut itself worked.
+struct Cut {
+    at_ns: u64,
+    failed_before: bool,
+    result: Result<(), String>,
+}
+
+/// A thread that cuts the power at its time (unless the recording ended first) and ends
+/// the recording.
+struct PowerCutTimer {
+    handle: std::thread::JoinHandle<Option<Cut>>,
+}
+
+impl PowerCutTimer {
+    fn start(
+        switch: Arc<dyn crate::power_cut::PowerSwitch>,
+        at: Duration,
+        recording: &crate::run::Recording,
+        stop: &Arc<AtomicBool>,
+    ) -> PowerCutTimer {
+        let (clock, halt, ended, stop) = (
+            recording.clock,
+            recording.halt.clone(),
+            recording.ended.clone(),
+            stop.clone(),
+        );
+        let handle = std::thread::spawn(move || {
+            loop {
+                let now = clock.elapsed();
+                if now >= at {
+                    break;
+                }
+                if stop.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed) {
+                    return None;
+                }
+                std::thread::sleep((at - now).min(Duration::from_millis(20)));
+            }
+            let failed_before = halt.load(Ordering::Relaxed);
+            let result = switch.cut();
+            let at_ns = clock.elapsed().as_nanos() as u64;
+            ended.store(true, Ordering::Relaxed);
+            Some(Cut {
+                at_ns,
+                failed_before,
+                result,
+            })
+        });
+        PowerCutTimer { handle }
+    }
+
+    fn join(self) -> Option<Cut> {
+        self.handle.join().ok().flatten()
+    }
+}
+
+/// Brings the power back, mounts the card and counts what survived. Errors the streams met
+/// after the cut (the device was dark) are moved to `notes`; one before it still fails the
+/// run.
+fn after_the_cut(
+    cut: &Cut,
+    switch: &dyn crate::power_cut::PowerSwitch,
+    cfg: &RecordConfig,
+    results: &mut [StreamResult],
+    notes: &mut Vec<String>,
+) -> crate::power_cut::PowerCutReport {
+    use crate::power_cut::{frames_on_card, survival};
+    if let Err(e) = &cut.result {
+        for r in results.iter_mut() {
+            r.error.get_or_insert(format!("the power cut failed: {e}"));
+        }
+    }
+    if !cut.failed_before {
+        for r in results.iter_mut() {
+            if let Some(e) = r.error.take() {
+                notes.push(format!("after the power cut, stream {}: {e}", r.name));
+            }
+        }
+    }
+    let restored = switch.restore();
+    let (mounted_after, mount_notes, cache_lost_bytes) = match &restored {
+        Ok(r) => (true, r.kernel_said.clone(), r.cache_lost_bytes),
+        Err(e) => (false, vec![e.clone()], None),
+    };
+    use crate::power_cut::SyncCovers;
+    let covers = match cfg.write_mode {
+        WriteMode::Dsync => SyncCovers::EveryWrite,
+        WriteMode::Direct | WriteMode::Uring => SyncCovers::FramesBeforeTheLast,
+        WriteMode::Buffered | WriteMode::Null => SyncCovers::FramesBefore,
+    };
+    let streams = results
+        .iter()
+        .zip(&cfg.streams)
+        .map(|(r, spec)| {
+            let on_card = if mounted_after {
+                frames_on_card(&r.files, cfg.run_tag)
+            } else {
+                Default::default()
+            };
+            survival(r, spec.fps, cut.at_ns, covers, &on_card)
+        })
+        .collect();
+    crate::power_cut::PowerCutReport {
+        at_s: cut.at_ns as f64 / 1e9,
+        cache_lost_bytes,
+        mounted_after,
+        mount_notes,
+        streams,
+    }
 }
 
 /// The filesystem type when the directory has no device behind it (tmpfs, ramfs, a kernel
@@ -374,6 +510,7 @@ fn live_ticks(
     while recording.clock.elapsed() < cfg.duration
         && !stop.load(Ordering::Relaxed)
         && !recording.halt.load(Ordering::Relaxed)
+        && !recording.ended.load(Ordering::Relaxed)
     {
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
         next += Duration::from_secs(1);
@@ -594,10 +731,10 @@ fn judge(
             hogs: sampled.hogs.clone(),
             timeline: sampled.timeline.clone(),
         },
+        power_cut: None,
     }
 }
 
-/// A stream's report; its files are measured on disk, then removed unless kept.
 /// Each stream's bytes on disk, measured before its files are removed (unless kept).
 fn settle_files(results: &[StreamResult], keep: bool) -> Vec<Option<u64>> {
     results

@@ -34,6 +34,13 @@ pub struct FrameRecord {
     pub write_end_ns: Option<u64>,
 }
 
+/// A completed fdatasync: when it returned, and the last frame written before it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SyncPoint {
+    pub end_ns: u64,
+    pub last_frame: u64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct StreamResult {
     pub name: String,
@@ -66,6 +73,8 @@ pub struct StreamResult {
     pub error: Option<String>,
     /// Every frame, when asked for (drops from the producer, writes from the writer).
     pub frames: Vec<FrameRecord>,
+    /// Every completed periodic fdatasync (bounded like `frames`).
+    pub syncs: Vec<SyncPoint>,
 }
 
 /// A filled capture buffer on its way to the writer.
@@ -95,6 +104,8 @@ pub(crate) struct Shared {
     /// The recording's own: set when a stream fails, so every stream ends with it. Kept apart
     /// from `stop` so that a failed run is not mistaken for an interrupted one.
     pub halt: Arc<AtomicBool>,
+    /// Set at a power cut: the cameras stop, and no error after it fails the run.
+    pub ended: Arc<AtomicBool>,
     pub clock: Instant,
 }
 
@@ -102,6 +113,7 @@ impl Shared {
     pub fn stopping(&self) -> bool {
         self.stop.load(std::sync::atomic::Ordering::Relaxed)
             || self.halt.load(std::sync::atomic::Ordering::Relaxed)
+            || self.ended.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A stream failed: the others end too.

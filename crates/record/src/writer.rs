@@ -16,7 +16,7 @@ use crate::config::{RecordConfig, StreamSpec, WriteMode};
 use crate::segments::Segments;
 use crate::sink::Sink;
 use crate::stream::{
-    Frame, FrameRecord, Shared, Stall, StreamProgress, StreamResult, MAX_FRAME_RECORDS,
+    Frame, FrameRecord, Shared, Stall, StreamProgress, StreamResult, SyncPoint, MAX_FRAME_RECORDS,
 };
 use crate::uring_sink::{drain_eventfd, DoneFrame, PendingFrame, UringSink};
 
@@ -135,6 +135,7 @@ impl<'a> StreamWriter<'a> {
             self.release(frame.buffer);
             return;
         }
+        self.stamp(&frame);
         match self.output {
             Some(Output::Uring(_)) => {
                 self.waiting.push_back(frame);
@@ -188,6 +189,42 @@ impl<'a> StreamWriter<'a> {
         self.segments.enforce_fill().map(|_| ())
     }
 
+    /// With `--power-cut-at`, the frame's header, so it can be found and checked after the
+    /// cut. Stamped when the writer takes the frame, outside the write call's timing.
+    fn stamp(&mut self, frame: &Frame) {
+        if self.cfg.power_cut_at.is_none() {
+            return;
+        }
+        let Some(bytes) = self.buffers[frame.buffer]
+            .as_mut_slice()
+            .get_mut(..frame.size as usize)
+            .filter(|b| b.len() >= crate::frame_header::HEADER_LEN)
+        else {
+            return;
+        };
+        crate::frame_header::stamp(
+            bytes,
+            &crate::frame_header::FrameHeader {
+                run_tag: self.cfg.run_tag,
+                frame: frame.index,
+                size: frame.size,
+                capture_ns: frame.capture_ns,
+            },
+        );
+    }
+
+    /// A periodic sync returned at `now` (`ok`: without an error), after `last_frame`.
+    fn synced(&mut self, last_frame: u64, now: Duration, ok: bool) {
+        self.since_sync_frames = 0;
+        self.last_sync = now;
+        if ok && self.result.syncs.len() < MAX_FRAME_RECORDS {
+            self.result.syncs.push(SyncPoint {
+                end_ns: self.last_sync.as_nanos() as u64,
+                last_frame,
+            });
+        }
+    }
+
     fn write_now(&mut self, frame: Frame, shared: &Shared) {
         let t0 = shared.clock.elapsed().as_nanos() as u64;
         self.latencies.clear();
@@ -205,8 +242,7 @@ impl<'a> StreamWriter<'a> {
             if let Some(Output::Sync(sink)) = self.output.as_ref() {
                 outcome = sink.datasync();
             }
-            self.since_sync_frames = 0;
-            self.last_sync = shared.clock.elapsed();
+            self.synced(frame.index, shared.clock.elapsed(), outcome.is_ok());
         }
         let t1 = shared.clock.elapsed().as_nanos() as u64;
         self.busy_ns += t1 - t0;
@@ -281,8 +317,7 @@ impl<'a> StreamWriter<'a> {
                 u.drain(&shared.clock, &mut self.latencies, &mut self.done)?;
                 u.file.datasync()?;
             }
-            self.since_sync_frames = 0;
-            self.last_sync = shared.clock.elapsed();
+            self.synced(frame.index, shared.clock.elapsed(), true);
             self.busy_ns += (self.last_sync - t0).as_nanos() as u64;
         }
         Ok(())

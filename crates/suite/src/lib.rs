@@ -36,6 +36,7 @@ pub enum SuiteName {
     Filesystems,
     BackgroundLoad,
     CaptureBuffers,
+    PowerCut,
 }
 
 /// What `sinkrate suite list` prints for each suite.
@@ -105,6 +106,14 @@ pub const SUITES: &[SuiteInfo] = &[
         source: "seed 004 (uvcvideo: buffer strategies A-F, average/min/max per condition)",
         about: "capture pool sizes, copy vs write from the capture buffer, write size, one writer vs one per stream, via compare",
         needs_root: None,
+        takes_recording: true,
+    },
+    SuiteInfo {
+        name: SuiteName::PowerCut,
+        id: "power-cut",
+        source: "power cuts on a card with a volatile write cache (dashcams lose the last minutes before a crash)",
+        about: "buffered, buffered with 1 s writeback, fdatasync every 1 s and 0.2 s, direct, direct with fdatasync, dsync: write latency, and the frames on the card after a cut",
+        needs_root: Some("each row's card is emulated, its power cut and restored, its filesystem mounted again"),
         takes_recording: true,
     },
 ];

@@ -57,7 +57,8 @@ pub fn of_file(path: &Path) -> std::io::Result<Option<&'static str>> {
 /// Signatures kept at the end of a device: md RAID 0.90 (the last 64 KiB-aligned 64 KiB) and
 /// 1.0 (8 KiB from the end, 4 KiB-aligned). `tail` holds the last bytes of a `size`-byte device.
 pub fn detect_tail(tail: &[u8], size: u64) -> Option<&'static str> {
-    let start = size - tail.len() as u64;
+    // A tail longer than the device is no tail of it.
+    let start = size.checked_sub(tail.len() as u64)?;
     let at = |abs: u64, magic: &[u8]| {
         abs >= start
             && (abs - start) as usize + magic.len() <= tail.len()

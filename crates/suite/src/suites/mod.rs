@@ -5,6 +5,7 @@ pub mod capture_buffers;
 pub mod filesystems;
 pub mod metadata;
 pub mod page_cache;
+pub mod power_cut;
 pub mod pregrow;
 pub mod record_size;
 pub mod recording;
@@ -22,12 +23,16 @@ pub fn estimate_s(cfg: &SuiteConfig) -> f64 {
         SuiteName::Filesystems => filesystems::estimate_s(cfg),
         SuiteName::BackgroundLoad => background_load::estimate_s(cfg, rate),
         SuiteName::CaptureBuffers => capture_buffers::estimate_s(cfg),
+        SuiteName::PowerCut => power_cut::estimate_s(cfg),
     }
 }
 
 /// Refusals particular to a suite, before anything is done.
 pub fn preflight(cfg: &SuiteConfig) -> Result<(), SuiteError> {
-    let makes_filesystems = matches!(cfg.suite, SuiteName::Metadata | SuiteName::Filesystems);
+    let makes_filesystems = matches!(
+        cfg.suite,
+        SuiteName::Metadata | SuiteName::Filesystems | SuiteName::PowerCut
+    );
     // Without root, metadata runs its rows on the directory and lists the mounts as not run.
     if makes_filesystems && cfg.scratch.is_none() && crate::is_root() {
         let missing: Vec<&str> = ["nbdkit", "nbdfuse", "losetup"]
@@ -42,6 +47,14 @@ pub fn preflight(cfg: &SuiteConfig) -> Result<(), SuiteError> {
             )));
         }
         crate::devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?;
+    }
+    if cfg.suite == SuiteName::PowerCut {
+        if cfg.scratch.is_some() {
+            return Err(SuiteError::Usage(
+                "suite power-cut: --scratch: the cut needs an emulated card (its volatile cache and power are the emulator's); leave --scratch out".into(),
+            ));
+        }
+        sinkrate_emulate::tools::nbdkit_plugin().map_err(SuiteError::Usage)?;
     }
     if cfg.suite == SuiteName::Filesystems {
         if let Some(line) = filesystems::missing_packages() {
@@ -60,6 +73,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         SuiteName::Filesystems => filesystems::run(ctx),
         SuiteName::BackgroundLoad => background_load::run(ctx),
         SuiteName::CaptureBuffers => capture_buffers::run(ctx),
+        SuiteName::PowerCut => power_cut::run(ctx),
     }
 }
 

@@ -98,8 +98,15 @@ fn take<const N: usize>(r: &mut impl Read) -> Option<[u8; N]> {
 }
 
 pub fn read(path: &Path) -> Result<Saved, String> {
-    let bad = |why: &str| format!("{}: not a usable undo journal ({why})", path.display());
-    let mut r = std::io::BufReader::new(File::open(path).map_err(|e| bad(&e.to_string()))?);
+    let file = File::open(path)
+        .map_err(|e| format!("{}: not a usable undo journal ({e})", path.display()))?;
+    parse(std::io::BufReader::new(file))
+        .map_err(|why| format!("{}: not a usable undo journal ({why})", path.display()))
+}
+
+/// Reads a journal's records; one cut short or torn by a crash ends at its last whole record.
+pub fn parse(mut r: impl Read) -> Result<Saved, String> {
+    let bad = |why: &str| why.to_string();
     if take::<8>(&mut r).as_ref() != Some(MAGIC) {
         return Err(bad("no magic"));
     }
@@ -131,8 +138,13 @@ pub fn read(path: &Path) -> Result<Saved, String> {
         if n > 64 << 20 {
             break;
         }
-        let mut data = vec![0u8; n];
-        if r.read_exact(&mut data).is_err() || crc32c::crc32c(&data) != u32::from_le_bytes(crc) {
+        // Grown with what is really there: a torn length does not allocate 64 MiB.
+        let mut data = Vec::new();
+        let complete = (&mut r)
+            .take(n as u64)
+            .read_to_end(&mut data)
+            .is_ok_and(|got| got == n);
+        if !complete || crc32c::crc32c(&data) != u32::from_le_bytes(crc) {
             break;
         }
         records.push((u64::from_le_bytes(off), data));
