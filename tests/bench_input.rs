@@ -112,13 +112,13 @@ fn bad_job_files_name_file_and_line() {
     let p = d.path();
     std::fs::write(
         p.join("bad.fio"),
-        "[global]\nbs=4k\n\n[j]\nsize=1m\nverify=md5\n",
+        "[global]\nbs=4k\n\n[j]\nsize=1m\nverify_async=2\n",
     )
     .expect("write");
     refuses(
         p,
         &["bad.fio"],
-        &["bad.fio:6: option 'verify' is not supported by sinkrate"],
+        &["bad.fio:6: option 'verify_async' is not supported by sinkrate"],
     );
     std::fs::write(p.join("syntax.fio"), "[j\nsize=1m\n").expect("write");
     refuses(p, &["syntax.fio"], &["syntax.fio:1:", "closing ']'"]);
@@ -140,7 +140,7 @@ fn ignore_unsupported_turns_the_refusal_into_a_warning() {
     let d = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         d.path().join("j.fio"),
-        "[j]\nioengine=null\nsize=1m\nverify=md5\n",
+        "[j]\nioengine=null\nsize=1m\nverify_async=2\n",
     )
     .expect("write");
     let out = sinkrate()
@@ -151,7 +151,9 @@ fn ignore_unsupported_turns_the_refusal_into_a_warning() {
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("j.fio:4: warning: option 'verify' is not supported by sinkrate; ignored"),
+        stderr.contains(
+            "j.fio:4: warning: option 'verify_async' is not supported by sinkrate; ignored"
+        ),
         "{stderr}"
     );
 }

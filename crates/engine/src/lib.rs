@@ -17,6 +17,7 @@ pub mod runner;
 pub mod safety;
 pub mod status;
 pub mod units;
+pub mod verify;
 pub mod worker;
 
 pub use error::EngineError;

@@ -21,6 +21,8 @@ pub enum Phase {
     Ramping,
     Running,
     Flushing,
+    /// fio's verify phase: reading back what was written.
+    Verifying,
     Done,
 }
 
@@ -35,6 +37,7 @@ impl JobProgress {
             2 => Phase::Ramping,
             3 => Phase::Running,
             4 => Phase::Flushing,
+            5 => Phase::Verifying,
             _ => Phase::Done,
         }
     }

@@ -142,7 +142,8 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
             if !seen_dirs.contains(&dir) {
                 seen_dirs.push(dir.clone());
                 targets.push(host::target_facts(&f.path, f.is_block_device));
-                if o.direct {
+                // A device node sits on devtmpfs; its data does not.
+                if o.direct && !f.is_block_device {
                     if let Some(fs) = host::memory_backed_fs(&f.path) {
                         warnings.push(Warning {
                             id: "direct.no_device".into(),

@@ -38,6 +38,7 @@ pub fn status_line(
             Phase::Preparing => 'p',
             Phase::Ramping => '/',
             Phase::Flushing => 'F',
+            Phase::Verifying => 'V',
             Phase::Done => '_',
             Phase::Running => match (j.reads, j.writes) {
                 (true, true) => 'M',
@@ -47,7 +48,7 @@ pub fn status_line(
         });
         if matches!(
             phase,
-            Phase::Running | Phase::Ramping | Phase::Flushing | Phase::Preparing
+            Phase::Running | Phase::Ramping | Phase::Flushing | Phase::Verifying | Phase::Preparing
         ) {
             running += 1;
         }

@@ -321,7 +321,61 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
     if o.fsync > 0 && o.fdatasync > 0 {
         return Err("fsync= and fdatasync= are both set: choose one".into());
     }
+    validate_verify(o)
+}
+
+/// The block header a verify method writes into each block.
+pub const VERIFY_HEADER_BYTES: u64 = 64;
+
+fn validate_verify(o: &JobOptions) -> Result<(), String> {
+    let Some(method) = o.verify else {
+        return Ok(());
+    };
+    let name = method.fio_name();
+    if method == options::VerifyMethod::Pattern && o.verify_pattern.is_none() {
+        return Err("verify=pattern needs verify_pattern= (the bytes every block holds, e.g. verify_pattern=0xdeadbeef)".into());
+    }
+    if method != options::VerifyMethod::Pattern && min_block_size(o) < VERIFY_HEADER_BYTES {
+        return Err(format!(
+            "verify={name} writes a {VERIFY_HEADER_BYTES}-byte header into every block: bs must be {VERIFY_HEADER_BYTES} or more"
+        ));
+    }
+    if o.verify_backlog > 0 && o.iodepth > 1 && o.ioengine.is_async() {
+        return Err(format!(
+            "verify_backlog={} at iodepth={}: sinkrate checks as it goes only at iodepth=1 (leave verify_backlog out to check at the end, or set iodepth=1)",
+            o.verify_backlog, o.iodepth
+        ));
+    }
+    if o.ioengine == options::Engine::Null {
+        return Err(format!(
+            "verify={name} with ioengine=null: nothing is stored to read back (use a real ioengine)"
+        ));
+    }
+    if !o.rw.writes() {
+        return Err(format!(
+            "verify={name} on a job that only reads (rw={}): sinkrate checks what the job itself wrote (set rw=write or randwrite; to check data written earlier, use sinkrate verify --read-only)",
+            o.rw.fio_name()
+        ));
+    }
+    if o.rw.reads() {
+        return Err(format!(
+            "verify={name} with rw={}: sinkrate verifies jobs that only write (fio's verify of mixed jobs reads back what the job itself wrote; split the job, or use sinkrate verify)",
+            o.rw.fio_name()
+        ));
+    }
     Ok(())
+}
+
+/// The smallest block size a write can have.
+fn min_block_size(o: &JobOptions) -> u64 {
+    let d = options::WRITE;
+    if let Some(split) = &o.bssplit {
+        split[d].iter().map(|e| e.0).min().unwrap_or(o.bs[d])
+    } else if let Some(range) = &o.bsrange {
+        range[d].0
+    } else {
+        o.bs[d]
+    }
 }
 
 /// The largest block size a job can issue, over both directions and all block-size options.
@@ -434,20 +488,21 @@ mod tests {
 
     #[test]
     fn unsupported_option_names_file_line_and_alternatives() {
-        let e = build(&[("job.fio", "[j]\nsize=1m\nverify=md5\n")], &[], false).unwrap_err();
+        let e = build(&[("job.fio", "[j]\nsize=1m\nverify_async=2\n")], &[], false).unwrap_err();
         let text = e.to_string();
         assert!(
             text.starts_with(
-                "job.fio:3: option 'verify' is not supported by sinkrate (supported: "
+                "job.fio:3: option 'verify_async' is not supported by sinkrate (supported: "
             ),
             "{text}"
         );
         assert!(text.contains("bssplit"));
-        let ok = build(&[("job.fio", "[j]\nsize=1m\nverify=md5\n")], &[], true).expect("ignored");
+        let ok =
+            build(&[("job.fio", "[j]\nsize=1m\nverify_async=2\n")], &[], true).expect("ignored");
         assert!(ok
             .notices
             .iter()
-            .any(|n| n.text.contains("'verify' is not supported")));
+            .any(|n| n.text.contains("'verify_async' is not supported")));
     }
 
     #[test]

@@ -295,6 +295,15 @@ pub struct JobOptions {
     pub refill_buffers: bool,
     pub scramble_buffers: bool,
     pub buffer_pattern: Option<Vec<u8>>,
+    /// fio's verify=: how written blocks are checked when read back.
+    pub verify: Option<VerifyMethod>,
+    /// Read back and check what was written once the writing ends (fio's default: yes).
+    pub do_verify: bool,
+    /// Check every N blocks written, as they go (0: only at the end).
+    pub verify_backlog: u64,
+    /// Stop at the first bad block instead of checking them all.
+    pub verify_fatal: bool,
+    pub verify_pattern: Option<Vec<u8>>,
     pub write_bw_log: Option<LogRequest>,
     pub write_lat_log: Option<LogRequest>,
     pub write_iops_log: Option<LogRequest>,
@@ -393,6 +402,11 @@ impl Default for JobOptions {
             refill_buffers: false,
             scramble_buffers: true,
             buffer_pattern: None,
+            verify: None,
+            do_verify: true,
+            verify_backlog: 0,
+            verify_fatal: false,
+            verify_pattern: None,
             write_bw_log: None,
             write_lat_log: None,
             write_iops_log: None,
@@ -562,6 +576,11 @@ const OPTIONS: &[&str] = &[
     "refill_buffers",
     "scramble_buffers",
     "buffer_pattern",
+    "verify",
+    "do_verify",
+    "verify_backlog",
+    "verify_fatal",
+    "verify_pattern",
     "write_bw_log",
     "write_lat_log",
     "write_iops_log",
@@ -569,6 +588,48 @@ const OPTIONS: &[&str] = &[
     "log_unix_epoch",
     "percentile_list",
 ];
+
+/// fio's `verify=` methods that sinkrate implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyMethod {
+    Crc32c,
+    Md5,
+    Sha256,
+    /// Only the verify_pattern, no header.
+    Pattern,
+    /// The header alone (offset, sequence, its own checksum).
+    Meta,
+}
+
+impl VerifyMethod {
+    /// `None` for fio's `verify=0`/`null` (no checking).
+    pub fn parse(text: &str) -> Result<Option<VerifyMethod>, String> {
+        Ok(Some(match text.trim().to_ascii_lowercase().as_str() {
+            "0" | "null" | "none" => return Ok(None),
+            "crc32c" | "crc32c-intel" => VerifyMethod::Crc32c,
+            "md5" => VerifyMethod::Md5,
+            "sha256" => VerifyMethod::Sha256,
+            "pattern" => VerifyMethod::Pattern,
+            "meta" => VerifyMethod::Meta,
+            other => {
+                return Err(format!(
+                    "verify={other} is not one sinkrate has (it verifies with crc32c, crc32c-intel, md5, sha256, pattern, meta or null)"
+                ))
+            }
+        }))
+    }
+
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            VerifyMethod::Crc32c => "crc32c",
+            VerifyMethod::Md5 => "md5",
+            VerifyMethod::Sha256 => "sha256",
+            VerifyMethod::Pattern => "pattern",
+            VerifyMethod::Meta => "meta",
+        }
+    }
+}
 
 /// The outcome of applying one option.
 #[derive(Debug, PartialEq)]
@@ -1136,6 +1197,20 @@ impl JobOptions {
                 self.buffer_pattern =
                     Some(parse_buffer_pattern(need(key, value)?).map_err(|e| bad(key, e))?)
             }
+            "verify" => {
+                self.verify = VerifyMethod::parse(need(key, value)?).map_err(|e| bad(key, e))?
+            }
+            "do_verify" => self.do_verify = flag(key, value)?,
+            "verify_backlog" => {
+                self.verify_backlog = parse_int(need(key, value)?).map_err(|e| bad(key, e))?
+            }
+            "verify_fatal" => self.verify_fatal = flag(key, value)?,
+            "verify_pattern" => {
+                self.verify_pattern =
+                    Some(parse_buffer_pattern(need(key, value)?).map_err(|e| bad(key, e))?);
+                // As in fio: a pattern alone asks for the pattern to be verified.
+                self.verify.get_or_insert(VerifyMethod::Pattern);
+            }
             "write_bw_log" => self.write_bw_log = log_request(key, value, &self.name)?,
             "write_lat_log" => self.write_lat_log = log_request(key, value, &self.name)?,
             "write_iops_log" => self.write_iops_log = log_request(key, value, &self.name)?,
@@ -1351,7 +1426,7 @@ mod tests {
             Err(ApplyError::Unsupported)
         );
         assert_eq!(
-            apply(&mut o, "verify", Some("crc32c")),
+            apply(&mut o, "verify_async", Some("2")),
             Err(ApplyError::Unsupported)
         );
         assert!(matches!(

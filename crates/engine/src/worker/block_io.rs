@@ -58,6 +58,7 @@ pub(super) fn run_block_io(
         o,
         clock: setup.clock,
         contents: Contents::from_options(o),
+        verify: crate::verify::VerifyState::from_options(o),
         bs: [
             BlockSizes::for_direction(o, 0),
             BlockSizes::for_direction(o, 1),
@@ -139,6 +140,11 @@ pub(super) fn run_block_io(
                 break;
             }
             lp.sync.record(lp.clock.now_ns() - t0);
+        }
+    }
+    if lp.error.is_none() {
+        if let Err(e) = lp.verify_at_end() {
+            lp.error = Some(e);
         }
     }
     let end = lp.clock.now_ns();

@@ -34,6 +34,7 @@ pub(super) struct Loop<'a> {
     pub(super) clock: Clock,
     pub(super) rng: Rng,
     pub(super) contents: Contents,
+    pub(super) verify: Option<crate::verify::VerifyState>,
     pub(super) bs: [BlockSizes; 2],
     pub(super) files: Vec<OpenFile>,
     pub(super) next_file: usize,
@@ -287,6 +288,76 @@ impl Loop<'_> {
         Ok(())
     }
 
+    /// Reads `blocks` back and checks them (fio's verify), counting the reads as the job's
+    /// reads. The first bad block ends the job with EILSEQ, as in fio (whose verify_fatal
+    /// only matters with continue_on_error, which sinkrate does not take).
+    pub(super) fn verify_blocks(
+        &mut self,
+        blocks: Vec<((usize, u64), crate::verify::Written)>,
+        buf: &mut AlignedBuf,
+    ) -> Result<(), LoopError> {
+        for ((file, offset), w) in blocks {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let len = w.len as usize;
+            let fd = self.files[file].fd;
+            let t0 = self.clock.now_ns();
+            // SAFETY: buf holds at least the largest block size, len of which is read into it.
+            let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), len, offset as libc::off_t) };
+            let result = if n < 0 {
+                -(std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO) as i64)
+            } else {
+                n as i64
+            };
+            let p = Planned {
+                write: false,
+                file,
+                offset,
+                len,
+            };
+            self.complete(&p, result, t0, t0, self.clock.now_ns())?;
+            let Some(v) = self.verify.as_ref() else {
+                return Ok(());
+            };
+            let data = &buf.as_slice()[..result as usize];
+            if let Some(why) = v.check(data, offset, w) {
+                return Err((
+                    libc::EILSEQ,
+                    format!(
+                        "verify={}: bad block at offset {offset} of {} (length {len}): {why}",
+                        self.o.verify.map_or("", |m| m.fio_name()),
+                        self.files[file].plan.path.display(),
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// fio's verify phase after the writing: every block still unchecked.
+    pub(super) fn verify_at_end(&mut self) -> Result<(), LoopError> {
+        let Some(v) = self.verify.as_mut() else {
+            return Ok(());
+        };
+        let blocks = if v.backlog > 0 {
+            v.backlog_rest()
+        } else if v.at_end {
+            v.all()
+        } else {
+            Vec::new()
+        };
+        if blocks.is_empty() {
+            return Ok(());
+        }
+        self.progress.set_phase(Phase::Verifying);
+        let max_bs = self.bs[0].max().max(self.bs[1].max()) as usize;
+        let mut buf = AlignedBuf::new(max_bs);
+        self.verify_blocks(blocks, &mut buf)
+    }
+
     pub(super) fn run_sync(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
         let max_bs = self.bs[0].max().max(self.bs[1].max()) as usize;
         let mut buf = AlignedBuf::new(max_bs);
@@ -307,6 +378,9 @@ impl Loop<'_> {
             if p.write {
                 self.contents
                     .before_write(buf.as_mut_slice(), p.len, p.offset, &mut self.rng);
+                if let Some(v) = &mut self.verify {
+                    v.stamp(&mut buf.as_mut_slice()[..p.len], p.file, p.offset);
+                }
             }
             let req = IoRequest {
                 fd: self.files[p.file].fd,
@@ -340,6 +414,17 @@ impl Loop<'_> {
             }
             self.complete(&p, result, t0, t0, now)?;
             self.count_write_for_sync(&p);
+            if p.write {
+                let due = self
+                    .verify
+                    .as_mut()
+                    .map(|v| v.backlog_due())
+                    .unwrap_or_default();
+                if !due.is_empty() {
+                    self.verify_blocks(due, &mut buf)?;
+                    now = self.clock.now_ns();
+                }
+            }
             self.think();
         }
         Ok(())
@@ -412,6 +497,9 @@ impl Loop<'_> {
                         p.offset,
                         &mut self.rng,
                     );
+                    if let Some(v) = &mut self.verify {
+                        v.stamp(&mut bufs[slot].as_mut_slice()[..p.len], p.file, p.offset);
+                    }
                 }
                 let req = IoRequest {
                     fd: self.files[p.file].fd,

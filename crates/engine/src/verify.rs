@@ -1,0 +1,270 @@
+//! fio's `verify=` for bench jobs that write: every block written carries a header (its
+//! offset, its write's sequence number, the checksum of the rest of the block by the job's
+//! method) or, with `verify=pattern`, only the pattern; the blocks are read back and checked
+//! after the writing (`do_verify`) or every `verify_backlog` blocks. The last write to each
+//! place is the one checked; a block that an overlapping later write cut is dropped.
+
+use std::collections::BTreeMap;
+
+use md5::Digest as _;
+use sinkrate_jobspec::options::VerifyMethod;
+use sinkrate_jobspec::JobOptions;
+
+const HEADER: usize = sinkrate_jobspec::VERIFY_HEADER_BYTES as usize;
+const MAGIC: &[u8; 4] = b"SRvf";
+
+/// One block as it was last written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub len: u32,
+    pub seq: u64,
+}
+
+pub struct VerifyState {
+    method: VerifyMethod,
+    pattern: Vec<u8>,
+    /// (file, offset) -> the last write there.
+    blocks: BTreeMap<(usize, u64), Written>,
+    /// Blocks written since the last backlog check, in order.
+    recent: Vec<(usize, u64)>,
+    seq: u64,
+    pub backlog: u64,
+    pub at_end: bool,
+}
+
+impl VerifyState {
+    pub fn from_options(o: &JobOptions) -> Option<VerifyState> {
+        let method = o.verify?;
+        Some(VerifyState {
+            method,
+            pattern: o.verify_pattern.clone().unwrap_or_default(),
+            blocks: BTreeMap::new(),
+            recent: Vec::new(),
+            seq: 0,
+            backlog: o.verify_backlog,
+            at_end: o.do_verify,
+        })
+    }
+
+    /// Fills in the block about to be written at (file, offset) and remembers it.
+    pub fn stamp(&mut self, block: &mut [u8], file: usize, offset: u64) {
+        self.seq += 1;
+        let len = block.len();
+        if self.method == VerifyMethod::Pattern {
+            fill_pattern(block, &self.pattern);
+        } else {
+            let sum = checksum(self.method, &block[HEADER..]);
+            let h = &mut block[..HEADER];
+            h.fill(0);
+            h[..4].copy_from_slice(MAGIC);
+            h[4] = method_id(self.method);
+            h[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+            h[16..24].copy_from_slice(&offset.to_le_bytes());
+            h[24..32].copy_from_slice(&self.seq.to_le_bytes());
+            h[32..32 + sum.len()].copy_from_slice(&sum);
+            let crc = crc32c::crc32c(&h[..]);
+            h[12..16].copy_from_slice(&crc.to_le_bytes());
+        }
+        self.remember(file, offset, len as u32);
+    }
+
+    fn remember(&mut self, file: usize, offset: u64, len: u32) {
+        let end = offset + u64::from(len);
+        // A later write that overlaps an earlier one leaves neither block whole but itself.
+        let before = self
+            .blocks
+            .range(..(file, offset))
+            .next_back()
+            .filter(|((f, o), w)| *f == file && o + u64::from(w.len) > offset)
+            .map(|(k, _)| *k);
+        let inside: Vec<(usize, u64)> = self
+            .blocks
+            .range((file, offset)..(file, end))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in before.into_iter().chain(inside) {
+            self.blocks.remove(&k);
+        }
+        self.blocks
+            .insert((file, offset), Written { len, seq: self.seq });
+        if self.backlog > 0 {
+            self.recent.push((file, offset));
+        }
+    }
+
+    /// The blocks a backlog check reads now (every `verify_backlog` writes), or none.
+    pub fn backlog_due(&mut self) -> Vec<((usize, u64), Written)> {
+        if self.backlog == 0 || (self.recent.len() as u64) < self.backlog {
+            return Vec::new();
+        }
+        let recent = std::mem::take(&mut self.recent);
+        recent
+            .into_iter()
+            .filter_map(|k| self.blocks.get(&k).map(|w| (k, *w)))
+            .collect()
+    }
+
+    /// The blocks written since the last backlog check (checked at the end).
+    pub fn backlog_rest(&mut self) -> Vec<((usize, u64), Written)> {
+        let recent = std::mem::take(&mut self.recent);
+        recent
+            .into_iter()
+            .filter_map(|k| self.blocks.get(&k).map(|w| (k, *w)))
+            .collect()
+    }
+
+    /// Every block, in file and offset order, for the check after the writing.
+    pub fn all(&self) -> Vec<((usize, u64), Written)> {
+        self.blocks.iter().map(|(k, w)| (*k, *w)).collect()
+    }
+
+    /// What is wrong with `data`, read back from `offset`, against what was written there.
+    pub fn check(&self, data: &[u8], offset: u64, w: Written) -> Option<String> {
+        if data.len() < w.len as usize {
+            return Some(format!("short read: {} of {} bytes", data.len(), w.len));
+        }
+        let data = &data[..w.len as usize];
+        if self.method == VerifyMethod::Pattern {
+            return pattern_mismatch(data, &self.pattern)
+                .map(|at| format!("pattern mismatch at byte {at} of the block"));
+        }
+        let h = &data[..HEADER];
+        if &h[..4] != MAGIC {
+            return Some(format!(
+                "bad magic header {:02x?}, wanted {MAGIC:02x?}",
+                &h[..4]
+            ));
+        }
+        let mut copy = [0u8; HEADER];
+        copy.copy_from_slice(h);
+        copy[12..16].fill(0);
+        if crc32c::crc32c(&copy) != le32(h, 12) {
+            return Some("the block's header does not match its own checksum".into());
+        }
+        let (at, seq) = (le64(h, 16), le64(h, 24));
+        if at != offset {
+            return Some(format!(
+                "the block written for offset {at} is here (a misdirected or wrapped write)"
+            ));
+        }
+        if seq != w.seq {
+            return Some(format!(
+                "stale block: write #{seq} is here, write #{} was the last to this place",
+                w.seq
+            ));
+        }
+        if h[4] != method_id(self.method) || le32(h, 8) != w.len {
+            return Some("the header names another method or length".into());
+        }
+        let sum = checksum(self.method, &data[HEADER..]);
+        (h[32..32 + sum.len()] != sum[..])
+            .then(|| format!("{} mismatch in the block's data", self.method.fio_name()))
+    }
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+fn method_id(m: VerifyMethod) -> u8 {
+    match m {
+        VerifyMethod::Crc32c => 1,
+        VerifyMethod::Md5 => 2,
+        VerifyMethod::Sha256 => 3,
+        VerifyMethod::Pattern => 4,
+        VerifyMethod::Meta => 5,
+    }
+}
+
+fn checksum(m: VerifyMethod, data: &[u8]) -> Vec<u8> {
+    match m {
+        VerifyMethod::Crc32c => crc32c::crc32c(data).to_le_bytes().to_vec(),
+        VerifyMethod::Md5 => md5::Md5::digest(data).to_vec(),
+        VerifyMethod::Sha256 => sha2::Sha256::digest(data).to_vec(),
+        VerifyMethod::Pattern | VerifyMethod::Meta => Vec::new(),
+    }
+}
+
+fn fill_pattern(block: &mut [u8], pattern: &[u8]) {
+    for (i, b) in block.iter_mut().enumerate() {
+        *b = pattern[i % pattern.len()];
+    }
+}
+
+fn pattern_mismatch(data: &[u8], pattern: &[u8]) -> Option<usize> {
+    data.iter()
+        .enumerate()
+        .position(|(i, b)| *b != pattern[i % pattern.len()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(method: VerifyMethod) -> VerifyState {
+        let o = JobOptions {
+            verify: Some(method),
+            verify_pattern: Some(vec![0xde, 0xad]),
+            ..JobOptions::default()
+        };
+        VerifyState::from_options(&o).expect("verify set")
+    }
+
+    #[test]
+    fn every_method_passes_its_own_block_and_catches_a_flipped_bit() {
+        for m in [
+            VerifyMethod::Crc32c,
+            VerifyMethod::Md5,
+            VerifyMethod::Sha256,
+            VerifyMethod::Pattern,
+            VerifyMethod::Meta,
+        ] {
+            let mut v = state(m);
+            let mut block: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
+            v.stamp(&mut block, 0, 8192);
+            let w = v.all()[0].1;
+            assert_eq!(v.check(&block, 8192, w), None, "{m:?}");
+            block[100] ^= 1;
+            let caught = v.check(&block, 8192, w).is_some();
+            assert_eq!(
+                caught,
+                m != VerifyMethod::Meta,
+                "{m:?}: meta checks the header only"
+            );
+        }
+    }
+
+    #[test]
+    fn a_block_elsewhere_or_older_is_named() {
+        let mut v = state(VerifyMethod::Crc32c);
+        let mut first = vec![1u8; 4096];
+        v.stamp(&mut first, 0, 0);
+        let mut second = vec![2u8; 4096];
+        v.stamp(&mut second, 0, 4096);
+        let all = v.all();
+        let why = v.check(&second, 0, all[0].1).expect("misplaced");
+        assert!(why.contains("offset 4096"), "{why}");
+        let mut again = vec![3u8; 4096];
+        v.stamp(&mut again, 0, 0);
+        let latest = v.all()[0].1;
+        let why = v.check(&first, 0, latest).expect("stale");
+        assert!(why.starts_with("stale block"), "{why}");
+    }
+
+    #[test]
+    fn an_overlapping_write_replaces_what_it_cuts() {
+        let mut v = state(VerifyMethod::Crc32c);
+        let mut b = vec![0u8; 8192];
+        v.stamp(&mut b, 0, 0);
+        let mut c = vec![0u8; 4096];
+        v.stamp(&mut c, 0, 4096);
+        let offsets: Vec<u64> = v.all().iter().map(|((_, o), _)| *o).collect();
+        assert_eq!(offsets, vec![4096]);
+    }
+}

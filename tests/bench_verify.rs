@@ -1,0 +1,178 @@
+//! `sinkrate bench` with fio's verify options, side by side with fio on the same jobs: the
+//! bytes and I/Os each writes and reads back, the exit code and error of a job whose device
+//! returns the wrong blocks (an emulated card that wraps), and the refusals.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{fio_json, sinkrate_json, with_root, SlowDev};
+
+fn figures(v: &serde_json::Value) -> (i64, u64, u64, u64) {
+    let j = &v["jobs"][0];
+    (
+        j["error"].as_i64().expect("error"),
+        j["read"]["io_bytes"].as_u64().expect("read bytes"),
+        j["write"]["io_bytes"].as_u64().expect("write bytes"),
+        j["read"]["total_ios"].as_u64().expect("read ios"),
+    )
+}
+
+#[test]
+fn verify_reads_back_what_was_written_as_fio_does() {
+    let base = ["--name=v", "--bs=4k", "--size=8m"];
+    let cases: &[&[&str]] = &[
+        &["--rw=write", "--verify=crc32c"],
+        &["--rw=randwrite", "--verify=crc32c-intel"],
+        &["--rw=randwrite", "--verify=md5"],
+        &["--rw=write", "--verify=sha256", "--direct=1"],
+        &["--rw=randwrite", "--verify=meta"],
+        &["--rw=write", "--verify_pattern=0xdeadbeef"],
+        &["--rw=write", "--verify=pattern", "--verify_pattern=0x0f"],
+        &["--rw=randwrite", "--verify=crc32c", "--verify_backlog=16"],
+        &["--rw=write", "--verify=crc32c", "--do_verify=0"],
+        &[
+            "--rw=write",
+            "--verify=crc32c",
+            "--verify_fatal=1",
+            "--ioengine=io_uring",
+            "--iodepth=8",
+        ],
+        &[
+            "--rw=randwrite",
+            "--verify=crc32c",
+            "--bsrange=4k-64k",
+            "--norandommap",
+        ],
+    ];
+    for case in cases {
+        let args: Vec<&str> = base.iter().chain(case.iter()).copied().collect();
+        let fio_dir = tempfile::tempdir().expect("tempdir");
+        let ours_dir = tempfile::tempdir().expect("tempdir");
+        let fio = figures(&fio_json(fio_dir.path(), &args));
+        let ours = figures(&sinkrate_json(ours_dir.path(), &args));
+        // With overlapping random writes (norandommap, bsrange), fio and sinkrate read back
+        // the last write to each place; the amounts differ with the offsets drawn.
+        if case.contains(&"--norandommap") {
+            assert_eq!((ours.0, ours.2), (0, 8 << 20), "{case:?}: {ours:?}");
+            assert!(ours.1 > 0 && ours.1 <= 8 << 20, "{case:?}: {ours:?}");
+            assert_eq!(fio.0, 0, "{case:?}");
+        } else {
+            assert_eq!(ours, fio, "{case:?}: sinkrate {ours:?}, fio {fio:?}");
+        }
+    }
+}
+
+fn bench(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(common::sinkrate_path())
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("sinkrate bench runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate() {
+    with_root(
+        "a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate",
+        &["nbdkit", "nbdfuse", "losetup"],
+        || {
+            let card = SlowDev::new(&[
+                "--fs",
+                "none",
+                "--size",
+                "32M",
+                "--fake-capacity",
+                "64M",
+                "--rate",
+                "200MB",
+            ]);
+            let dev = std::fs::read_link(card.path()).expect("the card's device");
+            let filename = format!("--filename={}", dev.display());
+            let args = [
+                "--name=v",
+                &filename,
+                "--rw=write",
+                "--bs=64k",
+                "--size=64m",
+                "--verify=crc32c",
+                "--direct=1",
+                "--output-format=json",
+            ];
+            let fio = Command::new("fio").args(args).output().expect("fio runs");
+            let fio_out = String::from_utf8_lossy(&fio.stdout);
+            let fio_json: serde_json::Value =
+                serde_json::from_str(&fio_out[fio_out.find('{').expect("fio JSON")..])
+                    .expect("fio JSON");
+            let (code, out, err) = bench(&args);
+            let ours: serde_json::Value = serde_json::from_str(&out).expect("sinkrate JSON");
+            assert_eq!(fio.status.code(), Some(1));
+            assert_eq!(code, Some(1), "{err}");
+            // Both stop at the first bad block: error 84 (EILSEQ), one block read back.
+            assert_eq!(figures(&ours), figures(&fio_json), "{err}");
+            assert_eq!(figures(&ours), (84, 65536, 64 << 20, 1));
+            assert!(
+                err.contains("bad block at offset 0")
+                    && err.contains("written for offset 33554432"),
+                "{err}"
+            );
+            assert!(
+                !err.contains("tmpfs"),
+                "a device node is not its devtmpfs: {err}"
+            );
+        },
+    );
+}
+
+#[test]
+fn verify_refusals_name_what_would_be_accepted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = format!("--directory={}", dir.path().display());
+    for (args, says) in [
+        (
+            vec!["--rw=write", "--verify=sha1"],
+            "crc32c, crc32c-intel, md5, sha256, pattern, meta or null",
+        ),
+        (
+            vec!["--rw=write", "--verify=pattern"],
+            "verify=pattern needs verify_pattern=",
+        ),
+        (
+            vec!["--rw=write", "--bs=32", "--verify=md5"],
+            "bs must be 64 or more",
+        ),
+        (vec!["--rw=read", "--verify=crc32c"], "only reads"),
+        (vec!["--rw=randrw", "--verify=crc32c"], "only write"),
+        (
+            vec!["--rw=write", "--verify=crc32c", "--ioengine=null"],
+            "ioengine=null",
+        ),
+        (
+            vec![
+                "--rw=write",
+                "--verify=crc32c",
+                "--verify_backlog=8",
+                "--ioengine=io_uring",
+                "--iodepth=4",
+            ],
+            "iodepth=1",
+        ),
+    ] {
+        let all: Vec<&str> = ["--name=v", "--size=1m", d.as_str()]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        let (code, _, err) = bench(&all);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(common::files_in(dir.path()).is_empty());
+    assert!(Path::new(&dir.path()).exists());
+}
