@@ -90,6 +90,7 @@ fn run() -> Result<ExitCode> {
         // usage block.
         Err(e) => return Err(anyhow::anyhow!(cli::one_line_error(&e.to_string()))),
     };
+    sweep_left_over();
     match cli.command {
         Command::Bench(mut args) => {
             args.job_options = job_options;
@@ -110,8 +111,36 @@ fn run() -> Result<ExitCode> {
     }
 }
 
+/// Files a killed run made and could not remove go now, with a word about each run.
+fn sweep_left_over() {
+    for left in sinkrate_sys::owned::sweep_left_over() {
+        if !left.removed.is_empty() {
+            let names: Vec<String> = left
+                .removed
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            eprintln!(
+                "sinkrate: note: removed {} file(s) left by an interrupted sinkrate run (pid {}): {}",
+                names.len(),
+                left.pid,
+                names.join(", ")
+            );
+        }
+        for (path, why) in &left.kept {
+            eprintln!(
+                "sinkrate: note: an interrupted sinkrate run (pid {}) left {}, which cannot be removed ({why}); remove it by hand",
+                left.pid,
+                path.display()
+            );
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    match run() {
+    let code = run();
+    sinkrate_sys::owned::finish();
+    match code {
         Ok(code) => code,
         Err(e) => {
             let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();

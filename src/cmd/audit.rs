@@ -110,7 +110,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         .export(&report)?,
     };
     match &args.output {
-        Some(p) => sinkrate_sys::output::write(p, &body)
+        Some(p) => sinkrate_sys::output::result(p, &body)
             .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
         None => crate::write_stdout(&body)?,
     }

@@ -1,7 +1,7 @@
 //! `sinkrate bench`: fio job files and options in, fio-compatible results out, with the
 //! honesty warnings fio does not give.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -189,9 +189,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     }
     match &args.output {
         Some(path) => {
-            let mut f = sinkrate_sys::output::create(path)
-                .with_context(|| format!("{}: cannot write the results", path.display()))?;
-            f.write_all(&out)
+            sinkrate_sys::output::result(path, &out)
                 .with_context(|| format!("{}: cannot write the results", path.display()))?;
         }
         None => crate::write_stdout(&out)?,

@@ -119,7 +119,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     };
     run.result.report_file = Some(report.display().to_string());
     let json = Json.export(&run)?;
-    sinkrate_sys::output::write(&report, &json)
+    sinkrate_sys::output::result(&report, &json)
         .with_context(|| format!("writing the report {}", report.display()))?;
     let body = match args.output_format {
         OutputFormat::Json => json,

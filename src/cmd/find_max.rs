@@ -92,7 +92,7 @@ pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCo
         OutputFormat::Text => text(&report).into_bytes(),
     };
     match &args.output {
-        Some(p) => sinkrate_sys::output::write(p, &body)
+        Some(p) => sinkrate_sys::output::result(p, &body)
             .map_err(|e| anyhow!("{}: cannot write: {e}", p.display()))?,
         None => crate::write_stdout(&body)?,
     }

@@ -114,7 +114,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         eprintln!("sinkrate: note: {n}");
     }
     if let Some(path) = &args.frames_log {
-        sinkrate_sys::output::write(path, &FramesCsv.export(&run)?)
+        sinkrate_sys::output::result(path, &FramesCsv.export(&run)?)
             .with_context(|| format!("--frames-log {}: cannot write", path.display()))?;
     }
     let body = match args.output_format {
@@ -122,7 +122,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         OutputFormat::Text => RecordText.export(&run)?,
     };
     match &args.output {
-        Some(p) => sinkrate_sys::output::write(p, &body)
+        Some(p) => sinkrate_sys::output::result(p, &body)
             .with_context(|| format!("{}: cannot write the results", p.display()))?,
         None => crate::write_stdout(&body)?,
     }

@@ -154,9 +154,9 @@ pub fn run(args: SuiteArgs) -> Result<ExitCode> {
     let markdown = SuiteMarkdown.export(&run)?;
     if let Some(dir) = &cfg.runs_dir {
         let base = dir.join(suite.id());
-        sinkrate_sys::output::write(&base.with_extension("json"), &json)
+        sinkrate_sys::output::result(&base.with_extension("json"), &json)
             .with_context(|| format!("writing {}", base.with_extension("json").display()))?;
-        sinkrate_sys::output::write(&base.with_extension("md"), &markdown)
+        sinkrate_sys::output::result(&base.with_extension("md"), &markdown)
             .with_context(|| format!("writing {}", base.with_extension("md").display()))?;
         let html = base.with_extension("html");
         super::report::write_for_run(

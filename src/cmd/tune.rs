@@ -417,7 +417,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         .map(|what| sinkrate_model::RunError { what, at_s: None });
     let json = Json.export(&run)?;
     if let Some(p) = &args.output {
-        sinkrate_sys::output::write(p, &json)?;
+        sinkrate_sys::output::result(p, &json)?;
     }
     let body = match args.output_format {
         OutputFormat::Json => json,

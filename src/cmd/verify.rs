@@ -170,7 +170,7 @@ fn emit<T: serde::Serialize + Clone>(
         OutputFormat::Text => text(report)?,
     };
     match &args.output {
-        Some(p) => sinkrate_sys::output::write(p, &body)
+        Some(p) => sinkrate_sys::output::result(p, &body)
             .map_err(|e| anyhow!("--output {}: {e}", p.display())),
         None => crate::write_stdout(&body),
     }

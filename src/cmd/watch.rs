@@ -221,7 +221,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         OutputFormat::Text => WatchText.export(&run.result)?,
     };
     match &args.output {
-        Some(p) => sinkrate_sys::output::write(p, &body)
+        Some(p) => sinkrate_sys::output::result(p, &body)
             .with_context(|| format!("{}: cannot write the results", p.display()))?,
         None => crate::write_stdout(&body)?,
     }

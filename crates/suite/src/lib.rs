@@ -287,7 +287,7 @@ impl Ctx<'_> {
             slug.trim_matches('-'),
             run + 1
         ));
-        sinkrate_sys::output::write(&path, &json)
+        sinkrate_sys::output::result(&path, &json)
             .map_err(|e| SuiteError::Failed(format!("{}: {e}", path.display())))?;
         self.run_files.push(path.display().to_string());
         Ok(())

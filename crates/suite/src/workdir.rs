@@ -16,10 +16,17 @@ impl WorkDir {
                 ".sinkrate-suite-{suite}-{}-{n}",
                 std::process::id()
             ));
+            sinkrate_sys::owned::track_dir(&path);
             match std::fs::create_dir(&path) {
                 Ok(()) => return Ok(WorkDir { path }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    // Not made here: not this run's to remove.
+                    sinkrate_sys::owned::forget_dir(&path);
+                    if e.kind() != std::io::ErrorKind::AlreadyExists || n >= 100 {
+                        return Err(e);
+                    }
+                    n += 1;
+                }
             }
         }
     }
@@ -52,6 +59,8 @@ impl WorkDir {
 
 impl Drop for WorkDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        if std::fs::remove_dir_all(&self.path).is_ok() {
+            sinkrate_sys::owned::forget_dir(&self.path);
+        }
     }
 }

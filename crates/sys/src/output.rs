@@ -88,16 +88,35 @@ pub fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let tmp: PathBuf = {
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(format!(".{}.tmp", std::process::id()));
-        path.with_file_name(name)
-    };
+    let tmp = temporary_beside(path);
     let written = write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() && std::fs::symlink_metadata(&tmp).is_ok_and(|m| m.is_file()) {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// Writes a result: replaced atomically (see [`replace`]) when `path` is absent or a regular
+/// file, so a run killed while writing leaves the old file or the whole new one, never half
+/// of it; through a symbolic link, written in place (a rename would replace the link). The
+/// temporary file is in the registry of files this process made, so the next run removes it
+/// if this one is killed between writing and renaming.
+pub fn result(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        check(path)?;
+        return write(path, bytes);
+    }
+    let tmp = temporary_beside(path);
+    crate::owned::track(&tmp);
+    let written = replace(path, bytes);
+    crate::owned::forget(&tmp);
+    written
+}
+
+fn temporary_beside(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.tmp", std::process::id()));
+    path.with_file_name(name)
 }
 
 #[cfg(test)]

@@ -1,0 +1,155 @@
+//! sinkrate killed with SIGKILL (no chance to clean up): its result file is absent, never
+//! half written, and the next sinkrate run (any command) removes the files and work
+//! directories the killed run made, says so, and leaves the user's own files alone.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::sinkrate_path;
+
+/// Runs `args`, kills it with SIGKILL once `ready` holds (and `after` has passed), and
+/// returns its pid.
+fn killed(args: &[&str], after: Duration, ready: impl Fn() -> bool) -> u32 {
+    let mut child = Command::new(sinkrate_path())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sinkrate starts");
+    std::thread::sleep(after);
+    let started = std::time::Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{args:?} never got going"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    child.id()
+}
+
+/// The next run's note about `pid`'s leftovers (any command sweeps; this one does nothing
+/// else).
+fn next_run_says() -> String {
+    let out = Command::new(sinkrate_path())
+        .args(["emulate", "list"])
+        .output()
+        .expect("sinkrate runs");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("readable")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn what_a_killed_run_made_is_removed_by_the_next_and_its_json_is_absent() {
+    // One test: the sweep of one run would take the others' leftovers.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("users-own.bin"), b"keep me").expect("setup");
+    let out = d.join("out");
+    std::fs::create_dir(&out).expect("setup");
+
+    // bench: its job file, paced so it is still writing when killed.
+    let json = out.join("bench.json");
+    let pid = killed(
+        &[
+            "bench",
+            "--eta=never",
+            "--name=k",
+            &format!("--directory={}", d.display()),
+            "--rw=write",
+            "--bs=64k",
+            "--size=64m",
+            "--rate=8m",
+            "--output-format=json",
+            &format!("--output={}", json.display()),
+        ],
+        Duration::from_millis(1000),
+        || names(d).iter().any(|n| n.starts_with("k.")),
+    );
+    assert!(!json.exists(), "no half-written result");
+    let said = next_run_says();
+    assert!(
+        said.contains(&format!("left by an interrupted sinkrate run (pid {pid})")),
+        "{said}"
+    );
+    assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
+
+    // record: its stream files.
+    let pid = killed(
+        &[
+            "record",
+            "--dir",
+            d.to_str().expect("utf8"),
+            "--streams",
+            "2",
+            "--fps",
+            "30",
+            "--bitrate",
+            "8M",
+            "--duration",
+            "30s",
+            "--live",
+            "never",
+            "--output",
+            out.join("record.json").to_str().expect("utf8"),
+        ],
+        Duration::from_millis(1000),
+        || {
+            names(d)
+                .iter()
+                .filter(|n| n.starts_with("sinkrate-record-"))
+                .count()
+                == 2
+        },
+    );
+    let said = next_run_says();
+    assert!(
+        said.contains(&format!("(pid {pid})")) && said.contains("removed 2 file(s)"),
+        "{said}"
+    );
+    assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
+
+    // suite: its work directory, with whatever its writers had in it.
+    let pid = killed(
+        &[
+            "suite",
+            "capture-buffers",
+            d.to_str().expect("utf8"),
+            "--quick",
+            "--progress",
+            "never",
+        ],
+        Duration::from_millis(500),
+        || names(d).iter().any(|n| n.starts_with(".sinkrate-suite-")),
+    );
+    let said = next_run_says();
+    assert!(
+        said.contains(&format!("(pid {pid})")) && said.contains(".sinkrate-suite-"),
+        "{said}"
+    );
+    assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
+    assert_eq!(
+        std::fs::read(d.join("users-own.bin")).expect("kept"),
+        b"keep me"
+    );
+    assert!(
+        names(&out).is_empty(),
+        "no result file of a killed run: {:?}",
+        names(&out)
+    );
+    assert!(next_run_says().is_empty(), "nothing left to say once swept");
+}
