@@ -1,8 +1,11 @@
-//! Faults in the middle of a run, on emulated cards: the card filling up (another program
-//! takes the free space while the run writes), and the device vanishing (its nbdkit
-//! killed). Each run ends with one line naming the fault, valid JSON with `error` set and
-//! the verdict `failed`, its own files removed where the device still answers, and a
-//! non-zero exit.
+//! Faults in the middle of a run, on emulated cards, for every command that writes: the card
+//! filling up (another program takes the free space while the run writes), EIO at random
+//! (nbdkit's error filter) and at a fixed offset (bad sectors in sinkrate's device model,
+//! side by side with fio), the device vanishing (its nbdkit killed), and for watch its
+//! output's filesystem filling and its command killed. Each run ends with one line naming
+//! the fault, valid JSON with `error` set (and the verdict `failed` where there is one), the
+//! figures up to the fault, its own files removed where the device still answers (named
+//! where it does not), and a non-zero exit.
 
 mod common;
 
@@ -188,5 +191,454 @@ fn verify_the_device_vanishes() {
             "{v}"
         );
         drop(card);
+    });
+}
+
+/// The card's raw device (`--fs none`), as bench and verify name it.
+fn raw_device(card: &SlowDev) -> String {
+    std::fs::read_link(card.path())
+        .expect("the card's device link")
+        .display()
+        .to_string()
+}
+
+/// The I/O fault a run's JSON names: EIO, or the read-only filesystem ext4 turns itself into
+/// when a metadata write fails.
+fn io_fault(v: &serde_json::Value) -> &'static str {
+    let what = v["error"]["what"].as_str().unwrap_or_default();
+    ["Input/output error", "Read-only file system"]
+        .into_iter()
+        .find(|f| what.contains(f))
+        .unwrap_or_else(|| panic!("the fault is named: {}", v["error"]))
+}
+
+fn run(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    finish(start(args))
+}
+
+fn bench_job(v: &serde_json::Value) -> (i64, u64) {
+    let j = &v["jobs"][0];
+    (
+        j["error"].as_i64().expect("error"),
+        j["write"]["io_bytes"].as_u64().expect("bytes"),
+    )
+}
+
+#[test]
+fn bench_eio_at_a_fixed_offset_as_fio_reports_it() {
+    serial("bench_eio_at_a_fixed_offset_as_fio_reports_it", || {
+        let card = SlowDev::new(&[
+            "--fs",
+            "none",
+            "--size",
+            "64M",
+            "--write-rate",
+            "200M",
+            "--bad-sectors",
+            "8M+64K",
+        ]);
+        let dev = raw_device(&card);
+        let job = [
+            "--name=b".to_string(),
+            format!("--filename={dev}"),
+            "--rw=write".into(),
+            "--bs=64k".into(),
+            "--size=32m".into(),
+            "--direct=1".into(),
+            "--output-format=json".into(),
+        ];
+        let job: Vec<&str> = job.iter().map(String::as_str).collect();
+        let fio = Command::new("fio").args(&job).output().expect("fio runs");
+        let text = String::from_utf8_lossy(&fio.stdout);
+        let fio_v: serde_json::Value =
+            serde_json::from_str(&text[text.find('{').expect("fio JSON")..]).expect("fio JSON");
+        let (code, v, stderr) = run(&[&["bench", "--eta=never"][..], &job].concat());
+        assert_eq!(code, fio.status.code(), "{stderr}");
+        assert_eq!(
+            bench_job(&v),
+            bench_job(&fio_v),
+            "sinkrate and fio: EIO after 8 MiB"
+        );
+        assert_eq!(bench_job(&v), (5, 8 << 20));
+        one_fault_line(&stderr, "at offset 8388608");
+    });
+}
+
+#[test]
+fn bench_and_record_eio_at_random() {
+    serial("bench_and_record_eio_at_random", || {
+        let card = SlowDev::new(&[
+            "--write-rate",
+            "200M",
+            "--size",
+            "128M",
+            "--error-rate",
+            "0.05",
+            "--error-on",
+            "writes",
+        ]);
+        let dir = card.path().to_str().expect("utf8").to_string();
+        let (code, v, stderr) = run(&[
+            "bench",
+            "--eta=never",
+            "--output-format=json",
+            "--name=e",
+            &format!("--directory={dir}"),
+            "--rw=write",
+            "--bs=64k",
+            "--direct=1",
+            "--size=32m",
+        ]);
+        assert_eq!(code, Some(1), "{stderr}");
+        let (err, bytes) = bench_job(&v);
+        // EIO, or EROFS when a failed metadata write turned ext4 read-only first.
+        assert!(err == 5 || err == 30, "{v}");
+        assert!(bytes < 32 << 20, "figures up to the fault: {bytes}");
+        one_fault_line(
+            &stderr,
+            if err == 5 {
+                "Input/output error"
+            } else {
+                "Read-only"
+            },
+        );
+        let (code, v, stderr) = run(&[
+            "record",
+            "--dir",
+            &dir,
+            "--streams",
+            "1",
+            "--fps",
+            "30",
+            "--frame-size",
+            "64k",
+            "--duration",
+            "5s",
+            "--write-mode",
+            "direct",
+            "--live",
+            "never",
+            "--output-format",
+            "json",
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(v["verdict"], "failed", "{v}");
+        one_fault_line(&stderr, io_fault(&v));
+        // Removed, or (on a filesystem the fault turned read-only) named.
+        for name in common::files_in(card.path())
+            .into_iter()
+            .filter(|n| n != "lost+found")
+        {
+            assert!(
+                stderr.contains(&format!("{name} could not be removed")),
+                "{name} is left and not named: {stderr}"
+            );
+        }
+    });
+}
+
+#[test]
+fn record_eio_at_a_fixed_place_on_the_card() {
+    serial("record_eio_at_a_fixed_place_on_the_card", || {
+        // The middle half of the card is bad: the recording's data lands there.
+        let card = SlowDev::new(&[
+            "--write-rate",
+            "200M",
+            "--size",
+            "128M",
+            "--bad-sectors",
+            "32M+64M",
+        ]);
+        let dir = card.path().to_str().expect("utf8").to_string();
+        let (code, v, stderr) = run(&[
+            "record",
+            "--dir",
+            &dir,
+            "--streams",
+            "1",
+            "--fps",
+            "30",
+            "--frame-size",
+            "256K",
+            "--duration",
+            "5s",
+            "--write-mode",
+            "direct",
+            "--live",
+            "never",
+            "--output-format",
+            "json",
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(v["verdict"], "failed", "{v}");
+        assert!(
+            v["streams"][0]["frames_written"].as_u64().is_some(),
+            "figures up to the fault"
+        );
+        one_fault_line(&stderr, "Input/output error");
+    });
+}
+
+#[test]
+fn verify_eio_at_a_fixed_offset_and_at_random() {
+    serial("verify_eio_at_a_fixed_offset_and_at_random", || {
+        let card = SlowDev::new(&[
+            "--fs",
+            "none",
+            "--size",
+            "64M",
+            "--write-rate",
+            "200M",
+            "--bad-sectors",
+            "8M+64K",
+        ]);
+        let (code, v, stderr) = run(&[
+            "verify",
+            &raw_device(&card),
+            "--size",
+            "32M",
+            "--output-format",
+            "json",
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(v["verdict"], "failed", "{v}");
+        assert!(
+            v["error"]["what"]
+                .as_str()
+                .is_some_and(|w| w.contains("Input/output error")),
+            "{v}"
+        );
+        one_fault_line(&stderr, "Input/output error");
+        drop(card);
+        let card = SlowDev::new(&[
+            "--write-rate",
+            "200M",
+            "--size",
+            "128M",
+            "--error-rate",
+            "0.2",
+            "--error-on",
+            "reads",
+        ]);
+        let dir = card.path().to_str().expect("utf8").to_string();
+        let (code, v, stderr) = run(&["verify", &dir, "--size", "32M", "--output-format", "json"]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(v["verdict"], "failed", "{v}");
+        one_fault_line(&stderr, "Input/output error");
+        let left: Vec<String> = common::files_in(card.path())
+            .into_iter()
+            .filter(|n| n != "lost+found")
+            .collect();
+        assert!(left.is_empty(), "verify removed its file: {left:?}");
+    });
+}
+
+#[test]
+fn bench_and_record_the_device_vanishes() {
+    serial("bench_and_record_the_device_vanishes", || {
+        for command in ["bench", "record"] {
+            let card = SlowDev::new(&["--write-rate", "20M", "--size", "256M"]);
+            let dir = card.path().to_str().expect("utf8").to_string();
+            let directory = format!("--directory={dir}");
+            let args: Vec<&str> = if command == "bench" {
+                vec![
+                    "bench",
+                    "--eta=never",
+                    "--output-format=json",
+                    "--name=v",
+                    &directory,
+                    "--rw=write",
+                    "--bs=64k",
+                    "--direct=1",
+                    "--size=128m",
+                ]
+            } else {
+                vec![
+                    "record",
+                    "--dir",
+                    &dir,
+                    "--streams",
+                    "1",
+                    "--fps",
+                    "30",
+                    "--frame-size",
+                    "256k",
+                    "--duration",
+                    "10s",
+                    "--write-mode",
+                    "direct",
+                    "--live",
+                    "never",
+                    "--output-format",
+                    "json",
+                ]
+            };
+            let child = start(&args);
+            std::thread::sleep(Duration::from_secs(2));
+            // SAFETY: killing the nbdkit this test's card started.
+            unsafe { libc::kill(nbdkit_of(&card), libc::SIGKILL) };
+            let (code, v, stderr) = finish(child);
+            assert!(
+                code == Some(1) || code == Some(2),
+                "{command}: {code:?} {stderr}"
+            );
+            if command == "bench" {
+                assert_ne!(v["jobs"][0]["error"], 0, "{v}");
+            } else {
+                assert_eq!(v["verdict"], "failed", "{v}");
+            }
+            let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+            assert_eq!(errors.len(), 1, "{command}: one error line: {stderr}");
+            drop(card);
+        }
+    });
+}
+
+#[test]
+fn check_the_card_fails_or_fills() {
+    serial("check_the_card_fails_or_fills", || {
+        let card = SlowDev::new(&[
+            "--write-rate",
+            "50M",
+            "--size",
+            "256M",
+            "--error-rate",
+            "0.05",
+            "--error-on",
+            "writes",
+        ]);
+        let dir = card.path().to_str().expect("utf8").to_string();
+        let (code, v, stderr) = run(&[
+            "check",
+            &dir,
+            "--quick",
+            "--write-mode",
+            "direct",
+            "--output-format",
+            "json",
+            "--progress",
+            "never",
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(v["verdict"], "failed", "{v}");
+        one_fault_line(&stderr, io_fault(&v));
+        drop(card);
+        let card = SlowDev::new(&["--write-rate", "50M", "--size", "256M"]);
+        let dir = card.path().to_str().expect("utf8").to_string();
+        let child = start(&[
+            "check",
+            &dir,
+            "--quick",
+            "--output-format",
+            "json",
+            "--progress",
+            "never",
+        ]);
+        std::thread::sleep(Duration::from_secs(2));
+        fill(card.path());
+        let (code, v, stderr) = finish(child);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            v["error"]["what"]
+                .as_str()
+                .is_some_and(|w| w.contains("No space left")),
+            "{v}"
+        );
+        one_fault_line(&stderr, "No space left");
+        only_the_fillers_file_is_left(card.path());
+    });
+}
+
+#[test]
+fn tune_search_on_a_failing_card_fails_in_one_line() {
+    serial("tune_search_on_a_failing_card_fails_in_one_line", || {
+        let card = SlowDev::new(&[
+            "--write-rate",
+            "50M",
+            "--size",
+            "512M",
+            "--error-rate",
+            "0.05",
+            "--error-on",
+            "writes",
+        ]);
+        let dir = card.path().to_str().expect("utf8").to_string();
+        let (code, v, stderr) = run(&[
+            "tune",
+            "search",
+            &dir,
+            "--budget",
+            "2m",
+            "--runs",
+            "1",
+            "--progress",
+            "never",
+            "--output-format",
+            "json",
+            "--",
+            "--streams",
+            "1",
+            "--fps",
+            "30",
+            "--frame-size",
+            "128K",
+            "--write-mode",
+            "direct",
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        one_fault_line(&stderr, io_fault(&v));
+        assert!(
+            v["ranked"][0]["trials"][0]["error"].is_string(),
+            "the failed trial is named"
+        );
+    });
+}
+
+#[test]
+fn watch_its_output_fills_and_its_command_is_killed() {
+    serial("watch_its_output_fills_and_its_command_is_killed", || {
+        let d = tempfile::tempdir().expect("tempdir");
+        let small = d.path().join("small");
+        let _fs = common::MemoryFs::new(&small, "64k");
+        let csv = small.join("w.csv");
+        let (code, v, stderr) = run(&[
+            "watch",
+            "--interval",
+            "10ms",
+            "--duration",
+            "30s",
+            "--csv",
+            csv.to_str().expect("utf8"),
+            "--live",
+            "never",
+            "--output-format",
+            "json",
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            v["error"]["what"]
+                .as_str()
+                .is_some_and(|w| w.contains("No space left")),
+            "{v}"
+        );
+        assert!(
+            v["timeline"].as_array().is_some_and(|t| !t.is_empty()),
+            "figures up to the fault"
+        );
+        one_fault_line(&stderr, "No space left");
+        let (code, v, stderr) = run(&[
+            "watch",
+            "--live",
+            "never",
+            "--output-format",
+            "json",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.5; kill -9 $$",
+        ]);
+        assert_eq!(code, Some(137), "{stderr}");
+        assert_eq!(v["command_signal"], 9, "{v}");
+        one_fault_line(&stderr, "killed by signal 9");
     });
 }

@@ -856,6 +856,10 @@ pub struct EmulateUpArgs {
     /// --fake-capacity 8G)
     #[arg(long, value_name = "SIZE")]
     pub fake_capacity: Option<String>,
+    /// Device model: bad sectors, OFFSET+LENGTH (e.g. 8M+64K): every read or write touching
+    /// them fails with EIO once the device is ready (after mkfs and mount)
+    #[arg(long, value_name = "OFFSET+LENGTH")]
+    pub bad_sectors: Option<String>,
     /// What the counterfeit does with writes past what it holds: wrap (overwrite the start)
     /// or drop (lose them; reads give zeros)
     #[arg(long, value_name = "MODE", default_value = "wrap", value_parser = ["wrap", "drop"])]

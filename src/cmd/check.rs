@@ -132,5 +132,9 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, &report.display().to_string(), p)?;
     }
+    // The fault in one line where scripts look for it, whatever the output format.
+    if let Some(e) = &run.error {
+        eprintln!("sinkrate: error: {}", e.what);
+    }
     Ok(ExitCode::from(run.result.exit_code))
 }

@@ -174,6 +174,16 @@ fn device_model(args: &EmulateUpArgs, size: u64) -> Result<sinkrate_emulate::sta
             ));
         }
     }
+    if let Some(b) = &args.bad_sectors {
+        let bad = || anyhow!("--bad-sectors {b}: expected OFFSET+LENGTH (e.g. 8M+64K)");
+        let (at, n) = b.split_once('+').ok_or_else(bad)?;
+        let at = units::parse_size(at).map_err(|e| anyhow!("--bad-sectors {b}: {e}"))?;
+        let n = units::parse_size(n).map_err(|e| anyhow!("--bad-sectors {b}: {e}"))?;
+        if n == 0 {
+            return Err(bad());
+        }
+        d.bad_sectors = Some((at, n));
+    }
     if let Some(f) = &args.fake_capacity {
         let claimed = units::parse_size(f).map_err(|e| anyhow!("--fake-capacity: {e}"))?;
         if claimed <= size {
@@ -228,6 +238,12 @@ fn model_lines(spec: &Spec) -> Vec<String> {
         v.push(format!(
             "volatile write cache: {:.1} MiB, written to flash on flush, FUA or when full",
             d.volatile_cache_bytes as f64 / (1u64 << 20) as f64
+        ));
+    }
+    if let Some((at, n)) = d.bad_sectors {
+        v.push(format!(
+            "bad sectors: {} at byte {at} fail with EIO once the device is ready",
+            sinkrate_engine::units::bytes_iec(n as f64)
         ));
     }
     if let Some(claimed) = d.claimed_bytes {
@@ -298,13 +314,20 @@ fn up(args: EmulateUpArgs) -> Result<ExitCode> {
         text.push_str(&format!("  loop device  {}\n", dev.display()));
     }
     if let Some(errors) = state.errors_file() {
-        text.push_str(&format!(
-            "  errors       {} of {} requests fail with {} (disarm: rm {})\n",
-            spec.error_rate.unwrap_or(0.0),
-            spec.error_on,
-            spec.error_kind,
-            errors.display()
-        ));
+        if let Some(rate) = spec.error_rate {
+            text.push_str(&format!(
+                "  errors       {rate} of {} requests fail with {} (disarm: rm {})\n",
+                spec.error_on,
+                spec.error_kind,
+                errors.display()
+            ));
+        }
+        if spec.device.bad_sectors.is_some() {
+            text.push_str(&format!(
+                "  bad sectors  armed (disarm: rm {})\n",
+                errors.display()
+            ));
+        }
     }
     text.push_str(&format!(
         "  set up in    {:.2} s\n",

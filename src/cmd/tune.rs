@@ -424,6 +424,10 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         OutputFormat::Text => SearchText.export(&run)?,
     };
     crate::write_stdout(&body)?;
+    // The fault in one line where scripts look for it, whatever the output format.
+    if let Some(what) = &failed {
+        eprintln!("sinkrate: error: {what}");
+    }
     Ok(ExitCode::from(match (failed, interrupted) {
         (Some(_), _) => 2,
         (None, true) => 130,

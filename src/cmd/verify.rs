@@ -164,14 +164,19 @@ fn emit<T: serde::Serialize + Clone>(
                 started,
                 report.clone(),
             );
-            run.error = error.map(|what| RunError { what, at_s: None });
+            run.error = error.clone().map(|what| RunError { what, at_s: None });
             Json.export(&run)?
         }
         OutputFormat::Text => text(report)?,
     };
     match &args.output {
         Some(p) => sinkrate_sys::output::result(p, &body)
-            .map_err(|e| anyhow!("--output {}: {e}", p.display())),
-        None => crate::write_stdout(&body),
+            .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
+        None => crate::write_stdout(&body)?,
     }
+    // The fault in one line where scripts look for it, whatever the output format.
+    if let Some(e) = &error {
+        eprintln!("sinkrate: error: {e}");
+    }
+    Ok(())
 }

@@ -97,7 +97,10 @@ impl WatchObserver for Outputs {
             return Ok(true);
         };
         if let Some(f) = self.csv.as_mut() {
-            writeln!(f, "{}", csv_line(s))?;
+            writeln!(f, "{}", csv_line(s)).with_context(|| {
+                let path = self.csv_path.as_deref().unwrap_or(Path::new("-"));
+                format!("--csv {}: cannot write", path.display())
+            })?;
         }
         if let Some(p) = &self.prometheus {
             write_prometheus(p, s, v.throttled_seconds, &self.devices)?;
@@ -204,11 +207,19 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     let started = sinkrate_engine::host::unix_ms_now();
     let report = watch::run(&cfg, &stop, &mut outputs).map_err(|e| anyhow!("{e}"))?;
     drop(outputs.tui.take());
+    let mut report = report;
     if let Some(mut f) = outputs.csv.take() {
-        f.flush()?;
+        if let Err(e) = f.flush() {
+            let path = args.csv.as_deref().unwrap_or(Path::new("-"));
+            report
+                .failure
+                .get_or_insert(format!("--csv {}: cannot write: {e}", path.display()));
+        }
     }
     let interrupted = stop.load(Ordering::Relaxed);
     let exit_code = report.command_exit_code;
+    let failure = report.failure.clone();
+    let killed_by = report.command_signal;
     let mut run = Envelope::new(
         RunKind::Watch,
         sinkrate_engine::host::host_facts(),
@@ -216,6 +227,9 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         report,
     );
     run.interrupted = interrupted;
+    run.error = failure
+        .clone()
+        .map(|what| sinkrate_model::RunError { what, at_s: None });
     let body = match args.output_format {
         OutputFormat::Json => Json.export(&run)?,
         OutputFormat::Text => WatchText.export(&run.result)?,
@@ -227,6 +241,16 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     }
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, "watch", p)?;
+    }
+    if let Some(what) = &failure {
+        eprintln!("sinkrate: error: the watch stopped early: {what}");
+        return Ok(ExitCode::from(2));
+    }
+    if let Some(sig) = killed_by.filter(|_| !interrupted) {
+        eprintln!(
+            "sinkrate: error: the watched command ({}) was killed by signal {sig}",
+            args.command.join(" ")
+        );
     }
     Ok(match exit_code {
         Some(c) => ExitCode::from(c.clamp(0, 255) as u8),

@@ -27,9 +27,21 @@ pub struct Settings {
     pub power_cut_file: Option<PathBuf>,
     /// The device's account of itself (busy time, pauses, bytes lost), rewritten as it runs.
     pub stats_file: Option<PathBuf>,
+    /// Bad sectors: a request touching [offset, offset + length) fails with EIO once
+    /// `armed_file` exists (a filesystem is made and mounted first).
+    pub bad_range: Option<(u64, u64)>,
+    pub armed_file: Option<PathBuf>,
 }
 
-pub const KEYS: &str = "size, file, write-rate, read-rate, service-time-us, gc-pause-us, gc-every, gc-random, slc-bytes, slc-rate, volatile-cache, real-size, fake-mode, power-cut-file, stats-file";
+impl Settings {
+    /// Whether a request of `len` bytes at `offset` touches the bad sectors (armed or not).
+    pub fn touches_bad(&self, offset: u64, len: u64) -> bool {
+        self.bad_range
+            .is_some_and(|(at, n)| offset < at.saturating_add(n) && at < offset.saturating_add(len))
+    }
+}
+
+pub const KEYS: &str = "size, file, write-rate, read-rate, service-time-us, gc-pause-us, gc-every, gc-random, slc-bytes, slc-rate, volatile-cache, real-size, fake-mode, power-cut-file, stats-file, bad-offset, bad-length, armed-file";
 
 #[derive(Debug, Default)]
 pub struct SettingsBuilder {
@@ -124,6 +136,16 @@ impl SettingsBuilder {
             volatile_cache_bytes: self.number("volatile-cache")?.filter(|b| *b > 0),
             power_cut_file: self.get("power-cut-file").map(PathBuf::from),
             stats_file: self.get("stats-file").map(PathBuf::from),
+            bad_range: match (self.number("bad-offset")?, self.number("bad-length")?) {
+                (Some(at), Some(n)) if n > 0 => Some((at, n)),
+                (None, None) => None,
+                _ => {
+                    return Err(
+                        "bad-offset= and bad-length= go together (bytes; length above zero)".into(),
+                    )
+                }
+            },
+            armed_file: self.get("armed-file").map(PathBuf::from),
         })
     }
 }

@@ -74,6 +74,10 @@ pub struct DeviceModel {
     pub claimed_bytes: Option<u64>,
     /// What a counterfeit does with a write past what it holds: "wrap" or "drop".
     pub fake_mode: String,
+    /// Bad sectors (offset, length): every request touching them fails with EIO once the
+    /// device is ready (after mkfs and mount).
+    #[serde(default)]
+    pub bad_sectors: Option<(u64, u64)>,
 }
 
 impl DeviceModel {
@@ -83,6 +87,7 @@ impl DeviceModel {
             || self.slc_bytes > 0
             || self.volatile_cache_bytes > 0
             || self.claimed_bytes.is_some()
+            || self.bad_sectors.is_some()
     }
 }
 
@@ -412,6 +417,14 @@ fn validate_device(spec: &Spec) -> Result<(), EmulateError> {
             d.fake_mode
         )));
     }
+    if let Some((at, n)) = d.bad_sectors {
+        if n == 0 || at.saturating_add(n) > spec.reported_bytes() {
+            return Err(EmulateError::Usage(format!(
+                "--bad-sectors: {n} bytes at {at} must lie inside the device ({} bytes)",
+                spec.reported_bytes()
+            )));
+        }
+    }
     if d.volatile_cache_bytes >= spec.size_bytes {
         return Err(EmulateError::Usage(format!(
             "--volatile-cache: {} bytes must be below the device's size",
@@ -558,8 +571,15 @@ pub fn up(mut spec: Spec) -> Result<State, EmulateError> {
     }
 }
 
-/// The plugin's settings (sinkrate-devicemodel's keys), in plain numbers.
-fn plugin_args(spec: &Spec, backing: Option<&Path>, stats: &Path, cut: &Path) -> Vec<String> {
+/// The plugin's settings (sinkrate-devicemodel's keys), in plain numbers. `armed` is the
+/// file that turns bad sectors on once the device is ready.
+fn plugin_args(
+    spec: &Spec,
+    backing: Option<&Path>,
+    stats: &Path,
+    cut: &Path,
+    armed: &Path,
+) -> Vec<String> {
     let d = &spec.device;
     let mut a = vec![
         format!("size={}", spec.reported_bytes()),
@@ -582,6 +602,11 @@ fn plugin_args(spec: &Spec, backing: Option<&Path>, stats: &Path, cut: &Path) ->
     }
     if d.volatile_cache_bytes > 0 {
         a.push(format!("volatile-cache={}", d.volatile_cache_bytes));
+    }
+    if let Some((at, n)) = d.bad_sectors {
+        a.push(format!("bad-offset={at}"));
+        a.push(format!("bad-length={n}"));
+        a.push(format!("armed-file={}", armed.display()));
     }
     if d.claimed_bytes.is_some() {
         a.push(format!("real-size={}", spec.size_bytes));
@@ -640,10 +665,14 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
         Some(plugin) => {
             let stats = dir.join("device.json");
             let cut = dir.join("power-cut");
+            let armed = dir.join("errors-on");
             cmd.arg(plugin)
-                .args(plugin_args(spec, backing.as_deref(), &stats, &cut));
+                .args(plugin_args(spec, backing.as_deref(), &stats, &cut, &armed));
             state.device_stats = Some(stats);
             state.power_cut_file = Some(cut);
+            if spec.device.bad_sectors.is_some() {
+                state.errors_file = Some(armed);
+            }
         }
         None => {
             match &backing {

@@ -120,6 +120,18 @@ impl Device {
         Ok(())
     }
 
+    /// A request that touches the bad sectors fails, once they are armed.
+    fn check_bad(&self, offset: u64, len: usize) -> Result<()> {
+        let s = &self.settings;
+        if s.touches_bad(offset, len as u64) && s.armed_file.as_ref().is_none_or(|f| f.exists()) {
+            return Err(nbdkit::Error::new(
+                libc::EIO,
+                format!("bad sectors at byte {offset} (+{len})"),
+            ));
+        }
+        Ok(())
+    }
+
     fn write_stats(&self, st: &mut State, now: bool) {
         let Some(path) = &self.settings.stats_file else {
             return;
@@ -264,6 +276,7 @@ impl Server for Card {
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let dev = device()?;
+        dev.check_bad(offset, buf.len())?;
         let served = {
             let mut st = dev.lock();
             dev.check_power(&mut st)?;
@@ -290,6 +303,7 @@ impl Server for Card {
 
     fn write_at(&self, buf: &[u8], offset: u64, flags: nbdkit::Flags) -> Result<()> {
         let dev = device()?;
+        dev.check_bad(offset, buf.len())?;
         let served = {
             let mut st = dev.lock();
             dev.check_power(&mut st)?;

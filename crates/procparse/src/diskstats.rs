@@ -56,11 +56,13 @@ pub fn parse_line(line: &str) -> Option<(u32, u32, &str, DiskCounters)> {
         DiskCounters {
             reads: v[0],
             read_merges: v[1],
-            read_bytes: v[2] * 512,
+            // The kernel's sector counters are unsigned and wrap; so do the bytes (found by
+            // fuzzing: a multiplication that overflowed).
+            read_bytes: v[2].wrapping_mul(512),
             read_ms: v[3],
             writes: v[4],
             write_merges: v[5],
-            write_bytes: v[6] * 512,
+            write_bytes: v[6].wrapping_mul(512),
             write_ms: v[7],
             in_flight: v[8],
             busy_ms: v[9],

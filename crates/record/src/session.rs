@@ -345,7 +345,8 @@ pub fn run(
         cfg.duration.as_secs_f64()
     }
     .max(1e-3);
-    let on_disk = settle_files(&results, cfg.keep);
+    let mut unremoved = Vec::new();
+    let on_disk = settle_files(&results, cfg.keep, &mut unremoved);
     let mut report = judge(
         s,
         &target,
@@ -373,6 +374,7 @@ pub fn run(
     run.interrupted = interrupted;
     run.notices = sampled.notes.clone();
     run.notices.extend(post_cut_notes);
+    run.notices.extend(unremoved);
     run.notices.extend(memory_sizing(s));
     Ok(run)
 }
@@ -736,7 +738,11 @@ fn judge(
 }
 
 /// Each stream's bytes on disk, measured before its files are removed (unless kept).
-fn settle_files(results: &[StreamResult], keep: bool) -> Vec<Option<u64>> {
+fn settle_files(
+    results: &[StreamResult],
+    keep: bool,
+    unremoved: &mut Vec<String>,
+) -> Vec<Option<u64>> {
     results
         .iter()
         .map(|r| {
@@ -748,8 +754,17 @@ fn settle_files(results: &[StreamResult], keep: bool) -> Vec<Option<u64>> {
             });
             if !keep {
                 for f in &r.files {
-                    let _ = std::fs::remove_file(f);
-                    sinkrate_sys::owned::forget(f);
+                    match std::fs::remove_file(f) {
+                        Ok(()) => sinkrate_sys::owned::forget(f),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            sinkrate_sys::owned::forget(f)
+                        }
+                        // Left listed: the next run tries again.
+                        Err(e) => unremoved.push(format!(
+                            "{} could not be removed ({e}); remove it by hand",
+                            f.display()
+                        )),
+                    }
                 }
             }
             on_disk

@@ -47,6 +47,13 @@ pub struct WatchReport {
     pub config: WatchConfig,
     /// The watched command's exit code (128 + signal when a signal ended it).
     pub command_exit_code: Option<i32>,
+    /// The signal that ended the watched command, when one did.
+    #[serde(default)]
+    pub command_signal: Option<i32>,
+    /// What ended the watch early: an output it could not write (its figures are those up
+    /// to then).
+    #[serde(default)]
+    pub failure: Option<String>,
     pub notes: Vec<String>,
     pub vm_settings_changes: Vec<SettingsChange>,
     pub summary: Summary,
@@ -56,7 +63,7 @@ pub struct WatchReport {
 
 /// What a running watch shows; each call may end the watch by returning `Ok(false)`.
 pub trait WatchObserver {
-    type Error;
+    type Error: std::fmt::Display;
     fn started(&mut self, devices: &[String], notes: &[String]) -> Result<(), Self::Error>;
     /// A new sample, with everything sampled so far (the last is `sample`).
     fn sample(&mut self, view: &View<'_>) -> Result<bool, Self::Error>;
@@ -145,6 +152,7 @@ pub fn run<O: WatchObserver>(
     let deadline = cfg.duration.map(|d| started + d);
     let mut throttled_s = 0.0;
     let mut status: Option<ExitStatus> = None;
+    let mut failure: Option<String> = None;
     let mut k: u32 = 0;
     loop {
         let s = core.sample();
@@ -169,15 +177,20 @@ pub fn run<O: WatchObserver>(
             settings_checked = Instant::now();
         }
         timeline.push(s);
-        let go_on = observer
-            .sample(&View {
-                timeline: timeline.samples(),
-                elapsed: started.elapsed(),
-                throttled_seconds: throttled_s,
-                top_hog: core.top_hog.as_ref(),
-                core: &core,
-            })
-            .map_err(WatchError::Observer)?;
+        let go_on = match observer.sample(&View {
+            timeline: timeline.samples(),
+            elapsed: started.elapsed(),
+            throttled_seconds: throttled_s,
+            top_hog: core.top_hog.as_ref(),
+            core: &core,
+        }) {
+            Ok(go_on) => go_on,
+            // The watch ends; what it saw until now is still the result.
+            Err(e) => {
+                failure = Some(format!("{e:#}"));
+                break;
+            }
+        };
         if let Some(c) = child.as_mut() {
             if let Ok(Some(st)) = c.try_wait() {
                 status = Some(st);
@@ -222,6 +235,8 @@ pub fn run<O: WatchObserver>(
     Ok(WatchReport {
         config,
         command_exit_code: status.map(exit_code),
+        command_signal: status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
+        failure,
         notes,
         vm_settings_changes: changes,
         summary,

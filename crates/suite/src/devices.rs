@@ -15,8 +15,8 @@ pub struct Card {
     pub read_latency_us: u64,
     pub burstiness_s: f64,
     /// The card's timing behaviours (service time, GC pauses, SLC cache); copies are honest
-    /// cards of the same size, so a counterfeit's capacity and a volatile cache are not
-    /// copied.
+    /// cards of the same size, so a counterfeit's capacity, a volatile cache and bad sectors
+    /// are not copied.
     pub device: sinkrate_emulate::stack::DeviceModel,
     /// In words: "emulated sd-class10 (10.0 MB/s, 2.0 ms per write)".
     pub label: String,
@@ -45,6 +45,7 @@ pub fn emulated_card_of(dir: &Path) -> Option<Card> {
             device: sinkrate_emulate::stack::DeviceModel {
                 claimed_bytes: None,
                 volatile_cache_bytes: 0,
+                bad_sectors: None,
                 ..spec.device.clone()
             },
             label: Card::describe(

@@ -463,8 +463,10 @@ fn write_phase(
         let e = plan.expected(b);
         let slice = &mut buf.as_mut_slice()[..plan.block_size];
         block::fill(slice, &e, now_s);
-        f.write_all_at(slice, e.offset)
-            .map_err(|err| (so_far(b), io(path)(err)))?;
+        f.write_all_at(slice, e.offset).map_err(|source| {
+            let path = format!("{} (block {b} at offset {})", path.display(), e.offset);
+            (so_far(b), VerifyError::Io { path, source })
+        })?;
         if last_report.elapsed().as_millis() >= 250 {
             last_report = Instant::now();
             on_progress(Progress {
