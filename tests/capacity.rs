@@ -229,7 +229,7 @@ fn bad_input_gets_one_line_and_nothing_is_written() {
         let (code, _, stderr) = verify(&["--capacity", file.to_str().expect("test setup")]);
         assert_eq!(code, Some(2));
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-        assert!(stderr.contains("not a block device"), "{stderr}");
+        assert!(stderr.contains("neither a block device"), "{stderr}");
         assert_eq!(std::fs::read(&file).expect("test setup"), b"keep me");
 
         let (code, _, stderr) = verify(&["--destructive", "/dev/null"]);
@@ -293,5 +293,102 @@ fn bad_input_gets_one_line_and_nothing_is_written() {
         // The filesystem is still there: nothing was written.
         let probe = common::run("blkid", &["-o", "value", "-s", "TYPE", &dev]);
         assert_eq!(probe, "ext4");
+    });
+}
+
+/// The fill-and-check of a mounted card's free space, checked against what the emulator was
+/// told it holds.
+fn fill(dir: &Path) -> (Option<i32>, serde_json::Value, String) {
+    verify(&[
+        "--capacity",
+        dir.to_str().expect("test setup"),
+        "--output-format",
+        "json",
+    ])
+}
+
+fn mib(v: &serde_json::Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap_or_else(|| panic!("{key}: {v}")) >> 20
+}
+
+#[test]
+fn capacity_of_a_mounted_card_by_filling_it() {
+    serial("capacity_of_a_mounted_card_by_filling_it", || {
+        let genuine = SlowDev::new(&["--size", "96M", "--write-rate", "200M", "--fs", "vfat"]);
+        let (code, v, stderr) = fill(genuine.path());
+        assert_eq!(code, Some(0), "{stderr}");
+        assert_eq!(v["verdict"], "genuine", "{v}");
+        assert!(mib(&v, "written_bytes") > 80, "{v}");
+        assert_eq!(v["ok_bytes"], v["written_bytes"]);
+        assert!(
+            common::files_in(genuine.path()).is_empty(),
+            "its files are removed"
+        );
+        drop(genuine);
+
+        // 128 MiB that says 512 MiB, dropping what goes past: the first ~127 MiB come back.
+        let dropping = SlowDev::new(&[
+            "--size",
+            "128M",
+            "--fake-capacity",
+            "512M",
+            "--fake-mode",
+            "drop",
+            "--write-rate",
+            "200M",
+            "--fs",
+            "vfat",
+        ]);
+        let (code, v, stderr) = fill(dropping.path());
+        assert_eq!(code, Some(1), "{stderr}");
+        assert_eq!(v["verdict"], "fake", "{v}");
+        assert!((100..=128).contains(&mib(&v, "ok_bytes")), "{v}");
+        assert!(mib(&v, "lost_bytes") > 300, "{v}");
+        assert!(
+            v["verdict_text"]
+                .as_str()
+                .is_some_and(|t| t.contains("not the 0.54 GB")),
+            "{v}"
+        );
+        assert!(
+            common::files_in(dropping.path()).is_empty(),
+            "its files are removed"
+        );
+        drop(dropping);
+
+        // Wrapping: the fill overwrites the filesystem's own tables; still caught.
+        let wrapping = SlowDev::new(&[
+            "--size",
+            "128M",
+            "--fake-capacity",
+            "512M",
+            "--write-rate",
+            "200M",
+            "--fs",
+            "vfat",
+        ]);
+        let (code, v, stderr) = fill(wrapping.path());
+        assert_eq!(code, Some(1), "{stderr}");
+        assert_eq!(v["verdict"], "fake", "{v}");
+    });
+}
+
+#[test]
+fn capacity_fill_bad_input() {
+    serial("capacity_fill_bad_input", || {
+        let d = tempfile::tempdir().expect("test setup");
+        let small = d.path().join("small");
+        let _fs = common::MemoryFs::new(&small, "8m");
+        let (code, _, stderr) = fill(&small);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(common::files_in(&small).is_empty());
+        let (code, _, stderr) = verify(&[
+            "--capacity",
+            d.path().to_str().expect("test setup"),
+            "--destructive",
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("apply to a device probe"), "{stderr}");
     });
 }

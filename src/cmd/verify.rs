@@ -11,7 +11,11 @@ use sinkrate_verify::{Config, VerifyError, VerifyVerdict};
 
 use crate::cli::values::{size, OutputFormat};
 use crate::cli::VerifyArgs;
-use crate::export::{capacity_text::CapacityText, verify_text::VerifyText, Exporter, Json};
+use crate::export::{
+    capacity_text::{CapacityText, FillText},
+    verify_text::VerifyText,
+    Exporter, Json,
+};
 
 fn config(args: &VerifyArgs) -> Result<Config> {
     let block_size = size("block-size", &args.block_size)?;
@@ -117,6 +121,36 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
         );
         let _ = err.flush();
     };
+    if args.path.is_dir() {
+        if args.destructive || args.force {
+            return Err(anyhow!(
+                "--capacity {}: a directory gets the fill-and-check, which writes only its own files; --destructive and --force apply to a device probe",
+                args.path.display()
+            ));
+        }
+        let result = capacity::fill::run(&args.path, &stop, &mut progress);
+        if show {
+            eprintln!();
+        }
+        let report = result.map_err(|e| anyhow!(e))?;
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("sinkrate: interrupted: the fill stopped and its files are removed");
+            return Ok(ExitCode::from(130));
+        }
+        emit(
+            args,
+            RunKind::Capacity,
+            started,
+            &report,
+            report.error.clone(),
+            |r| FillText.export(r),
+        )?;
+        return Ok(ExitCode::from(match report.verdict {
+            CapacityVerdict::Genuine => 0,
+            CapacityVerdict::Fake => 1,
+            CapacityVerdict::Failed => 2,
+        }));
+    }
     let result = capacity::run(&cfg, &stop, &mut progress);
     if show {
         eprintln!();

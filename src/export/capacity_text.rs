@@ -61,3 +61,58 @@ impl Exporter<CapacityReport> for CapacityText {
         Ok(o.into_bytes())
     }
 }
+
+/// `verify --capacity DIR`: the fill-and-check's verdict, then what was written and read.
+pub struct FillText;
+
+impl Exporter<sinkrate_verify::capacity::fill::FillReport> for FillText {
+    fn export(&self, r: &sinkrate_verify::capacity::fill::FillReport) -> Result<Vec<u8>> {
+        let mut o = String::new();
+        writeln!(
+            o,
+            "sinkrate verify --capacity  {}  (filesystem of {}, {} free)",
+            r.dir,
+            gb(r.fs_total_bytes),
+            gb(r.fs_free_bytes)
+        )?;
+        let (word, code) = match r.verdict {
+            CapacityVerdict::Genuine => ("GENUINE", 0),
+            CapacityVerdict::Fake => ("FAKE CAPACITY", 1),
+            CapacityVerdict::Failed => ("FAILED", 2),
+        };
+        writeln!(
+            o,
+            "\nVERDICT  {word}    (exit {code})\n  {}\n",
+            r.verdict_text
+        )?;
+        let rate = |b: Option<f64>| b.map_or("-".into(), |b| format!("{:.1} MB/s", b / 1e6));
+        writeln!(
+            o,
+            "  filled           {} in {} file(s) at {}, flushed, read back ({}) at {}",
+            size(r.written_bytes),
+            r.files,
+            rate(r.write_bytes_per_s),
+            r.read_method,
+            rate(r.read_bytes_per_s)
+        )?;
+        writeln!(
+            o,
+            "  sectors          {} as written, {} another place's (wrapped), {} lost",
+            size(r.ok_bytes),
+            size(r.overwritten_bytes),
+            size(r.lost_bytes)
+        )?;
+        if let Some(at) = r.first_bad_at_bytes {
+            writeln!(o, "  first bad        {} into the fill", size(at))?;
+        }
+        if r.vanished_files > 0 {
+            writeln!(
+                o,
+                "  vanished         {} file(s) of the fill are no longer in the filesystem",
+                r.vanished_files
+            )?;
+        }
+        writeln!(o, "  files            removed; {:.1} s", r.seconds)?;
+        Ok(o.into_bytes())
+    }
+}

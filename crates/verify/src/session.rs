@@ -72,7 +72,7 @@ pub enum VerifyError {
     /// The engine's own refusal or I/O error, which names the path.
     #[error(transparent)]
     Engine(#[from] sinkrate_engine::EngineError),
-    #[error("--capacity {0}: not a block device; the probe needs an unmounted device (a directory gets the fill-and-check: sinkrate verify DIR --size ...)")]
+    #[error("--capacity {0}: neither a block device (probed unmounted) nor a directory (filled and checked)")]
     CapacityNeedsDevice(String),
     #[error("{0}")]
     Undo(String),
@@ -181,7 +181,7 @@ fn resolve(cfg: &Config, run_id: u64) -> Result<Data, VerifyError> {
     })
 }
 
-fn open_direct(path: &Path, write: bool, create: bool) -> std::io::Result<(File, bool)> {
+pub(crate) fn open_direct(path: &Path, write: bool, create: bool) -> std::io::Result<(File, bool)> {
     let mut o = OpenOptions::new();
     if write {
         o.write(true);
@@ -215,7 +215,7 @@ fn direct_flag() -> i32 {
     0
 }
 
-fn drop_cached_pages(f: &File) {
+pub(crate) fn drop_cached_pages(f: &File) {
     // SAFETY: advisory calls on a descriptor this function borrows.
     unsafe {
         libc::fdatasync(f.as_raw_fd());

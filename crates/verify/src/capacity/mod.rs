@@ -2,6 +2,7 @@
 //! f3probe on an unmounted device (see `probe`), with every place it overwrites saved in an
 //! undo journal first and put back at the end (`undo`), unless `--destructive`.
 
+pub mod fill;
 pub mod probe;
 pub mod tag;
 pub mod undo;
