@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 use sinkrate_model::{Envelope, RunError, RunKind};
-use sinkrate_verify::capacity::{self, CapacityConfig, CapacityVerdict};
+use sinkrate_verify::capacity::{self, CapacityConfig};
 use sinkrate_verify::{Config, VerifyError, VerifyVerdict};
 
 use crate::cli::values::{size, OutputFormat};
@@ -145,11 +145,7 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
             report.error.clone(),
             |r| FillText.export(r),
         )?;
-        return Ok(ExitCode::from(match report.verdict {
-            CapacityVerdict::Genuine => 0,
-            CapacityVerdict::Fake => 1,
-            CapacityVerdict::Failed => 2,
-        }));
+        return Ok(ExitCode::from(report.verdict.word_and_exit_code().1));
     }
     let result = capacity::run(&cfg, &stop, &mut progress);
     if show {
@@ -173,11 +169,7 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
         report.error.clone(),
         |r| CapacityText.export(r),
     )?;
-    Ok(match report.verdict {
-        CapacityVerdict::Genuine => ExitCode::SUCCESS,
-        CapacityVerdict::Fake => ExitCode::from(1),
-        CapacityVerdict::Failed => ExitCode::from(2),
-    })
+    Ok(ExitCode::from(report.verdict.word_and_exit_code().1))
 }
 
 /// The result as text, or as the run's JSON envelope with `error` set when it failed, to

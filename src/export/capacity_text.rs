@@ -21,11 +21,7 @@ impl Exporter<CapacityReport> for CapacityText {
             r.target,
             gb(r.reported_bytes)
         )?;
-        let (word, code) = match r.verdict {
-            CapacityVerdict::Genuine => ("GENUINE", 0),
-            CapacityVerdict::Fake => ("FAKE CAPACITY", 1),
-            CapacityVerdict::Failed => ("FAILED", 2),
-        };
+        let (word, code) = r.verdict.word_and_exit_code();
         writeln!(
             o,
             "\nVERDICT  {word}    (exit {code})\n  {}\n",
@@ -75,11 +71,7 @@ impl Exporter<sinkrate_verify::capacity::fill::FillReport> for FillText {
             gb(r.fs_total_bytes),
             gb(r.fs_free_bytes)
         )?;
-        let (word, code) = match r.verdict {
-            CapacityVerdict::Genuine => ("GENUINE", 0),
-            CapacityVerdict::Fake => ("FAKE CAPACITY", 1),
-            CapacityVerdict::Failed => ("FAILED", 2),
-        };
+        let (word, code) = r.verdict.word_and_exit_code();
         writeln!(
             o,
             "\nVERDICT  {word}    (exit {code})\n  {}\n",

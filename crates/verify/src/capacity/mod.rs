@@ -40,6 +40,17 @@ pub enum CapacityVerdict {
     Failed,
 }
 
+impl CapacityVerdict {
+    /// The verdict as the text shows it, and the exit code it gives.
+    pub fn word_and_exit_code(self) -> (&'static str, u8) {
+        match self {
+            CapacityVerdict::Genuine => ("GENUINE", 0),
+            CapacityVerdict::Fake => ("FAKE CAPACITY", 1),
+            CapacityVerdict::Failed => ("FAILED", 2),
+        }
+    }
+}
+
 /// Where a wrapped write turned up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WrapEvidence {
