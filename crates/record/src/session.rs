@@ -445,12 +445,7 @@ fn after_the_cut(
     results: &mut [StreamResult],
     notes: &mut Vec<String>,
 ) -> crate::power_cut::PowerCutReport {
-    use crate::power_cut::{frames_on_card, survival};
-    if let Err(e) = &cut.result {
-        for r in results.iter_mut() {
-            r.error.get_or_insert(format!("the power cut failed: {e}"));
-        }
-    }
+    use crate::power_cut::{frames_on_card, survival, SyncCovers};
     if !cut.failed_before {
         for r in results.iter_mut() {
             if let Some(e) = r.error.take() {
@@ -458,12 +453,17 @@ fn after_the_cut(
             }
         }
     }
+    // A cut that did not happen fails the run: nothing was measured.
+    if let Err(e) = &cut.result {
+        for r in results.iter_mut() {
+            r.error.get_or_insert(format!("the power cut failed: {e}"));
+        }
+    }
     let restored = switch.restore();
     let (mounted_after, mount_notes, cache_lost_bytes) = match &restored {
         Ok(r) => (true, r.kernel_said.clone(), r.cache_lost_bytes),
         Err(e) => (false, vec![e.clone()], None),
     };
-    use crate::power_cut::SyncCovers;
     let covers = match cfg.write_mode {
         WriteMode::Dsync => SyncCovers::EveryWrite,
         WriteMode::Direct | WriteMode::Uring => SyncCovers::FramesBeforeTheLast,
@@ -759,7 +759,7 @@ fn settle_files(
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                             sinkrate_sys::owned::forget(f)
                         }
-                        // Left listed: the next run tries again.
+                        // Named for the user; a second Ctrl-C in this run still tries.
                         Err(e) => unremoved.push(format!(
                             "{} could not be removed ({e}); remove it by hand",
                             f.display()
