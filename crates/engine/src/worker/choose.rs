@@ -79,7 +79,8 @@ impl Loop<'_> {
         let nfiles = self.files.len();
         let file = self.next_file;
         self.next_file = if file + 1 >= nfiles { 0 } else { file + 1 };
-        let remaining = self.pass_bytes - self.pass_issued;
+        // During ramp_time a pass does not end, so more than a pass may have been issued.
+        let remaining = self.pass_bytes.saturating_sub(self.pass_issued);
         let f = &mut self.files[file];
         let region = f.plan.region_len;
         let (offset, mut len) = match self.o.rw.pattern {
