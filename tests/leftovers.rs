@@ -1,6 +1,7 @@
-//! sinkrate killed with SIGKILL (no chance to clean up): its result file is absent, never
-//! half written, and the next sinkrate run (any command) removes the files and work
-//! directories the killed run made, says so, and leaves the user's own files alone.
+//! sinkrate (bench, record, verify, a suite) killed with SIGKILL, with no chance to clean
+//! up: its result file is absent, never half written, and the next sinkrate run (any
+//! command) removes the files and work directories the killed run made, says so, and leaves
+//! the user's own files alone.
 
 mod common;
 
@@ -119,6 +120,19 @@ fn what_a_killed_run_made_is_removed_by_the_next_and_its_json_is_absent() {
     let said = next_run_says();
     assert!(
         said.contains(&format!("(pid {pid})")) && said.contains("removed 2 file(s)"),
+        "{said}"
+    );
+    assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
+
+    // verify: its test file, killed as soon as it exists.
+    let pid = killed(
+        &["verify", d.to_str().expect("utf8"), "--size", "2G"],
+        Duration::ZERO,
+        || names(d).iter().any(|n| n.starts_with("sinkrate-verify-")),
+    );
+    let said = next_run_says();
+    assert!(
+        said.contains(&format!("(pid {pid})")) && said.contains("sinkrate-verify-"),
         "{said}"
     );
     assert_eq!(names(d), ["out", "users-own.bin"], "{said}");

@@ -295,14 +295,20 @@ pub struct JobOptions {
     pub refill_buffers: bool,
     pub scramble_buffers: bool,
     pub buffer_pattern: Option<Vec<u8>>,
+    // The verify options came later: results written before them read as without them.
     /// fio's verify=: how written blocks are checked when read back.
+    #[serde(default)]
     pub verify: Option<VerifyMethod>,
     /// Read back and check what was written once the writing ends (fio's default: yes).
+    #[serde(default = "fio_default_do_verify")]
     pub do_verify: bool,
     /// Check every N blocks written, as they go (0: only at the end).
+    #[serde(default)]
     pub verify_backlog: u64,
     /// Stop at the first bad block instead of checking them all.
+    #[serde(default)]
     pub verify_fatal: bool,
+    #[serde(default)]
     pub verify_pattern: Option<Vec<u8>>,
     pub write_bw_log: Option<LogRequest>,
     pub write_lat_log: Option<LogRequest>,
@@ -588,6 +594,10 @@ const OPTIONS: &[&str] = &[
     "log_unix_epoch",
     "percentile_list",
 ];
+
+fn fio_default_do_verify() -> bool {
+    true
+}
 
 /// fio's `verify=` methods that sinkrate implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -268,8 +268,14 @@ impl Cleanup {
     fn remove_now(&mut self) -> Option<String> {
         let p = self.path.take()?;
         match std::fs::remove_file(&p) {
-            Ok(()) => None,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Ok(()) => {
+                sinkrate_sys::owned::forget(&p);
+                None
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                sinkrate_sys::owned::forget(&p);
+                None
+            }
             Err(e) => Some(format!("{} could not be removed: {e}", p.display())),
         }
     }
@@ -277,9 +283,7 @@ impl Cleanup {
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        if let Some(p) = self.path.take() {
-            let _ = std::fs::remove_file(p);
-        }
+        let _ = self.remove_now();
     }
 }
 
@@ -443,8 +447,15 @@ fn write_phase(
             .map_err(nothing)?;
         (f, true)
     } else {
+        // Listed before it exists, so a run killed with SIGKILL leaves it to the next run.
+        if cleanup.is_some() {
+            sinkrate_sys::owned::track(path);
+        }
         open_direct(path, true, true)
-            .map_err(io(path))
+            .map_err(|e| {
+                sinkrate_sys::owned::forget(path);
+                io(path)(e)
+            })
             .map_err(nothing)?
     };
     if let Some(c) = cleanup {
