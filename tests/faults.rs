@@ -216,6 +216,32 @@ fn io_fault(v: &serde_json::Value) -> &'static str {
         .unwrap_or_else(|| panic!("the fault is named: {}", v["error"]))
 }
 
+/// `tune search` on `dir` for a 1 x 30 fps direct recording, in two minutes at most.
+fn tune_search(dir: &str) -> Vec<&str> {
+    vec![
+        "tune",
+        "search",
+        dir,
+        "--budget",
+        "2m",
+        "--runs",
+        "1",
+        "--progress",
+        "never",
+        "--output-format",
+        "json",
+        "--",
+        "--streams",
+        "1",
+        "--fps",
+        "30",
+        "--frame-size",
+        "128K",
+        "--write-mode",
+        "direct",
+    ]
+}
+
 fn run(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     finish(start(args))
 }
@@ -567,28 +593,7 @@ fn tune_search_on_a_failing_card_fails_in_one_line() {
             "writes",
         ]);
         let dir = card.path().to_str().expect("utf8").to_string();
-        let (code, v, stderr) = run(&[
-            "tune",
-            "search",
-            &dir,
-            "--budget",
-            "2m",
-            "--runs",
-            "1",
-            "--progress",
-            "never",
-            "--output-format",
-            "json",
-            "--",
-            "--streams",
-            "1",
-            "--fps",
-            "30",
-            "--frame-size",
-            "128K",
-            "--write-mode",
-            "direct",
-        ]);
+        let (code, v, stderr) = run(&tune_search(&dir));
         assert_eq!(code, Some(2), "{stderr}");
         one_fault_line(&stderr, io_fault(&v));
         assert!(
@@ -674,28 +679,7 @@ fn check_and_tune_eio_at_a_fixed_place_on_the_card() {
                     "never",
                 ]
             } else {
-                vec![
-                    "tune",
-                    "search",
-                    &dir,
-                    "--budget",
-                    "2m",
-                    "--runs",
-                    "1",
-                    "--progress",
-                    "never",
-                    "--output-format",
-                    "json",
-                    "--",
-                    "--streams",
-                    "1",
-                    "--fps",
-                    "30",
-                    "--frame-size",
-                    "128K",
-                    "--write-mode",
-                    "direct",
-                ]
+                tune_search(&dir)
             };
             let (code, v, stderr) = run(&args);
             assert_eq!(code, Some(2), "{command}: {stderr}");
@@ -713,28 +697,7 @@ fn verify_and_tune_the_card_fills_mid_run() {
             let args: Vec<&str> = if command == "verify" {
                 vec!["verify", &dir, "--size", "256M", "--output-format", "json"]
             } else {
-                vec![
-                    "tune",
-                    "search",
-                    &dir,
-                    "--budget",
-                    "2m",
-                    "--runs",
-                    "1",
-                    "--progress",
-                    "never",
-                    "--output-format",
-                    "json",
-                    "--",
-                    "--streams",
-                    "1",
-                    "--fps",
-                    "30",
-                    "--frame-size",
-                    "128K",
-                    "--write-mode",
-                    "direct",
-                ]
+                tune_search(&dir)
             };
             let child = start(&args);
             std::thread::sleep(Duration::from_secs(3));

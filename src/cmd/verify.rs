@@ -137,15 +137,10 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
             eprintln!("sinkrate: interrupted: the fill stopped and its files are removed");
             return Ok(ExitCode::from(130));
         }
-        emit(
-            args,
-            RunKind::Capacity,
-            started,
-            &report,
-            report.error.clone(),
-            |r| FillText.export(r),
-        )?;
-        return Ok(ExitCode::from(report.verdict.word_and_exit_code().1));
+        let (error, verdict) = (report.error.clone(), report.verdict);
+        return capacity_result(args, started, &report, error, verdict, |r| {
+            FillText.export(r)
+        });
     }
     let result = capacity::run(&cfg, &stop, &mut progress);
     if show {
@@ -161,15 +156,23 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(anyhow!(e)),
     };
-    emit(
-        args,
-        RunKind::Capacity,
-        started,
-        &report,
-        report.error.clone(),
-        |r| CapacityText.export(r),
-    )?;
-    Ok(ExitCode::from(report.verdict.word_and_exit_code().1))
+    let (error, verdict) = (report.error.clone(), report.verdict);
+    capacity_result(args, started, &report, error, verdict, |r| {
+        CapacityText.export(r)
+    })
+}
+
+/// Either capacity check's result, written out, and its exit code.
+fn capacity_result<T: serde::Serialize + Clone>(
+    args: &VerifyArgs,
+    started: u64,
+    report: &T,
+    error: Option<String>,
+    verdict: capacity::CapacityVerdict,
+    text: impl FnOnce(&T) -> Result<Vec<u8>>,
+) -> Result<ExitCode> {
+    emit(args, RunKind::Capacity, started, report, error, text)?;
+    Ok(ExitCode::from(verdict.word_and_exit_code().1))
 }
 
 /// The result as text, or as the run's JSON envelope with `error` set when it failed, to

@@ -10,6 +10,12 @@ use sinkrate_verify::report::size_words as size;
 use super::Exporter;
 
 pub struct CapacityText;
+
+/// The verdict, its exit code and its words, as both capacity checks print them.
+fn verdict_block(o: &mut String, verdict: CapacityVerdict, text: &str) -> std::fmt::Result {
+    let (word, code) = verdict.word_and_exit_code();
+    writeln!(o, "\nVERDICT  {word}    (exit {code})\n  {text}\n")
+}
 use sinkrate_verify::capacity::bytes_words as gb;
 
 impl Exporter<CapacityReport> for CapacityText {
@@ -21,12 +27,7 @@ impl Exporter<CapacityReport> for CapacityText {
             r.target,
             gb(r.reported_bytes)
         )?;
-        let (word, code) = r.verdict.word_and_exit_code();
-        writeln!(
-            o,
-            "\nVERDICT  {word}    (exit {code})\n  {}\n",
-            r.verdict_text
-        )?;
+        verdict_block(&mut o, r.verdict, &r.verdict_text)?;
         if r.verdict != CapacityVerdict::Failed {
             writeln!(o, "  real size        {}", gb(r.real_bytes))?;
         }
@@ -71,12 +72,7 @@ impl Exporter<sinkrate_verify::capacity::fill::FillReport> for FillText {
             gb(r.fs_total_bytes),
             gb(r.fs_free_bytes)
         )?;
-        let (word, code) = r.verdict.word_and_exit_code();
-        writeln!(
-            o,
-            "\nVERDICT  {word}    (exit {code})\n  {}\n",
-            r.verdict_text
-        )?;
+        verdict_block(&mut o, r.verdict, &r.verdict_text)?;
         let rate = |b: Option<f64>| b.map_or("-".into(), |b| format!("{:.1} MB/s", b / 1e6));
         writeln!(
             o,

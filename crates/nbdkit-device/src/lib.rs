@@ -120,6 +120,25 @@ impl Device {
         Ok(())
     }
 
+    /// One request: the power checked, `work` done on the device's state, the account
+    /// written (at once with `stats_now`), and the caller held until the model says the
+    /// request completes (outside the lock, so time passes as on a card's bus).
+    fn serve(
+        &self,
+        stats_now: bool,
+        work: impl FnOnce(&mut State, u64) -> Result<Served>,
+    ) -> Result<()> {
+        let served = {
+            let mut st = self.lock();
+            self.check_power(&mut st)?;
+            let served = work(&mut st, self.now_ns())?;
+            self.write_stats(&mut st, stats_now);
+            served
+        };
+        self.complete(served);
+        Ok(())
+    }
+
     /// A request that touches the bad sectors fails, once they are armed.
     fn check_bad(&self, offset: u64, len: usize) -> Result<()> {
         let s = &self.settings;
@@ -277,10 +296,7 @@ impl Server for Card {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let dev = device()?;
         dev.check_bad(offset, buf.len())?;
-        let served = {
-            let mut st = dev.lock();
-            dev.check_power(&mut st)?;
-            let st = &mut *st;
+        dev.serve(false, |st, now| {
             for p in pieces(dev.settings.fake, offset, buf.len()) {
                 let part = &mut buf[p.request_offset..p.request_offset + p.len];
                 match p.media_offset {
@@ -293,21 +309,14 @@ impl Server for Card {
                 }
             }
             st.read_bytes += buf.len() as u64;
-            let served = st.timeline.read(dev.now_ns(), buf.len() as u64);
-            dev.write_stats(st, false);
-            served
-        };
-        dev.complete(served);
-        Ok(())
+            Ok(st.timeline.read(now, buf.len() as u64))
+        })
     }
 
     fn write_at(&self, buf: &[u8], offset: u64, flags: nbdkit::Flags) -> Result<()> {
         let dev = device()?;
         dev.check_bad(offset, buf.len())?;
-        let served = {
-            let mut st = dev.lock();
-            dev.check_power(&mut st)?;
-            let st = &mut *st;
+        dev.serve(false, |st, now| {
             for p in pieces(dev.settings.fake, offset, buf.len()) {
                 let Some(at) = p.media_offset else {
                     continue;
@@ -325,20 +334,13 @@ impl Server for Card {
                 }
             }
             st.written_bytes += buf.len() as u64;
-            let served = st.timeline.write(dev.now_ns(), buf.len() as u64);
-            dev.write_stats(st, false);
-            served
-        };
-        dev.complete(served);
-        Ok(())
+            Ok(st.timeline.write(now, buf.len() as u64))
+        })
     }
 
     fn flush(&self) -> Result<()> {
         let dev = device()?;
-        let served = {
-            let mut st = dev.lock();
-            dev.check_power(&mut st)?;
-            let st = &mut *st;
+        dev.serve(true, |st, now| {
             if let Some(c) = &mut st.cache {
                 c.flush(&mut st.flash).map_err(io_error)?;
             }
@@ -346,12 +348,8 @@ impl Server for Card {
                 f.sync_data().map_err(io_error)?;
             }
             st.flushes += 1;
-            let served = st.timeline.command(dev.now_ns());
-            dev.write_stats(st, true);
-            served
-        };
-        dev.complete(served);
-        Ok(())
+            Ok(st.timeline.command(now))
+        })
     }
 
     fn unload() {
