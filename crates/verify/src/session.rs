@@ -616,7 +616,7 @@ fn read_phase(
 }
 
 /// Reads a whole block; past the end of a file (a truncated one) the rest reads as zeros.
-fn read_block(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_block(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
         let n = f.read_at(&mut buf[done..], offset + done as u64)?;

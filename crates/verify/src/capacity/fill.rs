@@ -6,7 +6,6 @@
 //! written; they are removed at the end (a wrap on a fake card can still damage other files,
 //! as with f3write: the verdict says so).
 
-use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -237,7 +236,7 @@ fn read_all(
                 return Err("interrupted".into());
             }
             let n = (*len - at).min(CHUNK as u64) as usize;
-            read_full(&f, &mut buf.as_mut_slice()[..n], at)
+            crate::session::read_block(&f, &mut buf.as_mut_slice()[..n], at)
                 .map_err(|e| format!("{} at offset {at}: {e}", path.display()))?;
             for (i, s) in buf.as_slice()[..n].chunks_exact(SECTOR).enumerate() {
                 let here = addr + (i * SECTOR) as u64;
@@ -272,20 +271,6 @@ fn drop_all_caches() -> bool {
     // SAFETY: sync takes no arguments and cannot fail.
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", b"1").is_ok()
-}
-
-fn read_full(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        match f.read_at(&mut buf[done..], offset + done as u64)? {
-            0 => {
-                buf[done..].fill(0);
-                break;
-            }
-            n => done += n,
-        }
-    }
-    Ok(())
 }
 
 fn gb(b: u64) -> String {
