@@ -937,3 +937,125 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
         },
     );
 }
+
+#[test]
+fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it() {
+    serial(
+        "a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it",
+        EMULATE_TOOLS,
+        || {
+            let card =
+                common::SlowDev::new(&["--size", "1G", "--rate", "10MB", "--volatile-cache", "8M"]);
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            apply_cycle("500", "100");
+            let before = vm_snapshot();
+            let path = card.path().to_str().expect("utf8");
+            let (code, out, err) = tune(&[
+                "search",
+                path,
+                "--runs",
+                "1",
+                "--budget",
+                "130s",
+                "--confirm-duration",
+                "5s",
+                "--max-loss",
+                "1s",
+                "--power-cut",
+                "--output-format",
+                "json",
+                "--",
+                "--streams",
+                "2",
+                "--fps",
+                "30",
+                "--frame-size",
+                "80k",
+                "--write-mode",
+                "buffered",
+            ]);
+            assert_eq!(code, Some(0), "{err}\n{out}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["max_loss_s"], 1.0);
+            let ranked = v["ranked"].as_array().expect("ranked");
+            let winner = &ranked[0];
+            let worst = winner["unacknowledged_worst_s"].as_f64();
+            assert!(worst.is_some_and(|w| w <= 1.0), "{winner}");
+            let changes = winner["candidate"]["recorder"].to_string();
+            assert!(
+                changes.contains("fdatasync_every") || changes.contains("dsync"),
+                "the winner acknowledges its frames: {changes}"
+            );
+            // The configuration as it is never asks the device: nothing bounds its loss.
+            let baseline = &ranked[v["baseline"].as_u64().expect("baseline") as usize];
+            assert!(baseline["unacknowledged_worst_s"].is_null(), "{baseline}");
+            // The proof read back from the card after each cut, against what the runs said.
+            let cuts = v["power_cuts"].as_array().expect("power cuts");
+            assert_eq!(cuts.len(), 2, "{cuts:?}");
+            let lost = |label: &serde_json::Value| {
+                let c = cuts
+                    .iter()
+                    .find(|c| &c["label"] == label)
+                    .expect("a cut for it");
+                assert_eq!(c["frames_durable_lost"], 0, "{c}");
+                c["recording_lost_s"].as_f64().expect("lost")
+            };
+            let won = lost(&winner["candidate"]["label"]);
+            let cut = cuts
+                .iter()
+                .find(|c| c["label"] == winner["candidate"]["label"])
+                .expect("winner's cut");
+            // What a cut loses is at most the longest unacknowledged stretch of that run,
+            // and a frame's interval (the frame in capture at the cut).
+            let its_worst = cut["unacknowledged_worst_s"].as_f64().expect("bounded");
+            assert!(won <= its_worst + 1.0 / 30.0 + 0.01, "{cut}");
+            assert!(won <= 1.0, "{cut}");
+            let base_lost = lost(&baseline["candidate"]["label"]);
+            assert!(
+                base_lost > 1.0,
+                "buffered without a sync loses more than the bound: {base_lost}"
+            );
+            assert_eq!(vm_snapshot(), before, "every trial's settings put back");
+            assert!(
+                common::files_in(card.path())
+                    .iter()
+                    .all(|f| !f.starts_with("sinkrate")),
+                "no recording left"
+            );
+            // A bound needs a recording in process, and a cut needs a volatile cache.
+            let (code, _, err) =
+                tune(&["search", path, "--max-loss", "1s", "--exec", "--", "true"]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("--max-loss needs the recording in process"),
+                "{err}"
+            );
+            restore_to(&original);
+        },
+    );
+}
+
+#[test]
+fn power_cut_proof_needs_a_card_with_a_volatile_cache() {
+    serial(
+        "power_cut_proof_needs_a_card_with_a_volatile_cache",
+        EMULATE_TOOLS,
+        || {
+            let card = common::SlowDev::new(&["--size", "64M", "--rate", "20MB"]);
+            let path = card.path().to_str().expect("utf8");
+            let (code, out, err) = tune(&["search", path, "--power-cut", "--runs", "1"]);
+            assert_eq!(code, Some(2), "{out}");
+            assert!(
+                err.contains(
+                    "--power-cut needs a directory on an emulated card with a volatile write cache"
+                ) && !err.contains("--power-cut-at"),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(common::files_in(card.path())
+                .iter()
+                .all(|f| !f.starts_with("sinkrate")));
+        },
+    );
+}

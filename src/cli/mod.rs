@@ -329,6 +329,15 @@ pub struct TuneSearchArgs {
     /// Apply the winner's system settings (kept until sinkrate tune restore)
     #[arg(long)]
     pub apply: bool,
+    /// The most recording a power cut may cost (e.g. 1s): adds the data-at-risk candidates
+    /// (fdatasync cadence, O_DSYNC, O_DIRECT + fdatasync) and ranks those that kept every
+    /// frame acknowledged on the device within it first (record workloads)
+    #[arg(long, value_name = "DURATION", value_parser = values::duration_value)]
+    pub max_loss: Option<std::time::Duration>,
+    /// Prove it: cut the power of the winner's and the baseline's recordings once each and
+    /// count what survived (PATH on an emulated card with a volatile write cache)
+    #[arg(long)]
+    pub power_cut: bool,
     /// text or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,

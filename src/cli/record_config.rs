@@ -95,6 +95,30 @@ fn dirty_limits(args: &RecordArgs) -> Result<Option<(u64, u64)>> {
     }
 }
 
+/// Whether a power cut can be counted in this recording (`flag` names the option asking).
+pub fn power_cut_fits(record: &sinkrate_record::config::RecordConfig, flag: &str) -> Result<()> {
+    if record.write_mode == sinkrate_record::config::WriteMode::Null {
+        return Err(anyhow!(
+            "{flag}: --write-mode null writes nothing to lose (use buffered, direct, dsync or uring)"
+        ));
+    }
+    // Each frame carries a 64-byte header to be found after the cut; a GOP's smallest
+    // frames are a fraction of the mean.
+    if let Some(s) = record
+        .streams
+        .iter()
+        .find(|s| s.sizes.mean_bytes() < 1024.0)
+    {
+        return Err(anyhow!(
+            "{flag}: stream {}'s frames average {:.0} bytes; the count needs frames of 1 KiB or more (each carries a {}-byte header)",
+            s.name,
+            s.sizes.mean_bytes(),
+            sinkrate_record::frame_header::HEADER_LEN
+        ));
+    }
+    Ok(())
+}
+
 /// Every record flag, checked, as a session. Nothing is written or changed here.
 pub fn session(args: &RecordArgs) -> Result<Session> {
     let (streams, label, profile_sync) = streams(args)?;
@@ -197,25 +221,7 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
                 record.duration.as_secs_f64()
             ));
         }
-        if record.write_mode == sinkrate_record::config::WriteMode::Null {
-            return Err(anyhow!(
-                "--power-cut-at: --write-mode null writes nothing to lose (use buffered, direct, dsync or uring)"
-            ));
-        }
-        // Each frame carries a 64-byte header to be found after the cut; a GOP's smallest
-        // frames are a fraction of the mean.
-        if let Some(s) = record
-            .streams
-            .iter()
-            .find(|s| s.sizes.mean_bytes() < 1024.0)
-        {
-            return Err(anyhow!(
-                "--power-cut-at: stream {}'s frames average {:.0} bytes; the count needs frames of 1 KiB or more (each carries a {}-byte header)",
-                s.name,
-                s.sizes.mean_bytes(),
-                sinkrate_record::frame_header::HEADER_LEN
-            ));
-        }
+        power_cut_fits(&record, "--power-cut-at")?;
         if args.find_max.is_some() {
             return Err(anyhow!(
                 "--power-cut-at and --find-max: one cut per recording; run them separately"

@@ -60,10 +60,14 @@ pub fn restore_left_over_settings() -> Result<()> {
     Ok(())
 }
 
-/// The emulated card under `dir`, as `--power-cut-at` cuts it. A card left dark by a killed
-/// run gets its power back first.
-fn emulated_card(dir: &std::path::Path) -> Result<sinkrate_emulate::power::Card> {
-    let card = sinkrate_emulate::power::card_holding(dir).map_err(|e| anyhow!(e))?;
+/// The emulated card under `dir`, as `flag` (`--power-cut-at`, `--power-cut`) cuts it. A
+/// card left dark by a killed run gets its power back first.
+pub(crate) fn emulated_card(
+    dir: &std::path::Path,
+    flag: &str,
+) -> Result<sinkrate_emulate::power::Card> {
+    let card = sinkrate_emulate::power::card_holding(dir)
+        .map_err(|e| anyhow!(e.replace("--power-cut-at", flag)))?;
     if card.is_cut() {
         card.restore().map_err(|e| {
             anyhow!("the card's power was left cut by an earlier run and cannot come back: {e}")
@@ -89,7 +93,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     }
     let mut session = crate::cli::record_config::session(&args)?;
     if session.record.power_cut_at.is_some() {
-        session.power_switch = Some(std::sync::Arc::new(emulated_card(&session.record.dir)?));
+        session.power_switch = Some(std::sync::Arc::new(emulated_card(
+            &session.record.dir,
+            "--power-cut-at",
+        )?));
     }
     if let Some(what) = args.find_max {
         return super::find_max::run(&args, session, what.into());

@@ -369,7 +369,31 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     } else {
         None
     };
+    if args
+        .max_loss
+        .is_some_and(|d| d < std::time::Duration::from_millis(50))
+    {
+        return Err(anyhow!(
+            "--max-loss: at least 50ms (a sync's own time is longer than that on any card)"
+        ));
+    }
+    let power_switch = match (&workload, args.power_cut) {
+        (_, false) => None,
+        (Workload::Record(s), true) => {
+            crate::cli::record_config::power_cut_fits(&s.record, "--power-cut")?;
+            let card: std::sync::Arc<dyn sinkrate_record::power_cut::PowerSwitch> =
+                std::sync::Arc::new(super::record::emulated_card(&args.path, "--power-cut")?);
+            Some(card)
+        }
+        (_, true) => {
+            return Err(anyhow!(
+                "--power-cut needs the recording in process (record flags after --), not --job or --exec"
+            ))
+        }
+    };
     let cfg = sinkrate_tune::search::SearchConfig {
+        max_loss: args.max_loss,
+        power_switch,
         workload,
         runs: args.runs,
         budget: args.budget,
@@ -405,6 +429,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     }
     let interrupted = report.interrupted;
     let failed = report.failed.clone();
+    let bound_met = report.loss_bound_met();
     let mut run = Envelope::new(
         RunKind::TuneSearch,
         sinkrate_engine::host::host_facts(),
@@ -428,9 +453,10 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     if let Some(what) = &failed {
         eprintln!("sinkrate: error: {what}");
     }
-    Ok(ExitCode::from(match (failed, interrupted) {
-        (Some(_), _) => 2,
-        (None, true) => 130,
-        (None, false) => 0,
+    Ok(ExitCode::from(match (failed, interrupted, bound_met) {
+        (Some(_), _, _) => 2,
+        (None, true, _) => 130,
+        (None, false, Some(false)) => 1,
+        (None, false, _) => 0,
     }))
 }

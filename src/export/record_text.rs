@@ -89,6 +89,14 @@ impl Exporter<RecordRun> for RecordText {
             r.totals.device_bytes_per_s.unwrap_or(0.0) / 1e6,
             r.totals.final_flush_s
         ));
+        t.push_str(&match (r.totals.unacknowledged_worst_s, c.write_mode) {
+            (_, WriteMode::Null) => String::new(),
+            (Some(s), _) => format!(
+                "data at risk on a power cut: at most {s:.2} s of recording had not been acknowledged on the device (capture to the covering {})\n",
+                if c.write_mode == WriteMode::Dsync { "O_DSYNC write" } else { "fdatasync" }
+            ),
+            (None, _) => "data at risk on a power cut: not bounded by the recorder, which never asked the device to make its writes durable (no --fdatasync-every, not dsync): a cut loses what the page cache and the card's cache hold\n".into(),
+        });
         if let Some(cut) = &r.power_cut {
             t.push_str(&power_cut_text(cut));
         }

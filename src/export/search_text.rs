@@ -38,6 +38,7 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
             None => format!("{:>width$}", "-"),
         };
         let counted = r.workload != "job";
+        let objective = r.objective();
         for (i, c) in r.ranked.iter().enumerate() {
             let full = c.trials.iter().filter(|t| t.confirmation).count();
             let screens = c.trials.len() - full;
@@ -54,17 +55,14 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
             } else {
                 "-".into()
             };
-            let at_risk = match c.peak_dirty_bytes {
-                Some(b) if r.rate_bytes_per_s > 0.0 => format!(
-                    "{:.0} MB ({:.0} s)",
-                    b as f64 / 1e6,
-                    b as f64 / r.rate_bytes_per_s
-                ),
-                Some(b) => format!("{:.0} MB", b as f64 / 1e6),
-                None => "?".into(),
+            let at_risk = match (c.unacknowledged_worst_s, c.peak_dirty_bytes) {
+                (Some(w), _) => format!("{w:.2} s acked"),
+                (None, Some(b)) => format!("{:.0} MB unsynced", b as f64 / 1e6),
+                (None, None) => "?".into(),
             };
+            let over = if objective.within_loss(c) { " " } else { ">" };
             s.push_str(&format!(
-                "{:<4} {:<62} {:>8} {} {} {:>8.2} {:>16} {:>6}\n",
+                "{:<4} {:<62} {:>8} {} {} {:>8.2} {:>16}{over}{:>6}\n",
                 i + 1,
                 c.candidate.label,
                 drops,
@@ -76,6 +74,55 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
             ));
         }
         s.push_str("runs: Ns = screening runs (past the first flush), +N = full-length runs; ! = stopped early, already worse than the best\n");
+        s.push_str("data at risk: acked = the longest stretch of recording a completed fdatasync or O_DSYNC write had not yet acknowledged (a power cut at the worst instant loses that much); unsynced = the recorder never asked, and the page cache's peak dirty+writeback is what it held\n");
+        if let Some(bound) = r.max_loss_s {
+            s.push_str(&format!(
+                "--max-loss {bound} s: candidates within it rank first; > = over it (or unbounded)\n"
+            ));
+        }
+        if let Some(first) = r.power_cuts.first() {
+            s.push_str(&format!(
+                "\npower cut at {:.1} s of {:.0} s (the emulated card's volatile cache lost; the card mounted again and each frame read back):\n",
+                first.at_s, r.screen_duration_s
+            ));
+            for p in &r.power_cuts {
+                s.push_str(&format!(
+                    "  {:<62} lost {:.2} s of recording; {} of {} frames believed written survived, {} acknowledged, {} acknowledged yet lost{}\n",
+                    p.label,
+                    p.recording_lost_s,
+                    p.frames_survived,
+                    p.frames_believed_written,
+                    p.frames_acknowledged_durable,
+                    p.frames_durable_lost,
+                    if p.frames_dropped > 0 {
+                        format!("; {} dropped", p.frames_dropped)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        if let (Some(bound), Some(met)) = (r.max_loss_s, r.loss_bound_met()) {
+            let winner = r.winner();
+            let ran = winner
+                .and_then(|w| w.unacknowledged_worst_s)
+                .map(|v| format!("{v:.2} s unacknowledged at worst in its runs"))
+                .unwrap_or_else(|| "no bound in its runs".into());
+            let cut = winner
+                .and_then(|w| r.power_cuts.iter().find(|p| p.label == w.candidate.label))
+                .map(|p| format!(", {:.2} s lost at the power cut", p.recording_lost_s))
+                .unwrap_or_default();
+            s.push_str(&format!(
+                "\n--max-loss {bound} s: {} ({ran}{cut})\n",
+                match (met, winner.is_some_and(|w| objective.within_loss(w))) {
+                    (true, _) => "MET by the winner",
+                    (false, true) =>
+                        "NOT MET on the card: the winner lost more at the power cut than its runs promised (exit 1)",
+                    (false, false) =>
+                        "NOT MET: no candidate kept every frame acknowledged within it (exit 1)",
+                }
+            ));
+        }
         if r.workload == "exec" {
             s.push_str("drops: as the recorder wrote them to --drops-file (0 without one); write latency is not seen from outside the recorder\n");
         }

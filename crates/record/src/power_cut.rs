@@ -104,6 +104,60 @@ pub enum SyncCovers {
     FramesBeforeTheLast,
 }
 
+impl SyncCovers {
+    pub fn of(mode: crate::config::WriteMode) -> SyncCovers {
+        use crate::config::WriteMode;
+        match mode {
+            WriteMode::Dsync => SyncCovers::EveryWrite,
+            WriteMode::Direct | WriteMode::Uring => SyncCovers::FramesBeforeTheLast,
+            WriteMode::Buffered | WriteMode::Null => SyncCovers::FramesBefore,
+        }
+    }
+}
+
+/// The longest stretch of the stream's recording that rested on no acknowledgement, in
+/// seconds: for each written frame, from its capture to the return of the write (O_DSYNC)
+/// or of the first sync that covers it. A power cut at the worst instant loses that much
+/// even on a device that keeps every promise. None when the writer never asked the device
+/// (no sync, no O_DSYNC): then nothing the recorder saw bounds the loss. Frames after the
+/// last periodic sync wait for the sync at the end of the recording, which says nothing of
+/// the cadence, and are left out.
+pub fn unacknowledged_worst_s(r: &StreamResult, covers: SyncCovers) -> Option<f64> {
+    let mut written: Vec<(u64, u64, u64)> = r
+        .frames
+        .iter()
+        .filter_map(|f| Some((f.frame, f.capture_ns, f.write_end_ns?)))
+        .collect();
+    if covers == SyncCovers::EveryWrite {
+        return written
+            .iter()
+            .map(|(_, capture, end)| end.saturating_sub(*capture))
+            .max()
+            .map(|ns| ns as f64 / 1e9);
+    }
+    if r.syncs.is_empty() {
+        return None;
+    }
+    written.sort_unstable();
+    // Syncs complete in order and each covers every frame written before it, so one pass
+    // over both finds each frame's first covering sync.
+    let lag = u64::from(covers == SyncCovers::FramesBeforeTheLast);
+    let mut syncs = r.syncs.iter().peekable();
+    let mut worst: Option<u64> = None;
+    for (frame, capture, _) in written {
+        while syncs
+            .peek()
+            .is_some_and(|s| s.last_frame < frame.saturating_add(lag))
+        {
+            syncs.next();
+        }
+        let Some(sync) = syncs.peek() else { break };
+        let wait = sync.end_ns.saturating_sub(capture);
+        worst = Some(worst.map_or(wait, |w| w.max(wait)));
+    }
+    worst.map(|ns| ns as f64 / 1e9)
+}
+
 /// One stream's account: `r` is what the writer did (its per-frame records and syncs),
 /// `on_card` what was read back.
 pub fn survival(
@@ -176,6 +230,32 @@ mod tests {
             write_start_ns: Some(end_ms * 1_000_000 - 1),
             write_end_ns: Some(end_ms * 1_000_000),
         }
+    }
+
+    #[test]
+    fn the_longest_unacknowledged_stretch_runs_from_capture_to_the_covering_sync() {
+        // 10 fps, frames written 5 ms after capture; syncs after frames 4 (at 0.5 s) and 9
+        // (at 1.02 s).
+        let mut r = StreamResult {
+            frames: (0..10).map(|k| written(k, k * 100 + 5)).collect(),
+            ..StreamResult::default()
+        };
+        let sync = |end_ms: u64, last_frame: u64| SyncPoint {
+            end_ns: end_ms * 1_000_000,
+            last_frame,
+        };
+        assert_eq!(unacknowledged_worst_s(&r, SyncCovers::FramesBefore), None);
+        r.syncs = vec![sync(500, 4), sync(1020, 9)];
+        // Frame 5, captured at 0.5 s, waits for the sync at 1.02 s.
+        let worst = unacknowledged_worst_s(&r, SyncCovers::FramesBefore).expect("synced");
+        assert!((worst - 0.52).abs() < 1e-9, "{worst}");
+        // O_DIRECT: the sync after frame 4 covers frames up to 3; frame 4 (0.4 s) waits for
+        // 1.02 s, and frame 9 for a sync that never came (left out).
+        let worst = unacknowledged_worst_s(&r, SyncCovers::FramesBeforeTheLast).expect("synced");
+        assert!((worst - 0.62).abs() < 1e-9, "{worst}");
+        // O_DSYNC: each write's own return.
+        let worst = unacknowledged_worst_s(&r, SyncCovers::EveryWrite).expect("written");
+        assert!((worst - 0.005).abs() < 1e-9, "{worst}");
     }
 
     #[test]

@@ -90,6 +90,10 @@ pub struct Totals {
     pub write_latency_ns: LatencyDistribution,
     pub lateness_ns: LatencyDistribution,
     pub schedule_jitter_ns: LatencyDistribution,
+    /// The streams' longest unacknowledged stretch (see the stream's); null when a stream
+    /// never asked the device.
+    #[serde(default)]
+    pub unacknowledged_worst_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -118,6 +122,11 @@ pub struct StreamReport {
     pub writer_busy_ns: u64,
     pub writer_cpu_ns: u64,
     pub final_sync_ns: u64,
+    /// The longest stretch of recording (capture to acknowledgement) that a completed
+    /// fdatasync or O_DSYNC write had not yet reported on the device: what a power cut at
+    /// the worst instant loses. Null when the writer never asked the device.
+    #[serde(default)]
+    pub unacknowledged_worst_s: Option<f64>,
     pub error: Option<String>,
 }
 

@@ -464,11 +464,7 @@ fn after_the_cut(
         Ok(r) => (true, r.kernel_said.clone(), r.cache_lost_bytes),
         Err(e) => (false, vec![e.clone()], None),
     };
-    let covers = match cfg.write_mode {
-        WriteMode::Dsync => SyncCovers::EveryWrite,
-        WriteMode::Direct | WriteMode::Uring => SyncCovers::FramesBeforeTheLast,
-        WriteMode::Buffered | WriteMode::Null => SyncCovers::FramesBefore,
-    };
+    let covers = SyncCovers::of(cfg.write_mode);
     let streams = results
         .iter()
         .zip(&cfg.streams)
@@ -685,11 +681,18 @@ fn judge(
         .map(|r| frame_columns(r, r.fps_requested))
         .collect();
     let intervals = intervals(&frames, elapsed_s);
+    let covers = crate::power_cut::SyncCovers::of(cfg.write_mode);
     let streams: Vec<StreamReport> = results
         .iter()
         .zip(on_disk)
-        .map(|(r, size)| stream_report(r, elapsed_s, *size))
+        .map(|(r, size)| stream_report(r, elapsed_s, *size, covers))
         .collect();
+    // A stream that never asked the device leaves the whole recording unbounded.
+    let unacknowledged_worst_s = streams
+        .iter()
+        .map(|st| st.unacknowledged_worst_s)
+        .try_fold(0.0f64, |worst, s| s.map(|s| worst.max(s)))
+        .filter(|_| !streams.is_empty() && cfg.write_mode != WriteMode::Null);
     let sum = |f: fn(&StreamResult) -> u64| results.iter().map(f).sum::<u64>();
     RecordReport {
         target: Some(target.clone()),
@@ -722,6 +725,7 @@ fn judge(
             write_latency_ns: LatencyDistribution::of(&total_lat),
             lateness_ns: LatencyDistribution::of(&total_late),
             schedule_jitter_ns: LatencyDistribution::of(&total_jitter),
+            unacknowledged_worst_s,
         },
         streams,
         stalls,
@@ -772,7 +776,12 @@ fn settle_files(
         .collect()
 }
 
-fn stream_report(r: &StreamResult, elapsed_s: f64, on_disk: Option<u64>) -> StreamReport {
+fn stream_report(
+    r: &StreamResult,
+    elapsed_s: f64,
+    on_disk: Option<u64>,
+    covers: crate::power_cut::SyncCovers,
+) -> StreamReport {
     let path = |p: &PathBuf| p.display().to_string();
     StreamReport {
         name: r.name.clone(),
@@ -799,6 +808,7 @@ fn stream_report(r: &StreamResult, elapsed_s: f64, on_disk: Option<u64>) -> Stre
         writer_busy_ns: r.writer_busy_ns,
         writer_cpu_ns: r.writer_cpu_ns,
         final_sync_ns: r.final_sync_ns,
+        unacknowledged_worst_s: crate::power_cut::unacknowledged_worst_s(r, covers),
         error: r.error.clone(),
     }
 }

@@ -190,6 +190,90 @@ pub struct Knobs<'a> {
     /// The workload's write rate, bytes a second, to size small dirty limits.
     pub rate: f64,
     pub target: Option<&'a QueueMount>,
+    /// `--max-loss`: the most recording a power cut may cost. Adds the data-at-risk family
+    /// (the recorder's fdatasync cadence and write mode, with the buffers and writeback that
+    /// let it keep up) first.
+    pub max_loss: Option<Duration>,
+}
+
+/// The fdatasync cadence that keeps a recording within `bound`: the frame waiting longest
+/// waits a cadence, then the sync itself; half the bound leaves the other half to the sync
+/// (a tenth of a second at least, a second at most: longer is the plain candidate's).
+pub fn cadence_for(bound: Duration) -> Duration {
+    let ms = (bound.as_millis() as u64 / 2).clamp(100, 1000);
+    Duration::from_millis(ms / 50 * 50)
+}
+
+/// The data-at-risk family: ways for the recorder to have its frames acknowledged on the
+/// device within `bound`, and what lets each keep up (more capture buffers ride out a sync's
+/// wait; small dirty limits keep each sync short).
+fn data_at_risk(
+    bound: Duration,
+    base: &Session,
+    writeback: bool,
+    small_limits: Vec<(Setting, String)>,
+) -> Vec<Candidate> {
+    let every = cadence_for(bound);
+    let secs = every.as_secs_f64();
+    let sync = RecorderChange::FdatasyncEvery { every_s: every };
+    let more = (base.record.buffers * 4).max(16);
+    let buffers = RecorderChange::Buffers { buffers: more };
+    let mode = |mode: WriteMode| RecorderChange::WriteMode { mode };
+    // Most likely to keep up first (a short budget leaves out the last): writes that skip
+    // the page cache leave each sync little to wait for, and more buffers ride out the wait.
+    let mut out = Vec::new();
+    let mut add = |label: String, system: Vec<(Setting, String)>, recorder: Vec<RecorderChange>| {
+        out.push(Candidate {
+            label,
+            system,
+            recorder,
+        })
+    };
+    if base.record.write_mode == WriteMode::Buffered {
+        add(
+            format!("O_DIRECT writes + fdatasync every {secs} s + {more} capture buffers"),
+            Vec::new(),
+            vec![mode(WriteMode::Direct), sync.clone(), buffers.clone()],
+        );
+    }
+    if base.record.write_mode != WriteMode::Dsync {
+        add(
+            format!("O_DSYNC writes + {more} capture buffers"),
+            Vec::new(),
+            vec![mode(WriteMode::Dsync), buffers.clone()],
+        );
+    }
+    add(
+        format!("fdatasync every {secs} s + {more} capture buffers"),
+        Vec::new(),
+        vec![sync.clone(), buffers.clone()],
+    );
+    if writeback {
+        add(
+            format!("small dirty limits + fdatasync every {secs} s + {more} capture buffers"),
+            small_limits,
+            vec![sync.clone(), buffers],
+        );
+    }
+    add(format!("fdatasync every {secs} s"), Vec::new(), vec![sync]);
+    if base.record.write_mode != WriteMode::Dsync {
+        add(
+            "O_DSYNC writes".into(),
+            Vec::new(),
+            vec![mode(WriteMode::Dsync)],
+        );
+    }
+    out
+}
+
+/// Whether the recorder asks the device to acknowledge its frames with this candidate: a
+/// sync cadence or O_DSYNC, its own or the user's. Without, no run can show a bound on what
+/// a power cut loses.
+pub fn acknowledges(c: &Candidate, base: &Session) -> bool {
+    let s = c.session(base);
+    s.record.write_mode == WriteMode::Dsync
+        || s.record.fdatasync_every.is_some()
+        || s.record.fdatasync_every_frames.is_some()
 }
 
 fn baseline() -> Candidate {
@@ -227,6 +311,11 @@ pub fn candidates(k: &Knobs) -> Vec<Candidate> {
         })
     };
     let writeback = k.system && k.buffered;
+    if let (Some(bound), Some(base)) = (k.max_loss, k.recorder) {
+        for c in data_at_risk(bound, base, writeback, small_limits.clone()) {
+            add(&c.label, c.system, c.recorder);
+        }
+    }
     if writeback {
         add("writeback 100/100 cs", fast_writeback.clone(), Vec::new());
         add(
@@ -370,6 +459,7 @@ mod tests {
             buffered: true,
             rate: 5e6,
             target,
+            max_loss: None,
         }
     }
 
@@ -404,6 +494,15 @@ mod tests {
             sched.settings_args().last().map(String::as_str),
             Some("queue:scheduler=mq-deadline")
         );
+    }
+
+    #[test]
+    fn a_loss_bound_gives_a_sync_cadence_of_half_of_it_within_a_tenth_and_a_second() {
+        let ms = |d: Duration| cadence_for(d).as_millis();
+        assert_eq!(ms(Duration::from_secs(1)), 500);
+        assert_eq!(ms(Duration::from_millis(300)), 150);
+        assert_eq!(ms(Duration::from_millis(50)), 100);
+        assert_eq!(ms(Duration::from_secs(10)), 1000);
     }
 
     #[test]

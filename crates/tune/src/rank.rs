@@ -28,6 +28,28 @@ pub struct Scored {
     pub p99_lateness_ms: Option<f64>,
     pub cpu_s: f64,
     pub peak_dirty_bytes: Option<u64>,
+    /// The longest unacknowledged stretch of recording over the runs; None when a run's
+    /// recorder never asked the device (nothing bounds what a power cut loses).
+    #[serde(default)]
+    pub unacknowledged_worst_s: Option<f64>,
+}
+
+/// What "better" means for a search: the full-length runs a candidate needs to be proven,
+/// and the most recording a power cut may cost (`--max-loss`), a bound a candidate meets
+/// or does not.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Objective {
+    pub runs: usize,
+    pub max_loss_s: Option<f64>,
+}
+
+impl Objective {
+    /// Whether `s` keeps within `--max-loss` (true without one).
+    pub fn within_loss(&self, s: &Scored) -> bool {
+        self.max_loss_s.is_none_or(|bound| {
+            !s.trials.is_empty() && s.unacknowledged_worst_s.is_some_and(|w| w <= bound)
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,6 +86,11 @@ pub(crate) fn score(candidate: Candidate, trials: Vec<Trial>, screened_only: boo
         p99_lateness_ms: median(trials.iter().filter_map(|t| t.p99_lateness_ms).collect()),
         cpu_s: median(trials.iter().map(|t| t.cpu_s).collect()).unwrap_or(0.0),
         peak_dirty_bytes: trials.iter().filter_map(|t| t.peak_dirty_bytes).max(),
+        unacknowledged_worst_s: trials
+            .iter()
+            .map(|t| t.unacknowledged_worst_s)
+            .try_fold(0.0f64, |worst, s| s.map(|s| worst.max(s)))
+            .filter(|_| !trials.is_empty()),
         candidate,
         trials,
         screened_only,
@@ -77,10 +104,11 @@ fn fell_behind(s: &Scored) -> usize {
         .count()
 }
 
-/// The objective, in order: no failed run; no dropped frames (and no falling behind); the
-/// lowest worst write, then p99 lateness (when known); the least throttling; the least
-/// writer + flusher CPU; the least data at risk.
-pub(crate) fn better(a: &Scored, b: &Scored, runs: usize) -> std::cmp::Ordering {
+/// The objective, in order: no failed run; within `--max-loss` (when given); no dropped
+/// frames (and no falling behind); the lowest worst write, then p99 lateness (when known);
+/// the least throttling; the least writer + flusher CPU; the least data at risk.
+pub(crate) fn better(a: &Scored, b: &Scored, objective: &Objective) -> std::cmp::Ordering {
+    let runs = objective.runs;
     let failed = |s: &Scored| s.trials.iter().any(|t| t.verdict == Verdict::Failed);
     let opt = |x: Option<f64>, y: Option<f64>| match (x, y) {
         (Some(x), Some(y)) => x.total_cmp(&y),
@@ -104,6 +132,7 @@ pub(crate) fn better(a: &Scored, b: &Scored, runs: usize) -> std::cmp::Ordering 
     let confirmed = |s: &Scored| s.trials.iter().filter(|t| t.confirmation).count().min(runs);
     failed(a)
         .cmp(&failed(b))
+        .then(objective.within_loss(b).cmp(&objective.within_loss(a)))
         .then(a.dropped_share.total_cmp(&b.dropped_share))
         .then(fell_behind(a).cmp(&fell_behind(b)))
         // Equally free of drops: the one proven in its full-length runs comes before one
@@ -117,7 +146,11 @@ pub(crate) fn better(a: &Scored, b: &Scored, runs: usize) -> std::cmp::Ordering 
 }
 
 /// Candidate indices that have run, best first, by the objective over their runs so far.
-pub(crate) fn rank(chosen: &[Candidate], trials: &[Vec<Trial>], runs: usize) -> Vec<usize> {
+pub(crate) fn rank(
+    chosen: &[Candidate],
+    trials: &[Vec<Trial>],
+    objective: &Objective,
+) -> Vec<usize> {
     let scored: Vec<Scored> = chosen
         .iter()
         .zip(trials)
@@ -126,7 +159,7 @@ pub(crate) fn rank(chosen: &[Candidate], trials: &[Vec<Trial>], runs: usize) -> 
     let mut order: Vec<usize> = (0..chosen.len())
         .filter(|k| !trials[*k].is_empty())
         .collect();
-    order.sort_by(|a, b| better(&scored[*a], &scored[*b], runs));
+    order.sort_by(|a, b| better(&scored[*a], &scored[*b], objective));
     if order.is_empty() {
         order.push(0);
     }
@@ -221,6 +254,11 @@ pub(crate) fn compare(base: &Scored, winner: &Scored) -> Option<Comparison> {
 mod tests {
     use super::*;
 
+    const THREE_RUNS: Objective = Objective {
+        runs: 3,
+        max_loss_s: None,
+    };
+
     fn trial(dropped: u64, worst_ms: f64, confirmation: bool) -> Trial {
         Trial {
             verdict: if dropped > 0 {
@@ -235,6 +273,7 @@ mod tests {
             p99_lateness_ms: Some(0.0),
             cpu_s: 0.1,
             peak_dirty_bytes: Some(1 << 20),
+            unacknowledged_worst_s: None,
             throttled_s: 0.0,
             duration_s: 60.0,
             confirmation,
@@ -258,15 +297,44 @@ mod tests {
         let glimpse = scored("glimpse", vec![trial(0, 2.0, false)]);
         let dropping = scored("dropping", vec![trial(5, 1.0, true); 3]);
         let mut all = [dropping, glimpse, proven];
-        all.sort_by(|a, b| better(a, b, 3));
+        all.sort_by(|a, b| better(a, b, &THREE_RUNS));
         let order: Vec<&str> = all.iter().map(|s| s.candidate.label.as_str()).collect();
         assert_eq!(order, ["proven", "glimpse", "dropping"]);
         // 2 ms and 4 ms are the same band: the cheaper on CPU wins; 2 ms and 40 ms are not.
         let mut a = scored("a", vec![trial(0, 4.0, true)]);
         let b = scored("b", vec![trial(0, 2.0, true)]);
         a.cpu_s = 0.05;
-        assert_eq!(better(&a, &b, 3), std::cmp::Ordering::Less);
+        assert_eq!(better(&a, &b, &THREE_RUNS), std::cmp::Ordering::Less);
         let c = scored("c", vec![trial(0, 40.0, true)]);
-        assert_eq!(better(&b, &c, 3), std::cmp::Ordering::Less);
+        assert_eq!(better(&b, &c, &THREE_RUNS), std::cmp::Ordering::Less);
+    }
+
+    #[test]
+    fn with_a_loss_bound_a_candidate_within_it_comes_before_one_that_drops_nothing() {
+        let with = |worst: Option<f64>, dropped: u64| {
+            let mut t = trial(dropped, 2.0, true);
+            t.unacknowledged_worst_s = worst;
+            t
+        };
+        let unbounded = scored("buffered", vec![with(None, 0); 3]);
+        let too_slow = scored("fdatasync 2 s", vec![with(Some(2.1), 0); 3]);
+        let within = scored(
+            "fdatasync 0.5 s",
+            vec![with(Some(0.6), 0), with(Some(0.7), 3)],
+        );
+        let bound = Objective {
+            runs: 3,
+            max_loss_s: Some(1.0),
+        };
+        let mut all = [unbounded.clone(), too_slow.clone(), within.clone()];
+        all.sort_by(|a, b| better(a, b, &bound));
+        let order: Vec<&str> = all.iter().map(|s| s.candidate.label.as_str()).collect();
+        assert_eq!(order[0], "fdatasync 0.5 s");
+        assert!((within.unacknowledged_worst_s.unwrap_or(0.0) - 0.7).abs() < 1e-12);
+        assert_eq!(unbounded.unacknowledged_worst_s, None);
+        // Without a bound, frames come first.
+        let mut all = [within, too_slow, unbounded];
+        all.sort_by(|a, b| better(a, b, &THREE_RUNS));
+        assert_ne!(all[0].candidate.label, "fdatasync 0.5 s");
     }
 }

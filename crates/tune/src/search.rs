@@ -23,6 +23,8 @@ const PAST_FIRST_FLUSH_S: f64 = 10.0;
 const MIN_SCREEN_S: f64 = 20.0;
 /// Set-up and final flush around each run, for the estimate.
 const OVERHEAD_PER_RUN_S: f64 = 3.0;
+/// Bringing a card's power back and mounting it again after a cut, for the estimate.
+const CUT_RESTORE_S: f64 = 5.0;
 
 #[derive(Debug, Clone)]
 pub struct SearchConfig {
@@ -38,6 +40,28 @@ pub struct SearchConfig {
     pub target: Option<QueueMount>,
     /// The journal temporary settings go through.
     pub journal: Journal,
+    /// `--max-loss`: the most recording a power cut may cost (record workloads).
+    pub max_loss: Option<Duration>,
+    /// `--power-cut`: the emulated card under the directory, to cut the power of the
+    /// winner's and the baseline's recordings once each and count what they lost.
+    pub power_switch: Option<Arc<dyn sinkrate_record::power_cut::PowerSwitch>>,
+}
+
+/// A candidate's recording with its power cut: what it lost, against what its runs showed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerCutProof {
+    pub label: String,
+    pub at_s: f64,
+    /// The most recording any stream lost (capture of its first missing frame to the cut).
+    pub recording_lost_s: f64,
+    pub frames_believed_written: u64,
+    pub frames_acknowledged_durable: u64,
+    pub frames_survived: u64,
+    /// Acknowledged, yet not on the card: the device or the filesystem broke its promise.
+    pub frames_durable_lost: u64,
+    /// The run's own longest unacknowledged stretch, up to the cut.
+    pub unacknowledged_worst_s: Option<f64>,
+    pub frames_dropped: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -73,6 +97,12 @@ pub struct SearchReport {
     /// did (an I/O error, a full device). The run then failed.
     #[serde(default)]
     pub failed: Option<String>,
+    /// `--max-loss`, in seconds of recording.
+    #[serde(default)]
+    pub max_loss_s: Option<f64>,
+    /// With `--power-cut`: the winner's and the baseline's recordings with their power cut.
+    #[serde(default)]
+    pub power_cuts: Vec<PowerCutProof>,
 }
 
 impl SearchReport {
@@ -81,6 +111,29 @@ impl SearchReport {
             .first()
             .filter(|_| self.failed.is_none())
             .filter(|w| w.trials.iter().all(|t| t.verdict != Verdict::Failed))
+    }
+
+    pub fn objective(&self) -> crate::rank::Objective {
+        crate::rank::Objective {
+            runs: self.runs_per_candidate,
+            max_loss_s: self.max_loss_s,
+        }
+    }
+
+    /// With `--max-loss`: whether the winner kept within it in its runs and, when its power
+    /// was cut, on the card. None without a bound.
+    pub fn loss_bound_met(&self) -> Option<bool> {
+        let bound = self.max_loss_s?;
+        let objective = self.objective();
+        let Some(w) = self.winner() else {
+            return Some(false);
+        };
+        let cut_ok = self
+            .power_cuts
+            .iter()
+            .filter(|p| p.label == w.candidate.label)
+            .all(|p| p.recording_lost_s <= bound && p.frames_durable_lost == 0);
+        Some(objective.within_loss(w) && cut_ok)
     }
 }
 
@@ -153,6 +206,22 @@ pub fn search(
         Workload::Job { dir, file, .. } => (format!("job file {}", file.display()), dir.clone()),
         Workload::Exec { argv, dir, .. } => (argv.join(" "), dir.clone()),
     };
+    let base_session = match &cfg.workload {
+        Workload::Record(s) => Some(s.as_ref()),
+        _ => None,
+    };
+    if base_session.is_none() {
+        for (given, flag) in [
+            (cfg.max_loss.is_some(), "--max-loss"),
+            (cfg.power_switch.is_some(), "--power-cut"),
+        ] {
+            if given {
+                return Err(SearchError::Workload(format!(
+                    "{flag} needs the recording in process (record flags after --): a job's or your own recorder's syncs are not seen"
+                )));
+            }
+        }
+    }
     let started = Instant::now();
     let vm = sinkrate_sampler::live::read_vm_settings();
     let fixed_s = match &cfg.workload {
@@ -216,6 +285,7 @@ pub fn search(
         buffered,
         rate,
         target: cfg.target.as_ref(),
+        max_loss: cfg.max_loss,
     });
     // A candidate whose every setting is already in force is the baseline again.
     let host = cfg.journal.host();
@@ -226,18 +296,40 @@ pub fn search(
                 .all(|(s, v)| host.read(s).is_ok_and(|now| now.trim() == v))
     };
     let mut kept = Vec::with_capacity(all.len());
+    let mut unbounded = Vec::new();
     for (k, c) in all.into_iter().enumerate() {
         if k > 0 && in_force(&c) {
             notes.push(format!(
                 "{}: already in force, the same as the baseline",
                 c.label
             ));
+        } else if k > 0
+            && cfg.max_loss.is_some()
+            && base_session.is_some_and(|b| !crate::candidates::acknowledges(&c, b))
+        {
+            unbounded.push(c.label);
         } else {
             kept.push(c);
         }
     }
     let all = kept;
-    let budget_s = cfg.budget.as_secs_f64();
+    if !unbounded.is_empty() {
+        notes.push(format!(
+            "not tried, as nothing in them bounds what a power cut loses (no fdatasync, no O_DSYNC) and --max-loss asks for a bound: {}",
+            unbounded.join("; ")
+        ));
+    }
+    let objective = crate::rank::Objective {
+        runs: cfg.runs.max(1),
+        max_loss_s: cfg.max_loss.map(|d| d.as_secs_f64()),
+    };
+    // The power cuts at the end (the winner's and the baseline's) come out of the budget.
+    let proof_s = if cfg.power_switch.is_some() {
+        2.0 * (len.screen(&all[0]) + OVERHEAD_PER_RUN_S + CUT_RESTORE_S)
+    } else {
+        0.0
+    };
+    let budget_s = (cfg.budget.as_secs_f64() - proof_s).max(0.0);
     let runs = cfg.runs.max(1);
     let run_s = |secs: f64| secs + OVERHEAD_PER_RUN_S;
     // The baseline runs at full length from the start (every candidate is compared with
@@ -264,8 +356,8 @@ pub fn search(
     }
     progress(&Event::Plan {
         candidates: chosen.len(),
-        estimate_s,
-        budget_s,
+        estimate_s: estimate_s + proof_s,
+        budget_s: cfg.budget.as_secs_f64(),
     });
     let mut trials: Vec<Vec<Trial>> = vec![Vec::new(); all.len()];
     let mut interrupted = false;
@@ -369,7 +461,7 @@ pub fn search(
     let mut left_unconfirmed = false;
     let mut next_extra = planned;
     while !interrupted && failed.is_none() {
-        let ranked = rank(&all, &trials, runs);
+        let ranked = rank(&all, &trials, &objective);
         // A leader given up on during screening is not confirmed: it was clearly worse.
         let leader = ranked
             .iter()
@@ -439,13 +531,84 @@ pub fn search(
             score(c.clone(), t, short)
         })
         .collect();
-    scored.sort_by(|a, b| better(a, b, runs));
+    scored.sort_by(|a, b| better(a, b, &objective));
     let baseline = scored
         .iter()
         .position(|s| s.candidate.system.is_empty() && s.candidate.recorder.is_empty());
     let comparison = baseline
         .filter(|_| failed.is_none())
         .and_then(|b| compare(&scored[b], scored.first()?));
+    let mut power_cuts = Vec::new();
+    if let (Some(switch), Some(base), Some(b), None, false) = (
+        &cfg.power_switch,
+        base_session,
+        baseline,
+        &failed,
+        interrupted,
+    ) {
+        // The same length and instant for both, a quarter before the end of a screening run
+        // (past the first flush of expired data, where buffered data starts to leave).
+        let seconds = len.screen(&all[0]);
+        let cut_at = Duration::from_secs_f64(seconds * 0.75);
+        let mut proved = vec![&scored[0]];
+        if b != 0 {
+            proved.push(&scored[b]);
+        }
+        for s in proved {
+            let c = &s.candidate;
+            let _settings = if c.system.is_empty() {
+                None
+            } else {
+                Some(
+                    Temporary::apply(&cfg.journal, &c.system)
+                        .map_err(|e| SearchError::Settings(e.to_string()))?,
+                )
+            };
+            progress(&Event::Run {
+                label: format!("{} (power cut at {:.1} s)", c.label, cut_at.as_secs_f64()),
+                run: 1,
+                seconds,
+                confirmation: false,
+            });
+            let Some((trial, cut)) = crate::workload::power_cut_run(
+                base,
+                c,
+                Duration::from_secs_f64(seconds),
+                cut_at,
+                switch,
+                &stop,
+            )?
+            else {
+                interrupted = true;
+                break;
+            };
+            let sum = |f: fn(&sinkrate_record::power_cut::StreamSurvival) -> u64| {
+                cut.streams.iter().map(f).sum::<u64>()
+            };
+            power_cuts.push(PowerCutProof {
+                label: c.label.clone(),
+                at_s: cut.at_s,
+                recording_lost_s: cut
+                    .streams
+                    .iter()
+                    .map(|st| st.recording_lost_s)
+                    .fold(0.0, f64::max),
+                frames_believed_written: sum(|st| st.frames_believed_written),
+                frames_acknowledged_durable: sum(|st| st.frames_acknowledged_durable),
+                frames_survived: sum(|st| st.frames_survived),
+                frames_durable_lost: sum(|st| st.frames_durable_lost),
+                unacknowledged_worst_s: trial.unacknowledged_worst_s,
+                frames_dropped: trial.frames_dropped,
+            });
+            if !cut.mounted_after {
+                notes.push(format!(
+                    "{}: the card did not mount after the power came back: {}",
+                    c.label,
+                    cut.mount_notes.join("; ")
+                ));
+            }
+        }
+    }
     Ok(SearchReport {
         label,
         dir: dir.display().to_string(),
@@ -454,8 +617,8 @@ pub fn search(
         rate_bytes_per_s: rate,
         run_duration_s: len.confirm(&all[0]),
         screen_duration_s: len.screen(&all[0]),
-        budget_s,
-        estimate_s,
+        budget_s: cfg.budget.as_secs_f64(),
+        estimate_s: estimate_s + proof_s,
         spent_s: started.elapsed().as_secs_f64(),
         ranked: scored,
         baseline,
@@ -463,5 +626,76 @@ pub fn search(
         notes,
         interrupted,
         failed,
+        max_loss_s: objective.max_loss_s,
+        power_cuts,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scored(label: &str, worst: Option<f64>) -> Scored {
+        let trial = Trial {
+            verdict: Verdict::KeepsUp,
+            frames_offered: 600,
+            frames_dropped: 0,
+            worst_write_ms: Some(2.0),
+            p99_write_ms: Some(1.0),
+            p99_lateness_ms: Some(0.0),
+            cpu_s: 0.1,
+            peak_dirty_bytes: None,
+            unacknowledged_worst_s: worst,
+            throttled_s: 0.0,
+            duration_s: 20.0,
+            confirmation: true,
+            stopped_early: false,
+            error: None,
+        };
+        let candidate = Candidate {
+            label: label.into(),
+            system: Vec::new(),
+            recorder: Vec::new(),
+        };
+        score(candidate, vec![trial], false)
+    }
+
+    fn cut(label: &str, lost: f64, durable_lost: u64) -> PowerCutProof {
+        PowerCutProof {
+            label: label.into(),
+            at_s: 15.0,
+            recording_lost_s: lost,
+            frames_believed_written: 450,
+            frames_acknowledged_durable: 440,
+            frames_survived: 445,
+            frames_durable_lost: durable_lost,
+            unacknowledged_worst_s: Some(0.5),
+            frames_dropped: 0,
+        }
+    }
+
+    #[test]
+    fn a_bound_is_met_only_in_the_runs_and_on_the_card() {
+        let mut r = SearchReport {
+            runs_per_candidate: 1,
+            ranked: vec![scored("sync", Some(0.6))],
+            ..SearchReport::default()
+        };
+        assert_eq!(r.loss_bound_met(), None, "no bound, no verdict");
+        r.max_loss_s = Some(1.0);
+        assert_eq!(r.loss_bound_met(), Some(true));
+        r.power_cuts = vec![cut("sync", 0.4, 0)];
+        assert_eq!(r.loss_bound_met(), Some(true));
+        // The card lost more than the runs promised, or broke a promise.
+        r.power_cuts = vec![cut("sync", 1.3, 0)];
+        assert_eq!(r.loss_bound_met(), Some(false));
+        r.power_cuts = vec![cut("sync", 0.4, 2)];
+        assert_eq!(r.loss_bound_met(), Some(false));
+        // The best candidate was over the bound, or never asked the device.
+        r.power_cuts.clear();
+        r.ranked = vec![scored("late", Some(1.4))];
+        assert_eq!(r.loss_bound_met(), Some(false));
+        r.ranked = vec![scored("buffered", None)];
+        assert_eq!(r.loss_bound_met(), Some(false));
+    }
 }

@@ -65,6 +65,11 @@ pub struct Trial {
     pub cpu_s: f64,
     /// The most dirty + writeback data seen: what a power cut could lose.
     pub peak_dirty_bytes: Option<u64>,
+    /// The longest stretch of recording that no completed fdatasync or O_DSYNC write had
+    /// yet acknowledged (record workloads; None when the recorder never asks the device, or
+    /// for a job or an outside recorder, whose acknowledgements are not seen).
+    #[serde(default)]
+    pub unacknowledged_worst_s: Option<f64>,
     /// Seconds the writers spent throttled by the kernel's dirty limits (the sampler's
     /// count of throttled intervals).
     #[serde(default)]
@@ -133,6 +138,45 @@ pub fn run(
     }))
 }
 
+/// One recording of `candidate` whose power is cut `cut_at` into it (the recorder's
+/// workload only, on an emulated card with a volatile cache): the proof of what a candidate
+/// loses. None when the search was stopped.
+pub fn power_cut_run(
+    base: &Session,
+    candidate: &Candidate,
+    duration: Duration,
+    cut_at: Duration,
+    switch: &Arc<dyn sinkrate_record::power_cut::PowerSwitch>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Option<(Trial, sinkrate_record::power_cut::PowerCutReport)>, SearchError> {
+    sinkrate_sys::sync_filesystem(&base.record.dir);
+    let mut base = base.clone();
+    base.record.duration = duration;
+    let mut s = candidate.session(&base);
+    s.record.power_cut_at = Some(cut_at);
+    s.power_switch = Some(switch.clone());
+    let run_stop = Arc::new(AtomicBool::new(false));
+    let mut tick = |_: &LiveStatus| {
+        if stop.load(Ordering::Relaxed) {
+            run_stop.store(true, Ordering::Relaxed);
+        }
+    };
+    let run = session::run(&s, run_stop.clone(), Some(&mut tick))?;
+    if stop.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let trial = record_trial(&run);
+    match run.result.power_cut {
+        Some(cut) => Ok(Some((trial, cut))),
+        None => Err(SearchError::Workload(format!(
+            "{}: the power cut at {:.1} s did not happen{}",
+            candidate.label,
+            cut_at.as_secs_f64(),
+            trial.error.map(|e| format!(" ({e})")).unwrap_or_default()
+        ))),
+    }
+}
+
 fn dir_of(workload: &Workload) -> &std::path::Path {
     match workload {
         Workload::Record(s) => &s.record.dir,
@@ -152,6 +196,7 @@ fn record_trial(run: &sinkrate_record::report::RecordRun) -> Trial {
         p99_lateness_ms: Some(t.lateness_ns.p99 as f64 / 1e6),
         cpu_s: t.writer_cpu_s + t.flusher_cpu_s,
         peak_dirty_bytes: r.sampler.summary.peak_dirty_writeback_bytes,
+        unacknowledged_worst_s: t.unacknowledged_worst_s,
         throttled_s: r.sampler.summary.throttled_seconds,
         duration_s: t.duration_s,
         confirmation: false,
@@ -227,6 +272,7 @@ fn job_trial(
         p99_lateness_ms: (writes.count() > 0).then(|| summary_ms(99.0)),
         cpu_s: cpu_s + sampled.flusher_cpu_s(),
         peak_dirty_bytes: summary.peak_dirty_writeback_bytes,
+        unacknowledged_worst_s: None,
         throttled_s: summary.throttled_seconds,
         duration_s: run.elapsed_ns as f64 / 1e9,
         confirmation: false,
@@ -378,6 +424,7 @@ fn exec_trial(
         p99_lateness_ms: None,
         cpu_s: (children_cpu_s() - cpu_before).max(0.0) + sampled.flusher_cpu_s(),
         peak_dirty_bytes: summary.peak_dirty_writeback_bytes,
+        unacknowledged_worst_s: None,
         throttled_s: summary.throttled_seconds,
         duration_s: elapsed.as_secs_f64(),
         confirmation: false,
