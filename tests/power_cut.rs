@@ -158,6 +158,26 @@ fn a_card_left_dark_by_a_killed_run_gets_its_power_back() {
                     .all(|f| f == "lost+found"),
                 "files removed"
             );
+            // Killed later still: the card dark and its filesystem already unmounted.
+            std::fs::write(cut_file, b"").expect("cut");
+            let umount = std::process::Command::new("umount")
+                .arg(card.path())
+                .status()
+                .expect("umount runs");
+            assert!(umount.success());
+            let (code, v, err) = record(card.path(), &["--duration", "2s", "--power-cut-at", "1s"]);
+            assert!(
+                err.contains("by an interrupted run; its power is back and its filesystem mounted"),
+                "{err}"
+            );
+            assert!(code == Some(0) || code == Some(1), "exit {code:?}: {err}");
+            assert_eq!(v["power_cut"]["mounted_after"], true);
+            assert!(
+                common::files_in(card.path())
+                    .iter()
+                    .any(|f| f == "lost+found"),
+                "the card's filesystem is mounted again"
+            );
         },
     );
 }

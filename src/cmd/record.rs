@@ -73,7 +73,7 @@ pub(crate) fn emulated_card(
             anyhow!("the card's power was left cut by an earlier run and cannot come back: {e}")
         })?;
         eprintln!(
-            "sinkrate: note: the card at {} was left without power by an interrupted run; its power is back",
+            "sinkrate: note: the card at {} was left without power by an interrupted run; its power is back and its filesystem mounted",
             card.mountpoint.display()
         );
     }

@@ -38,16 +38,31 @@ pub fn card_holding(dir: &Path) -> Result<Card, String> {
     use std::os::unix::fs::MetadataExt;
     let need = "--power-cut-at needs a directory on an emulated card with a volatile write cache (sinkrate emulate up DIR --volatile-cache 8M)";
     let dir = stack::absolute(dir);
-    let dev = std::fs::metadata(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .dev();
-    let card = crate::list().into_iter().find(|l| {
-        l.mounted
-            && l.state.spec.as_ref().is_some_and(|s| {
-                dir.starts_with(&s.mountpoint)
-                    && std::fs::metadata(&s.mountpoint).is_ok_and(|m| m.dev() == dev)
-            })
+    let cards = crate::list();
+    // A run killed between unmounting a dark card and mounting it again leaves it unmounted
+    // (its directory then an empty one on the disk below): it is still the card under `dir`.
+    let left_unmounted = cards.iter().position(|l| {
+        !l.mounted
+            && l.state
+                .spec
+                .as_ref()
+                .is_some_and(|s| dir.starts_with(&s.mountpoint))
     });
+    let card = match left_unmounted {
+        Some(k) => cards.into_iter().nth(k),
+        None => {
+            let dev = std::fs::metadata(&dir)
+                .map_err(|e| format!("{}: {e}", dir.display()))?
+                .dev();
+            cards.into_iter().find(|l| {
+                l.mounted
+                    && l.state.spec.as_ref().is_some_and(|s| {
+                        dir.starts_with(&s.mountpoint)
+                            && std::fs::metadata(&s.mountpoint).is_ok_and(|m| m.dev() == dev)
+                    })
+            })
+        }
+    };
     let Some(card) = card else {
         return Err(format!("{need}; {} is not on one", dir.display()));
     };
@@ -70,9 +85,10 @@ pub fn card_holding(dir: &Path) -> Result<Card, String> {
 }
 
 impl Card {
-    /// Whether the card is dark now (a run that was killed after its cut leaves it so).
+    /// Whether the card is dark now, or its filesystem not mounted (a run killed after its
+    /// cut, or between unmounting and mounting again, leaves it so): `restore` brings it back.
     pub fn is_cut(&self) -> bool {
-        self.cut_file.exists()
+        self.cut_file.exists() || !stack::is_mountpoint(&self.mountpoint)
     }
 
     /// Cuts the power now.
