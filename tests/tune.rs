@@ -1059,3 +1059,115 @@ fn power_cut_proof_needs_a_card_with_a_volatile_cache() {
         },
     );
 }
+
+#[test]
+fn a_card_that_fills_during_a_candidates_run_fails_that_candidate_and_its_settings_come_back() {
+    use std::io::BufRead;
+    serial(
+        "a_card_that_fills_during_a_candidates_run_fails_that_candidate_and_its_settings_come_back",
+        EMULATE_TOOLS,
+        || {
+            let card = common::SlowDev::new(&["--size", "512M", "--rate", "20MB"]);
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            apply_cycle("500", "100");
+            let before = vm_snapshot();
+            let path = card.path().to_str().expect("utf8").to_string();
+            let mut child = Command::new(sinkrate_path())
+                .args([
+                    "tune",
+                    "search",
+                    &path,
+                    "--runs",
+                    "1",
+                    "--budget",
+                    "60s",
+                    "--confirm-duration",
+                    "5s",
+                    "--progress",
+                    "always",
+                    "--output-format",
+                    "json",
+                    "--",
+                    "--fps",
+                    "30",
+                    "--frame-size",
+                    "64k",
+                    "--write-mode",
+                    "buffered",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("sinkrate starts");
+            let stderr = child.stderr.take().expect("stderr");
+            let mut said = Vec::new();
+            let mut filled_under = None;
+            for line in std::io::BufReader::new(stderr).lines() {
+                let line = line.expect("stderr line");
+                if filled_under.is_none() && line.contains("writeback 100/100 cs: screening run 1")
+                {
+                    // Into the candidate's run, its sysctls in force: the card fills.
+                    std::thread::sleep(std::time::Duration::from_secs(3));
+                    let expire = std::fs::read_to_string("/proc/sys/vm/dirty_expire_centisecs")
+                        .expect("expire");
+                    // Every block root can take: a MiB at a time until ext4 says no (its
+                    // reserve for root and its own reserved clusters are not in statfs's
+                    // figures alike).
+                    let filler = format!("{path}/other-program.bin");
+                    let mut offset: u64 = 0;
+                    loop {
+                        let took = Command::new("fallocate")
+                            .args([
+                                "-o",
+                                &offset.to_string(),
+                                "-l",
+                                &(1u64 << 20).to_string(),
+                                &filler,
+                            ])
+                            .stderr(std::process::Stdio::null())
+                            .status()
+                            .expect("fallocate runs");
+                        if !took.success() {
+                            break;
+                        }
+                        offset += 1 << 20;
+                    }
+                    assert!(offset > 256 << 20, "the card filled: {offset}");
+                    filled_under = Some(expire.trim().to_string());
+                }
+                said.push(line);
+            }
+            let out = child.wait_with_output().expect("sinkrate ends");
+            let said = said.join("\n");
+            assert_eq!(
+                filled_under.as_deref(),
+                Some("100"),
+                "the card filled while the candidate's settings were in force: {said}"
+            );
+            // The baseline ran: the search has an answer, and the full card is named.
+            assert_eq!(out.status.code(), Some(0), "{said}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            let ranked = v["ranked"].as_array().expect("ranked");
+            let failed = ranked
+                .iter()
+                .find(|c| c["candidate"]["label"] == "writeback 100/100 cs")
+                .expect("the candidate ran");
+            assert_eq!(failed["trials"][0]["verdict"], "failed", "{failed}");
+            assert!(
+                failed["trials"][0]["error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("No space left")),
+                "{failed}"
+            );
+            assert_ne!(ranked[0]["candidate"]["label"], "writeback 100/100 cs");
+            assert_eq!(vm_snapshot(), before, "the candidate's settings came back");
+            let left: Vec<String> = common::files_in(card.path())
+                .into_iter()
+                .filter(|f| f != "lost+found")
+                .collect();
+            assert_eq!(left, ["other-program.bin"], "the runs removed their files");
+            restore_to(&original);
+        },
+    );
+}

@@ -570,17 +570,25 @@ pub fn search(
                 seconds,
                 confirmation: false,
             });
-            let Some((trial, cut)) = crate::workload::power_cut_run(
+            let proved = crate::workload::power_cut_run(
                 base,
                 c,
                 Duration::from_secs_f64(seconds),
                 cut_at,
                 switch,
                 &stop,
-            )?
-            else {
-                interrupted = true;
-                break;
+            );
+            let (trial, cut) = match proved {
+                Ok(Some(done)) => done,
+                Ok(None) => {
+                    interrupted = true;
+                    break;
+                }
+                // The ranking stands; the proof that could not run is named.
+                Err(e) => {
+                    notes.push(format!("{}: the power cut could not run: {e}", c.label));
+                    continue;
+                }
             };
             let sum = |f: fn(&sinkrate_record::power_cut::StreamSurvival) -> u64| {
                 cut.streams.iter().map(f).sum::<u64>()

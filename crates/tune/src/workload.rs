@@ -119,8 +119,12 @@ pub fn run(
                     run_stop.store(true, Ordering::Relaxed);
                 }
             };
-            let run = session::run(&s, run_stop.clone(), Some(&mut tick))?;
-            record_trial(&run)
+            // A run refused once the search is under way (the card filled since the
+            // preflight) is that candidate's failed run, not the end of the search.
+            match session::run(&s, run_stop.clone(), Some(&mut tick)) {
+                Ok(run) => record_trial(&run),
+                Err(e) => failed_trial(e.to_string()),
+            }
         }
         Workload::Job { jobs, dir, .. } => job_trial(jobs, dir, stop)?,
         Workload::Exec {
@@ -181,6 +185,25 @@ fn dir_of(workload: &Workload) -> &std::path::Path {
     match workload {
         Workload::Record(s) => &s.record.dir,
         Workload::Job { dir, .. } | Workload::Exec { dir, .. } => dir,
+    }
+}
+
+fn failed_trial(error: String) -> Trial {
+    Trial {
+        verdict: Verdict::Failed,
+        frames_offered: 0,
+        frames_dropped: 0,
+        worst_write_ms: None,
+        p99_write_ms: None,
+        p99_lateness_ms: None,
+        cpu_s: 0.0,
+        peak_dirty_bytes: None,
+        unacknowledged_worst_s: None,
+        throttled_s: 0.0,
+        duration_s: 0.0,
+        confirmation: false,
+        stopped_early: false,
+        error: Some(error),
     }
 }
 
