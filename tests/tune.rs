@@ -957,7 +957,7 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
                 "--runs",
                 "1",
                 "--budget",
-                "130s",
+                "100s",
                 "--confirm-duration",
                 "5s",
                 "--max-loss",
