@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fio_json, have, sinkrate_json, skip};
+use common::{fio_json, fio_or_skip, sinkrate_json};
 
 fn dir_bytes(v: &serde_json::Value, dir: &str) -> u64 {
     v["jobs"]
@@ -41,18 +41,6 @@ fn compare(
         "{test}: reported jobs"
     );
     (fio, ours)
-}
-
-fn fio_or_skip(test: &str) -> bool {
-    if have("fio") {
-        true
-    } else {
-        skip(
-            test,
-            "fio is not installed (scripts/install-deps.sh --test installs it)",
-        );
-        false
-    }
 }
 
 #[test]
@@ -371,47 +359,6 @@ fn device_bound_rates_agree_with_fio() {
                 "sinkrate/fio mean latency ratios {p50_ratios:?}"
             );
         },
-    );
-}
-
-/// `rate=` and `rate_iops=` on queued engines, as fio paces them: the bandwidth fio
-/// reports for the same job, within 2%, at depths 1, 4 and 32 (sinkrate once counted each
-/// queued I/O's bytes twice and ran at half the rate).
-#[test]
-fn rate_limits_on_queued_engines_match_fio() {
-    if !fio_or_skip("rate_limits_on_queued_engines_match_fio") {
-        return;
-    }
-    let mut ratios = Vec::new();
-    for (engine, depth, limit) in [
-        ("io_uring", "1", "--rate=8m"),
-        ("io_uring", "4", "--rate=8m"),
-        ("io_uring", "32", "--rate=8m"),
-        ("libaio", "4", "--rate=8m"),
-        ("null", "32", "--rate=8m"),
-        ("io_uring", "4", "--rate_iops=200"),
-    ] {
-        let args = [
-            "--name=paced",
-            "--rw=write",
-            "--bs=64k",
-            "--size=64m",
-            "--runtime=3",
-            "--time_based",
-            &format!("--ioengine={engine}"),
-            &format!("--iodepth={depth}"),
-            limit,
-        ];
-        let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
-        let fio = fio_json(d.path(), &args);
-        let ours = sinkrate_json(d.path(), &args);
-        let bw = |v: &serde_json::Value| v["jobs"][0]["write"]["bw_bytes"].as_f64().expect("bw");
-        let ratio = bw(&ours) / bw(&fio);
-        ratios.push((engine, depth, limit, ratio));
-    }
-    assert!(
-        ratios.iter().all(|(_, _, _, r)| (r - 1.0).abs() <= 0.02),
-        "sinkrate/fio bandwidth: {ratios:?}"
     );
 }
 

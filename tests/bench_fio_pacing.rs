@@ -6,19 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fio_json, have, sinkrate_json, skip};
-
-fn fio_or_skip(test: &str) -> bool {
-    if have("fio") {
-        true
-    } else {
-        skip(
-            test,
-            "fio is not installed (scripts/install.sh installs it)",
-        );
-        false
-    }
-}
+use common::{fio_json, fio_or_skip, sinkrate_json};
 
 /// fio's and sinkrate's JSON for the same job, run at once in their own directories.
 fn side_by_side(job: &[String]) -> (serde_json::Value, serde_json::Value) {

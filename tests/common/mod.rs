@@ -467,3 +467,16 @@ impl BinaryForOtherUsers {
             .expect("runuser runs")
     }
 }
+
+/// Whether fio is here to compare with; a test without it says so and is skipped.
+pub fn fio_or_skip(test: &str) -> bool {
+    if have("fio") {
+        true
+    } else {
+        skip(
+            test,
+            "fio is not installed (scripts/install-deps.sh --test installs it)",
+        );
+        false
+    }
+}

@@ -46,7 +46,7 @@ pub fn card_holding(dir: &Path) -> Result<Card, String> {
             && l.state
                 .spec
                 .as_ref()
-                .is_some_and(|s| dir.starts_with(&s.mountpoint))
+                .is_some_and(|s| s.fs != "none" && dir.starts_with(&s.mountpoint))
     });
     let card = match left_unmounted {
         Some(k) => cards.into_iter().nth(k),

@@ -303,12 +303,19 @@ pub fn candidates(k: &Knobs) -> Vec<Candidate> {
         ),
     ];
     let mut out = vec![baseline()];
+    // A family may propose what another already holds (fdatasync every 1 s for a 2 s
+    // bound): tried once, under the first label.
     let mut add = |label: &str, system: Vec<(Setting, String)>, recorder: Vec<RecorderChange>| {
-        out.push(Candidate {
-            label: label.into(),
-            system,
-            recorder,
-        })
+        if !out
+            .iter()
+            .any(|c| c.system == system && c.recorder == recorder)
+        {
+            out.push(Candidate {
+                label: label.into(),
+                system,
+                recorder,
+            })
+        }
     };
     let writeback = k.system && k.buffered;
     if let (Some(bound), Some(base)) = (k.max_loss, k.recorder) {

@@ -183,6 +183,19 @@ impl Lengths {
     }
 }
 
+/// The candidate's system settings for one run, put back when the guard is dropped.
+fn settings_for_the_run(
+    journal: &Journal,
+    c: &Candidate,
+) -> Result<Option<Temporary>, SearchError> {
+    if c.system.is_empty() {
+        return Ok(None);
+    }
+    Temporary::apply(journal, &c.system)
+        .map(Some)
+        .map_err(|e| SearchError::Settings(e.to_string()))
+}
+
 fn workload_name(w: &Workload) -> &'static str {
     match w {
         Workload::Record(_) => "record",
@@ -351,7 +364,10 @@ pub fn search(
     let estimate_s = screening(chosen) + confirming(chosen);
     if estimate_s > budget_s {
         notes.push(format!(
-            "--budget {budget_s:.0} s is shorter than the baseline and one candidate with their confirmation runs ({estimate_s:.0} s)"
+            "--budget {:.0} s is shorter than the baseline and one candidate with their confirmation runs{} ({:.0} s)",
+            cfg.budget.as_secs_f64(),
+            if proof_s > 0.0 { " and the power cuts" } else { "" },
+            estimate_s + proof_s
         ));
     }
     progress(&Event::Plan {
@@ -386,15 +402,7 @@ pub fn search(
                     .min()
             })
             .flatten();
-        // The candidate's system settings for this run only, put back when it ends.
-        let _settings = if c.system.is_empty() {
-            None
-        } else {
-            Some(
-                Temporary::apply(&cfg.journal, &c.system)
-                    .map_err(|e| SearchError::Settings(e.to_string()))?,
-            )
-        };
+        let _settings = settings_for_the_run(&cfg.journal, c)?;
         progress(&Event::Run {
             label: c.label.clone(),
             run: trials[k].len() + 1,
@@ -556,14 +564,7 @@ pub fn search(
         }
         for s in proved {
             let c = &s.candidate;
-            let _settings = if c.system.is_empty() {
-                None
-            } else {
-                Some(
-                    Temporary::apply(&cfg.journal, &c.system)
-                        .map_err(|e| SearchError::Settings(e.to_string()))?,
-                )
-            };
+            let _settings = settings_for_the_run(&cfg.journal, c)?;
             progress(&Event::Run {
                 label: format!("{} (power cut at {:.1} s)", c.label, cut_at.as_secs_f64()),
                 run: 1,
