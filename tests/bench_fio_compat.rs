@@ -555,3 +555,44 @@ fn directory_lists_spread_clones_as_fio_does() {
     };
     assert_eq!(placed("sinkrate"), placed("fio"));
 }
+
+/// fio's default buffer contents (random once, scrambled per 512-byte sector per write):
+/// a file written in 1 MiB blocks holds no two equal 4 KiB blocks, for fio and for sinkrate
+/// (which once changed 16 bytes a write and left 382 distinct blocks of 16,384), so a device
+/// that deduplicates or compresses sees the same data from both.
+#[test]
+fn default_buffers_defeat_deduplication_as_fios_do() {
+    if !fio_or_skip("default_buffers_defeat_deduplication_as_fios_do") {
+        return;
+    }
+    let distinct = |path: &std::path::Path| {
+        use std::hash::{Hash, Hasher};
+        let bytes = std::fs::read(path).expect("the written file");
+        let blocks: std::collections::HashSet<u64> = bytes
+            .chunks(4096)
+            .map(|b| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                b.hash(&mut h);
+                h.finish()
+            })
+            .collect();
+        (blocks.len(), bytes.len() / 4096)
+    };
+    let args = [
+        "--name=dedupe",
+        "--filename=data",
+        "--rw=write",
+        "--bs=1m",
+        "--size=64m",
+    ];
+    let (a, b) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    fio_json(a.path(), &args);
+    sinkrate_json(b.path(), &[&args[..], &["--keep"]].concat());
+    let fio = distinct(&a.path().join("data"));
+    let ours = distinct(&b.path().join("data"));
+    assert_eq!(fio, (16384, 16384), "fio's file");
+    assert_eq!(ours, fio, "sinkrate's file: distinct 4 KiB blocks of all");
+}

@@ -59,8 +59,9 @@ pub enum Contents {
     Pattern(Vec<u8>),
     /// Random data, refilled before every write.
     RandomRefill,
-    /// Random data once, with a few bytes changed per write so no two blocks are equal
-    /// (fio's scramble_buffers, which defeats deduplicating devices cheaply).
+    /// Random data once, scrambled per write as fio's scramble_buffers does: every 512-byte
+    /// sector carries its own offset and a word that changes with each write, so no two
+    /// sectors of a run are alike (which defeats deduplicating devices cheaply).
     RandomScrambled,
     Random,
 }
@@ -97,12 +98,19 @@ impl Contents {
     pub fn before_write(&self, buf: &mut [u8], len: usize, offset: u64, rng: &mut Rng) {
         match self {
             Contents::RandomRefill => rng.fill(&mut buf[..len]),
-            Contents::RandomScrambled if len >= 16 => {
-                let stamp = offset ^ rng.next_u64();
-                buf[..8].copy_from_slice(&stamp.to_le_bytes());
-                let at = (rng.below((len / 8) as u64) as usize) * 8;
-                let at = at.min(len - 8);
-                buf[at..at + 8].copy_from_slice(&rng.next_u64().to_le_bytes());
+            Contents::RandomScrambled => {
+                // As fio: the sector's offset in one of its eight 64-byte lines (the same
+                // line for the whole write), and at the end of the first line a stamp of the
+                // write (fio's is the issue time; a random word changes as surely). Writes
+                // under a sector are left as they are, as in fio.
+                let stamp = rng.next_u64();
+                let line = ((offset ^ stamp) & 7) as usize * 64;
+                for (k, sector) in buf[..len].chunks_exact_mut(512).enumerate() {
+                    let at = offset + k as u64 * 512;
+                    sector[line..line + 8].copy_from_slice(&at.to_le_bytes());
+                    sector[48..56].copy_from_slice(&stamp.to_le_bytes());
+                    sector[56..64].copy_from_slice(&stamp.rotate_left(32).to_le_bytes());
+                }
             }
             _ => {}
         }
@@ -123,6 +131,29 @@ mod tests {
         assert_eq!(&b.as_slice()[..4], &[0xde, 0xad, 0xde, 0xad]);
         let before = b.as_slice()[..64].to_vec();
         Contents::RandomScrambled.before_write(b.as_mut_slice(), 64, 0, &mut rng);
-        assert_ne!(before, b.as_slice()[..64].to_vec());
+        assert_eq!(
+            before,
+            b.as_slice()[..64].to_vec(),
+            "under a sector: as it was"
+        );
+    }
+
+    #[test]
+    fn scrambling_makes_every_sector_of_every_write_differ() {
+        let mut b = AlignedBuf::new(8192);
+        let mut rng = Rng::new(7);
+        Contents::RandomScrambled.initial_fill(b.as_mut_slice(), &mut rng);
+        let mut seen = std::collections::HashSet::new();
+        for write in 0..4u64 {
+            // The same buffer written at two offsets, then the first offset again.
+            let offset = (write % 2) * 8192;
+            Contents::RandomScrambled.before_write(b.as_mut_slice(), 8192, offset, &mut rng);
+            for sector in b.as_slice()[..8192].chunks(512) {
+                assert!(
+                    seen.insert(sector.to_vec()),
+                    "write {write}: a sector repeats"
+                );
+            }
+        }
     }
 }
