@@ -596,3 +596,62 @@ fn default_buffers_defeat_deduplication_as_fios_do() {
     assert_eq!(fio, (16384, 16384), "fio's file");
     assert_eq!(ours, fio, "sinkrate's file: distinct 4 KiB blocks of all");
 }
+
+/// Per-I/O log lines as fio 3.33 writes them: `time, value, direction, block size,
+/// priority`, and with `log_offset=1` the offset before the priority. A 1 MiB file written
+/// at random in 4 KiB blocks: 256 entries, every block's offset once, from both.
+#[test]
+fn log_lines_and_log_offset_as_fio_writes_them() {
+    if !fio_or_skip("log_lines_and_log_offset_as_fio_writes_them") {
+        return;
+    }
+    let lines = |dir: &std::path::Path, prefix: &str| -> Vec<Vec<u64>> {
+        std::fs::read_to_string(dir.join(format!("{prefix}_lat.1.log")))
+            .expect("the latency log")
+            .lines()
+            .map(|l| {
+                l.split(", ")
+                    .map(|c| c.parse().expect("a number"))
+                    .collect()
+            })
+            .collect()
+    };
+    for with_offset in [false, true] {
+        let (a, b) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        let mut args = vec![
+            "--name=lg",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=1m",
+            "--filename=data",
+            "--write_lat_log=lg",
+        ];
+        if with_offset {
+            args.push("--log_offset=1");
+        }
+        fio_json(a.path(), &args);
+        sinkrate_json(b.path(), &args);
+        let (fio, ours) = (lines(a.path(), "lg"), lines(b.path(), "lg"));
+        assert_eq!(ours.len(), fio.len(), "entries, log_offset={with_offset}");
+        assert_eq!(fio.len(), 256);
+        let columns = if with_offset { 6 } else { 5 };
+        for entries in [&fio, &ours] {
+            assert!(entries
+                .iter()
+                .all(|e| e.len() == columns && e[2] == 1 && e[3] == 4096 && e[columns - 1] == 0));
+        }
+        if with_offset {
+            let offsets = |e: &[Vec<u64>]| {
+                let mut o: Vec<u64> = e.iter().map(|e| e[4]).collect();
+                o.sort_unstable();
+                o
+            };
+            let every: Vec<u64> = (0..256).map(|k| k * 4096).collect();
+            assert_eq!(offsets(&fio), every, "fio");
+            assert_eq!(offsets(&ours), every, "sinkrate");
+        }
+    }
+}

@@ -1,6 +1,8 @@
 //! fio's log files (`write_bw_log`, `write_lat_log`, `write_iops_log`): one line per entry,
-//! `time_ms, value, direction, block_size, offset`, so fio's plotting tools (fio2gnuplot,
-//! fiologparser) read them unchanged. Latency values are in ns, bandwidth in KiB/s.
+//! `time_ms, value, direction, block_size, [offset,] priority` (the offset with `log_offset`;
+//! the priority is 0, the class fio logs for I/O without one), so fio's plotting tools
+//! (fio2gnuplot, fiologparser) read them unchanged. Latency values are in ns, bandwidth in
+//! KiB/s.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -13,25 +15,28 @@ use crate::error::EngineError;
 pub struct LogFile {
     path: PathBuf,
     out: BufWriter<File>,
+    with_offset: bool,
 }
 
 impl LogFile {
-    fn create(path: PathBuf) -> Result<LogFile, EngineError> {
+    fn create(path: PathBuf, with_offset: bool) -> Result<LogFile, EngineError> {
         let f = sinkrate_sys::output::create(&path).map_err(|e| EngineError::io(&path, e))?;
         Ok(LogFile {
             path,
             out: BufWriter::with_capacity(256 * 1024, f),
+            with_offset,
         })
     }
 
     #[inline]
     pub fn entry(&mut self, time_ms: u64, value: u64, write: bool, bs: u64, offset: u64) {
         // A failed log write must not stop the measurement; it is reported at the end.
-        let _ = writeln!(
-            self.out,
-            "{time_ms}, {value}, {}, {bs}, {offset}",
-            u8::from(write)
-        );
+        let d = u8::from(write);
+        let _ = if self.with_offset {
+            writeln!(self.out, "{time_ms}, {value}, {d}, {bs}, {offset}, 0")
+        } else {
+            writeln!(self.out, "{time_ms}, {value}, {d}, {bs}, 0")
+        };
     }
 
     pub fn finish(mut self) -> Result<PathBuf, EngineError> {
@@ -70,15 +75,15 @@ impl JobLogs {
             ..JobLogs::default()
         };
         if let Some(l) = &o.write_bw_log {
-            logs.bw = Some(LogFile::create(name(&l.prefix, "bw"))?);
+            logs.bw = Some(LogFile::create(name(&l.prefix, "bw"), o.log_offset)?);
         }
         if let Some(l) = &o.write_iops_log {
-            logs.iops = Some(LogFile::create(name(&l.prefix, "iops"))?);
+            logs.iops = Some(LogFile::create(name(&l.prefix, "iops"), o.log_offset)?);
         }
         if let Some(l) = &o.write_lat_log {
-            logs.lat = Some(LogFile::create(name(&l.prefix, "lat"))?);
-            logs.clat = Some(LogFile::create(name(&l.prefix, "clat"))?);
-            logs.slat = Some(LogFile::create(name(&l.prefix, "slat"))?);
+            logs.lat = Some(LogFile::create(name(&l.prefix, "lat"), o.log_offset)?);
+            logs.clat = Some(LogFile::create(name(&l.prefix, "clat"), o.log_offset)?);
+            logs.slat = Some(LogFile::create(name(&l.prefix, "slat"), o.log_offset)?);
         }
         Ok(logs)
     }

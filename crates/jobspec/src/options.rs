@@ -315,6 +315,9 @@ pub struct JobOptions {
     pub write_iops_log: Option<LogRequest>,
     pub log_avg_msec: u64,
     pub log_unix_epoch: bool,
+    /// log_offset: each per-I/O log entry carries the I/O's offset (before the priority).
+    #[serde(default)]
+    pub log_offset: bool,
     pub percentile_list: Vec<f64>,
 }
 
@@ -418,6 +421,7 @@ impl Default for JobOptions {
             write_iops_log: None,
             log_avg_msec: 0,
             log_unix_epoch: false,
+            log_offset: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
         }
     }
@@ -592,6 +596,7 @@ const OPTIONS: &[&str] = &[
     "write_iops_log",
     "log_avg_msec",
     "log_unix_epoch",
+    "log_offset",
     "percentile_list",
 ];
 
@@ -1228,6 +1233,7 @@ impl JobOptions {
                 self.log_avg_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?
             }
             "log_unix_epoch" => self.log_unix_epoch = flag(key, value)?,
+            "log_offset" => self.log_offset = flag(key, value)?,
             "percentile_list" => {
                 let v = need(key, value)?;
                 let mut list = Vec::new();
