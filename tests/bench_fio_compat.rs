@@ -655,3 +655,81 @@ fn log_lines_and_log_offset_as_fio_writes_them() {
         }
     }
 }
+
+/// Offsets (from `log_offset` latency logs) of a random-write job, per job number.
+fn offsets_of(dir: &std::path::Path, prefix: &str, job: u32) -> Vec<u64> {
+    std::fs::read_to_string(dir.join(format!("{prefix}_lat.{job}.log")))
+        .expect("the latency log")
+        .lines()
+        .map(|l| {
+            l.split(", ")
+                .nth(4)
+                .and_then(|c| c.parse().ok())
+                .expect("an offset")
+        })
+        .collect()
+}
+
+/// `randrepeat`, per-clone seeds and `blockalign`, as fio defines them: with randrepeat=1
+/// two runs repeat their offsets and with randrepeat=0 they do not; numjobs clones on one
+/// file each visit every block in their own order; `blockalign` below a fixed `bs` places
+/// I/Os at its alignment (fio's random map then draws freely). Checked on fio and sinkrate.
+#[test]
+fn random_offsets_follow_randrepeat_clones_and_blockalign_as_in_fio() {
+    if !fio_or_skip("random_offsets_follow_randrepeat_clones_and_blockalign_as_in_fio") {
+        return;
+    }
+    let base = [
+        "--name=rnd",
+        "--rw=randwrite",
+        "--bs=8k",
+        "--size=1m",
+        "--filename=data",
+        "--log_offset=1",
+    ];
+    for tool in ["fio", "sinkrate"] {
+        let run = |extra: &[&str], prefix: &str| -> tempfile::TempDir {
+            let d = tempfile::tempdir().expect("tempdir");
+            let log = format!("--write_lat_log={prefix}");
+            let args: Vec<&str> = [&base[..], extra, &[log.as_str()]].concat();
+            if tool == "fio" {
+                fio_json(d.path(), &args);
+            } else {
+                sinkrate_json(d.path(), &args);
+            }
+            d
+        };
+        let every: Vec<u64> = (0..128).map(|k| k * 8192).collect();
+        let sorted = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v
+        };
+        for (repeat, alike) in [("--randrepeat=1", true), ("--randrepeat=0", false)] {
+            let (a, b) = (run(&[repeat], "r"), run(&[repeat], "r"));
+            let (a, b) = (offsets_of(a.path(), "r", 1), offsets_of(b.path(), "r", 1));
+            assert_eq!(a == b, alike, "{tool} {repeat}: two runs alike");
+            assert_eq!(sorted(a), every, "{tool} {repeat}: every block once");
+        }
+        let clones = run(&["--numjobs=2"], "c");
+        let (one, two) = (
+            offsets_of(clones.path(), "c", 1),
+            offsets_of(clones.path(), "c", 2),
+        );
+        assert_ne!(one, two, "{tool}: clones in their own order");
+        assert_eq!(sorted(one), every, "{tool}: clone 1 visits every block");
+        assert_eq!(sorted(two), every, "{tool}: clone 2 visits every block");
+        let aligned = run(&["--blockalign=4k"], "a");
+        let offsets = offsets_of(aligned.path(), "a", 1);
+        assert_eq!(offsets.len(), 128, "{tool}");
+        assert!(
+            offsets
+                .iter()
+                .all(|o| o % 4096 == 0 && *o <= (1 << 20) - 8192),
+            "{tool}: {offsets:?}"
+        );
+        assert!(
+            offsets.iter().any(|o| o % 8192 != 0),
+            "{tool}: placed at 4 KiB, not only at bs: {offsets:?}"
+        );
+    }
+}

@@ -456,7 +456,7 @@ pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[
     ),
     (
         "allrandrepeat",
-        "random streams are always seeded from randseed",
+        "one generator per job follows randrepeat for offsets, mixes and buffers alike",
     ),
     ("file_service_type", "files of a job are served round robin"),
     (

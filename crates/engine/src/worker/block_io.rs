@@ -113,6 +113,7 @@ pub(super) fn run_block_io(
         submit_hist: [0; 7],
         complete_hist: [0; 7],
         rng,
+        random_seed: seed,
     };
     if !lp.ramping {
         lp.begin_measured(now);

@@ -101,11 +101,14 @@ impl Loop<'_> {
                     .filter(|a| *a > 0)
                     .unwrap_or(bs);
                 let fixed = matches!(self.bs[d], BlockSizes::Fixed(_));
-                if fixed && !self.o.norandommap && region / bs > 0 {
+                // The random map visits blocks of bs; a blockalign other than bs places
+                // I/Os between them, and fio then draws offsets freely (as norandommap).
+                if fixed && align == bs && !self.o.norandommap && region / bs > 0 {
                     let nblocks = region / bs;
-                    let perm = f.perm.get_or_insert_with(|| {
-                        Permutation::new(nblocks, self.o.randseed ^ file as u64)
-                    });
+                    let seed = self.random_seed ^ file as u64;
+                    let perm = f
+                        .perm
+                        .get_or_insert_with(|| Permutation::new(nblocks, seed));
                     let idx = match perm.next_index() {
                         Some(i) => i,
                         None => {

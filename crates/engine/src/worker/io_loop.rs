@@ -33,6 +33,9 @@ pub(super) struct Loop<'a> {
     pub(super) o: &'a JobOptions,
     pub(super) clock: Clock,
     pub(super) rng: Rng,
+    /// The job's seed (randseed and the job's number with randrepeat, the clock without):
+    /// the random map's order starts from it, so clones and runs differ as fio's do.
+    pub(super) random_seed: u64,
     pub(super) contents: Contents,
     pub(super) verify: Option<crate::verify::VerifyState>,
     pub(super) bs: [BlockSizes; 2],
