@@ -733,3 +733,68 @@ fn random_offsets_follow_randrepeat_clones_and_blockalign_as_in_fio() {
         );
     }
 }
+
+/// `clat_percentiles`, `lat_percentiles`, `slat_percentiles` and `percentile_list` shape the
+/// JSON's `percentile` objects and the text's percentile tables as in fio.
+#[test]
+fn percentile_options_shape_the_output_as_in_fio() {
+    if !fio_or_skip("percentile_options_shape_the_output_as_in_fio") {
+        return;
+    }
+    let shape = |v: &serde_json::Value| -> Vec<(String, Option<Vec<String>>)> {
+        ["slat_ns", "clat_ns", "lat_ns"]
+            .iter()
+            .map(|k| {
+                let keys = v["jobs"][0]["write"][k]["percentile"]
+                    .as_object()
+                    .map(|p| p.keys().cloned().collect());
+                (k.to_string(), keys)
+            })
+            .collect()
+    };
+    for (engine, extra) in [
+        ("psync", vec!["--lat_percentiles=1"]),
+        ("psync", vec!["--clat_percentiles=0"]),
+        ("psync", vec!["--lat_percentiles=1", "--clat_percentiles=0"]),
+        ("psync", vec!["--slat_percentiles=1"]),
+        (
+            "io_uring",
+            vec!["--slat_percentiles=1", "--percentile_list=50:99.5"],
+        ),
+    ] {
+        let d = tempfile::tempdir().expect("tempdir");
+        let engine_arg = format!("--ioengine={engine}");
+        let args: Vec<&str> = [
+            &[
+                "--name=p",
+                engine_arg.as_str(),
+                "--rw=write",
+                "--bs=4k",
+                "--size=1m",
+                "--filename=data",
+            ][..],
+            &extra,
+        ]
+        .concat();
+        let (fio, ours) = (fio_json(d.path(), &args), sinkrate_json(d.path(), &args));
+        assert_eq!(shape(&ours), shape(&fio), "{engine} {extra:?}");
+        let text = |out: std::process::Output| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.contains("percentiles ("))
+                .map(|l| l.split(" (").next().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+        };
+        let fio_text = std::process::Command::new("fio")
+            .current_dir(d.path())
+            .args(&args)
+            .output()
+            .expect("fio runs");
+        let our_text = common::sinkrate()
+            .current_dir(d.path())
+            .args(&args)
+            .output()
+            .expect("sinkrate runs");
+        assert_eq!(text(our_text), text(fio_text), "{engine} {extra:?}: tables");
+    }
+}

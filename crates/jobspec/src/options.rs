@@ -319,6 +319,17 @@ pub struct JobOptions {
     #[serde(default)]
     pub log_offset: bool,
     pub percentile_list: Vec<f64>,
+    /// Which latencies get percentiles in the output, as fio's options of these names.
+    #[serde(default = "yes")]
+    pub clat_percentiles: bool,
+    #[serde(default)]
+    pub lat_percentiles: bool,
+    #[serde(default)]
+    pub slat_percentiles: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 pub const DEFAULT_PERCENTILES: [f64; 17] = [
@@ -423,6 +434,9 @@ impl Default for JobOptions {
             log_unix_epoch: false,
             log_offset: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            clat_percentiles: true,
+            lat_percentiles: false,
+            slat_percentiles: false,
         }
     }
 }
@@ -433,18 +447,6 @@ pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[
     (
         "gtod_reduce",
         "sinkrate's clock is cheap enough that latency is always recorded",
-    ),
-    (
-        "clat_percentiles",
-        "completion-latency percentiles are always reported",
-    ),
-    (
-        "lat_percentiles",
-        "total-latency percentiles are always computed",
-    ),
-    (
-        "slat_percentiles",
-        "submission latency is summarised without percentiles",
     ),
     ("disable_lat", "latency is always recorded"),
     ("disable_clat", "latency is always recorded"),
@@ -597,6 +599,9 @@ const OPTIONS: &[&str] = &[
     "log_avg_msec",
     "log_unix_epoch",
     "log_offset",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
     "percentile_list",
 ];
 
@@ -1234,6 +1239,9 @@ impl JobOptions {
             }
             "log_unix_epoch" => self.log_unix_epoch = flag(key, value)?,
             "log_offset" => self.log_offset = flag(key, value)?,
+            "clat_percentiles" => self.clat_percentiles = flag(key, value)?,
+            "lat_percentiles" => self.lat_percentiles = flag(key, value)?,
+            "slat_percentiles" => self.slat_percentiles = flag(key, value)?,
             "percentile_list" => {
                 let v = need(key, value)?;
                 let mut list = Vec::new();

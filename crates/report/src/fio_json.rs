@@ -49,9 +49,32 @@ fn latency_object(rec: &LatencyRecorder, percentiles: Option<&[f64]>, bins: bool
     }
 }
 
+/// The percentile list for each latency, or None where the job's options leave it out
+/// (`clat_percentiles`, `lat_percentiles`, `slat_percentiles`, as fio's).
+#[derive(Clone, Copy)]
+pub struct PercentileLists<'a> {
+    pub slat: Option<&'a [f64]>,
+    pub clat: Option<&'a [f64]>,
+    pub lat: Option<&'a [f64]>,
+}
+
+impl<'a> PercentileLists<'a> {
+    pub fn of(o: &'a sinkrate_jobspec::JobOptions) -> PercentileLists<'a> {
+        let list = o.percentile_list.as_slice();
+        let on = |wanted: bool| wanted.then_some(list);
+        PercentileLists {
+            // fio measures submission latency only where submitting and completing differ
+            // (the queued engines), and has no percentiles of it elsewhere.
+            slat: on(o.slat_percentiles && o.ioengine.is_async()),
+            clat: on(o.clat_percentiles),
+            lat: on(o.lat_percentiles),
+        }
+    }
+}
+
 fn direction_object(
     d: &DirectionResult,
-    percentiles: &[f64],
+    lists: PercentileLists,
     group_bw: f64,
     plus: bool,
 ) -> FioDirection {
@@ -69,9 +92,9 @@ fn direction_object(
         total_ios: d.total_ios,
         short_ios: d.short_ios,
         drop_ios: 0,
-        slat_ns: latency_object(&d.slat, None, false),
-        clat_ns: latency_object(&d.clat, Some(percentiles), plus),
-        lat_ns: latency_object(&d.lat, None, false),
+        slat_ns: latency_object(&d.slat, lists.slat, false),
+        clat_ns: latency_object(&d.clat, lists.clat, plus),
+        lat_ns: latency_object(&d.lat, lists.lat, false),
         bw_min: kib(bws.min).round() as u64,
         bw_max: kib(bws.max).round() as u64,
         bw_agg: if group_bw > 0.0 {
@@ -138,6 +161,7 @@ pub fn job_object(
 ) -> FioJob {
     let o = &job.options;
     let p = &o.percentile_list;
+    let lists = PercentileLists::of(o);
     let (latency_ns, latency_us, latency_ms) = latency_buckets(job);
     let runtime = job.read.runtime_ns.max(job.write.runtime_ns);
     let empty = DirectionResult::default();
@@ -150,9 +174,9 @@ pub fn job_object(
         eta: 0,
         elapsed: job.elapsed_ns.div_ceil(1_000_000_000),
         job_options: job.written_options.iter().cloned().collect(),
-        read: direction_object(&job.read, p, rate(false), plus),
-        write: direction_object(&job.write, p, rate(true), plus),
-        trim: direction_object(&empty, p, 0.0, false),
+        read: direction_object(&job.read, lists, rate(false), plus),
+        write: direction_object(&job.write, lists, rate(true), plus),
+        trim: direction_object(&empty, lists, 0.0, false),
         sync: FioSync {
             total_ios: job.sync.count(),
             lat_ns: latency_object(&job.sync, Some(p), false),

@@ -66,7 +66,13 @@ fn percentile_table(out: &mut String, label: &str, rec: &LatencyRecorder, list: 
     }
 }
 
-fn direction_block(out: &mut String, name: &str, d: &DirectionResult, group_bw: f64, list: &[f64]) {
+fn direction_block(
+    out: &mut String,
+    name: &str,
+    d: &DirectionResult,
+    group_bw: f64,
+    lists: crate::fio_json::PercentileLists,
+) {
     if d.total_ios == 0 {
         return;
     }
@@ -83,7 +89,15 @@ fn direction_block(out: &mut String, name: &str, d: &DirectionResult, group_bw: 
     latency_line(out, "    slat", &d.slat);
     latency_line(out, "    clat", &d.clat);
     latency_line(out, "     lat", &d.lat);
-    percentile_table(out, "clat", &d.clat, list);
+    for (label, rec, list) in [
+        ("slat", &d.slat, lists.slat),
+        ("clat", &d.clat, lists.clat),
+        ("lat", &d.lat, lists.lat),
+    ] {
+        if let Some(list) = list {
+            percentile_table(out, label, rec, list);
+        }
+    }
     let b = d.bw_summary();
     if b.samples > 0 {
         let per = if group_bw > 0.0 {
@@ -190,14 +204,14 @@ pub fn render(run: &BenchRun) -> String {
             "read",
             &job.read,
             rates.get(&(job.group, false)).copied().unwrap_or(0.0),
-            &o.percentile_list,
+            crate::fio_json::PercentileLists::of(o),
         );
         direction_block(
             &mut out,
             "write",
             &job.write,
             rates.get(&(job.group, true)).copied().unwrap_or(0.0),
-            &o.percentile_list,
+            crate::fio_json::PercentileLists::of(o),
         );
         if job.sync.count() > 0 {
             let _ = writeln!(out, "  fsync/fdatasync/sync_file_range:");

@@ -89,7 +89,9 @@ pub(super) struct Loop<'a> {
 pub(super) type LoopError = (i32, String);
 
 /// Submits the one queued I/O of an async backend and waits for it.
-pub(super) fn wait_one(backend: &mut dyn Backend) -> Result<i64, LoopError> {
+/// Submits the one queued I/O and waits for it: its result, and when the kernel had it (the
+/// end of its submission latency, as fio's slat).
+pub(super) fn wait_one(backend: &mut dyn Backend, clock: &Clock) -> Result<(i64, u64), LoopError> {
     let os = |e: std::io::Error| {
         (
             e.raw_os_error().unwrap_or(libc::EIO),
@@ -97,11 +99,12 @@ pub(super) fn wait_one(backend: &mut dyn Backend) -> Result<i64, LoopError> {
         )
     };
     backend.commit().map_err(os)?;
+    let submitted = clock.now_ns();
     let mut out = Vec::with_capacity(1);
     while out.is_empty() {
         backend.reap(1, 1, &mut out).map_err(os)?;
     }
-    Ok(out[0].result)
+    Ok((out[0].result, submitted))
 }
 
 /// One planned I/O.
@@ -402,11 +405,15 @@ impl Loop<'_> {
                 tag: 0,
             };
             let t0 = self.clock.now_ns();
+            let mut submitted = t0;
             let result = match backend.submit(&req) {
                 Ok(Submitted::Done(n)) => n as i64,
                 // An async engine at iodepth=1 (libaio with iodepth=1, as in fsx.fio).
-                Ok(Submitted::Queued) => match wait_one(backend) {
-                    Ok(r) => r,
+                Ok(Submitted::Queued) => match wait_one(backend, &self.clock) {
+                    Ok((r, at)) => {
+                        submitted = at;
+                        r
+                    }
                     Err(e) => {
                         // The I/O may still be in flight: its buffer must outlive it.
                         std::mem::forget(buf);
@@ -422,7 +429,7 @@ impl Loop<'_> {
             if !self.ramping {
                 self.depth_hist[0] += 1;
             }
-            self.complete(&p, result, t0, t0, now)?;
+            self.complete(&p, result, t0, submitted, now)?;
             self.count_write_for_sync(&p);
             if p.write {
                 let due = self
