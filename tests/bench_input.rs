@@ -148,8 +148,8 @@ fn ignore_unsupported_turns_the_refusal_into_a_warning() {
         .args(["j.fio", "--ignore-unsupported"])
         .output()
         .expect("runs");
-    assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains(
             "j.fio:4: warning: option 'verify_async' is not supported by sinkrate; ignored"
@@ -383,5 +383,40 @@ fn a_failed_job_reports_the_systems_errno_as_fio_does() {
             assert_eq!(fio, i64::from(libc::EROFS), "fio's own figure");
             assert_eq!(errno(&common::sinkrate_path(), true), fio);
         },
+    );
+}
+
+/// A job fio runs without a word runs without a word: libaio on the io_uring backend and an
+/// option with nothing to change are kept in the JSON's notices, not said on stderr.
+#[test]
+fn what_fio_does_silently_stays_off_stderr() {
+    // Not /tmp: O_DIRECT needs a filesystem that takes it.
+    let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    let out = common::sinkrate()
+        .current_dir(d.path())
+        .args([
+            "--name=quiet",
+            "--ioengine=libaio",
+            "--iodepth=4",
+            "--rw=write",
+            "--bs=64k",
+            "--size=4m",
+            "--direct=1",
+            "--gtod_reduce=1",
+            "--output-format=json",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("libaio") && !stderr.contains("gtod_reduce"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let notices = v["notices"].to_string();
+    assert!(
+        notices.contains("io_uring backend") && notices.contains("gtod_reduce"),
+        "{notices}"
     );
 }

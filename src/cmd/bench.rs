@@ -132,7 +132,15 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     };
     let prepared = sinkrate_engine::prepare(&set, &options)?;
     let announced = prepared.notices().len();
-    for n in prepared.notices() {
+    // A job fio runs without a word runs without a word: what fio would do silently stays in
+    // the results (JSON `notices`, `--parse-only`), off standard error.
+    let silent: std::collections::HashSet<String> = set
+        .notices
+        .iter()
+        .filter(|n| n.informational)
+        .map(|n| n.to_string())
+        .collect();
+    for n in prepared.notices().iter().filter(|n| !silent.contains(*n)) {
         eprintln!("sinkrate: note: {n}");
     }
     let sampler = if args.no_sampler {

@@ -66,6 +66,9 @@ impl SpecError {
 pub struct Notice {
     pub origin: Origin,
     pub text: String,
+    /// Something fio would do without a word (an engine mapped onto another, an option
+    /// with nothing to change): kept in the results, not said on standard error.
+    pub informational: bool,
 }
 
 impl fmt::Display for Notice {
@@ -233,6 +236,7 @@ impl Resolver {
                 self.notices.push(Notice {
                     origin: raw.origin.clone(),
                     text: format!("option '{}' is accepted but has no effect: {why}", raw.key),
+                    informational: true,
                 });
                 Ok(())
             }
@@ -240,6 +244,7 @@ impl Resolver {
                 self.notices.push(Notice {
                     origin: raw.origin.clone(),
                     text,
+                    informational: true,
                 });
                 Ok(())
             }
@@ -248,6 +253,7 @@ impl Resolver {
                 self.notices.push(Notice {
                     origin: raw.origin.clone(),
                     text: format!("warning: option '{}' is not supported by sinkrate; ignored", raw.key),
+                    informational: false,
                 });
                 Ok(())
             }
@@ -271,12 +277,14 @@ impl Resolver {
                     o.iodepth,
                     o.ioengine.fio_name()
                 ),
+                informational: true,
             });
         }
         if o.time_based && o.runtime.is_none() {
             self.notices.push(Notice {
                 origin: origin.clone(),
                 text: "time_based without runtime: the job ends when its size is done".into(),
+                informational: true,
             });
         }
     }
