@@ -420,3 +420,85 @@ fn what_fio_does_silently_stays_off_stderr() {
         "{notices}"
     );
 }
+
+/// `--readonly` refuses a job that writes and `--section` runs only the named sections, as
+/// fio's do (checked beside fio when it is installed).
+#[test]
+fn readonly_and_section_as_fio_has_them() {
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        d.path().join("two.fio"),
+        "[global]\nsize=1m\n[a]\nrw=read\nfilename=a.dat\n[b]\nrw=write\nfilename=b.dat\n",
+    )
+    .expect("job file");
+    // The file section a reads is there already: under --readonly fio will not lay it out.
+    std::fs::write(d.path().join("a.dat"), vec![7u8; 1 << 20]).expect("a.dat");
+    let ours = |args: &[&str]| {
+        let out = sinkrate()
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.stdout,
+        )
+    };
+    let fio = |args: &[&str]| {
+        std::process::Command::new("fio")
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .ok()
+            .map(|o| (o.status.code(), o.stdout))
+    };
+    let names = |stdout: &[u8]| -> Vec<String> {
+        let text = String::from_utf8_lossy(stdout);
+        let v: serde_json::Value =
+            serde_json::from_str(&text[text.find('{').expect("JSON")..]).expect("JSON");
+        v["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .map(|j| j["jobname"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    // Only section a: it reads, so --readonly lets it run; b is not run, its file not made.
+    let args = [
+        "two.fio",
+        "--section=a",
+        "--readonly",
+        "--output-format=json",
+    ];
+    let (code, err, out) = ours(&args);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(names(&out), ["a"]);
+    assert!(!d.path().join("b.dat").exists(), "section b did not run");
+    assert!(d.path().join("a.dat").exists(), "the file it read is the user's: kept");
+    // All sections under --readonly: b writes, and nothing runs.
+    let (code, err, _) = ours(&["two.fio", "--readonly"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("two.fio:") && err.contains("job 'b' writes") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!d.path().join("b.dat").exists(), "nothing written");
+    let (code, err, _) = ours(&["two.fio", "--section=c"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--section c: no job of that name (the jobs: a, b)"),
+        "{err}"
+    );
+    if let Some((code, out)) = fio(&args) {
+        assert_eq!(code, Some(0));
+        assert_eq!(names(&out), ["a"], "fio runs the same section");
+        assert_ne!(fio(&["two.fio", "--readonly"]).map(|r| r.0), Some(Some(0)));
+        assert_ne!(fio(&["two.fio", "--section=c"]).map(|r| r.0), Some(Some(0)));
+    } else {
+        common::skip(
+            "readonly_and_section_as_fio_has_them (the fio half)",
+            "fio is not installed",
+        );
+    }
+}

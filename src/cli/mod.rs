@@ -904,6 +904,14 @@ pub struct BenchArgs {
     #[arg(long)]
     pub ignore_unsupported: bool,
 
+    /// Refuse any job that writes (fio's --readonly): a safety check for read-only tests
+    #[arg(long)]
+    pub readonly: bool,
+
+    /// Run only the job file's section of this name (may be given more than once), as fio
+    #[arg(long, value_name = "NAME")]
+    pub section: Vec<String>,
+
     /// Write to block devices even when mounted or holding a filesystem (destroys their data)
     #[arg(long, alias = "allow-mounted-write")]
     pub force: bool,

@@ -69,6 +69,29 @@ fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
         },
         &sinkrate_engine::probe::LiveContext,
     )?;
+    let mut set = set;
+    if !args.section.is_empty() {
+        let names: Vec<&str> = set.jobs.iter().map(|j| j.options.name.as_str()).collect();
+        if let Some(missing) = args.section.iter().find(|s| !names.contains(&s.as_str())) {
+            let mut known = names.clone();
+            known.dedup();
+            return Err(anyhow!(
+                "--section {missing}: no job of that name (the jobs: {})",
+                known.join(", ")
+            ));
+        }
+        set.jobs.retain(|j| args.section.contains(&j.options.name));
+    }
+    if args.readonly {
+        if let Some(j) = set.jobs.iter().find(|j| j.options.rw.writes()) {
+            return Err(anyhow!(
+                "{}: job '{}' writes (rw={}), and --readonly refuses every write (use rw=read or randread)",
+                j.origin,
+                j.options.name,
+                j.options.rw.fio_name()
+            ));
+        }
+    }
     Ok(set)
 }
 
