@@ -475,7 +475,10 @@ fn readonly_and_section_as_fio_has_them() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(names(&out), ["a"]);
     assert!(!d.path().join("b.dat").exists(), "section b did not run");
-    assert!(d.path().join("a.dat").exists(), "the file it read is the user's: kept");
+    assert!(
+        d.path().join("a.dat").exists(),
+        "the file it read is the user's: kept"
+    );
     // All sections under --readonly: b writes, and nothing runs.
     let (code, err, _) = ours(&["two.fio", "--readonly"]);
     assert_eq!(code, Some(2));
