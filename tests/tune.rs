@@ -22,6 +22,35 @@ fn tune(args: &[&str]) -> (Option<i32>, String, String) {
     common::sinkrate_sub("tune", args)
 }
 
+/// `tune search` on `path` in a 100 s budget (one full-length run of 5 s each), JSON out,
+/// for two 30 fps streams of 80 KiB frames written buffered.
+fn quick_search(path: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let head = [
+        "search",
+        path,
+        "--runs",
+        "1",
+        "--budget",
+        "100s",
+        "--confirm-duration",
+        "5s",
+    ];
+    let record = [
+        "--output-format",
+        "json",
+        "--",
+        "--streams",
+        "2",
+        "--fps",
+        "30",
+        "--frame-size",
+        "80k",
+        "--write-mode",
+        "buffered",
+    ];
+    tune(&[&head[..], extra, &record[..]].concat())
+}
+
 /// What an emulated card needs.
 const EMULATE_TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
 
@@ -438,27 +467,7 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
             let _restore = RestoreAtEnd;
             apply_cycle("500", "100");
             let before = vm_snapshot();
-            let (code, out, err) = tune(&[
-                "search",
-                card.path().to_str().expect("utf8"),
-                "--runs",
-                "1",
-                "--budget",
-                "100s",
-                "--confirm-duration",
-                "5s",
-                "--output-format",
-                "json",
-                "--",
-                "--streams",
-                "2",
-                "--fps",
-                "30",
-                "--frame-size",
-                "80k",
-                "--write-mode",
-                "buffered",
-            ]);
+            let (code, out, err) = quick_search(card.path().to_str().expect("utf8"), &[]);
             assert_eq!(code, Some(0), "{err}");
             let v: serde_json::Value = serde_json::from_str(&out).expect("json");
             assert_eq!(v["kind"], "tune_search");
@@ -951,30 +960,7 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
             apply_cycle("500", "100");
             let before = vm_snapshot();
             let path = card.path().to_str().expect("utf8");
-            let (code, out, err) = tune(&[
-                "search",
-                path,
-                "--runs",
-                "1",
-                "--budget",
-                "100s",
-                "--confirm-duration",
-                "5s",
-                "--max-loss",
-                "1s",
-                "--power-cut",
-                "--output-format",
-                "json",
-                "--",
-                "--streams",
-                "2",
-                "--fps",
-                "30",
-                "--frame-size",
-                "80k",
-                "--write-mode",
-                "buffered",
-            ]);
+            let (code, out, err) = quick_search(path, &["--max-loss", "1s", "--power-cut"]);
             assert_eq!(code, Some(0), "{err}\n{out}");
             let v: serde_json::Value = serde_json::from_str(&out).expect("json");
             assert_eq!(v["max_loss_s"], 1.0);

@@ -68,7 +68,7 @@ pub(crate) fn emulated_card(
 ) -> Result<sinkrate_emulate::power::Card> {
     let card = sinkrate_emulate::power::card_holding(dir)
         .map_err(|e| anyhow!(e.replace("--power-cut-at", flag)))?;
-    if card.is_cut() {
+    if card.needs_restore() {
         card.restore().map_err(|e| {
             anyhow!("the card's power was left cut by an earlier run and cannot come back: {e}")
         })?;

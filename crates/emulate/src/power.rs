@@ -87,7 +87,7 @@ pub fn card_holding(dir: &Path) -> Result<Card, String> {
 impl Card {
     /// Whether the card is dark now, or its filesystem not mounted (a run killed after its
     /// cut, or between unmounting and mounting again, leaves it so): `restore` brings it back.
-    pub fn is_cut(&self) -> bool {
+    pub fn needs_restore(&self) -> bool {
         self.cut_file.exists() || !stack::is_mountpoint(&self.mountpoint)
     }
 
