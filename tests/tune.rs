@@ -964,6 +964,7 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
             assert_eq!(code, Some(0), "{err}\n{out}");
             let v: serde_json::Value = serde_json::from_str(&out).expect("json");
             assert_eq!(v["max_loss_s"], 1.0);
+            assert_eq!(v["max_loss_met"], true, "the verdict a script reads");
             let ranked = v["ranked"].as_array().expect("ranked");
             let winner = &ranked[0];
             let worst = winner["unacknowledged_worst_s"].as_f64();

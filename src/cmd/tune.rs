@@ -429,7 +429,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     }
     let interrupted = report.interrupted;
     let failed = report.failed.clone();
-    let bound_met = report.loss_bound_met();
+    let bound_met = report.max_loss_met;
     let mut run = Envelope::new(
         RunKind::TuneSearch,
         sinkrate_engine::host::host_facts(),

@@ -102,7 +102,7 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
                 ));
             }
         }
-        if let (Some(bound), Some(met)) = (r.max_loss_s, r.loss_bound_met()) {
+        if let (Some(bound), Some(met)) = (r.max_loss_s, r.max_loss_met) {
             let winner = r.winner();
             let ran = winner
                 .and_then(|w| w.unacknowledged_worst_s)

@@ -103,6 +103,10 @@ pub struct SearchReport {
     /// With `--power-cut`: the winner's and the baseline's recordings with their power cut.
     #[serde(default)]
     pub power_cuts: Vec<PowerCutProof>,
+    /// With `--max-loss`: whether the winner kept within it (the verdict a script reads; the
+    /// run exits 1 when false). Null without a bound.
+    #[serde(default)]
+    pub max_loss_met: Option<bool>,
 }
 
 impl SearchReport {
@@ -618,7 +622,7 @@ pub fn search(
             }
         }
     }
-    Ok(SearchReport {
+    let mut report = SearchReport {
         label,
         dir: dir.display().to_string(),
         workload: workload_name(&cfg.workload).into(),
@@ -637,7 +641,10 @@ pub fn search(
         failed,
         max_loss_s: objective.max_loss_s,
         power_cuts,
-    })
+        max_loss_met: None,
+    };
+    report.max_loss_met = report.loss_bound_met();
+    Ok(report)
 }
 
 #[cfg(test)]
