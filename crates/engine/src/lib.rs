@@ -5,6 +5,7 @@ pub mod backend;
 pub mod buffers;
 pub mod clock;
 pub mod disk_util;
+pub mod distribution;
 pub mod error;
 pub mod files;
 pub mod host;

@@ -5,6 +5,7 @@
 //! This crate does no I/O of its own: files and environment variables come through
 //! [`grammar::SourceContext`], so every rule here is unit-tested without a file system.
 
+pub mod distribution;
 pub mod grammar;
 pub mod options;
 pub mod units;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::distribution::{OffsetModifier, RandomDistribution, RwSequencer};
 use crate::units::{
     parse_bool, parse_int, parse_percent, parse_size, parse_time, KbBase, TimeUnit,
 };
@@ -220,6 +221,17 @@ pub struct JobOptions {
     pub invalidate: bool,
     pub overwrite: bool,
     pub norandommap: bool,
+    /// fio's random_distribution per direction (read, write); `None` is uniform.
+    #[serde(default)]
+    pub random_distribution: Option<[RandomDistribution; 2]>,
+    /// `sequence:` distributions advance by their length each cycle (newer fio's option).
+    #[serde(default)]
+    pub random_sequence_stride: bool,
+    /// The `:N` of `rw=MODE:N`.
+    #[serde(default)]
+    pub offset_modifier: OffsetModifier,
+    #[serde(default)]
+    pub rw_sequencer: RwSequencer,
     pub randseed: u64,
     pub randrepeat: bool,
     #[serde(
@@ -397,6 +409,10 @@ impl Default for JobOptions {
             invalidate: true,
             overwrite: false,
             norandommap: false,
+            random_distribution: None,
+            random_sequence_stride: false,
+            offset_modifier: OffsetModifier::default(),
+            rw_sequencer: RwSequencer::Sequential,
             randseed: 0x89,
             randrepeat: true,
             runtime: None,
@@ -558,6 +574,9 @@ const OPTIONS: &[&str] = &[
     "invalidate",
     "overwrite",
     "norandommap",
+    "random_distribution",
+    "random_sequence_stride",
+    "rw_sequencer",
     "randseed",
     "randrepeat",
     "runtime",
@@ -932,7 +951,10 @@ impl JobOptions {
             "filename_format" => {
                 let v = need(key, value)?.trim();
                 if v.is_empty() {
-                    return Err(bad(key, "empty format (e.g. filename_format=$jobname.$jobnum.$filenum)"));
+                    return Err(bad(
+                        key,
+                        "empty format (e.g. filename_format=$jobname.$jobnum.$filenum)",
+                    ));
                 }
                 self.filename_format = Some(v.to_string());
             }
@@ -943,18 +965,34 @@ impl JobOptions {
             "io_submit_mode" => match need(key, value)?.trim() {
                 "inline" => {}
                 other => {
-                    return Err(bad(key, format!("'{other}' is not supported by sinkrate (supported: inline)")))
-                }
-            },
-            "random_distribution" => match need(key, value)?.trim() {
-                "random" => {}
-                other => {
                     return Err(bad(
                         key,
-                        format!("'{other}' is not supported by sinkrate (supported: random, the uniform distribution)"),
+                        format!("'{other}' is not supported by sinkrate (supported: inline)"),
                     ))
                 }
             },
+            "random_distribution" => {
+                let d =
+                    RandomDistribution::parse(need(key, value)?, kb).map_err(|e| bad(key, e))?;
+                self.random_distribution = if d.iter().all(RandomDistribution::is_uniform) {
+                    None
+                } else {
+                    Some(d)
+                };
+            }
+            "random_sequence_stride" => self.random_sequence_stride = flag(key, value)?,
+            "rw_sequencer" => {
+                self.rw_sequencer = match need(key, value)?.trim() {
+                    "sequential" => RwSequencer::Sequential,
+                    "identical" => RwSequencer::Identical,
+                    other => {
+                        return Err(bad(
+                            key,
+                            format!("'{other}' is not accepted (expected sequential or identical)"),
+                        ))
+                    }
+                }
+            }
             "group_reporting" => self.group_reporting = flag(key, value)?,
             "stonewall" | "wait_for_previous" => self.stonewall = flag(key, value)?,
             "new_group" => self.new_group = flag(key, value)?,
@@ -995,12 +1033,6 @@ impl JobOptions {
                     Some((m, x)) => (m.to_string(), Some(x.to_string())),
                     None => (v.clone(), None),
                 };
-                if let Some(m) = modifier {
-                    return Err(bad(
-                        key,
-                        format!("the ':{m}' offset modifier is not supported by sinkrate (write rw={mode})"),
-                    ));
-                }
                 let (pattern, direction) = match mode.as_str() {
                     "read" => (Pattern::Sequential, Direction::Read),
                     "write" => (Pattern::Sequential, Direction::Write),
@@ -1016,6 +1048,11 @@ impl JobOptions {
                     }
                 };
                 self.rw = ReadWrite { pattern, direction };
+                self.offset_modifier = match modifier {
+                    Some(m) => OffsetModifier::parse(&m, pattern == Pattern::Random, kb)
+                        .map_err(|e| bad(key, e))?,
+                    None => OffsetModifier::default(),
+                };
             }
             "rwmixread" => {
                 self.rwmixread = parse_percent(need(key, value)?).map_err(|e| bad(key, e))?
@@ -1091,12 +1128,14 @@ impl JobOptions {
                         "1" | "sync" | "true" => SyncMode::Sync,
                         "0" | "none" | "false" => SyncMode::None,
                         "dsync" => SyncMode::Dsync,
-                        other => return Err(bad(
-                            key,
-                            format!(
+                        other => {
+                            return Err(bad(
+                                key,
+                                format!(
                                 "'{other}' is not accepted (expected none, sync, dsync, 0 or 1)"
                             ),
-                        )),
+                            ))
+                        }
                     },
                 }
             }
@@ -1106,23 +1145,23 @@ impl JobOptions {
             }
             "end_fsync" => self.end_fsync = flag(key, value)?,
             "fsync_on_close" => self.fsync_on_close = flag(key, value)?,
-            "fallocate" => self.fallocate = match need(key, value)?
-                .trim()
-                .to_ascii_lowercase()
-                .as_str()
-            {
-                "none" | "0" => Fallocate::None,
-                "native" => Fallocate::Native,
-                "posix" | "1" => Fallocate::Posix,
-                "keep" => Fallocate::Keep,
-                "truncate" => Fallocate::Truncate,
-                other => return Err(bad(
-                    key,
-                    format!(
+            "fallocate" => {
+                self.fallocate = match need(key, value)?.trim().to_ascii_lowercase().as_str() {
+                    "none" | "0" => Fallocate::None,
+                    "native" => Fallocate::Native,
+                    "posix" | "1" => Fallocate::Posix,
+                    "keep" => Fallocate::Keep,
+                    "truncate" => Fallocate::Truncate,
+                    other => {
+                        return Err(bad(
+                            key,
+                            format!(
                         "'{other}' is not accepted (expected none, native, posix, keep, truncate)"
                     ),
-                )),
-            },
+                        ))
+                    }
+                }
+            }
             "pre_read" => self.pre_read = flag(key, value)?,
             "invalidate" => self.invalidate = flag(key, value)?,
             "overwrite" => self.overwrite = flag(key, value)?,
@@ -1417,7 +1456,10 @@ mod tests {
             ("rwmixread", Some("150")),
             ("rw", Some("sideways")),
             ("rw", Some("trim")),
-            ("rw", Some("randread:8")),
+            ("rw", Some("randread:x")),
+            ("rw", Some("write:-")),
+            ("random_distribution", Some("zipf:1")),
+            ("rw_sequencer", Some("backwards")),
             ("bs", Some("0")),
             ("bs", Some("4q")),
             ("bsrange", Some("8k-4k")),

@@ -114,6 +114,7 @@ pub(super) fn run_block_io(
         complete_hist: [0; 7],
         rng,
         random_seed: seed,
+        sequencer_ios: 0,
     };
     if !lp.ramping {
         lp.begin_measured(now);

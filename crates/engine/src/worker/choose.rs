@@ -3,6 +3,9 @@
 use sinkrate_jobspec::options::Pattern;
 use sinkrate_jobspec::JobOptions;
 
+use sinkrate_jobspec::distribution::RwSequencer;
+
+use crate::distribution::BlockSampler;
 use crate::rng::{Permutation, Rng};
 
 use super::*;
@@ -55,6 +58,14 @@ impl BlockSizes {
         }
     }
 
+    pub(super) fn min(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(bs) => *bs,
+            BlockSizes::Range { lo, .. } => *lo,
+            BlockSizes::Split(t) => t.iter().map(|e| e.0).min().unwrap_or(4096),
+        }
+    }
+
     pub(super) fn max(&self) -> u64 {
         match self {
             BlockSizes::Fixed(bs) => *bs,
@@ -81,48 +92,94 @@ impl Loop<'_> {
         self.next_file = if file + 1 >= nfiles { 0 } else { file + 1 };
         // During ramp_time a pass does not end, so more than a pass may have been issued.
         let remaining = self.pass_bytes.saturating_sub(self.pass_issued);
-        let f = &mut self.files[file];
-        let region = f.plan.region_len;
-        let (offset, mut len) = match self.o.rw.pattern {
-            Pattern::Sequential => {
-                let mut pos = f.seq_pos[d];
-                if pos >= region {
-                    pos = 0;
-                }
-                let len = bs.min(region - pos);
-                f.seq_pos[d] = pos + len;
-                (pos, len)
-            }
+        let modifier = self.o.offset_modifier;
+        let random_now = match self.o.rw.pattern {
+            Pattern::Sequential => false,
+            // fio's rw=randread:N: a random offset on the first of every N I/Os, the others
+            // follow rw_sequencer.
             Pattern::Random => {
-                let align = self
-                    .o
-                    .blockalign
-                    .map(|a| a[d])
-                    .filter(|a| *a > 0)
-                    .unwrap_or(bs);
-                let fixed = matches!(self.bs[d], BlockSizes::Fixed(_));
-                // The random map visits blocks of bs; a blockalign other than bs places
-                // I/Os between them, and fio then draws offsets freely (as norandommap).
-                if fixed && align == bs && !self.o.norandommap && region / bs > 0 {
-                    let nblocks = region / bs;
-                    let seed = self.random_seed ^ file as u64;
-                    let perm = f
-                        .perm
-                        .get_or_insert_with(|| Permutation::new(nblocks, seed));
-                    let idx = match perm.next_index() {
-                        Some(i) => i,
-                        None => {
-                            perm.restart();
-                            perm.next_index().unwrap_or(0)
-                        }
-                    };
-                    (idx * bs, bs)
-                } else {
-                    let slots = region.saturating_sub(bs) / align + 1;
-                    (self.rng.below(slots) * align, bs.min(region))
-                }
+                let n = self.sequencer_ios;
+                self.sequencer_ios += 1;
+                modifier.random_every <= 1 || n % modifier.random_every == 0
             }
         };
+        let range_size = self.bs[0].min().min(self.bs[1].min()).max(1);
+        let f = &mut self.files[file];
+        let region = f.plan.region_len;
+        let sequential = |f: &mut OpenFile| {
+            let mut pos = f.seq_pos[d];
+            if pos >= region {
+                pos = 0;
+            } else if modifier.add != 0 && pos != 0 {
+                // rw=write:4k leaves holes, rw=read:-8k reads backwards; past either end it
+                // wraps to the start (holes) or to the end (backwards), as fio's does.
+                let next = i128::from(pos) + i128::from(modifier.add);
+                pos = if next >= 0 && next < i128::from(region) {
+                    next as u64
+                } else if modifier.add > 0 {
+                    0
+                } else {
+                    (i128::from(region) + i128::from(modifier.add)).max(0) as u64
+                };
+            }
+            (pos, bs.min(region - pos))
+        };
+        if random_now && f.samplers[d].is_none() {
+            if let Some(dist) = self.o.random_distribution.as_ref().map(|all| &all[d]) {
+                let nranges = region.div_ceil(range_size);
+                let seed = self.random_seed ^ ((file as u64) << 1 | d as u64);
+                f.samplers[d] = BlockSampler::new(
+                    dist,
+                    nranges,
+                    range_size,
+                    self.o.random_sequence_stride,
+                    seed,
+                );
+            }
+        }
+        let sampled = match &mut f.samplers[d] {
+            Some(sampler) if random_now => Some(sampler.next_block()),
+            _ => None,
+        };
+        let (offset, mut len) = if !random_now {
+            match (self.o.rw.pattern, self.o.rw_sequencer) {
+                (Pattern::Random, RwSequencer::Identical) => (f.last_start[d], bs.min(region)),
+                _ => sequential(f),
+            }
+        } else if let Some(block) = sampled {
+            let last_fit = region.saturating_sub(bs) / range_size * range_size;
+            ((block * range_size).min(last_fit), bs.min(region))
+        } else {
+            let align = self
+                .o
+                .blockalign
+                .map(|a| a[d])
+                .filter(|a| *a > 0)
+                .unwrap_or(bs);
+            let fixed = matches!(self.bs[d], BlockSizes::Fixed(_));
+            // The random map visits blocks of bs; a blockalign other than bs places
+            // I/Os between them, and fio then draws offsets freely (as norandommap).
+            if fixed && align == bs && !self.o.norandommap && region / bs > 0 {
+                let nblocks = region / bs;
+                let seed = self.random_seed ^ file as u64;
+                let perm = f
+                    .perm
+                    .get_or_insert_with(|| Permutation::new(nblocks, seed));
+                let idx = match perm.next_index() {
+                    Some(i) => i,
+                    None => {
+                        perm.restart();
+                        perm.next_index().unwrap_or(0)
+                    }
+                };
+                (idx * bs, bs)
+            } else {
+                let slots = region.saturating_sub(bs) / align + 1;
+                (self.rng.below(slots) * align, bs.min(region))
+            }
+        };
+        f.seq_pos[d] = offset + len;
+        f.last_start[d] = offset;
         if !self.ramping && len > remaining && remaining > 0 {
             len = remaining;
         }

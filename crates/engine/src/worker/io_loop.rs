@@ -36,6 +36,8 @@ pub(super) struct Loop<'a> {
     /// The job's seed (randseed and the job's number with randrepeat, the clock without):
     /// the random map's order starts from it, so clones and runs differ as fio's do.
     pub(super) random_seed: u64,
+    /// Random-mode I/Os planned so far: `rw=randread:N` draws a random offset on every Nth.
+    pub(super) sequencer_ios: u64,
     pub(super) contents: Contents,
     pub(super) verify: Option<crate::verify::VerifyState>,
     pub(super) bs: [BlockSizes; 2],

@@ -11,6 +11,7 @@ use sinkrate_jobspec::JobOptions;
 
 use crate::backend::Backend;
 use crate::buffers::AlignedBuf;
+use crate::distribution::BlockSampler;
 use crate::error::EngineError;
 use crate::files::PlannedFile;
 use crate::rng::{Permutation, Rng};
@@ -23,6 +24,10 @@ pub(super) struct OpenFile {
     pub(super) created: bool,
     pub(super) seq_pos: [u64; 2],
     pub(super) perm: Option<Permutation>,
+    /// Per direction, for a non-uniform random_distribution (made at the first random I/O).
+    pub(super) samplers: [Option<BlockSampler>; 2],
+    /// Where the last I/O of each direction started (rw_sequencer=identical repeats it).
+    pub(super) last_start: [u64; 2],
     pub(super) written: bool,
 }
 
@@ -88,6 +93,8 @@ pub(super) fn lay_out(
         created: false,
         seq_pos: [0; 2],
         perm: None,
+        samplers: [None, None],
+        last_start: [0; 2],
         written: false,
     };
     let chunk = 1usize << 20;
@@ -181,6 +188,8 @@ pub(super) fn open_files(
             created: false,
             seq_pos: [0; 2],
             perm: None,
+            samplers: [None, None],
+            last_start: [0; 2],
             written: false,
         });
         return Ok(());
@@ -242,6 +251,8 @@ pub(super) fn open_files(
             created: !existed,
             seq_pos: [0; 2],
             perm: None,
+            samplers: [None, None],
+            last_start: [0; 2],
             written: false,
         };
         if writes && !plan.is_block_device && !plan.special && size_now < plan.needed_size() {
