@@ -91,6 +91,14 @@ fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
                 j.options.rw.fio_name()
             ));
         }
+        if let Some(j) = set.jobs.iter().find(|j| j.options.ioengine.changes_files()) {
+            return Err(anyhow!(
+                "{}: job '{}' changes files (ioengine={}), and --readonly refuses every write (use filestat, dirstat or a read job)",
+                j.origin,
+                j.options.name,
+                j.options.ioengine.fio_name()
+            ));
+        }
     }
     Ok(set)
 }

@@ -55,6 +55,19 @@ pub fn split_filenames(list: &str) -> Vec<String> {
     out
 }
 
+/// For the directory engines: `Some` when `path` is a directory, `None` when nothing is there.
+fn existing_directory(path: &Path) -> Result<Option<(u64, bool)>, EngineError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(Some((0, false))),
+        Ok(_) => Err(EngineError::path(
+            path,
+            "is not a directory (dircreate, dirstat and dirdelete work on directories; use another directory= or filename_format=)",
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(EngineError::io(path, e)),
+    }
+}
+
 /// Size of a file or block device at `path`, if it exists.
 pub fn existing_size(path: &Path) -> Result<Option<(u64, bool)>, EngineError> {
     match std::fs::metadata(path) {
@@ -176,7 +189,11 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
     // Judged once per directory: nrfiles= can name many thousands of files in one.
     let mut device_dirs: std::collections::HashMap<PathBuf, bool> = Default::default();
     for path in names {
-        let existing = existing_size(&path)?;
+        let existing = if o.ioengine.on_directories() {
+            existing_directory(&path)?
+        } else {
+            existing_size(&path)?
+        };
         let among_device_nodes = |device_dirs: &mut std::collections::HashMap<PathBuf, bool>| {
             *device_dirs
                 .entry(existing_parent(&path))

@@ -98,7 +98,7 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
             inner: Box::new(e),
         };
         let planned = files::plan_files(job, &opts.base_dir).map_err(in_job)?;
-        let writes = o.rw.writes() || o.overwrite || o.ioengine == Engine::Filecreate;
+        let writes = o.rw.writes() || o.overwrite || o.ioengine.changes_files();
         for f in &planned {
             if f.special {
                 continue;

@@ -304,6 +304,13 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             ));
         }
     }
+    if o.ioengine.is_metadata() && o.rw.direction == options::Direction::Mixed {
+        return Err(format!(
+            "rw={} with ioengine={}: each create, stat or delete counts in one direction (use rw=read or rw=write)",
+            o.rw.fio_name(),
+            o.ioengine.fio_name()
+        ));
+    }
     for d in 0..2 {
         if o.rate[d] > 0 && o.rate_min[d] > o.rate[d] {
             return Err(format!(

@@ -70,6 +70,9 @@ pub enum Engine {
     Filestat,
     Filedelete,
     Falloc,
+    Dircreate,
+    Dirstat,
+    Dirdelete,
 }
 
 impl Engine {
@@ -87,17 +90,44 @@ impl Engine {
             Engine::Filestat => "filestat",
             Engine::Filedelete => "filedelete",
             Engine::Falloc => "falloc",
+            Engine::Dircreate => "dircreate",
+            Engine::Dirstat => "dirstat",
+            Engine::Dirdelete => "dirdelete",
         }
     }
     /// Engines that operate on whole files rather than doing block I/O.
     pub fn is_file_operation(&self) -> bool {
+        self.is_metadata() || matches!(self, Engine::Ftruncate | Engine::Falloc)
+    }
+    /// Engines whose every "I/O" is one create, stat or delete of a file or directory.
+    pub fn is_metadata(&self) -> bool {
         matches!(
             self,
             Engine::Filecreate
                 | Engine::Filestat
                 | Engine::Filedelete
+                | Engine::Dircreate
+                | Engine::Dirstat
+                | Engine::Dirdelete
+        )
+    }
+    /// Engines that change the file system whatever the job's rw= says.
+    pub fn changes_files(&self) -> bool {
+        matches!(
+            self,
+            Engine::Filecreate
+                | Engine::Filedelete
+                | Engine::Dircreate
+                | Engine::Dirdelete
                 | Engine::Ftruncate
                 | Engine::Falloc
+        )
+    }
+    /// Engines whose targets are directories.
+    pub fn on_directories(&self) -> bool {
+        matches!(
+            self,
+            Engine::Dircreate | Engine::Dirstat | Engine::Dirdelete
         )
     }
     /// Engines that can keep more than one I/O in flight.
@@ -107,7 +137,7 @@ impl Engine {
 }
 
 pub const SUPPORTED_ENGINES: &str =
-    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, falloc (libaio and posixaio run on io_uring)";
+    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc (libaio and posixaio run on io_uring)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -1325,6 +1355,9 @@ impl JobOptions {
             "filestat" => (Engine::Filestat, None),
             "filedelete" => (Engine::Filedelete, None),
             "falloc" => (Engine::Falloc, None),
+            "dircreate" => (Engine::Dircreate, None),
+            "dirstat" => (Engine::Dirstat, None),
+            "dirdelete" => (Engine::Dirdelete, None),
             "libaio" | "posixaio" => (
                 Engine::IoUring,
                 Some(format!("ioengine={name} runs on sinkrate's io_uring backend (same queue depth, same semantics)")),

@@ -98,7 +98,12 @@ pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
         Engine::Mmap => Box::new(mmap::Mmap::default()),
         Engine::Ftruncate => Box::new(fileops::Ftruncate),
         Engine::Falloc => Box::new(fileops::Falloc),
-        Engine::Filecreate | Engine::Filestat | Engine::Filedelete => {
+        Engine::Filecreate
+        | Engine::Filestat
+        | Engine::Filedelete
+        | Engine::Dircreate
+        | Engine::Dirstat
+        | Engine::Dirdelete => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{} is a file-operation engine", engine.fio_name()),

@@ -1,4 +1,7 @@
-//! filecreate / filestat / filedelete: each "I/O" is one file operation, timed.
+//! The metadata engines (filecreate, filestat, filedelete, dircreate, dirstat, dirdelete):
+//! each file or directory gets one timed operation. As in fio, the job's I/O count and
+//! bytes are those of its size in blocks (in the direction rw= names) and the completion
+//! latency holds one sample per operation.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -12,7 +15,6 @@ use crate::progress::Phase;
 
 use super::*;
 
-/// filecreate / filestat / filedelete: each "I/O" is one file operation, timed.
 pub(super) fn run_file_operations(
     setup: &WorkerSetup,
     outcome: &mut WorkerOutcome,
@@ -31,14 +33,19 @@ pub(super) fn run_file_operations(
                 .map(|f| f.path.as_path()),
         );
     }
-    if o.ioengine != Engine::Filecreate {
-        // stat and delete need files: create the missing ones first, as fio does.
+    let dirs = o.ioengine.on_directories();
+    if !matches!(o.ioengine, Engine::Filecreate | Engine::Dircreate) {
+        // stat and delete need their targets: create the missing ones first, as fio does.
         for f in &setup.files {
             if f.existing_size.is_none() {
-                let fd = sys_open(&f.path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
-                    .map_err(|e| EngineError::io(&f.path, e))?;
-                // SAFETY: closing the descriptor just opened.
-                unsafe { libc::close(fd) };
+                if dirs {
+                    std::fs::create_dir(&f.path).map_err(|e| EngineError::io(&f.path, e))?;
+                } else {
+                    let fd = sys_open(&f.path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
+                        .map_err(|e| EngineError::io(&f.path, e))?;
+                    // SAFETY: closing the descriptor just opened.
+                    unsafe { libc::close(fd) };
+                }
                 created_here.push(f.path.clone());
             }
         }
@@ -48,7 +55,8 @@ pub(super) fn run_file_operations(
     setup.progress.set_phase(Phase::Running);
     let cpu_before = thread_rusage();
     let mut rec = DirectionResult::default();
-    let write_dir = o.ioengine == Engine::Filecreate || o.ioengine == Engine::Filedelete;
+    let write_dir = o.rw.direction == sinkrate_jobspec::options::Direction::Write;
+    let bs = o.bs[usize::from(write_dir)].max(1);
     for (i, f) in setup.files.iter().enumerate() {
         if setup.stop.load(Ordering::Relaxed) {
             break;
@@ -75,10 +83,12 @@ pub(super) fn run_file_operations(
                     }
                     fd
                 }
-                Engine::Filestat => {
+                Engine::Dircreate => libc::mkdir(c.as_ptr(), 0o755),
+                Engine::Filestat | Engine::Dirstat => {
                     let mut st: libc::stat = std::mem::zeroed();
                     libc::stat(c.as_ptr(), &mut st)
                 }
+                Engine::Dirdelete => libc::rmdir(c.as_ptr()),
                 _ => libc::unlink(c.as_ptr()),
             }
         };
@@ -95,13 +105,14 @@ pub(super) fn run_file_operations(
             break;
         }
         rec.clat.record(t1 - t0);
-        rec.lat.record(t1 - t0);
-        rec.total_ios += 1;
+        rec.total_ios += f.region_len.div_ceil(bs).max(1);
+        rec.io_bytes += f.region_len;
         outcome.result.files_done = i as u64 + 1;
-        if o.ioengine == Engine::Filecreate && f.existing_size.is_none() {
+        if matches!(o.ioengine, Engine::Filecreate | Engine::Dircreate) && f.existing_size.is_none()
+        {
             created_here.push(f.path.clone());
         }
-        if o.ioengine == Engine::Filedelete {
+        if matches!(o.ioengine, Engine::Filedelete | Engine::Dirdelete) {
             created_here.retain(|p| p != &f.path);
         }
     }
@@ -120,7 +131,12 @@ pub(super) fn run_file_operations(
     }
     if remove {
         for p in created_here {
-            if std::fs::remove_file(&p).is_ok() {
+            let removed = if dirs {
+                std::fs::remove_dir(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+            if removed.is_ok() {
                 outcome.removed_files.push(p.clone());
             }
         }

@@ -20,7 +20,6 @@ use open::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sinkrate_jobspec::options::Engine;
 use sinkrate_jobspec::Job;
 use sinkrate_model::JobResult;
 
@@ -83,9 +82,7 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
     }
     setup.progress.set_phase(Phase::Preparing);
     let result = match o.ioengine {
-        Engine::Filecreate | Engine::Filestat | Engine::Filedelete => {
-            run_file_operations(&setup, &mut outcome)
-        }
+        e if e.is_metadata() => run_file_operations(&setup, &mut outcome),
         _ => run_block_io(&setup, &mut outcome),
     };
     match result {
