@@ -134,3 +134,156 @@ fn directory_engines_make_stat_and_remove_directories() {
     assert!(cleaned.status.success());
     assert!(entries(d.path()).is_empty(), "{:?}", entries(d.path()));
 }
+
+/// Runs `program args` in `dir` and returns its JSON output and the CPU time (user + system,
+/// seconds) the kernel charged to it, read from wait4: not a figure the tool printed.
+fn json_and_cpu(dir: &Path, program: &Path, args: &[&str]) -> (serde_json::Value, f64) {
+    use std::os::unix::process::ExitStatusExt;
+    let out_path = dir.join("out.json");
+    // wait4 below reaps the child (and returns its resource use, which wait() does not).
+    #[allow(clippy::zombie_processes)]
+    let child = std::process::Command::new(program)
+        .current_dir(dir)
+        .args(args)
+        .stdout(std::fs::File::create(&out_path).expect("out"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for the child just started.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    assert!(pid > 0);
+    assert_eq!(std::process::ExitStatus::from_raw(status).code(), Some(0));
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let text = std::fs::read_to_string(&out_path).expect("output");
+    let json = &text[text.find('{').expect("JSON")..=text.rfind('}').expect("JSON")];
+    (
+        serde_json::from_str(json).expect("JSON"),
+        secs(ru.ru_utime) + secs(ru.ru_stime),
+    )
+}
+
+/// cpuio burns `cpuload` percent of one CPU in cycles of `cpuchunks`, as fio's: the same
+/// number of cycles, and CPU time (from the kernel) near the load, for both tools.
+#[test]
+fn cpuio_loads_the_cpu_as_fio_does() {
+    if !fio_or_skip("cpuio_loads_the_cpu_as_fio_does") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    for mode in ["noop", "qsort"] {
+        let m = format!("--cpumode={mode}");
+        let job = [
+            "--name=burn",
+            "--ioengine=cpuio",
+            "--cpuload=40",
+            "--cpuchunks=20000",
+            m.as_str(),
+            "--time_based",
+            "--runtime=2",
+            "--output-format=json",
+        ];
+        let (fio, fio_cpu) = json_and_cpu(d.path(), Path::new("fio"), &job);
+        let ours_args: Vec<&str> = [&["bench"][..], &job[..]].concat();
+        let (ours, our_cpu) = json_and_cpu(d.path(), &common::sinkrate_path(), &ours_args);
+        let cycles =
+            |v: &serde_json::Value| v["jobs"][0]["read"]["total_ios"].as_u64().unwrap_or(0);
+        // 2 s of 20 ms busy + 30 ms idle: 40 cycles. fio's qsort mode sorts in longer
+        // stretches (its cycles run over cpuchunks), so there only the CPU share is compared.
+        for (tool, n) in [("fio", cycles(&fio)), ("sinkrate", cycles(&ours))] {
+            if mode == "noop" || tool == "sinkrate" {
+                assert!((38..=42).contains(&n), "{mode}: {tool} ran {n} cycles");
+            }
+        }
+        for (tool, cpu) in [("fio", fio_cpu), ("sinkrate", our_cpu)] {
+            assert!(
+                (0.6..1.1).contains(&cpu),
+                "{mode}: {tool} used {cpu:.2} s of CPU in 2 s at 40%"
+            );
+        }
+        let usr = ours["jobs"][0]["usr_cpu"].as_f64().unwrap_or(0.0);
+        assert!((30.0..50.0).contains(&usr), "{mode}: usr_cpu {usr}");
+    }
+}
+
+/// exit_on_io_done ends a cpuio job when the I/O jobs beside it end, not at its runtime.
+#[test]
+fn cpuio_exits_when_the_io_is_done() {
+    let d = tempfile::tempdir().expect("tmp");
+    let started = std::time::Instant::now();
+    let v = sinkrate_json(
+        d.path(),
+        &[
+            "--name=io",
+            "--ioengine=null",
+            "--size=1g",
+            "--rate=1g",
+            "--name=burn",
+            "--ioengine=cpuio",
+            "--cpuload=10",
+            "--runtime=30",
+            "--exit_on_io_done=1",
+        ],
+    );
+    let took = started.elapsed().as_secs_f64();
+    assert!(took < 10.0, "took {took:.1} s");
+    assert_eq!(v["jobs"][1]["jobname"], "burn");
+    assert!(v["jobs"][1]["read"]["total_ios"].as_u64().unwrap_or(0) >= 1);
+}
+
+/// exec runs program= with arguments= (`%n` the job's name, `%r` its runtime) and keeps its
+/// output in NAME.stdout, byte for byte as fio does; at the runtime's end a program still
+/// running gets SIGTERM; a program that is not there is refused before anything runs.
+#[test]
+fn exec_runs_a_program_beside_the_jobs_as_fio_does() {
+    if !fio_or_skip("exec_runs_a_program_beside_the_jobs_as_fio_does") {
+        return;
+    }
+    let job = [
+        "--name=side",
+        "--ioengine=exec",
+        "--program=/bin/echo",
+        "--arguments=load %n %r",
+        "--runtime=1",
+    ];
+    let (a, b) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    // fio prints the program's command line before its JSON; json_and_cpu skips it.
+    let fio_args: Vec<&str> = [&job[..], &["--output-format=json"]].concat();
+    json_and_cpu(a.path(), Path::new("fio"), &fio_args);
+    sinkrate_json(b.path(), &job);
+    let read = |d: &Path| std::fs::read_to_string(d.join("side.stdout")).expect("side.stdout");
+    assert_eq!(read(b.path()), read(a.path()));
+    assert_eq!(read(b.path()), "load side 1\n");
+
+    let started = std::time::Instant::now();
+    sinkrate_json(
+        b.path(),
+        &[
+            "--name=sleeper",
+            "--ioengine=exec",
+            "--program=sleep",
+            "--arguments=30",
+            "--runtime=1",
+            "--grace_time=1",
+        ],
+    );
+    let took = started.elapsed().as_secs_f64();
+    assert!(
+        took < 5.0,
+        "the program was stopped at the runtime: {took:.1} s"
+    );
+
+    let out = common::sinkrate()
+        .current_dir(b.path())
+        .args(["--name=x", "--ioengine=exec", "--program=/no/such/program"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/no/such/program"), "{stderr}");
+    assert!(!b.path().join("x.stdout").exists());
+}

@@ -97,6 +97,18 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
             origin: job.origin.to_string(),
             inner: Box::new(e),
         };
+        if o.ioengine.is_side_load() {
+            if let Some(program) = &o.program {
+                if o.ioengine == Engine::Exec && !program_exists(program) {
+                    return Err(in_job(EngineError::path(
+                        std::path::Path::new(program),
+                        "program= is not there or not executable (give its path, or a name on PATH)",
+                    )));
+                }
+            }
+            jobs.push((job.clone(), Vec::new()));
+            continue;
+        }
         let planned = files::plan_files(job, &opts.base_dir).map_err(in_job)?;
         let writes = o.rw.writes() || o.overwrite || o.ioengine.changes_files();
         for f in &planned {
@@ -309,6 +321,17 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
             break;
         }
         let mut handles = Vec::new();
+        let io_jobs_running: crate::worker::IoJobsRunning =
+            std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(
+                segment
+                    .iter()
+                    .filter(|i| {
+                        jobs[**i]
+                            .as_ref()
+                            .is_some_and(|(j, _)| !j.options.ioengine.is_side_load())
+                    })
+                    .count(),
+            ));
         for i in segment {
             let Some((job, files)) = jobs[i].take() else {
                 continue;
@@ -324,10 +347,19 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
                 keep_files: opts.keep_files,
                 unix_start_ms,
                 read_meminfo: host::unwritten_bytes,
+                io_jobs_running: io_jobs_running.clone(),
             };
             let handle = std::thread::Builder::new()
                 .name(format!("sinkrate-job{}", i + 1))
-                .spawn(move || run_job(setup));
+                .spawn(move || {
+                    let io_job = !setup.job.options.ioengine.is_side_load();
+                    let running = setup.io_jobs_running.clone();
+                    let outcome = run_job(setup);
+                    if io_job {
+                        running.fetch_sub(1, Ordering::AcqRel);
+                    }
+                    outcome
+                });
             match handle {
                 Ok(h) => handles.push((i, h)),
                 Err(e) => run
@@ -417,7 +449,12 @@ fn honesty_warnings(
         }
     }
     let runtime = r.read.runtime_ns.max(r.write.runtime_ns);
-    if runtime > 0 && runtime < 1_000_000_000 && o.ioengine != Engine::Null && r.error == 0 {
+    if runtime > 0
+        && runtime < 1_000_000_000
+        && o.ioengine != Engine::Null
+        && !o.ioengine.is_side_load()
+        && r.error == 0
+    {
         warnings.push(Warning {
             id: "run.too_short".into(),
             job: name,
@@ -439,4 +476,18 @@ fn human_ms(ns: u64) -> String {
     } else {
         format!("{:.1} ms", ns as f64 / 1e6)
     }
+}
+
+/// Whether exec's `program=` names an executable file, by path or on PATH.
+fn program_exists(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| executable(&dir.join(program)))
+    })
 }

@@ -304,6 +304,23 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             ));
         }
     }
+    match o.ioengine {
+        options::Engine::Cpuio => {
+            if o.cpuload.is_none() {
+                return Err(
+                    "ioengine=cpuio needs cpuload= (the percent of each cycle to burn, 1 to 100)"
+                        .into(),
+                );
+            }
+            if o.runtime.is_none() && !o.exit_on_io_done {
+                return Err("ioengine=cpuio needs runtime= or exit_on_io_done=1 (otherwise it burns forever)".into());
+            }
+        }
+        options::Engine::Exec if o.program.is_none() => {
+            return Err("ioengine=exec needs program= (the program to run beside the jobs)".into());
+        }
+        _ => {}
+    }
     if o.ioengine.is_metadata() && o.rw.direction == options::Direction::Mixed {
         return Err(format!(
             "rw={} with ioengine={}: each create, stat or delete counts in one direction (use rw=read or rw=write)",

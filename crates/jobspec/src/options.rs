@@ -73,6 +73,10 @@ pub enum Engine {
     Dircreate,
     Dirstat,
     Dirdelete,
+    /// Burns CPU (a background load), no I/O.
+    Cpuio,
+    /// Runs a program beside the other jobs, no I/O.
+    Exec,
 }
 
 impl Engine {
@@ -93,6 +97,8 @@ impl Engine {
             Engine::Dircreate => "dircreate",
             Engine::Dirstat => "dirstat",
             Engine::Dirdelete => "dirdelete",
+            Engine::Cpuio => "cpuio",
+            Engine::Exec => "exec",
         }
     }
     /// Engines that operate on whole files rather than doing block I/O.
@@ -123,6 +129,10 @@ impl Engine {
                 | Engine::Falloc
         )
     }
+    /// Engines that do no I/O: a CPU load or a program run beside the I/O jobs.
+    pub fn is_side_load(&self) -> bool {
+        matches!(self, Engine::Cpuio | Engine::Exec)
+    }
     /// Engines whose targets are directories.
     pub fn on_directories(&self) -> bool {
         matches!(
@@ -137,7 +147,7 @@ impl Engine {
 }
 
 pub const SUPPORTED_ENGINES: &str =
-    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc (libaio and posixaio run on io_uring)";
+    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, cpuio, exec (libaio and posixaio run on io_uring)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -361,6 +371,32 @@ pub struct JobOptions {
     #[serde(default)]
     pub log_offset: bool,
     pub percentile_list: Vec<f64>,
+    /// cpuio: percent of each cycle spent busy (fio's mandatory cpuload=).
+    #[serde(default)]
+    pub cpuload: Option<u32>,
+    /// cpuio: busy time per cycle, in microseconds (fio's cpuchunks=, 50000).
+    #[serde(default = "default_cpuchunks")]
+    pub cpuchunks_us: u64,
+    /// cpuio: sort numbers instead of spinning (fio's cpumode=qsort).
+    #[serde(default)]
+    pub cpumode_qsort: bool,
+    /// cpuio: end once the I/O jobs running beside it are done.
+    #[serde(default)]
+    pub exit_on_io_done: bool,
+    /// exec: the program and its arguments (`%r` runtime in seconds, `%n` job name).
+    #[serde(default)]
+    pub program: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<String>,
+    /// exec: from SIGTERM to SIGKILL at the end of the runtime (fio's grace_time=, 1 s).
+    #[serde(
+        default = "default_grace",
+        with = "crate::units::serde_seconds::seconds"
+    )]
+    pub grace_time: Duration,
+    /// exec: the program's output goes to NAME.stdout and NAME.stderr (fio's default).
+    #[serde(default = "yes")]
+    pub std_redirect: bool,
     /// Which latencies get percentiles in the output, as fio's options of these names.
     #[serde(default = "yes")]
     pub clat_percentiles: bool,
@@ -372,6 +408,14 @@ pub struct JobOptions {
 
 fn yes() -> bool {
     true
+}
+
+fn default_cpuchunks() -> u64 {
+    50_000
+}
+
+fn default_grace() -> Duration {
+    Duration::from_secs(1)
 }
 
 pub const DEFAULT_PERCENTILES: [f64; 17] = [
@@ -480,6 +524,14 @@ impl Default for JobOptions {
             log_unix_epoch: false,
             log_offset: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            cpuload: None,
+            cpuchunks_us: default_cpuchunks(),
+            cpumode_qsort: false,
+            exit_on_io_done: false,
+            program: None,
+            arguments: None,
+            grace_time: default_grace(),
+            std_redirect: true,
             clat_percentiles: true,
             lat_percentiles: false,
             slat_percentiles: false,
@@ -604,6 +656,14 @@ const OPTIONS: &[&str] = &[
     "invalidate",
     "overwrite",
     "norandommap",
+    "cpuload",
+    "cpuchunks",
+    "cpumode",
+    "exit_on_io_done",
+    "program",
+    "arguments",
+    "grace_time",
+    "std_redirect",
     "random_distribution",
     "random_sequence_stride",
     "rw_sequencer",
@@ -1010,6 +1070,52 @@ impl JobOptions {
                     Some(d)
                 };
             }
+            "cpuload" => {
+                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+                if n == 0 || n > 100 {
+                    return Err(bad(
+                        key,
+                        format!("{n} is out of range (expected 1 to 100 percent)"),
+                    ));
+                }
+                self.cpuload = Some(n as u32);
+            }
+            "cpuchunks" => {
+                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+                if n == 0 {
+                    return Err(bad(key, "0 (expected a cycle of 1 microsecond or more)"));
+                }
+                self.cpuchunks_us = n;
+            }
+            "cpumode" => {
+                self.cpumode_qsort = match need(key, value)?.trim() {
+                    "noop" => false,
+                    "qsort" => true,
+                    other => {
+                        return Err(bad(
+                            key,
+                            format!("'{other}' is not accepted (expected noop or qsort)"),
+                        ))
+                    }
+                }
+            }
+            "exit_on_io_done" => self.exit_on_io_done = flag(key, value)?,
+            "program" => {
+                let v = need(key, value)?.trim();
+                if v.is_empty() {
+                    return Err(bad(
+                        key,
+                        "empty (expected the program to run, e.g. program=/bin/sleep)",
+                    ));
+                }
+                self.program = Some(v.to_string());
+            }
+            "arguments" => self.arguments = value.map(str::to_string),
+            "grace_time" => {
+                self.grace_time =
+                    parse_time(need(key, value)?, TimeUnit::Seconds).map_err(|e| bad(key, e))?
+            }
+            "std_redirect" => self.std_redirect = flag(key, value)?,
             "random_sequence_stride" => self.random_sequence_stride = flag(key, value)?,
             "rw_sequencer" => {
                 self.rw_sequencer = match need(key, value)?.trim() {
@@ -1358,6 +1464,8 @@ impl JobOptions {
             "dircreate" => (Engine::Dircreate, None),
             "dirstat" => (Engine::Dirstat, None),
             "dirdelete" => (Engine::Dirdelete, None),
+            "cpuio" => (Engine::Cpuio, None),
+            "exec" => (Engine::Exec, None),
             "libaio" | "posixaio" => (
                 Engine::IoUring,
                 Some(format!("ioengine={name} runs on sinkrate's io_uring backend (same queue depth, same semantics)")),

@@ -103,7 +103,9 @@ pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
         | Engine::Filedelete
         | Engine::Dircreate
         | Engine::Dirstat
-        | Engine::Dirdelete => {
+        | Engine::Dirdelete
+        | Engine::Cpuio
+        | Engine::Exec => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{} is a file-operation engine", engine.fio_name()),

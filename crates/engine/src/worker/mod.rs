@@ -9,6 +9,7 @@ mod io_loop;
 mod monitors;
 mod open;
 mod pacing;
+mod side_load;
 
 use block_io::run_block_io;
 use choose::*;
@@ -16,6 +17,8 @@ use file_ops::run_file_operations;
 use io_loop::*;
 use monitors::*;
 use open::*;
+use side_load::run_side_load;
+pub use side_load::{program_arguments, IoJobsRunning};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -44,6 +47,8 @@ pub struct WorkerSetup {
     pub keep_files: bool,
     pub unix_start_ms: u64,
     pub read_meminfo: fn() -> Option<u64>,
+    /// The I/O jobs (not cpuio or exec) of this job's stonewall segment still running.
+    pub io_jobs_running: IoJobsRunning,
 }
 
 /// What a worker reports besides the results.
@@ -83,6 +88,7 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
     setup.progress.set_phase(Phase::Preparing);
     let result = match o.ioengine {
         e if e.is_metadata() => run_file_operations(&setup, &mut outcome),
+        e if e.is_side_load() => run_side_load(&setup, &mut outcome),
         _ => run_block_io(&setup, &mut outcome),
     };
     match result {
