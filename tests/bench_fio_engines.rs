@@ -18,6 +18,14 @@ fn counts(v: &serde_json::Value, dir: &str) -> [u64; 4] {
     ]
 }
 
+/// The tests of this file that burn CPU or measure it run one at a time: a CPU-time figure
+/// taken while another test spins on the same two cores says little.
+static CPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cpu_alone() -> std::sync::MutexGuard<'static, ()> {
+    CPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn entries(dir: &Path) -> Vec<(String, bool)> {
     let mut v: Vec<(String, bool)> = std::fs::read_dir(dir)
         .expect("readable")
@@ -37,6 +45,7 @@ fn entries(dir: &Path) -> Vec<(String, bool)> {
 /// in blocks, in the direction rw= names, with one completion-latency sample per file.
 #[test]
 fn file_metadata_engines_count_as_fio_does() {
+    let _alone = cpu_alone();
     if !fio_or_skip("file_metadata_engines_count_as_fio_does") {
         return;
     }
@@ -168,6 +177,7 @@ fn json_and_cpu(dir: &Path, program: &Path, args: &[&str]) -> (serde_json::Value
 /// number of cycles, and CPU time (from the kernel) near the load, for both tools.
 #[test]
 fn cpuio_loads_the_cpu_as_fio_does() {
+    let _alone = cpu_alone();
     if !fio_or_skip("cpuio_loads_the_cpu_as_fio_does") {
         return;
     }
@@ -210,6 +220,7 @@ fn cpuio_loads_the_cpu_as_fio_does() {
 /// exit_on_io_done ends a cpuio job when the I/O jobs beside it end, not at its runtime.
 #[test]
 fn cpuio_exits_when_the_io_is_done() {
+    let _alone = cpu_alone();
     let d = tempfile::tempdir().expect("tmp");
     let started = std::time::Instant::now();
     let v = sinkrate_json(
@@ -237,6 +248,7 @@ fn cpuio_exits_when_the_io_is_done() {
 /// running gets SIGTERM; a program that is not there is refused before anything runs.
 #[test]
 fn exec_runs_a_program_beside_the_jobs_as_fio_does() {
+    let _alone = cpu_alone();
     if !fio_or_skip("exec_runs_a_program_beside_the_jobs_as_fio_does") {
         return;
     }

@@ -10,7 +10,7 @@ use sinkrate_jobspec::Job;
 
 use crate::error::EngineError;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PlannedFile {
     pub path: PathBuf,
     /// First byte the job touches.
@@ -115,6 +115,19 @@ fn block_device_size(path: &Path) -> Result<u64, EngineError> {
         .map_err(|e| EngineError::io(path, e))
 }
 
+/// Where a file name goes. fio prefixes every name with `directory=`, an absolute one too
+/// (`directory=/x` with `filename=/dev/sda` is the regular file `/x/dev/sda`); without it,
+/// relative names go in `dir` (the current directory).
+fn in_directory(has_directory: bool, dir: &Path, name: &str) -> PathBuf {
+    if has_directory {
+        dir.join(name.trim_start_matches('/'))
+    } else if Path::new(name).is_absolute() {
+        PathBuf::from(name)
+    } else {
+        dir.join(name)
+    }
+}
+
 /// The files of one job, sized. `base_dir` is where relative names go when the job has no
 /// `directory=`.
 pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, EngineError> {
@@ -157,13 +170,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
     let names: Vec<PathBuf> = match &o.filename {
         Some(list) => split_filenames(list)
             .into_iter()
-            .map(|n| {
-                if Path::new(&n).is_absolute() {
-                    PathBuf::from(n)
-                } else {
-                    dir.join(n)
-                }
-            })
+            .map(|n| in_directory(o.directory.is_some(), dir, &n))
             .collect(),
         None => (0..o.nrfiles)
             .map(|i| {
@@ -176,11 +183,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
                         .replace("$clientuid", "0"),
                     None => format!("{}.{}.{}", o.name, job.clone_index, i),
                 };
-                if Path::new(&name).is_absolute() {
-                    PathBuf::from(name)
-                } else {
-                    dir.join(name)
-                }
+                in_directory(o.directory.is_some(), dir, &name)
             })
             .collect(),
     };

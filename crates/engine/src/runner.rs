@@ -19,7 +19,7 @@ use crate::host;
 use crate::progress::JobProgress;
 use crate::safety;
 use crate::status::{status_line, JobView};
-use crate::worker::{run_job, WorkerOutcome, WorkerSetup};
+use crate::worker::WorkerOutcome;
 
 pub struct RunOptions {
     /// Where relative file names go (fio: the current directory).
@@ -129,21 +129,15 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                     ));
                 }
             }
+            // Missing directories on the way are made when the job starts, as fio makes
+            // them; a file standing where one is needed cannot become one.
             if !f.is_block_device && f.existing_size.is_none() {
-                let expected = f.path.parent().map(|p| {
-                    if p.as_os_str().is_empty() {
-                        PathBuf::from(".")
-                    } else {
-                        p.to_path_buf()
-                    }
-                });
-                if let Some(exp) = expected {
-                    if !exp.is_dir() {
-                        return Err(EngineError::path(
-                            &exp,
-                            "directory for the job's file does not exist",
-                        ));
-                    }
+                let nearest = files::existing_parent(&f.path);
+                if !nearest.is_dir() {
+                    return Err(EngineError::path(
+                        &nearest,
+                        "is a file, and the job's file would need it to be a directory (check filename= and directory=)",
+                    ));
                 }
             }
             let dir = if f.is_block_device {
@@ -303,79 +297,15 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         None
     };
 
-    // Split into stonewall segments: a job with stonewall waits for everything before it.
-    let mut segments: Vec<Vec<usize>> = Vec::new();
-    for (i, (job, _)) in prepared.jobs.iter().enumerate() {
-        if segments.is_empty() || job.options.stonewall {
-            segments.push(Vec::new());
-        }
-        if let Some(last) = segments.last_mut() {
-            last.push(i);
-        }
-    }
-    let mut outcomes: Vec<Option<WorkerOutcome>> = (0..prepared.jobs.len()).map(|_| None).collect();
-    let mut jobs: Vec<Option<(Job, Vec<PlannedFile>)>> =
-        prepared.jobs.into_iter().map(Some).collect();
-    for segment in segments {
-        if opts.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let mut handles = Vec::new();
-        let io_jobs_running: crate::worker::IoJobsRunning =
-            std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(
-                segment
-                    .iter()
-                    .filter(|i| {
-                        jobs[**i]
-                            .as_ref()
-                            .is_some_and(|(j, _)| !j.options.ioengine.is_side_load())
-                    })
-                    .count(),
-            ));
-        for i in segment {
-            let Some((job, files)) = jobs[i].take() else {
-                continue;
-            };
-            let setup = WorkerSetup {
-                job,
-                job_number: i as u32 + 1,
-                files,
-                clock,
-                stop: opts.stop.clone(),
-                progress: progress[i].clone(),
-                force_device_write: opts.force_device_write,
-                keep_files: opts.keep_files,
-                unix_start_ms,
-                read_meminfo: host::unwritten_bytes,
-                io_jobs_running: io_jobs_running.clone(),
-            };
-            let handle = std::thread::Builder::new()
-                .name(format!("sinkrate-job{}", i + 1))
-                .spawn(move || {
-                    let io_job = !setup.job.options.ioengine.is_side_load();
-                    let running = setup.io_jobs_running.clone();
-                    let outcome = run_job(setup);
-                    if io_job {
-                        running.fetch_sub(1, Ordering::AcqRel);
-                    }
-                    outcome
-                });
-            match handle {
-                Ok(h) => handles.push((i, h)),
-                Err(e) => run
-                    .notices
-                    .push(format!("could not start job {}: {e}", i + 1)),
-            }
-        }
-        for (i, h) in handles {
-            match h.join() {
-                Ok(outcome) => outcomes[i] = Some(outcome),
-                Err(_) => run
-                    .notices
-                    .push(format!("job {} stopped unexpectedly", i + 1)),
-            }
-        }
-    }
+    let shared = crate::schedule::Shared {
+        clock,
+        stop: opts.stop.clone(),
+        progress: progress.clone(),
+        force_device_write: opts.force_device_write,
+        keep_files: opts.keep_files,
+        unix_start_ms,
+    };
+    let outcomes = crate::schedule::run_all(prepared.jobs, &shared, &mut run.notices);
     done.store(true, Ordering::Relaxed);
     if let Some(t) = status_thread {
         let _ = t.join();

@@ -5,6 +5,8 @@
 //! This crate does no I/O of its own: files and environment variables come through
 //! [`grammar::SourceContext`], so every rule here is unit-tested without a file system.
 
+pub mod behaviour;
+pub mod coordination;
 pub mod distribution;
 pub mod grammar;
 pub mod options;
@@ -212,6 +214,20 @@ impl Resolver {
                 self.apply(&mut options, option)?;
             }
             validate(&options).map_err(|m| SpecError::new(section.origin.clone(), m))?;
+            if let Some(waitee) = &options.coordination.wait_for {
+                if !self.jobs.iter().any(|j| &j.options.name == waitee) {
+                    let mut earlier: Vec<&str> =
+                        self.jobs.iter().map(|j| j.options.name.as_str()).collect();
+                    earlier.dedup();
+                    return Err(SpecError::new(
+                        section.origin.clone(),
+                        format!(
+                            "wait_for={waitee}: no job of that name is defined before this one (jobs before it: {})",
+                            if earlier.is_empty() { "none".to_string() } else { earlier.join(", ") }
+                        ),
+                    ));
+                }
+            }
             self.note_quirks(&options, &section.origin);
             if !self.jobs.is_empty() && (options.stonewall || options.new_group) {
                 self.group += 1;
@@ -321,6 +337,41 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
         }
         _ => {}
     }
+    if let Some(low) = o.behaviour.iodepth_low {
+        if low < o.iodepth && o.ioengine.is_async() {
+            return Err(format!(
+                "iodepth_low={low} below iodepth={}: sinkrate refills the queue as each I/O completes (use iodepth_low={} or leave it out)",
+                o.iodepth, o.iodepth
+            ));
+        }
+    }
+    if let Some(open) = o.behaviour.openfiles {
+        let files = match &o.filename {
+            Some(list) => list.split(':').filter(|n| !n.is_empty()).count().max(1) as u32,
+            None => o.nrfiles,
+        };
+        if open < files && !o.ioengine.is_metadata() && !o.ioengine.is_side_load() {
+            return Err(format!(
+                "openfiles={open} with {files} files: sinkrate keeps all of a job's files open (use openfiles={files} or more, or fewer files)"
+            ));
+        }
+    }
+    if o.coordination.offload
+        && !matches!(
+            o.ioengine,
+            options::Engine::Sync
+                | options::Engine::Psync
+                | options::Engine::Vsync
+                | options::Engine::Pvsync
+                | options::Engine::IoUring
+                | options::Engine::Null
+        )
+    {
+        return Err(format!(
+            "io_submit_mode=offload with ioengine={}: offload hands reads and writes to submitter threads (use a read/write engine such as psync, libaio or io_uring)",
+            o.ioengine.fio_name()
+        ));
+    }
     if o.ioengine.is_metadata() && o.rw.direction == options::Direction::Mixed {
         return Err(format!(
             "rw={} with ioengine={}: each create, stat or delete counts in one direction (use rw=read or rw=write)",
@@ -340,6 +391,15 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
         return Err(
             "ss= needs ss_dur= (how long the metric must stay steady, e.g. ss_dur=30s)".into(),
         );
+    }
+    if let (Some(_), Some(dur)) = (o.ss, o.ss_dur) {
+        if dur.as_millis() % o.ss_interval.as_millis().max(1) != 0 || dur < o.ss_interval {
+            return Err(format!(
+                "ss_dur={}s is not a multiple of ss_interval={}s (the window holds whole intervals)",
+                dur.as_secs_f64(),
+                o.ss_interval.as_secs_f64()
+            ));
+        }
     }
     if o.direct {
         for d in 0..2 {
@@ -557,7 +617,10 @@ mod tests {
     #[test]
     fn notices_for_mapped_engines_and_no_effect_options() {
         let set = build(
-            &[("j.fio", "[j]\nioengine=libaio\niodepth=4\ngtod_reduce=1\n")],
+            &[(
+                "j.fio",
+                "[j]\nioengine=libaio\niodepth=4\ncontinue_on_error=1\n",
+            )],
             &[],
             false,
         )

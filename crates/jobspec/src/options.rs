@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::behaviour::Behaviour;
+use crate::coordination::Coordination;
 use crate::distribution::{OffsetModifier, RandomDistribution, RwSequencer};
 use crate::units::{
     parse_bool, parse_int, parse_percent, parse_size, parse_time, KbBase, TimeUnit,
@@ -204,6 +206,8 @@ pub struct SteadyState {
 pub enum SteadyMetric {
     Iops,
     Bw,
+    /// The mean latency (lat) of the I/Os completed in each check interval.
+    Lat,
 }
 
 /// A log that a job writes in fio's log format.
@@ -343,6 +347,9 @@ pub struct JobOptions {
         with = "crate::units::serde_seconds::seconds"
     )]
     pub ss_ramp: Duration,
+    /// How often the steady-state metric is measured (fio's ss_interval, 1 s).
+    #[serde(default = "one_second", with = "crate::units::serde_seconds::seconds")]
+    pub ss_interval: Duration,
     pub zero_buffers: bool,
     pub refill_buffers: bool,
     pub scramble_buffers: bool,
@@ -404,6 +411,12 @@ pub struct JobOptions {
     pub lat_percentiles: bool,
     #[serde(default)]
     pub slat_percentiles: bool,
+    /// wait_for, flow, exitall and io_submit_mode.
+    #[serde(default)]
+    pub coordination: Coordination,
+    /// Generator, measurements switched off, hints, file opening and serving order.
+    #[serde(default)]
+    pub behaviour: Behaviour,
 }
 
 fn yes() -> bool {
@@ -412,6 +425,10 @@ fn yes() -> bool {
 
 fn default_cpuchunks() -> u64 {
     50_000
+}
+
+fn one_second() -> Duration {
+    Duration::from_secs(1)
 }
 
 fn default_grace() -> Duration {
@@ -508,6 +525,7 @@ impl Default for JobOptions {
             ss: None,
             ss_dur: None,
             ss_ramp: Duration::ZERO,
+            ss_interval: one_second(),
             zero_buffers: false,
             refill_buffers: false,
             scramble_buffers: true,
@@ -535,74 +553,25 @@ impl Default for JobOptions {
             clat_percentiles: true,
             lat_percentiles: false,
             slat_percentiles: false,
+            coordination: Coordination::default(),
+            behaviour: Behaviour::default(),
         }
     }
 }
 
 /// Options that fio has and sinkrate accepts, but that change nothing in sinkrate's
 /// measurement; each with the reason, shown by `--parse-only`.
-pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[
-    (
-        "gtod_reduce",
-        "sinkrate's clock is cheap enough that latency is always recorded",
-    ),
-    ("disable_lat", "latency is always recorded"),
-    ("disable_clat", "latency is always recorded"),
-    ("disable_slat", "latency is always recorded"),
-    ("disable_bw_measurement", "bandwidth is always recorded"),
-    (
-        "random_generator",
-        "random offsets use a full-period generator like fio's lfsr",
-    ),
-    (
-        "allrandrepeat",
-        "one generator per job follows randrepeat for offsets, mixes and buffers alike",
-    ),
-    ("file_service_type", "files of a job are served round robin"),
-    (
-        "fadvise_hint",
-        "no access-pattern hint is given to the kernel",
-    ),
-    ("exitall", "jobs run to their own end"),
-    (
-        "exitall_on_error",
-        "the first error stops its job and is reported",
-    ),
-    (
-        "continue_on_error",
-        "the first error stops its job and is reported",
-    ),
-    (
-        "group_reporting_all",
-        "groups are reported as defined by stonewall/new_group",
-    ),
-    ("clocksource", "sinkrate always uses the monotonic clock"),
-    (
-        "openfiles",
-        "sinkrate keeps all of a job's files open together",
-    ),
-    (
-        "thread",
-        "sinkrate always runs jobs as threads of one process",
-    ),
-    (
-        "threads",
-        "sinkrate always runs jobs as threads of one process",
-    ),
-    (
-        "create_on_open",
-        "sinkrate always creates a job's files when the job starts",
-    ),
-    (
-        "iodepth_low",
-        "the queue is refilled as soon as an I/O completes",
-    ),
-];
+pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[(
+    "continue_on_error",
+    "the first error stops its job and is reported",
+)];
 
 /// All option names sinkrate understands (including those accepted without effect).
 pub fn supported_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = OPTIONS.to_vec();
     names.extend(ACCEPTED_WITHOUT_EFFECT.iter().map(|(n, _)| *n));
+    names.extend(crate::coordination::OPTIONS);
+    names.extend(crate::behaviour::OPTIONS);
     names.sort_unstable();
     names
 }
@@ -693,6 +662,8 @@ const OPTIONS: &[&str] = &[
     "steadystate_duration",
     "ss_ramp",
     "steadystate_ramp_time",
+    "ss_interval",
+    "steadystate_check_interval",
     "zero_buffers",
     "refill_buffers",
     "scramble_buffers",
@@ -779,16 +750,16 @@ pub enum ApplyError {
     BadValue(String),
 }
 
-fn need<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, ApplyError> {
+pub(crate) fn need<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, ApplyError> {
     value.ok_or_else(|| ApplyError::BadValue(format!("option '{key}' needs a value ({key}=...)")))
 }
 
-fn bad(key: &str, msg: impl std::fmt::Display) -> ApplyError {
+pub(crate) fn bad(key: &str, msg: impl std::fmt::Display) -> ApplyError {
     ApplyError::BadValue(format!("option '{key}': {msg}"))
 }
 
 /// A flag option: bare means true.
-fn flag(key: &str, value: Option<&str>) -> Result<bool, ApplyError> {
+pub(crate) fn flag(key: &str, value: Option<&str>) -> Result<bool, ApplyError> {
     match value {
         None => Ok(true),
         Some(v) => parse_bool(v).map_err(|e| bad(key, e)),
@@ -931,9 +902,11 @@ fn parse_ss(text: &str) -> Result<SteadyState, String> {
         "iops_slope" => (SteadyMetric::Iops, true),
         "bw" => (SteadyMetric::Bw, false),
         "bw_slope" => (SteadyMetric::Bw, true),
+        "lat" => (SteadyMetric::Lat, false),
+        "lat_slope" => (SteadyMetric::Lat, true),
         other => {
             return Err(format!(
-                "'{other}' is not a steady-state metric (accepted: iops, iops_slope, bw, bw_slope)"
+                "'{other}' is not a steady-state metric (accepted: iops, iops_slope, bw, bw_slope, lat, lat_slope)"
             ))
         }
     };
@@ -1052,15 +1025,8 @@ impl JobOptions {
                 let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
                 self.number_ios = if n == 0 { None } else { Some(n) };
             }
-            "io_submit_mode" => match need(key, value)?.trim() {
-                "inline" => {}
-                other => {
-                    return Err(bad(
-                        key,
-                        format!("'{other}' is not supported by sinkrate (supported: inline)"),
-                    ))
-                }
-            },
+            k if crate::coordination::OPTIONS.contains(&k) => self.coordination.apply(k, value)?,
+            k if crate::behaviour::OPTIONS.contains(&k) => self.behaviour.apply(k, value)?,
             "random_distribution" => {
                 let d =
                     RandomDistribution::parse(need(key, value)?, kb).map_err(|e| bad(key, e))?;
@@ -1385,6 +1351,13 @@ impl JobOptions {
             "ss_ramp" | "steadystate_ramp_time" => {
                 self.ss_ramp = secs(need(key, value)?).map_err(|e| bad(key, e))?
             }
+            "ss_interval" | "steadystate_check_interval" => {
+                let v = secs(need(key, value)?).map_err(|e| bad(key, e))?;
+                if v.is_zero() {
+                    return Err(bad(key, "0 (expected an interval such as 1s or 10s)"));
+                }
+                self.ss_interval = v;
+            }
             "zero_buffers" => self.zero_buffers = flag(key, value)?,
             "refill_buffers" => self.refill_buffers = flag(key, value)?,
             "scramble_buffers" => self.scramble_buffers = flag(key, value)?,
@@ -1637,9 +1610,11 @@ mod tests {
             Err(ApplyError::Unsupported)
         );
         assert!(matches!(
-            apply(&mut o, "gtod_reduce", Some("1")),
+            apply(&mut o, "continue_on_error", Some("1")),
             Ok(Applied::NoEffect(_))
         ));
+        assert_eq!(apply(&mut o, "gtod_reduce", Some("1")), Ok(Applied::Set));
+        assert!(o.behaviour.disable_clat);
         assert!(supported_names().contains(&"bssplit"));
     }
 }

@@ -214,7 +214,10 @@ impl UringSink {
         self.ring.reap(min, usize::MAX, &mut cqes)?;
         drain_eventfd(self.completions.as_raw_fd());
         let now = clock.elapsed().as_nanos() as u64;
-        for Completion { tag, result: res } in cqes {
+        for Completion {
+            tag, result: res, ..
+        } in cqes
+        {
             let slot = tag as usize;
             let Some(state) = self.state.get_mut(slot).filter(|s| s.chunks_left > 0) else {
                 continue;

@@ -171,6 +171,7 @@ impl Backend for Uring {
             out.push(Completion {
                 tag: cqe.user_data(),
                 result: cqe.result() as i64,
+                times: None,
             });
         }
         Ok(())

@@ -11,6 +11,8 @@ mod io_uring;
 pub use self::io_uring::Uring;
 mod mmap;
 mod null;
+mod offload;
+pub use offload::Offload;
 mod sync_rw;
 
 use std::io;
@@ -45,6 +47,9 @@ pub struct Completion {
     pub tag: u64,
     /// Bytes transferred, or a negative errno.
     pub result: i64,
+    /// When the I/O was started and ended, for a backend whose completions may wait to be
+    /// reaped (offload's submitters); `None`: the reap is the completion.
+    pub times: Option<(u64, u64)>,
 }
 
 pub trait Backend {

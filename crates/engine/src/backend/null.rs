@@ -30,6 +30,7 @@ impl Backend for Null {
             self.queued.push(Completion {
                 tag: req.tag,
                 result: req.len as i64,
+                times: None,
             });
             Ok(Submitted::Queued)
         } else {

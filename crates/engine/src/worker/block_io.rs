@@ -1,7 +1,7 @@
 //! A block-I/O job from start to end: open, run the loop, final syncs, the honest flush of
 //! buffered writes, and the results.
 
-use sinkrate_jobspec::options::{Engine, SyncMode};
+use sinkrate_jobspec::options::{Engine, SteadyMetric, SyncMode};
 use sinkrate_model::{FlushResult, LatencyTargetResult, SteadyStateResult};
 use sinkrate_stats::LatencyRecorder;
 
@@ -19,18 +19,30 @@ pub(super) fn run_block_io(
     outcome: &mut WorkerOutcome,
 ) -> Result<(), EngineError> {
     let o = &setup.job.options;
-    let seed = if o.randrepeat {
+    // fio: randrepeat makes every generator repeat; allrandrepeat does so even without it.
+    let seed = if o.randrepeat || o.behaviour.allrandrepeat {
         o.randseed.wrapping_add(setup.job_number as u64 * 7919)
     } else {
         setup.clock.now_ns() ^ std::process::id() as u64
     };
     let mut rng = Rng::new(seed);
+    // Joined before the files are laid out, as fio's jobs join at their start: a job of the
+    // flow that is still laying out holds the others back instead of leaving them alone.
+    let flow = setup.flow.clone().map(|group| {
+        crate::flow::FlowMember::join(group, o.coordination.flow, o.coordination.flow_sleep)
+    });
     let depth = if o.ioengine.is_async() || o.ioengine == Engine::Null {
         o.iodepth.max(1)
     } else {
         1
     };
-    let mut backend = backend::for_engine(o.ioengine, depth).map_err(|e| {
+    let made = if o.coordination.offload {
+        backend::Offload::new(depth, setup.clock, o.ioengine == Engine::Null)
+            .map(|b| Box::new(b) as Box<dyn backend::Backend>)
+    } else {
+        backend::for_engine(o.ioengine, depth)
+    };
+    let mut backend = made.map_err(|e| {
         EngineError::job(
             &o.name,
             format!("cannot start ioengine={}: {e}", o.ioengine.fio_name()),
@@ -49,6 +61,9 @@ pub(super) fn run_block_io(
             return Err(e);
         }
     };
+    if let Some(ticket) = &setup.start_gate {
+        ticket.ready_and_wait(&setup.stop);
+    }
     let pass_bytes = o
         .io_size
         .unwrap_or_else(|| files.iter().map(|f| f.plan.region_len).sum());
@@ -65,6 +80,8 @@ pub(super) fn run_block_io(
         ],
         files,
         next_file: 0,
+        file_ios: 0,
+        file_bytes: 0,
         pass_bytes,
         pass_issued: 0,
         passes_done: 0,
@@ -87,8 +104,10 @@ pub(super) fn run_block_io(
         next_sample_ns: now + sample_period_ns(o),
         last_sample_ns: now,
         ss_samples: Vec::new(),
-        ss_next_ns: now + NS_PER_S,
+        ss_next_ns: now + o.ss_interval.as_nanos().max(1) as u64,
         ss_window_value: 0.0,
+        ss_lat: (0, 0),
+        ss_on_lat: o.ss.is_some_and(|s| s.metric == SteadyMetric::Lat),
         ss_result: None,
         lt_window: LatencyRecorder::new(),
         lt_window_end: now + o.latency_window.as_nanos().max(1) as u64,
@@ -115,6 +134,9 @@ pub(super) fn run_block_io(
         rng,
         random_seed: seed,
         sequencer_ios: 0,
+        flow,
+        records_slat: (o.ioengine.is_async() || !o.coordination.offload)
+            && !o.behaviour.disable_slat,
     };
     if !lp.ramping {
         lp.begin_measured(now);

@@ -1,5 +1,6 @@
 //! What the next I/O is: its direction, block size, file and offset.
 
+use sinkrate_jobspec::behaviour::{FileService, RandomGenerator};
 use sinkrate_jobspec::options::Pattern;
 use sinkrate_jobspec::JobOptions;
 
@@ -76,6 +77,35 @@ impl BlockSizes {
 }
 
 impl Loop<'_> {
+    /// The file of the next I/O, as fio's file_service_type: round robin (the default),
+    /// random, or one file's share of the pass before the next; `:N` switches every N I/Os.
+    #[inline]
+    fn choose_file(&mut self) -> usize {
+        let nfiles = self.files.len();
+        if nfiles <= 1 {
+            return 0;
+        }
+        let b = &self.o.behaviour;
+        let switch = match b.file_service {
+            FileService::RoundRobin | FileService::Random => self.file_ios >= b.file_service_every,
+            FileService::Sequential => {
+                self.file_bytes >= self.files[self.next_file].plan.region_len
+            }
+        };
+        if switch {
+            self.next_file = match b.file_service {
+                FileService::Random => self.rng.below(nfiles as u64) as usize,
+                _ => (self.next_file + 1) % nfiles,
+            };
+            self.file_ios = 0;
+            self.file_bytes = 0;
+        } else if self.file_ios == 0 && b.file_service == FileService::Random {
+            self.next_file = self.rng.below(nfiles as u64) as usize;
+        }
+        self.file_ios += 1;
+        self.next_file
+    }
+
     #[inline]
     pub(super) fn plan_next(&mut self) -> Planned {
         let write = match self.o.rw.direction {
@@ -87,9 +117,7 @@ impl Loop<'_> {
         };
         let d = usize::from(write);
         let bs = self.bs[d].pick(&mut self.rng);
-        let nfiles = self.files.len();
-        let file = self.next_file;
-        self.next_file = if file + 1 >= nfiles { 0 } else { file + 1 };
+        let file = self.choose_file();
         // During ramp_time a pass does not end, so more than a pass may have been issued.
         let remaining = self.pass_bytes.saturating_sub(self.pass_issued);
         let modifier = self.o.offset_modifier;
@@ -159,7 +187,10 @@ impl Loop<'_> {
             let fixed = matches!(self.bs[d], BlockSizes::Fixed(_));
             // The random map visits blocks of bs; a blockalign other than bs places
             // I/Os between them, and fio then draws offsets freely (as norandommap).
-            if fixed && align == bs && !self.o.norandommap && region / bs > 0 {
+            // fio's lfsr visits every block once per pass without a map too.
+            let mapped =
+                !self.o.norandommap || self.o.behaviour.random_generator == RandomGenerator::Lfsr;
+            if fixed && align == bs && mapped && region / bs > 0 {
                 let nblocks = region / bs;
                 let seed = self.random_seed ^ file as u64;
                 let perm = f
@@ -180,6 +211,7 @@ impl Loop<'_> {
         };
         f.seq_pos[d] = offset + len;
         f.last_start[d] = offset;
+        self.file_bytes += len;
         if !self.ramping && len > remaining && remaining > 0 {
             len = remaining;
         }

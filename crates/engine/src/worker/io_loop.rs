@@ -43,6 +43,9 @@ pub(super) struct Loop<'a> {
     pub(super) bs: [BlockSizes; 2],
     pub(super) files: Vec<OpenFile>,
     pub(super) next_file: usize,
+    /// I/Os and bytes to the current file since it was chosen (file_service_type).
+    pub(super) file_ios: u64,
+    pub(super) file_bytes: u64,
     /// Bytes per pass (io_size, or the sum of the files' regions).
     pub(super) pass_bytes: u64,
     pub(super) pass_issued: u64,
@@ -72,6 +75,9 @@ pub(super) struct Loop<'a> {
     pub(super) ss_samples: Vec<f64>,
     pub(super) ss_next_ns: u64,
     pub(super) ss_window_value: f64,
+    /// Sum and count of the latencies of the current steady-state interval (ss=lat).
+    pub(super) ss_lat: (u128, u64),
+    pub(super) ss_on_lat: bool,
     pub(super) ss_result: Option<SteadyStateResult>,
     pub(super) lt_window: LatencyRecorder,
     pub(super) lt_window_end: u64,
@@ -86,6 +92,11 @@ pub(super) struct Loop<'a> {
     pub(super) depth_hist: [u64; 7],
     pub(super) submit_hist: [u64; 7],
     pub(super) complete_hist: [u64; 7],
+    /// fio's flow control: the job's place among the jobs of its flow_id.
+    pub(super) flow: Option<crate::flow::FlowMember>,
+    /// Whether submission latency is a figure of its own: not for a synchronous engine,
+    /// even offloaded (fio then counts the wait for a submitter in lat only).
+    pub(super) records_slat: bool,
 }
 
 pub(super) type LoopError = (i32, String);
@@ -106,7 +117,10 @@ pub(super) fn wait_one(backend: &mut dyn Backend, clock: &Clock) -> Result<(i64,
     while out.is_empty() {
         backend.reap(1, 1, &mut out).map_err(os)?;
     }
-    Ok((out[0].result, submitted))
+    Ok((
+        out[0].result,
+        out[0].times.map_or(submitted, |(issued, _)| issued),
+    ))
 }
 
 /// One planned I/O.
@@ -133,7 +147,8 @@ impl Loop<'_> {
         self.sync.reset();
         self.next_sample_ns = now + sample_period_ns(self.o);
         self.last_sample_ns = now;
-        self.ss_next_ns = now + NS_PER_S;
+        self.ss_next_ns = now + self.o.ss_interval.as_nanos().max(1) as u64;
+        self.ss_lat = (0, 0);
         self.depth_hist = [0; 7];
         self.submit_hist = [0; 7];
         self.complete_hist = [0; 7];
@@ -221,9 +236,18 @@ impl Loop<'_> {
         let clat = done_ns - submit_ns;
         let lat = done_ns - prep_ns;
         let r = &mut self.results[d];
-        r.clat.record(clat);
-        r.lat.record(lat);
-        if submit_ns > prep_ns {
+        let b = &self.o.behaviour;
+        if !b.disable_clat {
+            r.clat.record(clat);
+        }
+        if !b.disable_lat {
+            r.lat.record(lat);
+        }
+        if self.ss_on_lat {
+            self.ss_lat.0 += lat as u128;
+            self.ss_lat.1 += 1;
+        }
+        if submit_ns > prep_ns && self.records_slat {
             r.slat.record(submit_ns - prep_ns);
         }
         let t = &mut self.tally[d];
@@ -384,6 +408,13 @@ impl Loop<'_> {
             if self.should_stop(now) {
                 break;
             }
+            if self.flow.as_mut().is_some_and(|f| f.held_back()) {
+                if let Some(f) = &self.flow {
+                    f.pause();
+                }
+                now = self.clock.now_ns();
+                continue;
+            }
             self.sync_if_due(backend)?;
             let p = self.plan_next();
             let d = usize::from(p.write);
@@ -488,11 +519,14 @@ impl Loop<'_> {
         // returning, because the kernel writes into their buffers until they complete.
         let mut failure: Option<LoopError> = None;
         let rate_limited = self.o.rate.iter().chain(&self.o.rate_iops).any(|r| *r > 0);
+
         loop {
             let now = self.clock.now_ns();
             if issuing && self.should_stop(now) {
                 issuing = false;
             }
+            // Held back by the flow: as fio, let every I/O in flight complete, then pause.
+            let mut held = false;
             if issuing {
                 if let Err(e) = self.sync_if_due(backend) {
                     failure.get_or_insert(e);
@@ -500,6 +534,10 @@ impl Loop<'_> {
                 }
             }
             while issuing && inflight + batch.len() < depth.min(self.depth_cap as usize) {
+                if self.flow.as_mut().is_some_and(|f| f.held_back()) {
+                    held = true;
+                    break;
+                }
                 let p = self.plan_next();
                 let d = usize::from(p.write);
                 if (self.o.rate[d] > 0 || self.o.rate_iops[d] > 0)
@@ -579,15 +617,21 @@ impl Loop<'_> {
             }
             if inflight == 0 {
                 if issuing {
+                    if let (true, Some(f)) = (held, &self.flow) {
+                        f.pause();
+                    }
                     continue;
                 }
                 break;
             }
             let full = inflight >= depth.min(self.depth_cap as usize);
+
             // As fio does: reap only once the queue is full (or no more I/O will be issued),
             // which keeps the device at the requested depth. A rate-limited job also looks
             // for completions without waiting, so its latencies are not held back.
-            let min = if !issuing || full {
+            let min = if held {
+                inflight
+            } else if !issuing || full {
                 (self.o.iodepth_batch_complete_min.max(1) as usize).min(inflight)
             } else if rate_limited {
                 0
@@ -609,6 +653,7 @@ impl Loop<'_> {
             for c in completions.drain(..) {
                 let slot = c.tag as usize;
                 let (p, prep, submit) = slots[slot];
+                let (submit, done) = c.times.unwrap_or((submit, done));
                 inflight -= 1;
                 free.push(slot);
                 if let Err(e) = self.complete(&p, c.result, prep, submit, done) {

@@ -49,6 +49,12 @@ pub struct WorkerSetup {
     pub read_meminfo: fn() -> Option<u64>,
     /// The I/O jobs (not cpuio or exec) of this job's stonewall segment still running.
     pub io_jobs_running: IoJobsRunning,
+    /// The flow (fio's flow_id) this job's I/Os are counted in, when it has a flow weight.
+    pub flow: Option<Arc<crate::flow::FlowGroup>>,
+    /// Who else uses this job's files, so that the last one removes what the run made.
+    pub shared_files: Arc<crate::shared_files::SharedFiles>,
+    /// For a job that starts with others: its I/O begins when theirs does.
+    pub start_gate: Option<crate::start_gate::GateTicket>,
 }
 
 /// What a worker reports besides the results.
@@ -82,6 +88,9 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
         }
     }
     if setup.stop.load(Ordering::Relaxed) {
+        // Ended before it began (exitall, Ctrl-C): its files may be the last use of a file
+        // an earlier job made.
+        release_unopened(&setup, &mut outcome);
         setup.progress.set_phase(Phase::Done);
         return outcome;
     }

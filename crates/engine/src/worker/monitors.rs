@@ -18,6 +18,7 @@ pub(super) fn steady_state_criterion(ss: &sinkrate_jobspec::options::SteadyState
     let metric = match ss.metric {
         SteadyMetric::Iops => "iops",
         SteadyMetric::Bw => "bw",
+        SteadyMetric::Lat => "lat",
     };
     let limit = if ss.percent {
         ss.limit * 100.0
@@ -100,6 +101,7 @@ impl Loop<'_> {
                 if d == 0 || !self.o.rw.reads() || self.o.rw.writes() {
                     self.ss_window_value += match self.o.ss.map(|s| s.metric) {
                         Some(SteadyMetric::Bw) => t.window_bytes as f64,
+                        Some(SteadyMetric::Lat) => 0.0,
                         _ => t.window_ios as f64,
                     };
                 }
@@ -144,16 +146,23 @@ impl Loop<'_> {
 
     pub(super) fn steady_state_tick(&mut self, now: u64) {
         let Some(ss) = self.o.ss else { return };
-        self.ss_next_ns = now + NS_PER_S;
+        let interval_ns = self.o.ss_interval.as_nanos().max(1) as u64;
+        self.ss_next_ns = now + interval_ns;
         let elapsed = now - self.start_ns;
-        let value = std::mem::take(&mut self.ss_window_value);
+        let (lat_sum, lat_count) = std::mem::take(&mut self.ss_lat);
+        // IOPS and bandwidth per second whatever the interval; latency as the interval's mean.
+        let value = match ss.metric {
+            SteadyMetric::Lat if lat_count == 0 => return,
+            SteadyMetric::Lat => (lat_sum / lat_count as u128) as f64,
+            _ => std::mem::take(&mut self.ss_window_value) * NS_PER_S as f64 / interval_ns as f64,
+        };
         if elapsed <= self.o.ss_ramp.as_nanos() as u64 {
             return;
         }
         let window = self
             .o
             .ss_dur
-            .map(|d| d.as_secs().max(1) as usize)
+            .map(|d| (d.as_nanos() as u64 / interval_ns).max(1) as usize)
             .unwrap_or(30);
         self.ss_samples.push(value);
         if self.ss_samples.len() > window {

@@ -197,9 +197,20 @@ pub(super) fn open_files(
     for plan in &setup.files {
         let path = &plan.path;
         let existed = plan.existing_size.is_some();
-        let size_now = plan.existing_size.unwrap_or(0);
+        // An earlier job of the run may have made or grown the file since it was planned.
+        let size_now = if plan.is_block_device || plan.special {
+            plan.existing_size.unwrap_or(0)
+        } else {
+            std::fs::metadata(path).map_or(0, |m| m.len())
+        };
         if !existed && !plan.is_block_device && !plan.special && removes_its_files(setup) {
             sinkrate_sys::owned::track(path);
+        }
+        if !plan.is_block_device && !plan.special && !existed {
+            setup
+                .shared_files
+                .make_parent_dirs(path)
+                .map_err(|e| EngineError::io(path, e))?;
         }
         if !plan.is_block_device && !plan.special {
             let needs_data = (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
@@ -258,7 +269,11 @@ pub(super) fn open_files(
         if writes && !plan.is_block_device && !plan.special && size_now < plan.needed_size() {
             if o.ioengine == Engine::Mmap {
                 preallocate(fd, Fallocate::Truncate, plan.needed_size());
-            } else if o.ioengine != Engine::Ftruncate && o.ioengine != Engine::Falloc {
+            } else if o.ioengine != Engine::Ftruncate
+                && o.ioengine != Engine::Falloc
+                && !o.behaviour.create_on_open
+            {
+                // create_on_open: the job's own writes make the file, nothing is laid out.
                 preallocate(fd, o.fallocate, plan.needed_size());
             }
         }
@@ -273,6 +288,9 @@ pub(super) fn open_files(
                 )
             };
         }
+        if !plan.special && !plan.is_block_device {
+            advise_access(fd, o);
+        }
         if o.pre_read && o.rw.reads() {
             read_ahead(fd, plan.region_start, plan.region_len);
         }
@@ -282,6 +300,21 @@ pub(super) fn open_files(
         out.push(file);
     }
     Ok(())
+}
+
+/// fio's fadvise_hint: tells the kernel the job's access pattern (read-ahead or not).
+fn advise_access(fd: i32, o: &sinkrate_jobspec::JobOptions) {
+    use sinkrate_jobspec::behaviour::FadviseHint;
+    use sinkrate_jobspec::options::Pattern;
+    let advice = match (o.behaviour.fadvise_hint, o.rw.pattern) {
+        (FadviseHint::None, _) => return,
+        (FadviseHint::Sequential, _) | (FadviseHint::Auto, Pattern::Sequential) => {
+            libc::POSIX_FADV_SEQUENTIAL
+        }
+        (FadviseHint::Random, _) | (FadviseHint::Auto, Pattern::Random) => libc::POSIX_FADV_RANDOM,
+    };
+    // SAFETY: advisory call on an owned descriptor.
+    unsafe { libc::posix_fadvise(fd, 0, 0, advice) };
 }
 
 /// Whether the job removes the files it creates (neither `unlink=0` nor `--keep`).
@@ -299,11 +332,33 @@ pub(super) fn cleanup(setup: &WorkerSetup, files: &mut Vec<OpenFile>, outcome: &
     for f in files.drain(..) {
         let created = f.created;
         let path = f.plan.path.clone();
-        let block = f.plan.is_block_device;
+        let block = f.plan.is_block_device || f.plan.special;
         drop(f);
-        if remove && created && !block && std::fs::remove_file(&path).is_ok() {
+        if block {
+            continue;
+        }
+        let last = setup.shared_files.release(&path, created);
+        if remove && last && std::fs::remove_file(&path).is_ok() {
             outcome.removed_files.push(path.clone());
         }
-        sinkrate_sys::owned::forget(&path);
+        if last || !remove {
+            sinkrate_sys::owned::forget(&path);
+        }
+    }
+}
+
+/// A job that never opened its files still gives them up, as [`cleanup`] does.
+pub(super) fn release_unopened(setup: &WorkerSetup, outcome: &mut WorkerOutcome) {
+    let remove = removes_its_files(setup);
+    for plan in setup
+        .files
+        .iter()
+        .filter(|f| !f.is_block_device && !f.special)
+    {
+        let last = setup.shared_files.release(&plan.path, false);
+        if remove && last && std::fs::remove_file(&plan.path).is_ok() {
+            outcome.removed_files.push(plan.path.clone());
+            sinkrate_sys::owned::forget(&plan.path);
+        }
     }
 }

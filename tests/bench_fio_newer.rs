@@ -1,0 +1,87 @@
+//! Options newer than the fio packaged here, checked against fio's documentation and
+//! against what the kernel or the job's own I/O shows: steady state on latency.
+
+mod common;
+
+use common::{sinkrate, sinkrate_json};
+
+/// `ss=lat:P%` (fio's example_latency_steadystate.fio): the mean latency of each
+/// `ss_interval` is a sample; once `ss_dur` holds samples within P% of their mean, the job
+/// stops. The samples are the interval means of the job's own latencies.
+#[test]
+fn steady_state_on_latency_stops_the_job_once_latency_settles() {
+    let d = tempfile::tempdir().expect("tmp");
+    let v = sinkrate_json(
+        d.path(),
+        &[
+            "--name=settle",
+            "--filename=ssfile",
+            "--size=16m",
+            "--rw=randread",
+            "--rate_iops=2000",
+            "--time_based",
+            "--runtime=30",
+            "--ss=lat:50%",
+            "--ss_dur=4s",
+            "--ss_interval=2s",
+            "--ss_ramp=2s",
+            "--write_lat_log=settle",
+            "--log_avg_msec=2000",
+        ],
+    );
+    let job = &v["jobs"][0];
+    let ss = &job["steadystate"];
+    assert_eq!(ss["ss"], "lat", "{ss}");
+    assert_eq!(ss["attained"], 1, "{ss}");
+    let samples: Vec<f64> = ss["data"]["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .filter_map(|s| s.as_f64())
+        .collect();
+    assert_eq!(samples.len(), 2, "4 s of 2 s intervals: {ss}");
+    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+    assert!(
+        samples.iter().all(|s| (s - mean).abs() <= 0.5 * mean),
+        "{samples:?}"
+    );
+    // 2 s of ramp, then two intervals; far from the 30 s runtime.
+    let runtime = job["job_runtime"].as_u64().unwrap_or(u64::MAX);
+    assert!((5_500..12_000).contains(&runtime), "ran {runtime} ms");
+    // The averaged latency log of the same run (2 s windows) holds the same interval means.
+    let log = std::fs::read_to_string(d.path().join("settle_lat.1.log")).expect("lat log");
+    let logged: Vec<f64> = log
+        .lines()
+        .filter_map(|l| l.split(',').nth(1))
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    let last = &logged[logged.len().saturating_sub(2)..];
+    for (s, l) in samples.iter().zip(last) {
+        assert!(
+            (s - l).abs() <= 0.25 * s.max(*l),
+            "sample {s} against the log's {l} ({logged:?})"
+        );
+    }
+
+    // The window must hold whole intervals; an unknown metric names the accepted ones.
+    for (args, expect) in [
+        (
+            ["--ss=lat:5%", "--ss_dur=3s", "--ss_interval=2s"],
+            "not a multiple of ss_interval",
+        ),
+        (
+            ["--ss=latency:5%", "--ss_dur=4s", "--ss_interval=2s"],
+            "lat, lat_slope",
+        ),
+    ] {
+        let out = sinkrate()
+            .current_dir(d.path())
+            .args(["--name=bad", "--filename=ssfile", "--size=1m"])
+            .args(args)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expect), "{stderr}");
+    }
+}
