@@ -597,6 +597,82 @@ fn default_buffers_defeat_deduplication_as_fios_do() {
     assert_eq!(ours, fio, "sinkrate's file: distinct 4 KiB blocks of all");
 }
 
+/// buffer_compress_percentage, buffer_compress_chunk, dedupe_percentage and dedupe_mode:
+/// files written by fio and by sinkrate compress as well (gzip) and hold as many distinct
+/// 4 KiB blocks, within 3 points.
+#[test]
+fn compressible_and_deduplicable_buffers_as_fios() {
+    if !fio_or_skip("compressible_and_deduplicable_buffers_as_fios") {
+        return;
+    }
+    let measure = |path: &std::path::Path| {
+        use std::hash::{Hash, Hasher};
+        let bytes = std::fs::read(path).expect("the written file");
+        let blocks: std::collections::HashSet<u64> = bytes
+            .chunks(4096)
+            .map(|b| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                b.hash(&mut h);
+                h.finish()
+            })
+            .collect();
+        let gz = std::process::Command::new("gzip")
+            .arg("-c")
+            .arg(path)
+            .output()
+            .expect("gzip runs");
+        (
+            gz.stdout.len() as f64 / bytes.len() as f64,
+            blocks.len() as f64 / (bytes.len() / 4096) as f64,
+        )
+    };
+    for extra in [
+        &["--buffer_compress_percentage=50"][..],
+        &[
+            "--buffer_compress_percentage=75",
+            "--buffer_compress_chunk=4k",
+        ],
+        &["--dedupe_percentage=50"],
+        &[
+            "--dedupe_percentage=60",
+            "--dedupe_mode=working_set",
+            "--dedupe_working_set_percentage=10",
+        ],
+        &["--dedupe_percentage=30", "--buffer_compress_percentage=40"],
+    ] {
+        let mut args = vec![
+            "--name=shape",
+            "--filename=data",
+            "--rw=write",
+            "--bs=4k",
+            "--size=16m",
+        ];
+        args.extend_from_slice(extra);
+        let (a, b) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        fio_json(a.path(), &args);
+        sinkrate_json(b.path(), &[&args[..], &["--keep"]].concat());
+        let (fio, ours) = (
+            measure(&a.path().join("data")),
+            measure(&b.path().join("data")),
+        );
+        eprintln!(
+            "{extra:?}: gzip ratio fio {:.3} sinkrate {:.3}; distinct blocks fio {:.3} sinkrate {:.3}",
+            fio.0, ours.0, fio.1, ours.1
+        );
+        assert!(
+            (fio.0 - ours.0).abs() <= 0.03,
+            "{extra:?}: compressed {fio:?} vs {ours:?}"
+        );
+        assert!(
+            (fio.1 - ours.1).abs() <= 0.03,
+            "{extra:?}: distinct {fio:?} vs {ours:?}"
+        );
+    }
+}
+
 /// Per-I/O log lines as fio 3.33 writes them: `time, value, direction, block size,
 /// priority`, and with `log_offset=1` the offset before the priority. A 1 MiB file written
 /// at random in 4 KiB blocks: 256 entries, every block's offset once, from both.

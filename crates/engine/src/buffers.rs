@@ -52,6 +52,85 @@ impl Drop for AlignedBuf {
     }
 }
 
+/// Compressible and deduplicable data as fio makes it: each write is generated from a seed
+/// (a repeated seed gives a byte-identical buffer), chunk by chunk: random bytes, then the
+/// compressible share as the pattern (or zeros).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shaper {
+    pub shape: sinkrate_jobspec::buffer_shape::BufferShape,
+    pub pattern: Option<Vec<u8>>,
+    last_unique: Option<u64>,
+    working_set: Vec<u64>,
+    /// Unique writes so far: the first ones write the working set's buffers (as fio's), so
+    /// a deduplicated write repeats a buffer that is, or will be, on the device.
+    uniques: usize,
+}
+
+impl Shaper {
+    /// `blocks` is how many write buffers the job's files hold (the working set is a share
+    /// of them); `seed` the job's, or the run's when the working set is global.
+    pub fn new(o: &JobOptions, blocks: u64, seed: u64) -> Shaper {
+        use sinkrate_jobspec::buffer_shape::DedupeMode;
+        let shape = o.buffer_shape.clone();
+        let working_set = if shape.dedupe_mode == DedupeMode::WorkingSet {
+            let n = (blocks * u64::from(shape.dedupe_working_set_percentage) / 100).max(1);
+            let mut r = Rng::new(seed);
+            (0..n).map(|_| r.next_u64()).collect()
+        } else {
+            Vec::new()
+        };
+        Shaper {
+            pattern: o.buffer_pattern.clone(),
+            shape,
+            last_unique: None,
+            working_set,
+            uniques: 0,
+        }
+    }
+
+    fn seed_for_next(&mut self, rng: &mut Rng) -> u64 {
+        let repeat = self.shape.dedupe_percentage > 0
+            && rng.below(100) < u64::from(self.shape.dedupe_percentage);
+        if repeat {
+            if !self.working_set.is_empty() {
+                return self.working_set[rng.below(self.working_set.len() as u64) as usize];
+            }
+            if let Some(seed) = self.last_unique {
+                return seed;
+            }
+        }
+        let seed = match self.working_set.get(self.uniques) {
+            Some(s) => *s,
+            None => rng.next_u64(),
+        };
+        self.uniques += 1;
+        self.last_unique = Some(seed);
+        seed
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8], rng: &mut Rng) {
+        let mut r = Rng::new(self.seed_for_next(rng));
+        let pct = self.shape.compress_percentage as usize;
+        let chunk = match self.shape.compress_chunk as usize {
+            0 => buf.len().max(1),
+            c => c,
+        };
+        for piece in buf.chunks_mut(chunk) {
+            let random = (chunk * (100 - pct) / 100).min(piece.len());
+            r.fill(&mut piece[..random]);
+            let fixed = &mut piece[random..];
+            match &self.pattern {
+                Some(p) if !p.is_empty() => {
+                    for (i, b) in fixed.iter_mut().enumerate() {
+                        *b = p[i % p.len()];
+                    }
+                }
+                _ => fixed.fill(0),
+            }
+        }
+    }
+}
+
 /// How write buffers are filled, from the job's buffer options.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Contents {
@@ -64,11 +143,16 @@ pub enum Contents {
     /// sectors of a run are alike (which defeats deduplicating devices cheaply).
     RandomScrambled,
     Random,
+    /// buffer_compress_percentage / dedupe_percentage: generated anew for every write.
+    Shaped(Box<Shaper>),
 }
 
 impl Contents {
-    pub fn from_options(o: &JobOptions) -> Contents {
-        if let Some(p) = &o.buffer_pattern {
+    /// `blocks` and `seed` as for [`Shaper::new`].
+    pub fn from_options(o: &JobOptions, blocks: u64, seed: u64) -> Contents {
+        if o.buffer_shape.shapes() {
+            Contents::Shaped(Box::new(Shaper::new(o, blocks, seed)))
+        } else if let Some(p) = &o.buffer_pattern {
             Contents::Pattern(p.clone())
         } else if o.zero_buffers {
             Contents::Zero
@@ -81,7 +165,7 @@ impl Contents {
         }
     }
 
-    pub fn initial_fill(&self, buf: &mut [u8], rng: &mut Rng) {
+    pub fn initial_fill(&mut self, buf: &mut [u8], rng: &mut Rng) {
         match self {
             Contents::Zero => buf.fill(0),
             Contents::Pattern(p) => {
@@ -89,15 +173,17 @@ impl Contents {
                     *b = p[i % p.len()];
                 }
             }
+            Contents::Shaped(s) => s.fill(buf, rng),
             _ => rng.fill(buf),
         }
     }
 
     /// Called before each write of `len` bytes from `buf`.
     #[inline]
-    pub fn before_write(&self, buf: &mut [u8], len: usize, offset: u64, rng: &mut Rng) {
+    pub fn before_write(&mut self, buf: &mut [u8], len: usize, offset: u64, rng: &mut Rng) {
         match self {
             Contents::RandomRefill => rng.fill(&mut buf[..len]),
+            Contents::Shaped(s) => s.fill(&mut buf[..len], rng),
             Contents::RandomScrambled => {
                 // As fio: the sector's offset in one of its eight 64-byte lines (the same
                 // line for the whole write), and at the end of the first line a stamp of the

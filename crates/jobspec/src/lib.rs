@@ -6,6 +6,7 @@
 //! [`grammar::SourceContext`], so every rule here is unit-tested without a file system.
 
 pub mod behaviour;
+pub mod buffer_shape;
 pub mod coordination;
 pub mod distribution;
 pub mod grammar;
@@ -336,6 +337,16 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             return Err("ioengine=exec needs program= (the program to run beside the jobs)".into());
         }
         _ => {}
+    }
+    let shape = &o.buffer_shape;
+    if shape.dedupe_global && shape.dedupe_mode != buffer_shape::DedupeMode::WorkingSet {
+        return Err("dedupe_global=1 with dedupe_mode=repeat: sinkrate shares deduplicated buffers between jobs through a working set (use dedupe_mode=working_set)".into());
+    }
+    if shape.shapes() && (o.zero_buffers || o.verify.is_some()) {
+        return Err(format!(
+            "buffer_compress_percentage/dedupe_percentage with {}: the written data cannot be both (leave one out)",
+            if o.zero_buffers { "zero_buffers" } else { "verify" }
+        ));
     }
     if let Some(low) = o.behaviour.iodepth_low {
         if low < o.iodepth && o.ioengine.is_async() {

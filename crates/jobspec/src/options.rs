@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::behaviour::Behaviour;
+use crate::buffer_shape::BufferShape;
 use crate::coordination::Coordination;
 use crate::distribution::{OffsetModifier, RandomDistribution, RwSequencer};
 use crate::units::{
@@ -417,6 +418,9 @@ pub struct JobOptions {
     /// Generator, measurements switched off, hints, file opening and serving order.
     #[serde(default)]
     pub behaviour: Behaviour,
+    /// Compressibility and deduplication of written data.
+    #[serde(default)]
+    pub buffer_shape: BufferShape,
 }
 
 fn yes() -> bool {
@@ -555,6 +559,7 @@ impl Default for JobOptions {
             slat_percentiles: false,
             coordination: Coordination::default(),
             behaviour: Behaviour::default(),
+            buffer_shape: BufferShape::default(),
         }
     }
 }
@@ -572,6 +577,7 @@ pub fn supported_names() -> Vec<&'static str> {
     names.extend(ACCEPTED_WITHOUT_EFFECT.iter().map(|(n, _)| *n));
     names.extend(crate::coordination::OPTIONS);
     names.extend(crate::behaviour::OPTIONS);
+    names.extend(crate::buffer_shape::OPTIONS);
     names.sort_unstable();
     names
 }
@@ -1027,6 +1033,9 @@ impl JobOptions {
             }
             k if crate::coordination::OPTIONS.contains(&k) => self.coordination.apply(k, value)?,
             k if crate::behaviour::OPTIONS.contains(&k) => self.behaviour.apply(k, value)?,
+            k if crate::buffer_shape::OPTIONS.contains(&k) => {
+                self.buffer_shape.apply(k, value, kb)?
+            }
             "random_distribution" => {
                 let d =
                     RandomDistribution::parse(need(key, value)?, kb).map_err(|e| bad(key, e))?;

@@ -72,7 +72,16 @@ pub(super) fn run_block_io(
     let mut lp = Loop {
         o,
         clock: setup.clock,
-        contents: Contents::from_options(o),
+        contents: {
+            let blocks = pass_bytes / o.bs[1].max(1);
+            // dedupe_global: one working set for every job of the run.
+            let set_seed = if o.buffer_shape.dedupe_global {
+                o.randseed
+            } else {
+                seed ^ 0x5eed
+            };
+            Contents::from_options(o, blocks, set_seed)
+        },
         verify: crate::verify::VerifyState::from_options(o),
         bs: [
             BlockSizes::for_direction(o, 0),

@@ -1,0 +1,124 @@
+//! How compressible and how deduplicable written data is, as fio's
+//! `buffer_compress_percentage`/`buffer_compress_chunk` and
+//! `dedupe_percentage`/`dedupe_mode`/`dedupe_working_set_percentage`/`dedupe_global`.
+//! Some SSDs and USB controllers compress or deduplicate; a benchmark's data must be as
+//! compressible as the recording's, no more.
+
+use serde::{Deserialize, Serialize};
+
+use crate::options::{bad, flag, need, ApplyError};
+use crate::units::{parse_int, parse_size, KbBase};
+
+pub const OPTIONS: &[&str] = &[
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+    "dedupe_percentage",
+    "dedupe_mode",
+    "dedupe_working_set_percentage",
+    "dedupe_global",
+];
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DedupeMode {
+    /// A deduplicable write repeats the job's last unique one.
+    #[default]
+    Repeat,
+    /// A deduplicable write repeats one of a set of buffers sized as a share of the file.
+    WorkingSet,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BufferShape {
+    /// Percent of each chunk that is the fixed pattern (zeros, or buffer_pattern).
+    pub compress_percentage: u32,
+    pub compress_chunk: u64,
+    /// Percent of writes that repeat an earlier buffer.
+    pub dedupe_percentage: u32,
+    pub dedupe_mode: DedupeMode,
+    pub dedupe_working_set_percentage: u32,
+    /// The working set is the same for every job.
+    pub dedupe_global: bool,
+}
+
+impl Default for BufferShape {
+    fn default() -> Self {
+        BufferShape {
+            compress_percentage: 0,
+            compress_chunk: 512,
+            dedupe_percentage: 0,
+            dedupe_mode: DedupeMode::Repeat,
+            dedupe_working_set_percentage: 5,
+            dedupe_global: false,
+        }
+    }
+}
+
+fn percent(key: &str, value: Option<&str>) -> Result<u32, ApplyError> {
+    let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+    if n > 100 {
+        return Err(bad(key, format!("{n} is out of range (expected 0 to 100)")));
+    }
+    Ok(n as u32)
+}
+
+impl BufferShape {
+    pub fn apply(&mut self, key: &str, value: Option<&str>, kb: KbBase) -> Result<(), ApplyError> {
+        match key {
+            "buffer_compress_percentage" => self.compress_percentage = percent(key, value)?,
+            "buffer_compress_chunk" => {
+                self.compress_chunk = parse_size(need(key, value)?, kb).map_err(|e| bad(key, e))?
+            }
+            "dedupe_percentage" => self.dedupe_percentage = percent(key, value)?,
+            "dedupe_working_set_percentage" => {
+                self.dedupe_working_set_percentage = percent(key, value)?
+            }
+            "dedupe_mode" => {
+                self.dedupe_mode = match need(key, value)?.trim() {
+                    "repeat" => DedupeMode::Repeat,
+                    "working_set" => DedupeMode::WorkingSet,
+                    other => {
+                        return Err(bad(
+                            key,
+                            format!("'{other}' is not accepted (expected repeat or working_set)"),
+                        ))
+                    }
+                }
+            }
+            "dedupe_global" => self.dedupe_global = flag(key, value)?,
+            _ => return Err(ApplyError::Unsupported),
+        }
+        Ok(())
+    }
+
+    /// Whether written data is shaped at all (fio then refills every buffer).
+    pub fn shapes(&self) -> bool {
+        self.compress_percentage > 0 || self.dedupe_percentage > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_and_values() {
+        let mut s = BufferShape::default();
+        assert!(!s.shapes());
+        s.apply("buffer_compress_percentage", Some("50"), KbBase::Compat1024)
+            .expect("pct");
+        s.apply("buffer_compress_chunk", Some("4k"), KbBase::Compat1024)
+            .expect("chunk");
+        s.apply("dedupe_mode", Some("working_set"), KbBase::Compat1024)
+            .expect("mode");
+        assert!(s.shapes());
+        assert_eq!(s.compress_chunk, 4096);
+        assert_eq!(s.dedupe_mode, DedupeMode::WorkingSet);
+        assert!(s
+            .apply("dedupe_percentage", Some("101"), KbBase::Compat1024)
+            .is_err());
+        assert!(s
+            .apply("dedupe_mode", Some("often"), KbBase::Compat1024)
+            .is_err());
+    }
+}
