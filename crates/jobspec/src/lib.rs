@@ -12,6 +12,7 @@ pub mod distribution;
 pub mod grammar;
 pub mod options;
 pub mod units;
+pub mod zones;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -337,6 +338,15 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             return Err("ioengine=exec needs program= (the program to run beside the jobs)".into());
         }
         _ => {}
+    }
+    if o.zones.mode == zones::ZoneMode::None && o.zones.size > 0 {
+        return Err(
+            "zonesize= without zonemode=strided: fio 3.33 refuses it too (add zonemode=strided, or leave zonesize out)"
+                .into(),
+        );
+    }
+    if o.zones.strided().is_some() && o.random_distribution.is_some() {
+        return Err("zonemode=strided with random_distribution: a strided job draws its random offsets evenly within each zone (leave random_distribution out)".into());
     }
     let shape = &o.buffer_shape;
     if shape.dedupe_global && shape.dedupe_mode != buffer_shape::DedupeMode::WorkingSet {

@@ -12,6 +12,7 @@ use crate::distribution::{OffsetModifier, RandomDistribution, RwSequencer};
 use crate::units::{
     parse_bool, parse_int, parse_percent, parse_size, parse_time, KbBase, TimeUnit,
 };
+use crate::zones::Zones;
 
 /// Data direction index used for per-direction pairs (`bs=4k,8k`): read, write.
 pub const READ: usize = 0;
@@ -421,6 +422,9 @@ pub struct JobOptions {
     /// Compressibility and deduplication of written data.
     #[serde(default)]
     pub buffer_shape: BufferShape,
+    /// zonemode=strided and its zonesize, zonerange, zoneskip.
+    #[serde(default)]
+    pub zones: Zones,
 }
 
 fn yes() -> bool {
@@ -560,6 +564,7 @@ impl Default for JobOptions {
             coordination: Coordination::default(),
             behaviour: Behaviour::default(),
             buffer_shape: BufferShape::default(),
+            zones: Zones::default(),
         }
     }
 }
@@ -578,6 +583,7 @@ pub fn supported_names() -> Vec<&'static str> {
     names.extend(crate::coordination::OPTIONS);
     names.extend(crate::behaviour::OPTIONS);
     names.extend(crate::buffer_shape::OPTIONS);
+    names.extend(crate::zones::OPTIONS);
     names.sort_unstable();
     names
 }
@@ -1033,6 +1039,7 @@ impl JobOptions {
             }
             k if crate::coordination::OPTIONS.contains(&k) => self.coordination.apply(k, value)?,
             k if crate::behaviour::OPTIONS.contains(&k) => self.behaviour.apply(k, value)?,
+            k if crate::zones::OPTIONS.contains(&k) => self.zones.apply(k, value, kb)?,
             k if crate::buffer_shape::OPTIONS.contains(&k) => {
                 self.buffer_shape.apply(k, value, kb)?
             }

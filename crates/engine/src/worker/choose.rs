@@ -133,7 +133,24 @@ impl Loop<'_> {
         };
         let range_size = self.bs[0].min().min(self.bs[1].min()).max(1);
         let f = &mut self.files[file];
-        let region = f.plan.region_len;
+        let strided = self.o.zones.strided();
+        // zonemode=strided: the I/O stays in the current zone until zonesize bytes are done
+        // there, then moves zonerange + zoneskip on (back to the start past the end), as
+        // fio's; offsets below are within the zone.
+        let (zone_base, region) = match strided {
+            Some(z) => {
+                if f.zone_bytes >= z.size {
+                    f.zone_bytes = 0;
+                    f.zone_base += z.range + z.skip;
+                    if f.zone_base >= f.plan.region_len {
+                        f.zone_base = 0;
+                    }
+                    f.seq_pos = [0; 2];
+                }
+                (f.zone_base, z.range.min(f.plan.region_len - f.zone_base))
+            }
+            None => (0, f.plan.region_len),
+        };
         let sequential = |f: &mut OpenFile| {
             let mut pos = f.seq_pos[d];
             if pos >= region {
@@ -166,7 +183,7 @@ impl Loop<'_> {
             }
         }
         let sampled = match &mut f.samplers[d] {
-            Some(sampler) if random_now => Some(sampler.next_block()),
+            Some(sampler) if random_now && strided.is_none() => Some(sampler.next_block()),
             _ => None,
         };
         let (offset, mut len) = if !random_now {
@@ -188,8 +205,9 @@ impl Loop<'_> {
             // The random map visits blocks of bs; a blockalign other than bs places
             // I/Os between them, and fio then draws offsets freely (as norandommap).
             // fio's lfsr visits every block once per pass without a map too.
-            let mapped =
-                !self.o.norandommap || self.o.behaviour.random_generator == RandomGenerator::Lfsr;
+            let mapped = (!self.o.norandommap
+                || self.o.behaviour.random_generator == RandomGenerator::Lfsr)
+                && strided.is_none();
             if fixed && align == bs && mapped && region / bs > 0 {
                 let nblocks = region / bs;
                 let seed = self.random_seed ^ file as u64;
@@ -211,6 +229,7 @@ impl Loop<'_> {
         };
         f.seq_pos[d] = offset + len;
         f.last_start[d] = offset;
+        f.zone_bytes += len;
         self.file_bytes += len;
         if !self.ramping && len > remaining && remaining > 0 {
             len = remaining;
@@ -218,7 +237,7 @@ impl Loop<'_> {
         Planned {
             write,
             file,
-            offset: f.plan.region_start + offset,
+            offset: f.plan.region_start + zone_base + offset,
             len: len as usize,
         }
     }

@@ -29,6 +29,10 @@ pub(super) struct OpenFile {
     /// Where the last I/O of each direction started (rw_sequencer=identical repeats it).
     pub(super) last_start: [u64; 2],
     pub(super) written: bool,
+    /// zonemode=strided: where the current zone starts in the region, and the bytes done
+    /// in it.
+    pub(super) zone_base: u64,
+    pub(super) zone_bytes: u64,
 }
 
 impl Drop for OpenFile {
@@ -96,6 +100,8 @@ pub(super) fn lay_out(
         samplers: [None, None],
         last_start: [0; 2],
         written: false,
+        zone_base: 0,
+        zone_bytes: 0,
     };
     let chunk = 1usize << 20;
     let mut buf = AlignedBuf::new(chunk);
@@ -191,6 +197,8 @@ pub(super) fn open_files(
             samplers: [None, None],
             last_start: [0; 2],
             written: false,
+            zone_base: 0,
+            zone_bytes: 0,
         });
         return Ok(());
     }
@@ -265,6 +273,8 @@ pub(super) fn open_files(
             samplers: [None, None],
             last_start: [0; 2],
             written: false,
+            zone_base: 0,
+            zone_bytes: 0,
         };
         if writes && !plan.is_block_device && !plan.special && size_now < plan.needed_size() {
             if o.ioengine == Engine::Mmap {
