@@ -36,8 +36,13 @@ pub(crate) fn run_all(
     let job_stop: Vec<Arc<AtomicBool>> = (0..n).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let meta: Vec<JobMeta> = jobs.iter().map(|(j, _)| JobMeta::of(j)).collect();
     let flows = flow_groups(&jobs);
+    // Only block-I/O jobs give their files up through the registry; the metadata engines
+    // make and remove their own.
     let shared_files = Arc::new(crate::shared_files::SharedFiles::new(
-        jobs.iter().map(|(_, files)| files.as_slice()),
+        jobs.iter()
+            .zip(&meta)
+            .filter(|(_, m)| m.block_io)
+            .map(|((_, files), _)| files.as_slice()),
     ));
     let mut outcomes: Vec<Option<WorkerOutcome>> = (0..n).map(|_| None).collect();
     let mut done = vec![false; n];
@@ -55,7 +60,8 @@ pub(crate) fn run_all(
         let io_jobs_running = Arc::new(AtomicUsize::new(
             segment.iter().filter(|i| !meta[**i].side_load).count(),
         ));
-        let (finished_tx, finished_rx) = mpsc::channel::<(usize, WorkerOutcome)>();
+        // Every worker reports, a panicked one with None.
+        let (finished_tx, finished_rx) = mpsc::channel::<(usize, Option<WorkerOutcome>)>();
         // The I/O jobs that start at once wait for each other's files before any I/O.
         let starting_together: Vec<usize> = segment
             .iter()
@@ -104,7 +110,11 @@ pub(crate) fn run_all(
                 let spawned = std::thread::Builder::new()
                     .name(format!("sinkrate-job{}", i + 1))
                     .spawn(move || {
-                        let outcome = run_job(setup);
+                        let outcome =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                run_job(setup)
+                            }))
+                            .ok();
                         if !side_load {
                             counter.fetch_sub(1, Ordering::AcqRel);
                         }
@@ -151,6 +161,10 @@ pub(crate) fn run_all(
             };
             running.retain(|r| *r != i);
             done[i] = true;
+            let Some(outcome) = outcome else {
+                notices.push(format!("job {} stopped unexpectedly", i + 1));
+                continue;
+            };
             let failed = outcome.result.error != 0;
             outcomes[i] = Some(outcome);
             let m = &meta[i];
@@ -185,7 +199,7 @@ pub(crate) fn run_all(
         }
         // Jobs still running when the channel closed have reported nothing.
         while let Ok((i, outcome)) = finished_rx.try_recv() {
-            outcomes[i] = Some(outcome);
+            outcomes[i] = outcome;
         }
     }
     shared_files.remove_made_dirs();
