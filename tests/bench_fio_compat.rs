@@ -556,6 +556,21 @@ fn directory_lists_spread_clones_as_fio_does() {
     assert_eq!(placed("sinkrate"), placed("fio"));
 }
 
+/// (distinct 4 KiB blocks, all 4 KiB blocks) of a file.
+fn distinct_blocks(path: &std::path::Path) -> (usize, usize) {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).expect("the written file");
+    let blocks: std::collections::HashSet<u64> = bytes
+        .chunks(4096)
+        .map(|b| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            b.hash(&mut h);
+            h.finish()
+        })
+        .collect();
+    (blocks.len(), bytes.len() / 4096)
+}
+
 /// fio's default buffer contents (random once, scrambled per 512-byte sector per write):
 /// a file written in 1 MiB blocks holds no two equal 4 KiB blocks, for fio and for sinkrate
 /// (which once changed 16 bytes a write and left 382 distinct blocks of 16,384), so a device
@@ -565,19 +580,6 @@ fn default_buffers_defeat_deduplication_as_fios_do() {
     if !fio_or_skip("default_buffers_defeat_deduplication_as_fios_do") {
         return;
     }
-    let distinct = |path: &std::path::Path| {
-        use std::hash::{Hash, Hasher};
-        let bytes = std::fs::read(path).expect("the written file");
-        let blocks: std::collections::HashSet<u64> = bytes
-            .chunks(4096)
-            .map(|b| {
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                b.hash(&mut h);
-                h.finish()
-            })
-            .collect();
-        (blocks.len(), bytes.len() / 4096)
-    };
     let args = [
         "--name=dedupe",
         "--filename=data",
@@ -591,8 +593,8 @@ fn default_buffers_defeat_deduplication_as_fios_do() {
     );
     fio_json(a.path(), &args);
     sinkrate_json(b.path(), &[&args[..], &["--keep"]].concat());
-    let fio = distinct(&a.path().join("data"));
-    let ours = distinct(&b.path().join("data"));
+    let fio = distinct_blocks(&a.path().join("data"));
+    let ours = distinct_blocks(&b.path().join("data"));
     assert_eq!(fio, (16384, 16384), "fio's file");
     assert_eq!(ours, fio, "sinkrate's file: distinct 4 KiB blocks of all");
 }
@@ -606,24 +608,16 @@ fn compressible_and_deduplicable_buffers_as_fios() {
         return;
     }
     let measure = |path: &std::path::Path| {
-        use std::hash::{Hash, Hasher};
-        let bytes = std::fs::read(path).expect("the written file");
-        let blocks: std::collections::HashSet<u64> = bytes
-            .chunks(4096)
-            .map(|b| {
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                b.hash(&mut h);
-                h.finish()
-            })
-            .collect();
+        let (distinct, all) = distinct_blocks(path);
+        let raw = std::fs::metadata(path).expect("the written file").len();
         let gz = std::process::Command::new("gzip")
             .arg("-c")
             .arg(path)
             .output()
             .expect("gzip runs");
         (
-            gz.stdout.len() as f64 / bytes.len() as f64,
-            blocks.len() as f64 / (bytes.len() / 4096) as f64,
+            gz.stdout.len() as f64 / raw as f64,
+            distinct as f64 / all as f64,
         )
     };
     for extra in [

@@ -107,17 +107,21 @@ fn directory_engines_make_stat_and_remove_directories() {
     let listed = entries(d.path());
     assert_eq!(listed.len(), 4, "{listed:?}");
     assert!(listed.iter().all(|(_, is_dir)| *is_dir), "{listed:?}");
-    let again = common::sinkrate()
-        .current_dir(d.path())
-        .args([
-            "--name=dirs",
-            "--ioengine=dircreate",
-            dir.as_str(),
-            "--nrfiles=4",
-            "--filesize=4k",
-        ])
-        .output()
-        .expect("runs");
+    // The dircreate job without unlink=, run twice below.
+    let dircreate = || {
+        common::sinkrate()
+            .current_dir(d.path())
+            .args([
+                "--name=dirs",
+                "--ioengine=dircreate",
+                dir.as_str(),
+                "--nrfiles=4",
+                "--filesize=4k",
+            ])
+            .output()
+            .expect("runs")
+    };
+    let again = dircreate();
     assert!(
         !again.status.success(),
         "mkdir on an existing directory fails"
@@ -129,17 +133,7 @@ fn directory_engines_make_stat_and_remove_directories() {
     assert_eq!(counts(&gone, "read"), [4, 16384, 4, 0]);
     assert!(entries(d.path()).is_empty(), "{:?}", entries(d.path()));
     // Without unlink=, sinkrate removes the directories it made (as it does files).
-    let cleaned = common::sinkrate()
-        .current_dir(d.path())
-        .args([
-            "--name=dirs",
-            "--ioengine=dircreate",
-            dir.as_str(),
-            "--nrfiles=4",
-            "--filesize=4k",
-        ])
-        .output()
-        .expect("runs");
+    let cleaned = dircreate();
     assert!(cleaned.status.success());
     assert!(entries(d.path()).is_empty(), "{:?}", entries(d.path()));
 }

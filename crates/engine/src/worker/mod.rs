@@ -113,6 +113,21 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
     outcome
 }
 
+/// The CPU a job of one operation at a time (a metadata engine, cpuio, exec) used over its
+/// runtime, from the thread's rusage before and now, and its depth (always 1).
+pub(super) fn account_one_at_a_time(
+    outcome: &mut WorkerOutcome,
+    before: Option<(u64, u64, u64, u64, u64)>,
+    runtime_ns: u64,
+) {
+    if let (Some(a), Some(b)) = (before, thread_rusage()) {
+        outcome.result.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / runtime_ns as f64;
+        outcome.result.sys_cpu_pct = 100.0 * (b.1 - a.1) as f64 / runtime_ns as f64;
+        outcome.result.ctx_switches = b.2 - a.2;
+    }
+    outcome.result.iodepth_level = [100.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+}
+
 pub(super) fn shares(h: &[u64; 7]) -> [f64; 7] {
     let total: u64 = h.iter().sum();
     let mut out = [0.0; 7];

@@ -31,12 +31,7 @@ pub(super) fn run_side_load(
     };
     let end = setup.clock.now_ns();
     rec.runtime_ns = (end - start).max(1);
-    if let (Some(a), Some(b)) = (cpu_before, thread_rusage()) {
-        outcome.result.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / rec.runtime_ns as f64;
-        outcome.result.sys_cpu_pct = 100.0 * (b.1 - a.1) as f64 / rec.runtime_ns as f64;
-        outcome.result.ctx_switches = b.2 - a.2;
-    }
-    outcome.result.iodepth_level = [100.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    account_one_at_a_time(outcome, cpu_before, rec.runtime_ns);
     outcome.result.read = rec;
     result
 }
