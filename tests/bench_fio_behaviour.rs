@@ -67,15 +67,6 @@ fn switched_off_measurements_are_absent_as_in_fio() {
     }
 }
 
-/// Offsets of job 0's reads from a log_offset latency log, in order.
-fn offsets(dir: &Path, prefix: &str) -> Vec<u64> {
-    let log = std::fs::read_to_string(dir.join(format!("{prefix}_lat.1.log"))).expect("log");
-    log.lines()
-        .filter_map(|l| l.split(',').nth(4))
-        .filter_map(|v| v.trim().parse().ok())
-        .collect()
-}
-
 fn run_in(fio: bool, dir: &Path, args: &[&str]) {
     let status = if fio {
         Command::new("fio")
@@ -120,7 +111,7 @@ fn lfsr_and_allrandrepeat_shape_offsets_as_fios_do() {
             let mut args = base.to_vec();
             args.push(&g);
             run_in(fio, d.path(), &args);
-            let mut o = offsets(d.path(), "gen");
+            let mut o = common::logged_offsets(d.path(), "gen", 1);
             assert_eq!(o.len(), 256, "{who} {generator}");
             o.sort_unstable();
             o.dedup();
@@ -135,9 +126,9 @@ fn lfsr_and_allrandrepeat_shape_offsets_as_fios_do() {
             let mut args = base.to_vec();
             args.extend_from_slice(extra);
             run_in(fio, d.path(), &args);
-            let first = offsets(d.path(), "gen");
+            let first = common::logged_offsets(d.path(), "gen", 1);
             run_in(fio, d.path(), &args);
-            first == offsets(d.path(), "gen")
+            first == common::logged_offsets(d.path(), "gen", 1)
         };
         assert!(
             twice(&["--randrepeat=0", "--allrandrepeat=1"]),
@@ -311,14 +302,6 @@ fn iodepth_low_and_openfiles_below_what_sinkrate_does_are_refused() {
             "iodepth_low=2 below iodepth=16",
         ),
     ] {
-        let out = common::sinkrate()
-            .current_dir(d.path())
-            .args(args)
-            .output()
-            .expect("runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(expect), "{stderr}");
-        assert!(common::files_in(d.path()).is_empty());
+        common::refuses(d.path(), &args, &[expect]);
     }
 }

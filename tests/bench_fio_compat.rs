@@ -726,20 +726,6 @@ fn log_lines_and_log_offset_as_fio_writes_them() {
     }
 }
 
-/// Offsets (from `log_offset` latency logs) of a random-write job, per job number.
-fn offsets_of(dir: &std::path::Path, prefix: &str, job: u32) -> Vec<u64> {
-    std::fs::read_to_string(dir.join(format!("{prefix}_lat.{job}.log")))
-        .expect("the latency log")
-        .lines()
-        .map(|l| {
-            l.split(", ")
-                .nth(4)
-                .and_then(|c| c.parse().ok())
-                .expect("an offset")
-        })
-        .collect()
-}
-
 /// `randrepeat`, per-clone seeds and `blockalign`, as fio defines them: with randrepeat=1
 /// two runs repeat their offsets and with randrepeat=0 they do not; numjobs clones on one
 /// file each visit every block in their own order; `blockalign` below a fixed `bs` places
@@ -776,20 +762,23 @@ fn random_offsets_follow_randrepeat_clones_and_blockalign_as_in_fio() {
         };
         for (repeat, alike) in [("--randrepeat=1", true), ("--randrepeat=0", false)] {
             let (a, b) = (run(&[repeat], "r"), run(&[repeat], "r"));
-            let (a, b) = (offsets_of(a.path(), "r", 1), offsets_of(b.path(), "r", 1));
+            let (a, b) = (
+                common::logged_offsets(a.path(), "r", 1),
+                common::logged_offsets(b.path(), "r", 1),
+            );
             assert_eq!(a == b, alike, "{tool} {repeat}: two runs alike");
             assert_eq!(sorted(a), every, "{tool} {repeat}: every block once");
         }
         let clones = run(&["--numjobs=2"], "c");
         let (one, two) = (
-            offsets_of(clones.path(), "c", 1),
-            offsets_of(clones.path(), "c", 2),
+            common::logged_offsets(clones.path(), "c", 1),
+            common::logged_offsets(clones.path(), "c", 2),
         );
         assert_ne!(one, two, "{tool}: clones in their own order");
         assert_eq!(sorted(one), every, "{tool}: clone 1 visits every block");
         assert_eq!(sorted(two), every, "{tool}: clone 2 visits every block");
         let aligned = run(&["--blockalign=4k"], "a");
-        let offsets = offsets_of(aligned.path(), "a", 1);
+        let offsets = common::logged_offsets(aligned.path(), "a", 1);
         assert_eq!(offsets.len(), 128, "{tool}");
         assert!(
             offsets

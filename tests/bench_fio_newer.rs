@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{sinkrate, sinkrate_json};
+use common::sinkrate_json;
 
 /// `ss=lat:P%` (fio's example_latency_steadystate.fio): the mean latency of each
 /// `ss_interval` is a sample; once `ss_dur` holds samples within P% of their mean, the job
@@ -74,14 +74,7 @@ fn steady_state_on_latency_stops_the_job_once_latency_settles() {
             "lat, lat_slope",
         ),
     ] {
-        let out = sinkrate()
-            .current_dir(d.path())
-            .args(["--name=bad", "--filename=ssfile", "--size=1m"])
-            .args(args)
-            .output()
-            .expect("runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(expect), "{stderr}");
+        let all = [&["--name=bad", "--filename=ssfile", "--size=1m"][..], &args].concat();
+        common::refuses(d.path(), &all, &[expect]);
     }
 }

@@ -5,23 +5,8 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use common::{fio_json, fio_or_skip, sinkrate_json};
-
-/// The offset of every I/O, in order, from `PREFIX_lat.1.log`.
-fn offsets(dir: &Path, prefix: &str) -> Vec<u64> {
-    std::fs::read_to_string(dir.join(format!("{prefix}_lat.1.log")))
-        .expect("the latency log")
-        .lines()
-        .map(|l| {
-            l.split(", ")
-                .nth(4)
-                .and_then(|c| c.parse().ok())
-                .expect("an offset")
-        })
-        .collect()
-}
 
 /// Runs one job with a latency log carrying offsets, by fio or by sinkrate.
 fn run_logged(tool: &str, args: &[&str]) -> Vec<u64> {
@@ -32,7 +17,7 @@ fn run_logged(tool: &str, args: &[&str]) -> Vec<u64> {
     } else {
         sinkrate_json(d.path(), &all);
     }
-    offsets(d.path(), "o")
+    common::logged_offsets(d.path(), "o", 1)
 }
 
 /// How the I/Os spread over `blocks` blocks of 4 KiB: the share of blocks touched, the
@@ -179,14 +164,11 @@ fn strided_zones_place_io_as_fios_do() {
     );
     // fio 3.33 refuses a zonesize without zonemode=strided; so does sinkrate, in one line.
     let d = tempfile::tempdir().expect("tempdir");
-    let out = common::sinkrate()
-        .current_dir(d.path())
-        .args(["--name=z", "--size=1m", "--zonesize=256k"])
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("zonemode=strided"), "{stderr}");
+    common::refuses(
+        d.path(),
+        &["--name=z", "--size=1m", "--zonesize=256k"],
+        &["zonemode=strided"],
+    );
 }
 
 /// `rw=randread:N` takes a random offset on the first of every N I/Os and continues

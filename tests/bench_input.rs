@@ -2,36 +2,7 @@
 
 mod common;
 
-use common::{files_in, sinkrate};
-
-fn refuses(dir: &std::path::Path, args: &[&str], expect: &[&str]) {
-    let before = files_in(dir);
-    let out = sinkrate()
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    let errors: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("sinkrate: error:"))
-        .collect();
-    assert_eq!(
-        errors.len(),
-        1,
-        "{args:?}: expected one error line, got: {stderr}"
-    );
-    for e in expect {
-        assert!(
-            errors[0].contains(e),
-            "{args:?}: '{}' lacks '{e}'",
-            errors[0]
-        );
-    }
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(files_in(dir), before, "{args:?} wrote files");
-}
+use common::{files_in, refuses, sinkrate};
 
 #[test]
 fn bad_values_on_the_command_line() {

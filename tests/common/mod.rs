@@ -480,3 +480,49 @@ pub fn fio_or_skip(test: &str) -> bool {
         false
     }
 }
+
+/// The offset of every I/O of job `job`, in order, from a `log_offset=1` latency log
+/// (`PREFIX_lat.JOB.log`, fio's and sinkrate's alike).
+pub fn logged_offsets(dir: &Path, prefix: &str, job: u32) -> Vec<u64> {
+    std::fs::read_to_string(dir.join(format!("{prefix}_lat.{job}.log")))
+        .expect("the latency log")
+        .lines()
+        .map(|l| {
+            l.split(", ")
+                .nth(4)
+                .and_then(|c| c.parse().ok())
+                .expect("an offset")
+        })
+        .collect()
+}
+
+/// `sinkrate bench ARGS` in `dir` is refused: exit 2, one error line holding every `expect`,
+/// no panic, and nothing written in `dir`.
+pub fn refuses(dir: &Path, args: &[&str], expect: &[&str]) {
+    let before = files_in(dir);
+    let out = sinkrate()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("sinkrate: error:"))
+        .collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "{args:?}: expected one error line, got: {stderr}"
+    );
+    for e in expect {
+        assert!(
+            errors[0].contains(e),
+            "{args:?}: '{}' lacks '{e}'",
+            errors[0]
+        );
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(files_in(dir), before, "{args:?} wrote files");
+}

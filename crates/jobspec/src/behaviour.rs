@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::options::{bad, flag, need, ApplyError};
+use crate::options::{bad, flag, need, one_of, ApplyError};
 use crate::units::parse_int;
 
 pub const OPTIONS: &[&str] = &[
@@ -109,17 +109,15 @@ impl Behaviour {
                 flag(key, value)?;
             }
             "random_generator" => {
-                self.random_generator = match need(key, value)?.trim() {
-                    "tausworthe" => RandomGenerator::Tausworthe,
-                    "lfsr" => RandomGenerator::Lfsr,
-                    "tausworthe64" => RandomGenerator::Tausworthe64,
-                    other => {
-                        return Err(bad(
-                            key,
-                            format!("'{other}' is not accepted (expected tausworthe, lfsr or tausworthe64)"),
-                        ))
-                    }
-                }
+                self.random_generator = one_of(
+                    key,
+                    value,
+                    &[
+                        ("tausworthe", RandomGenerator::Tausworthe),
+                        ("lfsr", RandomGenerator::Lfsr),
+                        ("tausworthe64", RandomGenerator::Tausworthe64),
+                    ],
+                )?
             }
             // As fio's fixup: gtod_reduce switches off every latency and bandwidth figure.
             "gtod_reduce" => {
@@ -199,11 +197,6 @@ impl Behaviour {
         }
         Ok(())
     }
-
-    /// Whether any latency figure is recorded at all.
-    pub fn records_latency(&self) -> bool {
-        !(self.disable_lat && self.disable_clat && self.disable_slat)
-    }
 }
 
 #[cfg(test)]
@@ -215,7 +208,6 @@ mod tests {
         let mut b = Behaviour::default();
         b.apply("gtod_reduce", None).expect("gtod_reduce");
         assert!(b.disable_lat && b.disable_clat && b.disable_slat);
-        assert!(!b.records_latency());
         b.apply("file_service_type", Some("random:8")).expect("fst");
         assert_eq!(
             (b.file_service, b.file_service_every),

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::options::{bad, flag, need, ApplyError};
+use crate::options::{bad, flag, need, one_of, ApplyError};
 use crate::units::{parse_int, parse_size, KbBase};
 
 pub const OPTIONS: &[&str] = &[
@@ -74,16 +74,14 @@ impl BufferShape {
                 self.dedupe_working_set_percentage = percent(key, value)?
             }
             "dedupe_mode" => {
-                self.dedupe_mode = match need(key, value)?.trim() {
-                    "repeat" => DedupeMode::Repeat,
-                    "working_set" => DedupeMode::WorkingSet,
-                    other => {
-                        return Err(bad(
-                            key,
-                            format!("'{other}' is not accepted (expected repeat or working_set)"),
-                        ))
-                    }
-                }
+                self.dedupe_mode = one_of(
+                    key,
+                    value,
+                    &[
+                        ("repeat", DedupeMode::Repeat),
+                        ("working_set", DedupeMode::WorkingSet),
+                    ],
+                )?
             }
             "dedupe_global" => self.dedupe_global = flag(key, value)?,
             _ => return Err(ApplyError::Unsupported),

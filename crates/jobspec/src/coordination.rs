@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::options::{bad, flag, need, ApplyError};
+use crate::options::{bad, flag, need, one_of, ApplyError};
 use crate::units::{parse_int, parse_time, TimeUnit};
 
 /// fio's FLOW_MAX_WEIGHT.
@@ -87,29 +87,18 @@ impl Coordination {
             "exitall" => self.exitall = flag(key, value)?,
             "exitall_on_error" => self.exitall_on_error = flag(key, value)?,
             "exit_what" => {
-                self.exit_what = match need(key, value)?.trim() {
-                    "group" => ExitWhat::Group,
-                    "stonewall" => ExitWhat::Stonewall,
-                    "all" => ExitWhat::All,
-                    other => {
-                        return Err(bad(
-                            key,
-                            format!("'{other}' is not accepted (expected group, stonewall or all)"),
-                        ))
-                    }
-                }
+                self.exit_what = one_of(
+                    key,
+                    value,
+                    &[
+                        ("group", ExitWhat::Group),
+                        ("stonewall", ExitWhat::Stonewall),
+                        ("all", ExitWhat::All),
+                    ],
+                )?
             }
             "io_submit_mode" => {
-                self.offload = match need(key, value)?.trim() {
-                    "inline" => false,
-                    "offload" => true,
-                    other => {
-                        return Err(bad(
-                            key,
-                            format!("'{other}' is not accepted (expected inline or offload)"),
-                        ))
-                    }
-                }
+                self.offload = one_of(key, value, &[("inline", false), ("offload", true)])?
             }
             _ => return Err(ApplyError::Unsupported),
         }

@@ -770,6 +770,28 @@ pub(crate) fn bad(key: &str, msg: impl std::fmt::Display) -> ApplyError {
     ApplyError::BadValue(format!("option '{key}': {msg}"))
 }
 
+/// One of a fixed set of values: the matching one's meaning, or one line listing them all.
+pub(crate) fn one_of<T: Copy>(
+    key: &str,
+    value: Option<&str>,
+    choices: &[(&str, T)],
+) -> Result<T, ApplyError> {
+    let v = need(key, value)?.trim();
+    if let Some((_, meaning)) = choices.iter().find(|(name, _)| *name == v) {
+        return Ok(*meaning);
+    }
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    let expected = match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(bad(
+        key,
+        format!("'{v}' is not accepted (expected {expected})"),
+    ))
+}
+
 /// A flag option: bare means true.
 pub(crate) fn flag(key: &str, value: Option<&str>) -> Result<bool, ApplyError> {
     match value {
@@ -1070,16 +1092,7 @@ impl JobOptions {
                 self.cpuchunks_us = n;
             }
             "cpumode" => {
-                self.cpumode_qsort = match need(key, value)?.trim() {
-                    "noop" => false,
-                    "qsort" => true,
-                    other => {
-                        return Err(bad(
-                            key,
-                            format!("'{other}' is not accepted (expected noop or qsort)"),
-                        ))
-                    }
-                }
+                self.cpumode_qsort = one_of(key, value, &[("noop", false), ("qsort", true)])?
             }
             "exit_on_io_done" => self.exit_on_io_done = flag(key, value)?,
             "program" => {
@@ -1100,16 +1113,14 @@ impl JobOptions {
             "std_redirect" => self.std_redirect = flag(key, value)?,
             "random_sequence_stride" => self.random_sequence_stride = flag(key, value)?,
             "rw_sequencer" => {
-                self.rw_sequencer = match need(key, value)?.trim() {
-                    "sequential" => RwSequencer::Sequential,
-                    "identical" => RwSequencer::Identical,
-                    other => {
-                        return Err(bad(
-                            key,
-                            format!("'{other}' is not accepted (expected sequential or identical)"),
-                        ))
-                    }
-                }
+                self.rw_sequencer = one_of(
+                    key,
+                    value,
+                    &[
+                        ("sequential", RwSequencer::Sequential),
+                        ("identical", RwSequencer::Identical),
+                    ],
+                )?
             }
             "group_reporting" => self.group_reporting = flag(key, value)?,
             "stonewall" | "wait_for_previous" => self.stonewall = flag(key, value)?,

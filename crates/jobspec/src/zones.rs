@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::options::{bad, need, ApplyError};
+use crate::options::{bad, need, one_of, ApplyError};
 use crate::units::{parse_size, KbBase};
 
 pub const OPTIONS: &[&str] = &["zonemode", "zonesize", "zonerange", "zoneskip"];
@@ -37,23 +37,16 @@ impl Zones {
     pub fn apply(&mut self, key: &str, value: Option<&str>, kb: KbBase) -> Result<(), ApplyError> {
         let v = need(key, value)?.trim();
         match key {
+            "zonemode" if v == "zbd" => return Err(bad(
+                key,
+                "zbd (zoned block devices) is not supported by sinkrate (supported: none, strided)",
+            )),
             "zonemode" => {
-                self.mode = match v {
-                    "none" => ZoneMode::None,
-                    "strided" => ZoneMode::Strided,
-                    "zbd" => {
-                        return Err(bad(
-                            key,
-                            "zbd (zoned block devices) is not supported by sinkrate (supported: none, strided)",
-                        ))
-                    }
-                    other => {
-                        return Err(bad(
-                            key,
-                            format!("'{other}' is not accepted (expected none or strided)"),
-                        ))
-                    }
-                }
+                self.mode = one_of(
+                    key,
+                    value,
+                    &[("none", ZoneMode::None), ("strided", ZoneMode::Strided)],
+                )?
             }
             "zonesize" => self.size = parse_size(v, kb).map_err(|e| bad(key, e))?,
             "zonerange" => self.range = parse_size(v, kb).map_err(|e| bad(key, e))?,
