@@ -151,6 +151,75 @@ fn parse_only_does_no_io() {
     assert!(files_in(d.path()).is_empty());
 }
 
+/// The values the coordination, behaviour, data-shape and zone options refuse: one line
+/// naming the option and what it takes, exit 2, nothing written.
+#[test]
+fn job_coordination_and_shape_options_refuse_bad_values() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    let job = ["--name=a", "--size=1m"];
+    for (extra, expect) in [
+        (&["--flow=2000"][..], &["flow", "0 to 1000"][..]),
+        (
+            &["--exit_what=some"],
+            &["exit_what", "group, stonewall or all"],
+        ),
+        (
+            &["--io_submit_mode=later"],
+            &["io_submit_mode", "inline or offload"],
+        ),
+        (
+            &["--wait_for=nobody"],
+            &["wait_for=nobody", "jobs before it: none"],
+        ),
+        (
+            &["--random_generator=mt"],
+            &["random_generator", "tausworthe, lfsr or tausworthe64"],
+        ),
+        (
+            &["--fadvise_hint=maybe"],
+            &["fadvise_hint", "sequential or random"],
+        ),
+        (
+            &["--file_service_type=zipf:1.2"],
+            &["file_service_type", "roundrobin, sequential, random"],
+        ),
+        (
+            &["--clocksource=gettimeofday"],
+            &["clocksource", "monotonic"],
+        ),
+        (&["--openfiles=0"], &["openfiles"]),
+        (&["--ss_interval=0"], &["ss_interval"]),
+        (
+            &["--buffer_compress_percentage=150"],
+            &["buffer_compress_percentage", "0 to 100"],
+        ),
+        (
+            &["--dedupe_mode=often"],
+            &["dedupe_mode", "repeat or working_set"],
+        ),
+        (
+            &["--dedupe_percentage=10", "--dedupe_global=1"],
+            &["dedupe_global", "working_set"],
+        ),
+        (
+            &["--dedupe_percentage=10", "--zero_buffers=1"],
+            &["zero_buffers"],
+        ),
+        (&["--zonemode=zbd"], &["zonemode", "zbd"]),
+        (
+            &[
+                "--zonemode=strided",
+                "--zonesize=256k",
+                "--random_distribution=zipf:1.2",
+            ],
+            &["random_distribution"],
+        ),
+    ] {
+        refuses(p, &[&job[..], extra].concat(), expect);
+    }
+}
+
 fn corpus_dir() -> std::path::PathBuf {
     match std::env::var_os("SINKRATE_FIO_EXAMPLES") {
         Some(dir) => dir.into(),
