@@ -305,7 +305,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         keep_files: opts.keep_files,
         unix_start_ms,
     };
-    let outcomes = crate::schedule::run_all(prepared.jobs, &shared, &mut run.notices);
+    let outcomes = crate::schedule::run_all(prepared.jobs, &shared);
     done.store(true, Ordering::Relaxed);
     if let Some(t) = status_thread {
         let _ = t.join();

@@ -25,12 +25,11 @@ pub(crate) struct Shared {
     pub unix_start_ms: u64,
 }
 
-/// Runs every job to its end and returns their outcomes in job order, with notices of jobs
-/// that could not start.
+/// Runs every job to its end and returns their outcomes in job order (a job that could not
+/// start or whose worker failed has an error outcome).
 pub(crate) fn run_all(
     jobs: Vec<(Job, Vec<PlannedFile>)>,
     shared: &Shared,
-    notices: &mut Vec<String>,
 ) -> Vec<Option<WorkerOutcome>> {
     let n = jobs.len();
     let job_stop: Vec<Arc<AtomicBool>> = (0..n).map(|_| Arc::new(AtomicBool::new(false))).collect();
@@ -123,7 +122,7 @@ pub(crate) fn run_all(
                 match spawned {
                     Ok(_) => running.push(i),
                     Err(e) => {
-                        notices.push(format!("could not start job {}: {e}", i + 1));
+                        outcomes[i] = Some(failed(&meta[i], i, format!("could not start: {e}")));
                         done[i] = true;
                         if !side_load {
                             io_jobs_running.fetch_sub(1, Ordering::AcqRel);
@@ -138,10 +137,8 @@ pub(crate) fn run_all(
                 }
                 // Waitees that could not start leave their waiters nothing to wait for.
                 for &i in &pending {
-                    notices.push(format!(
-                        "job {} did not start: its wait_for job could not run",
-                        i + 1
-                    ));
+                    let why = "did not start: its wait_for job could not run".to_string();
+                    outcomes[i] = Some(failed(&meta[i], i, why));
                     done[i] = true;
                 }
                 break;
@@ -161,10 +158,14 @@ pub(crate) fn run_all(
             };
             running.retain(|r| *r != i);
             done[i] = true;
-            let Some(outcome) = outcome else {
-                notices.push(format!("job {} stopped unexpectedly", i + 1));
-                continue;
-            };
+            // A worker that panicked: the job failed, and the run must say so.
+            let outcome = outcome.unwrap_or_else(|| {
+                failed(
+                    &meta[i],
+                    i,
+                    "stopped unexpectedly (an internal error; its results are lost)".to_string(),
+                )
+            });
             let failed = outcome.result.error != 0;
             outcomes[i] = Some(outcome);
             let m = &meta[i];
@@ -204,6 +205,18 @@ pub(crate) fn run_all(
     }
     shared_files.remove_made_dirs();
     outcomes
+}
+
+/// The result of a job that could not run to its end for a reason of sinkrate's own: an
+/// error, so the run reports failure in its text, JSON and exit code.
+fn failed(meta: &JobMeta, index: usize, why: String) -> WorkerOutcome {
+    let mut outcome = WorkerOutcome::default();
+    outcome.result.name = meta.name.clone();
+    outcome.result.group = meta.group;
+    outcome.result.job_number = index as u32 + 1;
+    outcome.result.error = libc::EIO;
+    outcome.result.error_text = Some(why);
+    outcome
 }
 
 /// What the scheduler needs of a job, copied out so the job itself can move to its worker.
