@@ -7,28 +7,54 @@ use common::sinkrate_json;
 
 /// `ss=lat:P%` (fio's example_latency_steadystate.fio): the mean latency of each
 /// `ss_interval` is a sample; once `ss_dur` holds samples within P% of their mean, the job
-/// stops. The samples are the interval means of the job's own latencies.
+/// stops. The samples are the interval means of the job's own latencies, and agree with
+/// fio's averaged latency log of the same job run beside it (fio 3.33 has no ss=lat).
 #[test]
 fn steady_state_on_latency_stops_the_job_once_latency_settles() {
-    let d = tempfile::tempdir().expect("tmp");
-    let v = sinkrate_json(
-        d.path(),
-        &[
-            "--name=settle",
-            "--filename=ssfile",
-            "--size=16m",
-            "--rw=randread",
-            "--rate_iops=2000",
-            "--time_based",
-            "--runtime=30",
-            "--ss=lat:50%",
-            "--ss_dur=4s",
-            "--ss_interval=2s",
-            "--ss_ramp=2s",
-            "--write_lat_log=settle",
-            "--log_avg_msec=2000",
-        ],
-    );
+    // Direct reads: what each tool measures is the device, not its own page cache.
+    let d = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let f = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let job = [
+        "--name=settle",
+        "--filename=ssfile",
+        "--size=16m",
+        "--rw=randread",
+        "--direct=1",
+        "--rate_iops=2000",
+        "--time_based",
+    ];
+    let fio_windows = std::thread::scope(|s| {
+        let fio = s.spawn(|| {
+            if !common::have("fio") {
+                return None;
+            }
+            let args = [
+                &job[..],
+                &["--runtime=6", "--write_lat_log=fio", "--log_avg_msec=2000"],
+            ]
+            .concat();
+            common::fio_json(f.path(), &args);
+            Some(averaged_log(&f.path().join("fio_lat.1.log")))
+        });
+        let v = sinkrate_json(
+            d.path(),
+            &[
+                &job[..],
+                &[
+                    "--runtime=30",
+                    "--ss=lat:50%",
+                    "--ss_dur=4s",
+                    "--ss_interval=2s",
+                    "--ss_ramp=2s",
+                    "--write_lat_log=settle",
+                    "--log_avg_msec=2000",
+                ],
+            ]
+            .concat(),
+        );
+        (fio.join().expect("fio thread"), v)
+    });
+    let (fio_windows, v) = fio_windows;
     let job = &v["jobs"][0];
     let ss = &job["steadystate"];
     assert_eq!(ss["ss"], "lat", "{ss}");
@@ -45,16 +71,28 @@ fn steady_state_on_latency_stops_the_job_once_latency_settles() {
         samples.iter().all(|s| (s - mean).abs() <= 0.5 * mean),
         "{samples:?}"
     );
+    // fio's 2-4 s and 4-6 s windows are the samples' windows (after the 2 s ramp).
+    match fio_windows {
+        Some(w) if w.len() >= 3 => {
+            for (s, theirs) in samples.iter().zip(&w[1..3]) {
+                let ratio = s / theirs;
+                assert!(
+                    (0.6..1.6).contains(&ratio),
+                    "sample {s} ns against fio's {theirs} ns for the same window ({w:?})"
+                );
+            }
+        }
+        Some(w) => panic!("fio's averaged log holds {w:?}"),
+        None => common::skip(
+            "steady_state_on_latency_stops_the_job_once_latency_settles (beside fio)",
+            "fio is not installed",
+        ),
+    }
     // 2 s of ramp, then two intervals; far from the 30 s runtime.
     let runtime = job["job_runtime"].as_u64().unwrap_or(u64::MAX);
     assert!((5_500..12_000).contains(&runtime), "ran {runtime} ms");
     // The averaged latency log of the same run (2 s windows) holds the same interval means.
-    let log = std::fs::read_to_string(d.path().join("settle_lat.1.log")).expect("lat log");
-    let logged: Vec<f64> = log
-        .lines()
-        .filter_map(|l| l.split(',').nth(1))
-        .filter_map(|v| v.trim().parse().ok())
-        .collect();
+    let logged = averaged_log(&d.path().join("settle_lat.1.log"));
     let last = &logged[logged.len().saturating_sub(2)..];
     for (s, l) in samples.iter().zip(last) {
         assert!(
@@ -77,4 +115,14 @@ fn steady_state_on_latency_stops_the_job_once_latency_settles() {
         let all = [&["--name=bad", "--filename=ssfile", "--size=1m"][..], &args].concat();
         common::refuses(d.path(), &all, &[expect]);
     }
+}
+
+/// The values of an averaged latency log, in order.
+fn averaged_log(path: &std::path::Path) -> Vec<f64> {
+    std::fs::read_to_string(path)
+        .expect("the latency log")
+        .lines()
+        .filter_map(|l| l.split(',').nth(1))
+        .filter_map(|v| v.trim().parse().ok())
+        .collect()
 }

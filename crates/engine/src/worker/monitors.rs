@@ -147,8 +147,9 @@ impl Loop<'_> {
     pub(super) fn steady_state_tick(&mut self, now: u64) {
         let Some(ss) = self.o.ss else { return };
         let interval_ns = self.o.ss_interval.as_nanos().max(1) as u64;
+        // The interval ending now began at the previous tick (the job's start for the first).
+        let interval_start = self.ss_next_ns.saturating_sub(interval_ns);
         self.ss_next_ns = now + interval_ns;
-        let elapsed = now - self.start_ns;
         let (lat_sum, lat_count) = std::mem::take(&mut self.ss_lat);
         // IOPS and bandwidth per second whatever the interval; latency as the interval's mean.
         let value = match ss.metric {
@@ -156,7 +157,8 @@ impl Loop<'_> {
             SteadyMetric::Lat => (lat_sum / lat_count as u128) as f64,
             _ => std::mem::take(&mut self.ss_window_value) * NS_PER_S as f64 / interval_ns as f64,
         };
-        if elapsed <= self.o.ss_ramp.as_nanos() as u64 {
+        // As fio: samples start with the first interval that begins once ss_ramp is over.
+        if interval_start.saturating_sub(self.start_ns) < self.o.ss_ramp.as_nanos() as u64 {
             return;
         }
         let window = self
