@@ -144,6 +144,7 @@ pub(super) fn run_block_io(
         random_seed: seed,
         sequencer_ios: 0,
         flow,
+        strided: o.zones.strided(),
         records_slat: (o.ioengine.is_async() || !o.coordination.offload)
             && !o.behaviour.disable_slat,
     };

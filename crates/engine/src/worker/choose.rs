@@ -133,7 +133,7 @@ impl Loop<'_> {
         };
         let range_size = self.bs[0].min().min(self.bs[1].min()).max(1);
         let f = &mut self.files[file];
-        let strided = self.o.zones.strided();
+        let strided = self.strided;
         // zonemode=strided: the I/O stays in the current zone until zonesize bytes are done
         // there, then moves zonerange + zoneskip on (back to the start past the end), as
         // fio's; offsets below are within the zone.

@@ -94,6 +94,8 @@ pub(super) struct Loop<'a> {
     pub(super) complete_hist: [u64; 7],
     /// fio's flow control: the job's place among the jobs of its flow_id.
     pub(super) flow: Option<crate::flow::FlowMember>,
+    /// zonemode=strided's zones, read once from the options.
+    pub(super) strided: Option<sinkrate_jobspec::zones::Strided>,
     /// Whether submission latency is a figure of its own: not for a synchronous engine,
     /// even offloaded (fio then counts the wait for a submitter in lat only).
     pub(super) records_slat: bool,
