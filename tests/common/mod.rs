@@ -252,7 +252,8 @@ pub fn fio_json(dir: &Path, args: &[&str]) -> serde_json::Value {
         "fio failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("fio JSON")
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("fio JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// Runs sinkrate bench with `args` in `dir` and returns its JSON.

@@ -205,11 +205,44 @@ pub struct StreamRate {
 
 /// `sinkrate audit`'s result (`kind: audit` in the run envelope), and the `audit` object
 /// inside a check's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditReport {
     #[serde(flatten)]
     pub audit: Audit,
     pub stream: StreamRate,
     /// The fixture tree read instead of the live system, if any.
     pub sysroot: Option<String>,
+}
+
+// Read by splitting its own keys from the audit's rather than through `#[serde(flatten)]`,
+// whose buffering deserializer for a struct this size cost the board binaries tens of KB.
+impl<'de> Deserialize<'de> for AuditReport {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        struct Own {
+            stream: StreamRate,
+            #[serde(default)]
+            sysroot: Option<String>,
+        }
+        let serde_json::Value::Object(mut rest) = serde_json::Value::deserialize(deserializer)?
+        else {
+            return Err(D::Error::custom("an audit report is a JSON object"));
+        };
+        let mut own = serde_json::Map::new();
+        for key in ["stream", "sysroot"] {
+            if let Some(v) = rest.remove(key) {
+                own.insert(key.to_string(), v);
+            }
+        }
+        let own: Own =
+            serde_json::from_value(serde_json::Value::Object(own)).map_err(D::Error::custom)?;
+        let audit: Audit =
+            serde_json::from_value(serde_json::Value::Object(rest)).map_err(D::Error::custom)?;
+        Ok(AuditReport {
+            audit,
+            stream: own.stream,
+            sysroot: own.sysroot,
+        })
+    }
 }

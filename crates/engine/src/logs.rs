@@ -29,9 +29,9 @@ impl LogFile {
     }
 
     #[inline]
-    pub fn entry(&mut self, time_ms: u64, value: u64, write: bool, bs: u64, offset: u64) {
+    /// One line; `d` is fio's direction code (0 read, 1 write, 2 trim).
+    pub fn entry(&mut self, time_ms: u64, value: u64, d: u8, bs: u64, offset: u64) {
         // A failed log write must not stop the measurement; it is reported at the end.
-        let d = u8::from(write);
         let _ = if self.with_offset {
             writeln!(self.out, "{time_ms}, {value}, {d}, {bs}, {offset}, 0")
         } else {
@@ -107,6 +107,6 @@ impl JobLogs {
 /// Accumulates latencies over a window for averaged latency logs.
 #[derive(Default, Clone, Copy)]
 pub struct Window {
-    pub sum: [u128; 2],
-    pub count: [u64; 2],
+    pub sum: [u128; 3],
+    pub count: [u64; 3],
 }

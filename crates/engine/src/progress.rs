@@ -9,6 +9,8 @@ pub struct JobProgress {
     pub write_bytes: AtomicU64,
     pub read_ios: AtomicU64,
     pub write_ios: AtomicU64,
+    pub trim_bytes: AtomicU64,
+    pub trim_ios: AtomicU64,
     phase: AtomicU8,
     /// Measured-phase start on the run clock, ns (0 until it starts).
     pub started_ns: AtomicU64,

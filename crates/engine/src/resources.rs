@@ -35,7 +35,7 @@ pub struct Needs {
 /// completion and total per direction, and one for syncs) and the rest of its state.
 fn job_bytes(job: &Job) -> u64 {
     let o = &job.options;
-    let directions = u64::from(o.rw.reads()) + u64::from(o.rw.writes());
+    let directions = u64::from(o.rw.reads()) + u64::from(o.rw.writes()) + u64::from(o.rw.trims());
     let histograms = 3 * directions.max(1) + 1;
     let in_flight = if o.ioengine.is_async() {
         u64::from(o.iodepth.max(1))

@@ -110,16 +110,33 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
             continue;
         }
         let planned = files::plan_files(job, &opts.base_dir).map_err(in_job)?;
-        let writes = o.rw.writes() || o.overwrite || o.ioengine.changes_files();
+        let writes = o.rw.modifies() || o.overwrite || o.ioengine.changes_files();
         for f in &planned {
             if f.special {
                 continue;
             }
+            // As fio: a trim is a discard of a block device's range (BLKDISCARD), which a
+            // regular file refuses (fio 3.33 fails there with ENOTTY at the first trim);
+            // fio's falloc engine trims a file by punching a hole.
+            if o.rw.trims() && !f.is_block_device && o.ioengine != Engine::Falloc {
+                return Err(in_job(EngineError::path(
+                    &f.path,
+                    format!(
+                        "is not a block device: rw={} discards a block device's blocks (give filename=/dev/..., or use ioengine=falloc to punch holes in a file)",
+                        o.rw.fio_name()
+                    ),
+                )));
+            }
             if f.is_block_device && writes {
                 if let Some(reason) = safety::block_device_in_use(&f.path)? {
                     if !opts.force_device_write {
+                        let what = if o.rw.trims() && !o.rw.writes() {
+                            "trim (discard)"
+                        } else {
+                            "write to"
+                        };
                         return Err(EngineError::Refused(format!(
-                            "refusing to write to {}: {reason} (--allow-mounted-write or --force writes anyway and destroys it)",
+                            "refusing to {what} {}: {reason} (--allow-mounted-write or --force writes anyway and destroys it)",
                             f.path.display()
                         )));
                     }

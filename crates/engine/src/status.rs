@@ -18,19 +18,16 @@ pub struct JobView<'a> {
 }
 
 /// Rates since the previous call; the caller keeps `prev` between calls.
-pub fn status_line(
-    jobs: &[JobView<'_>],
-    now_ns: u64,
-    prev: &mut Vec<(u64, u64, u64, u64, u64)>,
-) -> String {
+pub fn status_line(jobs: &[JobView<'_>], now_ns: u64, prev: &mut Vec<[u64; 7]>) -> String {
     let mut letters = String::new();
     let mut running = 0;
-    let (mut rbw, mut wbw, mut riops, mut wiops) = (0.0, 0.0, 0.0, 0.0);
+    let (mut rbw, mut wbw, mut tbw, mut riops, mut wiops, mut tiops) =
+        (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let mut fraction_sum = 0.0;
     let mut eta_by_segment: Vec<u64> = Vec::new();
     // The first call's rates are since the run's clock started (a start at `now_ns` made
     // them bytes over a nanosecond: PiB/s on the first line).
-    prev.resize(jobs.len(), (0, 0, 0, 0, 0));
+    prev.resize(jobs.len(), [0; 7]);
     for (j, p) in jobs.iter().zip(prev.iter_mut()) {
         let phase = j.progress.phase();
         letters.push(match phase {
@@ -43,7 +40,9 @@ pub fn status_line(
             Phase::Running => match (j.reads, j.writes) {
                 (true, true) => 'M',
                 (false, true) => 'W',
-                _ => 'R',
+                (true, false) => 'R',
+                // A trim-only job, as fio's 'D' (discard).
+                (false, false) => 'D',
             },
         });
         if matches!(
@@ -56,12 +55,17 @@ pub fn status_line(
         let wb = j.progress.write_bytes.load(Ordering::Relaxed);
         let ri = j.progress.read_ios.load(Ordering::Relaxed);
         let wi = j.progress.write_ios.load(Ordering::Relaxed);
-        let dt = now_ns.saturating_sub(p.4).max(1) as f64 / 1e9;
-        rbw += rb.saturating_sub(p.0) as f64 / dt;
-        wbw += wb.saturating_sub(p.1) as f64 / dt;
-        riops += ri.saturating_sub(p.2) as f64 / dt;
-        wiops += wi.saturating_sub(p.3) as f64 / dt;
-        *p = (rb, wb, ri, wi, now_ns);
+        let tb = j.progress.trim_bytes.load(Ordering::Relaxed);
+        let ti = j.progress.trim_ios.load(Ordering::Relaxed);
+        let dt = now_ns.saturating_sub(p[6]).max(1) as f64 / 1e9;
+        rbw += rb.saturating_sub(p[0]) as f64 / dt;
+        wbw += wb.saturating_sub(p[1]) as f64 / dt;
+        tbw += tb.saturating_sub(p[2]) as f64 / dt;
+        riops += ri.saturating_sub(p[3]) as f64 / dt;
+        wiops += wi.saturating_sub(p[4]) as f64 / dt;
+        tiops += ti.saturating_sub(p[5]) as f64 / dt;
+        *p = [rb, wb, tb, ri, wi, ti, now_ns];
+        let done_bytes = rb + wb + tb;
         let started = j.progress.started_ns.load(Ordering::Relaxed);
         let elapsed = if started > 0 {
             now_ns.saturating_sub(started)
@@ -76,10 +80,10 @@ pub fn status_line(
                 rt.saturating_sub(elapsed),
             ),
             _ => {
-                let done = (rb + wb) as f64 / j.total_bytes.max(1) as f64;
-                let rate = (rb + wb) as f64 / (elapsed.max(1) as f64);
+                let done = done_bytes as f64 / j.total_bytes.max(1) as f64;
+                let rate = done_bytes as f64 / (elapsed.max(1) as f64);
                 let left = if rate > 0.0 {
-                    ((j.total_bytes as f64 - (rb + wb) as f64).max(0.0) / rate) as u64
+                    ((j.total_bytes as f64 - done_bytes as f64).max(0.0) / rate) as u64
                 } else {
                     0
                 };
@@ -102,6 +106,9 @@ pub fn status_line(
     if wbw > 0.0 {
         rates.push(format!("w={}", crate::units::bytes_per_s_iec(wbw)));
     }
+    if tbw > 0.0 {
+        rates.push(format!("t={}", crate::units::bytes_per_s_iec(tbw)));
+    }
     if !rates.is_empty() {
         line.push_str(&format!("[{}]", rates.join(",")));
         let mut iops = Vec::new();
@@ -110,6 +117,9 @@ pub fn status_line(
         }
         if wiops > 0.0 {
             iops.push(format!("w={}", crate::units::count_si(wiops)));
+        }
+        if tiops > 0.0 {
+            iops.push(format!("t={}", crate::units::count_si(tiops)));
         }
         line.push_str(&format!("[{} IOPS]", iops.join(",")));
     }

@@ -393,14 +393,38 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             o.ioengine.fio_name()
         ));
     }
-    if o.ioengine.is_metadata() && o.rw.direction == options::Direction::Mixed {
+    if o.ioengine.is_metadata()
+        && !matches!(
+            o.rw.direction,
+            options::Direction::Read | options::Direction::Write
+        )
+    {
         return Err(format!(
             "rw={} with ioengine={}: each create, stat or delete counts in one direction (use rw=read or rw=write)",
             o.rw.fio_name(),
             o.ioengine.fio_name()
         ));
     }
-    for d in 0..2 {
+    if o.rw.trims() && !o.ioengine.is_side_load() {
+        use options::Engine as E;
+        if !matches!(
+            o.ioengine,
+            E::Sync | E::Psync | E::Vsync | E::Pvsync | E::IoUring | E::Null | E::Falloc
+        ) {
+            return Err(format!(
+                "rw={} with ioengine={}: this engine has no trim (use psync, libaio or io_uring on a block device, or falloc on a file)",
+                o.rw.fio_name(),
+                o.ioengine.fio_name()
+            ));
+        }
+        if o.ioengine == E::Falloc && o.rw.writes() {
+            return Err(format!(
+                "rw={} with ioengine=falloc: falloc's writes allocate rather than write (use rw=trim or randtrim, or a read/write engine on a block device)",
+                o.rw.fio_name()
+            ));
+        }
+    }
+    for d in 0..3 {
         if o.rate[d] > 0 && o.rate_min[d] > o.rate[d] {
             return Err(format!(
                 "rate_min ({}) is above rate ({}): the job could never meet it",
@@ -423,7 +447,7 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
         }
     }
     if o.direct {
-        for d in 0..2 {
+        for d in 0..3 {
             if o.bsrange.is_none() && o.bssplit.is_none() && o.bs[d] % 512 != 0 {
                 return Err(format!(
                     "direct=1 needs block sizes that are multiples of 512 (bs={} is not)",
@@ -465,6 +489,12 @@ fn validate_verify(o: &JobOptions) -> Result<(), String> {
             "verify={name} with ioengine=null: nothing is stored to read back (use a real ioengine)"
         ));
     }
+    if o.rw.trims() {
+        return Err(format!(
+            "verify={name} with rw={}: sinkrate verifies jobs that only write (a trimmed block has no data to check)",
+            o.rw.fio_name()
+        ));
+    }
     if !o.rw.writes() {
         return Err(format!(
             "verify={name} on a job that only reads (rw={}): sinkrate checks what the job itself wrote (set rw=write or randwrite; to check data written earlier, use sinkrate verify --read-only)",
@@ -494,17 +524,22 @@ fn min_block_size(o: &JobOptions) -> u64 {
 
 /// The largest block size a job can issue, over both directions and all block-size options.
 pub fn max_block_size(o: &JobOptions) -> u64 {
-    let dirs: &[usize] = match (o.rw.reads(), o.rw.writes()) {
-        (true, false) => &[options::READ],
-        (false, true) => &[options::WRITE],
-        _ => &[options::READ, options::WRITE],
-    };
+    let dirs: Vec<usize> = [
+        (o.rw.reads(), options::READ),
+        (o.rw.writes(), options::WRITE),
+        (o.rw.trims(), options::TRIM),
+    ]
+    .into_iter()
+    .filter_map(|(active, d)| active.then_some(d))
+    .collect();
     dirs.iter()
         .map(|&d| {
+            // bssplit and bsrange keep reads and writes; trims use the write value.
+            let rw = d.min(options::WRITE);
             if let Some(split) = &o.bssplit {
-                split[d].iter().map(|e| e.0).max().unwrap_or(o.bs[d])
+                split[rw].iter().map(|e| e.0).max().unwrap_or(o.bs[d])
             } else if let Some(range) = &o.bsrange {
-                range[d].1
+                range[rw].1
             } else {
                 o.bs[d]
             }
@@ -564,8 +599,8 @@ mod tests {
         let set = build(&[("j.fio", text)], &["--runtime=2"], false).expect("builds");
         let names: Vec<_> = set.jobs.iter().map(|j| j.options.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c", "c"]);
-        assert_eq!(set.jobs[0].options.bs, [4096, 4096]);
-        assert_eq!(set.jobs[1].options.bs, [8192, 8192]);
+        assert_eq!(set.jobs[0].options.bs, [4096; 3]);
+        assert_eq!(set.jobs[1].options.bs, [8192; 3]);
         assert_eq!(
             set.jobs[1].options.runtime,
             Some(std::time::Duration::from_secs(2))
@@ -595,8 +630,8 @@ mod tests {
         )
         .expect("builds");
         assert_eq!(set.jobs.len(), 2);
-        assert_eq!(set.jobs[0].options.bs, [65536, 65536]);
-        assert_eq!(set.jobs[1].options.bs, [65536, 65536]);
+        assert_eq!(set.jobs[0].options.bs, [65536; 3]);
+        assert_eq!(set.jobs[1].options.bs, [65536; 3]);
         assert_eq!(set.jobs[1].options.rw.fio_name(), "read");
     }
 

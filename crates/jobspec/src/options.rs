@@ -17,6 +17,9 @@ use crate::zones::Zones;
 /// Data direction index used for per-direction pairs (`bs=4k,8k`): read, write.
 pub const READ: usize = 0;
 pub const WRITE: usize = 1;
+/// fio's third direction: discards (BLKDISCARD on a block device, a punched hole with
+/// ioengine=falloc).
+pub const TRIM: usize = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -31,6 +34,10 @@ pub enum Direction {
     Read,
     Write,
     Mixed,
+    /// rw=trim, rw=randtrim.
+    Trim,
+    /// rw=trimwrite, rw=randtrimwrite: each block trimmed, then written.
+    TrimWrite,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,13 +55,28 @@ impl ReadWrite {
             (Pattern::Random, Direction::Read) => "randread",
             (Pattern::Random, Direction::Write) => "randwrite",
             (Pattern::Random, Direction::Mixed) => "randrw",
+            (Pattern::Sequential, Direction::Trim) => "trim",
+            (Pattern::Random, Direction::Trim) => "randtrim",
+            (Pattern::Sequential, Direction::TrimWrite) => "trimwrite",
+            (Pattern::Random, Direction::TrimWrite) => "randtrimwrite",
         }
     }
     pub fn reads(&self) -> bool {
-        self.direction != Direction::Write
+        matches!(self.direction, Direction::Read | Direction::Mixed)
     }
+    /// Whether the job writes data (not counting trims).
     pub fn writes(&self) -> bool {
-        self.direction != Direction::Read
+        matches!(
+            self.direction,
+            Direction::Write | Direction::Mixed | Direction::TrimWrite
+        )
+    }
+    pub fn trims(&self) -> bool {
+        matches!(self.direction, Direction::Trim | Direction::TrimWrite)
+    }
+    /// Whether the job changes what the storage holds: writes or trims, both guarded alike.
+    pub fn modifies(&self) -> bool {
+        self.writes() || self.trims()
     }
 }
 
@@ -245,7 +267,9 @@ pub struct JobOptions {
     pub kb_base: KbBase,
     pub rw: ReadWrite,
     pub rwmixread: f64,
-    pub bs: [u64; 2],
+    /// Per direction: read, write, trim.
+    #[serde(with = "crate::units::serde_directions")]
+    pub bs: [u64; 3],
     pub bsrange: Option<[(u64, u64); 2]>,
     pub bssplit: Option<[Vec<(u64, f64)>; 2]>,
     pub blockalign: Option<[u64; 2]>,
@@ -299,9 +323,12 @@ pub struct JobOptions {
         with = "crate::units::serde_seconds::seconds"
     )]
     pub startdelay: Duration,
-    pub rate: [u64; 2],
-    pub rate_iops: [u64; 2],
-    pub rate_min: [u64; 2],
+    #[serde(with = "crate::units::serde_directions")]
+    pub rate: [u64; 3],
+    #[serde(with = "crate::units::serde_directions")]
+    pub rate_iops: [u64; 3],
+    #[serde(with = "crate::units::serde_directions")]
+    pub rate_min: [u64; 3],
     pub rate_process: RateProcess,
     #[serde(
         rename = "thinktime_s",
@@ -487,7 +514,7 @@ impl Default for JobOptions {
                 direction: Direction::Read,
             },
             rwmixread: 50.0,
-            bs: [4096, 4096],
+            bs: [4096; 3],
             bsrange: None,
             bssplit: None,
             blockalign: None,
@@ -518,9 +545,9 @@ impl Default for JobOptions {
             time_based: false,
             ramp_time: Duration::ZERO,
             startdelay: Duration::ZERO,
-            rate: [0, 0],
-            rate_iops: [0, 0],
-            rate_min: [0, 0],
+            rate: [0; 3],
+            rate_iops: [0; 3],
+            rate_min: [0; 3],
             rate_process: RateProcess::Linear,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
@@ -800,14 +827,15 @@ pub(crate) fn flag(key: &str, value: Option<&str>) -> Result<bool, ApplyError> {
     }
 }
 
-/// Splits `a,b` into per-direction values; one value applies to both; an empty part keeps
-/// the default.
+/// Splits `read,write,trim` into per-direction values as fio does: one value applies to
+/// all three, an empty part keeps the current value, and the directions after the last one
+/// given take its value (`bs=4k,64k` trims with 64k).
 fn per_direction<T: Copy>(
     key: &str,
     text: &str,
-    current: [T; 2],
+    current: [T; 3],
     parse: impl Fn(&str) -> Result<T, String>,
-) -> Result<[T; 2], ApplyError> {
+) -> Result<[T; 3], ApplyError> {
     let parts: Vec<&str> = text.split(',').collect();
     if parts.len() > 3 {
         return Err(bad(
@@ -816,16 +844,32 @@ fn per_direction<T: Copy>(
         ));
     }
     let mut out = current;
-    if parts.len() == 1 {
-        let v = parse(parts[0]).map_err(|e| bad(key, e))?;
-        return Ok([v, v]);
-    }
-    for (i, part) in parts.iter().take(2).enumerate() {
+    let mut last = None;
+    for (i, part) in parts.iter().enumerate() {
         if !part.trim().is_empty() {
-            out[i] = parse(part).map_err(|e| bad(key, e))?;
+            let v = parse(part).map_err(|e| bad(key, e))?;
+            out[i] = v;
+            last = Some(v);
+        }
+    }
+    if let Some(v) = last {
+        for slot in out.iter_mut().skip(parts.len()) {
+            *slot = v;
         }
     }
     Ok(out)
+}
+
+/// Per-direction values for options kept for reads and writes only (trims use the write
+/// value): a third value that differs from the write value is refused rather than ignored.
+fn read_write_only<T: Copy + PartialEq>(key: &str, all: [T; 3]) -> Result<[T; 2], ApplyError> {
+    if all[TRIM] != all[WRITE] {
+        return Err(bad(
+            key,
+            "a trim value (third) that differs from the write value is not supported by sinkrate (trims use the write value)",
+        ));
+    }
+    Ok([all[READ], all[WRITE]])
 }
 
 fn parse_range(text: &str, kb: KbBase) -> Result<(u64, u64), String> {
@@ -1169,11 +1213,12 @@ impl JobOptions {
                     "randread" => (Pattern::Random, Direction::Read),
                     "randwrite" => (Pattern::Random, Direction::Write),
                     "randrw" => (Pattern::Random, Direction::Mixed),
-                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                        return Err(bad(key, format!("'{mode}' (trim) is not supported by sinkrate (supported: read, write, rw, randread, randwrite, randrw)")))
-                    }
+                    "trim" => (Pattern::Sequential, Direction::Trim),
+                    "randtrim" => (Pattern::Random, Direction::Trim),
+                    "trimwrite" => (Pattern::Sequential, Direction::TrimWrite),
+                    "randtrimwrite" => (Pattern::Random, Direction::TrimWrite),
                     other => {
-                        return Err(bad(key, format!("'{other}' is not a mode (accepted: read, write, rw, readwrite, randread, randwrite, randrw)")))
+                        return Err(bad(key, format!("'{other}' is not a mode (accepted: read, write, rw, readwrite, randread, randwrite, randrw, trim, randtrim, trimwrite, randtrimwrite)")))
                     }
                 };
                 self.rw = ReadWrite { pattern, direction };
@@ -1193,8 +1238,8 @@ impl JobOptions {
             "bs" | "blocksize" => {
                 let v = need(key, value)?;
                 if v.contains('-') {
-                    let r = per_direction(key, v, [(0, 0); 2], |p| parse_range(p, kb))?;
-                    self.bsrange = Some(r);
+                    let r = per_direction(key, v, [(0, 0); 3], |p| parse_range(p, kb))?;
+                    self.bsrange = Some(read_write_only(key, r)?);
                 } else {
                     self.bs = per_direction(key, v, self.bs, size)?;
                     if self.bs.contains(&0) {
@@ -1207,7 +1252,8 @@ impl JobOptions {
             }
             "bsrange" | "blocksize_range" => {
                 let v = need(key, value)?;
-                self.bsrange = Some(per_direction(key, v, [(0, 0); 2], |p| parse_range(p, kb))?);
+                let r = per_direction(key, v, [(0, 0); 3], |p| parse_range(p, kb))?;
+                self.bsrange = Some(read_write_only(key, r)?);
             }
             "bssplit" => {
                 let v = need(key, value)?;
@@ -1219,10 +1265,25 @@ impl JobOptions {
                     }
                     _ => first.clone(),
                 };
+                if parts.get(2).is_some_and(|p| !p.trim().is_empty()) {
+                    let third = parse_bssplit_one(parts[2], kb).map_err(|e| bad(key, e))?;
+                    if third != second {
+                        return Err(bad(key, "a trim split (third) that differs from the write split is not supported by sinkrate (trims use the write split)"));
+                    }
+                }
+                if parts.len() > 3 {
+                    return Err(bad(
+                        key,
+                        format!(
+                            "'{v}' has more than three comma-separated splits (read,write,trim)"
+                        ),
+                    ));
+                }
                 self.bssplit = Some([first, second]);
             }
             "blockalign" | "ba" => {
-                self.blockalign = Some(per_direction(key, need(key, value)?, [0, 0], size)?);
+                let all = per_direction(key, need(key, value)?, [0; 3], size)?;
+                self.blockalign = Some(read_write_only(key, all)?);
             }
             "ioengine" => return self.apply_engine(need(key, value)?),
             "iodepth" => {
@@ -1496,7 +1557,7 @@ mod tests {
     #[test]
     fn defaults_match_fio() {
         let o = JobOptions::default();
-        assert_eq!(o.bs, [4096, 4096]);
+        assert_eq!(o.bs, [4096; 3]);
         assert_eq!(o.ioengine, Engine::Psync);
         assert_eq!(o.iodepth, 1);
         assert_eq!(o.rw.fio_name(), "read");
@@ -1509,11 +1570,14 @@ mod tests {
     fn typed_values() {
         let mut o = JobOptions::default();
         apply(&mut o, "bs", Some("4k,8k")).expect("bs");
-        assert_eq!(o.bs, [4096, 8192]);
+        // As fio: the directions after the last value given take it (trims use 8k).
+        assert_eq!(o.bs, [4096, 8192, 8192]);
         apply(&mut o, "bs", Some(",64k")).expect("bs");
-        assert_eq!(o.bs, [4096, 65536]);
+        assert_eq!(o.bs, [4096, 65536, 65536]);
+        apply(&mut o, "bs", Some("4k,8k,16k")).expect("bs");
+        assert_eq!(o.bs, [4096, 8192, 16384]);
         apply(&mut o, "bs", Some("1m")).expect("bs");
-        assert_eq!(o.bs, [1 << 20, 1 << 20]);
+        assert_eq!(o.bs, [1 << 20; 3]);
         apply(&mut o, "bsrange", Some("1k-4k")).expect("bsrange");
         assert_eq!(o.bsrange, Some([(1024, 4096), (1024, 4096)]));
         apply(&mut o, "bssplit", Some("4k/10:64k/50:32k/40")).expect("bssplit");
@@ -1530,9 +1594,32 @@ mod tests {
         apply(&mut o, "thinktime", Some("66")).expect("thinktime");
         assert_eq!(o.thinktime, Duration::from_micros(66));
         apply(&mut o, "rate_iops", Some("15")).expect("rate_iops");
-        assert_eq!(o.rate_iops, [15, 15]);
+        assert_eq!(o.rate_iops, [15; 3]);
         apply(&mut o, "rate", Some(",10m")).expect("rate");
-        assert_eq!(o.rate, [0, 10 << 20]);
+        assert_eq!(o.rate, [0, 10 << 20, 10 << 20]);
+        apply(&mut o, "rate", Some(",,1m")).expect("rate");
+        assert_eq!(o.rate, [0, 10 << 20, 1 << 20]);
+        for (key, value) in [
+            ("bsrange", "1k-4k,1k-4k,1k-8k"),
+            ("blockalign", "4k,4k,8k"),
+            ("bssplit", "4k/100,4k/100,8k/100"),
+        ] {
+            match apply(&mut o, key, Some(value)) {
+                Err(ApplyError::BadValue(e)) => assert!(e.contains("trim"), "{e}"),
+                other => panic!("{key}={value}: {other:?}"),
+            }
+        }
+        for (mode, name) in [
+            ("trim", "trim"),
+            ("randtrim", "randtrim"),
+            ("trimwrite", "trimwrite"),
+            ("randtrimwrite", "randtrimwrite"),
+        ] {
+            apply(&mut o, "rw", Some(mode)).expect("rw");
+            assert_eq!(o.rw.fio_name(), name);
+            assert!(o.rw.trims() && o.rw.modifies() && !o.rw.reads());
+            assert_eq!(o.rw.writes(), mode.ends_with("write"));
+        }
         apply(&mut o, "time_based", None).expect("flag");
         assert!(o.time_based);
         apply(&mut o, "direct", Some("0")).expect("flag");
@@ -1596,7 +1683,6 @@ mod tests {
         let cases = [
             ("rwmixread", Some("150")),
             ("rw", Some("sideways")),
-            ("rw", Some("trim")),
             ("rw", Some("randread:x")),
             ("rw", Some("write:-")),
             ("random_distribution", Some("zipf:1")),

@@ -80,7 +80,7 @@ pub struct RunError {
     pub at_s: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Envelope<T> {
     pub schema: String,
     pub kind: RunKind,
@@ -163,8 +163,84 @@ impl<T: serde::de::DeserializeOwned> Envelope<T> {
                 expected: kind.name().to_string(),
             });
         }
-        serde_json::from_value(value).map_err(|e| ReadError::Shape(e.to_string()))
+        Self::split(value).map_err(ReadError::Shape)
     }
+
+    // The envelope's keys and the result's are read apart rather than through
+    // `#[serde(flatten)]`, whose buffering deserializer is instantiated once per result kind
+    // and made up a tenth of the board binaries' size.
+    fn split(value: serde_json::Value) -> Result<Self, String> {
+        let serde_json::Value::Object(mut result) = value else {
+            return Err("a run is a JSON object".into());
+        };
+        let mut head = serde_json::Map::new();
+        for key in ENVELOPE_KEYS {
+            if let Some(v) = result.remove(*key) {
+                head.insert((*key).to_string(), v);
+            }
+        }
+        let head: Head =
+            serde_json::from_value(serde_json::Value::Object(head)).map_err(|e| e.to_string())?;
+        let result: T =
+            serde_json::from_value(serde_json::Value::Object(result)).map_err(|e| e.to_string())?;
+        Ok(Envelope {
+            schema: head.schema,
+            kind: head.kind,
+            tool: head.tool,
+            started_at: head.started_at,
+            timestamp_ms: head.timestamp_ms,
+            host: head.host,
+            interrupted: head.interrupted,
+            error: head.error,
+            warnings: head.warnings,
+            notices: head.notices,
+            result,
+        })
+    }
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Envelope<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Self::split(value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The keys the envelope owns; every other key of a run's JSON belongs to its result.
+const ENVELOPE_KEYS: &[&str] = &[
+    "schema",
+    "kind",
+    "tool",
+    "started_at",
+    "timestamp_ms",
+    "host",
+    "interrupted",
+    "error",
+    "warnings",
+    "notices",
+];
+
+/// The envelope's own fields as read from a run's JSON.
+#[derive(Deserialize)]
+struct Head {
+    schema: String,
+    kind: RunKind,
+    #[serde(default)]
+    tool: Tool,
+    #[serde(default)]
+    started_at: String,
+    #[serde(default)]
+    timestamp_ms: u64,
+    #[serde(default)]
+    host: Option<HostFacts>,
+    #[serde(default)]
+    interrupted: bool,
+    #[serde(default)]
+    error: Option<RunError>,
+    #[serde(default)]
+    warnings: Vec<Warning>,
+    #[serde(default)]
+    notices: Vec<String>,
 }
 
 /// Milliseconds since the epoch as RFC 3339 in UTC, e.g. `2026-11-22T12:44:33.120Z`.

@@ -159,6 +159,7 @@ pub struct JobResult {
     pub elapsed_ns: u64,
     pub read: DirectionResult,
     pub write: DirectionResult,
+    pub trim: DirectionResult,
     pub sync: LatencyRecorder,
     pub usr_cpu_pct: f64,
     pub sys_cpu_pct: f64,
@@ -178,11 +179,12 @@ pub struct JobResult {
 }
 
 impl JobResult {
-    pub fn direction(&self, write: bool) -> &DirectionResult {
-        if write {
-            &self.write
-        } else {
-            &self.read
+    /// A direction's results by fio's index: 0 read, 1 write, 2 trim.
+    pub fn direction(&self, d: usize) -> &DirectionResult {
+        match d {
+            0 => &self.read,
+            1 => &self.write,
+            _ => &self.trim,
         }
     }
 }

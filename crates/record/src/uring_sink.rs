@@ -9,7 +9,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
-use sinkrate_engine::backend::{Backend, Completion, IoRequest, Uring};
+use sinkrate_engine::backend::{Backend, Completion, IoDir, IoRequest, Uring};
 use sinkrate_engine::buffers::AlignedBuf;
 
 use crate::sink::{Sink, BLOCK};
@@ -164,7 +164,7 @@ impl UringSink {
             let request = IoRequest {
                 fd: self.file.fd,
                 file_index: 0,
-                write: true,
+                dir: IoDir::Write,
                 offset: self.file.offset,
                 len: n,
                 // SAFETY: done + n <= aligned <= the slot's length; the slot is not reused or

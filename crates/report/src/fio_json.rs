@@ -131,6 +131,7 @@ fn latency_buckets(
 ) {
     let mut all = job.read.clat.clone();
     all.merge(&job.write.clat);
+    all.merge(&job.trim.clat);
     let (mut ns, mut us, mut msm) = (IndexMap::new(), IndexMap::new(), IndexMap::new());
     for (bucket, share) in all.bucket_distribution() {
         let target = match bucket.unit {
@@ -144,11 +145,14 @@ fn latency_buckets(
 }
 
 /// Per group: summed bytes per second of each direction (for `bw_agg`).
-fn group_rates(jobs: &[(JobResult, u32)]) -> std::collections::HashMap<(u32, bool), f64> {
+pub(crate) fn group_rates(
+    jobs: &[(JobResult, u32)],
+) -> std::collections::HashMap<(u32, usize), f64> {
     let mut m = std::collections::HashMap::new();
     for (j, _) in jobs {
-        *m.entry((j.group, false)).or_insert(0.0) += j.read.bw_bytes_per_s();
-        *m.entry((j.group, true)).or_insert(0.0) += j.write.bw_bytes_per_s();
+        for (d, r) in [&j.read, &j.write, &j.trim].into_iter().enumerate() {
+            *m.entry((j.group, d)).or_insert(0.0) += r.bw_bytes_per_s();
+        }
     }
     m
 }
@@ -156,16 +160,19 @@ fn group_rates(jobs: &[(JobResult, u32)]) -> std::collections::HashMap<(u32, boo
 pub fn job_object(
     job: &JobResult,
     count: u32,
-    rates: &std::collections::HashMap<(u32, bool), f64>,
+    rates: &std::collections::HashMap<(u32, usize), f64>,
     plus: bool,
 ) -> FioJob {
     let o = &job.options;
     let p = &o.percentile_list;
     let lists = PercentileLists::of(o);
     let (latency_ns, latency_us, latency_ms) = latency_buckets(job);
-    let runtime = job.read.runtime_ns.max(job.write.runtime_ns);
-    let empty = DirectionResult::default();
-    let rate = |write: bool| rates.get(&(job.group, write)).copied().unwrap_or(0.0);
+    let runtime = job
+        .read
+        .runtime_ns
+        .max(job.write.runtime_ns)
+        .max(job.trim.runtime_ns);
+    let rate = |d: usize| rates.get(&(job.group, d)).copied().unwrap_or(0.0);
     FioJob {
         jobname: job.name.clone(),
         groupid: job.group,
@@ -174,9 +181,9 @@ pub fn job_object(
         eta: 0,
         elapsed: job.elapsed_ns.div_ceil(1_000_000_000),
         job_options: job.written_options.iter().cloned().collect(),
-        read: direction_object(&job.read, lists, rate(false), plus),
-        write: direction_object(&job.write, lists, rate(true), plus),
-        trim: direction_object(&empty, lists, 0.0, false),
+        read: direction_object(&job.read, lists, rate(0), plus),
+        write: direction_object(&job.write, lists, rate(1), plus),
+        trim: direction_object(&job.trim, lists, rate(2), plus),
         sync: FioSync {
             total_ios: job.sync.count(),
             lat_ns: latency_object(&job.sync, Some(p), false),

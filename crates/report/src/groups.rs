@@ -24,6 +24,7 @@ pub fn apply_group_reporting(jobs: &[JobResult]) -> Vec<(JobResult, u32)> {
 fn merge_into(into: &mut JobResult, other: &JobResult) {
     into.read.merge(&other.read);
     into.write.merge(&other.write);
+    into.trim.merge(&other.trim);
     into.sync.merge(&other.sync);
     into.usr_cpu_pct += other.usr_cpu_pct;
     into.sys_cpu_pct += other.sys_cpu_pct;

@@ -64,15 +64,15 @@ pub fn render(run: &BenchRun) -> String {
             job.group.to_string(),
             job.error.to_string(),
         ];
-        let group = |write: bool| -> f64 {
+        let group = |d: usize| -> f64 {
             merged
                 .iter()
                 .filter(|(j, _)| j.group == job.group)
-                .map(|(j, _)| j.direction(write).bw_bytes_per_s())
+                .map(|(j, _)| j.direction(d).bw_bytes_per_s())
                 .sum()
         };
-        direction(&mut f, &job.read, list, group(false));
-        direction(&mut f, &job.write, list, group(true));
+        direction(&mut f, &job.read, list, group(0));
+        direction(&mut f, &job.write, list, group(1));
         f.push(format!("{:.6}%", job.usr_cpu_pct));
         f.push(format!("{:.6}%", job.sys_cpu_pct));
         f.push(job.ctx_switches.to_string());

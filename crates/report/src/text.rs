@@ -130,6 +130,7 @@ fn direction_block(
 fn buckets(out: &mut String, job: &JobResult) {
     let mut all = job.read.clat.clone();
     all.merge(&job.write.clat);
+    all.merge(&job.trim.clat);
     if all.count() == 0 {
         return;
     }
@@ -162,11 +163,7 @@ fn depth_line(values: &[f64; 7], labels: &[&str]) -> String {
 pub fn render(run: &BenchRun) -> String {
     let mut out = String::new();
     let merged = apply_group_reporting(&run.jobs);
-    let mut rates = std::collections::HashMap::new();
-    for (j, _) in &merged {
-        *rates.entry((j.group, false)).or_insert(0.0) += j.read.bw_bytes_per_s();
-        *rates.entry((j.group, true)).or_insert(0.0) += j.write.bw_bytes_per_s();
-    }
+    let rates = crate::fio_json::group_rates(&merged);
     for t in &run.targets {
         let _ = writeln!(
             out,
@@ -199,20 +196,22 @@ pub fn render(run: &BenchRun) -> String {
         if let Some(t) = &job.error_text {
             let _ = writeln!(out, "  error: {t}");
         }
-        direction_block(
-            &mut out,
-            "read",
-            &job.read,
-            rates.get(&(job.group, false)).copied().unwrap_or(0.0),
-            crate::fio_json::PercentileLists::of(o),
-        );
-        direction_block(
-            &mut out,
-            "write",
-            &job.write,
-            rates.get(&(job.group, true)).copied().unwrap_or(0.0),
-            crate::fio_json::PercentileLists::of(o),
-        );
+        for (d, (name, r)) in [
+            ("read", &job.read),
+            ("write", &job.write),
+            ("trim", &job.trim),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            direction_block(
+                &mut out,
+                name,
+                r,
+                rates.get(&(job.group, d)).copied().unwrap_or(0.0),
+                crate::fio_json::PercentileLists::of(o),
+            );
+        }
         if job.sync.count() > 0 {
             let _ = writeln!(out, "  fsync/fdatasync/sync_file_range:");
             latency_line(&mut out, "    sync", &job.sync);
@@ -260,8 +259,13 @@ pub fn render(run: &BenchRun) -> String {
         );
         let _ = writeln!(
             out,
-            "     issued rwts: total={},{},0,0 short={},{},0,0 dropped=0,0,0,0",
-            job.read.total_ios, job.write.total_ios, job.read.short_ios, job.write.short_ios
+            "     issued rwts: total={},{},{},0 short={},{},{},0 dropped=0,0,0,0",
+            job.read.total_ios,
+            job.write.total_ios,
+            job.trim.total_ios,
+            job.read.short_ios,
+            job.write.short_ios,
+            job.trim.short_ios
         );
         let _ = writeln!(
             out,
@@ -320,11 +324,11 @@ fn group_status(out: &mut String, jobs: &[(JobResult, u32)]) {
     groups.dedup();
     for g in groups {
         let _ = writeln!(out, "Run status group {g} (all jobs):");
-        for (write, label) in [(false, "READ"), (true, "WRITE")] {
+        for (d, label) in ["READ", "WRITE", "TRIM"].into_iter().enumerate() {
             let dirs: Vec<&DirectionResult> = jobs
                 .iter()
                 .filter(|(j, _)| j.group == g)
-                .map(|(j, _)| j.direction(write))
+                .map(|(j, _)| j.direction(d))
                 .filter(|d| d.total_ios > 0)
                 .collect();
             if dirs.is_empty() {

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::{Backend, IoRequest, Submitted};
+use super::{Backend, IoDir, IoRequest, Submitted};
 
 pub struct Ftruncate;
 
@@ -13,7 +13,7 @@ impl Backend for Ftruncate {
     }
 
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
-        if !req.write {
+        if !req.dir.is_write() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "ftruncate engine only does writes",
@@ -36,10 +36,12 @@ impl Backend for Falloc {
 
     #[cfg(target_os = "linux")]
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
-        let mode = if req.write {
-            0
-        } else {
-            libc::FALLOC_FL_KEEP_SIZE
+        // As fio's falloc engine: reads allocate within the size, writes may extend it, and
+        // trims punch a hole.
+        let mode = match req.dir {
+            IoDir::Write => 0,
+            IoDir::Read => libc::FALLOC_FL_KEEP_SIZE,
+            IoDir::Trim => libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
         };
         // SAFETY: fallocate on a descriptor the worker owns.
         let r = unsafe {

@@ -76,7 +76,7 @@ impl Uring {
         // The same opcode for a registered file index or a plain descriptor.
         macro_rules! read_or_write {
             ($fd:expr) => {
-                if req.write {
+                if req.dir.is_write() {
                     opcode::Write::new($fd, req.buf, len)
                         .offset(req.offset)
                         .build()
@@ -114,6 +114,9 @@ impl Backend for Uring {
     }
 
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
+        if req.dir == super::IoDir::Trim {
+            return super::discard(req.fd, req.offset, req.len).map(Submitted::Done);
+        }
         if self.registered.is_none() {
             let ok = !self.files.is_empty()
                 && self.files.iter().all(|fd| *fd >= 0)

@@ -40,6 +40,9 @@ impl Backend for Mmap {
     }
 
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
+        if req.dir == super::IoDir::Trim {
+            return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        }
         let Some(Some((base, len))) = self.maps.get(req.file_index).copied() else {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         };
@@ -50,7 +53,7 @@ impl Backend for Mmap {
         // SAFETY: offset+len is inside the mapping; req.buf is valid for req.len bytes.
         unsafe {
             let at = base.add(req.offset as usize);
-            if req.write {
+            if req.dir.is_write() {
                 std::ptr::copy_nonoverlapping(req.buf, at, req.len);
             } else {
                 std::ptr::copy_nonoverlapping(at, req.buf, req.len);

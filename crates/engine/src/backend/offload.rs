@@ -9,7 +9,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::{Backend, Completion, IoRequest, Submitted};
+use super::{Backend, Completion, IoDir, IoRequest, Submitted};
 use crate::clock::Clock;
 
 /// An I/O on its way to a submitter. The buffer stays valid and untouched until the
@@ -68,12 +68,19 @@ fn submitter(work: Arc<Mutex<Receiver<Work>>>, done: Sender<Completion>, clock: 
         } else {
             // SAFETY: req.buf is valid for req.len bytes until this completion is reaped.
             let n = unsafe {
-                if req.write {
-                    libc::pwrite(req.fd, req.buf.cast(), req.len, req.offset as libc::off_t)
-                } else {
-                    libc::pread(req.fd, req.buf.cast(), req.len, req.offset as libc::off_t)
+                match req.dir {
+                    IoDir::Write => {
+                        libc::pwrite(req.fd, req.buf.cast(), req.len, req.offset as libc::off_t)
+                    }
+                    IoDir::Read => {
+                        libc::pread(req.fd, req.buf.cast(), req.len, req.offset as libc::off_t)
+                    }
+                    IoDir::Trim => {
+                        super::discard(req.fd, req.offset, req.len).map_or(-1, |n| n as isize)
+                    }
                 }
             };
+            // discard() leaves errno as the ioctl set it.
             if n < 0 {
                 -(io::Error::last_os_error()
                     .raw_os_error()

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::{check, Backend, IoRequest, Submitted};
+use super::{check, Backend, IoDir, IoRequest, Submitted};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -55,6 +55,9 @@ impl Backend for SyncRw {
 
     #[inline]
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
+        if req.dir == IoDir::Trim {
+            return super::discard(req.fd, req.offset, req.len).map(Submitted::Done);
+        }
         let iov = libc::iovec {
             iov_base: req.buf.cast(),
             iov_len: req.len,
@@ -63,7 +66,7 @@ impl Backend for SyncRw {
         // SAFETY: req.buf is valid for req.len bytes until this call returns (IoRequest
         // contract); fd belongs to the worker.
         let n = unsafe {
-            match (self.flavor, req.write) {
+            match (self.flavor, req.dir.is_write()) {
                 (Flavor::Psync, false) => check(libc::pread(req.fd, req.buf.cast(), req.len, off))?,
                 (Flavor::Psync, true) => check(libc::pwrite(req.fd, req.buf.cast(), req.len, off))?,
                 (Flavor::Pvsync, false) => check(libc::preadv(req.fd, &iov, 1, off))?,

@@ -86,6 +86,7 @@ pub(super) fn run_block_io(
         bs: [
             BlockSizes::for_direction(o, 0),
             BlockSizes::for_direction(o, 1),
+            BlockSizes::for_direction(o, 2),
         ],
         files,
         next_file: 0,
@@ -100,12 +101,12 @@ pub(super) fn run_block_io(
         ramping: ramp_ns > 0,
         results: Default::default(),
         tally: Default::default(),
-        issued_total: [0; 2],
-        issued_bytes: [0; 2],
-        rate_next_ns: [now; 2],
+        issued_total: [0; 3],
+        issued_bytes: [0; 3],
+        rate_next_ns: [now; 3],
         rate_anchor_ns: now,
-        rate_anchor_counts: [0; 2],
-        rate_anchor_bytes: [0; 2],
+        rate_anchor_counts: [0; 3],
+        rate_anchor_bytes: [0; 3],
         writes_since_sync: 0,
         sync_due: None,
         sync: LatencyRecorder::new(),
@@ -228,10 +229,11 @@ pub(super) fn run_block_io(
         r.short_ios = tally.short;
         r.runtime_ns = if tally.ios > 0 { runtime } else { 0 };
     }
-    let [read, write] = std::mem::take(&mut lp.results);
+    let [read, write, trim] = std::mem::take(&mut lp.results);
     let res = &mut outcome.result;
     res.read = read;
     res.write = write;
+    res.trim = trim;
     res.sync = std::mem::take(&mut lp.sync);
     if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
         res.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / runtime as f64;

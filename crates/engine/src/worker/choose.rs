@@ -1,11 +1,12 @@
 //! What the next I/O is: its direction, block size, file and offset.
 
 use sinkrate_jobspec::behaviour::{FileService, RandomGenerator};
-use sinkrate_jobspec::options::Pattern;
+use sinkrate_jobspec::options::{Direction, Pattern};
 use sinkrate_jobspec::JobOptions;
 
 use sinkrate_jobspec::distribution::RwSequencer;
 
+use crate::backend::IoDir;
 use crate::distribution::BlockSampler;
 use crate::rng::{Permutation, Rng};
 
@@ -20,9 +21,11 @@ pub(super) enum BlockSizes {
 
 impl BlockSizes {
     pub(super) fn for_direction(o: &JobOptions, d: usize) -> BlockSizes {
+        // bssplit and bsrange keep reads and writes; trims use the write value.
+        let rw = d.min(IoDir::Write.index());
         if let Some(split) = &o.bssplit {
             let mut cumulative = 0.0;
-            let table = split[d]
+            let table = split[rw]
                 .iter()
                 .map(|(bs, pct)| {
                     cumulative += pct;
@@ -32,7 +35,7 @@ impl BlockSizes {
             return BlockSizes::Split(table);
         }
         if let Some(range) = &o.bsrange {
-            let (lo, hi) = range[d];
+            let (lo, hi) = range[rw];
             let align = if lo % 512 == 0 { 512 } else { 1 };
             return BlockSizes::Range { lo, hi, align };
         }
@@ -108,16 +111,30 @@ impl Loop<'_> {
 
     #[inline]
     pub(super) fn plan_next(&mut self) -> Planned {
-        let write = match self.o.rw.direction {
-            sinkrate_jobspec::options::Direction::Read => false,
-            sinkrate_jobspec::options::Direction::Write => true,
-            sinkrate_jobspec::options::Direction::Mixed => {
-                self.rng.unit() * 100.0 >= self.o.rwmixread
+        let file = self.choose_file();
+        let dir = match self.o.rw.direction {
+            Direction::Read => IoDir::Read,
+            Direction::Write => IoDir::Write,
+            Direction::Trim => IoDir::Trim,
+            Direction::Mixed => {
+                if self.rng.unit() * 100.0 >= self.o.rwmixread {
+                    IoDir::Write
+                } else {
+                    IoDir::Read
+                }
+            }
+            // fio's trimwrite: trim where the last write started, then write there.
+            Direction::TrimWrite => {
+                let last = &self.files[file].last_start;
+                if last[IoDir::Write.index()] == last[IoDir::Trim.index()] {
+                    IoDir::Trim
+                } else {
+                    IoDir::Write
+                }
             }
         };
-        let d = usize::from(write);
+        let d = dir.index();
         let bs = self.bs[d].pick(&mut self.rng);
-        let file = self.choose_file();
         // During ramp_time a pass does not end, so more than a pass may have been issued.
         let remaining = self.pass_bytes.saturating_sub(self.pass_issued);
         let modifier = self.o.offset_modifier;
@@ -131,7 +148,13 @@ impl Loop<'_> {
                 modifier.random_every <= 1 || n % modifier.random_every == 0
             }
         };
-        let range_size = self.bs[0].min().min(self.bs[1].min()).max(1);
+        let range_size = self
+            .bs
+            .iter()
+            .map(BlockSizes::min)
+            .min()
+            .unwrap_or(1)
+            .max(1);
         let f = &mut self.files[file];
         let strided = self.strided;
         // zonemode=strided: the I/O stays in the current zone until zonesize bytes are done
@@ -145,7 +168,7 @@ impl Loop<'_> {
                     if f.zone_base >= f.plan.region_len {
                         f.zone_base = 0;
                     }
-                    f.seq_pos = [0; 2];
+                    f.seq_pos = [0; 3];
                 }
                 (f.zone_base, z.range.min(f.plan.region_len - f.zone_base))
             }
@@ -170,7 +193,9 @@ impl Loop<'_> {
             (pos, bs.min(region - pos))
         };
         if random_now && f.samplers[d].is_none() {
-            if let Some(dist) = self.o.random_distribution.as_ref().map(|all| &all[d]) {
+            // Trims draw as writes do (random_distribution keeps reads and writes).
+            let rw = d.min(IoDir::Write.index());
+            if let Some(dist) = self.o.random_distribution.as_ref().map(|all| &all[rw]) {
                 let nranges = region.div_ceil(range_size);
                 let seed = self.random_seed ^ ((file as u64) << 1 | d as u64);
                 f.samplers[d] = BlockSampler::new(
@@ -186,9 +211,16 @@ impl Loop<'_> {
             Some(sampler) if random_now && strided.is_none() => Some(sampler.next_block()),
             _ => None,
         };
-        let (offset, mut len) = if !random_now {
+        let trimmed_here = (self.o.rw.direction == Direction::TrimWrite && dir == IoDir::Write)
+            .then(|| f.last_start[IoDir::Trim.index()]);
+        let (offset, mut len) = if let Some(at) = trimmed_here {
+            (at, bs.min(region - at.min(region)))
+        } else if !random_now {
             match (self.o.rw.pattern, self.o.rw_sequencer) {
-                (Pattern::Random, RwSequencer::Identical) => (f.last_start[d], bs.min(region)),
+                (Pattern::Random, RwSequencer::Identical) => {
+                    let last = f.last_start[d];
+                    (if last == NO_START { 0 } else { last }, bs.min(region))
+                }
                 _ => sequential(f),
             }
         } else if let Some(block) = sampled {
@@ -198,7 +230,7 @@ impl Loop<'_> {
             let align = self
                 .o
                 .blockalign
-                .map(|a| a[d])
+                .map(|a| a[d.min(IoDir::Write.index())])
                 .filter(|a| *a > 0)
                 .unwrap_or(bs);
             let fixed = matches!(self.bs[d], BlockSizes::Fixed(_));
@@ -235,7 +267,7 @@ impl Loop<'_> {
             len = remaining;
         }
         Planned {
-            write,
+            dir,
             file,
             offset: f.plan.region_start + zone_base + offset,
             len: len as usize,

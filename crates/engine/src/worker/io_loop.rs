@@ -10,7 +10,7 @@ use sinkrate_model::{
 };
 use sinkrate_stats::LatencyRecorder;
 
-use crate::backend::{Backend, Completion, IoRequest, Submitted};
+use crate::backend::{Backend, Completion, IoDir, IoRequest, Submitted};
 use crate::buffers::{AlignedBuf, Contents};
 use crate::clock::Clock;
 use crate::logs::{JobLogs, Window};
@@ -40,7 +40,7 @@ pub(super) struct Loop<'a> {
     pub(super) sequencer_ios: u64,
     pub(super) contents: Contents,
     pub(super) verify: Option<crate::verify::VerifyState>,
-    pub(super) bs: [BlockSizes; 2],
+    pub(super) bs: [BlockSizes; 3],
     pub(super) files: Vec<OpenFile>,
     pub(super) next_file: usize,
     /// I/Os and bytes to the current file since it was chosen (file_service_type).
@@ -55,17 +55,17 @@ pub(super) struct Loop<'a> {
     pub(super) ramp_end_ns: u64,
     pub(super) end_ns: Option<u64>,
     pub(super) ramping: bool,
-    pub(super) results: [DirectionResult; 2],
-    pub(super) tally: [Tally; 2],
-    pub(super) issued_total: [u64; 2],
-    pub(super) issued_bytes: [u64; 2],
-    pub(super) rate_next_ns: [u64; 2],
+    pub(super) results: [DirectionResult; 3],
+    pub(super) tally: [Tally; 3],
+    pub(super) issued_total: [u64; 3],
+    pub(super) issued_bytes: [u64; 3],
+    pub(super) rate_next_ns: [u64; 3],
     pub(super) rate_anchor_ns: u64,
     /// `issued_total` at the anchor (the job's start, then the end of ramp_time): rate
     /// pacing and number_ios count I/Os issued from there, so I/Os in flight at a queue
     /// depth do not carry number_ios past its limit.
-    pub(super) rate_anchor_counts: [u64; 2],
-    pub(super) rate_anchor_bytes: [u64; 2],
+    pub(super) rate_anchor_counts: [u64; 3],
+    pub(super) rate_anchor_bytes: [u64; 3],
     pub(super) writes_since_sync: u64,
     pub(super) sync_due: Option<usize>,
     pub(super) sync: LatencyRecorder,
@@ -128,7 +128,7 @@ pub(super) fn wait_one(backend: &mut dyn Backend, clock: &Clock) -> Result<(i64,
 /// One planned I/O.
 #[derive(Clone, Copy)]
 pub(super) struct Planned {
-    pub(super) write: bool,
+    pub(super) dir: IoDir,
     pub(super) file: usize,
     pub(super) offset: u64,
     pub(super) len: usize,
@@ -142,7 +142,7 @@ impl Loop<'_> {
         self.rate_anchor_ns = now;
         self.rate_anchor_counts = self.issued_total;
         self.rate_anchor_bytes = self.issued_bytes;
-        self.rate_next_ns = [now; 2];
+        self.rate_next_ns = [now; 3];
         self.end_ns = self.o.runtime.map(|r| now + r.as_nanos() as u64);
         self.results = Default::default();
         self.tally = Default::default();
@@ -169,8 +169,12 @@ impl Loop<'_> {
             return true;
         }
         if let Some(limit) = self.o.number_ios {
-            let issued = (self.issued_total[0] - self.rate_anchor_counts[0])
-                + (self.issued_total[1] - self.rate_anchor_counts[1]);
+            let issued: u64 = self
+                .issued_total
+                .iter()
+                .zip(&self.rate_anchor_counts)
+                .map(|(total, anchor)| total - anchor)
+                .sum();
             if !self.ramping && issued >= limit {
                 return true;
             }
@@ -190,7 +194,7 @@ impl Loop<'_> {
             self.passes_done += 1;
             self.pass_issued = 0;
             for f in &mut self.files {
-                f.seq_pos = [0; 2];
+                f.seq_pos = [0; 3];
                 if let Some(p) = &mut f.perm {
                     p.restart();
                 }
@@ -215,7 +219,7 @@ impl Loop<'_> {
     ) -> Result<(), LoopError> {
         if result < 0 {
             let errno = (-result) as i32;
-            let what = if p.write { "write" } else { "read" };
+            let what = p.dir.name();
             return Err((
                 errno,
                 format!(
@@ -227,9 +231,9 @@ impl Loop<'_> {
                 ),
             ));
         }
-        let d = usize::from(p.write);
+        let d = p.dir.index();
         let n = result as u64;
-        if p.write {
+        if p.dir != IoDir::Read {
             self.files[p.file].written = true;
         }
         if self.ramping {
@@ -260,12 +264,19 @@ impl Loop<'_> {
         if n < p.len as u64 {
             t.short += 1;
         }
-        if p.write {
-            self.progress.write_bytes.store(t.bytes, Ordering::Relaxed);
-            self.progress.write_ios.store(t.ios, Ordering::Relaxed);
-        } else {
-            self.progress.read_bytes.store(t.bytes, Ordering::Relaxed);
-            self.progress.read_ios.store(t.ios, Ordering::Relaxed);
+        match p.dir {
+            IoDir::Write => {
+                self.progress.write_bytes.store(t.bytes, Ordering::Relaxed);
+                self.progress.write_ios.store(t.ios, Ordering::Relaxed);
+            }
+            IoDir::Read => {
+                self.progress.read_bytes.store(t.bytes, Ordering::Relaxed);
+                self.progress.read_ios.store(t.ios, Ordering::Relaxed);
+            }
+            IoDir::Trim => {
+                self.progress.trim_bytes.store(t.bytes, Ordering::Relaxed);
+                self.progress.trim_ios.store(t.ios, Ordering::Relaxed);
+            }
         }
         if self.logs.wants_latency() {
             self.log_latency(d, clat, lat, submit_ns.saturating_sub(prep_ns), p, done_ns);
@@ -294,11 +305,20 @@ impl Loop<'_> {
         Ok(())
     }
 
+    /// Counts an issued I/O toward the pass: as fio, a trimwrite job's pass is its writes
+    /// (each block is trimmed and then written).
+    #[inline]
+    pub(super) fn count_toward_pass(&mut self, p: &Planned) {
+        if !(p.dir == IoDir::Trim && self.o.rw.writes()) {
+            self.pass_issued += p.len as u64;
+        }
+    }
+
     /// Counts a write toward fsync=/fdatasync=; the sync itself runs before the next I/O
     /// (as fio does, so the last write of a job is not followed by one).
     pub(super) fn count_write_for_sync(&mut self, p: &Planned) {
         let every = self.o.fsync.max(self.o.fdatasync);
-        if !p.write || every == 0 || self.files[p.file].plan.special {
+        if !p.dir.is_write() || every == 0 || self.files[p.file].plan.special {
             return;
         }
         self.writes_since_sync += 1;
@@ -347,7 +367,7 @@ impl Loop<'_> {
                 n as i64
             };
             let p = Planned {
-                write: false,
+                dir: IoDir::Read,
                 file,
                 offset,
                 len,
@@ -387,13 +407,13 @@ impl Loop<'_> {
             return Ok(());
         }
         self.progress.set_phase(Phase::Verifying);
-        let max_bs = self.bs[0].max().max(self.bs[1].max()) as usize;
+        let max_bs = self.bs.iter().map(BlockSizes::max).max().unwrap_or(4096) as usize;
         let mut buf = AlignedBuf::new(max_bs);
         self.verify_blocks(blocks, &mut buf)
     }
 
     pub(super) fn run_sync(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
-        let max_bs = self.bs[0].max().max(self.bs[1].max()) as usize;
+        let max_bs = self.bs.iter().map(BlockSizes::max).max().unwrap_or(4096) as usize;
         let mut buf = AlignedBuf::new(max_bs);
         self.contents
             .initial_fill(buf.as_mut_slice(), &mut self.rng);
@@ -419,11 +439,11 @@ impl Loop<'_> {
             }
             self.sync_if_due(backend)?;
             let p = self.plan_next();
-            let d = usize::from(p.write);
+            let d = p.dir.index();
             if !self.wait_for_rate(d, p.len as u64) {
                 break;
             }
-            if p.write {
+            if p.dir.is_write() {
                 self.contents
                     .before_write(buf.as_mut_slice(), p.len, p.offset, &mut self.rng);
                 if let Some(v) = &mut self.verify {
@@ -433,7 +453,7 @@ impl Loop<'_> {
             let req = IoRequest {
                 fd: self.files[p.file].fd,
                 file_index: p.file,
-                write: p.write,
+                dir: p.dir,
                 offset: p.offset,
                 len: p.len,
                 buf: buf_ptr,
@@ -460,13 +480,13 @@ impl Loop<'_> {
             now = self.clock.now_ns();
             self.issued_total[d] += 1;
             self.issued_bytes[d] += p.len as u64;
-            self.pass_issued += p.len as u64;
+            self.count_toward_pass(&p);
             if !self.ramping {
                 self.depth_hist[0] += 1;
             }
             self.complete(&p, result, t0, submitted, now)?;
             self.count_write_for_sync(&p);
-            if p.write {
+            if p.dir.is_write() {
                 let due = self
                     .verify
                     .as_mut()
@@ -488,7 +508,7 @@ impl Loop<'_> {
         depth: u32,
     ) -> Result<(), LoopError> {
         let depth = depth as usize;
-        let max_bs = self.bs[0].max().max(self.bs[1].max()) as usize;
+        let max_bs = self.bs.iter().map(BlockSizes::max).max().unwrap_or(4096) as usize;
         let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(max_bs)).collect();
         for b in &mut bufs {
             self.contents.initial_fill(b.as_mut_slice(), &mut self.rng);
@@ -496,7 +516,7 @@ impl Loop<'_> {
         let mut slots: Vec<(Planned, u64, u64)> = vec![
             (
                 Planned {
-                    write: false,
+                    dir: IoDir::Read,
                     file: 0,
                     offset: 0,
                     len: 0
@@ -541,7 +561,7 @@ impl Loop<'_> {
                     break;
                 }
                 let p = self.plan_next();
-                let d = usize::from(p.write);
+                let d = p.dir.index();
                 if (self.o.rate[d] > 0 || self.o.rate_iops[d] > 0)
                     && !self.wait_for_rate(d, p.len as u64)
                 {
@@ -549,7 +569,7 @@ impl Loop<'_> {
                     break;
                 }
                 let Some(slot) = free.pop() else { break };
-                if p.write {
+                if p.dir.is_write() {
                     self.contents.before_write(
                         bufs[slot].as_mut_slice(),
                         p.len,
@@ -563,7 +583,7 @@ impl Loop<'_> {
                 let req = IoRequest {
                     fd: self.files[p.file].fd,
                     file_index: p.file,
-                    write: p.write,
+                    dir: p.dir,
                     offset: p.offset,
                     len: p.len,
                     buf: bufs[slot].as_mut_ptr(),
@@ -573,7 +593,7 @@ impl Loop<'_> {
                 slots[slot] = (p, prep, prep);
                 self.issued_total[d] += 1;
                 self.issued_bytes[d] += p.len as u64;
-                self.pass_issued += p.len as u64;
+                self.count_toward_pass(&p);
                 match backend.submit(&req) {
                     Ok(Submitted::Queued) => {
                         batch.push(slot);

@@ -43,16 +43,16 @@ impl Loop<'_> {
         now: u64,
     ) {
         let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
-        let write = d == 1;
+        let dir = d as u8;
         if self.logs.avg_msec == 0 {
             if let Some(l) = &mut self.logs.clat {
-                l.entry(t_ms, clat, write, p.len as u64, p.offset);
+                l.entry(t_ms, clat, dir, p.len as u64, p.offset);
             }
             if let Some(l) = &mut self.logs.lat {
-                l.entry(t_ms, lat, write, p.len as u64, p.offset);
+                l.entry(t_ms, lat, dir, p.len as u64, p.offset);
             }
             if let Some(l) = &mut self.logs.slat {
-                l.entry(t_ms, slat, write, p.len as u64, p.offset);
+                l.entry(t_ms, slat, dir, p.len as u64, p.offset);
             }
         } else {
             self.log_window.sum[d] += clat as u128;
@@ -66,12 +66,9 @@ impl Loop<'_> {
         if span == 0 {
             return;
         }
-        for d in 0..2 {
+        let active_directions = [self.o.rw.reads(), self.o.rw.writes(), self.o.rw.trims()];
+        for (d, active) in active_directions.into_iter().enumerate() {
             let t = &mut self.tally[d];
-            let active = match d {
-                0 => self.o.rw.reads(),
-                _ => self.o.rw.writes(),
-            };
             if active {
                 let bw = t.window_bytes as f64 * 1e9 / span as f64;
                 let iops = t.window_ios as f64 * 1e9 / span as f64;
@@ -80,10 +77,10 @@ impl Loop<'_> {
                 let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
                 if self.logs.avg_msec == 0 || now >= self.log_window_end {
                     if let Some(l) = &mut self.logs.bw {
-                        l.entry(t_ms, (bw / 1024.0) as u64, d == 1, 0, 0);
+                        l.entry(t_ms, (bw / 1024.0) as u64, d as u8, 0, 0);
                     }
                     if let Some(l) = &mut self.logs.iops {
-                        l.entry(t_ms, iops as u64, d == 1, 0, 0);
+                        l.entry(t_ms, iops as u64, d as u8, 0, 0);
                     }
                 }
                 if self.logs.avg_msec > 0
@@ -92,10 +89,10 @@ impl Loop<'_> {
                 {
                     let avg = (self.log_window.sum[d] / self.log_window.count[d] as u128) as u64;
                     if let Some(l) = &mut self.logs.clat {
-                        l.entry(t_ms, avg, d == 1, 0, 0);
+                        l.entry(t_ms, avg, d as u8, 0, 0);
                     }
                     if let Some(l) = &mut self.logs.lat {
-                        l.entry(t_ms, avg, d == 1, 0, 0);
+                        l.entry(t_ms, avg, d as u8, 0, 0);
                     }
                 }
                 if d == 0 || !self.o.rw.reads() || self.o.rw.writes() {
@@ -127,8 +124,8 @@ impl Loop<'_> {
         if elapsed < NS_PER_S {
             return;
         }
-        for d in 0..2 {
-            let active = if d == 0 { o.rw.reads() } else { o.rw.writes() };
+        let active_directions = [o.rw.reads(), o.rw.writes(), o.rw.trims()];
+        for (d, active) in active_directions.into_iter().enumerate() {
             if active && o.rate_min[d] > 0 {
                 let rate = self.tally[d].bytes as f64 * 1e9 / elapsed as f64;
                 if rate < o.rate_min[d] as f64 && self.error.is_none() {

@@ -18,16 +18,20 @@ use crate::rng::{Permutation, Rng};
 
 use super::*;
 
+/// `last_start` of a direction that has not had an I/O yet.
+pub(super) const NO_START: u64 = u64::MAX;
+
 pub(super) struct OpenFile {
     pub(super) fd: RawFd,
     pub(super) plan: PlannedFile,
     pub(super) created: bool,
-    pub(super) seq_pos: [u64; 2],
+    pub(super) seq_pos: [u64; 3],
     pub(super) perm: Option<Permutation>,
     /// Per direction, for a non-uniform random_distribution (made at the first random I/O).
-    pub(super) samplers: [Option<BlockSampler>; 2],
-    /// Where the last I/O of each direction started (rw_sequencer=identical repeats it).
-    pub(super) last_start: [u64; 2],
+    pub(super) samplers: [Option<BlockSampler>; 3],
+    /// Where the last I/O of each direction started (rw_sequencer=identical repeats it;
+    /// trimwrite writes where the last trim started). `NO_START` before the first, as fio's.
+    pub(super) last_start: [u64; 3],
     pub(super) written: bool,
     /// zonemode=strided: where the current zone starts in the region, and the bytes done
     /// in it.
@@ -95,10 +99,10 @@ pub(super) fn lay_out(
             existing_size: None,
         },
         created: false,
-        seq_pos: [0; 2],
+        seq_pos: [0; 3],
         perm: None,
-        samplers: [None, None],
-        last_start: [0; 2],
+        samplers: [None, None, None],
+        last_start: [NO_START; 3],
         written: false,
         zone_base: 0,
         zone_bytes: 0,
@@ -186,16 +190,17 @@ pub(super) fn open_files(
     out: &mut Vec<OpenFile>,
 ) -> Result<(), EngineError> {
     let o = &setup.job.options;
-    let writes = o.rw.writes();
+    // Trims need the descriptor open for writing, as writes do (BLKDISCARD asks for it).
+    let writes = o.rw.modifies();
     if o.ioengine == Engine::Null {
         out.push(OpenFile {
             fd: -1,
             plan: setup.files[0].clone(),
             created: false,
-            seq_pos: [0; 2],
+            seq_pos: [0; 3],
             perm: None,
-            samplers: [None, None],
-            last_start: [0; 2],
+            samplers: [None, None, None],
+            last_start: [NO_START; 3],
             written: false,
             zone_base: 0,
             zone_bytes: 0,
@@ -268,16 +273,17 @@ pub(super) fn open_files(
             fd,
             plan: plan.clone(),
             created: !existed,
-            seq_pos: [0; 2],
+            seq_pos: [0; 3],
             perm: None,
-            samplers: [None, None],
-            last_start: [0; 2],
+            samplers: [None, None, None],
+            last_start: [NO_START; 3],
             written: false,
             zone_base: 0,
             zone_bytes: 0,
         };
         if writes && !plan.is_block_device && !plan.special && size_now < plan.needed_size() {
-            if o.ioengine == Engine::Mmap {
+            // falloc's trims punch holes within the file's size, which fio sets (no data).
+            if o.ioengine == Engine::Mmap || o.ioengine == Engine::Falloc && o.rw.trims() {
                 preallocate(fd, Fallocate::Truncate, plan.needed_size());
             } else if o.ioengine != Engine::Ftruncate
                 && o.ioengine != Engine::Falloc
