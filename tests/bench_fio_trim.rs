@@ -301,4 +301,16 @@ fn trims_that_cannot_run_are_refused_in_one_line() {
         ],
         &["bsrange", "trim value"],
     );
+    refuses(
+        d,
+        &[
+            "--readonly",
+            "--name=t",
+            "--filename=plain",
+            "--size=1m",
+            "--rw=randtrim",
+            "--ioengine=falloc",
+        ],
+        &["--readonly refuses every write and trim", "rw=randtrim"],
+    );
 }

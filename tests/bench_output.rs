@@ -50,7 +50,7 @@ fn json_has_the_schema_and_fio_keys() {
     assert!(job["latency_us"]["2"].is_number());
     assert_eq!(
         v["config"]["jobs"][0]["options"]["bs"],
-        serde_json::json!([4096, 4096])
+        serde_json::json!([4096, 4096, 4096])
     );
 }
 

@@ -126,6 +126,38 @@ fn a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate() {
                 !err.contains("tmpfs"),
                 "a device node is not its devtmpfs: {err}"
             );
+
+            // continue_on_error=verify: each bad block is counted and the check goes on, in
+            // both. The first 32 MiB read back what was written 32 MiB further (512 bad
+            // blocks of 64 KiB), the rest is good; every block was read back.
+            let args = [&args[..], &["--continue_on_error=verify"]].concat();
+            let fio = Command::new("fio").args(&args).output().expect("fio runs");
+            let fio_out = String::from_utf8_lossy(&fio.stdout);
+            let fio_json: serde_json::Value =
+                serde_json::from_str(&fio_out[fio_out.find('{').expect("fio JSON")..])
+                    .expect("fio JSON");
+            let (code, out, err) = bench(&args);
+            let ours: serde_json::Value = serde_json::from_str(&out).expect("sinkrate JSON");
+            let errors = |v: &serde_json::Value| {
+                (
+                    figures(v),
+                    v["jobs"][0]["total_err"].as_u64(),
+                    v["jobs"][0]["first_error"].as_i64(),
+                )
+            };
+            assert_eq!(
+                (code, errors(&ours)),
+                (fio.status.code(), errors(&fio_json)),
+                "{err}"
+            );
+            assert_eq!(
+                (code, errors(&ours)),
+                (
+                    Some(0),
+                    ((84, 64 << 20, 64 << 20, 1024), Some(512), Some(84))
+                )
+            );
+            assert!(err.contains("512 I/O error(s) gone on past"), "{err}");
         },
     );
 }

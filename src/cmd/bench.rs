@@ -83,9 +83,10 @@ fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
         set.jobs.retain(|j| args.section.contains(&j.options.name));
     }
     if args.readonly {
-        if let Some(j) = set.jobs.iter().find(|j| j.options.rw.writes()) {
+        // As fio's --readonly: writes and trims alike.
+        if let Some(j) = set.jobs.iter().find(|j| j.options.rw.modifies()) {
             return Err(anyhow!(
-                "{}: job '{}' writes (rw={}), and --readonly refuses every write (use rw=read or randread)",
+                "{}: job '{}' writes or trims (rw={}), and --readonly refuses every write and trim (use rw=read or randread)",
                 j.origin,
                 j.options.name,
                 j.options.rw.fio_name()

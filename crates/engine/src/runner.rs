@@ -180,9 +180,16 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 }
             }
         }
-        if !o.ioengine.is_file_operation()
+        // A job that goes on past ENOSPC on its writes (continue_on_error with
+        // ignore_error=,ENOSPC, as fio's enospc-pressure.fio) means to fill the file system.
+        let fills_the_fs = o.error_policy.non_fatal(
+            sinkrate_jobspec::error_policy::ErrorKind::Write,
+            libc::ENOSPC,
+        );
+        if (!o.ioengine.is_file_operation()
             || o.ioengine == Engine::Ftruncate
-            || o.ioengine == Engine::Falloc
+            || o.ioengine == Engine::Falloc)
+            && !fills_the_fs
         {
             let need = files::bytes_to_allocate(&planned);
             if need > 0 {
@@ -395,7 +402,23 @@ fn honesty_warnings(
             }
         }
     }
-    let runtime = r.read.runtime_ns.max(r.write.runtime_ns);
+    if r.total_err > 0 {
+        warnings.push(Warning {
+            id: "io.errors_ignored".into(),
+            job: name.clone(),
+            text: format!(
+                "{} I/O error(s) gone on past (continue_on_error), the first {} ({}): the figures count only the I/Os that succeeded",
+                r.total_err,
+                sinkrate_jobspec::error_policy::errno_name(r.first_error).unwrap_or("an error"),
+                sinkrate_jobspec::error_policy::errno_text(r.first_error),
+            ),
+        });
+    }
+    let runtime = r
+        .read
+        .runtime_ns
+        .max(r.write.runtime_ns)
+        .max(r.trim.runtime_ns);
     if runtime > 0
         && runtime < 1_000_000_000
         && o.ioengine != Engine::Null

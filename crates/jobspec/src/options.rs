@@ -452,6 +452,9 @@ pub struct JobOptions {
     /// zonemode=strided and its zonesize, zonerange, zoneskip.
     #[serde(default)]
     pub zones: Zones,
+    /// continue_on_error and ignore_error.
+    #[serde(default)]
+    pub error_policy: crate::error_policy::ErrorPolicy,
 }
 
 fn yes() -> bool {
@@ -592,16 +595,14 @@ impl Default for JobOptions {
             behaviour: Behaviour::default(),
             buffer_shape: BufferShape::default(),
             zones: Zones::default(),
+            error_policy: Default::default(),
         }
     }
 }
 
 /// Options that fio has and sinkrate accepts, but that change nothing in sinkrate's
 /// measurement; each with the reason, shown by `--parse-only`.
-pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[(
-    "continue_on_error",
-    "the first error stops its job and is reported",
-)];
+pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[];
 
 /// All option names sinkrate understands (including those accepted without effect).
 pub fn supported_names() -> Vec<&'static str> {
@@ -611,6 +612,7 @@ pub fn supported_names() -> Vec<&'static str> {
     names.extend(crate::behaviour::OPTIONS);
     names.extend(crate::buffer_shape::OPTIONS);
     names.extend(crate::zones::OPTIONS);
+    names.extend(crate::error_policy::OPTIONS);
     names.sort_unstable();
     names
 }
@@ -1106,6 +1108,7 @@ impl JobOptions {
             k if crate::coordination::OPTIONS.contains(&k) => self.coordination.apply(k, value)?,
             k if crate::behaviour::OPTIONS.contains(&k) => self.behaviour.apply(k, value)?,
             k if crate::zones::OPTIONS.contains(&k) => self.zones.apply(k, value, kb)?,
+            k if crate::error_policy::OPTIONS.contains(&k) => self.error_policy.apply(k, value)?,
             k if crate::buffer_shape::OPTIONS.contains(&k) => {
                 self.buffer_shape.apply(k, value, kb)?
             }
@@ -1722,10 +1725,11 @@ mod tests {
             apply(&mut o, "verify_async", Some("2")),
             Err(ApplyError::Unsupported)
         );
-        assert!(matches!(
+        assert_eq!(
             apply(&mut o, "continue_on_error", Some("1")),
-            Ok(Applied::NoEffect(_))
-        ));
+            Ok(Applied::Set)
+        );
+        assert!(ACCEPTED_WITHOUT_EFFECT.is_empty());
         assert_eq!(apply(&mut o, "gtod_reduce", Some("1")), Ok(Applied::Set));
         assert!(o.behaviour.disable_clat);
         assert!(supported_names().contains(&"bssplit"));

@@ -160,6 +160,9 @@ pub struct JobResult {
     pub read: DirectionResult,
     pub write: DirectionResult,
     pub trim: DirectionResult,
+    /// I/O errors the job went on past (continue_on_error), and the first one's errno.
+    pub total_err: u64,
+    pub first_error: i32,
     pub sync: LatencyRecorder,
     pub usr_cpu_pct: f64,
     pub sys_cpu_pct: f64,

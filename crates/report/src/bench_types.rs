@@ -91,6 +91,11 @@ pub struct FioJob {
     pub latency_target: u64,
     pub latency_percentile: f64,
     pub latency_window: u64,
+    /// Errors gone on past, for a job with continue_on_error (fio writes these two then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_err: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steadystate: Option<FioSteadyState>,
     /// What sinkrate reports beyond fio.

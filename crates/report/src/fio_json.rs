@@ -157,6 +157,16 @@ pub(crate) fn group_rates(
     m
 }
 
+/// The job's `error` as fio writes it: the error that stopped it, else the first one it went
+/// on past (fio 3.33 reports that too, and exits 0).
+pub fn reported_error(job: &JobResult) -> i32 {
+    if job.error != 0 {
+        job.error
+    } else {
+        job.first_error
+    }
+}
+
 pub fn job_object(
     job: &JobResult,
     count: u32,
@@ -177,7 +187,7 @@ pub fn job_object(
         jobname: job.name.clone(),
         groupid: job.group,
         job_start: 0,
-        error: job.error,
+        error: reported_error(job),
         eta: 0,
         elapsed: job.elapsed_ns.div_ceil(1_000_000_000),
         job_options: job.written_options.iter().cloned().collect(),
@@ -208,6 +218,8 @@ pub fn job_object(
         latency_target: o.latency_target.map(|d| d.as_nanos() as u64).unwrap_or(0),
         latency_percentile: o.latency_percentile,
         latency_window: o.latency_window.as_nanos() as u64,
+        total_err: o.error_policy.continues().then_some(job.total_err),
+        first_error: o.error_policy.continues().then_some(job.first_error),
         steadystate: job.steady_state.as_ref().map(|ss| FioSteadyState {
             ss: ss.criterion.split(':').next().unwrap_or("").to_string(),
             duration: o.ss_dur.map(|d| d.as_secs()).unwrap_or(0),

@@ -25,6 +25,10 @@ fn merge_into(into: &mut JobResult, other: &JobResult) {
     into.read.merge(&other.read);
     into.write.merge(&other.write);
     into.trim.merge(&other.trim);
+    if into.total_err == 0 {
+        into.first_error = other.first_error;
+    }
+    into.total_err += other.total_err;
     into.sync.merge(&other.sync);
     into.usr_cpu_pct += other.usr_cpu_pct;
     into.sys_cpu_pct += other.sys_cpu_pct;

@@ -189,7 +189,7 @@ pub fn render(run: &BenchRun) -> String {
             "{}: (groupid={}, jobs={n}): err={:2}: pid={}: {}",
             job.name,
             job.group,
-            job.error,
+            crate::fio_json::reported_error(job),
             job.pid,
             ctime(run.started_unix_ms + job.elapsed_ns / 1_000_000)
         );
@@ -267,6 +267,15 @@ pub fn render(run: &BenchRun) -> String {
             job.write.short_ios,
             job.trim.short_ios
         );
+        if job.total_err > 0 {
+            let _ = writeln!(
+                out,
+                "     errors    : total={}, first_error={}/<{}>",
+                job.total_err,
+                job.first_error,
+                sinkrate_jobspec::error_policy::errno_text(job.first_error)
+            );
+        }
         let _ = writeln!(
             out,
             "     latency   : target={}, window={}, percentile={:.2}%, depth={}",

@@ -146,6 +146,7 @@ pub(super) fn run_block_io(
         sequencer_ios: 0,
         flow,
         strided: o.zones.strided(),
+        ignored_errors: (0, 0),
         records_slat: (o.ioengine.is_async() || !o.coordination.offload)
             && !o.behaviour.disable_slat,
     };
@@ -234,6 +235,7 @@ pub(super) fn run_block_io(
     res.read = read;
     res.write = write;
     res.trim = trim;
+    (res.total_err, res.first_error) = lp.ignored_errors;
     res.sync = std::mem::take(&mut lp.sync);
     if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
         res.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / runtime as f64;

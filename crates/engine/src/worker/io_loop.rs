@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
+use sinkrate_jobspec::error_policy::ErrorKind;
 use sinkrate_jobspec::options::ThinktimeBlocksType;
 use sinkrate_jobspec::JobOptions;
 use sinkrate_model::{
@@ -99,6 +100,8 @@ pub(super) struct Loop<'a> {
     /// Whether submission latency is a figure of its own: not for a synchronous engine,
     /// even offloaded (fio then counts the wait for a submitter in lat only).
     pub(super) records_slat: bool,
+    /// I/O errors gone on past (continue_on_error): how many, and the first one's errno.
+    pub(super) ignored_errors: (u64, i32),
 }
 
 pub(super) type LoopError = (i32, String);
@@ -219,6 +222,18 @@ impl Loop<'_> {
     ) -> Result<(), LoopError> {
         if result < 0 {
             let errno = (-result) as i32;
+            let kind = ErrorKind::of(p.dir == IoDir::Read, errno);
+            if self.o.error_policy.non_fatal(kind, errno) {
+                // As fio: the I/O counts as issued (total_ios, IOPS) but moves no bytes and
+                // has no latency; the job goes on.
+                if !self.ramping {
+                    self.count_ignored_error(errno);
+                    let t = &mut self.tally[p.dir.index()];
+                    t.ios += 1;
+                    t.window_ios += 1;
+                }
+                return Ok(());
+            }
             let what = p.dir.name();
             return Err((
                 errno,
@@ -305,6 +320,13 @@ impl Loop<'_> {
         Ok(())
     }
 
+    pub(super) fn count_ignored_error(&mut self, errno: i32) {
+        if self.ignored_errors.0 == 0 {
+            self.ignored_errors.1 = errno;
+        }
+        self.ignored_errors.0 += 1;
+    }
+
     /// Counts an issued I/O toward the pass: as fio, a trimwrite job's pass is its writes
     /// (each block is trimmed and then written).
     #[inline]
@@ -343,8 +365,8 @@ impl Loop<'_> {
     }
 
     /// Reads `blocks` back and checks them (fio's verify), counting the reads as the job's
-    /// reads. The first bad block ends the job with EILSEQ, as in fio (whose verify_fatal
-    /// only matters with continue_on_error, which sinkrate does not take).
+    /// reads. The first bad block ends the job with EILSEQ, as in fio, unless
+    /// continue_on_error goes on past verify errors (then each bad block is counted).
     pub(super) fn verify_blocks(
         &mut self,
         blocks: Vec<((usize, u64), crate::verify::Written)>,
@@ -378,6 +400,14 @@ impl Loop<'_> {
             };
             let data = &buf.as_slice()[..result as usize];
             if let Some(why) = v.check(data, offset, w) {
+                if self
+                    .o
+                    .error_policy
+                    .non_fatal(ErrorKind::Verify, libc::EILSEQ)
+                {
+                    self.count_ignored_error(libc::EILSEQ);
+                    continue;
+                }
                 return Err((
                     libc::EILSEQ,
                     format!(
