@@ -57,6 +57,8 @@ pub struct JobLogs {
     pub slat: Option<LogFile>,
     /// Averaging window in ms; 0 logs every I/O for latency logs and every 500 ms for rates.
     pub avg_msec: u64,
+    /// log_max_value: an averaged latency entry is the window's largest, not its mean.
+    pub max_value: bool,
     /// Added to every timestamp: the run start in Unix ms with log_unix_epoch, else 0.
     pub time_base_ms: u64,
 }
@@ -71,6 +73,7 @@ impl JobLogs {
             |prefix: &str, kind: &str| PathBuf::from(format!("{prefix}_{kind}.{job_number}.log"));
         let mut logs = JobLogs {
             avg_msec: o.log_avg_msec,
+            max_value: o.log_max_value,
             time_base_ms: if o.log_unix_epoch { unix_start_ms } else { 0 },
             ..JobLogs::default()
         };
@@ -104,9 +107,42 @@ impl JobLogs {
     }
 }
 
-/// Accumulates latencies over a window for averaged latency logs.
+/// One latency's samples over a `log_avg_msec` window.
+#[derive(Default, Clone, Copy)]
+pub struct LatencyWindow {
+    sum: u128,
+    count: u64,
+    max: u64,
+}
+
+impl LatencyWindow {
+    #[inline]
+    pub fn add(&mut self, ns: u64) {
+        self.sum += ns as u128;
+        self.count += 1;
+        self.max = self.max.max(ns);
+    }
+
+    /// The window's mean, or its largest with log_max_value; `None` without samples.
+    pub fn value(&self, max: bool) -> Option<u64> {
+        match (self.count, max) {
+            (0, _) => None,
+            (_, true) => Some(self.max),
+            (n, false) => Some((self.sum / n as u128) as u64),
+        }
+    }
+}
+
+/// What a `log_avg_msec` window holds per direction: each latency's samples (lat, clat,
+/// slat), and the bytes and I/Os done, from which its bandwidth and IOPS entries are the
+/// window's averages (as fio's), not the last 500 ms sample.
 #[derive(Default, Clone, Copy)]
 pub struct Window {
-    pub sum: [u128; 3],
-    pub count: [u64; 3],
+    pub lat: [LatencyWindow; 3],
+    pub clat: [LatencyWindow; 3],
+    pub slat: [LatencyWindow; 3],
+    pub bytes: [u64; 3],
+    pub ios: [u64; 3],
+    /// Run-clock ns the window began.
+    pub start_ns: u64,
 }

@@ -406,6 +406,9 @@ pub struct JobOptions {
     /// log_offset: each per-I/O log entry carries the I/O's offset (before the priority).
     #[serde(default)]
     pub log_offset: bool,
+    /// log_max_value: averaged latency log entries are the window's largest.
+    #[serde(default)]
+    pub log_max_value: bool,
     pub percentile_list: Vec<f64>,
     /// cpuio: percent of each cycle spent busy (fio's mandatory cpuload=).
     #[serde(default)]
@@ -579,6 +582,7 @@ impl Default for JobOptions {
             log_avg_msec: 0,
             log_unix_epoch: false,
             log_offset: false,
+            log_max_value: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             cpuload: None,
             cpuchunks_us: default_cpuchunks(),
@@ -720,6 +724,7 @@ const OPTIONS: &[&str] = &[
     "log_avg_msec",
     "log_unix_epoch",
     "log_offset",
+    "log_max_value",
     "clat_percentiles",
     "lat_percentiles",
     "slat_percentiles",
@@ -1478,6 +1483,7 @@ impl JobOptions {
             }
             "log_unix_epoch" => self.log_unix_epoch = flag(key, value)?,
             "log_offset" => self.log_offset = flag(key, value)?,
+            "log_max_value" => self.log_max_value = flag(key, value)?,
             "clat_percentiles" => self.clat_percentiles = flag(key, value)?,
             "lat_percentiles" => self.lat_percentiles = flag(key, value)?,
             "slat_percentiles" => self.slat_percentiles = flag(key, value)?,

@@ -154,6 +154,11 @@ impl Loop<'_> {
         self.last_sample_ns = now;
         self.ss_next_ns = now + self.o.ss_interval.as_nanos().max(1) as u64;
         self.ss_lat = (0, 0);
+        self.log_window = crate::logs::Window {
+            start_ns: now,
+            ..Default::default()
+        };
+        self.log_window_end = now + self.logs.avg_msec.max(1) * 1_000_000;
         self.depth_hist = [0; 7];
         self.submit_hist = [0; 7];
         self.complete_hist = [0; 7];
@@ -571,6 +576,10 @@ impl Loop<'_> {
         // returning, because the kernel writes into their buffers until they complete.
         let mut failure: Option<LoopError> = None;
         let rate_limited = self.o.rate.iter().chain(&self.o.rate_iops).any(|r| *r > 0);
+        // An I/O planned and waiting for its rate slot while the queue drains, and whether
+        // the queue is draining for it.
+        let mut paced: Option<(Planned, Option<u64>)> = None;
+        let mut quiesce = false;
 
         loop {
             let now = self.clock.now_ns();
@@ -590,13 +599,27 @@ impl Loop<'_> {
                     held = true;
                     break;
                 }
-                let p = self.plan_next();
+                let (p, due) = match paced.take() {
+                    Some(planned) => planned,
+                    None => {
+                        let p = self.plan_next();
+                        (p, self.rate_due(p.dir.index(), p.len as u64))
+                    }
+                };
                 let d = p.dir.index();
-                if (self.o.rate[d] > 0 || self.o.rate_iops[d] > 0)
-                    && !self.wait_for_rate(d, p.len as u64)
-                {
-                    issuing = false;
-                    break;
+                if let Some(due) = due {
+                    // As fio's rate limiting (io_u_quiesce): the I/Os in flight complete
+                    // before the job sleeps until its next slot, so their completion is
+                    // seen when it happens, not when the sleep ends.
+                    if inflight + batch.len() > 0 && self.clock.now_ns() < due {
+                        paced = Some((p, Some(due)));
+                        quiesce = true;
+                        break;
+                    }
+                    if !self.sleep_until_due(due) {
+                        issuing = false;
+                        break;
+                    }
                 }
                 let Some(slot) = free.pop() else { break };
                 if p.dir.is_write() {
@@ -681,7 +704,7 @@ impl Loop<'_> {
             // As fio does: reap only once the queue is full (or no more I/O will be issued),
             // which keeps the device at the requested depth. A rate-limited job also looks
             // for completions without waiting, so its latencies are not held back.
-            let min = if held {
+            let min = if held || quiesce {
                 inflight
             } else if !issuing || full {
                 (self.o.iodepth_batch_complete_min.max(1) as usize).min(inflight)
@@ -690,6 +713,7 @@ impl Loop<'_> {
             } else {
                 continue;
             };
+            quiesce = false;
             completions.clear();
             if let Err(e) = backend.reap(min, reap_max, &mut completions) {
                 std::mem::forget(bufs);

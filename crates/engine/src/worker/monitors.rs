@@ -5,8 +5,6 @@ use sinkrate_jobspec::options::SteadyMetric;
 use sinkrate_jobspec::JobOptions;
 use sinkrate_model::SteadyStateResult;
 
-use crate::logs::Window;
-
 use super::*;
 
 /// Bandwidth/IOPS sampling period: fio's 500 ms, or log_avg_msec when that is shorter.
@@ -44,6 +42,9 @@ impl Loop<'_> {
     ) {
         let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
         let dir = d as u8;
+        // As the slat figure: a synchronous engine's I/O has no submission latency of its
+        // own, and fio's slat log stays empty for it.
+        let has_slat = self.records_slat && slat > 0;
         if self.logs.avg_msec == 0 {
             if let Some(l) = &mut self.logs.clat {
                 l.entry(t_ms, clat, dir, p.len as u64, p.offset);
@@ -51,13 +52,56 @@ impl Loop<'_> {
             if let Some(l) = &mut self.logs.lat {
                 l.entry(t_ms, lat, dir, p.len as u64, p.offset);
             }
-            if let Some(l) = &mut self.logs.slat {
+            if let (Some(l), true) = (&mut self.logs.slat, has_slat) {
                 l.entry(t_ms, slat, dir, p.len as u64, p.offset);
             }
         } else {
-            self.log_window.sum[d] += clat as u128;
-            self.log_window.count[d] += 1;
+            let w = &mut self.log_window;
+            w.clat[d].add(clat);
+            w.lat[d].add(lat);
+            if has_slat {
+                w.slat[d].add(slat);
+            }
         }
+    }
+
+    /// Writes the `log_avg_msec` window ending `now`: per direction, the mean (or largest)
+    /// of each latency, and with `rates` the window's bandwidth and IOPS; then starts the
+    /// next window. fio writes a last partial window for latency logs, not for rates.
+    pub(super) fn flush_log_window(&mut self, now: u64, rates: bool) {
+        let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
+        let w = std::mem::take(&mut self.log_window);
+        let max = self.logs.max_value;
+        let span = now.saturating_sub(w.start_ns).max(1) as f64;
+        let active = [self.o.rw.reads(), self.o.rw.writes(), self.o.rw.trims()];
+        for (d, active) in active.into_iter().enumerate() {
+            let dir = d as u8;
+            for (log, window) in [
+                (&mut self.logs.lat, &w.lat[d]),
+                (&mut self.logs.clat, &w.clat[d]),
+                (&mut self.logs.slat, &w.slat[d]),
+            ] {
+                if let (Some(l), Some(v)) = (log.as_mut(), window.value(max)) {
+                    l.entry(t_ms, v, dir, 0, 0);
+                }
+            }
+            if rates && active {
+                if let Some(l) = &mut self.logs.bw {
+                    l.entry(
+                        t_ms,
+                        (w.bytes[d] as f64 * 1e9 / span / 1024.0) as u64,
+                        dir,
+                        0,
+                        0,
+                    );
+                }
+                if let Some(l) = &mut self.logs.iops {
+                    l.entry(t_ms, (w.ios[d] as f64 * 1e9 / span) as u64, dir, 0, 0);
+                }
+            }
+        }
+        self.log_window.start_ns = now;
+        self.log_window_end = now + self.logs.avg_msec * 1_000_000;
     }
 
     /// Closes the current sampling interval(s) up to `now`.
@@ -74,26 +118,17 @@ impl Loop<'_> {
                 let iops = t.window_ios as f64 * 1e9 / span as f64;
                 self.results[d].bw_samples.push(bw);
                 self.results[d].iops_samples.push(iops);
-                let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
-                if self.logs.avg_msec == 0 || now >= self.log_window_end {
+                if self.logs.avg_msec == 0 {
+                    let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
                     if let Some(l) = &mut self.logs.bw {
                         l.entry(t_ms, (bw / 1024.0) as u64, d as u8, 0, 0);
                     }
                     if let Some(l) = &mut self.logs.iops {
                         l.entry(t_ms, iops as u64, d as u8, 0, 0);
                     }
-                }
-                if self.logs.avg_msec > 0
-                    && now >= self.log_window_end
-                    && self.log_window.count[d] > 0
-                {
-                    let avg = (self.log_window.sum[d] / self.log_window.count[d] as u128) as u64;
-                    if let Some(l) = &mut self.logs.clat {
-                        l.entry(t_ms, avg, d as u8, 0, 0);
-                    }
-                    if let Some(l) = &mut self.logs.lat {
-                        l.entry(t_ms, avg, d as u8, 0, 0);
-                    }
+                } else {
+                    self.log_window.bytes[d] += t.window_bytes;
+                    self.log_window.ios[d] += t.window_ios;
                 }
                 if d == 0 || !self.o.rw.reads() || self.o.rw.writes() {
                     self.ss_window_value += match self.o.ss.map(|s| s.metric) {
@@ -107,8 +142,7 @@ impl Loop<'_> {
             t.window_ios = 0;
         }
         if self.logs.avg_msec > 0 && now >= self.log_window_end {
-            self.log_window = Window::default();
-            self.log_window_end = now + self.logs.avg_msec * 1_000_000;
+            self.flush_log_window(now, true);
         }
         self.last_sample_ns = now;
         self.next_sample_ns = now + sample_period_ns(self.o);
@@ -214,6 +248,9 @@ impl Loop<'_> {
     pub(super) fn finish_samples(&mut self, end: u64) {
         if end > self.last_sample_ns + SAMPLE_PERIOD_NS / 2 {
             self.take_samples(end);
+        }
+        if self.logs.avg_msec > 0 && !self.ramping {
+            self.flush_log_window(end, false);
         }
     }
 }

@@ -10,9 +10,18 @@ impl Loop<'_> {
     /// Sleeps until the rate limit lets direction `d` issue; returns false if the job ended
     /// while waiting.
     pub(super) fn wait_for_rate(&mut self, d: usize, len: u64) -> bool {
+        match self.rate_due(d, len) {
+            Some(due) => self.sleep_until_due(due),
+            None => true,
+        }
+    }
+
+    /// When the rate limit lets the next I/O of direction `d` go (run clock, ns); `None`
+    /// without a limit. Called once per I/O (a Poisson arrival draws its next gap here).
+    pub(super) fn rate_due(&mut self, d: usize, len: u64) -> Option<u64> {
         let o = self.o;
         if o.rate[d] == 0 && o.rate_iops[d] == 0 {
-            return true;
+            return None;
         }
         let now = self.clock.now_ns();
         let due = match o.rate_process {
@@ -46,6 +55,11 @@ impl Loop<'_> {
                 due
             }
         };
+        Some(due)
+    }
+
+    /// Sleeps until `due`; false if the job ended while waiting.
+    pub(super) fn sleep_until_due(&mut self, due: u64) -> bool {
         while self.clock.now_ns() < due {
             if self.stop.load(Ordering::Relaxed) {
                 return false;

@@ -1,0 +1,124 @@
+//! Averaged logs beside fio 3.33 (`log_avg_msec`, `log_max_value`): one entry per window
+//! and direction, bandwidth and IOPS averaged over the whole window, each latency log its
+//! own latency, a last partial window for latency logs only, and no submission latency for
+//! a synchronous engine. The job runs at a fixed rate, which both tools' entries must show.
+
+mod common;
+
+use std::path::Path;
+
+use common::{fio_json, sinkrate_json};
+
+/// The values of a log, per line.
+fn values(dir: &Path, prefix: &str, kind: &str) -> Vec<u64> {
+    std::fs::read_to_string(dir.join(format!("{prefix}_{kind}.1.log")))
+        .unwrap_or_else(|e| panic!("{prefix}_{kind}: {e}"))
+        .lines()
+        .map(|l| {
+            let cols: Vec<&str> = l.split(", ").collect();
+            assert_eq!(cols.len(), 5, "{kind}: {l}");
+            assert_eq!(cols[2], "0", "{kind}: a read's direction: {l}");
+            cols[1].parse().expect("value")
+        })
+        .collect()
+}
+
+/// Runs fio and sinkrate on the same job at once, each in its own directory.
+fn both(job: &[&str]) -> (tempfile::TempDir, tempfile::TempDir, serde_json::Value) {
+    let fio_dir = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let our_dir = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let ours = std::thread::scope(|s| {
+        let fio = s.spawn(|| fio_json(fio_dir.path(), job));
+        let ours = sinkrate_json(our_dir.path(), job);
+        fio.join().expect("fio");
+        ours
+    });
+    (fio_dir, our_dir, ours)
+}
+
+#[test]
+fn averaged_logs_hold_each_windows_average_as_fios_do() {
+    if !common::fio_or_skip("averaged_logs_hold_each_windows_average_as_fios_do") {
+        return;
+    }
+    let job = [
+        "--name=avg",
+        "--filename=logged",
+        "--size=16m",
+        "--rw=randread",
+        "--bs=4k",
+        "--rate_iops=500",
+        "--time_based",
+        "--runtime=3",
+        "--ioengine=libaio",
+        "--iodepth=2",
+        "--log_avg_msec=1000",
+        "--write_bw_log=l",
+        "--write_iops_log=l",
+        "--write_lat_log=l",
+    ];
+    let (fio_dir, our_dir, _) = both(&job);
+    for kind in ["bw", "iops", "lat", "clat", "slat"] {
+        let theirs = values(fio_dir.path(), "l", kind);
+        let ours = values(our_dir.path(), "l", kind);
+        // Two whole windows of rates; latencies also log the last, partial window.
+        let lines = if matches!(kind, "bw" | "iops") { 2 } else { 3 };
+        assert_eq!((ours.len(), theirs.len()), (lines, lines), "{kind}");
+        let expected = match kind {
+            "bw" => 2000.0,
+            "iops" => 500.0,
+            _ => continue,
+        };
+        for v in ours.iter().chain(&theirs) {
+            assert!(
+                (*v as f64 / expected - 1.0).abs() < 0.02,
+                "{kind}: {ours:?} / fio {theirs:?}"
+            );
+        }
+    }
+    // Each log is its own latency: per I/O lat = slat + clat, so per window the means add.
+    let [lat, clat, slat] = ["lat", "clat", "slat"].map(|k| values(our_dir.path(), "l", k));
+    for ((l, c), s) in lat.iter().zip(&clat).zip(&slat) {
+        assert!(
+            l.abs_diff(c + s) <= 2,
+            "lat {lat:?} clat {clat:?} slat {slat:?}"
+        );
+    }
+}
+
+#[test]
+fn log_max_value_logs_each_windows_largest_and_sync_engines_no_slat() {
+    if !common::fio_or_skip("log_max_value_logs_each_windows_largest_and_sync_engines_no_slat") {
+        return;
+    }
+    let job = [
+        "--name=max",
+        "--filename=logged",
+        "--size=16m",
+        "--rw=randread",
+        "--bs=4k",
+        "--rate_iops=500",
+        "--time_based",
+        "--runtime=2",
+        "--log_avg_msec=1000",
+        "--log_max_value=1",
+        "--write_lat_log=m",
+    ];
+    let (fio_dir, our_dir, v) = both(&job);
+    for kind in ["lat", "clat", "slat"] {
+        let theirs = values(fio_dir.path(), "m", kind);
+        let ours = values(our_dir.path(), "m", kind);
+        assert_eq!(
+            ours.len(),
+            theirs.len(),
+            "{kind}: {ours:?} / fio {theirs:?}"
+        );
+    }
+    assert!(values(our_dir.path(), "m", "slat").is_empty());
+    // The windows' largest completion latencies: the run's largest is one of them.
+    let clat = values(our_dir.path(), "m", "clat");
+    let max = v["jobs"][0]["read"]["clat_ns"]["max"]
+        .as_u64()
+        .expect("clat max");
+    assert_eq!(clat.iter().max(), Some(&max), "{clat:?}");
+}
