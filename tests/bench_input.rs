@@ -444,8 +444,8 @@ fn a_failed_job_reports_the_systems_errno_as_fio_does() {
     );
 }
 
-/// A job fio runs without a word runs without a word: libaio on the io_uring backend and an
-/// option with nothing to change are kept in the JSON's notices, not said on stderr.
+/// A job fio runs without a word runs without a word: libaio on the io_uring backend is kept
+/// in the JSON's notices, not said on stderr.
 #[test]
 fn what_fio_does_silently_stays_off_stderr() {
     // Not /tmp: O_DIRECT needs a filesystem that takes it.
@@ -473,8 +473,9 @@ fn what_fio_does_silently_stays_off_stderr() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let notices = v["notices"].to_string();
+    // continue_on_error is an option like any other now: nothing to note.
     assert!(
-        notices.contains("io_uring backend") && notices.contains("continue_on_error"),
+        notices.contains("io_uring backend") && !notices.contains("continue_on_error"),
         "{notices}"
     );
 }
@@ -562,4 +563,77 @@ fn readonly_and_section_as_fio_has_them() {
             "fio is not installed",
         );
     }
+}
+
+/// fio's command-line options for what to print and how much to run: `--showcmd` (the same
+/// options fio prints for the file), `--minimal` and `--terse-version`, `--max-jobs`,
+/// `--warnings-fatal`; what sinkrate cannot do is refused in one line.
+#[test]
+fn showcmd_minimal_max_jobs_and_warnings_fatal_as_fio_has_them() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = d.path().join("two.fio");
+    std::fs::write(
+        &job,
+        "[global]\nbs=4k\nsize=1m\n; a comment\n[a]\nrw=read\n[b]\nrw=write\nnumjobs=2\ntime_based\n",
+    )
+    .expect("job file");
+    let job_arg = job.to_str().expect("utf8");
+    let (code, out, err) = common::sinkrate_sub("bench", &["--showcmd", job_arg]);
+    assert_eq!(code, Some(0), "{err}");
+    let ours = out.trim().to_string();
+    assert_eq!(
+        ours,
+        "sinkrate bench --bs=4k --size=1m --name=a --rw=read --name=b --rw=write --numjobs=2 --time_based"
+    );
+    if common::have("fio") {
+        let fio = common::run("fio", &["--showcmd", job_arg]);
+        assert_eq!(ours.replacen("sinkrate bench", "fio", 1), fio.trim());
+    }
+    let (code, out, err) = common::sinkrate_sub(
+        "bench",
+        &["--minimal", "--name=m", "--ioengine=null", "--size=1m"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("3;sinkrate-") && out.contains(";m;"),
+        "{out}"
+    );
+    let (code, out, _) = common::sinkrate_sub(
+        "bench",
+        &[
+            "--minimal",
+            "--terse-version=3",
+            "--name=m",
+            "--ioengine=null",
+            "--size=1m",
+        ],
+    );
+    assert_eq!((code, out.starts_with("3;")), (Some(0), true));
+    let one = ["--name=m", "--ioengine=null", "--size=1m"];
+    let cases: [(Vec<&str>, &str); 3] = [
+        (
+            [&["--terse-version=4", "--minimal"][..], &one].concat(),
+            "--terse-version=4",
+        ),
+        (
+            vec!["--max-jobs=2", job_arg, "--ioengine=null"],
+            "define 3 jobs",
+        ),
+        (
+            [
+                &["--warnings-fatal", "--ignore-unsupported", "--gtod_cpu=1"][..],
+                &one,
+            ]
+            .concat(),
+            "gtod_cpu",
+        ),
+    ];
+    for (args, expect) in cases {
+        common::refuses(d.path(), &args, &[expect]);
+    }
+    let (code, _, err) = common::sinkrate_sub(
+        "bench",
+        &["--max-jobs=3", job_arg, "--ioengine=null", "--time_based=0"],
+    );
+    assert_eq!(code, Some(0), "{err}");
 }

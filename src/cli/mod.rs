@@ -904,9 +904,32 @@ pub struct BenchArgs {
     #[arg(long)]
     pub ignore_unsupported: bool,
 
-    /// Refuse any job that writes (fio's --readonly): a safety check for read-only tests
+    /// Refuse any job that writes or trims (fio's --readonly): a safety check for read-only
+    /// tests
     #[arg(long)]
     pub readonly: bool,
+
+    /// Print the job files as the command line that runs the same jobs, and exit (fio's
+    /// --showcmd)
+    #[arg(long)]
+    pub showcmd: bool,
+
+    /// Terse, semicolon-separated results (fio's --minimal: --output-format=terse)
+    #[arg(long)]
+    pub minimal: bool,
+
+    /// The terse format's version: 3, fio's default, is the one sinkrate writes
+    #[arg(long, value_name = "N")]
+    pub terse_version: Option<u32>,
+
+    /// Refuse a run of more than N jobs (numjobs clones counted), as fio's --max-jobs
+    #[arg(long, value_name = "N")]
+    pub max_jobs: Option<usize>,
+
+    /// Make every warning about the job files fatal (fio's --warnings-fatal): exit 2 before
+    /// any I/O instead of a note
+    #[arg(long)]
+    pub warnings_fatal: bool,
 
     /// Run only the job file's section of this name (may be given more than once), as fio
     #[arg(long, value_name = "NAME")]

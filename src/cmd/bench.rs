@@ -134,8 +134,52 @@ fn describe(set: &JobSet) -> String {
     out
 }
 
+/// `--showcmd`: each job file as the `sinkrate bench` command line that runs its jobs.
+fn show_command(args: &BenchArgs) -> Result<ExitCode> {
+    use sinkrate_jobspec::showcmd::{arguments, shell_quoted};
+    let ctx = sinkrate_engine::probe::LiveContext;
+    let mut out = String::new();
+    for f in &args.job_files {
+        let sections = if f.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading a job file from standard input")?;
+            sinkrate_jobspec::grammar::parse_job_text(std::path::Path::new("<stdin>"), &text, &ctx)
+        } else {
+            sinkrate_jobspec::grammar::parse_job_file(f, &ctx)
+        }
+        .map_err(|e| anyhow!("{e}"))?;
+        let words: Vec<String> = arguments(&sections)
+            .iter()
+            .chain(&args.job_options)
+            .map(|a| shell_quoted(a))
+            .collect();
+        out.push_str(&format!("sinkrate bench {}\n", words.join(" ")));
+    }
+    if args.job_files.is_empty() {
+        return Err(anyhow!(
+            "--showcmd: no job file given (sinkrate bench --showcmd JOB.fio)"
+        ));
+    }
+    crate::write_stdout(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
-    let formats = OutputFormat::parse_list(&args.output_format).map_err(|e| anyhow!(e))?;
+    if args.showcmd {
+        return show_command(&args);
+    }
+    if let Some(v) = args.terse_version.filter(|v| *v != 3) {
+        return Err(anyhow!(
+            "--terse-version={v}: sinkrate writes terse version 3, fio's default (use --terse-version=3 or leave it out)"
+        ));
+    }
+    let formats = if args.minimal {
+        vec![OutputFormat::Terse]
+    } else {
+        OutputFormat::parse_list(&args.output_format).map_err(|e| anyhow!(e))?
+    };
     if let Some(p) = &args.output {
         crate::check_output_path("--output", p)?;
     }
@@ -143,6 +187,19 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         crate::check_output_path("--report", p)?;
     }
     let set = load_jobs(&args)?;
+    if let Some(max) = args.max_jobs {
+        if set.jobs.len() > max {
+            return Err(anyhow!(
+                "--max-jobs={max}: the job files define {} jobs (numjobs clones counted); raise --max-jobs or run fewer",
+                set.jobs.len()
+            ));
+        }
+    }
+    if args.warnings_fatal {
+        if let Some(n) = set.notices.iter().find(|n| !n.informational) {
+            return Err(anyhow!("{n} (--warnings-fatal)"));
+        }
+    }
     if args.parse_only {
         for n in &set.notices {
             eprintln!("sinkrate: note: {n}");

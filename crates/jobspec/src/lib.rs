@@ -12,6 +12,7 @@ pub mod distribution;
 pub mod error_policy;
 pub mod grammar;
 pub mod options;
+pub mod showcmd;
 pub mod units;
 pub mod zones;
 
