@@ -80,6 +80,56 @@ impl ReadWrite {
     }
 }
 
+/// `sync_file_range=wait_before,write,wait_after:N`: sync_file_range(2) with those flags
+/// over the range written since the last call, every N writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncFileRange {
+    pub wait_before: bool,
+    pub write: bool,
+    pub wait_after: bool,
+    pub every: u64,
+}
+
+impl SyncFileRange {
+    fn parse(text: &str) -> Result<SyncFileRange, String> {
+        let (flags, every) = match text.split_once(':') {
+            Some((f, n)) => (
+                f,
+                parse_int(n).map_err(|_| format!("':{n}' is not a number of writes"))?,
+            ),
+            None => (text, 1),
+        };
+        if every == 0 {
+            return Err("':0': sync every 1 or more writes".into());
+        }
+        let mut sfr = SyncFileRange {
+            wait_before: false,
+            write: false,
+            wait_after: false,
+            every,
+        };
+        for flag in flags.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+            match flag {
+                "wait_before" => sfr.wait_before = true,
+                "write" => sfr.write = true,
+                "wait_after" => sfr.wait_after = true,
+                other => {
+                    return Err(format!(
+                        "'{other}' is not a flag (accepted: wait_before, write, wait_after)"
+                    ))
+                }
+            }
+        }
+        if !(sfr.wait_before || sfr.write || sfr.wait_after) {
+            return Err(
+                "no flag given (wait_before, write or wait_after, e.g. sync_file_range=write:16)"
+                    .into(),
+            );
+        }
+        Ok(sfr)
+    }
+}
+
 /// The I/O engines sinkrate has a backend for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -284,6 +334,10 @@ pub struct JobOptions {
     pub sync: SyncMode,
     pub fsync: u64,
     pub fdatasync: u64,
+    /// fio's sync_file_range: the range written since the last call is synced every N
+    /// writes with these flags.
+    #[serde(default)]
+    pub sync_file_range: Option<SyncFileRange>,
     pub end_fsync: bool,
     pub fsync_on_close: bool,
     pub fallocate: Fallocate,
@@ -534,6 +588,7 @@ impl Default for JobOptions {
             sync: SyncMode::None,
             fsync: 0,
             fdatasync: 0,
+            sync_file_range: None,
             end_fsync: false,
             fsync_on_close: false,
             fallocate: Fallocate::Native,
@@ -665,6 +720,7 @@ const OPTIONS: &[&str] = &[
     "fdatasync",
     "end_fsync",
     "fsync_on_close",
+    "sync_file_range",
     "fallocate",
     "pre_read",
     "invalidate",
@@ -1340,6 +1396,10 @@ impl JobOptions {
             "fsync" => self.fsync = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
             "fdatasync" => {
                 self.fdatasync = parse_int(need(key, value)?).map_err(|e| bad(key, e))?
+            }
+            "sync_file_range" => {
+                self.sync_file_range =
+                    Some(SyncFileRange::parse(need(key, value)?).map_err(|e| bad(key, e))?)
             }
             "end_fsync" => self.end_fsync = flag(key, value)?,
             "fsync_on_close" => self.fsync_on_close = flag(key, value)?,

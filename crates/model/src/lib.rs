@@ -164,6 +164,8 @@ pub struct JobResult {
     pub total_err: u64,
     pub first_error: i32,
     pub sync: LatencyRecorder,
+    /// sync_file_range calls among `sync`'s latencies (fio's `sync.total_ios` leaves them out).
+    pub sync_file_ranges: u64,
     pub usr_cpu_pct: f64,
     pub sys_cpu_pct: f64,
     pub ctx_switches: u64,

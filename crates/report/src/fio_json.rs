@@ -195,7 +195,7 @@ pub fn job_object(
         write: direction_object(&job.write, lists, rate(1), plus),
         trim: direction_object(&job.trim, lists, rate(2), plus),
         sync: FioSync {
-            total_ios: job.sync.count(),
+            total_ios: job.sync.count().saturating_sub(job.sync_file_ranges),
             lat_ns: latency_object(&job.sync, Some(p), false),
         },
         job_runtime: ms(runtime),

@@ -30,6 +30,7 @@ fn merge_into(into: &mut JobResult, other: &JobResult) {
     }
     into.total_err += other.total_err;
     into.sync.merge(&other.sync);
+    into.sync_file_ranges += other.sync_file_ranges;
     into.usr_cpu_pct += other.usr_cpu_pct;
     into.sys_cpu_pct += other.sys_cpu_pct;
     into.ctx_switches += other.ctx_switches;

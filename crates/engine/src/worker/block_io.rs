@@ -109,6 +109,10 @@ pub(super) fn run_block_io(
         rate_anchor_bytes: [0; 3],
         writes_since_sync: 0,
         sync_due: None,
+        range_sync: o
+            .sync_file_range
+            .map(|c| super::range_sync::RangeSync::new(c, setup.files.len())),
+        sync_file_ranges: 0,
         sync: LatencyRecorder::new(),
         blocks_since_think: 0,
         next_sample_ns: now + sample_period_ns(o),
@@ -237,6 +241,7 @@ pub(super) fn run_block_io(
     res.trim = trim;
     (res.total_err, res.first_error) = lp.ignored_errors;
     res.sync = std::mem::take(&mut lp.sync);
+    res.sync_file_ranges = lp.sync_file_ranges;
     if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
         res.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / runtime as f64;
         res.sys_cpu_pct = 100.0 * (b.1 - a.1) as f64 / runtime as f64;

@@ -69,6 +69,9 @@ pub(super) struct Loop<'a> {
     pub(super) rate_anchor_bytes: [u64; 3],
     pub(super) writes_since_sync: u64,
     pub(super) sync_due: Option<usize>,
+    pub(super) range_sync: Option<super::range_sync::RangeSync>,
+    /// sync_file_range calls made (their latency is in `sync`, as fio counts it).
+    pub(super) sync_file_ranges: u64,
     pub(super) sync: LatencyRecorder,
     pub(super) blocks_since_think: u64,
     pub(super) next_sample_ns: u64,
@@ -344,8 +347,14 @@ impl Loop<'_> {
     /// Counts a write toward fsync=/fdatasync=; the sync itself runs before the next I/O
     /// (as fio does, so the last write of a job is not followed by one).
     pub(super) fn count_write_for_sync(&mut self, p: &Planned) {
+        if !p.dir.is_write() || self.files[p.file].plan.special {
+            return;
+        }
+        if let Some(r) = &mut self.range_sync {
+            r.count_write(p.file, p.offset, p.len as u64);
+        }
         let every = self.o.fsync.max(self.o.fdatasync);
-        if !p.dir.is_write() || every == 0 || self.files[p.file].plan.special {
+        if every == 0 {
             return;
         }
         self.writes_since_sync += 1;
@@ -356,6 +365,21 @@ impl Loop<'_> {
     }
 
     pub(super) fn sync_if_due(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
+        if let Some((file, offset, len)) = self.range_sync.as_mut().and_then(|r| r.take_due()) {
+            let t0 = self.clock.now_ns();
+            if let Some(r) = &self.range_sync {
+                r.sync(self.files[file].fd, offset, len).map_err(|e| {
+                    (
+                        e.raw_os_error().unwrap_or(libc::EIO),
+                        format!("sync_file_range: {e}"),
+                    )
+                })?;
+            }
+            if !self.ramping {
+                self.sync.record(self.clock.now_ns() - t0);
+                self.sync_file_ranges += 1;
+            }
+        }
         let Some(file) = self.sync_due.take() else {
             return Ok(());
         };

@@ -9,6 +9,7 @@ mod io_loop;
 mod monitors;
 mod open;
 mod pacing;
+mod range_sync;
 mod side_load;
 
 use block_io::run_block_io;
