@@ -41,9 +41,7 @@ fn sync_file_range_writes_back_the_range_as_fios_does() {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let fio = fio_json(fs.path(), &args);
                 std::fs::remove_file(fs.path().join("rec")).expect("rm");
-                let before = sectors_written(&dev);
                 let ours = sinkrate_json(fs.path(), &args);
-                let written = (sectors_written(&dev) - before) * 512;
                 let sync = |v: &serde_json::Value| {
                     (
                         v["jobs"][0]["sync"]["total_ios"].as_u64(),
