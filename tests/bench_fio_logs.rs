@@ -23,6 +23,17 @@ fn values(dir: &Path, prefix: &str, kind: &str) -> Vec<u64> {
         .collect()
 }
 
+/// 4 KiB random reads at 500 IOPS, logged in 1 s windows (each test adds its logs).
+const PACED: [&str; 7] = [
+    "--filename=logged",
+    "--size=16m",
+    "--rw=randread",
+    "--bs=4k",
+    "--rate_iops=500",
+    "--time_based",
+    "--log_avg_msec=1000",
+];
+
 /// Runs fio and sinkrate on the same job at once, each in its own directory.
 fn both(job: &[&str]) -> (tempfile::TempDir, tempfile::TempDir, serde_json::Value) {
     let fio_dir = tempfile::tempdir_in("/var/tmp").expect("tmp");
@@ -41,22 +52,16 @@ fn averaged_logs_hold_each_windows_average_as_fios_do() {
     if !common::fio_or_skip("averaged_logs_hold_each_windows_average_as_fios_do") {
         return;
     }
-    let job = [
+    let own = [
         "--name=avg",
-        "--filename=logged",
-        "--size=16m",
-        "--rw=randread",
-        "--bs=4k",
-        "--rate_iops=500",
-        "--time_based",
         "--runtime=3",
         "--ioengine=libaio",
         "--iodepth=2",
-        "--log_avg_msec=1000",
         "--write_bw_log=l",
         "--write_iops_log=l",
         "--write_lat_log=l",
     ];
+    let job = [&PACED[..], &own].concat();
     let (fio_dir, our_dir, _) = both(&job);
     for kind in ["bw", "iops", "lat", "clat", "slat"] {
         let theirs = values(fio_dir.path(), "l", kind);
@@ -91,19 +96,13 @@ fn log_max_value_logs_each_windows_largest_and_sync_engines_no_slat() {
     if !common::fio_or_skip("log_max_value_logs_each_windows_largest_and_sync_engines_no_slat") {
         return;
     }
-    let job = [
+    let own = [
         "--name=max",
-        "--filename=logged",
-        "--size=16m",
-        "--rw=randread",
-        "--bs=4k",
-        "--rate_iops=500",
-        "--time_based",
         "--runtime=2",
-        "--log_avg_msec=1000",
         "--log_max_value=1",
         "--write_lat_log=m",
     ];
+    let job = [&PACED[..], &own].concat();
     let (fio_dir, our_dir, v) = both(&job);
     for kind in ["lat", "clat", "slat"] {
         let theirs = values(fio_dir.path(), "m", kind);

@@ -77,6 +77,15 @@ fn bench(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// fio's exit code and JSON for a job that may fail (fio then prints its error lines before
+/// the JSON on standard output).
+fn fio_failing(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let fio = Command::new("fio").args(args).output().expect("fio runs");
+    let out = String::from_utf8_lossy(&fio.stdout);
+    let json = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).expect("fio JSON");
+    (fio.status.code(), json)
+}
+
 #[test]
 fn a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate() {
     with_root(
@@ -105,14 +114,10 @@ fn a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate() {
                 "--direct=1",
                 "--output-format=json",
             ];
-            let fio = Command::new("fio").args(args).output().expect("fio runs");
-            let fio_out = String::from_utf8_lossy(&fio.stdout);
-            let fio_json: serde_json::Value =
-                serde_json::from_str(&fio_out[fio_out.find('{').expect("fio JSON")..])
-                    .expect("fio JSON");
+            let (fio_code, fio_json) = fio_failing(&args);
             let (code, out, err) = bench(&args);
             let ours: serde_json::Value = serde_json::from_str(&out).expect("sinkrate JSON");
-            assert_eq!(fio.status.code(), Some(1));
+            assert_eq!(fio_code, Some(1));
             assert_eq!(code, Some(1), "{err}");
             // Both stop at the first bad block: error 84 (EILSEQ), one block read back.
             assert_eq!(figures(&ours), figures(&fio_json), "{err}");
@@ -131,11 +136,7 @@ fn a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate() {
             // both. The first 32 MiB read back what was written 32 MiB further (512 bad
             // blocks of 64 KiB), the rest is good; every block was read back.
             let args = [&args[..], &["--continue_on_error=verify"]].concat();
-            let fio = Command::new("fio").args(&args).output().expect("fio runs");
-            let fio_out = String::from_utf8_lossy(&fio.stdout);
-            let fio_json: serde_json::Value =
-                serde_json::from_str(&fio_out[fio_out.find('{').expect("fio JSON")..])
-                    .expect("fio JSON");
+            let (fio_code, fio_json) = fio_failing(&args);
             let (code, out, err) = bench(&args);
             let ours: serde_json::Value = serde_json::from_str(&out).expect("sinkrate JSON");
             let errors = |v: &serde_json::Value| {
@@ -147,7 +148,7 @@ fn a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate() {
             };
             assert_eq!(
                 (code, errors(&ours)),
-                (fio.status.code(), errors(&fio_json)),
+                (fio_code, errors(&fio_json)),
                 "{err}"
             );
             assert_eq!(
