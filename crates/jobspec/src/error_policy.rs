@@ -86,6 +86,7 @@ const ERRNO_NAMES: &[(&str, i32)] = &[
     ("ENOTSUP", libc::ENOTSUP),
     ("ECANCELED", libc::ECANCELED),
     ("EBADMSG", libc::EBADMSG),
+    #[cfg(target_os = "linux")]
     ("ENODATA", libc::ENODATA),
     ("ENOLINK", libc::ENOLINK),
 ];

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::{Backend, IoDir, IoRequest, Submitted};
+use super::{Backend, IoRequest, Submitted};
 
 pub struct Ftruncate;
 
@@ -39,9 +39,9 @@ impl Backend for Falloc {
         // As fio's falloc engine: reads allocate within the size, writes may extend it, and
         // trims punch a hole.
         let mode = match req.dir {
-            IoDir::Write => 0,
-            IoDir::Read => libc::FALLOC_FL_KEEP_SIZE,
-            IoDir::Trim => libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            super::IoDir::Write => 0,
+            super::IoDir::Read => libc::FALLOC_FL_KEEP_SIZE,
+            super::IoDir::Trim => libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
         };
         // SAFETY: fallocate on a descriptor the worker owns.
         let r = unsafe {
