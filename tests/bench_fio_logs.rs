@@ -121,3 +121,92 @@ fn log_max_value_logs_each_windows_largest_and_sync_engines_no_slat() {
         .expect("clat max");
     assert_eq!(clat.iter().max(), Some(&max), "{clat:?}");
 }
+
+/// `write_iolog`: the lines fio writes for the same job (times aside), appended to as fio
+/// does, and a trace fio's own `read_iolog` replays: the same I/Os at the same offsets, in
+/// order (from fio's latency log of the replay).
+#[test]
+fn write_iolog_writes_fios_lines_and_fio_replays_them() {
+    if !common::fio_or_skip("write_iolog_writes_fios_lines_and_fio_replays_them") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let without_times = |name: &str| -> Vec<String> {
+        std::fs::read_to_string(d.path().join(name))
+            .expect("iolog")
+            .lines()
+            .map(|l| match l.split_once(' ') {
+                Some((t, rest)) if t.parse::<u64>().is_ok() => rest.to_string(),
+                _ => l.to_string(),
+            })
+            .collect()
+    };
+    let job = [
+        "--name=seq",
+        "--filename=traced",
+        "--size=256k",
+        "--bs=64k",
+        "--rw=write",
+        "--fsync=2",
+    ];
+    fio_json(d.path(), &[&job[..], &["--write_iolog=fio.iolog"]].concat());
+    for _ in 0..2 {
+        sinkrate_json(
+            d.path(),
+            &[&job[..], &["--write_iolog=ours.iolog"]].concat(),
+        );
+    }
+    let fio = without_times("fio.iolog");
+    assert_eq!(fio[3], "traced write 0 65536", "{fio:?}");
+    assert_eq!(without_times("ours.iolog"), [fio.clone(), fio].concat());
+
+    let random = [
+        "--name=rnd",
+        "--filename=replayed",
+        "--size=4m",
+        "--bs=4k",
+        "--rw=randwrite",
+        "--unlink=0",
+        "--write_iolog=rnd.iolog",
+    ];
+    sinkrate_json(d.path(), &random);
+    let traced: Vec<u64> = without_times("rnd.iolog")
+        .iter()
+        .filter_map(|l| l.strip_prefix("replayed write "))
+        .map(|l| {
+            l.split(' ')
+                .next()
+                .and_then(|o| o.parse().ok())
+                .expect("offset")
+        })
+        .collect();
+    assert_eq!(traced.len(), 1024);
+    let replay = fio_json(
+        d.path(),
+        &[
+            "--name=replay",
+            "--read_iolog=rnd.iolog",
+            "--replay_no_stall=1",
+            "--write_lat_log=replay",
+            "--log_offset=1",
+        ],
+    );
+    let w = &replay["jobs"][0]["write"];
+    assert_eq!(
+        (w["io_bytes"].as_u64(), w["total_ios"].as_u64()),
+        (Some(4 << 20), Some(1024))
+    );
+    assert_eq!(common::logged_offsets(d.path(), "replay", 1), traced);
+
+    common::refuses(
+        d.path(),
+        &[
+            "--name=two",
+            "--filename=x",
+            "--size=64k",
+            "--numjobs=2",
+            "--write_iolog=shared.iolog",
+        ],
+        &["write_iolog=shared.iolog", "more than one job"],
+    );
+}

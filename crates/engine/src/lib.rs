@@ -10,6 +10,7 @@ pub mod error;
 pub mod files;
 pub mod flow;
 pub mod host;
+pub mod iolog;
 pub mod logs;
 pub mod probe;
 pub mod progress;

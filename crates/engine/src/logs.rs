@@ -61,6 +61,8 @@ pub struct JobLogs {
     pub max_value: bool,
     /// Added to every timestamp: the run start in Unix ms with log_unix_epoch, else 0.
     pub time_base_ms: u64,
+    /// write_iolog: every I/O as issued, for fio's read_iolog.
+    pub iolog: Option<crate::iolog::IoTrace>,
 }
 
 impl JobLogs {
@@ -77,6 +79,9 @@ impl JobLogs {
             time_base_ms: if o.log_unix_epoch { unix_start_ms } else { 0 },
             ..JobLogs::default()
         };
+        if let Some(path) = &o.write_iolog {
+            logs.iolog = Some(crate::iolog::IoTrace::open(std::path::Path::new(path))?);
+        }
         if let Some(l) = &o.write_bw_log {
             logs.bw = Some(LogFile::create(name(&l.prefix, "bw"), o.log_offset)?);
         }
@@ -102,6 +107,9 @@ impl JobLogs {
             .flatten()
         {
             paths.push(f.finish()?);
+        }
+        if let Some(t) = self.iolog {
+            paths.push(t.finish()?);
         }
         Ok(paths)
     }

@@ -70,8 +70,19 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
     let mut notices: Vec<String> = set.notices.iter().map(|n| n.to_string()).collect();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
     let mut uring_missing: Option<Option<String>> = None;
+    let mut iologs: Vec<&str> = Vec::new();
     for job in &set.jobs {
         let o = &job.options;
+        if let Some(iolog) = o.write_iolog.as_deref() {
+            // fio lets the jobs' lines interleave mid-line in one file; refused here.
+            if iologs.contains(&iolog) {
+                return Err(EngineError::Refused(format!(
+                    "{}: write_iolog={iolog} is given to more than one job (numjobs clones count): give each job its own file",
+                    job.origin
+                )));
+            }
+            iologs.push(iolog);
+        }
         if o.ioengine == Engine::IoUring {
             let missing = uring_missing.get_or_insert_with(crate::backend::io_uring_unavailable);
             if let Some(reason) = missing {

@@ -453,6 +453,9 @@ pub struct JobOptions {
     #[serde(default)]
     pub verify_pattern: Option<Vec<u8>>,
     pub write_bw_log: Option<LogRequest>,
+    /// write_iolog: the file the job's issued I/Os are appended to (fio's iolog v3).
+    #[serde(default)]
+    pub write_iolog: Option<String>,
     pub write_lat_log: Option<LogRequest>,
     pub write_iops_log: Option<LogRequest>,
     pub log_avg_msec: u64,
@@ -632,6 +635,7 @@ impl Default for JobOptions {
             verify_fatal: false,
             verify_pattern: None,
             write_bw_log: None,
+            write_iolog: None,
             write_lat_log: None,
             write_iops_log: None,
             log_avg_msec: 0,
@@ -781,6 +785,7 @@ const OPTIONS: &[&str] = &[
     "log_unix_epoch",
     "log_offset",
     "log_max_value",
+    "write_iolog",
     "clat_percentiles",
     "lat_percentiles",
     "slat_percentiles",
@@ -1537,6 +1542,7 @@ impl JobOptions {
             }
             "write_bw_log" => self.write_bw_log = log_request(key, value, &self.name)?,
             "write_lat_log" => self.write_lat_log = log_request(key, value, &self.name)?,
+            "write_iolog" => self.write_iolog = Some(need(key, value)?.to_string()),
             "write_iops_log" => self.write_iops_log = log_request(key, value, &self.name)?,
             "log_avg_msec" => {
                 self.log_avg_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?

@@ -71,6 +71,26 @@ pub fn create(path: &Path) -> io::Result<File> {
     Ok(f)
 }
 
+/// Opens `path` to add to its end, creating it if absent, with [`create`]'s checks: only a
+/// regular file is ever written (fio opens its write_iolog this way).
+pub fn append(path: &Path) -> io::Result<File> {
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)
+        .map_err(|e| match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => not_regular(path, kind(&m)),
+            _ => e,
+        })?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(path, kind(&meta)));
+    }
+    Ok(f)
+}
+
 /// Writes `bytes` to `path` as [`create`] allows.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = create(path)?;

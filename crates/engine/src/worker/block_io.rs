@@ -61,6 +61,14 @@ pub(super) fn run_block_io(
             return Err(e);
         }
     };
+    let mut logs = logs;
+    if let Some(t) = &mut logs.iolog {
+        let now = setup.clock.now_ns();
+        for f in &files {
+            t.file_event(now, &f.plan.path, "add");
+            t.file_event(now, &f.plan.path, "open");
+        }
+    }
     if let Some(ticket) = &setup.start_gate {
         ticket.ready_and_wait(&setup.stop);
     }
@@ -267,7 +275,13 @@ pub(super) fn run_block_io(
         res.error = errno;
         res.error_text = Some(text);
     }
-    let logs = std::mem::take(&mut lp.logs);
+    let mut logs = std::mem::take(&mut lp.logs);
+    if let Some(t) = &mut logs.iolog {
+        let now = lp.clock.now_ns();
+        for f in &lp.files {
+            t.file_event(now, &f.plan.path, "close");
+        }
+    }
     let finished_logs = logs.finish();
     for i in 0..lp.files.len() {
         backend.detach_file(i);

@@ -328,6 +328,15 @@ impl Loop<'_> {
         Ok(())
     }
 
+    /// write_iolog: the I/O as issued.
+    #[inline]
+    pub(super) fn trace_io(&mut self, p: &Planned, now: u64) {
+        if let Some(t) = &mut self.logs.iolog {
+            let path = &self.files[p.file].plan.path;
+            t.io(now, path, p.dir.name(), p.offset, p.len as u64);
+        }
+    }
+
     pub(super) fn count_ignored_error(&mut self, errno: i32) {
         if self.ignored_errors.0 == 0 {
             self.ignored_errors.1 = errno;
@@ -367,6 +376,15 @@ impl Loop<'_> {
     pub(super) fn sync_if_due(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
         if let Some((file, offset, len)) = self.range_sync.as_mut().and_then(|r| r.take_due()) {
             let t0 = self.clock.now_ns();
+            if let Some(t) = &mut self.logs.iolog {
+                t.io(
+                    t0,
+                    &self.files[file].plan.path,
+                    "sync_file_range",
+                    offset,
+                    len,
+                );
+            }
             if let Some(r) = &self.range_sync {
                 r.sync(self.files[file].fd, offset, len).map_err(|e| {
                     (
@@ -384,6 +402,21 @@ impl Loop<'_> {
             return Ok(());
         };
         let t0 = self.clock.now_ns();
+        if let Some(t) = &mut self.logs.iolog {
+            // As fio's: a sync carries the offset of the file's last write, and no length.
+            let last = self.files[file].last_start[IoDir::Write.index()];
+            let what = if self.o.fdatasync > 0 {
+                "datasync"
+            } else {
+                "sync"
+            };
+            let offset = if last == super::open::NO_START {
+                0
+            } else {
+                last
+            };
+            t.io(t0, &self.files[file].plan.path, what, offset, 0);
+        }
         backend
             .sync_file(file, self.files[file].fd, self.o.fdatasync > 0)
             .map_err(|e| (e.raw_os_error().unwrap_or(libc::EIO), format!("fsync: {e}")))?;
@@ -519,6 +552,7 @@ impl Loop<'_> {
                 tag: 0,
             };
             let t0 = self.clock.now_ns();
+            self.trace_io(&p, t0);
             let mut submitted = t0;
             let result = match backend.submit(&req) {
                 Ok(Submitted::Done(n)) => n as i64,
@@ -667,6 +701,7 @@ impl Loop<'_> {
                     tag: slot as u64,
                 };
                 let prep = self.clock.now_ns();
+                self.trace_io(&p, prep);
                 slots[slot] = (p, prep, prep);
                 self.issued_total[d] += 1;
                 self.issued_bytes[d] += p.len as u64;
