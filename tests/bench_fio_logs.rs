@@ -210,3 +210,83 @@ fn write_iolog_writes_fios_lines_and_fio_replays_them() {
         &["write_iolog=shared.iolog", "more than one job"],
     );
 }
+
+/// `read_iolog`: sinkrate replays fio's own trace (the same I/Os at the same offsets, in
+/// order, read back from sinkrate's latency log), at the trace's times unless
+/// `replay_no_stall`, into another file with `replay_redirect`; a trace it cannot read is
+/// refused in one line naming the line.
+#[test]
+fn read_iolog_replays_fios_trace_in_order_and_in_time() {
+    if !common::fio_or_skip("read_iolog_replays_fios_trace_in_order_and_in_time") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    // A paced trace: 100 random 4 KiB writes at 200 IOPS span half a second.
+    fio_json(
+        d.path(),
+        &[
+            "--name=source",
+            "--filename=traced",
+            "--size=1m",
+            "--bs=4k",
+            "--rw=randwrite",
+            "--rate_iops=200",
+            "--number_ios=100",
+            "--write_iolog=fio.iolog",
+        ],
+    );
+    let traced: Vec<u64> = std::fs::read_to_string(d.path().join("fio.iolog"))
+        .expect("trace")
+        .lines()
+        .filter(|l| l.contains(" write "))
+        .map(|l| {
+            l.split(' ')
+                .nth(3)
+                .and_then(|o| o.parse().ok())
+                .expect("offset")
+        })
+        .collect();
+    assert_eq!(traced.len(), 100);
+    for (extra, prefix) in [(None, "stalled"), (Some("--replay_no_stall=1"), "at_once")] {
+        let lat_log = format!("--write_lat_log={prefix}");
+        let mut args = vec![
+            "--name=replay",
+            "--read_iolog=fio.iolog",
+            "--replay_redirect=copy",
+            "--log_offset=1",
+            &lat_log,
+        ];
+        args.extend(extra);
+        let v = sinkrate_json(d.path(), &args);
+        let job = &v["jobs"][0];
+        assert_eq!(
+            (
+                job["write"]["io_bytes"].as_u64(),
+                job["write"]["total_ios"].as_u64()
+            ),
+            (Some(400 << 10), Some(100))
+        );
+        assert_eq!(common::logged_offsets(d.path(), prefix, 1), traced);
+        let runtime_ms = job["job_runtime"].as_u64().expect("runtime");
+        if extra.is_none() {
+            assert!(runtime_ms >= 450, "the trace's 0.5 s took {runtime_ms} ms");
+        } else {
+            assert!(runtime_ms < 300, "without stalls: {runtime_ms} ms");
+        }
+    }
+    std::fs::write(
+        d.path().join("bad.iolog"),
+        "fio version 3 iolog\n0 f add\n5 f punch 0 1\n",
+    )
+    .expect("bad trace");
+    common::refuses(
+        d.path(),
+        &["--name=bad", "--read_iolog=bad.iolog"],
+        &["read_iolog=bad.iolog", "line 3", "'punch'"],
+    );
+    common::refuses(
+        d.path(),
+        &["--name=v", "--read_iolog=fio.iolog", "--verify=crc32c"],
+        &["read_iolog", "verify"],
+    );
+}

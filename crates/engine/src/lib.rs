@@ -14,6 +14,7 @@ pub mod iolog;
 pub mod logs;
 pub mod probe;
 pub mod progress;
+pub mod replay;
 pub mod resources;
 pub mod rng;
 pub mod runner;

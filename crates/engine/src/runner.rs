@@ -12,6 +12,7 @@ use sinkrate_jobspec::options::Engine;
 use sinkrate_jobspec::{Job, JobSet};
 use sinkrate_model::{BenchRun, TargetFacts, Warning};
 
+use crate::backend::IoDir;
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::files::{self, PlannedFile};
@@ -70,18 +71,26 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
     let mut notices: Vec<String> = set.notices.iter().map(|n| n.to_string()).collect();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
     let mut uring_missing: Option<Option<String>> = None;
-    let mut iologs: Vec<&str> = Vec::new();
+    let mut iologs: Vec<String> = Vec::new();
     for job in &set.jobs {
+        let replayed;
+        let job = match &job.options.read_iolog {
+            Some(_) => {
+                replayed = replay_job(job)?;
+                &replayed
+            }
+            None => job,
+        };
         let o = &job.options;
         if let Some(iolog) = o.write_iolog.as_deref() {
             // fio lets the jobs' lines interleave mid-line in one file; refused here.
-            if iologs.contains(&iolog) {
+            if iologs.iter().any(|i| i == iolog) {
                 return Err(EngineError::Refused(format!(
                     "{}: write_iolog={iolog} is given to more than one job (numjobs clones count): give each job its own file",
                     job.origin
                 )));
             }
-            iologs.push(iolog);
+            iologs.push(iolog.to_string());
         }
         if o.ioengine == Engine::IoUring {
             let missing = uring_missing.get_or_insert_with(crate::backend::io_uring_unavailable);
@@ -445,6 +454,47 @@ fn honesty_warnings(
             ),
         });
     }
+}
+
+/// A read_iolog job as the rest of the run sees it: the trace's files (or the redirect) as
+/// its files, each as large as the trace's furthest I/O, its largest I/O as its block size,
+/// and its directions those the trace holds (which open the files for writing and guard a
+/// device like any job's writes or trims).
+fn replay_job(job: &Job) -> Result<Job, EngineError> {
+    use sinkrate_jobspec::options::{Direction, SizeSpec};
+    let o = &job.options;
+    let path = o.read_iolog.as_deref().unwrap_or_default();
+    let redirect = o.replay_redirect.as_deref().map(std::path::Path::new);
+    let trace = crate::replay::Trace::load(std::path::Path::new(path), redirect)
+        .map_err(|e| EngineError::Refused(format!("{}: {e}", job.origin)))?;
+    let mut job = job.clone();
+    let r = &mut job.options;
+    let names: Vec<String> = trace
+        .files
+        .iter()
+        .map(|f| f.to_string_lossy().replace(':', "\\:"))
+        .collect();
+    r.filename = Some(names.join(":"));
+    let extent = trace.extent();
+    r.filesize = Some((extent, extent));
+    r.size = Some(SizeSpec::Bytes(extent * trace.files.len() as u64));
+    r.offset = SizeSpec::Bytes(0);
+    r.bs = [trace.largest(); 3];
+    r.bsrange = None;
+    r.bssplit = None;
+    let (reads, writes, trims) = (
+        trace.has(IoDir::Read),
+        trace.has(IoDir::Write),
+        trace.has(IoDir::Trim),
+    );
+    r.rw.direction = match (reads, writes, trims) {
+        (false, true, false) => Direction::Write,
+        (false, false, true) => Direction::Trim,
+        (false, true, true) => Direction::TrimWrite,
+        (true, false, false) => Direction::Read,
+        _ => Direction::Mixed,
+    };
+    Ok(job)
 }
 
 fn human_mb(bytes_per_s: f64) -> String {

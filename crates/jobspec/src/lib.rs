@@ -407,6 +407,15 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             o.ioengine.fio_name()
         ));
     }
+    if o.read_iolog.is_some()
+        && (o.ioengine.is_file_operation() || o.ioengine.is_side_load() || o.verify.is_some())
+    {
+        return Err(format!(
+            "read_iolog with ioengine={}{}: a trace replays reads, writes, trims and syncs on a block-I/O engine without verify (use psync, libaio or io_uring)",
+            o.ioengine.fio_name(),
+            if o.verify.is_some() { " and verify" } else { "" }
+        ));
+    }
     if o.rw.trims() && !o.ioengine.is_side_load() {
         use options::Engine as E;
         if !matches!(

@@ -456,6 +456,15 @@ pub struct JobOptions {
     /// write_iolog: the file the job's issued I/Os are appended to (fio's iolog v3).
     #[serde(default)]
     pub write_iolog: Option<String>,
+    /// read_iolog: the trace the job's I/Os come from, instead of its pattern options.
+    #[serde(default)]
+    pub read_iolog: Option<String>,
+    /// replay_no_stall: replay as fast as the I/O goes, not at the trace's times.
+    #[serde(default)]
+    pub replay_no_stall: bool,
+    /// replay_redirect: every replayed I/O goes to this file or device.
+    #[serde(default)]
+    pub replay_redirect: Option<String>,
     pub write_lat_log: Option<LogRequest>,
     pub write_iops_log: Option<LogRequest>,
     pub log_avg_msec: u64,
@@ -636,6 +645,9 @@ impl Default for JobOptions {
             verify_pattern: None,
             write_bw_log: None,
             write_iolog: None,
+            read_iolog: None,
+            replay_no_stall: false,
+            replay_redirect: None,
             write_lat_log: None,
             write_iops_log: None,
             log_avg_msec: 0,
@@ -786,6 +798,9 @@ const OPTIONS: &[&str] = &[
     "log_offset",
     "log_max_value",
     "write_iolog",
+    "read_iolog",
+    "replay_no_stall",
+    "replay_redirect",
     "clat_percentiles",
     "lat_percentiles",
     "slat_percentiles",
@@ -1543,6 +1558,9 @@ impl JobOptions {
             "write_bw_log" => self.write_bw_log = log_request(key, value, &self.name)?,
             "write_lat_log" => self.write_lat_log = log_request(key, value, &self.name)?,
             "write_iolog" => self.write_iolog = Some(need(key, value)?.to_string()),
+            "read_iolog" => self.read_iolog = Some(need(key, value)?.to_string()),
+            "replay_no_stall" => self.replay_no_stall = flag(key, value)?,
+            "replay_redirect" => self.replay_redirect = Some(need(key, value)?.to_string()),
             "write_iops_log" => self.write_iops_log = log_request(key, value, &self.name)?,
             "log_avg_msec" => {
                 self.log_avg_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?

@@ -48,6 +48,20 @@ pub(super) fn run_block_io(
             format!("cannot start ioengine={}: {e}", o.ioengine.fio_name()),
         )
     })?;
+    // The trace was read and checked when the run was prepared; read again here, where the
+    // job's I/Os are made.
+    let replay_cursor = match &o.read_iolog {
+        Some(path) => {
+            let redirect = o.replay_redirect.as_deref().map(std::path::Path::new);
+            let trace = crate::replay::Trace::load(std::path::Path::new(path), redirect)
+                .map_err(|e| EngineError::job(&o.name, e))?;
+            Some(super::replaying::ReplayCursor::new(
+                trace,
+                !o.replay_no_stall,
+            ))
+        }
+        None => None,
+    };
     let mut files = Vec::with_capacity(setup.files.len());
     let opened = open_files(setup, outcome, &mut rng, backend.as_mut(), &mut files)
         .and_then(|()| JobLogs::open(o, setup.job_number, setup.unix_start_ms));
@@ -72,9 +86,13 @@ pub(super) fn run_block_io(
     if let Some(ticket) = &setup.start_gate {
         ticket.ready_and_wait(&setup.stop);
     }
-    let pass_bytes = o
-        .io_size
-        .unwrap_or_else(|| files.iter().map(|f| f.plan.region_len).sum());
+    // A replay ends with its trace, not with a pass over the files.
+    let pass_bytes = match replay_cursor {
+        Some(_) => u64::MAX,
+        None => o
+            .io_size
+            .unwrap_or_else(|| files.iter().map(|f| f.plan.region_len).sum()),
+    };
     let now = setup.clock.now_ns();
     let ramp_ns = o.ramp_time.as_nanos() as u64;
     let mut lp = Loop {
@@ -159,6 +177,8 @@ pub(super) fn run_block_io(
         flow,
         strided: o.zones.strided(),
         ignored_errors: (0, 0),
+        replay: replay_cursor,
+        replay_due: None,
         records_slat: (o.ioengine.is_async() || !o.coordination.offload)
             && !o.behaviour.disable_slat,
     };

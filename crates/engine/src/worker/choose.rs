@@ -111,6 +111,11 @@ impl Loop<'_> {
 
     #[inline]
     pub(super) fn plan_next(&mut self) -> Planned {
+        if self.replay.is_some() {
+            let (p, due) = self.plan_replayed();
+            self.replay_due = due;
+            return p;
+        }
         let file = self.choose_file();
         let dir = match self.o.rw.direction {
             Direction::Read => IoDir::Read,

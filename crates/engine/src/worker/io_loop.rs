@@ -105,6 +105,10 @@ pub(super) struct Loop<'a> {
     pub(super) records_slat: bool,
     /// I/O errors gone on past (continue_on_error): how many, and the first one's errno.
     pub(super) ignored_errors: (u64, i32),
+    /// read_iolog: where the job is in its trace.
+    pub(super) replay: Option<super::replaying::ReplayCursor>,
+    /// When the I/O just planned from the trace is due (taken by the rate wait).
+    pub(super) replay_due: Option<u64>,
 }
 
 pub(super) type LoopError = (i32, String);
@@ -175,6 +179,7 @@ impl Loop<'_> {
     pub(super) fn should_stop(&mut self, now: u64) -> bool {
         if self.stop.load(Ordering::Relaxed)
             || self.error.is_some()
+            || self.replay.as_ref().is_some_and(|r| r.done())
             || self.ss_result.as_ref().is_some_and(|s| s.attained)
         {
             return true;
@@ -374,6 +379,7 @@ impl Loop<'_> {
     }
 
     pub(super) fn sync_if_due(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
+        self.replay_syncs(backend)?;
         if let Some((file, offset, len)) = self.range_sync.as_mut().and_then(|r| r.take_due()) {
             let t0 = self.clock.now_ns();
             if let Some(t) = &mut self.logs.iolog {

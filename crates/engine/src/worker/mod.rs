@@ -10,6 +10,7 @@ mod monitors;
 mod open;
 mod pacing;
 mod range_sync;
+mod replaying;
 mod side_load;
 
 use block_io::run_block_io;

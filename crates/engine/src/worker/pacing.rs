@@ -19,6 +19,10 @@ impl Loop<'_> {
     /// When the rate limit lets the next I/O of direction `d` go (run clock, ns); `None`
     /// without a limit. Called once per I/O (a Poisson arrival draws its next gap here).
     pub(super) fn rate_due(&mut self, d: usize, len: u64) -> Option<u64> {
+        // A replayed I/O waits for its time in the trace instead.
+        if self.replay.is_some() {
+            return self.replay_due.take();
+        }
         let o = self.o;
         if o.rate[d] == 0 && o.rate_iops[d] == 0 {
             return None;
