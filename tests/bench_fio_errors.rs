@@ -90,6 +90,34 @@ fn writes_past_a_full_file_system_stop_or_go_on_as_fios_do() {
                 assert_eq!(theirs, expected, "fio {extra:?}");
                 assert_eq!(mine, theirs, "sinkrate {extra:?}");
             }
+            // fill_device: the full file system ends the job without an error; the write
+            // that found it counts as issued. With 1 MiB already taken, at depth 4 the
+            // writes in flight find it too.
+            for (extra, bytes, ios) in [
+                (&[][..], four_mib, 65),
+                (&["--ioengine=libaio", "--iodepth=4"][..], 3 << 20, 52),
+            ] {
+                let fill = [
+                    &["--name=fill", "--filename=full", "--bs=64k", "--rw=write"][..],
+                    &["--fill_device=1", "--unlink=0"],
+                    extra,
+                ]
+                .concat();
+                let taken = fs.at.join("taken");
+                let _ = std::fs::remove_file(fs.at.join("full"));
+                if bytes < four_mib {
+                    std::fs::write(&taken, vec![1u8; 1 << 20]).expect("taken");
+                }
+                let theirs = run(&fio, false, &fs.at, &fill);
+                let mine = run(&ours, true, &fs.at, &fill);
+                let _ = std::fs::remove_file(&taken);
+                assert_eq!(
+                    (theirs.0, theirs.1, theirs.4, theirs.5, theirs.7),
+                    (Some(0), 0, bytes, ios, bytes),
+                    "fio {extra:?}"
+                );
+                assert_eq!(mine, theirs, "sinkrate {extra:?}");
+            }
             // ENOSPC off the job's list (the default list is EIO and EILSEQ): fio stops at
             // the first one (exit 1); sinkrate, which checks the free space first, refuses
             // the job before writing (exit 2), as for any job too large for its file system.
@@ -110,6 +138,18 @@ fn writes_past_a_full_file_system_stop_or_go_on_as_fios_do() {
 
 #[test]
 fn bad_error_policies_are_refused_in_one_line() {
+    let d = tempfile::tempdir().expect("tmp");
+    refuses(
+        d.path(),
+        &[
+            "--name=t",
+            "--filename=f",
+            "--rw=randwrite",
+            "--fill_device=1",
+        ],
+        &["fill_device with rw=randwrite", "rw=write"],
+    );
+    drop(d);
     let d = tempfile::tempdir().expect("tmp");
     let job = ["--name=t", "--filename=f", "--size=1m"];
     for (option, expect) in [

@@ -79,6 +79,16 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 replayed = replay_job(job)?;
                 &replayed
             }
+            None if job.options.fill_device => {
+                // fio's fill_device: a size far beyond the storage, so that ENOSPC (or the
+                // end of a device) ends the job; nothing is allocated ahead.
+                let mut filling = job.clone();
+                filling.options.size = Some(sinkrate_jobspec::options::SizeSpec::Bytes(1 << 60));
+                filling.options.filesize = None;
+                filling.options.io_size = None;
+                replayed = filling;
+                &replayed
+            }
             None => job,
         };
         let o = &job.options;
@@ -202,10 +212,11 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
         }
         // A job that goes on past ENOSPC on its writes (continue_on_error with
         // ignore_error=,ENOSPC, as fio's enospc-pressure.fio) means to fill the file system.
-        let fills_the_fs = o.error_policy.non_fatal(
-            sinkrate_jobspec::error_policy::ErrorKind::Write,
-            libc::ENOSPC,
-        );
+        let fills_the_fs = o.fill_device
+            || o.error_policy.non_fatal(
+                sinkrate_jobspec::error_policy::ErrorKind::Write,
+                libc::ENOSPC,
+            );
         if (!o.ioengine.is_file_operation()
             || o.ioengine == Engine::Ftruncate
             || o.ioengine == Engine::Falloc)
@@ -283,10 +294,17 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
                 segment += 1;
             }
             let o = &j.options;
-            let bytes: u64 = o
-                .io_size
-                .unwrap_or_else(|| files.iter().map(|f| f.region_len).sum())
-                * o.loops as u64;
+            let region = |f: &PlannedFile| {
+                if o.fill_device && !f.is_block_device {
+                    // What the file system can still take: the fill's end, for the ETA.
+                    let free = files::free_bytes(&files::existing_parent(&f.path)).unwrap_or(0);
+                    f.existing_size.unwrap_or(0) + free
+                } else {
+                    f.region_len
+                }
+            };
+            let bytes: u64 =
+                o.io_size.unwrap_or_else(|| files.iter().map(region).sum()) * o.loops as u64;
             let runtime = o
                 .runtime
                 .map(|r| r.as_nanos() as u64)

@@ -407,6 +407,17 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             o.ioengine.fio_name()
         ));
     }
+    if o.fill_device
+        && (o.rw.direction != options::Direction::Write
+            || o.rw.pattern != options::Pattern::Sequential
+            || o.ioengine.is_file_operation())
+    {
+        return Err(format!(
+            "fill_device with rw={} and ioengine={}: filling writes sequentially until the storage is full (use rw=write on a read/write engine)",
+            o.rw.fio_name(),
+            o.ioengine.fio_name()
+        ));
+    }
     if o.read_iolog.is_some()
         && (o.ioengine.is_file_operation() || o.ioengine.is_side_load() || o.verify.is_some())
     {

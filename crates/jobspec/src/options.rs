@@ -456,6 +456,10 @@ pub struct JobOptions {
     /// write_iolog: the file the job's issued I/Os are appended to (fio's iolog v3).
     #[serde(default)]
     pub write_iolog: Option<String>,
+    /// fill_device / fill_fs: write until the storage is full (ENOSPC or EDQUOT ends the
+    /// job, as fio's).
+    #[serde(default)]
+    pub fill_device: bool,
     /// read_iolog: the trace the job's I/Os come from, instead of its pattern options.
     #[serde(default)]
     pub read_iolog: Option<String>,
@@ -646,6 +650,7 @@ impl Default for JobOptions {
             write_bw_log: None,
             write_iolog: None,
             read_iolog: None,
+            fill_device: false,
             replay_no_stall: false,
             replay_redirect: None,
             write_lat_log: None,
@@ -799,6 +804,8 @@ const OPTIONS: &[&str] = &[
     "log_max_value",
     "write_iolog",
     "read_iolog",
+    "fill_device",
+    "fill_fs",
     "replay_no_stall",
     "replay_redirect",
     "clat_percentiles",
@@ -1559,6 +1566,7 @@ impl JobOptions {
             "write_lat_log" => self.write_lat_log = log_request(key, value, &self.name)?,
             "write_iolog" => self.write_iolog = Some(need(key, value)?.to_string()),
             "read_iolog" => self.read_iolog = Some(need(key, value)?.to_string()),
+            "fill_device" | "fill_fs" => self.fill_device = flag(key, value)?,
             "replay_no_stall" => self.replay_no_stall = flag(key, value)?,
             "replay_redirect" => self.replay_redirect = Some(need(key, value)?.to_string()),
             "write_iops_log" => self.write_iops_log = log_request(key, value, &self.name)?,

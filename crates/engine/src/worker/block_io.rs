@@ -177,6 +177,7 @@ pub(super) fn run_block_io(
         flow,
         strided: o.zones.strided(),
         ignored_errors: (0, 0),
+        filled: None,
         replay: replay_cursor,
         replay_due: None,
         records_slat: (o.ioengine.is_async() || !o.coordination.offload)
@@ -268,6 +269,14 @@ pub(super) fn run_block_io(
     res.write = write;
     res.trim = trim;
     (res.total_err, res.first_error) = lp.ignored_errors;
+    if let Some((errno, offset)) = lp.filled {
+        outcome.notices.push(format!(
+            "job '{}': the storage is full: {} at offset {offset} after {} written (fill_device)",
+            o.name,
+            sinkrate_jobspec::error_policy::errno_name(errno).unwrap_or("ENOSPC"),
+            crate::units::bytes_iec(lp.tally[backend::IoDir::Write.index()].bytes as f64)
+        ));
+    }
     res.sync = std::mem::take(&mut lp.sync);
     res.sync_file_ranges = lp.sync_file_ranges;
     if let (Some(a), Some(b)) = (cpu_before, cpu_after) {

@@ -105,6 +105,8 @@ pub(super) struct Loop<'a> {
     pub(super) records_slat: bool,
     /// I/O errors gone on past (continue_on_error): how many, and the first one's errno.
     pub(super) ignored_errors: (u64, i32),
+    /// fill_device: the write that found the storage full (its errno and offset).
+    pub(super) filled: Option<(i32, u64)>,
     /// read_iolog: where the job is in its trace.
     pub(super) replay: Option<super::replaying::ReplayCursor>,
     /// When the I/O just planned from the trace is due (taken by the rate wait).
@@ -180,6 +182,7 @@ impl Loop<'_> {
         if self.stop.load(Ordering::Relaxed)
             || self.error.is_some()
             || self.replay.as_ref().is_some_and(|r| r.done())
+            || self.filled.is_some()
             || self.ss_result.as_ref().is_some_and(|s| s.attained)
         {
             return true;
@@ -235,6 +238,20 @@ impl Loop<'_> {
     ) -> Result<(), LoopError> {
         if result < 0 {
             let errno = (-result) as i32;
+            if self.o.fill_device
+                && p.dir == IoDir::Write
+                && (errno == libc::ENOSPC || errno == libc::EDQUOT)
+            {
+                // As fio: the full storage ends the job, and the write that found it counts
+                // as issued, without bytes.
+                if !self.ramping {
+                    let t = &mut self.tally[p.dir.index()];
+                    t.ios += 1;
+                    t.window_ios += 1;
+                }
+                self.filled.get_or_insert((errno, p.offset));
+                return Ok(());
+            }
             let kind = ErrorKind::of(p.dir == IoDir::Read, errno);
             if self.o.error_policy.non_fatal(kind, errno) {
                 // As fio: the I/O counts as issued (total_ios, IOPS) but moves no bytes and

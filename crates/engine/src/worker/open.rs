@@ -288,6 +288,7 @@ pub(super) fn open_files(
             } else if o.ioengine != Engine::Ftruncate
                 && o.ioengine != Engine::Falloc
                 && !o.behaviour.create_on_open
+                && !o.fill_device
             {
                 // create_on_open: the job's own writes make the file, nothing is laid out.
                 preallocate(fd, o.fallocate, plan.needed_size());
