@@ -290,3 +290,47 @@ fn read_iolog_replays_fios_trace_in_order_and_in_time() {
         &["read_iolog", "verify"],
     );
 }
+
+/// `--bandwidth-log`: fio's three aggregate logs (fio 3.33 makes them too, empty off a
+/// terminal), every 500 ms the bandwidth of all jobs together: two jobs paced at 4 MiB/s
+/// each show 8 MiB/s.
+#[test]
+fn bandwidth_log_holds_all_jobs_together() {
+    let d = tempfile::tempdir().expect("tmp");
+    sinkrate_json(
+        d.path(),
+        &[
+            "--bandwidth-log",
+            "--name=two",
+            "--filename=paced",
+            "--size=64m",
+            "--rw=write",
+            "--rate=4m",
+            "--time_based",
+            "--runtime=2",
+            "--numjobs=2",
+        ],
+    );
+    for (name, dir) in [("read", "0"), ("write", "1"), ("trim", "2")] {
+        let text = std::fs::read_to_string(d.path().join(format!("agg-{name}_bw.log")))
+            .unwrap_or_else(|e| panic!("agg-{name}_bw.log: {e}"));
+        let values: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                let cols: Vec<&str> = l.split(", ").collect();
+                assert_eq!((cols.len(), cols[2]), (5, dir), "{name}: {l}");
+                cols[1].parse().expect("KiB/s")
+            })
+            .collect();
+        assert!(values.len() >= 4, "{name}: {text}");
+        // Whole windows inside the run: not the first (the jobs' start) nor the last (their
+        // end).
+        for v in &values[1..3] {
+            let expected = if name == "write" { 8192.0 } else { 0.0 };
+            assert!(
+                (*v as f64 - expected).abs() <= 0.05 * 8192.0,
+                "{name}: {values:?}"
+            );
+        }
+    }
+}

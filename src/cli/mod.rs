@@ -926,6 +926,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub max_jobs: Option<usize>,
 
+    /// Write the run's aggregate bandwidth, all jobs together, every 500 ms to
+    /// agg-read_bw.log, agg-write_bw.log and agg-trim_bw.log (fio's --bandwidth-log)
+    #[arg(long)]
+    pub bandwidth_log: bool,
+
     /// Make every warning about the job files fatal (fio's --warnings-fatal): exit 2 before
     /// any I/O instead of a note
     #[arg(long)]

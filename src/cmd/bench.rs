@@ -218,6 +218,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             "never" => StatusLine::Never,
             _ => StatusLine::Auto,
         },
+        bandwidth_log: args.bandwidth_log,
     };
     let prepared = sinkrate_engine::prepare(&set, &options)?;
     let announced = prepared.notices().len();

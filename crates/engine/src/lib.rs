@@ -1,6 +1,7 @@
 //! The benchmark engine: backends, workers and the runner. This crate holds sinkrate's
 //! Linux-specific unsafe code (syscalls, aligned buffers, mmap, io_uring).
 
+pub mod agg_log;
 pub mod backend;
 pub mod buffers;
 pub mod clock;

@@ -19,7 +19,7 @@ pub struct LogFile {
 }
 
 impl LogFile {
-    fn create(path: PathBuf, with_offset: bool) -> Result<LogFile, EngineError> {
+    pub(crate) fn create(path: PathBuf, with_offset: bool) -> Result<LogFile, EngineError> {
         let f = sinkrate_sys::output::create(&path).map_err(|e| EngineError::io(&path, e))?;
         Ok(LogFile {
             path,

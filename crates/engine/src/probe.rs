@@ -146,6 +146,7 @@ pub fn sustained_write(
             keep_files: false,
             stop: stop.clone(),
             show_status: crate::runner::StatusLine::Never,
+            bandwidth_log: false,
         };
         let prepared = prepare(&set, &run_options).map_err(|e| e.to_string())?;
         let run = execute(prepared, &run_options);

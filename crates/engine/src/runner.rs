@@ -33,6 +33,8 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// When to draw the live status line on stderr.
     pub show_status: StatusLine,
+    /// fio's --bandwidth-log: the run's aggregate bandwidth logs, in `base_dir`.
+    pub bandwidth_log: bool,
 }
 
 /// fio's `--eta`: the status line on a terminal (auto), always, or never.
@@ -359,6 +361,21 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         None
     };
 
+    let agg_log = if opts.bandwidth_log {
+        match crate::agg_log::spawn(&opts.base_dir, progress.clone(), clock, done.clone()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                run.warnings.push(Warning {
+                    id: "log.not_written".into(),
+                    job: None,
+                    text: format!("--bandwidth-log: {e}"),
+                });
+                None
+            }
+        }
+    } else {
+        None
+    };
     let shared = crate::schedule::Shared {
         clock,
         stop: opts.stop.clone(),
@@ -371,6 +388,24 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
     done.store(true, Ordering::Relaxed);
     if let Some(t) = status_thread {
         let _ = t.join();
+    }
+    match agg_log.map(|t| t.join()) {
+        Some(Ok(Ok(paths))) => run.notices.extend(
+            paths
+                .iter()
+                .map(|p| format!("--bandwidth-log: wrote log {}", p.display())),
+        ),
+        Some(Ok(Err(e))) => run.warnings.push(Warning {
+            id: "log.not_written".into(),
+            job: None,
+            text: format!("--bandwidth-log: {e}"),
+        }),
+        Some(Err(_)) => run.warnings.push(Warning {
+            id: "log.not_written".into(),
+            job: None,
+            text: "--bandwidth-log: the log writer stopped unexpectedly".into(),
+        }),
+        None => {}
     }
     run.interrupted = opts.stop.load(Ordering::Relaxed);
     run.elapsed_ns = clock.now_ns();

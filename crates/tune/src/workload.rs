@@ -243,6 +243,7 @@ fn job_trial(
         keep_files: false,
         stop: stop.clone(),
         show_status: sinkrate_engine::runner::StatusLine::Never,
+        bandwidth_log: false,
     };
     let prepared = sinkrate_engine::prepare(jobs, &options)
         .map_err(|e| SearchError::Workload(format!("--job: {e}")))?;
