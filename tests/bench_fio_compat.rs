@@ -857,3 +857,52 @@ fn percentile_options_shape_the_output_as_in_fio() {
         assert_eq!(text(our_text), text(fio_text), "{engine} {extra:?}: tables");
     }
 }
+
+/// fio's `buffer_pattern` syntax, side by side: hex (an odd digit count gets a leading 0),
+/// quoted text, 32-bit decimal numbers (little-endian) and any sequence of them; the files
+/// both tools write hold the same bytes. A file's contents (`'name'`) are refused.
+#[test]
+fn buffer_pattern_syntax_writes_fios_bytes() {
+    if !fio_or_skip("buffer_pattern_syntax_writes_fios_bytes") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    for pattern in [
+        "0x123",
+        "\"abcd\"",
+        "300",
+        "-12",
+        "0xde\"ab\"12",
+        "0x0102030405",
+    ] {
+        let arg = format!("--buffer_pattern={pattern}");
+        let fio_file = "--filename=fio.dat";
+        let our_file = "--filename=ours.dat";
+        let job = |file: &'static str| {
+            [
+                "--name=p",
+                file,
+                "--size=64k",
+                "--bs=4k",
+                "--rw=write",
+                "--unlink=0",
+            ]
+        };
+        fio_json(d.path(), &[&job(fio_file)[..], &[arg.as_str()]].concat());
+        sinkrate_json(d.path(), &[&job(our_file)[..], &[arg.as_str()]].concat());
+        let theirs = std::fs::read(d.path().join("fio.dat")).expect("fio's file");
+        let ours = std::fs::read(d.path().join("ours.dat")).expect("our file");
+        assert_eq!(theirs.len(), 64 << 10);
+        assert!(ours == theirs, "{pattern}: the files differ");
+    }
+    common::refuses(
+        d.path(),
+        &[
+            "--name=p",
+            "--filename=x",
+            "--size=4k",
+            "--buffer_pattern='data.bin'",
+        ],
+        &["buffer_pattern", "a file's contents"],
+    );
+}

@@ -1015,50 +1015,68 @@ fn parse_bssplit_one(text: &str, kb: KbBase) -> Result<Vec<(u64, f64)>, String> 
     Ok(out)
 }
 
+/// fio's pattern syntax (buffer_pattern, verify_pattern): any sequence of `0xHEX` (an odd
+/// digit count gets a leading 0), `"text"` (its bytes as written), and decimal numbers of a
+/// 32-bit int (little-endian: the bytes a positive one needs, four for a negative one), as
+/// in `0xdeadface"abcd"-12`. fio's `'file'` (a file's contents) is refused: job options
+/// are read without touching files.
 fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
     let t = text.trim();
-    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        if hex.is_empty() || !hex.is_ascii() {
-            return Err(format!("'{t}' is not hexadecimal"));
-        }
-        if hex.len() == 1 {
-            return u8::from_str_radix(hex, 16)
-                .map(|b| vec![b])
-                .map_err(|_| format!("'{t}' is not hexadecimal"));
-        }
-        if hex.len() % 2 != 0 {
-            return Err(format!("'{t}' has an odd number of hex digits"));
-        }
-        return (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
-            .collect::<Result<Vec<u8>, _>>()
-            .map_err(|_| format!("'{t}' is not hexadecimal"));
-    }
-    if let Some(inner) = t.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
-        return if inner.is_empty() {
-            Err("empty pattern".into())
+    let mut out = Vec::new();
+    let mut rest = t;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+            let digits = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+            if digits == 0 {
+                return Err(format!("'{t}': 0x without hexadecimal digits"));
+            }
+            let hex = &after[..digits];
+            let padded = if digits % 2 == 1 {
+                format!("0{hex}")
+            } else {
+                hex.to_string()
+            };
+            for i in (0..padded.len()).step_by(2) {
+                out.push(
+                    u8::from_str_radix(&padded[i..i + 2], 16)
+                        .map_err(|_| format!("'{t}' is not hexadecimal"))?,
+                );
+            }
+            rest = &after[digits..];
+        } else if let Some(after) = rest.strip_prefix('"') {
+            let end = after
+                .find('"')
+                .ok_or_else(|| format!("'{t}': a string without its closing \""))?;
+            out.extend_from_slice(&after.as_bytes()[..end]);
+            rest = &after[end + 1..];
+        } else if rest.starts_with('\'') {
+            return Err(format!(
+                "'{t}': a file's contents ('name') are not supported by sinkrate (give the bytes as 0xHEX or \"text\")"
+            ));
+        } else if rest.starts_with('-') || rest.starts_with(|c: char| c.is_ascii_digit()) {
+            let len = 1 + rest[1..].bytes().take_while(u8::is_ascii_digit).count();
+            let number = &rest[..len];
+            let v: i32 = number.parse().map_err(|_| {
+                format!("'{number}' in '{t}' is not a number fio takes (a 32-bit int)")
+            })?;
+            let bytes = v.to_le_bytes();
+            let used = if v < 0 {
+                4
+            } else {
+                4 - (v.leading_zeros() as usize / 8).min(3)
+            };
+            out.extend_from_slice(&bytes[..used]);
+            rest = &rest[len..];
         } else {
-            Ok(inner.as_bytes().to_vec())
-        };
-    }
-    if let Some(inner) = t.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-        return if inner.is_empty() {
-            Err("empty pattern".into())
-        } else {
-            Ok(inner.as_bytes().to_vec())
-        };
-    }
-    match t.parse::<u64>() {
-        Ok(v) => {
-            let bytes = v.to_be_bytes();
-            let first = bytes.iter().position(|b| *b != 0).unwrap_or(7);
-            Ok(bytes[first..].to_vec())
+            return Err(format!(
+                "'{t}' is not a pattern (expected 0xHEX, \"text\" or a decimal number, in any sequence)"
+            ));
         }
-        Err(_) => Err(format!(
-            "'{t}' is not a pattern (expected 0xHEX, 'text' in quotes, or a decimal number)"
-        )),
     }
+    if out.is_empty() {
+        return Err("empty pattern".into());
+    }
+    Ok(out)
 }
 
 fn parse_ss(text: &str) -> Result<SteadyState, String> {
@@ -1733,12 +1751,37 @@ mod tests {
         assert_eq!(o.size, Some(SizeSpec::Percent(50.0)));
         apply(&mut o, "buffer_pattern", Some("0xdeadbeef")).expect("pattern");
         assert_eq!(o.buffer_pattern, Some(vec![0xde, 0xad, 0xbe, 0xef]));
+        // fio's bytes for each form (fio 3.33 writes these).
+        for (text, bytes) in [
+            ("0x123", &[0x01, 0x23][..]),
+            ("\"abcd\"", b"abcd"),
+            ("12", &[0x0c]),
+            ("300", &[0x2c, 0x01]),
+            ("70000", &[0x70, 0x11, 0x01]),
+            ("0", &[0x00]),
+            ("-12", &[0xf4, 0xff, 0xff, 0xff]),
+            ("0xde\"ab\"12", &[0xde, 0x61, 0x62, 0x0c]),
+        ] {
+            apply(&mut o, "buffer_pattern", Some(text)).expect(text);
+            assert_eq!(o.buffer_pattern.as_deref(), Some(bytes), "{text}");
+        }
+        for bad in [
+            "0x",
+            "0xdg",
+            "\"ab",
+            "4294967295",
+            "-2147483649",
+            "'file'",
+            "zz",
+        ] {
+            assert!(apply(&mut o, "buffer_pattern", Some(bad)).is_err(), "{bad}");
+        }
         apply(&mut o, "buffer_pattern", Some("0x5")).expect("one hex digit");
         assert_eq!(o.buffer_pattern, Some(vec![5]));
         // Found by fuzzing: non-ASCII after 0x.
         assert!(apply(&mut o, "buffer_pattern", Some("0x\u{29a}")).is_err());
-        apply(&mut o, "buffer_pattern", Some("'ab'")).expect("pattern");
-        assert_eq!(o.buffer_pattern, Some(b"ab".to_vec()));
+        // fio reads a file named in single quotes; sinkrate refuses it (it was taken as text).
+        assert!(apply(&mut o, "buffer_pattern", Some("'ab'")).is_err());
         apply(&mut o, "ss", Some("iops_slope:0.1%")).expect("ss");
         assert!(o
             .ss
