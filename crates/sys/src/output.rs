@@ -52,21 +52,10 @@ pub fn check(path: &Path) -> io::Result<()> {
 /// checked on the open descriptor, and only then truncated: nothing but a regular file is
 /// ever changed.
 pub fn create(path: &Path) -> io::Result<File> {
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .mode(0o644)
-        .open(path)
-        .map_err(|e| match std::fs::metadata(path) {
-            Ok(m) if !m.is_file() => not_regular(path, kind(&m)),
-            _ => e,
-        })?;
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(not_regular(path, kind(&meta)));
-    }
+    let f = open_regular(
+        path,
+        std::fs::OpenOptions::new().write(true).truncate(false),
+    )?;
     f.set_len(0)?;
     Ok(f)
 }
@@ -74,8 +63,13 @@ pub fn create(path: &Path) -> io::Result<File> {
 /// Opens `path` to add to its end, creating it if absent, with [`create`]'s checks: only a
 /// regular file is ever written (fio opens its write_iolog this way).
 pub fn append(path: &Path) -> io::Result<File> {
-    let f = std::fs::OpenOptions::new()
-        .append(true)
+    open_regular(path, std::fs::OpenOptions::new().append(true))
+}
+
+/// Opens `path` with `how`, creating it, without blocking; an error unless it is a regular
+/// file (checked on the open descriptor, so a swap for something else is caught too).
+fn open_regular(path: &Path, how: &mut std::fs::OpenOptions) -> io::Result<File> {
+    let f = how
         .create(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .mode(0o644)
