@@ -193,14 +193,8 @@ fn bad_input_gets_one_line_and_exit_2() {
             .args(&args)
             .output()
             .expect("runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        let errors: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.starts_with("sinkrate: error:"))
-            .collect();
-        assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
-        assert!(errors[0].contains(expect), "{args:?}: {}", errors[0]);
+        let error = common::one_error_line(&out, &args);
+        assert!(error.contains(expect), "{args:?}: {error}");
     }
     let out = Command::new(sinkrate_path())
         .args(["record", "--dir", "/nonexistent/sd"])

@@ -497,15 +497,8 @@ pub fn logged_offsets(dir: &Path, prefix: &str, job: u32) -> Vec<u64> {
         .collect()
 }
 
-/// `sinkrate bench ARGS` in `dir` is refused: exit 2, one error line holding every `expect`,
-/// no panic, and nothing written in `dir`.
-pub fn refuses(dir: &Path, args: &[&str], expect: &[&str]) {
-    let before = files_in(dir);
-    let out = sinkrate()
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("runs");
+/// A refusal's output: exit 2 and exactly one `sinkrate: error:` line, which is returned.
+pub fn one_error_line(out: &std::process::Output, args: &dyn std::fmt::Debug) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     let errors: Vec<&str> = stderr
@@ -517,13 +510,25 @@ pub fn refuses(dir: &Path, args: &[&str], expect: &[&str]) {
         1,
         "{args:?}: expected one error line, got: {stderr}"
     );
+    errors[0].to_string()
+}
+
+/// `sinkrate bench ARGS` in `dir` is refused: exit 2, one error line holding every `expect`,
+/// no panic, and nothing written in `dir`.
+pub fn refuses(dir: &Path, args: &[&str], expect: &[&str]) {
+    let before = files_in(dir);
+    let out = sinkrate()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("runs");
+    let error = one_error_line(&out, &args);
     for e in expect {
-        assert!(
-            errors[0].contains(e),
-            "{args:?}: '{}' lacks '{e}'",
-            errors[0]
-        );
+        assert!(error.contains(e), "{args:?}: '{error}' lacks '{e}'");
     }
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{args:?}"
+    );
     assert_eq!(files_in(dir), before, "{args:?} wrote files");
 }

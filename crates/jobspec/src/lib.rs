@@ -546,18 +546,12 @@ fn min_block_size(o: &JobOptions) -> u64 {
 
 /// The largest block size a job can issue, over both directions and all block-size options.
 pub fn max_block_size(o: &JobOptions) -> u64 {
-    let dirs: Vec<usize> = [
-        (o.rw.reads(), options::READ),
-        (o.rw.writes(), options::WRITE),
-        (o.rw.trims(), options::TRIM),
-    ]
-    .into_iter()
-    .filter_map(|(active, d)| active.then_some(d))
-    .collect();
-    dirs.iter()
-        .map(|&d| {
-            // bssplit and bsrange keep reads and writes; trims use the write value.
-            let rw = d.min(options::WRITE);
+    o.rw.active()
+        .into_iter()
+        .enumerate()
+        .filter(|(_, active)| *active)
+        .map(|(d, _)| {
+            let rw = options::read_write_slot(d);
             if let Some(split) = &o.bssplit {
                 split[rw].iter().map(|e| e.0).max().unwrap_or(o.bs[d])
             } else if let Some(range) = &o.bsrange {

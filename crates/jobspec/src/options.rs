@@ -78,6 +78,16 @@ impl ReadWrite {
     pub fn modifies(&self) -> bool {
         self.writes() || self.trims()
     }
+    /// Which directions the job does, by fio's index (read, write, trim).
+    pub fn active(&self) -> [bool; 3] {
+        [self.reads(), self.writes(), self.trims()]
+    }
+}
+
+/// The slot of an option kept for reads and writes only (bsrange, bssplit, blockalign,
+/// random_distribution) that direction `d` uses: trims take the write value.
+pub fn read_write_slot(d: usize) -> usize {
+    d.min(WRITE)
 }
 
 /// `sync_file_range=wait_before,write,wait_after:N`: sync_file_range(2) with those flags

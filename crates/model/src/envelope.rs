@@ -287,6 +287,26 @@ mod tests {
     }
 
     #[test]
+    fn the_envelope_keys_are_the_envelopes_fields() {
+        // The reader splits a run's JSON by ENVELOPE_KEYS: they must be every field the
+        // envelope writes besides its result's.
+        #[derive(Serialize)]
+        struct Nothing {}
+        let env = Envelope::new(RunKind::Check, HostFacts::default(), 0, Nothing {});
+        let value = serde_json::to_value(&env).expect("serialize");
+        let mut written: Vec<&str> = value
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut keys = ENVELOPE_KEYS.to_vec();
+        written.sort_unstable();
+        keys.sort_unstable();
+        assert_eq!(written, keys);
+    }
+
+    #[test]
     fn floats_read_back_exactly() {
         // serde_json's default float parser is off by an ulp on some values; results must
         // read back as they were written (the workspace enables float_roundtrip).

@@ -66,27 +66,25 @@ fn submitter(work: Arc<Mutex<Receiver<Work>>>, done: Sender<Completion>, clock: 
         let result = if null {
             req.len as i64
         } else {
-            // SAFETY: req.buf is valid for req.len bytes until this completion is reaped.
-            let n = unsafe {
-                match req.dir {
-                    IoDir::Write => {
-                        libc::pwrite(req.fd, req.buf.cast(), req.len, req.offset as libc::off_t)
-                    }
-                    IoDir::Read => {
-                        libc::pread(req.fd, req.buf.cast(), req.len, req.offset as libc::off_t)
-                    }
-                    IoDir::Trim => {
-                        super::discard(req.fd, req.offset, req.len).map_or(-1, |n| n as isize)
-                    }
-                }
+            let transferred = match req.dir {
+                // SAFETY: req.buf is valid for req.len bytes until this completion is reaped.
+                IoDir::Write => Ok(unsafe {
+                    libc::pwrite(req.fd, req.buf.cast(), req.len, req.offset as libc::off_t)
+                }),
+                // SAFETY: as above.
+                IoDir::Read => Ok(unsafe {
+                    libc::pread(req.fd, req.buf.cast(), req.len, req.offset as libc::off_t)
+                }),
+                IoDir::Trim => super::discard(req.fd, req.offset, req.len).map(|n| n as isize),
             };
-            // discard() leaves errno as the ioctl set it.
-            if n < 0 {
-                -(io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO) as i64)
-            } else {
-                n as i64
+            match transferred {
+                Ok(n) if n >= 0 => n as i64,
+                Ok(_) => {
+                    -(io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EIO) as i64)
+                }
+                Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
             }
         };
         let completion = Completion {

@@ -179,7 +179,6 @@ pub(super) fn run_block_io(
         ignored_errors: (0, 0),
         filled: None,
         replay: replay_cursor,
-        replay_due: None,
         records_slat: (o.ioengine.is_async() || !o.coordination.offload)
             && !o.behaviour.disable_slat,
     };

@@ -1,7 +1,7 @@
 //! What the next I/O is: its direction, block size, file and offset.
 
 use sinkrate_jobspec::behaviour::{FileService, RandomGenerator};
-use sinkrate_jobspec::options::{Direction, Pattern};
+use sinkrate_jobspec::options::{read_write_slot, Direction, Pattern};
 use sinkrate_jobspec::JobOptions;
 
 use sinkrate_jobspec::distribution::RwSequencer;
@@ -21,8 +21,7 @@ pub(super) enum BlockSizes {
 
 impl BlockSizes {
     pub(super) fn for_direction(o: &JobOptions, d: usize) -> BlockSizes {
-        // bssplit and bsrange keep reads and writes; trims use the write value.
-        let rw = d.min(IoDir::Write.index());
+        let rw = read_write_slot(d);
         if let Some(split) = &o.bssplit {
             let mut cumulative = 0.0;
             let table = split[rw]
@@ -112,9 +111,7 @@ impl Loop<'_> {
     #[inline]
     pub(super) fn plan_next(&mut self) -> Planned {
         if self.replay.is_some() {
-            let (p, due) = self.plan_replayed();
-            self.replay_due = due;
-            return p;
+            return self.plan_replayed();
         }
         let file = self.choose_file();
         let dir = match self.o.rw.direction {
@@ -198,8 +195,7 @@ impl Loop<'_> {
             (pos, bs.min(region - pos))
         };
         if random_now && f.samplers[d].is_none() {
-            // Trims draw as writes do (random_distribution keeps reads and writes).
-            let rw = d.min(IoDir::Write.index());
+            let rw = read_write_slot(d);
             if let Some(dist) = self.o.random_distribution.as_ref().map(|all| &all[rw]) {
                 let nranges = region.div_ceil(range_size);
                 let seed = self.random_seed ^ ((file as u64) << 1 | d as u64);
@@ -235,7 +231,7 @@ impl Loop<'_> {
             let align = self
                 .o
                 .blockalign
-                .map(|a| a[d.min(IoDir::Write.index())])
+                .map(|a| a[read_write_slot(d)])
                 .filter(|a| *a > 0)
                 .unwrap_or(bs);
             let fixed = matches!(self.bs[d], BlockSizes::Fixed(_));

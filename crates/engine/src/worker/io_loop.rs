@@ -109,8 +109,6 @@ pub(super) struct Loop<'a> {
     pub(super) filled: Option<(i32, u64)>,
     /// read_iolog: where the job is in its trace.
     pub(super) replay: Option<super::replaying::ReplayCursor>,
-    /// When the I/O just planned from the trace is due (taken by the rate wait).
-    pub(super) replay_due: Option<u64>,
 }
 
 pub(super) type LoopError = (i32, String);

@@ -73,8 +73,7 @@ impl Loop<'_> {
         let w = std::mem::take(&mut self.log_window);
         let max = self.logs.max_value;
         let span = now.saturating_sub(w.start_ns).max(1) as f64;
-        let active = [self.o.rw.reads(), self.o.rw.writes(), self.o.rw.trims()];
-        for (d, active) in active.into_iter().enumerate() {
+        for (d, active) in self.o.rw.active().into_iter().enumerate() {
             let dir = d as u8;
             for (log, window) in [
                 (&mut self.logs.lat, &w.lat[d]),
@@ -110,8 +109,7 @@ impl Loop<'_> {
         if span == 0 {
             return;
         }
-        let active_directions = [self.o.rw.reads(), self.o.rw.writes(), self.o.rw.trims()];
-        for (d, active) in active_directions.into_iter().enumerate() {
+        for (d, active) in self.o.rw.active().into_iter().enumerate() {
             let t = &mut self.tally[d];
             if active {
                 let bw = t.window_bytes as f64 * 1e9 / span as f64;
@@ -158,8 +156,7 @@ impl Loop<'_> {
         if elapsed < NS_PER_S {
             return;
         }
-        let active_directions = [o.rw.reads(), o.rw.writes(), o.rw.trims()];
-        for (d, active) in active_directions.into_iter().enumerate() {
+        for (d, active) in o.rw.active().into_iter().enumerate() {
             if active && o.rate_min[d] > 0 {
                 let rate = self.tally[d].bytes as f64 * 1e9 / elapsed as f64;
                 if rate < o.rate_min[d] as f64 && self.error.is_none() {

@@ -20,8 +20,8 @@ impl Loop<'_> {
     /// without a limit. Called once per I/O (a Poisson arrival draws its next gap here).
     pub(super) fn rate_due(&mut self, d: usize, len: u64) -> Option<u64> {
         // A replayed I/O waits for its time in the trace instead.
-        if self.replay.is_some() {
-            return self.replay_due.take();
+        if let Some(cursor) = &self.replay {
+            return cursor.last_due();
         }
         let o = self.o;
         if o.rate[d] == 0 && o.rate_iops[d] == 0 {

@@ -27,16 +27,24 @@ impl ReplayCursor {
     pub(super) fn done(&self) -> bool {
         self.next >= self.trace.entries.len()
     }
+
+    /// When the I/O planned last is due: its time in the trace after the replay's start;
+    /// `None` with replay_no_stall.
+    pub(super) fn last_due(&self) -> Option<u64> {
+        let e = self.trace.entries.get(self.next.checked_sub(1)?)?;
+        let start = self.start_ns?;
+        self.stall.then_some(start + e.at_us * 1000)
+    }
 }
 
 impl Loop<'_> {
-    /// The next I/O of the trace, and when it is due (None: at once).
-    pub(super) fn plan_replayed(&mut self) -> (Planned, Option<u64>) {
+    /// The next I/O of the trace ([`ReplayCursor::last_due`] says when it is due).
+    pub(super) fn plan_replayed(&mut self) -> Planned {
         let now = self.clock.now_ns();
         let Some(cursor) = self.replay.as_mut() else {
             unreachable!("plan_replayed is called for a replay job");
         };
-        let start = *cursor.start_ns.get_or_insert(now);
+        cursor.start_ns.get_or_insert(now);
         let e = cursor.trace.entries[cursor.next.min(cursor.trace.entries.len() - 1)];
         cursor.next += 1;
         let dir = match e.action {
@@ -44,18 +52,13 @@ impl Loop<'_> {
             // Syncs are taken off the cursor before planning (replay_syncs).
             Action::Sync { .. } => IoDir::Write,
         };
-        let due = cursor.stall.then_some(start + e.at_us * 1000);
-        let f = &mut self.files[e.file];
-        f.last_start[dir.index()] = e.offset;
-        (
-            Planned {
-                dir,
-                file: e.file,
-                offset: e.offset,
-                len: e.len as usize,
-            },
-            due,
-        )
+        self.files[e.file].last_start[dir.index()] = e.offset;
+        Planned {
+            dir,
+            file: e.file,
+            offset: e.offset,
+            len: e.len as usize,
+        }
     }
 
     /// Does the syncs at the head of the trace, each an fsync or fdatasync of its file.
