@@ -71,13 +71,16 @@ fn steady_state_on_latency_stops_the_job_once_latency_settles() {
         samples.iter().all(|s| (s - mean).abs() <= 0.5 * mean),
         "{samples:?}"
     );
-    // fio's 2-4 s and 4-6 s windows are the samples' windows (after the 2 s ramp).
+    // fio's 2-4 s and 4-6 s windows are the samples' windows (after the 2 s ramp). The two
+    // tools run side by side on a shared, noisy machine, so the band is a factor of 3: wide
+    // enough for the noise, narrow enough to catch the mistakes that matter (a sample in µs
+    // rather than ns is 1000x off; one counting the 500 µs rate wait is over 10x off).
     match fio_windows {
         Some(w) if w.len() >= 3 => {
             for (s, theirs) in samples.iter().zip(&w[1..3]) {
                 let ratio = s / theirs;
                 assert!(
-                    (0.6..1.6).contains(&ratio),
+                    (1.0 / 3.0..3.0).contains(&ratio),
                     "sample {s} ns against fio's {theirs} ns for the same window ({w:?})"
                 );
             }
