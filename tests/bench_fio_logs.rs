@@ -35,16 +35,23 @@ const PACED: [&str; 7] = [
 ];
 
 /// Runs fio and sinkrate on the same job at once, each in its own directory.
-fn both(job: &[&str]) -> (tempfile::TempDir, tempfile::TempDir, serde_json::Value) {
+/// Returns the two directories, sinkrate's JSON and fio's.
+fn both(
+    job: &[&str],
+) -> (
+    tempfile::TempDir,
+    tempfile::TempDir,
+    serde_json::Value,
+    serde_json::Value,
+) {
     let fio_dir = tempfile::tempdir_in("/var/tmp").expect("tmp");
     let our_dir = tempfile::tempdir_in("/var/tmp").expect("tmp");
-    let ours = std::thread::scope(|s| {
+    let (ours, theirs) = std::thread::scope(|s| {
         let fio = s.spawn(|| fio_json(fio_dir.path(), job));
         let ours = sinkrate_json(our_dir.path(), job);
-        fio.join().expect("fio");
-        ours
+        (ours, fio.join().expect("fio"))
     });
-    (fio_dir, our_dir, ours)
+    (fio_dir, our_dir, ours, theirs)
 }
 
 #[test]
@@ -62,7 +69,7 @@ fn averaged_logs_hold_each_windows_average_as_fios_do() {
         "--write_lat_log=l",
     ];
     let job = [&PACED[..], &own].concat();
-    let (fio_dir, our_dir, _) = both(&job);
+    let (fio_dir, our_dir, _, _) = both(&job);
     for kind in ["bw", "iops", "lat", "clat", "slat"] {
         let theirs = values(fio_dir.path(), "l", kind);
         let ours = values(our_dir.path(), "l", kind);
@@ -109,7 +116,7 @@ fn log_max_value_logs_each_windows_largest_and_sync_engines_no_slat() {
         "--write_lat_log=m",
     ];
     let job = [&PACED[..], &own].concat();
-    let (fio_dir, our_dir, v) = both(&job);
+    let (fio_dir, our_dir, v, _) = both(&job);
     for kind in ["lat", "clat", "slat"] {
         let theirs = values(fio_dir.path(), "m", kind);
         let ours = values(our_dir.path(), "m", kind);
@@ -339,4 +346,186 @@ fn bandwidth_log_holds_all_jobs_together() {
             );
         }
     }
+}
+
+/// One log's lines, split into columns.
+fn rows(dir: &Path, file: &str) -> Vec<Vec<String>> {
+    std::fs::read_to_string(dir.join(file))
+        .unwrap_or_else(|e| panic!("{file}: {e}"))
+        .lines()
+        .map(|l| l.split(", ").map(str::to_string).collect())
+        .collect()
+}
+
+/// Without log_avg_msec every I/O has its entry in every log, fio's way (bandwidth is the
+/// I/O's bytes * 10^6 over its completion latency in ns, IOPS 1); `log_prio` puts each
+/// I/O's priority in the last column; cmdprio gives a share of the I/Os a priority of
+/// their own and the JSON and text report latency per priority (`prios`), as fio 3.33 does
+/// beside it. `per_job_logs=0` shares and appends one log per prefix. `prio`/`prioclass`
+/// are the job thread's own priority, as the kernel reports it to `ionice`.
+#[test]
+fn per_io_logs_and_priorities_as_fios() {
+    if !common::fio_or_skip("per_io_logs_and_priorities_as_fios") {
+        return;
+    }
+    // Best-effort priorities: no privilege needed. 4 MiB in 4 KiB random direct reads.
+    let job = [
+        "--name=prio",
+        "--filename=pf",
+        "--size=4m",
+        "--rw=randread",
+        "--bs=4k",
+        "--direct=1",
+        "--ioengine=io_uring",
+        "--iodepth=4",
+        "--cmdprio_percentage=30",
+        "--cmdprio_class=2",
+        "--cmdprio=1",
+        "--write_lat_log=p",
+        "--write_bw_log=p",
+        "--write_iops_log=p",
+        "--log_prio=1",
+        "--log_offset=1",
+    ];
+    let (fio_dir, our_dir, ours, theirs) = both(&job);
+    for (tool, dir) in [("fio", fio_dir.path()), ("sinkrate", our_dir.path())] {
+        let clat = rows(dir, "p_clat.1.log");
+        for kind in ["lat", "clat", "slat", "bw", "iops"] {
+            let lines = rows(dir, &format!("p_{kind}.1.log"));
+            assert_eq!(lines.len(), 1024, "{tool} {kind}: one entry per I/O");
+            for (l, c) in lines.iter().zip(&clat) {
+                assert_eq!(l.len(), 6, "{tool} {kind}: {l:?}");
+                assert!(
+                    ["0x0000", "0x4001"].contains(&l[5].as_str()),
+                    "{tool}: {l:?}"
+                );
+                // The same I/O on the same line of every log written at completion (fio
+                // writes slat entries as it submits: compared as a set below).
+                if kind != "slat" {
+                    assert_eq!((&l[4], &l[5]), (&c[4], &c[5]), "{tool} {kind}");
+                }
+                let value: u64 = l[1].parse().expect("value");
+                let clat_ns: u64 = c[1].parse().expect("clat");
+                match kind {
+                    "iops" => assert_eq!(value, 1, "{tool}: {l:?}"),
+                    "bw" => assert_eq!(value, 4096 * 1_000_000 / clat_ns, "{tool}: {l:?}"),
+                    _ => {}
+                }
+            }
+        }
+        let io_set = |lines: &[Vec<String>]| {
+            let mut ios: Vec<(String, String)> =
+                lines.iter().map(|l| (l[4].clone(), l[5].clone())).collect();
+            ios.sort_unstable();
+            ios
+        };
+        let ios = io_set(&clat);
+        assert_eq!(ios, io_set(&rows(dir, "p_slat.1.log")), "{tool}");
+        let mut offsets: Vec<&String> = ios.iter().map(|(o, _)| o).collect();
+        offsets.dedup();
+        assert_eq!(offsets.len(), 1024, "{tool}: every block once");
+        let high = clat.iter().filter(|l| l[5] == "0x4001").count();
+        assert!((200..420).contains(&high), "{tool}: {high} of 1024 at 2/1");
+    }
+    let ours = &ours["jobs"][0]["read"];
+    let shape = |v: &serde_json::Value| -> Vec<(u64, u64, Vec<String>)> {
+        v["prios"]
+            .as_array()
+            .expect("prios")
+            .iter()
+            .map(|p| {
+                let keys = p.as_object().expect("entry").keys().cloned().collect();
+                let n = p["clat_ns"]["N"].as_u64().expect("N");
+                assert!(n > 0 && p["clat_ns"]["percentile"].is_object(), "{p}");
+                (
+                    p["prioclass"].as_u64().expect("class"),
+                    p["prio"].as_u64().expect("prio"),
+                    keys,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shape(ours), shape(&theirs["jobs"][0]["read"]));
+    let logged_high = rows(our_dir.path(), "p_clat.1.log")
+        .iter()
+        .filter(|l| l[5] == "0x4001")
+        .count() as u64;
+    assert_eq!(ours["prios"][1]["clat_ns"]["N"], logged_high, "{ours}");
+
+    // Shared logs: two jobs, twice, all in one appended file per log, whole lines only.
+    let shared = [
+        "--filename=sf",
+        "--size=1m",
+        "--rw=read",
+        "--bs=64k",
+        "--write_iops_log=s",
+        "--per_job_logs=0",
+        "--name=a",
+        "--name=b",
+    ];
+    for _ in 0..2 {
+        sinkrate_json(our_dir.path(), &shared);
+        fio_json(fio_dir.path(), &shared);
+    }
+    for dir in [fio_dir.path(), our_dir.path()] {
+        let lines = rows(dir, "s_iops.log");
+        assert_eq!(lines.len(), 4 * 16, "{dir:?}");
+        assert!(
+            lines.iter().all(|l| l.len() == 5 && l[1] == "1"),
+            "{lines:?}"
+        );
+        assert!(!dir.join("s_iops.1.log").exists());
+    }
+
+    // The job thread's own priority, as the kernel gives it back (ionice, ioprio_get).
+    if !common::have("ionice") {
+        return common::skip(
+            "per_io_logs_and_priorities_as_fios (ionice)",
+            "ionice is not installed",
+        );
+    }
+    let mut child = std::process::Command::new(common::sinkrate_path())
+        .current_dir(our_dir.path())
+        .args([
+            "bench",
+            "--name=own",
+            "--filename=pf",
+            "--size=4m",
+            "--rw=randread",
+            "--prioclass=2",
+            "--prio=5",
+            "--time_based",
+            "--runtime=1",
+            "--write_lat_log=own",
+            "--log_prio=1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("runs");
+    let task = std::path::PathBuf::from(format!("/proc/{}/task", child.id()));
+    let mut said = None;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let job_thread = std::fs::read_dir(&task)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.trim() == "sinkrate-job1")
+            });
+        if let Some(t) = job_thread {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let tid = t.file_name().to_string_lossy().to_string();
+            said = Some(common::run("ionice", &["-p", &tid]));
+            break;
+        }
+    }
+    assert!(child.wait().expect("waits").success());
+    assert_eq!(said.as_deref().map(str::trim), Some("best-effort: prio 5"));
+    let logged = rows(our_dir.path(), "own_lat.1.log");
+    assert!(
+        !logged.is_empty() && logged.iter().all(|l| l[4] == "0x4005"),
+        "{logged:?}"
+    );
 }

@@ -25,6 +25,8 @@ pub fn spawn(
         logs.push(LogFile::create(
             dir.join(format!("agg-{name}_bw.log")),
             false,
+            false,
+            false,
         )?);
     }
     Ok(std::thread::spawn(move || {
@@ -42,7 +44,7 @@ pub fn spawn(
             let span = now.saturating_sub(last_ns).max(1) as f64;
             for (d, log) in logs.iter_mut().enumerate() {
                 let kib_s = bytes[d].saturating_sub(last[d]) as f64 * 1e9 / span / 1024.0;
-                log.entry(now / 1_000_000, kib_s as u64, d as u8, 0, 0);
+                log.entry(now / 1_000_000, kib_s as u64, d as u8, 0, 0, 0);
             }
             last = bytes;
             last_ns = now;

@@ -1,49 +1,92 @@
 //! fio's log files (`write_bw_log`, `write_lat_log`, `write_iops_log`): one line per entry,
 //! `time_ms, value, direction, block_size, [offset,] priority` (the offset with `log_offset`;
-//! the priority is 0, the class fio logs for I/O without one), so fio's plotting tools
-//! (fio2gnuplot, fiologparser) read them unchanged. Latency values are in ns, bandwidth in
-//! KiB/s.
+//! the priority is the I/O's ioprio in hex with `log_prio`, else 1 for a real-time one and 0
+//! otherwise), so fio's plotting tools (fio2gnuplot, fiologparser) read them unchanged.
+//! Without `log_avg_msec` every I/O has its entry in each log, as fio's: bandwidth is the
+//! I/O's bytes over its completion latency (fio's bytes * 10^6 / ns), IOPS is 1. Latency
+//! values are in ns, bandwidth in KiB/s.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
+use sinkrate_jobspec::priority::{ioprio_class, CLASS_RT};
 use sinkrate_jobspec::JobOptions;
 
 use crate::error::EngineError;
 
+/// Bytes gathered before a write: whole lines only, so that logs several jobs append to
+/// (per_job_logs=0) never interleave mid-line.
+const FLUSH_AT: usize = 256 * 1024;
+
 pub struct LogFile {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: File,
+    pending: Vec<u8>,
+    /// The first write error, reported when the log is finished.
+    failed: Option<std::io::Error>,
     with_offset: bool,
+    with_prio: bool,
 }
 
 impl LogFile {
-    pub(crate) fn create(path: PathBuf, with_offset: bool) -> Result<LogFile, EngineError> {
-        let f = sinkrate_sys::output::create(&path).map_err(|e| EngineError::io(&path, e))?;
+    /// A job's own log, or with `shared` one appended to, as fio's per_job_logs=0.
+    pub(crate) fn create(
+        path: PathBuf,
+        with_offset: bool,
+        with_prio: bool,
+        shared: bool,
+    ) -> Result<LogFile, EngineError> {
+        let opened = if shared {
+            sinkrate_sys::output::append(&path)
+        } else {
+            sinkrate_sys::output::create(&path)
+        };
+        let out = opened.map_err(|e| EngineError::io(&path, e))?;
         Ok(LogFile {
             path,
-            out: BufWriter::with_capacity(256 * 1024, f),
+            out,
+            pending: Vec::with_capacity(FLUSH_AT + 128),
+            failed: None,
             with_offset,
+            with_prio,
         })
     }
 
     #[inline]
-    /// One line; `d` is fio's direction code (0 read, 1 write, 2 trim).
-    pub fn entry(&mut self, time_ms: u64, value: u64, d: u8, bs: u64, offset: u64) {
-        // A failed log write must not stop the measurement; it is reported at the end.
-        let _ = if self.with_offset {
-            writeln!(self.out, "{time_ms}, {value}, {d}, {bs}, {offset}, 0")
+    /// One line; `d` is fio's direction code (0 read, 1 write, 2 trim), `ioprio` the I/O's
+    /// priority (0 for averaged entries, as fio's).
+    pub fn entry(&mut self, time_ms: u64, value: u64, d: u8, bs: u64, offset: u64, ioprio: u16) {
+        let line = &mut self.pending;
+        // Writing into a Vec cannot fail.
+        let _ = write!(line, "{time_ms}, {value}, {d}, {bs}, ");
+        if self.with_offset {
+            let _ = write!(line, "{offset}, ");
+        }
+        let _ = if self.with_prio {
+            writeln!(line, "0x{ioprio:04x}")
         } else {
-            writeln!(self.out, "{time_ms}, {value}, {d}, {bs}, 0")
+            writeln!(line, "{}", u8::from(ioprio_class(ioprio) == CLASS_RT))
         };
+        if self.pending.len() >= FLUSH_AT {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        // A failed log write must not stop the measurement; it is reported at the end.
+        if let Err(e) = self.out.write_all(&self.pending) {
+            self.failed.get_or_insert(e);
+        }
+        self.pending.clear();
     }
 
     pub fn finish(mut self) -> Result<PathBuf, EngineError> {
-        self.out
-            .flush()
-            .map_err(|e| EngineError::io(&self.path, e))?;
-        Ok(self.path)
+        self.flush();
+        match self.failed.take() {
+            Some(e) => Err(EngineError::io(&self.path, e)),
+            None => Ok(self.path),
+        }
     }
 }
 
@@ -55,7 +98,7 @@ pub struct JobLogs {
     pub lat: Option<LogFile>,
     pub clat: Option<LogFile>,
     pub slat: Option<LogFile>,
-    /// Averaging window in ms; 0 logs every I/O for latency logs and every 500 ms for rates.
+    /// Averaging window in ms; 0 logs every I/O.
     pub avg_msec: u64,
     /// log_max_value: an averaged latency entry is the window's largest, not its mean.
     pub max_value: bool,
@@ -71,8 +114,22 @@ impl JobLogs {
         job_number: u32,
         unix_start_ms: u64,
     ) -> Result<JobLogs, EngineError> {
-        let name =
-            |prefix: &str, kind: &str| PathBuf::from(format!("{prefix}_{kind}.{job_number}.log"));
+        let shared = !o.per_job_logs;
+        let name = |prefix: &str, kind: &str| {
+            PathBuf::from(if shared {
+                format!("{prefix}_{kind}.log")
+            } else {
+                format!("{prefix}_{kind}.{job_number}.log")
+            })
+        };
+        let log = |prefix: &str, kind: &str| {
+            LogFile::create(
+                name(prefix, kind),
+                o.log_offset,
+                o.priorities.log_prio,
+                shared,
+            )
+        };
         let mut logs = JobLogs {
             avg_msec: o.log_avg_msec,
             max_value: o.log_max_value,
@@ -83,21 +140,22 @@ impl JobLogs {
             logs.iolog = Some(crate::iolog::IoTrace::open(std::path::Path::new(path))?);
         }
         if let Some(l) = &o.write_bw_log {
-            logs.bw = Some(LogFile::create(name(&l.prefix, "bw"), o.log_offset)?);
+            logs.bw = Some(log(&l.prefix, "bw")?);
         }
         if let Some(l) = &o.write_iops_log {
-            logs.iops = Some(LogFile::create(name(&l.prefix, "iops"), o.log_offset)?);
+            logs.iops = Some(log(&l.prefix, "iops")?);
         }
         if let Some(l) = &o.write_lat_log {
-            logs.lat = Some(LogFile::create(name(&l.prefix, "lat"), o.log_offset)?);
-            logs.clat = Some(LogFile::create(name(&l.prefix, "clat"), o.log_offset)?);
-            logs.slat = Some(LogFile::create(name(&l.prefix, "slat"), o.log_offset)?);
+            logs.lat = Some(log(&l.prefix, "lat")?);
+            logs.clat = Some(log(&l.prefix, "clat")?);
+            logs.slat = Some(log(&l.prefix, "slat")?);
         }
         Ok(logs)
     }
 
-    pub fn wants_latency(&self) -> bool {
-        self.lat.is_some()
+    /// Whether each I/O writes log entries (latency logs, or any log without averaging).
+    pub fn per_io(&self) -> bool {
+        self.lat.is_some() || (self.avg_msec == 0 && (self.bw.is_some() || self.iops.is_some()))
     }
 
     pub fn finish(self) -> Result<Vec<PathBuf>, EngineError> {

@@ -12,6 +12,7 @@ pub mod distribution;
 pub mod error_policy;
 pub mod grammar;
 pub mod options;
+pub mod priority;
 pub mod showcmd;
 pub mod units;
 pub mod zones;
@@ -378,6 +379,10 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
                 "openfiles={open} with {files} files: sinkrate keeps all of a job's files open (use openfiles={files} or more, or fewer files)"
             ));
         }
+    }
+    o.priorities.validate(o.ioengine.is_async())?;
+    if o.coordination.offload && o.priorities.per_command() {
+        return Err("cmdprio options with io_submit_mode=offload: offload's submitter threads issue I/O without a per-command priority (leave one out)".into());
     }
     if o.coordination.offload
         && !matches!(

@@ -489,6 +489,10 @@ pub struct JobOptions {
     /// log_max_value: averaged latency log entries are the window's largest.
     #[serde(default)]
     pub log_max_value: bool,
+    /// per_job_logs=0: logs are named PREFIX_KIND.log, without the job number, and
+    /// appended to (jobs with the same prefix share them), as fio's.
+    #[serde(default = "yes")]
+    pub per_job_logs: bool,
     pub percentile_list: Vec<f64>,
     /// cpuio: percent of each cycle spent busy (fio's mandatory cpuload=).
     #[serde(default)]
@@ -538,6 +542,9 @@ pub struct JobOptions {
     /// continue_on_error and ignore_error.
     #[serde(default)]
     pub error_policy: crate::error_policy::ErrorPolicy,
+    /// prio, prioclass, the cmdprio options and log_prio.
+    #[serde(default)]
+    pub priorities: crate::priority::Priorities,
 }
 
 fn yes() -> bool {
@@ -669,6 +676,7 @@ impl Default for JobOptions {
             log_unix_epoch: false,
             log_offset: false,
             log_max_value: false,
+            per_job_logs: true,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             cpuload: None,
             cpuchunks_us: default_cpuchunks(),
@@ -686,6 +694,7 @@ impl Default for JobOptions {
             buffer_shape: BufferShape::default(),
             zones: Zones::default(),
             error_policy: Default::default(),
+            priorities: Default::default(),
         }
     }
 }
@@ -703,6 +712,7 @@ pub fn supported_names() -> Vec<&'static str> {
     names.extend(crate::buffer_shape::OPTIONS);
     names.extend(crate::zones::OPTIONS);
     names.extend(crate::error_policy::OPTIONS);
+    names.extend(crate::priority::OPTIONS);
     names.sort_unstable();
     names
 }
@@ -812,6 +822,7 @@ const OPTIONS: &[&str] = &[
     "log_unix_epoch",
     "log_offset",
     "log_max_value",
+    "per_job_logs",
     "write_iolog",
     "read_iolog",
     "fill_device",
@@ -1225,6 +1236,7 @@ impl JobOptions {
             k if crate::behaviour::OPTIONS.contains(&k) => self.behaviour.apply(k, value)?,
             k if crate::zones::OPTIONS.contains(&k) => self.zones.apply(k, value, kb)?,
             k if crate::error_policy::OPTIONS.contains(&k) => self.error_policy.apply(k, value)?,
+            k if crate::priority::OPTIONS.contains(&k) => self.priorities.apply(k, value, kb)?,
             k if crate::buffer_shape::OPTIONS.contains(&k) => {
                 self.buffer_shape.apply(k, value, kb)?
             }
@@ -1604,6 +1616,7 @@ impl JobOptions {
             "log_unix_epoch" => self.log_unix_epoch = flag(key, value)?,
             "log_offset" => self.log_offset = flag(key, value)?,
             "log_max_value" => self.log_max_value = flag(key, value)?,
+            "per_job_logs" => self.per_job_logs = flag(key, value)?,
             "clat_percentiles" => self.clat_percentiles = flag(key, value)?,
             "lat_percentiles" => self.lat_percentiles = flag(key, value)?,
             "slat_percentiles" => self.slat_percentiles = flag(key, value)?,

@@ -65,6 +65,17 @@ pub struct DirectionResult {
     /// Bandwidth samples in bytes per second, one per averaging interval.
     pub bw_samples: Vec<f64>,
     pub iops_samples: Vec<f64>,
+    /// With per-command priorities: completion latency (total latency with
+    /// lat_percentiles) per priority, in fio's order, the job's own priority first.
+    pub prios: Vec<PriorityLatency>,
+}
+
+/// The latencies of one direction's I/Os of one priority (fio's `prios` entries).
+#[derive(Debug, Clone, Default)]
+pub struct PriorityLatency {
+    /// The kernel's ioprio: class in the top 3 bits, level in the low 3.
+    pub ioprio: u16,
+    pub latency: LatencyRecorder,
 }
 
 impl DirectionResult {
@@ -82,6 +93,13 @@ impl DirectionResult {
             self.total_ios as f64 * 1e9 / self.runtime_ns as f64
         }
     }
+    /// The priorities that had I/Os, in fio's order.
+    pub fn seen_priorities(&self) -> Vec<&PriorityLatency> {
+        self.prios
+            .iter()
+            .filter(|p| p.latency.count() > 0)
+            .collect()
+    }
     pub fn bw_summary(&self) -> SampleSummary {
         SampleSummary::of(&self.bw_samples)
     }
@@ -98,6 +116,12 @@ impl DirectionResult {
         self.lat.merge(&other.lat);
         merge_samples(&mut self.bw_samples, &other.bw_samples);
         merge_samples(&mut self.iops_samples, &other.iops_samples);
+        for theirs in &other.prios {
+            match self.prios.iter_mut().find(|p| p.ioprio == theirs.ioprio) {
+                Some(ours) => ours.latency.merge(&theirs.latency),
+                None => self.prios.push(theirs.clone()),
+            }
+        }
     }
 }
 

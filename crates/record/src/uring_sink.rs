@@ -171,6 +171,7 @@ impl UringSink {
                 // freed until every chunk queued from it has completed (reap, Drop).
                 buf: unsafe { base.add(done) },
                 tag: slot as u64,
+                ioprio: 0,
             };
             if let Err(e) = self.ring.submit(&request) {
                 failure = Some(e);

@@ -118,6 +118,9 @@ pub struct FioDirection {
     pub slat_ns: FioLatency,
     pub clat_ns: FioLatency,
     pub lat_ns: FioLatency,
+    /// Per priority, when the direction's I/Os had more than one (fio's cmdprio).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prios: Vec<FioPriority>,
     pub bw_min: u64,
     pub bw_max: u64,
     pub bw_agg: f64,
@@ -145,6 +148,21 @@ pub struct FioLatency {
     /// `json+`: the histogram's buckets, `"value_ns": count`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bins: Option<IndexMap<String, u64>>,
+}
+
+/// One priority's latencies: completion latency, or total latency with lat_percentiles
+/// (fio tracks one of them per priority).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FioPriority {
+    pub prioclass: u8,
+    pub prio: u8,
+    /// The priority hint (`cmdprio_bssplit`'s fifth field, as newer fio), when there is one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priohint: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clat_ns: Option<FioLatency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_ns: Option<FioLatency>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -213,4 +231,8 @@ pub struct FlushExtras {
     pub flush_ns: u64,
     pub device_bytes_per_s: f64,
     pub application_bytes_per_s: f64,
+}
+
+fn is_zero(v: &u16) -> bool {
+    *v == 0
 }

@@ -11,10 +11,12 @@ use sinkrate_stats::{BucketUnit, LatencyRecorder};
 
 use crate::bench_types::{
     BenchConfig, BenchReport, BenchRunDoc, ConfigJob, DirectionPairs, FioDirection, FioJob,
-    FioLatency, FioSteadyState, FioSteadyStateData, FioSync, FlushExtras, JobExtras, JobSeries,
+    FioLatency, FioPriority, FioSteadyState, FioSteadyStateData, FioSync, FlushExtras, JobExtras,
+    JobSeries,
 };
 use crate::format::ms;
 use crate::groups::apply_group_reporting;
+use sinkrate_jobspec::priority::{ioprio_class, ioprio_hint, ioprio_level};
 
 pub fn ctime(unix_ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(unix_ms as i64)
@@ -95,6 +97,7 @@ fn direction_object(
         slat_ns: latency_object(&d.slat, lists.slat, false),
         clat_ns: latency_object(&d.clat, lists.clat, plus),
         lat_ns: latency_object(&d.lat, lists.lat, false),
+        prios: priority_objects(d, lists),
         bw_min: kib(bws.min).round() as u64,
         bw_max: kib(bws.max).round() as u64,
         bw_agg: if group_bw > 0.0 {
@@ -111,6 +114,29 @@ fn direction_object(
         iops_stddev: iops.stddev,
         iops_samples: iops.samples,
     }
+}
+
+/// fio's `prios`: the priorities that had I/Os, when there were two or more.
+fn priority_objects(d: &DirectionResult, lists: PercentileLists) -> Vec<FioPriority> {
+    let seen = d.seen_priorities();
+    if seen.len() < 2 {
+        return Vec::new();
+    }
+    seen.into_iter()
+        .map(|p| {
+            // lat_percentiles makes the per-priority figure total latency, as fio's.
+            let total = lists.lat.is_some();
+            let list = if total { lists.lat } else { lists.clat };
+            let latency = Some(latency_object(&p.latency, list, false));
+            FioPriority {
+                prioclass: ioprio_class(p.ioprio),
+                prio: ioprio_level(p.ioprio),
+                priohint: ioprio_hint(p.ioprio),
+                clat_ns: if total { None } else { latency.clone() },
+                lat_ns: if total { latency } else { None },
+            }
+        })
+        .collect()
 }
 
 fn labelled(labels: &[&str], values: &[f64; 7]) -> IndexMap<String, f64> {

@@ -1,5 +1,6 @@
 //! fio-style text output, plus sinkrate's honesty lines (flush, warnings).
 
+use sinkrate_jobspec::priority::ioprio_name;
 use std::fmt::Write;
 
 use sinkrate_model::{BenchRun, DirectionResult, JobResult, IODEPTH_LABELS, IODEPTH_SUBMIT_LABELS};
@@ -89,6 +90,18 @@ fn direction_block(
     latency_line(out, "    slat", &d.slat);
     latency_line(out, "    clat", &d.clat);
     latency_line(out, "     lat", &d.lat);
+    // fio's per-priority lines (cmdprio): completion latency, or total with lat_percentiles.
+    let prios = d.seen_priorities();
+    let prios = if prios.len() >= 2 { prios } else { Vec::new() };
+    let (prio_kind, prio_list) = match lists.lat {
+        Some(list) => ("lat", Some(list)),
+        None => ("clat", lists.clat),
+    };
+    let prio_name =
+        |p: &sinkrate_model::PriorityLatency| format!("{prio_kind} prio {}", ioprio_name(p.ioprio));
+    for p in &prios {
+        latency_line(out, &format!("    {}", prio_name(p)), &p.latency);
+    }
     for (label, rec, list) in [
         ("slat", &d.slat, lists.slat),
         ("clat", &d.clat, lists.clat),
@@ -96,6 +109,14 @@ fn direction_block(
     ] {
         if let Some(list) = list {
             percentile_table(out, label, rec, list);
+        }
+    }
+    if let Some(list) = prio_list {
+        let all: u64 = prios.iter().map(|p| p.latency.count()).sum();
+        for p in &prios {
+            let share = 100.0 * p.latency.count() as f64 / all.max(1) as f64;
+            let label = format!("{} ({share:.2}% of IOs)", prio_name(p));
+            percentile_table(out, &label, &p.latency, list);
         }
     }
     let b = d.bw_summary();

@@ -79,10 +79,12 @@ impl Uring {
                 if req.dir.is_write() {
                     opcode::Write::new($fd, req.buf, len)
                         .offset(req.offset)
+                        .ioprio(req.ioprio)
                         .build()
                 } else {
                     opcode::Read::new($fd, req.buf, len)
                         .offset(req.offset)
+                        .ioprio(req.ioprio)
                         .build()
                 }
             };

@@ -86,6 +86,9 @@ pub struct IoRequest {
     pub buf: *mut u8,
     /// Caller's tag, returned with the completion (the buffer slot for async backends).
     pub tag: u64,
+    /// The I/O's own priority (the kernel's ioprio), for backends that pass one per I/O;
+    /// 0: the thread's.
+    pub ioprio: u16,
 }
 
 #[derive(Clone, Copy, Debug)]

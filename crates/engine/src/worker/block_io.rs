@@ -26,6 +26,16 @@ pub(super) fn run_block_io(
         setup.clock.now_ns() ^ std::process::id() as u64
     };
     let mut rng = Rng::new(seed);
+    // As fio's job threads: prio/prioclass is the thread's own priority, which the kernel
+    // gives every I/O issued without one of its own.
+    if let Some(ioprio) = o.priorities.job_ioprio() {
+        super::priority::set_thread_ioprio(ioprio).map_err(|e| {
+            EngineError::job(
+                &o.name,
+                format!("cannot set the I/O priority (prioclass/prio, ioprio 0x{ioprio:04x}): {e}"),
+            )
+        })?;
+    }
     // Joined before the files are laid out, as fio's jobs join at their start: a job of the
     // flow that is still laying out holds the others back instead of leaving them alone.
     let flow = setup.flow.clone().map(|group| {
@@ -179,6 +189,9 @@ pub(super) fn run_block_io(
         ignored_errors: (0, 0),
         filled: None,
         replay: replay_cursor,
+        command_prio: super::priority::CommandPriority::new(&o.priorities, seed),
+        job_ioprio: o.priorities.job_ioprio().unwrap_or(0),
+        prio_latency: super::priority::PriorityLatency::new(&o.priorities, o.lat_percentiles),
         records_slat: (o.ioengine.is_async() || !o.coordination.offload)
             && !o.behaviour.disable_slat,
     };
@@ -261,6 +274,15 @@ pub(super) fn run_block_io(
         r.total_ios = tally.ios;
         r.short_ios = tally.short;
         r.runtime_ns = if tally.ios > 0 { runtime } else { 0 };
+    }
+    if let Some(p) = lp.prio_latency.take() {
+        for (ioprio, per_dir) in p.by_prio {
+            for (d, latency) in per_dir.into_iter().enumerate() {
+                lp.results[d]
+                    .prios
+                    .push(sinkrate_model::PriorityLatency { ioprio, latency });
+            }
+        }
     }
     let [read, write, trim] = std::mem::take(&mut lp.results);
     let res = &mut outcome.result;

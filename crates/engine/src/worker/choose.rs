@@ -267,11 +267,22 @@ impl Loop<'_> {
         if !self.ramping && len > remaining && remaining > 0 {
             len = remaining;
         }
+        let offset = f.plan.region_start + zone_base + offset;
         Planned {
             dir,
             file,
-            offset: f.plan.region_start + zone_base + offset,
+            offset,
             len: len as usize,
+            ioprio: self.ioprio_for(dir, len),
+        }
+    }
+
+    /// The priority of an I/O: chosen per command with cmdprio, else the job's own.
+    #[inline]
+    pub(super) fn ioprio_for(&mut self, dir: IoDir, len: u64) -> u16 {
+        match &mut self.command_prio {
+            Some(c) => c.choose(dir.index(), len),
+            None => self.job_ioprio,
         }
     }
 }

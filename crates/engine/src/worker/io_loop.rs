@@ -109,6 +109,12 @@ pub(super) struct Loop<'a> {
     pub(super) filled: Option<(i32, u64)>,
     /// read_iolog: where the job is in its trace.
     pub(super) replay: Option<super::replaying::ReplayCursor>,
+    /// cmdprio: which I/Os are issued with a priority of their own.
+    pub(super) command_prio: Option<super::priority::CommandPriority>,
+    /// The priority of the job's other I/Os (prio/prioclass; 0: none).
+    pub(super) job_ioprio: u16,
+    /// With cmdprio: latencies per priority (fio's `prios`).
+    pub(super) prio_latency: Option<super::priority::PriorityLatency>,
 }
 
 pub(super) type LoopError = (i32, String);
@@ -142,6 +148,8 @@ pub(super) struct Planned {
     pub(super) file: usize,
     pub(super) offset: u64,
     pub(super) len: usize,
+    /// The I/O's priority (the kernel's ioprio; 0: none of its own).
+    pub(super) ioprio: u16,
 }
 
 impl Loop<'_> {
@@ -157,6 +165,9 @@ impl Loop<'_> {
         self.results = Default::default();
         self.tally = Default::default();
         self.sync.reset();
+        if let Some(p) = &mut self.prio_latency {
+            p.reset();
+        }
         self.next_sample_ns = now + sample_period_ns(self.o);
         self.last_sample_ns = now;
         self.ss_next_ns = now + self.o.ss_interval.as_nanos().max(1) as u64;
@@ -222,6 +233,17 @@ impl Loop<'_> {
             }
         }
         false
+    }
+
+    /// The priority an I/O carries to the kernel: its own with cmdprio; otherwise none, and
+    /// the thread's (prio/prioclass) applies.
+    #[inline]
+    fn sqe_ioprio(&self, p: &Planned) -> u16 {
+        if self.command_prio.is_some() {
+            p.ioprio
+        } else {
+            0
+        }
     }
 
     /// Accounts one finished I/O. Returns an error for a failed I/O or a broken max_latency.
@@ -321,8 +343,12 @@ impl Loop<'_> {
                 self.progress.trim_ios.store(t.ios, Ordering::Relaxed);
             }
         }
-        if self.logs.wants_latency() {
-            self.log_latency(d, clat, lat, submit_ns.saturating_sub(prep_ns), p, done_ns);
+        if let Some(prios) = &mut self.prio_latency {
+            prios.record(d, p.ioprio, clat, lat);
+        }
+        if self.logs.per_io() {
+            let slat = submit_ns.saturating_sub(prep_ns);
+            self.log_io(d, [clat, lat, slat], n, p, done_ns);
         }
         if self.lt.is_some() {
             self.lt_window.record(clat);
@@ -476,6 +502,7 @@ impl Loop<'_> {
                 file,
                 offset,
                 len,
+                ioprio: self.job_ioprio,
             };
             self.complete(&p, result, t0, t0, self.clock.now_ns())?;
             let Some(v) = self.verify.as_ref() else {
@@ -571,6 +598,7 @@ impl Loop<'_> {
                 len: p.len,
                 buf: buf_ptr,
                 tag: 0,
+                ioprio: self.sqe_ioprio(&p),
             };
             let t0 = self.clock.now_ns();
             self.trace_io(&p, t0);
@@ -633,7 +661,8 @@ impl Loop<'_> {
                     dir: IoDir::Read,
                     file: 0,
                     offset: 0,
-                    len: 0
+                    len: 0,
+                    ioprio: 0,
                 },
                 0,
                 0
@@ -720,6 +749,7 @@ impl Loop<'_> {
                     len: p.len,
                     buf: bufs[slot].as_mut_ptr(),
                     tag: slot as u64,
+                    ioprio: self.sqe_ioprio(&p),
                 };
                 let prep = self.clock.now_ns();
                 self.trace_io(&p, prep);

@@ -9,6 +9,7 @@ mod io_loop;
 mod monitors;
 mod open;
 mod pacing;
+mod priority;
 mod range_sync;
 mod replaying;
 mod side_load;

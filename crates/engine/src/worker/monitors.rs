@@ -31,12 +31,14 @@ pub(super) fn steady_state_criterion(ss: &sinkrate_jobspec::options::SteadyState
 }
 
 impl Loop<'_> {
-    pub(super) fn log_latency(
+    /// The log entries of one finished I/O: per I/O without `log_avg_msec` (bandwidth as
+    /// fio's, the I/O's bytes * 10^6 over its completion latency in ns; IOPS 1), else its
+    /// latencies into the window.
+    pub(super) fn log_io(
         &mut self,
         d: usize,
-        clat: u64,
-        lat: u64,
-        slat: u64,
+        [clat, lat, slat]: [u64; 3],
+        bytes: u64,
         p: &Planned,
         now: u64,
     ) {
@@ -45,17 +47,25 @@ impl Loop<'_> {
         // As the slat figure: a synchronous engine's I/O has no submission latency of its
         // own, and fio's slat log stays empty for it.
         let has_slat = self.records_slat && slat > 0;
+        let (len, offset, prio) = (p.len as u64, p.offset, p.ioprio);
         if self.logs.avg_msec == 0 {
             if let Some(l) = &mut self.logs.clat {
-                l.entry(t_ms, clat, dir, p.len as u64, p.offset);
+                l.entry(t_ms, clat, dir, len, offset, prio);
             }
             if let Some(l) = &mut self.logs.lat {
-                l.entry(t_ms, lat, dir, p.len as u64, p.offset);
+                l.entry(t_ms, lat, dir, len, offset, prio);
             }
             if let (Some(l), true) = (&mut self.logs.slat, has_slat) {
-                l.entry(t_ms, slat, dir, p.len as u64, p.offset);
+                l.entry(t_ms, slat, dir, len, offset, prio);
             }
-        } else {
+            if let Some(l) = &mut self.logs.bw {
+                let rate = (bytes * 1_000_000).checked_div(clat).unwrap_or(0);
+                l.entry(t_ms, rate, dir, len, offset, prio);
+            }
+            if let Some(l) = &mut self.logs.iops {
+                l.entry(t_ms, 1, dir, len, offset, prio);
+            }
+        } else if self.logs.lat.is_some() {
             let w = &mut self.log_window;
             w.clat[d].add(clat);
             w.lat[d].add(lat);
@@ -81,7 +91,7 @@ impl Loop<'_> {
                 (&mut self.logs.slat, &w.slat[d]),
             ] {
                 if let (Some(l), Some(v)) = (log.as_mut(), window.value(max)) {
-                    l.entry(t_ms, v, dir, 0, 0);
+                    l.entry(t_ms, v, dir, 0, 0, 0);
                 }
             }
             if rates && active {
@@ -92,10 +102,11 @@ impl Loop<'_> {
                         dir,
                         0,
                         0,
+                        0,
                     );
                 }
                 if let Some(l) = &mut self.logs.iops {
-                    l.entry(t_ms, (w.ios[d] as f64 * 1e9 / span) as u64, dir, 0, 0);
+                    l.entry(t_ms, (w.ios[d] as f64 * 1e9 / span) as u64, dir, 0, 0, 0);
                 }
             }
         }
@@ -116,15 +127,7 @@ impl Loop<'_> {
                 let iops = t.window_ios as f64 * 1e9 / span as f64;
                 self.results[d].bw_samples.push(bw);
                 self.results[d].iops_samples.push(iops);
-                if self.logs.avg_msec == 0 {
-                    let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
-                    if let Some(l) = &mut self.logs.bw {
-                        l.entry(t_ms, (bw / 1024.0) as u64, d as u8, 0, 0);
-                    }
-                    if let Some(l) = &mut self.logs.iops {
-                        l.entry(t_ms, iops as u64, d as u8, 0, 0);
-                    }
-                } else {
+                if self.logs.avg_msec > 0 {
                     self.log_window.bytes[d] += t.window_bytes;
                     self.log_window.ios[d] += t.window_ios;
                 }

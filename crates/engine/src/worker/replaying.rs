@@ -53,11 +53,13 @@ impl Loop<'_> {
             Action::Sync { .. } => IoDir::Write,
         };
         self.files[e.file].last_start[dir.index()] = e.offset;
+        let ioprio = self.ioprio_for(dir, e.len);
         Planned {
             dir,
             file: e.file,
             offset: e.offset,
             len: e.len as usize,
+            ioprio,
         }
     }
 
