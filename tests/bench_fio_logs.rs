@@ -529,3 +529,76 @@ fn per_io_logs_and_priorities_as_fios() {
         "{logged:?}"
     );
 }
+
+/// fio's latency bin of a value (its documented layout: exact to 127 ns, then 64 bins per
+/// power of two), checked on fio's own logs below before it judges sinkrate's.
+fn fio_bin(ns: u64) -> usize {
+    let msb = 63 - ns.max(1).leading_zeros();
+    if msb <= 6 {
+        return ns as usize;
+    }
+    let shift = msb - 6;
+    ((((shift + 1) as usize) << 6) + ((ns >> shift) & 63) as usize).min(1855)
+}
+
+/// `write_hist_log` with `log_hist_msec` (and `log_hist_coarseness`): the columns fio
+/// writes, a line per direction each window holding the window's completions, in fio's
+/// bins: each tool's histogram lines hold the same latencies as its own per-I/O clat log.
+#[test]
+fn histogram_logs_are_fios_bins() {
+    if !common::fio_or_skip("histogram_logs_are_fios_bins") {
+        return;
+    }
+    let own = [
+        "--name=hist",
+        "--runtime=2",
+        "--write_hist_log=h",
+        "--log_hist_msec=500",
+        "--write_lat_log=h",
+        "--log_avg_msec=0",
+    ];
+    let job: Vec<&str> = [&PACED[..6], &own].concat();
+    let (fio_dir, our_dir, _, _) = both(&job);
+    for (tool, dir) in [("fio", fio_dir.path()), ("sinkrate", our_dir.path())] {
+        let lines = rows(dir, "h_clat_hist.1.log");
+        assert!(
+            (3..=4).contains(&lines.len()),
+            "{tool}: {} lines",
+            lines.len()
+        );
+        let mut histogram = vec![0u64; 1856];
+        for l in &lines {
+            assert_eq!(
+                (l.len(), &l[1][..], &l[2][..]),
+                (1859, "0", "4096"),
+                "{tool}"
+            );
+            let counts: Vec<u64> = l[3..].iter().map(|c| c.parse().expect("count")).collect();
+            // 500 I/Os a second: about 250 a window.
+            let n: u64 = counts.iter().sum();
+            assert!((240..=260).contains(&n), "{tool}: {n} in a window");
+            for (h, c) in histogram.iter_mut().zip(counts) {
+                *h += c;
+            }
+        }
+        let last_ms: u64 = lines[lines.len() - 1][0].parse().expect("time");
+        let mut from_clat = vec![0u64; 1856];
+        for l in rows(dir, "h_clat.1.log") {
+            if l[0].parse::<u64>().expect("time") <= last_ms {
+                from_clat[fio_bin(l[1].parse().expect("clat"))] += 1;
+            }
+        }
+        // I/Os completing in the last line's millisecond may fall either side of it.
+        let apart: u64 = histogram
+            .iter()
+            .zip(&from_clat)
+            .map(|(a, b)| a.abs_diff(*b))
+            .sum();
+        assert!(apart <= 4, "{tool}: {apart} I/Os binned differently");
+    }
+    // Coarseness 2 sums four bins: 464 columns after the three.
+    let coarse = [&job[..], &["--log_hist_coarseness=2", "--runtime=1"]].concat();
+    sinkrate_json(our_dir.path(), &coarse);
+    let lines = rows(our_dir.path(), "h_clat_hist.1.log");
+    assert!(!lines.is_empty() && lines.iter().all(|l| l.len() == 3 + 464));
+}

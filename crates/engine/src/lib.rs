@@ -10,6 +10,7 @@ pub mod distribution;
 pub mod error;
 pub mod files;
 pub mod flow;
+pub mod hist_log;
 pub mod host;
 pub mod iolog;
 pub mod logs;

@@ -73,6 +73,14 @@ impl LogFile {
         }
     }
 
+    /// One line of another shape (the histogram log's), written by `write_line`.
+    pub(crate) fn line(&mut self, write_line: impl FnOnce(&mut Vec<u8>)) {
+        write_line(&mut self.pending);
+        if self.pending.len() >= FLUSH_AT {
+            self.flush();
+        }
+    }
+
     fn flush(&mut self) {
         // A failed log write must not stop the measurement; it is reported at the end.
         if let Err(e) = self.out.write_all(&self.pending) {
@@ -106,6 +114,8 @@ pub struct JobLogs {
     pub time_base_ms: u64,
     /// write_iolog: every I/O as issued, for fio's read_iolog.
     pub iolog: Option<crate::iolog::IoTrace>,
+    /// write_hist_log: completion latency histograms every log_hist_msec.
+    pub hist: Option<crate::hist_log::HistLog>,
 }
 
 impl JobLogs {
@@ -145,6 +155,13 @@ impl JobLogs {
         if let Some(l) = &o.write_iops_log {
             logs.iops = Some(log(&l.prefix, "iops")?);
         }
+        if let Some(l) = &o.write_hist_log {
+            logs.hist = Some(crate::hist_log::HistLog::new(
+                log(&l.prefix, "clat_hist")?,
+                o.log_hist_msec,
+                o.log_hist_coarseness,
+            ));
+        }
         if let Some(l) = &o.write_lat_log {
             logs.lat = Some(log(&l.prefix, "lat")?);
             logs.clat = Some(log(&l.prefix, "clat")?);
@@ -155,7 +172,9 @@ impl JobLogs {
 
     /// Whether each I/O writes log entries (latency logs, or any log without averaging).
     pub fn per_io(&self) -> bool {
-        self.lat.is_some() || (self.avg_msec == 0 && (self.bw.is_some() || self.iops.is_some()))
+        self.lat.is_some()
+            || self.hist.is_some()
+            || (self.avg_msec == 0 && (self.bw.is_some() || self.iops.is_some()))
     }
 
     pub fn finish(self) -> Result<Vec<PathBuf>, EngineError> {
@@ -165,6 +184,9 @@ impl JobLogs {
             .flatten()
         {
             paths.push(f.finish()?);
+        }
+        if let Some(h) = self.hist {
+            paths.push(h.finish()?);
         }
         if let Some(t) = self.iolog {
             paths.push(t.finish()?);

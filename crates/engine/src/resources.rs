@@ -56,7 +56,8 @@ fn other_descriptors(job: &Job) -> u64 {
     let engine = if o.ioengine.is_async() { 2 } else { 0 };
     let logs = u64::from(o.write_bw_log.is_some())
         + u64::from(o.write_iops_log.is_some())
-        + 3 * u64::from(o.write_lat_log.is_some());
+        + 3 * u64::from(o.write_lat_log.is_some())
+        + u64::from(o.write_hist_log.is_some());
     engine + logs
 }
 

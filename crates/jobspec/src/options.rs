@@ -489,6 +489,15 @@ pub struct JobOptions {
     /// log_max_value: averaged latency log entries are the window's largest.
     #[serde(default)]
     pub log_max_value: bool,
+    /// write_hist_log: fio's completion-latency histogram log (PREFIX_clat_hist.N.log),
+    /// one line per direction every log_hist_msec.
+    #[serde(default)]
+    pub write_hist_log: Option<LogRequest>,
+    #[serde(default)]
+    pub log_hist_msec: u64,
+    /// log_hist_coarseness: each histogram line sums 2^N of fio's 1856 bins (0 to 6).
+    #[serde(default)]
+    pub log_hist_coarseness: u8,
     /// per_job_logs=0: logs are named PREFIX_KIND.log, without the job number, and
     /// appended to (jobs with the same prefix share them), as fio's.
     #[serde(default = "yes")]
@@ -677,6 +686,9 @@ impl Default for JobOptions {
             log_offset: false,
             log_max_value: false,
             per_job_logs: true,
+            write_hist_log: None,
+            log_hist_msec: 0,
+            log_hist_coarseness: 0,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             cpuload: None,
             cpuchunks_us: default_cpuchunks(),
@@ -823,6 +835,9 @@ const OPTIONS: &[&str] = &[
     "log_offset",
     "log_max_value",
     "per_job_logs",
+    "write_hist_log",
+    "log_hist_msec",
+    "log_hist_coarseness",
     "write_iolog",
     "read_iolog",
     "fill_device",
@@ -1617,6 +1632,17 @@ impl JobOptions {
             "log_offset" => self.log_offset = flag(key, value)?,
             "log_max_value" => self.log_max_value = flag(key, value)?,
             "per_job_logs" => self.per_job_logs = flag(key, value)?,
+            "write_hist_log" => self.write_hist_log = log_request(key, value, &self.name)?,
+            "log_hist_msec" => {
+                self.log_hist_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+            }
+            "log_hist_coarseness" => {
+                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
+                if n > 6 {
+                    return Err(bad(key, format!("{n} is out of range (expected 0 to 6)")));
+                }
+                self.log_hist_coarseness = n as u8;
+            }
             "clat_percentiles" => self.clat_percentiles = flag(key, value)?,
             "lat_percentiles" => self.lat_percentiles = flag(key, value)?,
             "slat_percentiles" => self.slat_percentiles = flag(key, value)?,

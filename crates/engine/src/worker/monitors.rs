@@ -48,6 +48,9 @@ impl Loop<'_> {
         // own, and fio's slat log stays empty for it.
         let has_slat = self.records_slat && slat > 0;
         let (len, offset, prio) = (p.len as u64, p.offset, p.ioprio);
+        if let Some(h) = &mut self.logs.hist {
+            h.add(d, clat, len, t_ms);
+        }
         if self.logs.avg_msec == 0 {
             if let Some(l) = &mut self.logs.clat {
                 l.entry(t_ms, clat, dir, len, offset, prio);
