@@ -637,3 +637,90 @@ fn showcmd_minimal_max_jobs_and_warnings_fatal_as_fio_has_them() {
     );
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// Every JSON document in `text`, in order (--status-interval prints one per report).
+fn json_documents(text: &[u8]) -> Vec<serde_json::Value> {
+    serde_json::Deserializer::from_slice(text)
+        .into_iter::<serde_json::Value>()
+        .map(|d| d.expect("a JSON document"))
+        .collect()
+}
+
+/// `--status-interval=1`: the results so far every second, each a whole document in the
+/// output format, cumulative from the job's start, then the final one; fio's count beside
+/// it on the same job. With `--output`, all of them go to the file.
+#[test]
+fn status_interval_reports_the_results_so_far_as_fio_does() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let job = [
+        "--name=st",
+        "--filename=stf",
+        "--size=16m",
+        "--rw=randread",
+        "--bs=4k",
+        "--rate_iops=500",
+        "--time_based",
+        "--runtime=2500ms",
+        "--status-interval=1",
+        "--output-format=json",
+    ];
+    let fio = std::thread::scope(|s| {
+        let fio = s.spawn(|| {
+            common::have("fio").then(|| {
+                let f = tempfile::tempdir_in("/var/tmp").expect("tmp");
+                let out = std::process::Command::new("fio")
+                    .current_dir(f.path())
+                    .args(job)
+                    .output()
+                    .expect("fio runs");
+                json_documents(&out.stdout)
+            })
+        });
+        let out = sinkrate()
+            .current_dir(d.path())
+            .args(job)
+            .arg("--output=st.json")
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        fio.join().expect("fio")
+    });
+    let docs = json_documents(&std::fs::read(d.path().join("st.json")).expect("st.json"));
+    assert_eq!(docs.len(), 3, "reports at 1 s and 2 s, then the final");
+    let ios: Vec<u64> = docs
+        .iter()
+        .map(|v| {
+            v["jobs"][0]["read"]["total_ios"]
+                .as_u64()
+                .expect("total_ios")
+        })
+        .collect();
+    for (i, n) in ios.iter().enumerate() {
+        let expected = [500.0, 1000.0, 1250.0][i];
+        assert!(
+            (*n as f64 / expected - 1.0).abs() < 0.05,
+            "{ios:?} I/Os at 500 IOPS after 1, 2 and 2.5 s"
+        );
+    }
+    let keys = |v: &serde_json::Value| {
+        v["jobs"][0]
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        keys(&docs[0]),
+        keys(&docs[2]),
+        "each report is a whole result"
+    );
+    match fio {
+        Some(theirs) => assert_eq!(theirs.len(), docs.len(), "fio's reports"),
+        None => common::skip(
+            "status_interval_reports_the_results_so_far_as_fio_does (beside fio)",
+            "fio is not installed",
+        ),
+    }
+}

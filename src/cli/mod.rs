@@ -931,6 +931,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bandwidth_log: bool,
 
+    /// Print the results so far (cumulative from each job's start) every TIME, in the
+    /// output format, before the final ones (fio's --status-interval; seconds without a unit)
+    #[arg(long, value_name = "TIME", value_parser = values::duration_value)]
+    pub status_interval: Option<std::time::Duration>,
+
     /// Make every warning about the job files fatal (fio's --warnings-fatal): exit 2 before
     /// any I/O instead of a note
     #[arg(long)]

@@ -166,6 +166,20 @@ fn show_command(args: &BenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The results in each output format asked for, one after another.
+fn render(formats: &[OutputFormat], result: &BenchResult) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for f in formats {
+        out.extend(match f {
+            OutputFormat::Normal => BenchText.export(result)?,
+            OutputFormat::Json => BenchJson { plus: false }.export(result)?,
+            OutputFormat::JsonPlus => BenchJson { plus: true }.export(result)?,
+            OutputFormat::Terse => BenchTerse.export(result)?,
+        });
+    }
+    Ok(out)
+}
+
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if args.showcmd {
         return show_command(&args);
@@ -208,6 +222,32 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let stop = crate::interrupt_flag()?;
+    // --status-interval's reports: on standard output as they come, or gathered before the
+    // final results when those go to a file.
+    let interim = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let status_reports = args.status_interval.map(|every| {
+        let formats = formats.clone();
+        let to_file = args.output.is_some();
+        let gathered = interim.clone();
+        sinkrate_engine::StatusReports {
+            every,
+            emit: Box::new(move |run: &sinkrate_model::BenchRun| {
+                let result = BenchResult { run, sampled: None };
+                match render(&formats, &result) {
+                    Ok(out) if to_file => gathered
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend(out),
+                    Ok(out) => {
+                        if let Err(e) = crate::write_stdout(&out) {
+                            eprintln!("sinkrate: warning: --status-interval: {e}");
+                        }
+                    }
+                    Err(e) => eprintln!("sinkrate: warning: --status-interval: {e}"),
+                }
+            }),
+        }
+    });
     let options = RunOptions {
         base_dir: PathBuf::from("."),
         force_device_write: args.force,
@@ -219,6 +259,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             _ => StatusLine::Auto,
         },
         bandwidth_log: args.bandwidth_log,
+        status_reports,
     };
     let prepared = sinkrate_engine::prepare(&set, &options)?;
     let announced = prepared.notices().len();
@@ -271,15 +312,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         run: &run,
         sampled: sampled.as_ref().map(|(s, i, sum)| (s, *i, sum)),
     };
-    let mut out = Vec::new();
-    for f in &formats {
-        out.extend(match f {
-            OutputFormat::Normal => BenchText.export(&result)?,
-            OutputFormat::Json => BenchJson { plus: false }.export(&result)?,
-            OutputFormat::JsonPlus => BenchJson { plus: true }.export(&result)?,
-            OutputFormat::Terse => BenchTerse.export(&result)?,
-        });
-    }
+    let mut out = std::mem::take(&mut *interim.lock().unwrap_or_else(|p| p.into_inner()));
+    out.extend(render(&formats, &result)?);
     if !formats.contains(&OutputFormat::Normal) {
         for w in &run.warnings {
             eprintln!("sinkrate: warning [{}]: {}", w.id, w.text);

@@ -25,9 +25,11 @@ mod schedule;
 pub mod shared_files;
 pub mod start_gate;
 pub mod status;
+pub mod status_reports;
 pub mod units;
 pub mod verify;
 pub mod worker;
 
 pub use error::EngineError;
 pub use runner::{execute, prepare, PreparedRun, RunOptions};
+pub use status_reports::StatusReports;

@@ -35,6 +35,8 @@ pub struct RunOptions {
     pub show_status: StatusLine,
     /// fio's --bandwidth-log: the run's aggregate bandwidth logs, in `base_dir`.
     pub bandwidth_log: bool,
+    /// fio's --status-interval: the results so far, every interval.
+    pub status_reports: Option<crate::status_reports::StatusReports>,
 }
 
 /// fio's `--eta`: the status line on a terminal (auto), always, or never.
@@ -384,7 +386,40 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         keep_files: opts.keep_files,
         unix_start_ms,
     };
-    let outcomes = crate::schedule::run_all(prepared.jobs, &shared);
+    let outcomes = match &opts.status_reports {
+        None => crate::schedule::run_all(prepared.jobs, &shared),
+        Some(reports) => {
+            let bases: Vec<sinkrate_model::JobResult> = prepared
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(i, (job, _))| sinkrate_model::JobResult {
+                    name: job.options.name.clone(),
+                    group: job.group,
+                    job_number: i as u32 + 1,
+                    pid: std::process::id(),
+                    options: job.options.clone(),
+                    written_options: job.written.clone(),
+                    written_globals: job.written_globals.clone(),
+                    ..Default::default()
+                })
+                .collect();
+            for p in &progress {
+                p.snapshots_on.store(true, Ordering::Relaxed);
+            }
+            let template = run.clone();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    crate::status_reports::report_until_done(
+                        reports, &template, &bases, &progress, clock, &done,
+                    )
+                });
+                let outcomes = crate::schedule::run_all(prepared.jobs, &shared);
+                done.store(true, Ordering::Relaxed);
+                outcomes
+            })
+        }
+    };
     done.store(true, Ordering::Relaxed);
     if let Some(t) = status_thread {
         let _ = t.join();

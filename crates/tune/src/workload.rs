@@ -244,6 +244,7 @@ fn job_trial(
         stop: stop.clone(),
         show_status: sinkrate_engine::runner::StatusLine::Never,
         bandwidth_log: false,
+        status_reports: None,
     };
     let prepared = sinkrate_engine::prepare(jobs, &options)
         .map_err(|e| SearchError::Workload(format!("--job: {e}")))?;

@@ -188,6 +188,7 @@ impl Loop<'_> {
     /// out of I/Os.
     #[inline]
     pub(super) fn should_stop(&mut self, now: u64) -> bool {
+        self.snapshot_if_wanted(now);
         if self.stop.load(Ordering::Relaxed)
             || self.error.is_some()
             || self.replay.as_ref().is_some_and(|r| r.done())

@@ -13,6 +13,7 @@ mod priority;
 mod range_sync;
 mod replaying;
 mod side_load;
+mod snapshot;
 
 use block_io::run_block_io;
 use choose::*;
@@ -112,6 +113,9 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
         Ok(()) => {}
     }
     outcome.result.elapsed_ns = setup.clock.now_ns() - job_started;
+    if setup.progress.snapshots_on.load(Ordering::Relaxed) {
+        setup.progress.publish(outcome.result.clone());
+    }
     setup.progress.set_phase(Phase::Done);
     outcome
 }
