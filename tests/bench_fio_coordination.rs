@@ -239,3 +239,43 @@ fn offload_keeps_the_schedule_and_counts_the_queueing_as_fio_does() {
         &["io_submit_mode=offload with ioengine=mmap"],
     );
 }
+
+/// create_serialize (fio's default): jobs that start together lay out their files one at a
+/// time, so each file was made after the other was last written, by the file system's own
+/// times (birth and modification, statx).
+#[test]
+fn create_serialize_lays_out_one_file_at_a_time() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let out = Command::new(sinkrate_path())
+        .current_dir(d.path())
+        .args([
+            "bench",
+            "--size=32m",
+            "--rw=read",
+            "--bs=1m",
+            "--keep",
+            "--name=a",
+            "--filename=a",
+            "--name=b",
+            "--filename=b",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let times = |f: &str| {
+        let m = std::fs::metadata(d.path().join(f)).expect("laid out");
+        (
+            m.created().expect("birth time"),
+            m.modified().expect("mtime"),
+        )
+    };
+    let (a, b) = (times("a"), times("b"));
+    assert!(
+        b.0 >= a.1 || a.0 >= b.1,
+        "the layouts overlapped: a {a:?}, b {b:?}"
+    );
+}

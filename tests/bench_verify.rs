@@ -180,7 +180,14 @@ fn verify_refusals_name_what_would_be_accepted() {
             vec!["--rw=write", "--bs=32", "--verify=md5"],
             "bs must be 64 or more",
         ),
-        (vec!["--rw=read", "--verify=crc32c"], "only reads"),
+        (
+            vec!["--rw=write", "--verify=crc32c", "--verify_interval=3000"],
+            "does not divide the block size 4096",
+        ),
+        (
+            vec!["--rw=write", "--verify=crc32c", "--verify_interval=32"],
+            "use 64 or more",
+        ),
         (vec!["--rw=randrw", "--verify=crc32c"], "only write"),
         (
             vec!["--rw=write", "--verify=crc32c", "--ioengine=null"],
@@ -208,4 +215,120 @@ fn verify_refusals_name_what_would_be_accepted() {
     }
     assert!(common::files_in(dir.path()).is_empty());
     assert!(Path::new(&dir.path()).exists());
+}
+
+/// fio's surface scan: one job writes headers every `verify_interval` bytes without reading
+/// them back, a later job that only reads checks every interval of what it reads (its
+/// offset, its header's checksum, its data). The file's bytes hold a header every 512
+/// bytes; one byte changed on the storage is found in its interval by both tools, fio and
+/// sinkrate each on its own file. fio 3.33 then exits 0 (error 0) unless verify_fatal is
+/// set; sinkrate reads on, counts the bad blocks and fails with error 84.
+#[test]
+fn read_only_verify_checks_every_interval_written_earlier() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let d = format!("--directory={}", dir.path().display());
+    let common = [
+        "--filename=scan",
+        "--size=1m",
+        "--bs=64k",
+        "--verify_interval=512",
+    ];
+    let write = [
+        &common[..],
+        &[
+            "--name=w",
+            "--rw=write",
+            "--verify=crc32c",
+            "--do_verify=0",
+            "--keep",
+            &d,
+        ],
+    ]
+    .concat();
+    let read = [
+        &common[..],
+        &[
+            "--name=r",
+            "--rw=randread",
+            "--verify=crc32c",
+            "--output-format=json",
+            &d,
+        ],
+    ]
+    .concat();
+    let (code, _, err) = bench(&write);
+    assert_eq!(code, Some(0), "{err}");
+    let file = dir.path().join("scan");
+    let bytes = std::fs::read(&file).expect("the written file");
+    for at in (0..bytes.len()).step_by(512) {
+        assert_eq!(&bytes[at..at + 4], b"SRvf", "a header at {at}");
+        let offset = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().expect("8 bytes"));
+        assert_eq!(offset, at as u64, "the header names its place");
+    }
+    let (code, out, err) = bench(&read);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"], 1 << 20);
+    assert_eq!(v["jobs"][0]["error"], 0);
+
+    // One byte changed on the storage, as a card's bit flip: 70000 is in the 512-byte
+    // interval at 69632 of the block at 65536.
+    let flip = |path: &Path| {
+        let mut b = std::fs::read(path).expect("read");
+        b[70_000] ^= 0x40;
+        std::fs::write(path, b).expect("write");
+    };
+    flip(&file);
+    let (code, out, err) = bench(&read);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("interval at offset 69632") && err.contains("offset 65536"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["jobs"][0]["error"], 84);
+    assert_eq!(
+        v["jobs"][0]["read"]["io_bytes"],
+        1 << 20,
+        "it reads on, as fio"
+    );
+
+    if !common::fio_or_skip("read_only_verify_checks_every_interval_written_earlier (fio)") {
+        return;
+    }
+    let f = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let fd = format!("--directory={}", f.path().display());
+    let fio = |args: &[&str]| {
+        // The directory first: given after the job's file, fio 3.33 makes the file in the
+        // current directory.
+        Command::new("fio")
+            .arg(&fd)
+            .args(args)
+            .output()
+            .expect("fio runs")
+    };
+    let fio_write: Vec<&str> = write
+        .iter()
+        .copied()
+        .filter(|a| *a != "--keep" && !a.starts_with("--directory"))
+        .collect();
+    let fio_read: Vec<&str> = read
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with("--directory"))
+        .collect();
+    assert!(fio(&fio_write).status.success());
+    let clean = fio(&fio_read);
+    assert!(clean.status.success());
+    assert!(
+        String::from_utf8_lossy(&clean.stderr).is_empty(),
+        "fio finds nothing wrong"
+    );
+    flip(&f.path().join("scan"));
+    let bad = fio(&fio_read);
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("offset 69632, length 512"),
+        "fio finds the same interval: {}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
 }

@@ -1,8 +1,12 @@
-//! fio's `verify=` for bench jobs that write: every block written carries a header (its
-//! offset, its write's sequence number, the checksum of the rest of the block by the job's
-//! method) or, with `verify=pattern`, only the pattern; the blocks are read back and checked
-//! after the writing (`do_verify`) or every `verify_backlog` blocks. The last write to each
-//! place is the one checked; a block that an overlapping later write cut is dropped.
+//! fio's `verify=` for bench jobs: every block written carries a header (its offset, its
+//! write's sequence number, the checksum of the rest of the block by the job's method), one
+//! per `verify_interval` bytes when that is set, or with `verify=pattern` only the pattern;
+//! a `verify_pattern` with a header method fills the data after each header. A job that
+//! writes reads its blocks back after the writing (`do_verify`) or every `verify_backlog`
+//! blocks, and checks them against its own writes (the last write to each place; a block
+//! that an overlapping later write cut is dropped). A job that only reads checks every
+//! block it reads on its own terms (magic, header checksum, offset, data), as fio's verify
+//! of data an earlier job or run wrote.
 
 use std::collections::BTreeMap;
 
@@ -30,6 +34,10 @@ pub struct VerifyState {
     seq: u64,
     pub backlog: u64,
     pub at_end: bool,
+    /// Bytes per header (0: the whole block).
+    interval: usize,
+    /// The job only reads: each block read is checked as it arrives.
+    pub reads_only: bool,
 }
 
 impl VerifyState {
@@ -43,7 +51,22 @@ impl VerifyState {
             seq: 0,
             backlog: o.verify_backlog,
             at_end: o.do_verify,
+            interval: o.verify_interval as usize,
+            // As fio: a read job checks what it reads only with do_verify.
+            reads_only: !o.rw.writes() && o.do_verify,
         })
+    }
+
+    /// The header-carrying pieces of a block of `len` bytes: (start, length).
+    fn pieces(&self, len: usize) -> impl Iterator<Item = (usize, usize)> {
+        let step = if self.interval == 0 {
+            len.max(1)
+        } else {
+            self.interval
+        };
+        (0..len)
+            .step_by(step)
+            .map(move |at| (at, step.min(len - at)))
     }
 
     /// Fills in the block about to be written at (file, offset) and remembers it.
@@ -53,19 +76,31 @@ impl VerifyState {
         if self.method == VerifyMethod::Pattern {
             fill_pattern(block, &self.pattern);
         } else {
-            let sum = checksum(self.method, &block[HEADER..]);
-            let h = &mut block[..HEADER];
-            h.fill(0);
-            h[..4].copy_from_slice(MAGIC);
-            h[4] = method_id(self.method);
-            h[8..12].copy_from_slice(&(len as u32).to_le_bytes());
-            h[16..24].copy_from_slice(&offset.to_le_bytes());
-            h[24..32].copy_from_slice(&self.seq.to_le_bytes());
-            h[32..32 + sum.len()].copy_from_slice(&sum);
-            let crc = crc32c::crc32c(&h[..]);
-            h[12..16].copy_from_slice(&crc.to_le_bytes());
+            let pieces: Vec<(usize, usize)> = self.pieces(len).collect();
+            for (at, n) in pieces {
+                self.stamp_piece(&mut block[at..at + n], offset + at as u64);
+            }
         }
         self.remember(file, offset, len as u32);
+    }
+
+    /// One header and its data: the pattern after the header when there is one.
+    fn stamp_piece(&self, piece: &mut [u8], offset: u64) {
+        if !self.pattern.is_empty() {
+            fill_pattern(&mut piece[HEADER..], &self.pattern);
+        }
+        let sum = checksum(self.method, &piece[HEADER..]);
+        let len = piece.len() as u32;
+        let h = &mut piece[..HEADER];
+        h.fill(0);
+        h[..4].copy_from_slice(MAGIC);
+        h[4] = method_id(self.method);
+        h[8..12].copy_from_slice(&len.to_le_bytes());
+        h[16..24].copy_from_slice(&offset.to_le_bytes());
+        h[24..32].copy_from_slice(&self.seq.to_le_bytes());
+        h[32..32 + sum.len()].copy_from_slice(&sum);
+        let crc = crc32c::crc32c(&h[..]);
+        h[12..16].copy_from_slice(&crc.to_le_bytes());
     }
 
     fn remember(&mut self, file: usize, offset: u64, len: u32) {
@@ -123,12 +158,39 @@ impl VerifyState {
         if data.len() < w.len as usize {
             return Some(format!("short read: {} of {} bytes", data.len(), w.len));
         }
-        let data = &data[..w.len as usize];
+        self.check_block(&data[..w.len as usize], offset, Some(w.seq))
+    }
+
+    /// What is wrong with `data`, read from `offset` by a job that only reads: each header
+    /// must be sinkrate's, whole, for this place, and match its data (which write it was
+    /// is not known).
+    pub fn check_read(&self, data: &[u8], offset: u64) -> Option<String> {
+        self.check_block(data, offset, None)
+    }
+
+    fn check_block(&self, data: &[u8], offset: u64, seq: Option<u64>) -> Option<String> {
         if self.method == VerifyMethod::Pattern {
             return pattern_mismatch(data, &self.pattern)
                 .map(|at| format!("pattern mismatch at byte {at} of the block"));
         }
-        let h = &data[..HEADER];
+        self.pieces(data.len()).find_map(|(at, n)| {
+            let piece_at = offset + at as u64;
+            self.check_piece(&data[at..at + n], piece_at, seq)
+                .map(|why| match self.interval {
+                    0 => why,
+                    i => format!("in the {i}-byte interval at offset {piece_at}: {why}"),
+                })
+        })
+    }
+
+    fn check_piece(&self, piece: &[u8], offset: u64, seq: Option<u64>) -> Option<String> {
+        if piece.len() < HEADER {
+            return Some(format!(
+                "short read: {} bytes, less than a header",
+                piece.len()
+            ));
+        }
+        let h = &piece[..HEADER];
         if &h[..4] != MAGIC {
             return Some(format!(
                 "bad magic header {:02x?}, wanted {MAGIC:02x?}",
@@ -141,22 +203,30 @@ impl VerifyState {
         if crc32c::crc32c(&copy) != le32(h, 12) {
             return Some("the block's header does not match its own checksum".into());
         }
-        let (at, seq) = (le64(h, 16), le64(h, 24));
+        let (at, written) = (le64(h, 16), le64(h, 24));
         if at != offset {
             return Some(format!(
                 "the block written for offset {at} is here (a misdirected or wrapped write)"
             ));
         }
-        if seq != w.seq {
+        if let Some(last) = seq.filter(|last| *last != written) {
             return Some(format!(
-                "stale block: write #{seq} is here, write #{} was the last to this place",
-                w.seq
+                "stale block: write #{written} is here, write #{last} was the last to this place"
             ));
         }
-        if h[4] != method_id(self.method) || le32(h, 8) != w.len {
+        if h[4] != method_id(self.method) || le32(h, 8) as usize != piece.len() {
             return Some("the header names another method or length".into());
         }
-        let sum = checksum(self.method, &data[HEADER..]);
+        let data = &piece[HEADER..];
+        if !self.pattern.is_empty() {
+            if let Some(i) = pattern_mismatch(data, &self.pattern) {
+                return Some(format!(
+                    "pattern mismatch at byte {} of the block",
+                    i + HEADER
+                ));
+            }
+        }
+        let sum = checksum(self.method, data);
         (h[32..32 + sum.len()] != sum[..])
             .then(|| format!("{} mismatch in the block's data", self.method.fio_name()))
     }
@@ -210,10 +280,35 @@ mod tests {
     fn state(method: VerifyMethod) -> VerifyState {
         let o = JobOptions {
             verify: Some(method),
-            verify_pattern: Some(vec![0xde, 0xad]),
+            verify_pattern: (method == VerifyMethod::Pattern).then(|| vec![0xde, 0xad]),
             ..JobOptions::default()
         };
         VerifyState::from_options(&o).expect("verify set")
+    }
+
+    #[test]
+    fn intervals_carry_their_own_headers_and_reads_check_them_alone() {
+        let o = JobOptions {
+            verify: Some(VerifyMethod::Meta),
+            verify_pattern: Some(vec![0xaa, 0x55, 0x5a, 0xa5]),
+            verify_interval: 512,
+            ..JobOptions::default()
+        };
+        let mut v = VerifyState::from_options(&o).expect("verify set");
+        let mut block = vec![0u8; 4096];
+        v.stamp(&mut block, 0, 65536);
+        for at in (0..4096).step_by(512) {
+            assert_eq!(&block[at..at + 4], MAGIC, "a header at {at}");
+            assert_eq!(le64(&block, at + 16), 65536 + at as u64);
+        }
+        assert_eq!(v.check_read(&block, 65536), None);
+        // With a pattern, meta checks the data too.
+        block[1000] ^= 1;
+        let why = v.check_read(&block, 65536).expect("caught");
+        assert!(why.contains("interval at offset 66048"), "{why}");
+        block[1000] ^= 1;
+        let why = v.check_read(&block, 0).expect("elsewhere");
+        assert!(why.contains("offset 65536 is here"), "{why}");
     }
 
     #[test]

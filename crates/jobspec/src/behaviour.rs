@@ -20,6 +20,7 @@ pub const OPTIONS: &[&str] = &[
     "disable_bw",
     "fadvise_hint",
     "create_on_open",
+    "create_serialize",
     "openfiles",
     "iodepth_low",
     "file_service_type",
@@ -71,6 +72,10 @@ pub struct Behaviour {
     pub fadvise_hint: FadviseHint,
     /// Files are made by the job's open, not laid out beforehand.
     pub create_on_open: bool,
+    /// Jobs lay out their files one at a time (fio's default), so that files written at
+    /// once do not interleave on the storage.
+    #[serde(default = "crate::options::yes")]
+    pub create_serialize: bool,
     pub openfiles: Option<u32>,
     /// fio's low-water mark; sinkrate takes only iodepth_low >= iodepth (refill at once).
     pub iodepth_low: Option<u32>,
@@ -91,6 +96,7 @@ impl Default for Behaviour {
             disable_slat: false,
             fadvise_hint: FadviseHint::default(),
             create_on_open: false,
+            create_serialize: true,
             openfiles: None,
             iodepth_low: None,
             file_service: FileService::default(),
@@ -149,6 +155,7 @@ impl Behaviour {
                 }
             }
             "create_on_open" => self.create_on_open = flag(key, value)?,
+            "create_serialize" => self.create_serialize = flag(key, value)?,
             "openfiles" => {
                 let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
                 if n == 0 {

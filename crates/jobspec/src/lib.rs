@@ -522,13 +522,25 @@ fn validate_verify(o: &JobOptions) -> Result<(), String> {
             o.rw.fio_name()
         ));
     }
-    if !o.rw.writes() {
-        return Err(format!(
-            "verify={name} on a job that only reads (rw={}): sinkrate checks what the job itself wrote (set rw=write or randwrite; to check data written earlier, use sinkrate verify --read-only)",
-            o.rw.fio_name()
-        ));
+    if o.verify_interval > 0 {
+        if method == options::VerifyMethod::Pattern {
+            return Err("verify_interval with verify=pattern: a pattern block has no headers to space out (use a checksum method, or leave verify_interval out)".into());
+        }
+        if o.verify_interval < VERIFY_HEADER_BYTES {
+            return Err(format!(
+                "verify_interval={}: each interval holds a {VERIFY_HEADER_BYTES}-byte header (use {VERIFY_HEADER_BYTES} or more)",
+                o.verify_interval
+            ));
+        }
+        let sizes = block_sizes(o);
+        if let Some(bs) = sizes.iter().find(|bs| **bs % o.verify_interval != 0) {
+            return Err(format!(
+                "verify_interval={} does not divide the block size {bs} (fio needs it to divide every block evenly)",
+                o.verify_interval
+            ));
+        }
     }
-    if o.rw.reads() {
+    if o.rw.reads() && o.rw.writes() {
         return Err(format!(
             "verify={name} with rw={}: sinkrate verifies jobs that only write (fio's verify of mixed jobs reads back what the job itself wrote; split the job, or use sinkrate verify)",
             o.rw.fio_name()
@@ -537,16 +549,28 @@ fn validate_verify(o: &JobOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// The smallest block size a write can have.
-fn min_block_size(o: &JobOptions) -> u64 {
-    let d = options::WRITE;
-    if let Some(split) = &o.bssplit {
-        split[d].iter().map(|e| e.0).min().unwrap_or(o.bs[d])
-    } else if let Some(range) = &o.bsrange {
-        range[d].0
+/// Every block size the job can issue (fixed, bssplit entries, or a range's two ends).
+fn block_sizes(o: &JobOptions) -> Vec<u64> {
+    let d = if o.rw.writes() {
+        options::WRITE
     } else {
-        o.bs[d]
+        options::READ
+    };
+    if let Some(split) = &o.bssplit {
+        split[d].iter().map(|e| e.0).collect()
+    } else if let Some(range) = &o.bsrange {
+        vec![range[d].0, range[d].1]
+    } else {
+        vec![o.bs[d]]
     }
+}
+
+/// The smallest block size the verified direction can have.
+fn min_block_size(o: &JobOptions) -> u64 {
+    block_sizes(o)
+        .into_iter()
+        .min()
+        .unwrap_or(o.bs[options::WRITE])
 }
 
 /// The largest block size a job can issue, over both directions and all block-size options.

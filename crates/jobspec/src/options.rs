@@ -462,6 +462,9 @@ pub struct JobOptions {
     pub verify_fatal: bool,
     #[serde(default)]
     pub verify_pattern: Option<Vec<u8>>,
+    /// verify_interval: a header every this many bytes of a block (0: one per block).
+    #[serde(default)]
+    pub verify_interval: u64,
     pub write_bw_log: Option<LogRequest>,
     /// write_iolog: the file the job's issued I/Os are appended to (fio's iolog v3).
     #[serde(default)]
@@ -556,7 +559,7 @@ pub struct JobOptions {
     pub priorities: crate::priority::Priorities,
 }
 
-fn yes() -> bool {
+pub(crate) fn yes() -> bool {
     true
 }
 
@@ -673,6 +676,7 @@ impl Default for JobOptions {
             verify_backlog: 0,
             verify_fatal: false,
             verify_pattern: None,
+            verify_interval: 0,
             write_bw_log: None,
             write_iolog: None,
             read_iolog: None,
@@ -827,6 +831,7 @@ const OPTIONS: &[&str] = &[
     "verify_backlog",
     "verify_fatal",
     "verify_pattern",
+    "verify_interval",
     "write_bw_log",
     "write_lat_log",
     "write_iops_log",
@@ -1616,6 +1621,10 @@ impl JobOptions {
                     Some(parse_buffer_pattern(need(key, value)?).map_err(|e| bad(key, e))?);
                 // As in fio: a pattern alone asks for the pattern to be verified.
                 self.verify.get_or_insert(VerifyMethod::Pattern);
+            }
+            "verify_interval" => {
+                self.verify_interval =
+                    parse_size(need(key, value)?, kb).map_err(|e| bad(key, e))?;
             }
             "write_bw_log" => self.write_bw_log = log_request(key, value, &self.name)?,
             "write_lat_log" => self.write_lat_log = log_request(key, value, &self.name)?,

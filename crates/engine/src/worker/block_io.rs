@@ -188,6 +188,7 @@ pub(super) fn run_block_io(
         strided: o.zones.strided(),
         ignored_errors: (0, 0),
         filled: None,
+        bad_blocks: (0, None),
         replay: replay_cursor,
         command_prio: super::priority::CommandPriority::new(&o.priorities, seed),
         job_ioprio: o.priorities.job_ioprio().unwrap_or(0),
@@ -320,6 +321,14 @@ pub(super) fn run_block_io(
     if let Some(mut lt) = lp.lt.take() {
         lt.depth = lp.depth_cap;
         res.latency_target = Some(lt);
+    }
+    if let Some(first) = lp.bad_blocks.1.take() {
+        let n = lp.bad_blocks.0;
+        let method = o.verify.map_or("", |m| m.fio_name());
+        lp.error.get_or_insert((
+            libc::EILSEQ,
+            format!("verify={method}: {n} bad block(s) read; the first: {first}"),
+        ));
     }
     if let Some((errno, text)) = lp.error.take() {
         res.error = errno;

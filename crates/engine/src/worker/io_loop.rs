@@ -107,6 +107,9 @@ pub(super) struct Loop<'a> {
     pub(super) ignored_errors: (u64, i32),
     /// fill_device: the write that found the storage full (its errno and offset).
     pub(super) filled: Option<(i32, u64)>,
+    /// A read-only verify without verify_fatal: bad blocks found, and the first one's
+    /// description (the job reads on, as fio's, and fails at its end).
+    pub(super) bad_blocks: (u64, Option<String>),
     /// read_iolog: where the job is in its trace.
     pub(super) replay: Option<super::replaying::ReplayCursor>,
     /// cmdprio: which I/Os are issued with a priority of their own.
@@ -511,23 +514,75 @@ impl Loop<'_> {
             };
             let data = &buf.as_slice()[..result as usize];
             if let Some(why) = v.check(data, offset, w) {
-                if self
-                    .o
-                    .error_policy
-                    .non_fatal(ErrorKind::Verify, libc::EILSEQ)
-                {
-                    self.count_ignored_error(libc::EILSEQ);
-                    continue;
-                }
-                return Err((
-                    libc::EILSEQ,
-                    format!(
-                        "verify={}: bad block at offset {offset} of {} (length {len}): {why}",
-                        self.o.verify.map_or("", |m| m.fio_name()),
-                        self.files[file].plan.path.display(),
-                    ),
-                ));
+                self.bad_block(file, offset, len, &why)?;
             }
+        }
+        Ok(())
+    }
+
+    /// A bad block ends the job with EILSEQ, as in fio, unless continue_on_error goes on
+    /// past verify errors (then it is counted).
+    fn bad_block(
+        &mut self,
+        file: usize,
+        offset: u64,
+        len: usize,
+        why: &str,
+    ) -> Result<(), LoopError> {
+        if self
+            .o
+            .error_policy
+            .non_fatal(ErrorKind::Verify, libc::EILSEQ)
+        {
+            self.count_ignored_error(libc::EILSEQ);
+            return Ok(());
+        }
+        Err((
+            libc::EILSEQ,
+            format!(
+                "verify={}: bad block at offset {offset} of {} (length {len}): {why}",
+                self.o.verify.map_or("", |m| m.fio_name()),
+                self.files[file].plan.path.display(),
+            ),
+        ))
+    }
+
+    /// A job that only reads, with verify: the block just read is checked as it arrives,
+    /// as fio's verify of data written earlier.
+    #[inline]
+    pub(super) fn check_read(
+        &mut self,
+        p: &Planned,
+        result: i64,
+        data: &[u8],
+    ) -> Result<(), LoopError> {
+        let Some(v) = self.verify.as_ref().filter(|v| v.reads_only) else {
+            return Ok(());
+        };
+        if result <= 0 || p.dir != IoDir::Read {
+            return Ok(());
+        }
+        let Some(why) = v.check_read(&data[..result as usize], p.offset) else {
+            return Ok(());
+        };
+        let non_fatal = self
+            .o
+            .error_policy
+            .non_fatal(ErrorKind::Verify, libc::EILSEQ);
+        if self.o.verify_fatal || non_fatal {
+            return self.bad_block(p.file, p.offset, p.len, &why);
+        }
+        // As fio: each bad block is told and the job reads on; unlike fio 3.33, the job
+        // then fails (error 84) rather than reporting success over bad data.
+        let (count, first) = &mut self.bad_blocks;
+        *count += 1;
+        if first.is_none() {
+            *first = Some(format!(
+                "bad block at offset {} of {} (length {}): {why}",
+                p.offset,
+                self.files[p.file].plan.path.display(),
+                p.len
+            ));
         }
         Ok(())
     }
@@ -628,6 +683,7 @@ impl Loop<'_> {
                 self.depth_hist[0] += 1;
             }
             self.complete(&p, result, t0, submitted, now)?;
+            self.check_read(&p, result, buf.as_slice())?;
             self.count_write_for_sync(&p);
             if p.dir.is_write() {
                 let due = self
@@ -768,7 +824,10 @@ impl Loop<'_> {
                     Ok(Submitted::Done(n)) => {
                         let done = self.clock.now_ns();
                         free.push(slot);
-                        if let Err(e) = self.complete(&p, n as i64, prep, prep, done) {
+                        let checked = self
+                            .complete(&p, n as i64, prep, prep, done)
+                            .and_then(|()| self.check_read(&p, n as i64, bufs[slot].as_slice()));
+                        if let Err(e) = checked {
                             failure.get_or_insert(e);
                             issuing = false;
                         }
@@ -843,7 +902,10 @@ impl Loop<'_> {
                 let (submit, done) = c.times.unwrap_or((submit, done));
                 inflight -= 1;
                 free.push(slot);
-                if let Err(e) = self.complete(&p, c.result, prep, submit, done) {
+                let checked = self
+                    .complete(&p, c.result, prep, submit, done)
+                    .and_then(|()| self.check_read(&p, c.result, bufs[slot].as_slice()));
+                if let Err(e) = checked {
                     failure.get_or_insert(e);
                     issuing = false;
                 }

@@ -78,6 +78,9 @@ pub(super) fn sys_open(path: &std::path::Path, flags: libc::c_int) -> std::io::R
     }
 }
 
+/// Held by the job laying out its files, for jobs with create_serialize.
+static LAYING_OUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Writes the file's region so a read job has data to read (fio's "laying out IO file").
 pub(super) fn lay_out(
     path: &std::path::Path,
@@ -229,6 +232,11 @@ pub(super) fn open_files(
             let needs_data = (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
                 && size_now < plan.needed_size();
             if needs_data {
+                // create_serialize (fio's default): one job lays out at a time.
+                let _one_at_a_time = o
+                    .behaviour
+                    .create_serialize
+                    .then(|| LAYING_OUT.lock().unwrap_or_else(|p| p.into_inner()));
                 if let Err(e) = lay_out(path, size_now, plan.needed_size(), rng, &setup.stop) {
                     // A half-written file sinkrate created is sinkrate's to remove.
                     if !existed && !setup.keep_files {
