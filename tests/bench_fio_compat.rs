@@ -860,14 +860,21 @@ fn percentile_options_shape_the_output_as_in_fio() {
 
 /// fio's `buffer_pattern` syntax, side by side: hex (an odd digit count gets a leading 0),
 /// quoted text, 32-bit decimal numbers (little-endian) and any sequence of them; the files
-/// both tools write hold the same bytes. A file's contents (`'name'`) are refused.
+/// both tools write hold the same bytes. A file's contents (`'name'`, its first 512 bytes
+/// as fio's); a file that cannot be read is named.
 #[test]
 fn buffer_pattern_syntax_writes_fios_bytes() {
     if !fio_or_skip("buffer_pattern_syntax_writes_fios_bytes") {
         return;
     }
     let d = tempfile::tempdir().expect("tmp");
+    std::fs::write(d.path().join("seven"), b"ABCDEFG").expect("pattern file");
+    let long: Vec<u8> = (0..600u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(d.path().join("long"), long).expect("pattern file");
     for pattern in [
+        "'seven'",
+        "'seven'0xff",
+        "'long'",
         "0x123",
         "\"abcd\"",
         "300",
@@ -903,6 +910,6 @@ fn buffer_pattern_syntax_writes_fios_bytes() {
             "--size=4k",
             "--buffer_pattern='data.bin'",
         ],
-        &["buffer_pattern", "a file's contents"],
+        &["buffer_pattern", "cannot read the pattern file 'data.bin'"],
     );
 }

@@ -1056,11 +1056,14 @@ fn parse_bssplit_one(text: &str, kb: KbBase) -> Result<Vec<(u64, f64)>, String> 
     Ok(out)
 }
 
+/// The longest pattern file fio reads: its first 512 bytes.
+const MAX_PATTERN_BYTES: usize = 512;
+
 /// fio's pattern syntax (buffer_pattern, verify_pattern): any sequence of `0xHEX` (an odd
-/// digit count gets a leading 0), `"text"` (its bytes as written), and decimal numbers of a
+/// digit count gets a leading 0), `"text"` (its bytes as written), `'file'` (the file's
+/// first 512 bytes, the name relative to the current directory) and decimal numbers of a
 /// 32-bit int (little-endian: the bytes a positive one needs, four for a negative one), as
-/// in `0xdeadface"abcd"-12`. fio's `'file'` (a file's contents) is refused: job options
-/// are read without touching files.
+/// in `0xdeadface"abcd"-12`.
 fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
     let t = text.trim();
     let mut out = Vec::new();
@@ -1090,10 +1093,17 @@ fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
                 .ok_or_else(|| format!("'{t}': a string without its closing \""))?;
             out.extend_from_slice(&after.as_bytes()[..end]);
             rest = &after[end + 1..];
-        } else if rest.starts_with('\'') {
-            return Err(format!(
-                "'{t}': a file's contents ('name') are not supported by sinkrate (give the bytes as 0xHEX or \"text\")"
-            ));
+        } else if let Some(after) = rest.strip_prefix('\'') {
+            let end = after
+                .find('\'')
+                .ok_or_else(|| format!("'{t}': a file name without its closing '"))?;
+            let name = &after[..end];
+            let mut bytes = std::fs::read(name)
+                .map_err(|e| format!("cannot read the pattern file '{name}': {e}"))?;
+            // fio's MAX_PATTERN_SIZE: a longer file gives its first 512 bytes.
+            bytes.truncate(MAX_PATTERN_BYTES);
+            out.extend_from_slice(&bytes);
+            rest = &after[end + 1..];
         } else if rest.starts_with('-') || rest.starts_with(|c: char| c.is_ascii_digit()) {
             let len = 1 + rest[1..].bytes().take_while(u8::is_ascii_digit).count();
             let number = &rest[..len];
