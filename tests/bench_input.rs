@@ -724,3 +724,102 @@ fn status_interval_reports_the_results_so_far_as_fio_does() {
         ),
     }
 }
+
+/// `--debug=io,file`: fio's lines on standard output (`io       PID  queue: io_u 0x..:
+/// off=0x1000,len=0x1000,ddir=1,file=df`), each I/O filled, prepared, queued and completed,
+/// and the files set up, opened and closed: the same I/O lines as fio's for the same jobs,
+/// synchronous and queued.
+#[test]
+fn debug_io_and_file_as_fio_prints_them() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let jobs: [&[&str]; 2] = [
+        &[
+            "--name=d",
+            "--filename=df",
+            "--size=16k",
+            "--bs=4k",
+            "--rw=write",
+        ],
+        &[
+            "--name=q",
+            "--filename=qf",
+            "--size=64k",
+            "--bs=4k",
+            "--rw=randread",
+            "--ioengine=io_uring",
+            "--iodepth=4",
+        ],
+    ];
+    // The I/O lines without the thread id and buffer address, sorted; and the file lines.
+    let split = |stdout: &[u8]| {
+        let text = String::from_utf8_lossy(stdout).into_owned();
+        let mut io = Vec::new();
+        let mut file = Vec::new();
+        for line in text.lines() {
+            let (kind, rest) = match line.split_once(' ') {
+                Some((k, r)) if k == "io" || k == "file" => (k, r),
+                _ => continue,
+            };
+            assert_eq!(&line[..9].trim_end(), &kind, "kind in 8 columns: {line}");
+            let event = rest
+                .trim_start()
+                .split_once(' ')
+                .map(|(_, e)| e.trim_start());
+            let event = event.expect("a thread id, then the event").to_string();
+            if kind == "io" {
+                if let Some((stage, after)) = event.split_once(": io_u ") {
+                    let (_, what) = after.split_once(": ").expect("the io_u, then the I/O");
+                    io.push(format!("{stage} {what}"));
+                }
+            } else {
+                file.push(event);
+            }
+        }
+        io.sort();
+        (io, file)
+    };
+    for job in jobs {
+        let args = [job, &["--debug=io,file"]].concat();
+        let ours = sinkrate()
+            .current_dir(d.path())
+            .args(&args)
+            .output()
+            .expect("runs");
+        assert!(ours.status.success());
+        assert!(String::from_utf8_lossy(&ours.stderr).contains("set debug option io"));
+        let (io, file) = split(&ours.stdout);
+        // fill, prep, queue, complete; a queued engine's prep also says how it went.
+        let lines = if job[2] == "--size=16k" {
+            4 * 4
+        } else {
+            16 * 5
+        };
+        assert_eq!(io.len(), lines, "{io:?}");
+        let name = &job[1]["--filename=".len()..];
+        for wanted in ["setup files", "close files"] {
+            assert!(file.iter().any(|l| l == wanted), "{file:?}");
+        }
+        assert!(file
+            .iter()
+            .any(|l| l.starts_with(&format!("open file {name}, flags "))));
+        assert!(file.contains(&format!("fd close {name}")), "{file:?}");
+        if common::have("fio") {
+            let fio = std::process::Command::new("fio")
+                .current_dir(d.path())
+                .args(&args)
+                .output()
+                .expect("fio runs");
+            let (fio_io, fio_file) = split(&fio.stdout);
+            assert_eq!(io, fio_io, "the same I/O lines as fio's");
+            assert!(
+                fio_file.contains(&format!("fd close {name}")),
+                "{fio_file:?}"
+            );
+        }
+    }
+    common::refuses(
+        d.path(),
+        &["--name=x", "--filename=x", "--size=4k", "--debug=mem"],
+        &["--debug=mem", "io and file"],
+    );
+}

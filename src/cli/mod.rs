@@ -931,6 +931,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bandwidth_log: bool,
 
+    /// fio's --debug: io (each I/O's stages) and/or file (files set up, opened, closed), a
+    /// line each on standard output in fio's format
+    #[arg(long, value_name = "io,file")]
+    pub debug: Option<String>,
+
     /// Print the results so far (cumulative from each job's start) every TIME, in the
     /// output format, before the final ones (fio's --status-interval; seconds without a unit)
     #[arg(long, value_name = "TIME", value_parser = values::duration_value)]

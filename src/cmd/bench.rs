@@ -221,6 +221,17 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         crate::write_stdout(describe(&set).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
+    let debug = match &args.debug {
+        Some(list) => {
+            sinkrate_engine::debug_trace::DebugTrace::parse(list).map_err(|e| anyhow!(e))?
+        }
+        None => Default::default(),
+    };
+    for (on, kind) in [(debug.io, "io"), (debug.file, "file")] {
+        if on {
+            eprintln!("sinkrate: set debug option {kind}");
+        }
+    }
     let stop = crate::interrupt_flag()?;
     // --status-interval's reports: on standard output as they come, or gathered before the
     // final results when those go to a file.
@@ -260,6 +271,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         },
         bandwidth_log: args.bandwidth_log,
         status_reports,
+        debug,
     };
     let prepared = sinkrate_engine::prepare(&set, &options)?;
     let announced = prepared.notices().len();

@@ -5,6 +5,7 @@ pub mod agg_log;
 pub mod backend;
 pub mod buffers;
 pub mod clock;
+pub mod debug_trace;
 pub mod disk_util;
 pub mod distribution;
 pub mod error;

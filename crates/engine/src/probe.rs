@@ -148,6 +148,7 @@ pub fn sustained_write(
             show_status: crate::runner::StatusLine::Never,
             bandwidth_log: false,
             status_reports: None,
+            debug: Default::default(),
         };
         let prepared = prepare(&set, &run_options).map_err(|e| e.to_string())?;
         let run = execute(prepared, &run_options);

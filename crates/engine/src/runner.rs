@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub bandwidth_log: bool,
     /// fio's --status-interval: the results so far, every interval.
     pub status_reports: Option<crate::status_reports::StatusReports>,
+    /// fio's --debug=io,file.
+    pub debug: crate::debug_trace::DebugTrace,
 }
 
 /// fio's `--eta`: the status line on a terminal (auto), always, or never.
@@ -385,6 +387,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         force_device_write: opts.force_device_write,
         keep_files: opts.keep_files,
         unix_start_ms,
+        debug: opts.debug,
     };
     let outcomes = match &opts.status_reports {
         None => crate::schedule::run_all(prepared.jobs, &shared),

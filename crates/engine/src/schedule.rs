@@ -23,6 +23,7 @@ pub(crate) struct Shared {
     pub force_device_write: bool,
     pub keep_files: bool,
     pub unix_start_ms: u64,
+    pub debug: crate::debug_trace::DebugTrace,
 }
 
 /// Runs every job to its end and returns their outcomes in job order (a job that could not
@@ -95,6 +96,7 @@ pub(crate) fn run_all(
                     force_device_write: shared.force_device_write,
                     keep_files: shared.keep_files,
                     unix_start_ms: shared.unix_start_ms,
+                    debug: shared.debug,
                     read_meminfo: crate::host::unwritten_bytes,
                     io_jobs_running: io_jobs_running.clone(),
                     flow: flows.get(&i).cloned(),

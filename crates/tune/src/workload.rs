@@ -245,6 +245,7 @@ fn job_trial(
         show_status: sinkrate_engine::runner::StatusLine::Never,
         bandwidth_log: false,
         status_reports: None,
+        debug: Default::default(),
     };
     let prepared = sinkrate_engine::prepare(jobs, &options)
         .map_err(|e| SearchError::Workload(format!("--job: {e}")))?;

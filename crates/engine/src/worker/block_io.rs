@@ -176,6 +176,7 @@ pub(super) fn run_block_io(
                 SAMPLE_PERIOD_NS
             },
         progress: &setup.progress,
+        debug: setup.debug,
         stop: &setup.stop,
         error: None,
         depth_hist: [0; 7],
@@ -345,6 +346,9 @@ pub(super) fn run_block_io(
     for i in 0..lp.files.len() {
         backend.detach_file(i);
     }
+    setup
+        .debug
+        .io_event(format_args!("close ioengine {}", o.ioengine.fio_name()));
     drop(backend);
     cleanup(setup, &mut lp.files, outcome);
     outcome.log_files = finished_logs?;

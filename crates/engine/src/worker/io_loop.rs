@@ -91,6 +91,8 @@ pub(super) struct Loop<'a> {
     pub(super) log_window: Window,
     pub(super) log_window_end: u64,
     pub(super) progress: &'a JobProgress,
+    /// --debug=io: each I/O's stages on standard output.
+    pub(super) debug: crate::debug_trace::DebugTrace,
     pub(super) stop: &'a AtomicBool,
     pub(super) error: Option<(i32, String)>,
     pub(super) depth_hist: [u64; 7],
@@ -237,6 +239,23 @@ impl Loop<'_> {
             }
         }
         false
+    }
+
+    /// --debug=io: one stage of an I/O, its buffer as fio's io_u.
+    #[inline]
+    fn trace_stages(&self, stages: &[&str], p: &Planned, buf: *const u8) {
+        if self.debug.io {
+            let path = &self.files[p.file].plan.path;
+            for stage in stages {
+                self.debug
+                    .io(stage, buf, p.offset, p.len, p.dir.index(), path);
+                // fio's queued engines have a prep step of their own, and say how it went.
+                if *stage == "prep" && self.o.ioengine.is_async() {
+                    self.debug
+                        .io_event(format_args!("prep: io_u {buf:p}: ret=0"));
+                }
+            }
+        }
     }
 
     /// The priority an I/O carries to the kernel: its own with cmdprio; otherwise none, and
@@ -658,6 +677,7 @@ impl Loop<'_> {
             };
             let t0 = self.clock.now_ns();
             self.trace_io(&p, t0);
+            self.trace_stages(&["fill", "prep", "queue"], &p, buf_ptr);
             let mut submitted = t0;
             let result = match backend.submit(&req) {
                 Ok(Submitted::Done(n)) => n as i64,
@@ -682,6 +702,7 @@ impl Loop<'_> {
             if !self.ramping {
                 self.depth_hist[0] += 1;
             }
+            self.trace_stages(&["complete"], &p, buf_ptr);
             self.complete(&p, result, t0, submitted, now)?;
             self.check_read(&p, result, buf.as_slice())?;
             self.count_write_for_sync(&p);
@@ -810,6 +831,11 @@ impl Loop<'_> {
                 };
                 let prep = self.clock.now_ns();
                 self.trace_io(&p, prep);
+                self.trace_stages(
+                    &["fill", "prep", "queue"],
+                    &p,
+                    bufs[slot].as_slice().as_ptr(),
+                );
                 slots[slot] = (p, prep, prep);
                 self.issued_total[d] += 1;
                 self.issued_bytes[d] += p.len as u64;
@@ -824,6 +850,7 @@ impl Loop<'_> {
                     Ok(Submitted::Done(n)) => {
                         let done = self.clock.now_ns();
                         free.push(slot);
+                        self.trace_stages(&["complete"], &p, bufs[slot].as_slice().as_ptr());
                         let checked = self
                             .complete(&p, n as i64, prep, prep, done)
                             .and_then(|()| self.check_read(&p, n as i64, bufs[slot].as_slice()));
@@ -902,6 +929,7 @@ impl Loop<'_> {
                 let (submit, done) = c.times.unwrap_or((submit, done));
                 inflight -= 1;
                 free.push(slot);
+                self.trace_stages(&["complete"], &p, bufs[slot].as_slice().as_ptr());
                 let checked = self
                     .complete(&p, c.result, prep, submit, done)
                     .and_then(|()| self.check_read(&p, c.result, bufs[slot].as_slice()));

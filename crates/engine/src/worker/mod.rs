@@ -59,6 +59,8 @@ pub struct WorkerSetup {
     pub shared_files: Arc<crate::shared_files::SharedFiles>,
     /// For a job that starts with others: its I/O begins when theirs does.
     pub start_gate: Option<crate::start_gate::GateTicket>,
+    /// --debug=io,file.
+    pub debug: crate::debug_trace::DebugTrace,
 }
 
 /// What a worker reports besides the results.

@@ -193,6 +193,7 @@ pub(super) fn open_files(
     out: &mut Vec<OpenFile>,
 ) -> Result<(), EngineError> {
     let o = &setup.job.options;
+    setup.debug.file("setup files");
     // Trims need the descriptor open for writing, as writes do (BLKDISCARD asks for it).
     let writes = o.rw.modifies();
     if o.ioengine == Engine::Null {
@@ -277,6 +278,11 @@ pub(super) fn open_files(
             }
             Err(e) => return Err(EngineError::io(path, e)),
         };
+        setup.debug.file(format_args!(
+            "open file {}, flags {:x}",
+            crate::debug_trace::shown(path),
+            flags & !libc::O_CLOEXEC
+        ));
         let file = OpenFile {
             fd,
             plan: plan.clone(),
@@ -354,10 +360,19 @@ pub(super) fn removes_its_files(setup: &WorkerSetup) -> bool {
 /// existed before the run are never removed.
 pub(super) fn cleanup(setup: &WorkerSetup, files: &mut Vec<OpenFile>, outcome: &mut WorkerOutcome) {
     let remove = removes_its_files(setup);
+    if !files.is_empty() {
+        setup.debug.file("close files");
+    }
     for f in files.drain(..) {
         let created = f.created;
         let path = f.plan.path.clone();
         let block = f.plan.is_block_device || f.plan.special;
+        if f.fd >= 0 {
+            setup.debug.file(format_args!(
+                "fd close {}",
+                crate::debug_trace::shown(&path)
+            ));
+        }
         drop(f);
         if block {
             continue;
