@@ -913,3 +913,54 @@ fn buffer_pattern_syntax_writes_fios_bytes() {
         &["buffer_pattern", "cannot read the pattern file 'data.bin'"],
     );
 }
+
+/// `offset_increment`: each numjobs clone starts that much further (in bytes, or a percent
+/// of the file), so clones write disjoint stripes of one file; the offsets each job wrote,
+/// from both tools' logs, are fio's.
+#[test]
+fn offset_increment_gives_each_clone_its_stripe_as_fio_does() {
+    if !fio_or_skip("offset_increment_gives_each_clone_its_stripe_as_fio_does") {
+        return;
+    }
+    for increment in ["1m", "25%"] {
+        let d = tempfile::tempdir_in("/var/tmp").expect("tmp");
+        // A 4 MiB file first, so that 25% has something to be a share of.
+        std::fs::write(d.path().join("striped"), vec![0u8; 4 << 20]).expect("file");
+        let arg = format!("--offset_increment={increment}");
+        let job = |prefix: &'static str| {
+            [
+                "--name=s",
+                "--filename=striped",
+                "--size=1m",
+                "--bs=256k",
+                "--rw=write",
+                "--numjobs=4",
+                "--offset=0",
+                prefix,
+                "--log_offset=1",
+            ]
+        };
+        fio_json(
+            d.path(),
+            &[&job("--write_lat_log=fio")[..], &[arg.as_str()]].concat(),
+        );
+        sinkrate_json(
+            d.path(),
+            &[&job("--write_lat_log=ours")[..], &[arg.as_str()]].concat(),
+        );
+        for n in 1..=4u64 {
+            let mut ours = common::logged_offsets(d.path(), "ours", n as u32);
+            let mut theirs = common::logged_offsets(d.path(), "fio", n as u32);
+            ours.sort_unstable();
+            theirs.sort_unstable();
+            assert_eq!(ours, theirs, "{increment}: job {n}");
+            // fio's clones after the first count down: job 2 is subjob 3.
+            let subjob = if n == 1 { 0 } else { 5 - n };
+            let start = subjob << 20;
+            assert_eq!(
+                ours,
+                (0..4).map(|i| start + i * (256 << 10)).collect::<Vec<_>>()
+            );
+        }
+    }
+}

@@ -261,10 +261,19 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
                 }
             },
         };
-        let offset = match o.offset {
+        let at = |spec: SizeSpec| match spec {
             SizeSpec::Bytes(b) => b,
             SizeSpec::Percent(p) => (existing_size.unwrap_or(per_file) as f64 * p / 100.0) as u64,
         };
+        // As fio: offset + offset_increment * the clone's subjob number. fio numbers the
+        // clones after the first from the last down (its second job is subjob numjobs-1),
+        // so the same job number writes the same stripe in both tools.
+        let subjob = match job.clone_index {
+            0 => 0,
+            k => o.numjobs.saturating_sub(k),
+        };
+        let offset =
+            at(o.offset).saturating_add(at(o.offset_increment).saturating_mul(u64::from(subjob)));
         let mut region_len = per_file;
         if is_block_device {
             let dev = existing_size.unwrap_or(0);

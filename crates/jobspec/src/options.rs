@@ -322,6 +322,10 @@ pub struct JobOptions {
     pub new_group: bool,
     pub loops: u32,
     pub offset: SizeSpec,
+    /// offset_increment: each numjobs clone starts this much further than the one before
+    /// (fio's offset + offset_increment * subjob number).
+    #[serde(default = "no_offset")]
+    pub offset_increment: SizeSpec,
     /// `None` when the job did not say: sinkrate then removes the files it created.
     pub unlink: Option<bool>,
     pub kb_base: KbBase,
@@ -559,6 +563,10 @@ pub struct JobOptions {
     pub priorities: crate::priority::Priorities,
 }
 
+fn no_offset() -> SizeSpec {
+    SizeSpec::Bytes(0)
+}
+
 pub(crate) fn yes() -> bool {
     true
 }
@@ -612,6 +620,7 @@ impl Default for JobOptions {
             new_group: false,
             loops: 1,
             offset: SizeSpec::Bytes(0),
+            offset_increment: SizeSpec::Bytes(0),
             unlink: None,
             kb_base: KbBase::Compat1024,
             rw: ReadWrite {
@@ -750,6 +759,7 @@ const OPTIONS: &[&str] = &[
     "new_group",
     "loops",
     "offset",
+    "offset_increment",
     "unlink",
     "kb_base",
     "rw",
@@ -1340,13 +1350,18 @@ impl JobOptions {
                 }
                 self.loops = n as u32;
             }
-            "offset" => {
+            "offset" | "offset_increment" => {
                 let v = need(key, value)?;
-                self.offset = if v.trim().ends_with('%') {
+                let at = if v.trim().ends_with('%') {
                     SizeSpec::Percent(parse_percent(v).map_err(|e| bad(key, e))?)
                 } else {
                     SizeSpec::Bytes(size(v).map_err(|e| bad(key, e))?)
                 };
+                if key == "offset" {
+                    self.offset = at;
+                } else {
+                    self.offset_increment = at;
+                }
             }
             "unlink" => self.unlink = Some(flag(key, value)?),
             "kb_base" => {
