@@ -246,10 +246,9 @@ fn offload_keeps_the_schedule_and_counts_the_queueing_as_fio_does() {
 #[test]
 fn create_serialize_lays_out_one_file_at_a_time() {
     let d = tempfile::tempdir_in("/var/tmp").expect("tmp");
-    let out = Command::new(sinkrate_path())
-        .current_dir(d.path())
-        .args([
-            "bench",
+    common::sinkrate_json(
+        d.path(),
+        &[
             "--size=32m",
             "--rw=read",
             "--bs=1m",
@@ -258,13 +257,7 @@ fn create_serialize_lays_out_one_file_at_a_time() {
             "--filename=a",
             "--name=b",
             "--filename=b",
-        ])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     let times = |f: &str| {
         let m = std::fs::metadata(d.path().join(f)).expect("laid out");
