@@ -574,9 +574,9 @@ fn histogram_logs_are_fios_bins() {
                 "{tool}"
             );
             let counts: Vec<u64> = l[3..].iter().map(|c| c.parse().expect("count")).collect();
-            // 500 I/Os a second: about 250 a window.
+            // 500 I/Os a second: about 250 a window, not the run so far (500, 750: cumulative).
             let n: u64 = counts.iter().sum();
-            assert!((240..=260).contains(&n), "{tool}: {n} in a window");
+            assert!((150..=350).contains(&n), "{tool}: {n} in a window");
             for (h, c) in histogram.iter_mut().zip(counts) {
                 *h += c;
             }
