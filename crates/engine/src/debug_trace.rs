@@ -84,7 +84,7 @@ fn emit(kind: &str, text: impl Display) {
 #[cfg(target_os = "linux")]
 fn thread_id() -> i64 {
     // SAFETY: gettid takes no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) }
+    i64::from(unsafe { libc::syscall(libc::SYS_gettid) })
 }
 
 #[cfg(not(target_os = "linux"))]
