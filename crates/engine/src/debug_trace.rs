@@ -82,12 +82,12 @@ fn emit(kind: &str, text: impl Display) {
 }
 
 #[cfg(target_os = "linux")]
-fn thread_id() -> i64 {
+fn thread_id() -> libc::c_long {
     // SAFETY: gettid takes no arguments and cannot fail.
-    i64::from(unsafe { libc::syscall(libc::SYS_gettid) })
+    unsafe { libc::syscall(libc::SYS_gettid) }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn thread_id() -> i64 {
-    i64::from(std::process::id())
+fn thread_id() -> u32 {
+    std::process::id()
 }
