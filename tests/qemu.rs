@@ -197,6 +197,7 @@ fn audit_sysroot_matches_the_host_on_every_fixture_tree() {
 
 #[test]
 fn bench_null_and_psync_do_real_work() {
+    let _beside_no_recording = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
     let Some(bins) = arm_binaries("bench_null_and_psync_do_real_work") else {
         return;
     };
@@ -317,11 +318,17 @@ fn io_uring_job_is_refused_with_the_reason_or_runs() {
 
 /// A recording with no I/O and a buffered one on a temporary directory: every frame offered
 /// is written, and the buffered files hold exactly the bytes the run reports.
+/// Held by the recording test, and by the tests that load the emulator most beside it: a
+/// recorder under emulation on two shared cores drops frames to CPU starvation, which is
+/// not what it tests.
+static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn record_null_and_buffered() {
     let Some(bins) = arm_binaries("record_null_and_buffered") else {
         return;
     };
+    let _alone = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
     for b in &bins {
         for mode in ["null", "buffered"] {
             let d = tempfile::tempdir().expect("tempdir");
@@ -373,6 +380,7 @@ fn record_null_and_buffered() {
 /// host, file by file.
 #[test]
 fn parse_only_on_the_fio_examples_matches_the_host() {
+    let _beside_no_recording = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
     let corpus = match std::env::var_os("SINKRATE_FIO_EXAMPLES") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fio-examples"),
