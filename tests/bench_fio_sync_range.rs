@@ -73,7 +73,17 @@ fn sync_file_range_writes_back_the_range_as_fios_does() {
                 written
             };
             let synced = mid_run(Some("write,wait_after:16"));
-            let dirty = mid_run(None);
+            // The control can only be raised by writeback nobody here asked for (another
+            // process's sync, or dirty memory elsewhere on a shared machine passing the
+            // background threshold, which flushes every device), never lowered; so its
+            // least of three runs is the figure to compare.
+            let mut dirty = u64::MAX;
+            for _ in 0..3 {
+                dirty = dirty.min(mid_run(None));
+                if dirty < 3 << 20 {
+                    break;
+                }
+            }
             assert!(
                 synced >= 5 << 20 && dirty < 3 << 20,
                 "0.7 s in: {synced} bytes on the device with sync_file_range, {dirty} without"
