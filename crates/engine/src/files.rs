@@ -152,6 +152,10 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             existing_size: Some(size),
         }]);
     }
+    let export = match (o.ioengine, &o.uri) {
+        (Engine::Nbd, Some(uri)) => Some(nbd_export(&o.name, uri, o.rw.modifies(), o.rw.trims())?),
+        _ => None,
+    };
     // directory=a:b: as fio, named files (filename=) go in the first; generated names go
     // in one directory per clone of the job, round robin (clone 0 in a, 1 in b, 2 in a).
     let dirs: Vec<PathBuf> = match &o.directory {
@@ -167,12 +171,14 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
     };
     let dir = &dirs[0];
     let clone_dir = &dirs[job.clone_index as usize % dirs.len()];
-    let names: Vec<PathBuf> = match &o.filename {
-        Some(list) => split_filenames(list)
+    let names: Vec<PathBuf> = match (&export, &o.filename) {
+        // As fio's engine: the export is the job's one file, named by its URI.
+        (Some(_), _) => vec![PathBuf::from(o.uri.as_deref().unwrap_or("nbd"))],
+        (None, Some(list)) => split_filenames(list)
             .into_iter()
             .map(|n| in_directory(o.directory.is_some(), dir, &n))
             .collect(),
-        None => (0..o.nrfiles)
+        (None, None) => (0..o.nrfiles)
             .map(|i| {
                 let dir = clone_dir;
                 let name = match &o.filename_format {
@@ -192,7 +198,10 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
     // Judged once per directory: nrfiles= can name many thousands of files in one.
     let mut device_dirs: std::collections::HashMap<PathBuf, bool> = Default::default();
     for path in names {
-        let existing = if o.ioengine.on_directories() {
+        // An export is sized and bounded as a block device is.
+        let existing = if let Some(size) = export {
+            Some((size, true))
+        } else if o.ioengine.on_directories() {
             existing_directory(&path)?
         } else {
             existing_size(&path)?
@@ -280,7 +289,10 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             if offset >= dev {
                 return Err(EngineError::path(
                     &path,
-                    format!("offset {offset} is beyond the device's {dev} bytes"),
+                    format!(
+                        "offset {offset} is beyond the {}'s {dev} bytes",
+                        if export.is_some() { "export" } else { "device" }
+                    ),
                 ));
             }
             region_len = region_len.min(dev - offset);
@@ -295,19 +307,40 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
                 ),
             ));
         }
-        let special = std::fs::metadata(&path)
-            .map(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
-            .unwrap_or(false);
+        let special = export.is_some()
+            || std::fs::metadata(&path)
+                .map(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
+                .unwrap_or(false);
         planned.push(PlannedFile {
             path,
             region_start: offset,
             region_len,
-            is_block_device,
+            is_block_device: is_block_device && export.is_none(),
             special,
             existing_size,
         });
     }
     Ok(planned)
+}
+
+/// The size of an NBD export, asked of its server when the job is planned (as fio's engine
+/// does in its setup), and what the job would do that the export does not take.
+fn nbd_export(job: &str, uri: &str, writes: bool, trims: bool) -> Result<u64, EngineError> {
+    let at = |what: String| EngineError::job(job, format!("uri={uri}: {what}"));
+    let parsed =
+        crate::nbd::Uri::parse(uri).map_err(|e| EngineError::job(job, format!("uri={e}")))?;
+    let (mut stream, export) = crate::nbd::connect(&parsed)
+        .map_err(|e| at(format!("cannot connect to the NBD server: {e}")))?;
+    stream.disconnect();
+    if writes && export.read_only() {
+        return Err(at(
+            "the export is read-only and the job writes (use rw=read or rw=randread)".into(),
+        ));
+    }
+    if trims && !export.can_trim() {
+        return Err(at("the export does not take trims (NBD_CMD_TRIM)".into()));
+    }
+    Ok(export.size)
 }
 
 /// Bytes the file system must still provide for these files to reach their sizes.

@@ -15,6 +15,7 @@ pub mod hist_log;
 pub mod host;
 pub mod iolog;
 pub mod logs;
+pub mod nbd;
 pub mod probe;
 pub mod progress;
 pub mod replay;

@@ -340,7 +340,14 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
         options::Engine::Exec if o.program.is_none() => {
             return Err("ioengine=exec needs program= (the program to run beside the jobs)".into());
         }
+        options::Engine::Nbd => validate_nbd(o)?,
         _ => {}
+    }
+    if o.uri.is_some() && o.ioengine != options::Engine::Nbd {
+        return Err(format!(
+            "uri= is an option of ioengine=nbd, not of ioengine={} (set ioengine=nbd, or leave uri out)",
+            o.ioengine.fio_name()
+        ));
     }
     if o.zones.mode == zones::ZoneMode::None && o.zones.size > 0 {
         return Err(
@@ -380,7 +387,8 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             ));
         }
     }
-    o.priorities.validate(o.ioengine.is_async())?;
+    o.priorities
+        .validate(o.ioengine == options::Engine::IoUring)?;
     if o.coordination.offload && o.priorities.per_command() {
         return Err("cmdprio options with io_submit_mode=offload: offload's submitter threads issue I/O without a per-command priority (leave one out)".into());
     }
@@ -436,7 +444,7 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
         use options::Engine as E;
         if !matches!(
             o.ioengine,
-            E::Sync | E::Psync | E::Vsync | E::Pvsync | E::IoUring | E::Null | E::Falloc
+            E::Sync | E::Psync | E::Vsync | E::Pvsync | E::IoUring | E::Null | E::Falloc | E::Nbd
         ) {
             return Err(format!(
                 "rw={} with ioengine={}: this engine has no trim (use psync, libaio or io_uring on a block device, or falloc on a file)",
@@ -491,6 +499,20 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
 
 /// The block header a verify method writes into each block.
 pub const VERIFY_HEADER_BYTES: u64 = 64;
+
+/// What an NBD export cannot do that a file can: the engine speaks only the NBD protocol.
+fn validate_nbd(o: &JobOptions) -> Result<(), String> {
+    if o.uri.is_none() {
+        return Err("ioengine=nbd needs uri= (the server's NBD URI, e.g. uri=nbd+unix:///?socket=/tmp/sock or uri=nbd://localhost:10809/)".into());
+    }
+    if o.nrfiles > 1 || o.filename.as_deref().is_some_and(|f| f.contains(':')) {
+        return Err("ioengine=nbd reads and writes one export per job (leave nrfiles= and a filename= list out)".into());
+    }
+    if o.sync_file_range.is_some() {
+        return Err("sync_file_range with ioengine=nbd: an export has no page cache to write back (use fsync=, which sends NBD flushes)".into());
+    }
+    Ok(())
+}
 
 fn validate_verify(o: &JobOptions) -> Result<(), String> {
     let Some(method) = o.verify else {

@@ -163,6 +163,8 @@ pub enum Engine {
     Cpuio,
     /// Runs a program beside the other jobs, no I/O.
     Exec,
+    /// Reads and writes an NBD server's export (`uri=`), as fio's libnbd engine.
+    Nbd,
 }
 
 impl Engine {
@@ -185,6 +187,7 @@ impl Engine {
             Engine::Dirdelete => "dirdelete",
             Engine::Cpuio => "cpuio",
             Engine::Exec => "exec",
+            Engine::Nbd => "nbd",
         }
     }
     /// Engines that operate on whole files rather than doing block I/O.
@@ -228,12 +231,12 @@ impl Engine {
     }
     /// Engines that can keep more than one I/O in flight.
     pub fn is_async(&self) -> bool {
-        matches!(self, Engine::IoUring)
+        matches!(self, Engine::IoUring | Engine::Nbd)
     }
 }
 
 pub const SUPPORTED_ENGINES: &str =
-    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, cpuio, exec (libaio and posixaio run on io_uring)";
+    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, cpuio, exec, nbd (libaio and posixaio run on io_uring)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -527,6 +530,9 @@ pub struct JobOptions {
     pub program: Option<String>,
     #[serde(default)]
     pub arguments: Option<String>,
+    /// nbd: the server's NBD URI (`nbd://host:port/export`, `nbd+unix:///export?socket=PATH`).
+    #[serde(default)]
+    pub uri: Option<String>,
     /// exec: from SIGTERM to SIGKILL at the end of the runtime (fio's grace_time=, 1 s).
     #[serde(
         default = "default_grace",
@@ -709,6 +715,7 @@ impl Default for JobOptions {
             exit_on_io_done: false,
             program: None,
             arguments: None,
+            uri: None,
             grace_time: default_grace(),
             std_redirect: true,
             clat_percentiles: true,
@@ -799,6 +806,7 @@ const OPTIONS: &[&str] = &[
     "exit_on_io_done",
     "program",
     "arguments",
+    "uri",
     "grace_time",
     "std_redirect",
     "random_distribution",
@@ -1321,6 +1329,16 @@ impl JobOptions {
                 self.program = Some(v.to_string());
             }
             "arguments" => self.arguments = value.map(str::to_string),
+            "uri" => {
+                let v = need(key, value)?.trim();
+                if v.is_empty() {
+                    return Err(bad(
+                        key,
+                        "empty (expected an NBD URI, e.g. uri=nbd+unix:///?socket=/tmp/sock)",
+                    ));
+                }
+                self.uri = Some(v.to_string());
+            }
             "grace_time" => {
                 self.grace_time =
                     parse_time(need(key, value)?, TimeUnit::Seconds).map_err(|e| bad(key, e))?
@@ -1729,6 +1747,7 @@ impl JobOptions {
             "dirdelete" => (Engine::Dirdelete, None),
             "cpuio" => (Engine::Cpuio, None),
             "exec" => (Engine::Exec, None),
+            "nbd" => (Engine::Nbd, None),
             "libaio" | "posixaio" => (
                 Engine::IoUring,
                 Some(format!("ioengine={name} runs on sinkrate's io_uring backend (same queue depth, same semantics)")),

@@ -10,6 +10,8 @@ mod io_uring;
 
 pub use self::io_uring::Uring;
 mod mmap;
+mod nbd;
+pub use self::nbd::Nbd;
 mod null;
 mod offload;
 pub use offload::Offload;
@@ -160,6 +162,12 @@ pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
         Engine::Mmap => Box::new(mmap::Mmap::default()),
         Engine::Ftruncate => Box::new(fileops::Ftruncate),
         Engine::Falloc => Box::new(fileops::Falloc),
+        Engine::Nbd => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "ioengine=nbd connects to its uri= (Nbd::connect)",
+            ))
+        }
         Engine::Filecreate
         | Engine::Filestat
         | Engine::Filedelete

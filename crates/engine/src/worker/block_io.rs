@@ -49,6 +49,8 @@ pub(super) fn run_block_io(
     let made = if o.coordination.offload {
         backend::Offload::new(depth, setup.clock, o.ioengine == Engine::Null)
             .map(|b| Box::new(b) as Box<dyn backend::Backend>)
+    } else if let (Engine::Nbd, Some(uri)) = (o.ioengine, &o.uri) {
+        backend::Nbd::connect(uri).map(|b| Box::new(b) as Box<dyn backend::Backend>)
     } else {
         backend::for_engine(o.ioengine, depth)
     };
@@ -213,7 +215,9 @@ pub(super) fn run_block_io(
     }
     // End-of-job syncs count in the job's runtime, as in fio.
     if lp.error.is_none() && (o.end_fsync || o.fsync_on_close) && o.rw.writes() {
-        for i in (0..lp.files.len()).filter(|&i| !lp.files[i].plan.special) {
+        // An NBD export is special (no layout, no page cache) but takes flushes.
+        let syncs = |i: usize| !lp.files[i].plan.special || o.ioengine == Engine::Nbd;
+        for i in (0..lp.files.len()).filter(|&i| syncs(i)) {
             let t0 = lp.clock.now_ns();
             if let Err(e) = backend.sync_file(i, lp.files[i].fd, false) {
                 lp.error = Some((
@@ -226,7 +230,7 @@ pub(super) fn run_block_io(
         }
     }
     if lp.error.is_none() {
-        if let Err(e) = lp.verify_at_end() {
+        if let Err(e) = lp.verify_at_end(backend.as_mut()) {
             lp.error = Some(e);
         }
     }

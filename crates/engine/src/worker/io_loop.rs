@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use sinkrate_jobspec::error_policy::ErrorKind;
-use sinkrate_jobspec::options::ThinktimeBlocksType;
+use sinkrate_jobspec::options::{Engine, ThinktimeBlocksType};
 use sinkrate_jobspec::JobOptions;
 use sinkrate_model::{
     batch_bucket, iodepth_bucket, DirectionResult, LatencyTargetResult, SteadyStateResult,
@@ -425,7 +425,8 @@ impl Loop<'_> {
     /// Counts a write toward fsync=/fdatasync=; the sync itself runs before the next I/O
     /// (as fio does, so the last write of a job is not followed by one).
     pub(super) fn count_write_for_sync(&mut self, p: &Planned) {
-        if !p.dir.is_write() || self.files[p.file].plan.special {
+        let takes_syncs = !self.files[p.file].plan.special || self.o.ioengine == Engine::Nbd;
+        if !p.dir.is_write() || !takes_syncs {
             return;
         }
         if let Some(r) = &mut self.range_sync {
@@ -503,6 +504,7 @@ impl Loop<'_> {
         &mut self,
         blocks: Vec<((usize, u64), crate::verify::Written)>,
         buf: &mut AlignedBuf,
+        backend: &mut dyn Backend,
     ) -> Result<(), LoopError> {
         for ((file, offset), w) in blocks {
             if self.stop.load(Ordering::Relaxed) {
@@ -511,14 +513,21 @@ impl Loop<'_> {
             let len = w.len as usize;
             let fd = self.files[file].fd;
             let t0 = self.clock.now_ns();
-            // SAFETY: buf holds at least the largest block size, len of which is read into it.
-            let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), len, offset as libc::off_t) };
-            let result = if n < 0 {
-                -(std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO) as i64)
+            let result = if self.o.ioengine == Engine::Nbd {
+                // No descriptor: the export is read through the engine's connection.
+                read_one(backend, file, offset, len, buf)
             } else {
-                n as i64
+                // SAFETY: buf holds at least the largest block size, len of which is read
+                // into it.
+                let n =
+                    unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), len, offset as libc::off_t) };
+                if n < 0 {
+                    -(std::io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EIO) as i64)
+                } else {
+                    n as i64
+                }
             };
             let p = Planned {
                 dir: IoDir::Read,
@@ -607,7 +616,7 @@ impl Loop<'_> {
     }
 
     /// fio's verify phase after the writing: every block still unchecked.
-    pub(super) fn verify_at_end(&mut self) -> Result<(), LoopError> {
+    pub(super) fn verify_at_end(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
         let Some(v) = self.verify.as_mut() else {
             return Ok(());
         };
@@ -624,7 +633,7 @@ impl Loop<'_> {
         self.progress.set_phase(Phase::Verifying);
         let max_bs = self.bs.iter().map(BlockSizes::max).max().unwrap_or(4096) as usize;
         let mut buf = AlignedBuf::new(max_bs);
-        self.verify_blocks(blocks, &mut buf)
+        self.verify_blocks(blocks, &mut buf, backend)
     }
 
     pub(super) fn run_sync(&mut self, backend: &mut dyn Backend) -> Result<(), LoopError> {
@@ -713,7 +722,7 @@ impl Loop<'_> {
                     .map(|v| v.backlog_due())
                     .unwrap_or_default();
                 if let (false, Some(check)) = (due.is_empty(), check_buf.as_mut()) {
-                    self.verify_blocks(due, check)?;
+                    self.verify_blocks(due, check, backend)?;
                     now = self.clock.now_ns();
                 }
             }
@@ -973,5 +982,45 @@ impl Loop<'_> {
         }
         batch.clear();
         Ok(())
+    }
+}
+
+/// One read through `backend` while nothing else is in flight (a verify read of an engine
+/// without a descriptor): bytes read, or a negative errno.
+fn read_one(
+    backend: &mut dyn Backend,
+    file: usize,
+    offset: u64,
+    len: usize,
+    buf: &mut AlignedBuf,
+) -> i64 {
+    const VERIFY_TAG: u64 = u64::MAX - 1;
+    let req = IoRequest {
+        fd: -1,
+        file_index: file,
+        dir: IoDir::Read,
+        offset,
+        len,
+        buf: buf.as_mut_ptr(),
+        tag: VERIFY_TAG,
+        ioprio: 0,
+    };
+    let errno = |e: std::io::Error| -i64::from(e.raw_os_error().unwrap_or(libc::EIO));
+    match backend.submit(&req) {
+        Ok(Submitted::Done(n)) => return n as i64,
+        Ok(Submitted::Queued) => {}
+        Err(e) => return errno(e),
+    }
+    if let Err(e) = backend.commit() {
+        return errno(e);
+    }
+    let mut out: Vec<Completion> = Vec::with_capacity(1);
+    loop {
+        if let Err(e) = backend.reap(1, 1, &mut out) {
+            return errno(e);
+        }
+        if let Some(c) = out.drain(..).find(|c| c.tag == VERIFY_TAG) {
+            return c.result;
+        }
     }
 }

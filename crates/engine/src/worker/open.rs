@@ -196,7 +196,7 @@ pub(super) fn open_files(
     setup.debug.file("setup files");
     // Trims need the descriptor open for writing, as writes do (BLKDISCARD asks for it).
     let writes = o.rw.modifies();
-    if o.ioengine == Engine::Null {
+    if matches!(o.ioengine, Engine::Null | Engine::Nbd) {
         out.push(OpenFile {
             fd: -1,
             plan: setup.files[0].clone(),

@@ -1,0 +1,347 @@
+//! `ioengine=nbd` beside fio 3.33's libnbd engine, both run under nbdkit as fio's
+//! examples/nbd.fio says: the same I/O counts, and, from what neither tool wrote, the
+//! export's bytes (nbdkit's file plugin) and the requests nbdkit's log filter saw.
+
+mod common;
+
+use std::path::Path;
+
+use common::{fio_or_skip, have, refuses, skip};
+
+/// Runs `program ARGS --uri=$uri` under `nbdkit -U - PLUGIN...` (with its log filter
+/// writing `log` when given) in `dir`; returns the exit code, the JSON (fio prints a line
+/// of its own before it) and stderr.
+fn under_nbdkit(
+    dir: &Path,
+    plugin: &[&str],
+    log: Option<&Path>,
+    program: &Path,
+    args: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let mut cmd = std::process::Command::new("nbdkit");
+    cmd.current_dir(dir).args(["-U", "-"]);
+    if let Some(log) = log {
+        cmd.arg("--filter=log");
+        cmd.args(plugin);
+        cmd.arg(format!("logfile={}", log.display()));
+    } else {
+        cmd.args(plugin);
+    }
+    let script = format!(
+        "exec '{}' {} --output-format=json --uri=\"$uri\"",
+        program.display(),
+        quoted.join(" ")
+    );
+    let out = cmd.arg("--run").arg(script).output().expect("nbdkit runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = stdout
+        .find('{')
+        .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (
+        out.status.code(),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn sinkrate_bench() -> std::path::PathBuf {
+    common::sinkrate_path()
+}
+
+/// sinkrate's arguments: the subcommand first.
+fn with_bench(args: &[&str]) -> Vec<String> {
+    let mut v = vec!["bench".to_string(), "--eta=never".to_string()];
+    v.extend(args.iter().map(|a| a.to_string()));
+    v
+}
+
+/// Each tool's run of `args`: (fio's, sinkrate's) exit code, JSON and stderr.
+fn both(
+    dir: &Path,
+    plugin: &[&str],
+    log: Option<&Path>,
+    args: &[&str],
+) -> [(Option<i32>, serde_json::Value, String); 2] {
+    let ours = with_bench(args);
+    let ours: Vec<&str> = ours.iter().map(String::as_str).collect();
+    [
+        under_nbdkit(dir, plugin, log, Path::new("fio"), args),
+        under_nbdkit(dir, plugin, log, &sinkrate_bench(), &ours),
+    ]
+}
+
+/// (requests by kind, the most in flight at once) from nbdkit's log filter.
+fn requests(log: &Path) -> (std::collections::BTreeMap<String, u64>, u64) {
+    let text = std::fs::read_to_string(log).expect("nbdkit's log");
+    let mut kinds = std::collections::BTreeMap::new();
+    let (mut now, mut most) = (0u64, 0u64);
+    for line in text.lines() {
+        let Some(rest) = line.split(" connection=").nth(1) else {
+            continue;
+        };
+        let Some((_, what)) = rest.split_once(' ') else {
+            continue;
+        };
+        let kind = what.split_whitespace().next().unwrap_or_default();
+        if !what.contains(" id=") {
+            continue;
+        }
+        if let Some(done) = kind.strip_prefix("...") {
+            if ["Read", "Write", "Trim", "Flush"].contains(&done) {
+                now = now.saturating_sub(1);
+            }
+        } else if ["Read", "Write", "Trim", "Flush"].contains(&kind) {
+            *kinds.entry(kind.to_string()).or_insert(0) += 1;
+            now += 1;
+            most = most.max(now);
+        }
+    }
+    (kinds, most)
+}
+
+fn ready(test: &str) -> bool {
+    if !have("nbdkit") {
+        skip(
+            test,
+            "needs 'nbdkit' (scripts/install-deps.sh --test installs it)",
+        );
+        return false;
+    }
+    fio_or_skip(test)
+}
+
+#[test]
+fn nbd_engine_writes_an_export_as_fios_does() {
+    if !ready("nbd_engine_writes_an_export_as_fios_does") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let disk = d.path().join("disk.img");
+    let log = d.path().join("requests.log");
+    // Each write held 5 ms by the server, so that requests in flight show in its log
+    // however the two tools' threads are scheduled on a loaded machine.
+    let plugin = ["--filter=delay", "file", "disk.img", "delay-write=5ms"];
+    let job = [
+        "--name=rec",
+        "--ioengine=nbd",
+        "--rw=write",
+        "--bs=64k",
+        "--size=16m",
+        "--offset=8m",
+        "--iodepth=8",
+        "--buffer_pattern=0x5a",
+    ];
+    for (tool, program) in [("fio", Path::new("fio")), ("sinkrate", &sinkrate_bench())] {
+        let f = std::fs::File::create(&disk).expect("disk image");
+        f.set_len(64 << 20).expect("64 MiB");
+        let _ = std::fs::remove_file(&log);
+        let args = if tool == "fio" {
+            job.iter().map(|a| a.to_string()).collect()
+        } else {
+            with_bench(&job)
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, json, stderr) = under_nbdkit(d.path(), &plugin, Some(&log), program, &args);
+        assert_eq!(code, Some(0), "{tool}: {stderr}");
+        let w = &json["jobs"][0]["write"];
+        assert_eq!(
+            (w["total_ios"].as_u64(), w["io_bytes"].as_u64()),
+            (Some(256), Some(16 << 20)),
+            "{tool}"
+        );
+        // The export's own bytes: the pattern in [8 MiB, 24 MiB), nothing written elsewhere.
+        let bytes = std::fs::read(&disk).expect("disk image");
+        assert!(bytes[..8 << 20].iter().all(|b| *b == 0), "{tool}: before");
+        assert!(
+            bytes[8 << 20..24 << 20].iter().all(|b| *b == 0x5a),
+            "{tool}: the region"
+        );
+        assert!(bytes[24 << 20..].iter().all(|b| *b == 0), "{tool}: after");
+        // What nbdkit saw: 256 writes and no other request, up to the depth in flight at
+        // once (iodepth=8 on one connection), never more.
+        let (kinds, most) = requests(&log);
+        assert_eq!(kinds.get("Write"), Some(&256), "{tool}: {kinds:?}");
+        assert_eq!(kinds.len(), 1, "{tool}: {kinds:?}");
+        assert!((4..=8).contains(&most), "{tool}: {most} in flight");
+    }
+}
+
+#[test]
+fn nbd_engine_verifies_trims_and_flushes_as_fios_does() {
+    if !ready("nbd_engine_verifies_trims_and_flushes_as_fios_does") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let memory = ["memory", "size=64M"];
+    // Random writes at depth 16 read back and checked: the same counts, no error.
+    let verify = [
+        "--name=v",
+        "--ioengine=nbd",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--size=4m",
+        "--iodepth=16",
+        "--verify=crc32c",
+    ];
+    for (tool, (code, json, stderr)) in
+        ["fio", "sinkrate"]
+            .iter()
+            .zip(both(d.path(), &memory, None, &verify))
+    {
+        assert_eq!(code, Some(0), "{tool}: {stderr}");
+        let j = &json["jobs"][0];
+        assert_eq!(j["error"].as_u64(), Some(0), "{tool}");
+        assert_eq!(j["write"]["total_ios"].as_u64(), Some(1024), "{tool}");
+        assert_eq!(j["read"]["total_ios"].as_u64(), Some(1024), "{tool}");
+    }
+    // fsync=32 sends an NBD flush after every 32 writes (but the last), and trims are
+    // NBD trims: counted in the JSON and by nbdkit alike.
+    let log = d.path().join("requests.log");
+    for (job, kind, count) in [
+        (
+            &[
+                "--name=f",
+                "--rw=write",
+                "--bs=4k",
+                "--size=1m",
+                "--fsync=32",
+            ][..],
+            "Flush",
+            7,
+        ),
+        (
+            &[
+                "--name=t",
+                "--rw=trim",
+                "--bs=1m",
+                "--size=16m",
+                "--iodepth=4",
+            ][..],
+            "Trim",
+            16,
+        ),
+    ] {
+        let mut args = vec!["--ioengine=nbd"];
+        args.extend_from_slice(job);
+        for (tool, program) in [("fio", Path::new("fio")), ("sinkrate", &sinkrate_bench())] {
+            let _ = std::fs::remove_file(&log);
+            let owned = if tool == "fio" {
+                args.iter().map(|a| a.to_string()).collect()
+            } else {
+                with_bench(&args)
+            };
+            let owned: Vec<&str> = owned.iter().map(String::as_str).collect();
+            let (code, json, stderr) = under_nbdkit(d.path(), &memory, Some(&log), program, &owned);
+            assert_eq!(code, Some(0), "{tool} {kind}: {stderr}");
+            let counted = match kind {
+                "Flush" => json["jobs"][0]["sync"]["total_ios"].as_u64(),
+                _ => json["jobs"][0]["trim"]["total_ios"].as_u64(),
+            };
+            assert_eq!(counted, Some(count), "{tool} {kind}");
+            assert_eq!(requests(&log).0.get(kind), Some(&count), "{tool} {kind}");
+        }
+    }
+}
+
+/// A block changed on the export behind sinkrate's back is found by a later verify read
+/// through the engine: the check is of the export's bytes, not of a copy sinkrate kept.
+#[test]
+fn nbd_verify_finds_a_block_changed_on_the_export() {
+    if !ready("nbd_verify_finds_a_block_changed_on_the_export") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let disk = d.path().join("disk.img");
+    std::fs::File::create(&disk)
+        .and_then(|f| f.set_len(16 << 20))
+        .expect("disk image");
+    let plugin = ["file", "disk.img"];
+    let base = [
+        "--name=v",
+        "--ioengine=nbd",
+        "--bs=4k",
+        "--size=1m",
+        "--verify=crc32c",
+    ];
+    let mut write = base.to_vec();
+    write.extend(["--rw=write", "--do_verify=0"]);
+    let args = with_bench(&write);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = under_nbdkit(d.path(), &plugin, None, &sinkrate_bench(), &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut bytes = std::fs::read(&disk).expect("disk image");
+    bytes[5 * 4096 + 100] ^= 0xff;
+    std::fs::write(&disk, &bytes).expect("changed");
+    let mut read = base.to_vec();
+    read.extend(["--rw=read", "--verify_fatal=1"]);
+    let args = with_bench(&read);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, json, stderr) = under_nbdkit(d.path(), &plugin, None, &sinkrate_bench(), &args);
+    assert_ne!(code, Some(0), "a bad block is a failed run: {stderr}");
+    assert_eq!(json["jobs"][0]["error"].as_u64(), Some(84), "{stderr}");
+    assert!(stderr.contains("offset 20480"), "{stderr}");
+}
+
+#[test]
+fn bad_nbd_jobs_are_refused_in_one_line() {
+    let d = tempfile::tempdir().expect("tmp");
+    let gone = format!(
+        "--uri=nbd+unix:///?socket={}",
+        d.path().join("none").display()
+    );
+    for (args, expect) in [
+        (vec!["--ioengine=nbd"], &["needs uri="][..]),
+        (
+            vec!["--ioengine=psync", "--uri=nbd://localhost/"],
+            &["uri= is an option of ioengine=nbd"][..],
+        ),
+        (
+            vec!["--ioengine=nbd", "--uri=nbds://host/"],
+            &["TLS", "nbd+unix:///"][..],
+        ),
+        (
+            vec!["--ioengine=nbd", "--uri=/tmp/socket"],
+            &["not an NBD URI"][..],
+        ),
+        (
+            vec!["--ioengine=nbd", gone.as_str()],
+            &["cannot connect to the NBD server", "No such file"][..],
+        ),
+        (
+            vec![
+                "--ioengine=nbd",
+                "--uri=nbd://localhost/",
+                "--sync_file_range=write:4",
+            ],
+            &["sync_file_range with ioengine=nbd"][..],
+        ),
+        (
+            vec!["--ioengine=nbd", "--uri=nbd://localhost/", "--nrfiles=2"],
+            &["one export per job"][..],
+        ),
+    ] {
+        let mut all = vec!["--name=n", "--size=1m", "--rw=write"];
+        all.extend(args);
+        refuses(d.path(), &all, expect);
+    }
+    if !have("nbdkit") {
+        skip(
+            "bad_nbd_jobs_are_refused_in_one_line (read-only export)",
+            "needs 'nbdkit' (scripts/install-deps.sh --test installs it)",
+        );
+        return;
+    }
+    let args = with_bench(&["--name=n", "--ioengine=nbd", "--size=1m", "--rw=write"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = under_nbdkit(
+        d.path(),
+        &["-r", "memory", "size=16M"],
+        None,
+        &sinkrate_bench(),
+        &args,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("the export is read-only"), "{stderr}");
+}
