@@ -344,4 +344,24 @@ fn bad_nbd_jobs_are_refused_in_one_line() {
     );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("the export is read-only"), "{stderr}");
+    // An export that takes no flushes: fsync= is refused before any I/O, not failed at the
+    // first flush.
+    let no_flush = [
+        "eval",
+        "get_size=echo 16777216",
+        "pwrite=cat >/dev/null",
+        "can_write=exit 0",
+        "can_flush=exit 3",
+    ];
+    let args = with_bench(&[
+        "--name=n",
+        "--ioengine=nbd",
+        "--size=1m",
+        "--rw=write",
+        "--fsync=4",
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = under_nbdkit(d.path(), &no_flush, None, &sinkrate_bench(), &args);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("does not take flushes"), "{stderr}");
 }

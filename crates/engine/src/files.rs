@@ -153,7 +153,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
         }]);
     }
     let export = match (o.ioengine, &o.uri) {
-        (Engine::Nbd, Some(uri)) => Some(nbd_export(&o.name, uri, o.rw.modifies(), o.rw.trims())?),
+        (Engine::Nbd, Some(uri)) => Some(nbd_export(o, uri)?),
         _ => None,
     };
     // directory=a:b: as fio, named files (filename=) go in the first; generated names go
@@ -325,20 +325,27 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
 
 /// The size of an NBD export, asked of its server when the job is planned (as fio's engine
 /// does in its setup), and what the job would do that the export does not take.
-fn nbd_export(job: &str, uri: &str, writes: bool, trims: bool) -> Result<u64, EngineError> {
-    let at = |what: String| EngineError::job(job, format!("uri={uri}: {what}"));
+fn nbd_export(o: &sinkrate_jobspec::JobOptions, uri: &str) -> Result<u64, EngineError> {
+    let at = |what: String| EngineError::job(&o.name, format!("uri={uri}: {what}"));
     let parsed =
-        crate::nbd::Uri::parse(uri).map_err(|e| EngineError::job(job, format!("uri={e}")))?;
+        crate::nbd::Uri::parse(uri).map_err(|e| EngineError::job(&o.name, format!("uri={e}")))?;
     let (mut stream, export) = crate::nbd::connect(&parsed)
         .map_err(|e| at(format!("cannot connect to the NBD server: {e}")))?;
     stream.disconnect();
-    if writes && export.read_only() {
+    if o.rw.modifies() && export.read_only() {
         return Err(at(
             "the export is read-only and the job writes (use rw=read or rw=randread)".into(),
         ));
     }
-    if trims && !export.can_trim() {
+    if o.rw.trims() && !export.can_trim() {
         return Err(at("the export does not take trims (NBD_CMD_TRIM)".into()));
+    }
+    let syncs = o.fsync > 0 || o.fdatasync > 0 || o.end_fsync || o.fsync_on_close;
+    if syncs && o.rw.writes() && !export.can_flush() {
+        return Err(at(
+            "the export does not take flushes (NBD_CMD_FLUSH), which fsync= and end_fsync send (leave them out)"
+                .into(),
+        ));
     }
     Ok(export.size)
 }

@@ -73,10 +73,6 @@ impl Nbd {
         })
     }
 
-    pub fn export(&self) -> Export {
-        self.export
-    }
-
     fn queue(&mut self, command: Command, pending: Pending, offset: u64) -> io::Result<()> {
         let len =
             u32::try_from(pending.len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
