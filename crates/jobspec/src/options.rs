@@ -979,7 +979,7 @@ pub(crate) fn flag(key: &str, value: Option<&str>) -> Result<bool, ApplyError> {
 /// Splits `read,write,trim` into per-direction values as fio does: one value applies to
 /// all three, an empty part keeps the current value, and the directions after the last one
 /// given take its value (`bs=4k,64k` trims with 64k).
-fn per_direction<T: Copy>(
+pub(crate) fn per_direction<T: Copy>(
     key: &str,
     text: &str,
     current: [T; 3],

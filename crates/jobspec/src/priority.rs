@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::options::{bad, flag, need, ApplyError};
+use crate::options::{bad, flag, need, per_direction, ApplyError};
 use crate::units::{parse_int, parse_percent, parse_size, KbBase};
 
 pub const OPTIONS: &[&str] = &[
@@ -85,20 +85,24 @@ impl Priorities {
             "prio" => self.prio = Some(ranged(key, need(key, value)?, 0, 7)?),
             "prioclass" => self.prioclass = Some(ranged(key, need(key, value)?, 0, 3)?),
             "cmdprio_percentage" => {
-                self.cmdprio_percentage = read_write(key, need(key, value)?, |v| {
-                    let p = parse_percent(v)?;
-                    if p.fract() != 0.0 {
-                        return Err(format!("{p} is not a whole percentage"));
-                    }
-                    Ok(p as u8)
-                })?
+                self.cmdprio_percentage =
+                    read_write(key, need(key, value)?, self.cmdprio_percentage, |v| {
+                        let p = parse_percent(v)?;
+                        if p.fract() != 0.0 {
+                            return Err(format!("{p} is not a whole percentage"));
+                        }
+                        Ok(p as u8)
+                    })?
             }
             "cmdprio_class" => {
-                self.cmdprio_class =
-                    read_write(key, need(key, value)?, |v| in_range(v, 1, 3).map(Some))?
+                self.cmdprio_class = read_write(key, need(key, value)?, self.cmdprio_class, |v| {
+                    in_range(v, 1, 3).map(Some)
+                })?
             }
             "cmdprio" => {
-                self.cmdprio = read_write(key, need(key, value)?, |v| in_range(v, 0, 7).map(Some))?
+                self.cmdprio = read_write(key, need(key, value)?, self.cmdprio, |v| {
+                    in_range(v, 0, 7).map(Some)
+                })?
             }
             "cmdprio_bssplit" => {
                 let text = need(key, value)?;
@@ -234,25 +238,17 @@ fn ranged(key: &str, text: &str, lo: u64, hi: u64) -> Result<u8, ApplyError> {
     in_range(text, lo, hi).map_err(|e| bad(key, e))
 }
 
-/// `read[,write]`: one value applies to both; a trim value is ignored, as fio's.
+/// `read[,write]`: one value applies to both, an empty one keeps what was set; a trim
+/// value is ignored, as fio's.
 fn read_write<T: Copy>(
     key: &str,
     text: &str,
+    current: [T; 2],
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<[T; 2], ApplyError> {
-    let parts: Vec<&str> = text.split(',').collect();
-    if parts.len() > 3 {
-        return Err(bad(
-            key,
-            format!("'{text}' has more than three comma-separated values (read,write,trim)"),
-        ));
-    }
-    let read = parse(parts[0]).map_err(|e| bad(key, e))?;
-    let write = match parts.get(1) {
-        Some(w) if !w.trim().is_empty() => parse(w).map_err(|e| bad(key, e))?,
-        _ => read,
-    };
-    Ok([read, write])
+    let [read, write] = current;
+    let all = per_direction(key, text, [read, write, write], parse)?;
+    Ok([all[0], all[1]])
 }
 
 /// `bs/percent[/class/level[/hint]]:...`.
