@@ -798,8 +798,42 @@ fn status_interval_reports_the_results_so_far_as_fio_does() {
         keys(&docs[docs.len() - 1]),
         "each report is a whole result"
     );
+    // Each report carries the disks' counts so far, as fio's: the same disks in every
+    // report and at the end, their reads never fewer in a later one.
+    let disks = |v: &serde_json::Value| -> Vec<(String, u64)> {
+        v["disk_util"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|d| {
+                        (
+                            d["name"].as_str().unwrap_or_default().to_string(),
+                            d["read_ios"].as_u64().unwrap_or(u64::MAX),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let per_report: Vec<Vec<(String, u64)>> = docs.iter().map(disks).collect();
+    let names = |r: &Vec<(String, u64)>| r.iter().map(|d| d.0.clone()).collect::<Vec<_>>();
+    assert!(
+        per_report.iter().all(|r| names(r) == names(&per_report[0]))
+            && per_report
+                .windows(2)
+                .all(|w| w[0].iter().zip(&w[1]).all(|(a, b)| a.1 <= b.1)),
+        "disk_util per report: {per_report:?}"
+    );
     match fio {
-        Some(theirs) => assert!(reports.contains(&theirs.len()), "fio's reports"),
+        Some(theirs) => {
+            assert!(reports.contains(&theirs.len()), "fio's reports");
+            // Both tools' files are on the same file system (/var/tmp): the same disks.
+            let theirs: Vec<Vec<String>> = theirs.iter().map(|v| names(&disks(v))).collect();
+            assert!(
+                theirs.iter().all(|t| *t == names(&per_report[0])),
+                "fio's disks {theirs:?}, sinkrate's {per_report:?}"
+            );
+        }
         None => common::skip(
             "status_interval_reports_the_results_so_far_as_fio_does (beside fio)",
             "fio is not installed",

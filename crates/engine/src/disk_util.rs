@@ -47,15 +47,15 @@ impl DiskWatch {
         }
     }
 
-    /// The disks' counts since [`DiskWatch::start`].
-    pub fn finish(self) -> Vec<DiskUtil> {
+    /// The disks' counts since [`DiskWatch::start`] (a status report's, and the end's).
+    pub fn so_far(&self) -> Vec<DiskUtil> {
         let ms = self.started.elapsed().as_secs_f64() * 1000.0;
         let text = read_all().unwrap_or_default();
         self.disks
-            .into_iter()
+            .iter()
             .filter_map(|(name, before)| {
-                let after = diskstats::device(&text, &name)?;
-                Some(between(name, &before, &after, ms))
+                let after = diskstats::device(&text, name)?;
+                Some(between(name.clone(), before, &after, ms))
             })
             .collect()
     }

@@ -414,7 +414,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
             std::thread::scope(|s| {
                 s.spawn(|| {
                     crate::status_reports::report_until_done(
-                        reports, &template, &bases, &progress, clock, &done,
+                        reports, &template, &bases, &progress, &disks, clock, &done,
                     )
                 });
                 let outcomes = crate::schedule::run_all(prepared.jobs, &shared);
@@ -447,7 +447,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
     }
     run.interrupted = opts.stop.load(Ordering::Relaxed);
     run.elapsed_ns = clock.now_ns();
-    run.disk_util = disks.finish();
+    run.disk_util = disks.so_far();
     let dirty_limit = host::dirty_threshold_bytes();
     for outcome in outcomes.into_iter().flatten() {
         run.notices.extend(outcome.notices.iter().cloned());

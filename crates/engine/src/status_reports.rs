@@ -8,6 +8,7 @@ use std::time::Duration;
 use sinkrate_model::{BenchRun, JobResult};
 
 use crate::clock::Clock;
+use crate::disk_util::DiskWatch;
 use crate::progress::{JobProgress, Phase};
 
 /// How long the jobs get to publish their figures: a job in the middle of a long I/O keeps
@@ -21,12 +22,14 @@ pub struct StatusReports {
 }
 
 /// Reports every `reports.every` until `done`. `bases` are the jobs' names and options,
-/// in run order; `template` the run's facts.
+/// in run order; `template` the run's facts; `disks` the disks' counts so far, as fio's
+/// reports carry them.
 pub(crate) fn report_until_done(
     reports: &StatusReports,
     template: &BenchRun,
     bases: &[JobResult],
     progress: &[Arc<JobProgress>],
+    disks: &DiskWatch,
     clock: Clock,
     done: &AtomicBool,
 ) {
@@ -58,6 +61,7 @@ pub(crate) fn report_until_done(
         }
         let mut run = template.clone();
         run.elapsed_ns = clock.now_ns();
+        run.disk_util = disks.so_far();
         run.jobs = bases
             .iter()
             .zip(progress)
