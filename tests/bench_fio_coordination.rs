@@ -27,15 +27,9 @@ fn run(fio: bool, dir: &Path, job: &str) -> (Option<i32>, serde_json::Value, Str
     let t0 = Instant::now();
     let out = cmd.output().expect("runs");
     let took = t0.elapsed();
-    // fio prints a failed job's error line on standard output before its JSON.
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = stdout
-        .find('{')
-        .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
-        .unwrap_or(serde_json::Value::Null);
     (
         out.status.code(),
-        json,
+        common::json_after_text(&out.stdout),
         String::from_utf8_lossy(&out.stderr).into_owned(),
         took,
     )

@@ -8,68 +8,48 @@ use std::path::Path;
 
 use common::{fio_or_skip, have, refuses, skip};
 
-/// Runs `program ARGS --uri=$uri` under `nbdkit -U - PLUGIN...` (with its log filter
-/// writing `log` when given) in `dir`; returns the exit code, the JSON (fio prints a line
-/// of its own before it) and stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tool {
+    Fio,
+    Sinkrate,
+}
+
+const TOOLS: [Tool; 2] = [Tool::Fio, Tool::Sinkrate];
+
+/// Runs `tool`'s job `args` with `--uri=$uri` under `nbdkit -U - PLUGIN...` (with its log
+/// filter writing `log` when given) in `dir`; returns the exit code, the JSON and stderr.
 fn under_nbdkit(
     dir: &Path,
     plugin: &[&str],
     log: Option<&Path>,
-    program: &Path,
+    tool: Tool,
     args: &[&str],
 ) -> (Option<i32>, serde_json::Value, String) {
+    let program = match tool {
+        Tool::Fio => "'fio'".to_string(),
+        Tool::Sinkrate => format!("'{}' bench --eta=never", common::sinkrate_path().display()),
+    };
     let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
     let mut cmd = std::process::Command::new("nbdkit");
     cmd.current_dir(dir).args(["-U", "-"]);
-    if let Some(log) = log {
+    if log.is_some() {
         cmd.arg("--filter=log");
-        cmd.args(plugin);
+    }
+    cmd.args(plugin);
+    if let Some(log) = log {
         cmd.arg(format!("logfile={}", log.display()));
-    } else {
-        cmd.args(plugin);
     }
     let script = format!(
-        "exec '{}' {} --output-format=json --uri=\"$uri\"",
-        program.display(),
+        "exec {program} {} --output-format=json --uri=\"$uri\"",
         quoted.join(" ")
     );
     let out = cmd.arg("--run").arg(script).output().expect("nbdkit runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let json = stdout
-        .find('{')
-        .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
-        .unwrap_or(serde_json::Value::Null);
     (
         out.status.code(),
-        json,
+        // fio prints "fio: connected to NBD server" before its JSON.
+        common::json_after_text(&out.stdout),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn sinkrate_bench() -> std::path::PathBuf {
-    common::sinkrate_path()
-}
-
-/// sinkrate's arguments: the subcommand first.
-fn with_bench(args: &[&str]) -> Vec<String> {
-    let mut v = vec!["bench".to_string(), "--eta=never".to_string()];
-    v.extend(args.iter().map(|a| a.to_string()));
-    v
-}
-
-/// Each tool's run of `args`: (fio's, sinkrate's) exit code, JSON and stderr.
-fn both(
-    dir: &Path,
-    plugin: &[&str],
-    log: Option<&Path>,
-    args: &[&str],
-) -> [(Option<i32>, serde_json::Value, String); 2] {
-    let ours = with_bench(args);
-    let ours: Vec<&str> = ours.iter().map(String::as_str).collect();
-    [
-        under_nbdkit(dir, plugin, log, Path::new("fio"), args),
-        under_nbdkit(dir, plugin, log, &sinkrate_bench(), &ours),
-    ]
 }
 
 /// (requests by kind, the most in flight at once) from nbdkit's log filter.
@@ -133,38 +113,32 @@ fn nbd_engine_writes_an_export_as_fios_does() {
         "--iodepth=8",
         "--buffer_pattern=0x5a",
     ];
-    for (tool, program) in [("fio", Path::new("fio")), ("sinkrate", &sinkrate_bench())] {
+    for tool in TOOLS {
         let f = std::fs::File::create(&disk).expect("disk image");
         f.set_len(64 << 20).expect("64 MiB");
         let _ = std::fs::remove_file(&log);
-        let args = if tool == "fio" {
-            job.iter().map(|a| a.to_string()).collect()
-        } else {
-            with_bench(&job)
-        };
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (code, json, stderr) = under_nbdkit(d.path(), &plugin, Some(&log), program, &args);
-        assert_eq!(code, Some(0), "{tool}: {stderr}");
+        let (code, json, stderr) = under_nbdkit(d.path(), &plugin, Some(&log), tool, &job);
+        assert_eq!(code, Some(0), "{tool:?}: {stderr}");
         let w = &json["jobs"][0]["write"];
         assert_eq!(
             (w["total_ios"].as_u64(), w["io_bytes"].as_u64()),
             (Some(256), Some(16 << 20)),
-            "{tool}"
+            "{tool:?}"
         );
         // The export's own bytes: the pattern in [8 MiB, 24 MiB), nothing written elsewhere.
         let bytes = std::fs::read(&disk).expect("disk image");
-        assert!(bytes[..8 << 20].iter().all(|b| *b == 0), "{tool}: before");
+        assert!(bytes[..8 << 20].iter().all(|b| *b == 0), "{tool:?}: before");
         assert!(
             bytes[8 << 20..24 << 20].iter().all(|b| *b == 0x5a),
-            "{tool}: the region"
+            "{tool:?}: the region"
         );
-        assert!(bytes[24 << 20..].iter().all(|b| *b == 0), "{tool}: after");
+        assert!(bytes[24 << 20..].iter().all(|b| *b == 0), "{tool:?}: after");
         // What nbdkit saw: 256 writes and no other request, up to the depth in flight at
         // once (iodepth=8 on one connection), never more.
         let (kinds, most) = requests(&log);
-        assert_eq!(kinds.get("Write"), Some(&256), "{tool}: {kinds:?}");
-        assert_eq!(kinds.len(), 1, "{tool}: {kinds:?}");
-        assert!((4..=8).contains(&most), "{tool}: {most} in flight");
+        assert_eq!(kinds.get("Write"), Some(&256), "{tool:?}: {kinds:?}");
+        assert_eq!(kinds.len(), 1, "{tool:?}: {kinds:?}");
+        assert!((4..=8).contains(&most), "{tool:?}: {most} in flight");
     }
 }
 
@@ -185,16 +159,13 @@ fn nbd_engine_verifies_trims_and_flushes_as_fios_does() {
         "--iodepth=16",
         "--verify=crc32c",
     ];
-    for (tool, (code, json, stderr)) in
-        ["fio", "sinkrate"]
-            .iter()
-            .zip(both(d.path(), &memory, None, &verify))
-    {
-        assert_eq!(code, Some(0), "{tool}: {stderr}");
+    for tool in TOOLS {
+        let (code, json, stderr) = under_nbdkit(d.path(), &memory, None, tool, &verify);
+        assert_eq!(code, Some(0), "{tool:?}: {stderr}");
         let j = &json["jobs"][0];
-        assert_eq!(j["error"].as_u64(), Some(0), "{tool}");
-        assert_eq!(j["write"]["total_ios"].as_u64(), Some(1024), "{tool}");
-        assert_eq!(j["read"]["total_ios"].as_u64(), Some(1024), "{tool}");
+        assert_eq!(j["error"].as_u64(), Some(0), "{tool:?}");
+        assert_eq!(j["write"]["total_ios"].as_u64(), Some(1024), "{tool:?}");
+        assert_eq!(j["read"]["total_ios"].as_u64(), Some(1024), "{tool:?}");
     }
     // fsync=32 sends an NBD flush after every 32 writes (but the last), and trims are
     // NBD trims: counted in the JSON and by nbdkit alike.
@@ -225,22 +196,16 @@ fn nbd_engine_verifies_trims_and_flushes_as_fios_does() {
     ] {
         let mut args = vec!["--ioengine=nbd"];
         args.extend_from_slice(job);
-        for (tool, program) in [("fio", Path::new("fio")), ("sinkrate", &sinkrate_bench())] {
+        for tool in TOOLS {
             let _ = std::fs::remove_file(&log);
-            let owned = if tool == "fio" {
-                args.iter().map(|a| a.to_string()).collect()
-            } else {
-                with_bench(&args)
-            };
-            let owned: Vec<&str> = owned.iter().map(String::as_str).collect();
-            let (code, json, stderr) = under_nbdkit(d.path(), &memory, Some(&log), program, &owned);
-            assert_eq!(code, Some(0), "{tool} {kind}: {stderr}");
+            let (code, json, stderr) = under_nbdkit(d.path(), &memory, Some(&log), tool, &args);
+            assert_eq!(code, Some(0), "{tool:?} {kind}: {stderr}");
             let counted = match kind {
                 "Flush" => json["jobs"][0]["sync"]["total_ios"].as_u64(),
                 _ => json["jobs"][0]["trim"]["total_ios"].as_u64(),
             };
-            assert_eq!(counted, Some(count), "{tool} {kind}");
-            assert_eq!(requests(&log).0.get(kind), Some(&count), "{tool} {kind}");
+            assert_eq!(counted, Some(count), "{tool:?} {kind}");
+            assert_eq!(requests(&log).0.get(kind), Some(&count), "{tool:?} {kind}");
         }
     }
 }
@@ -267,18 +232,14 @@ fn nbd_verify_finds_a_block_changed_on_the_export() {
     ];
     let mut write = base.to_vec();
     write.extend(["--rw=write", "--do_verify=0"]);
-    let args = with_bench(&write);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, stderr) = under_nbdkit(d.path(), &plugin, None, &sinkrate_bench(), &args);
+    let (code, _, stderr) = under_nbdkit(d.path(), &plugin, None, Tool::Sinkrate, &write);
     assert_eq!(code, Some(0), "{stderr}");
     let mut bytes = std::fs::read(&disk).expect("disk image");
     bytes[5 * 4096 + 100] ^= 0xff;
     std::fs::write(&disk, &bytes).expect("changed");
     let mut read = base.to_vec();
     read.extend(["--rw=read", "--verify_fatal=1"]);
-    let args = with_bench(&read);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, json, stderr) = under_nbdkit(d.path(), &plugin, None, &sinkrate_bench(), &args);
+    let (code, json, stderr) = under_nbdkit(d.path(), &plugin, None, Tool::Sinkrate, &read);
     assert_ne!(code, Some(0), "a bad block is a failed run: {stderr}");
     assert_eq!(json["jobs"][0]["error"].as_u64(), Some(84), "{stderr}");
     assert!(stderr.contains("offset 20480"), "{stderr}");
@@ -333,15 +294,9 @@ fn bad_nbd_jobs_are_refused_in_one_line() {
         );
         return;
     }
-    let args = with_bench(&["--name=n", "--ioengine=nbd", "--size=1m", "--rw=write"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, stderr) = under_nbdkit(
-        d.path(),
-        &["-r", "memory", "size=16M"],
-        None,
-        &sinkrate_bench(),
-        &args,
-    );
+    let job = ["--name=n", "--ioengine=nbd", "--size=1m", "--rw=write"];
+    let read_only = ["-r", "memory", "size=16M"];
+    let (code, _, stderr) = under_nbdkit(d.path(), &read_only, None, Tool::Sinkrate, &job);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("the export is read-only"), "{stderr}");
     // An export that takes no flushes: fsync= is refused before any I/O, not failed at the
@@ -353,15 +308,9 @@ fn bad_nbd_jobs_are_refused_in_one_line() {
         "can_write=exit 0",
         "can_flush=exit 3",
     ];
-    let args = with_bench(&[
-        "--name=n",
-        "--ioengine=nbd",
-        "--size=1m",
-        "--rw=write",
-        "--fsync=4",
-    ]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, stderr) = under_nbdkit(d.path(), &no_flush, None, &sinkrate_bench(), &args);
+    let mut job = job.to_vec();
+    job.push("--fsync=4");
+    let (code, _, stderr) = under_nbdkit(d.path(), &no_flush, None, Tool::Sinkrate, &job);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("does not take flushes"), "{stderr}");
 }

@@ -256,6 +256,15 @@ pub fn fio_json(dir: &Path, args: &[&str]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("fio JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// The JSON document in `stdout` after any lines of text before it (fio prints a failed
+/// job's error line, or its NBD engine's greeting, before its JSON); `Null` when none.
+pub fn json_after_text(stdout: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stdout);
+    text.find('{')
+        .and_then(|at| serde_json::from_str(&text[at..]).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
 /// Runs sinkrate bench with `args` in `dir` and returns its JSON.
 pub fn sinkrate_json(dir: &Path, args: &[&str]) -> serde_json::Value {
     let out = sinkrate()
