@@ -314,3 +314,59 @@ fn bad_nbd_jobs_are_refused_in_one_line() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("does not take flushes"), "{stderr}");
 }
+
+/// The job's usr_cpu and sys_cpu count the whole engine, the reply reader's thread too
+/// (fio's engine does its NBD work in the job's own thread): checked against the process's
+/// CPU time as its shell's `times` reports it, which neither sinkrate nor fio measured.
+#[test]
+fn nbd_job_cpu_counts_the_reply_reader() {
+    if !ready("nbd_job_cpu_counts_the_reply_reader") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let script = format!(
+        "'{}' bench --eta=never --name=c --ioengine=nbd --rw=randread --bs=4k --size=256m \
+         --iodepth=16 --time_based --runtime=2 --output-format=json --uri=\"$uri\" > out.json \
+         && times > times.txt",
+        common::sinkrate_path().display()
+    );
+    let out = std::process::Command::new("nbdkit")
+        .current_dir(d.path())
+        .args(["-U", "-", "memory", "size=256M", "--run", &script])
+        .output()
+        .expect("nbdkit runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("out.json")).expect("out.json"))
+            .expect("JSON");
+    let job = &json["jobs"][0];
+    let runtime_s = job["read"]["runtime"].as_f64().expect("runtime") / 1000.0;
+    let pct = job["usr_cpu"].as_f64().expect("usr_cpu") + job["sys_cpu"].as_f64().expect("sys");
+    let job_s = pct / 100.0 * runtime_s;
+    // `times`' second line: the children's user and system time, e.g. "0m1.23s 0m0.45s".
+    let times = std::fs::read_to_string(d.path().join("times.txt")).expect("times");
+    let seconds = |field: &str| -> f64 {
+        let (m, s) = field
+            .trim_end_matches('s')
+            .split_once('m')
+            .expect("NmS.SSs");
+        m.parse::<f64>().expect("minutes") * 60.0 + s.parse::<f64>().expect("seconds")
+    };
+    let process_s: f64 = times
+        .lines()
+        .nth(1)
+        .expect("the children's line")
+        .split_whitespace()
+        .map(seconds)
+        .sum();
+    // The job thread and the reader do nearly all of the process's work (the reader more
+    // than half of it); the rest is the sampler's and the main thread's.
+    assert!(
+        job_s >= 0.7 * process_s && job_s <= process_s * 1.05 + 0.05,
+        "the job reports {job_s:.2} s of CPU, the process used {process_s:.2} s ({times:?})"
+    );
+}

@@ -148,6 +148,30 @@ pub trait Backend {
         Ok(())
     }
     fn detach_file(&mut self, _file_index: usize) {}
+    /// CPU time (user, system, in ns) so far of the threads the backend runs for the job
+    /// beside the job's own, so that the job's usr_cpu/sys_cpu count the whole engine.
+    fn helper_cpu_ns(&self) -> (u64, u64) {
+        (0, 0)
+    }
+}
+
+/// CPU time (user, system, in ns) of thread `tid` of this process, from /proc (clock-tick
+/// resolution); zeros when it cannot be read.
+pub(crate) fn thread_cpu_ns(tid: i32) -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return (0, 0);
+    };
+    let Some(stat) = sinkrate_procparse::pid::parse_stat(&text) else {
+        return (0, 0);
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let per_tick = if hz > 0 {
+        1_000_000_000 / hz as u64
+    } else {
+        10_000_000
+    };
+    (stat.utime * per_tick, stat.stime * per_tick)
 }
 
 /// The backend for a block-I/O engine (file-operation engines have none).

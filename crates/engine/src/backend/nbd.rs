@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -46,6 +47,8 @@ pub struct Nbd {
     /// Completions taken off the channel while waiting for a flush.
     ready: VecDeque<Completion>,
     reader: Option<JoinHandle<()>>,
+    /// The reply reader's thread id, for its CPU time (0 until it has started).
+    reader_tid: Arc<AtomicI32>,
     outgoing: Vec<u8>,
     next_cookie: u64,
 }
@@ -58,9 +61,19 @@ impl Nbd {
         let (tx, completions) = mpsc::channel();
         let mut replies = stream.try_clone()?;
         let shared = Arc::clone(&in_flight);
+        let reader_tid = Arc::new(AtomicI32::new(0));
+        let tid = Arc::clone(&reader_tid);
         let reader = std::thread::Builder::new()
             .name("nbd-replies".into())
-            .spawn(move || read_replies(&mut replies, &shared, &tx))?;
+            .spawn(move || {
+                // Its CPU time is read from /proc, which only Linux has.
+                #[cfg(target_os = "linux")]
+                // SAFETY: gettid has no preconditions.
+                tid.store(unsafe { libc::gettid() }, Ordering::Relaxed);
+                #[cfg(not(target_os = "linux"))]
+                let _ = &tid;
+                read_replies(&mut replies, &shared, &tx)
+            })?;
         Ok(Nbd {
             stream,
             export,
@@ -68,6 +81,7 @@ impl Nbd {
             completions,
             ready: VecDeque::new(),
             reader: Some(reader),
+            reader_tid,
             outgoing: Vec::new(),
             next_cookie: 1,
         })
@@ -218,6 +232,10 @@ impl Backend for Nbd {
         Ok(())
     }
 
+    fn helper_cpu_ns(&self) -> (u64, u64) {
+        self.reader_cpu_ns()
+    }
+
     /// An NBD flush: the server makes every write it has answered durable.
     fn sync_file(&mut self, _: usize, _: std::os::fd::RawFd, _: bool) -> io::Result<()> {
         if !self.export.can_flush() {
@@ -244,6 +262,15 @@ impl Backend for Nbd {
                 };
             }
             self.ready.push_back(c);
+        }
+    }
+}
+
+impl Nbd {
+    fn reader_cpu_ns(&self) -> (u64, u64) {
+        match self.reader_tid.load(Ordering::Relaxed) {
+            0 => (0, 0),
+            tid => super::thread_cpu_ns(tid),
         }
     }
 }

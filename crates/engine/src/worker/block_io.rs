@@ -205,6 +205,7 @@ pub(super) fn run_block_io(
         setup.progress.set_phase(Phase::Ramping);
     }
     let cpu_before = thread_rusage();
+    let helpers_before = backend.helper_cpu_ns();
     let loop_result = if depth > 1 {
         lp.run_queued(backend.as_mut(), depth)
     } else {
@@ -236,6 +237,7 @@ pub(super) fn run_block_io(
     }
     let end = lp.clock.now_ns();
     let cpu_after = thread_rusage();
+    let helpers_after = backend.helper_cpu_ns();
     let runtime = end.saturating_sub(lp.start_ns).max(1);
     lp.finish_samples(end);
 
@@ -307,8 +309,10 @@ pub(super) fn run_block_io(
     res.sync = std::mem::take(&mut lp.sync);
     res.sync_file_ranges = lp.sync_file_ranges;
     if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
-        res.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / runtime as f64;
-        res.sys_cpu_pct = 100.0 * (b.1 - a.1) as f64 / runtime as f64;
+        let usr = (b.0 - a.0) + helpers_after.0.saturating_sub(helpers_before.0);
+        let sys = (b.1 - a.1) + helpers_after.1.saturating_sub(helpers_before.1);
+        res.usr_cpu_pct = 100.0 * usr as f64 / runtime as f64;
+        res.sys_cpu_pct = 100.0 * sys as f64 / runtime as f64;
         res.ctx_switches = b.2 - a.2;
         res.minor_faults = b.3 - a.3;
         res.major_faults = b.4 - a.4;
