@@ -81,12 +81,13 @@ fn averaged_logs_hold_each_windows_average_as_fios_do() {
             "iops" => 500.0,
             _ => continue,
         };
-        for v in ours.iter().chain(&theirs) {
-            assert!(
-                (*v as f64 / expected - 1.0).abs() < 0.02,
-                "{kind}: {ours:?} / fio {theirs:?}"
-            );
-        }
+        // sinkrate's windows within 2% of the pace; fio's within 5% (on a loaded machine
+        // fio falls a little behind too).
+        let near = |v: u64, share: f64| (v as f64 / expected - 1.0).abs() < share;
+        assert!(
+            ours.iter().all(|v| near(*v, 0.02)) && theirs.iter().all(|v| near(*v, 0.05)),
+            "{kind}: {ours:?} / fio {theirs:?}"
+        );
     }
     // Queued I/O complete before the job sleeps to its next 2 ms slot (as fio's
     // io_u_quiesce): no window's mean latency comes near that gap, in either tool.

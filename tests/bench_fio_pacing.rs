@@ -57,6 +57,14 @@ fn within(share: f64, a: f64, b: f64) -> bool {
     (a - b).abs() <= share * b
 }
 
+/// sinkrate holds the rate asked within 2% (the bound fio users expect of a pacer); fio,
+/// run beside it on the same job, within 5%: on a loaded machine fio falls a little behind
+/// too (1.8% under at depth 32 in one CI run), and the fault this guards against (the
+/// issued bytes counted twice per queued I/O) gave half the rate.
+fn paced_as_asked(sinkrate: f64, fio: f64, asked: f64) -> bool {
+    within(0.02, sinkrate, asked) && within(0.05, fio, asked)
+}
+
 #[test]
 fn rate_holds_at_every_depth_on_queued_engines_as_in_fio() {
     if !fio_or_skip("rate_holds_at_every_depth_on_queued_engines_as_in_fio") {
@@ -69,7 +77,7 @@ fn rate_holds_at_every_depth_on_queued_engines_as_in_fio() {
             let (f, s) = (write(&fio, "bw_bytes"), write(&ours, "bw_bytes"));
             let want = 10.0 * 1048576.0;
             assert!(
-                within(0.02, s, f) && within(0.02, s, want),
+                paced_as_asked(s, f, want),
                 "{engine} depth {depth}: sinkrate {s} B/s, fio {f} B/s, asked {want}"
             );
         }
@@ -85,7 +93,7 @@ fn rate_iops_and_poisson_arrivals_as_in_fio() {
         let (fio, ours) = side_by_side(&job(engine, 4, &["--bs=4k", "--rate_iops=500"]));
         let (f, s) = (write(&fio, "iops"), write(&ours, "iops"));
         assert!(
-            within(0.02, s, f) && within(0.02, s, 500.0),
+            paced_as_asked(s, f, 500.0),
             "{engine}: sinkrate {s} IOPS, fio {f}"
         );
     }
