@@ -18,8 +18,12 @@ pub struct PlannedFile {
     /// Bytes from `region_start` the job touches.
     pub region_len: u64,
     pub is_block_device: bool,
-    /// A character device or FIFO (/dev/zero, /dev/null): no layout, no fsync, no size.
+    /// A character device or FIFO (/dev/zero, /dev/null), the null engine's nothing or an
+    /// NBD export: no layout, no page cache, no unlink.
     pub special: bool,
+    /// fsync=, fdatasync= and end_fsync reach it: a file, a block device, an NBD export (its
+    /// flushes); not a character device, a FIFO or the null engine's nothing.
+    pub takes_syncs: bool,
     /// Size the file had before the run (None: it did not exist).
     pub existing_size: Option<u64>,
 }
@@ -149,6 +153,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             region_len: size,
             is_block_device: false,
             special: true,
+            takes_syncs: false,
             existing_size: Some(size),
         }]);
     }
@@ -307,16 +312,16 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
                 ),
             ));
         }
-        let special = export.is_some()
-            || std::fs::metadata(&path)
-                .map(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
-                .unwrap_or(false);
+        let char_or_fifo = std::fs::metadata(&path)
+            .map(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
+            .unwrap_or(false);
         planned.push(PlannedFile {
             path,
             region_start: offset,
             region_len,
             is_block_device: is_block_device && export.is_none(),
-            special,
+            special: char_or_fifo || export.is_some(),
+            takes_syncs: !char_or_fifo,
             existing_size,
         });
     }

@@ -216,9 +216,7 @@ pub(super) fn run_block_io(
     }
     // End-of-job syncs count in the job's runtime, as in fio.
     if lp.error.is_none() && (o.end_fsync || o.fsync_on_close) && o.rw.writes() {
-        // An NBD export is special (no layout, no page cache) but takes flushes.
-        let syncs = |i: usize| !lp.files[i].plan.special || o.ioengine == Engine::Nbd;
-        for i in (0..lp.files.len()).filter(|&i| syncs(i)) {
+        for i in (0..lp.files.len()).filter(|&i| lp.files[i].plan.takes_syncs) {
             let t0 = lp.clock.now_ns();
             if let Err(e) = backend.sync_file(i, lp.files[i].fd, false) {
                 lp.error = Some((

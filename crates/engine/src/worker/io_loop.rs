@@ -425,8 +425,7 @@ impl Loop<'_> {
     /// Counts a write toward fsync=/fdatasync=; the sync itself runs before the next I/O
     /// (as fio does, so the last write of a job is not followed by one).
     pub(super) fn count_write_for_sync(&mut self, p: &Planned) {
-        let takes_syncs = !self.files[p.file].plan.special || self.o.ioengine == Engine::Nbd;
-        if !p.dir.is_write() || !takes_syncs {
+        if !p.dir.is_write() || !self.files[p.file].plan.takes_syncs {
             return;
         }
         if let Some(r) = &mut self.range_sync {

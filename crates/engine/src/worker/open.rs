@@ -99,6 +99,7 @@ pub(super) fn lay_out(
             region_len: 0,
             is_block_device: false,
             special: false,
+            takes_syncs: true,
             existing_size: None,
         },
         created: false,
