@@ -1,5 +1,6 @@
 //! Options newer than the fio packaged here, checked against fio's documentation and
-//! against what the kernel or the job's own I/O shows: steady state on latency.
+//! against what the kernel or the job's own I/O shows: steady state on latency, the
+//! page_fault engine.
 
 mod common;
 
@@ -128,4 +129,146 @@ fn averaged_log(path: &std::path::Path) -> Vec<f64> {
         .filter_map(|l| l.split(',').nth(1))
         .filter_map(|v| v.trim().parse().ok())
         .collect()
+}
+
+/// `sinkrate bench ARGS` in `dir` as a child of this test: its exit code, its JSON, and the
+/// minor page faults the kernel counted for the whole process (wait4's rusage).
+fn run_counting_faults(
+    dir: &std::path::Path,
+    args: &[&str],
+) -> (Option<i32>, serde_json::Value, u64) {
+    let out_path = dir.join("out.json");
+    let (code, usage) = common::run_with_usage(
+        std::process::Command::new(common::sinkrate_path())
+            .current_dir(dir)
+            .arg("bench")
+            .args(args)
+            .arg("--output-format=json")
+            .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+            .stderr(std::process::Stdio::null()),
+    );
+    let text = std::fs::read(&out_path).expect("the JSON");
+    let _ = std::fs::remove_file(&out_path);
+    (
+        code,
+        serde_json::from_slice(&text).unwrap_or(serde_json::Value::Null),
+        usage.ru_minflt as u64,
+    )
+}
+
+/// The smallest page the kernel gives anonymous memory that is not advised otherwise: a
+/// huge page when transparent huge pages are `always`, the base page when `madvise` or
+/// `never` (fio's engine advises nothing).
+fn anonymous_fault_unit() -> u64 {
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[always]") {
+        2 << 20
+    } else {
+        // SAFETY: sysconf has no preconditions.
+        (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64
+    }
+}
+
+/// fio's `page_fault` engine (newer than fio 3.33): the job's "file" is `size=` of private
+/// anonymous memory; each write copies into it and each read out of it, so every page is
+/// faulted in once, on first touch. The kernel's own count of the process's minor faults
+/// shows it: a 64 MiB write job faults every one of its pages, the same job on the null
+/// engine does not; data written is read back whole (verify); what would reach outside the
+/// memory is refused as fio's engine refuses it.
+#[test]
+fn page_fault_faults_each_page_of_its_memory_once_as_the_kernel_counts() {
+    let d = tempfile::tempdir().expect("tmp");
+    const SIZE: u64 = 64 << 20;
+    let pages = SIZE / anonymous_fault_unit();
+    let job = |engine: &str, rw: &str| {
+        [
+            "--name=pf".to_string(),
+            format!("--ioengine={engine}"),
+            format!("--rw={rw}"),
+            "--bs=4k".to_string(),
+            format!("--size={SIZE}"),
+        ]
+    };
+    let mut faults = std::collections::HashMap::new();
+    for (engine, rw) in [
+        ("page_fault", "write"),
+        ("page_fault", "read"),
+        ("null", "write"),
+    ] {
+        let args = job(engine, rw);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, v, process_faults) = run_counting_faults(d.path(), &args);
+        assert_eq!(code, Some(0), "{args:?}: {v}");
+        let j = &v["jobs"][0];
+        let dir = if rw == "write" { "write" } else { "read" };
+        assert_eq!(j[dir]["io_bytes"], SIZE, "{args:?}");
+        assert_eq!(j[dir]["total_ios"], SIZE / 4096, "{args:?}");
+        assert_eq!(j["error"], 0, "{args:?}");
+        let job_faults = j["minf"].as_u64().expect("minf");
+        // The job's count is its own thread's: part of what the kernel counted in all.
+        assert!(
+            job_faults <= process_faults,
+            "{args:?}: the job's {job_faults} faults against the process's {process_faults}"
+        );
+        faults.insert((engine, rw), (job_faults, process_faults));
+        assert!(common::files_in(d.path()).is_empty(), "{args:?} left files");
+    }
+    for rw in ["write", "read"] {
+        let (job_faults, process_faults) = faults[&("page_fault", rw)];
+        assert!(
+            job_faults >= pages,
+            "{rw}: {job_faults} faults for {pages} pages of memory"
+        );
+        // Against the same job with nothing mapped: the difference is the memory's pages.
+        let (_, null_process) = faults[&("null", "write")];
+        assert!(
+            process_faults.saturating_sub(null_process) >= pages * 95 / 100,
+            "{rw}: {process_faults} faults in all against null's {null_process}, for {pages} pages"
+        );
+    }
+
+    // What was written reads back whole: verify's reads go through the same memory.
+    let v = sinkrate_json(
+        d.path(),
+        &[
+            "--name=pfv",
+            "--ioengine=page_fault",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=4m",
+            "--verify=crc32c",
+        ],
+    );
+    let j = &v["jobs"][0];
+    assert_eq!(j["write"]["total_ios"], 1024, "{j}");
+    assert_eq!(j["read"]["total_ios"], 1024, "{j}");
+    assert_eq!(j["error"], 0, "{j}");
+
+    for (args, expect) in [
+        (
+            &["--offset=4k"][..],
+            "offset= with ioengine=page_fault: the job's memory starts at 0",
+        ),
+        (&["--nrfiles=2"][..], "maps one region of memory per job"),
+        (&["--rw=trim"][..], "this engine has no trim"),
+        (&["--size=1t"][..], "that ioengine=page_fault maps"),
+    ] {
+        let all = [
+            &[
+                "--name=bad",
+                "--ioengine=page_fault",
+                "--rw=write",
+                "--size=1m",
+            ][..],
+            args,
+        ]
+        .concat();
+        common::refuses(d.path(), &all, &[expect]);
+    }
+    common::refuses(
+        d.path(),
+        &["--name=bad", "--ioengine=page_fault", "--rw=write"],
+        &["ioengine=page_fault needs size="],
+    );
 }

@@ -106,6 +106,51 @@ fn bad_job_files_name_file_and_line() {
     refuses(p, &["incl.fio"], &["incl.fio:2:", "cannot include"]);
 }
 
+/// fio's "simple math" on reserved keywords in job files (`size=8*$mb_memory`): fio 3.33
+/// hands such a value to bc, whole numbers with truncating division; sinkrate computes the
+/// same, and the two run the same jobs of the same sizes.
+#[test]
+fn keyword_arithmetic_in_job_files_sizes_jobs_as_fio_does() {
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        d.path().join("kw.fio"),
+        "[global]\nioengine=null\nrw=write\nbs=$pagesize\n[two]\nsize=2*$pagesize*256\nnumjobs=$ncpus\n[three]\nsize=(1+$ncpus)*$pagesize/2*2\n",
+    )
+    .expect("write");
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let expected: Vec<(String, u64)> =
+        std::iter::repeat_n(("two".to_string(), 512 * page), ncpus as usize)
+            .chain([("three".to_string(), (1 + ncpus) * page / 2 * 2)])
+            .collect();
+    let sizes = |v: &serde_json::Value| -> Vec<(String, u64)> {
+        v["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .map(|j| {
+                (
+                    j["jobname"].as_str().unwrap_or_default().to_string(),
+                    j["write"]["io_bytes"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    let ours = common::sinkrate_json(d.path(), &["kw.fio"]);
+    assert_eq!(sizes(&ours), expected);
+    if common::fio_or_skip("keyword_arithmetic_in_job_files_sizes_jobs_as_fio_does (fio beside)") {
+        let fio = common::fio_json(d.path(), &["kw.fio"]);
+        assert_eq!(sizes(&fio), expected, "fio");
+    }
+    std::fs::write(
+        d.path().join("zero.fio"),
+        "[z]\nioengine=null\nsize=$pagesize/0\n",
+    )
+    .expect("write");
+    refuses(d.path(), &["zero.fio"], &["zero.fio:3:", "divides by zero"]);
+}
+
 #[test]
 fn ignore_unsupported_turns_the_refusal_into_a_warning() {
     let d = tempfile::tempdir().expect("tempdir");
@@ -289,13 +334,13 @@ fn fio_example_corpus_runs_or_is_refused_clearly() {
     eprintln!("fio examples: {ran} ran, {refused} refused, with an option without effect: {without_effect:?}");
     // nbd.fio runs under an NBD server, as its header says; without nbdkit it cannot.
     let floor = if common::have("nbdkit") {
-        44
+        45
     } else {
         common::skip(
             "fio_example_corpus_runs_or_is_refused_clearly (nbd.fio)",
             "needs 'nbdkit' (scripts/install-deps.sh --test installs it)",
         );
-        43
+        44
     };
     assert!(ran >= floor, "only {ran} examples ran");
     assert_eq!(ran + refused + without_effect.len(), paths.len());
@@ -396,7 +441,7 @@ fn run_measured(
     args: &[&str],
     nofile: Option<(u64, u64)>,
 ) -> (Option<i32>, String, u64) {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::os::unix::process::CommandExt;
     let err_path = dir.join("stderr.txt");
     let mut cmd = std::process::Command::new(common::sinkrate_path());
     cmd.current_dir(dir)
@@ -418,22 +463,10 @@ fn run_measured(
             });
         }
     }
-    // Reaped by wait4 below, which also gives this child's own peak memory.
-    #[allow(clippy::zombie_processes)]
-    let child = cmd.spawn().expect("runs");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for this child alone.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child's pid; `status` and `usage` are valid for writes.
-    let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(r, child.id() as i32, "wait4");
+    let (code, usage) = common::run_with_usage(&mut cmd);
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     let _ = std::fs::remove_file(&err_path);
-    (
-        std::process::ExitStatus::from_raw(status).code(),
-        stderr,
-        usage.ru_maxrss as u64 * 1024,
-    )
+    (code, stderr, usage.ru_maxrss as u64 * 1024)
 }
 
 #[test]

@@ -541,3 +541,19 @@ pub fn refuses(dir: &Path, args: &[&str], expect: &[&str]) {
     );
     assert_eq!(files_in(dir), before, "{args:?} wrote files");
 }
+
+/// Runs `cmd` to its end and returns its exit code and the kernel's account of it (wait4's
+/// rusage: its own peak memory, page faults, CPU time), which no figure of its own shapes.
+pub fn run_with_usage(cmd: &mut std::process::Command) -> (Option<i32>, libc::rusage) {
+    use std::os::unix::process::ExitStatusExt;
+    // Reaped by wait4 below.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd.spawn().expect("runs");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for this child alone.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child's pid; `status` and `usage` are valid for writes.
+    let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(r, child.id() as i32, "wait4");
+    (std::process::ExitStatus::from_raw(status).code(), usage)
+}

@@ -136,7 +136,7 @@ fn in_directory(has_directory: bool, dir: &Path, name: &str) -> PathBuf {
 /// `directory=`.
 pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, EngineError> {
     let o = &job.options;
-    if o.ioengine == Engine::Null {
+    if o.ioengine.is_diskless() {
         let size = match o.size {
             Some(SizeSpec::Bytes(s)) => s,
             _ => o.filesize.map(|f| f.1).unwrap_or(0),
@@ -144,11 +144,14 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
         if size == 0 {
             return Err(EngineError::job(
                 &o.name,
-                "ioengine=null needs size= (e.g. size=1g)",
+                format!(
+                    "ioengine={} needs size= (e.g. size=1g)",
+                    o.ioengine.fio_name()
+                ),
             ));
         }
         return Ok(vec![PlannedFile {
-            path: PathBuf::from("(null)"),
+            path: PathBuf::from(format!("({})", o.ioengine.fio_name())),
             region_start: 0,
             region_len: size,
             is_block_device: false,

@@ -2,6 +2,7 @@
 //! at once against what the host has available, and the files they hold open against the
 //! open-file limit (raised to the hard limit when that is enough, as a process may).
 
+use sinkrate_jobspec::options::Engine;
 use sinkrate_jobspec::{max_block_size, Job};
 
 use crate::error::EngineError;
@@ -28,6 +29,8 @@ pub struct Needs {
     pub jobs: u64,
     pub memory_bytes: u64,
     pub descriptors: u64,
+    /// Of `memory_bytes`, the memory page_fault jobs map and fill.
+    pub mapped_bytes: u64,
 }
 
 /// One job's memory: its I/O buffers (one per I/O in flight, each of the largest block
@@ -64,22 +67,30 @@ fn other_descriptors(job: &Job) -> u64 {
 /// The largest stonewall segment's needs (jobs in a segment run at once; the next starts
 /// after they end).
 pub fn needs(jobs: &[(Job, Vec<PlannedFile>)]) -> Needs {
-    let mut worst = Needs {
+    let none = Needs {
         jobs: 0,
         memory_bytes: 0,
         descriptors: 0,
+        mapped_bytes: 0,
     };
-    let mut segment = worst;
+    let mut worst = none;
+    let mut segment = none;
     for (i, (job, files)) in jobs.iter().enumerate() {
         if i > 0 && job.options.stonewall {
-            segment = Needs {
-                jobs: 0,
-                memory_bytes: 0,
-                descriptors: 0,
-            };
+            segment = none;
         }
         segment.jobs += 1;
-        segment.memory_bytes = segment.memory_bytes.saturating_add(job_bytes(job));
+        // page_fault's "file" is memory the job maps and may touch all of.
+        let mapped = if job.options.ioengine == Engine::PageFault {
+            files.iter().map(PlannedFile::needed_size).sum()
+        } else {
+            0
+        };
+        segment.mapped_bytes = segment.mapped_bytes.saturating_add(mapped);
+        segment.memory_bytes = segment
+            .memory_bytes
+            .saturating_add(job_bytes(job))
+            .saturating_add(mapped);
         // File-operation engines (filecreate, filestat, ...) hold one file at a time.
         let open_at_once = if job.options.ioengine.is_file_operation() {
             1
@@ -88,7 +99,10 @@ pub fn needs(jobs: &[(Job, Vec<PlannedFile>)]) -> Needs {
         };
         segment.descriptors += open_at_once + other_descriptors(job);
         worst.jobs = worst.jobs.max(segment.jobs);
-        worst.memory_bytes = worst.memory_bytes.max(segment.memory_bytes);
+        if segment.memory_bytes > worst.memory_bytes {
+            worst.memory_bytes = segment.memory_bytes;
+            worst.mapped_bytes = segment.mapped_bytes;
+        }
         worst.descriptors = worst.descriptors.max(segment.descriptors);
     }
     worst
@@ -98,8 +112,21 @@ pub fn needs(jobs: &[(Job, Vec<PlannedFile>)]) -> Needs {
 pub fn check_memory(n: &Needs, available_bytes: u64) -> Result<(), EngineError> {
     let allowed = (available_bytes as f64 * AVAILABLE_SHARE) as u64;
     if n.memory_bytes > allowed {
+        let mapped = if n.mapped_bytes > 0 {
+            format!(
+                ", and {} that ioengine=page_fault maps",
+                bytes_iec(n.mapped_bytes as f64)
+            )
+        } else {
+            String::new()
+        };
+        let lower = if n.mapped_bytes > 0 {
+            "size= / bs= / iodepth="
+        } else {
+            "bs= / iodepth="
+        };
         return Err(EngineError::Refused(format!(
-            "{} job(s) running at once need about {} of memory (block size x iodepth of I/O buffers each, and their latency histograms), more than {:.0}% of the {} available; run fewer jobs at once (numjobs=, stonewall) or lower bs= / iodepth=",
+            "{} job(s) running at once need about {} of memory (block size x iodepth of I/O buffers each, their latency histograms{mapped}), more than {:.0}% of the {} available; run fewer jobs at once (numjobs=, stonewall) or lower {lower}",
             n.jobs,
             bytes_iec(n.memory_bytes as f64),
             AVAILABLE_SHARE * 100.0,
@@ -156,6 +183,7 @@ mod tests {
             jobs: 10_000,
             memory_bytes,
             descriptors: 0,
+            mapped_bytes: 0,
         }
     }
 
@@ -168,5 +196,20 @@ mod tests {
         assert!(e.contains("10000 job(s)"), "{e}");
         assert!(e.contains("30.0GiB"), "{e}");
         assert!(e.contains("24.0GiB available"), "{e}");
+        assert!(!e.contains("page_fault"), "{e}");
+    }
+
+    #[test]
+    fn a_refusal_names_the_memory_page_fault_jobs_map() {
+        let n = Needs {
+            mapped_bytes: 20 << 30,
+            ..needs_of(21 << 30)
+        };
+        let e = check_memory(&n, 24 << 30).expect_err("refused").to_string();
+        assert!(
+            e.contains("and 20.0GiB that ioengine=page_fault maps"),
+            "{e}"
+        );
+        assert!(e.contains("lower size= / bs= / iodepth="), "{e}");
     }
 }

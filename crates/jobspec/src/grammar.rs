@@ -186,6 +186,7 @@ pub fn substitute(
 ) -> Result<String, SpecError> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
+    let mut keyword_replaced = false;
     while let Some(pos) = rest.find('$') {
         out.push_str(&rest[..pos]);
         let after = &rest[pos + 1..];
@@ -215,6 +216,7 @@ pub fn substitute(
             Some(replacement) => {
                 out.push_str(&replacement);
                 rest = &after[name_len..];
+                keyword_replaced = true;
             }
             None => {
                 out.push('$');
@@ -223,6 +225,18 @@ pub fn substitute(
         }
     }
     out.push_str(rest);
+    if keyword_replaced && crate::keyword_math::wants_math(&out) {
+        match crate::keyword_math::evaluate(&out) {
+            Some(Ok(v)) => return Ok(v.to_string()),
+            Some(Err(why)) => {
+                return Err(SpecError::new(
+                    origin.clone(),
+                    format!("'{value}' (computed as '{out}') {why} (fio computes keyword values with whole numbers and + - * / % ^)"),
+                ))
+            }
+            None => {}
+        }
+    }
     Ok(out)
 }
 
@@ -384,6 +398,40 @@ mod tests {
             .map(|o| o.value.clone().unwrap_or_default())
             .collect();
         assert_eq!(values, ["64m", "4096", "2", "$5"]);
+    }
+
+    #[test]
+    fn keyword_values_with_arithmetic_are_computed_as_fio_has_bc_compute_them() {
+        let ctx = fake(
+            &[(
+                "m.fio",
+                "[j]\nsize=5*1024*1024*$mb_memory/8\nsize=8*1024*$pagesize\nfilename=/dev/$ncpus-x\nsize=2*4096\nnumjobs=$ncpus\nsize=$pagesize/0\n",
+            )],
+            &[],
+        );
+        let e = parse_job_file(Path::new("m.fio"), &ctx).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "m.fio:7: '$pagesize/0' (computed as '4096/0') divides by zero (fio computes keyword values with whole numbers and + - * / % ^)"
+        );
+        let ctx = fake(
+            &[(
+                "m.fio",
+                "[j]\nsize=5*1024*1024*$mb_memory/8\nsize=8*1024*$pagesize\nfilename=/dev/$ncpus-x\nsize=2*4096\nnumjobs=$ncpus\n",
+            )],
+            &[],
+        );
+        let s = parse_job_file(Path::new("m.fio"), &ctx).expect("parses");
+        let values: Vec<_> = s[0]
+            .options
+            .iter()
+            .map(|o| o.value.clone().unwrap_or_default())
+            .collect();
+        // Without a keyword there is no math, as in fio ("2*4096" reaches the option).
+        assert_eq!(
+            values,
+            ["15728640000", "33554432", "/dev/2-x", "2*4096", "2"]
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod coordination;
 pub mod distribution;
 pub mod error_policy;
 pub mod grammar;
+mod keyword_math;
 pub mod options;
 pub mod priority;
 pub mod showcmd;
@@ -341,6 +342,7 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             return Err("ioengine=exec needs program= (the program to run beside the jobs)".into());
         }
         options::Engine::Nbd => validate_nbd(o)?,
+        options::Engine::PageFault => validate_page_fault(o)?,
         _ => {}
     }
     if o.uri.is_some() && o.ioengine != options::Engine::Nbd {
@@ -510,6 +512,25 @@ fn validate_nbd(o: &JobOptions) -> Result<(), String> {
     }
     if o.sync_file_range.is_some() {
         return Err("sync_file_range with ioengine=nbd: an export has no page cache to write back (use fsync=, which sends NBD flushes)".into());
+    }
+    Ok(())
+}
+
+/// fio's page_fault engine maps `size=` bytes for the job and refuses what would reach
+/// outside them.
+fn validate_page_fault(o: &JobOptions) -> Result<(), String> {
+    if o.nrfiles > 1 || o.filename.as_deref().is_some_and(|f| f.contains(':')) {
+        return Err("ioengine=page_fault maps one region of memory per job (leave nrfiles= and a filename= list out)".into());
+    }
+    let zero = |s: &options::SizeSpec| matches!(s, options::SizeSpec::Bytes(0));
+    if !zero(&o.offset) || !zero(&o.offset_increment) {
+        return Err("offset= with ioengine=page_fault: the job's memory starts at 0, as fio's engine refuses any other start (leave offset= and offset_increment= out)".into());
+    }
+    if o.fill_device {
+        return Err(
+            "fill_device with ioengine=page_fault: memory has no end to fill up to (use size=)"
+                .into(),
+        );
     }
     Ok(())
 }

@@ -165,6 +165,10 @@ pub enum Engine {
     Exec,
     /// Reads and writes an NBD server's export (`uri=`), as fio's libnbd engine.
     Nbd,
+    /// Reads and writes anonymous memory the job maps (`size=` of it), each first touch of
+    /// a page a page fault, as fio's `page_fault` engine.
+    #[serde(rename = "page_fault")]
+    PageFault,
 }
 
 impl Engine {
@@ -188,6 +192,7 @@ impl Engine {
             Engine::Cpuio => "cpuio",
             Engine::Exec => "exec",
             Engine::Nbd => "nbd",
+            Engine::PageFault => "page_fault",
         }
     }
     /// Engines that operate on whole files rather than doing block I/O.
@@ -233,10 +238,15 @@ impl Engine {
     pub fn is_async(&self) -> bool {
         matches!(self, Engine::IoUring | Engine::Nbd)
     }
+    /// Block-I/O engines without a file to open: the I/O goes nowhere (null) or to memory
+    /// the job maps (page_fault).
+    pub fn is_diskless(&self) -> bool {
+        matches!(self, Engine::Null | Engine::PageFault)
+    }
 }
 
 pub const SUPPORTED_ENGINES: &str =
-    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, cpuio, exec, nbd (libaio and posixaio run on io_uring)";
+    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, cpuio, exec, nbd, page_fault (libaio and posixaio run on io_uring)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -1748,6 +1758,7 @@ impl JobOptions {
             "cpuio" => (Engine::Cpuio, None),
             "exec" => (Engine::Exec, None),
             "nbd" => (Engine::Nbd, None),
+            "page_fault" => (Engine::PageFault, None),
             "libaio" | "posixaio" => (
                 Engine::IoUring,
                 Some(format!("ioengine={name} runs on sinkrate's io_uring backend (same queue depth, same semantics)")),

@@ -14,6 +14,7 @@ mod nbd;
 pub use self::nbd::Nbd;
 mod null;
 mod offload;
+mod page_fault;
 pub use offload::Offload;
 mod sync_rw;
 
@@ -184,6 +185,7 @@ pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
         Engine::Pvsync => Box::new(sync_rw::SyncRw::new(sync_rw::Flavor::Pvsync)),
         Engine::IoUring => Box::new(io_uring::Uring::new(depth)?),
         Engine::Mmap => Box::new(mmap::Mmap::default()),
+        Engine::PageFault => Box::new(page_fault::PageFault::default()),
         Engine::Ftruncate => Box::new(fileops::Ftruncate),
         Engine::Falloc => Box::new(fileops::Falloc),
         Engine::Nbd => {

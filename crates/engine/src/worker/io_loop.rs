@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use sinkrate_jobspec::error_policy::ErrorKind;
-use sinkrate_jobspec::options::{Engine, ThinktimeBlocksType};
+use sinkrate_jobspec::options::ThinktimeBlocksType;
 use sinkrate_jobspec::JobOptions;
 use sinkrate_model::{
     batch_bucket, iodepth_bucket, DirectionResult, LatencyTargetResult, SteadyStateResult,
@@ -512,8 +512,9 @@ impl Loop<'_> {
             let len = w.len as usize;
             let fd = self.files[file].fd;
             let t0 = self.clock.now_ns();
-            let result = if self.o.ioengine == Engine::Nbd {
-                // No descriptor: the export is read through the engine's connection.
+            let result = if fd < 0 {
+                // No descriptor (an NBD export, page_fault's memory): read through the
+                // backend, which holds what the job wrote.
                 read_one(backend, file, offset, len, buf)
             } else {
                 // SAFETY: buf holds at least the largest block size, len of which is read

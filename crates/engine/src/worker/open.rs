@@ -197,7 +197,22 @@ pub(super) fn open_files(
     setup.debug.file("setup files");
     // Trims need the descriptor open for writing, as writes do (BLKDISCARD asks for it).
     let writes = o.rw.modifies();
-    if matches!(o.ioengine, Engine::Null | Engine::Nbd) {
+    if o.ioengine.is_diskless() || o.ioengine == Engine::Nbd {
+        // No descriptor: the backend holds what the job reads and writes (page_fault's
+        // memory, an NBD connection) or nothing (null).
+        let plan = &setup.files[0];
+        backend
+            .attach_file(0, -1, plan.needed_size(), writes)
+            .map_err(|e| {
+                EngineError::job(
+                    &o.name,
+                    format!(
+                        "ioengine={} cannot set up {} for the job: {e}",
+                        o.ioengine.fio_name(),
+                        crate::units::bytes_iec(plan.needed_size() as f64)
+                    ),
+                )
+            })?;
         out.push(OpenFile {
             fd: -1,
             plan: setup.files[0].clone(),
