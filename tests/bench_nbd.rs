@@ -296,23 +296,45 @@ fn bad_nbd_jobs_are_refused_in_one_line() {
     }
     let job = ["--name=n", "--ioengine=nbd", "--size=1m", "--rw=write"];
     let read_only = ["-r", "memory", "size=16M"];
+    let one_error = |stderr: &str| {
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("sinkrate: error:"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{stderr}");
+        errors[0].to_string()
+    };
     let (code, _, stderr) = under_nbdkit(d.path(), &read_only, None, Tool::Sinkrate, &job);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("the export is read-only"), "{stderr}");
+    assert!(
+        one_error(&stderr).contains("the export is read-only"),
+        "{stderr}"
+    );
     // An export that takes no flushes: fsync= is refused before any I/O, not failed at the
-    // first flush.
+    // first flush. Its plugin notes every write it is sent: none may come.
+    let writes = d.path().join("writes.txt");
+    let pwrite = format!("pwrite=echo w >> '{}'; cat >/dev/null", writes.display());
     let no_flush = [
         "eval",
         "get_size=echo 16777216",
-        "pwrite=cat >/dev/null",
+        pwrite.as_str(),
         "can_write=exit 0",
         "can_flush=exit 3",
     ];
-    let mut job = job.to_vec();
-    job.push("--fsync=4");
-    let (code, _, stderr) = under_nbdkit(d.path(), &no_flush, None, Tool::Sinkrate, &job);
+    let mut flushing = job.to_vec();
+    flushing.push("--fsync=4");
+    let (code, _, stderr) = under_nbdkit(d.path(), &no_flush, None, Tool::Sinkrate, &flushing);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("does not take flushes"), "{stderr}");
+    assert!(
+        one_error(&stderr).contains("does not take flushes"),
+        "{stderr}"
+    );
+    assert!(!writes.exists(), "a write reached the export");
+    // The same export without fsync= takes the job's writes: the note above is real.
+    let (code, _, stderr) = under_nbdkit(d.path(), &no_flush, None, Tool::Sinkrate, &job);
+    assert_eq!(code, Some(0), "{stderr}");
+    let noted = std::fs::read_to_string(&writes).unwrap_or_default();
+    assert_eq!(noted.lines().count(), 256, "{noted}");
 }
 
 /// The job's usr_cpu and sys_cpu count the whole engine, the reply reader's thread too

@@ -33,10 +33,8 @@ pub struct HogTracker {
 
 impl HogTracker {
     pub fn new() -> HogTracker {
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         HogTracker {
-            ticks_per_s: if hz > 0 { hz as f64 } else { 100.0 },
+            ticks_per_s: sinkrate_sys::clock_ticks_per_s() as f64,
             buf: Vec::with_capacity(1024),
             ..HogTracker::default()
         }

@@ -51,6 +51,17 @@ pub fn page_size() -> u64 {
     }
 }
 
+/// The clock ticks per second that /proc's CPU times count in (100 when unknown).
+pub fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u64
+    } else {
+        100
+    }
+}
+
 /// Filesystems this kernel can mount (/proc/filesystems).
 pub fn kernel_filesystems(root: &SysRoot) -> Vec<String> {
     root.read("/proc/filesystems")

@@ -165,13 +165,7 @@ pub(crate) fn thread_cpu_ns(tid: i32) -> (u64, u64) {
     let Some(stat) = sinkrate_procparse::pid::parse_stat(&text) else {
         return (0, 0);
     };
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let per_tick = if hz > 0 {
-        1_000_000_000 / hz as u64
-    } else {
-        10_000_000
-    };
+    let per_tick = 1_000_000_000 / sinkrate_sys::clock_ticks_per_s();
     (stat.utime * per_tick, stat.stime * per_tick)
 }
 
