@@ -744,14 +744,6 @@ fn showcmd_minimal_max_jobs_and_warnings_fatal_as_fio_has_them() {
     assert_eq!(code, Some(0), "{err}");
 }
 
-/// Every JSON document in `text`, in order (--status-interval prints one per report).
-fn json_documents(text: &[u8]) -> Vec<serde_json::Value> {
-    serde_json::Deserializer::from_slice(text)
-        .into_iter::<serde_json::Value>()
-        .map(|d| d.expect("a JSON document"))
-        .collect()
-}
-
 /// `--status-interval=1`: the results so far every second, each a whole document in the
 /// output format, cumulative from the job's start, then the final one; fio's count beside
 /// it on the same job. With `--output`, all of them go to the file.
@@ -779,7 +771,7 @@ fn status_interval_reports_the_results_so_far_as_fio_does() {
                     .args(job)
                     .output()
                     .expect("fio runs");
-                json_documents(&out.stdout)
+                common::json_documents(&out.stdout)
             })
         });
         let out = sinkrate()
@@ -795,7 +787,7 @@ fn status_interval_reports_the_results_so_far_as_fio_does() {
         );
         fio.join().expect("fio")
     });
-    let docs = json_documents(&std::fs::read(d.path().join("st.json")).expect("st.json"));
+    let docs = common::json_documents(&std::fs::read(d.path().join("st.json")).expect("st.json"));
     // Reports at 1 s and 2 s of the run, then the final; a run whose job starts late (its
     // file laid out on a loaded machine) also reports at 3 s. fio's count the same way.
     let reports = 3..=4;

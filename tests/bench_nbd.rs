@@ -337,6 +337,55 @@ fn bad_nbd_jobs_are_refused_in_one_line() {
     assert_eq!(noted.lines().count(), 256, "{noted}");
 }
 
+/// A status report asked for while a job reads back what it wrote (verify) holds the reads
+/// so far, as fio's reports count verify reads: each read held 10 ms by nbdkit's delay
+/// filter, the read-back of 256 blocks lasts 2.5 s, and the reports in it climb.
+#[test]
+fn status_reports_during_verify_count_the_reads_so_far() {
+    if !have("nbdkit") {
+        skip(
+            "status_reports_during_verify_count_the_reads_so_far",
+            "needs 'nbdkit' (scripts/install-deps.sh --test installs it)",
+        );
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let script = format!(
+        "exec '{}' bench --eta=never --name=v --ioengine=nbd --rw=write --bs=4k --size=1m \
+         --verify=crc32c --status-interval=500ms --output-format=json --uri=\"$uri\"",
+        common::sinkrate_path().display()
+    );
+    let out = std::process::Command::new("nbdkit")
+        .current_dir(d.path())
+        .args([
+            "-U",
+            "-",
+            "--filter=delay",
+            "memory",
+            "size=16M",
+            "rdelay=10ms",
+        ])
+        .args(["--run", &script])
+        .output()
+        .expect("nbdkit runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports = common::json_documents(&out.stdout);
+    let reads: Vec<u64> = reports
+        .iter()
+        .map(|r| r["jobs"][0]["read"]["total_ios"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(reads.last(), Some(&256), "{reads:?}");
+    assert!(
+        reads.iter().any(|&n| n > 0 && n < 256),
+        "no report showed the read-back under way: {reads:?}"
+    );
+    assert!(reads.windows(2).all(|w| w[0] <= w[1]), "{reads:?}");
+}
+
 /// The job's usr_cpu and sys_cpu count the whole engine, the reply reader's thread too
 /// (fio's engine does its NBD work in the job's own thread): checked against the process's
 /// CPU time as its shell's `times` reports it, which neither sinkrate nor fio measured.

@@ -557,3 +557,11 @@ pub fn run_with_usage(cmd: &mut std::process::Command) -> (Option<i32>, libc::ru
     assert_eq!(r, child.id() as i32, "wait4");
     (std::process::ExitStatus::from_raw(status).code(), usage)
 }
+
+/// The JSON documents one after another in `text` (a `--status-interval` run's reports).
+pub fn json_documents(text: &[u8]) -> Vec<serde_json::Value> {
+    serde_json::Deserializer::from_slice(text)
+        .into_iter::<serde_json::Value>()
+        .map(|d| d.expect("a JSON document"))
+        .collect()
+}

@@ -509,6 +509,9 @@ impl Loop<'_> {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
+            // A status report asked for while the job reads back answers with the reads
+            // so far, as fio's counts its verify reads.
+            self.snapshot_if_wanted(self.clock.now_ns());
             let len = w.len as usize;
             let fd = self.files[file].fd;
             let t0 = self.clock.now_ns();
