@@ -52,6 +52,24 @@ fn under_nbdkit(
     )
 }
 
+/// Runs shell `script` in `dir` under an nbdkit serving `plugin` on a socket of its own
+/// (the script finds it in `$uri`); both must succeed.
+fn nbdkit_run(dir: &Path, plugin: &[&str], script: &str) -> std::process::Output {
+    let out = std::process::Command::new("nbdkit")
+        .current_dir(dir)
+        .args(["-U", "-"])
+        .args(plugin)
+        .args(["--run", script])
+        .output()
+        .expect("nbdkit runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// (requests by kind, the most in flight at once) from nbdkit's log filter.
 fn requests(log: &Path) -> (std::collections::BTreeMap<String, u64>, u64) {
     let text = std::fs::read_to_string(log).expect("nbdkit's log");
@@ -355,23 +373,10 @@ fn status_reports_during_verify_count_the_reads_so_far() {
          --verify=crc32c --status-interval=500ms --output-format=json --uri=\"$uri\"",
         common::sinkrate_path().display()
     );
-    let out = std::process::Command::new("nbdkit")
-        .current_dir(d.path())
-        .args([
-            "-U",
-            "-",
-            "--filter=delay",
-            "memory",
-            "size=16M",
-            "rdelay=10ms",
-        ])
-        .args(["--run", &script])
-        .output()
-        .expect("nbdkit runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = nbdkit_run(
+        d.path(),
+        &["--filter=delay", "memory", "size=16M", "rdelay=10ms"],
+        &script,
     );
     let reports = common::json_documents(&out.stdout);
     let reads: Vec<u64> = reports
@@ -401,16 +406,7 @@ fn nbd_job_cpu_counts_the_reply_reader() {
          && times > times.txt",
         common::sinkrate_path().display()
     );
-    let out = std::process::Command::new("nbdkit")
-        .current_dir(d.path())
-        .args(["-U", "-", "memory", "size=256M", "--run", &script])
-        .output()
-        .expect("nbdkit runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    nbdkit_run(d.path(), &["memory", "size=256M"], &script);
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.path().join("out.json")).expect("out.json"))
             .expect("JSON");

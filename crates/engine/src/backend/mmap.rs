@@ -43,23 +43,10 @@ impl Backend for Mmap {
         if req.dir == super::IoDir::Trim {
             return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
         }
-        let Some(Some((base, len))) = self.maps.get(req.file_index).copied() else {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        };
-        let end = req.offset as usize + req.len;
-        if end > len {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        match self.maps.get(req.file_index).copied() {
+            Some(Some((base, len))) => super::copy_with_memory(base, len, req),
+            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         }
-        // SAFETY: offset+len is inside the mapping; req.buf is valid for req.len bytes.
-        unsafe {
-            let at = base.add(req.offset as usize);
-            if req.dir.is_write() {
-                std::ptr::copy_nonoverlapping(req.buf, at, req.len);
-            } else {
-                std::ptr::copy_nonoverlapping(at, req.buf, req.len);
-            }
-        }
-        Ok(Submitted::Done(req.len))
     }
 
     fn sync_file(&mut self, file_index: usize, _fd: RawFd, _data_only: bool) -> io::Result<()> {

@@ -169,6 +169,29 @@ pub(crate) fn thread_cpu_ns(tid: i32) -> (u64, u64) {
     (stat.utime * per_tick, stat.stime * per_tick)
 }
 
+/// Copies a read or write between the request's buffer and memory at `base` (a mapping of
+/// `mapped` bytes): the I/O of the engines whose "file" is memory (mmap, page_fault).
+fn copy_with_memory(base: *mut u8, mapped: usize, req: &IoRequest) -> io::Result<Submitted> {
+    let inside = usize::try_from(req.offset)
+        .ok()
+        .and_then(|start| start.checked_add(req.len))
+        .is_some_and(|end| end <= mapped);
+    if !inside || req.dir == IoDir::Trim {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: offset+len lies inside the mapping; req.buf is valid for req.len bytes and is
+    // not part of the mapping.
+    unsafe {
+        let at = base.add(req.offset as usize);
+        if req.dir.is_write() {
+            std::ptr::copy_nonoverlapping(req.buf, at, req.len);
+        } else {
+            std::ptr::copy_nonoverlapping(at, req.buf, req.len);
+        }
+    }
+    Ok(Submitted::Done(req.len))
+}
+
 /// The backend for a block-I/O engine (file-operation engines have none).
 pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
     Ok(match engine {

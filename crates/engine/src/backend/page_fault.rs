@@ -6,7 +6,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use super::{Backend, IoDir, IoRequest, Submitted};
+use super::{Backend, IoRequest, Submitted};
 
 #[derive(Default)]
 pub struct PageFault {
@@ -49,27 +49,10 @@ impl Backend for PageFault {
     }
 
     fn submit(&mut self, req: &IoRequest) -> io::Result<Submitted> {
-        let Some((base, len)) = self.map else {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        };
-        let inside = usize::try_from(req.offset)
-            .ok()
-            .and_then(|start| start.checked_add(req.len))
-            .is_some_and(|end| end <= len);
-        if !inside || req.dir == IoDir::Trim {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        match self.map {
+            Some((base, len)) => super::copy_with_memory(base, len, req),
+            None => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         }
-        // SAFETY: offset+len lies inside the mapping; req.buf is valid for req.len bytes and
-        // is not part of the mapping.
-        unsafe {
-            let at = base.add(req.offset as usize);
-            if req.dir.is_write() {
-                std::ptr::copy_nonoverlapping(req.buf, at, req.len);
-            } else {
-                std::ptr::copy_nonoverlapping(at, req.buf, req.len);
-            }
-        }
-        Ok(Submitted::Done(req.len))
     }
 
     fn sync_file(&mut self, _file_index: usize, _fd: RawFd, _data_only: bool) -> io::Result<()> {
@@ -92,6 +75,7 @@ impl Drop for PageFault {
 
 #[cfg(test)]
 mod tests {
+    use super::super::IoDir;
     use super::*;
 
     fn request(dir: IoDir, offset: u64, buf: &mut [u8]) -> IoRequest {
