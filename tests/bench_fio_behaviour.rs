@@ -14,7 +14,12 @@ fn both_json(args: &[&str]) -> [serde_json::Value; 2] {
         tempfile::tempdir().expect("tmp"),
         tempfile::tempdir().expect("tmp"),
     );
-    [fio_json(a.path(), args), sinkrate_json(b.path(), args)]
+    // At once: nothing compared here depends on timing.
+    std::thread::scope(|s| {
+        let fio = s.spawn(|| fio_json(a.path(), args));
+        let ours = sinkrate_json(b.path(), args);
+        [fio.join().expect("fio's run"), ours]
+    })
 }
 
 /// (slat N, clat N, lat N, bw samples) of job 0's reads.
@@ -35,13 +40,16 @@ fn switched_off_measurements_are_absent_as_in_fio() {
     if !fio_or_skip("switched_off_measurements_are_absent_as_in_fio") {
         return;
     }
-    for off in [
+    // Each option in a pair of runs of its own, all at once: only which figures exist is
+    // compared, never how many samples each tool took.
+    let offs = [
         "--gtod_reduce=1",
         "--disable_clat=1",
         "--disable_lat=1",
         "--disable_slat=1",
         "--disable_bw_measurement=1",
-    ] {
+    ];
+    let runs = common::each_at_once(&offs, offs.len(), |off| {
         let args = [
             "--name=off",
             "--ioengine=libaio",
@@ -53,9 +61,10 @@ fn switched_off_measurements_are_absent_as_in_fio() {
             "--runtime=1200ms",
             off,
         ];
-        let [fio, ours] = both_json(&args);
+        (*off, both_json(&args))
+    });
+    for (off, [fio, ours]) in runs {
         let (theirs, mine) = (recorded(&fio), recorded(&ours));
-        // Which figures exist, not how many samples each tool took.
         let present = |r: [u64; 4]| r.map(|n| n > 0);
         assert_eq!(
             present(mine),

@@ -262,8 +262,12 @@ fn bytes_match_fio_for_common_jobs() {
             true,
         ),
     ];
-    for (name, args, split) in cases {
+    // Three cases at a time, each in its own directory: only counts are compared.
+    let results = common::each_at_once(cases, 3, |(name, args, split)| {
         let (fio, ours) = compare(name, args, *split);
+        (*name, *args, fio, ours)
+    });
+    for (name, args, fio, ours) in results {
         let sync_fio = fio["jobs"][0]["sync"]["total_ios"].as_u64();
         let sync_ours = ours["jobs"][0]["sync"]["total_ios"].as_u64();
         if args.contains(&"--fsync=16") {
@@ -620,8 +624,8 @@ fn compressible_and_deduplicable_buffers_as_fios() {
             distinct as f64 / all as f64,
         )
     };
-    for extra in [
-        &["--buffer_compress_percentage=50"][..],
+    let shapes: [&[&str]; 5] = [
+        &["--buffer_compress_percentage=50"],
         &[
             "--buffer_compress_percentage=75",
             "--buffer_compress_chunk=4k",
@@ -633,7 +637,9 @@ fn compressible_and_deduplicable_buffers_as_fios() {
             "--dedupe_working_set_percentage=10",
         ],
         &["--dedupe_percentage=30", "--buffer_compress_percentage=40"],
-    ] {
+    ];
+    // Each shape written by both tools at once: only the files' contents are compared.
+    let measured = common::each_at_once(&shapes, 3, |extra| {
         let mut args = vec![
             "--name=shape",
             "--filename=data",
@@ -648,10 +654,12 @@ fn compressible_and_deduplicable_buffers_as_fios() {
         );
         fio_json(a.path(), &args);
         sinkrate_json(b.path(), &[&args[..], &["--keep"]].concat());
-        let (fio, ours) = (
+        (
             measure(&a.path().join("data")),
             measure(&b.path().join("data")),
-        );
+        )
+    });
+    for (extra, (fio, ours)) in shapes.iter().zip(measured) {
         eprintln!(
             "{extra:?}: gzip ratio fio {:.3} sinkrate {:.3}; distinct blocks fio {:.3} sinkrate {:.3}",
             fio.0, ours.0, fio.1, ours.1

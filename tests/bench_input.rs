@@ -301,30 +301,9 @@ fn fio_example_corpus_runs_or_is_refused_clearly() {
     };
     let mut paths: Vec<std::path::PathBuf> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
-    // Four examples at a time, each in its own directory, each worker taking the next one
-    // left (a few run for seconds, most wait out their one-second runtime; nothing here is
-    // timed).
-    const AT_ONCE: usize = 4;
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let outcomes: Vec<Outcome> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..AT_ONCE)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    while let Some(p) =
-                        paths.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                    {
-                        mine.push(run_example(p));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("an example's checks"))
-            .collect()
-    });
+    // Four examples at a time, each in its own directory (a few run for seconds, most wait
+    // out their one-second runtime; nothing here is timed).
+    let outcomes: Vec<Outcome> = common::each_at_once(&paths, 4, |p| run_example(p));
     let ran = outcomes
         .iter()
         .filter(|o| matches!(o, Outcome::Ran))

@@ -565,3 +565,35 @@ pub fn json_documents(text: &[u8]) -> Vec<serde_json::Value> {
         .map(|d| d.expect("a JSON document"))
         .collect()
 }
+
+/// `f` on every item, `workers` at a time (each worker takes the next item left), the
+/// results in the items' order: for checks that compare counts or contents, never timing.
+pub fn each_at_once<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let running: Vec<_> = (0..workers.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        running
+            .into_iter()
+            .flat_map(|w| w.join().expect("a worker's checks"))
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
