@@ -243,6 +243,11 @@ impl Engine {
     pub fn is_diskless(&self) -> bool {
         matches!(self, Engine::Null | Engine::PageFault)
     }
+    /// Block-I/O engines whose target the backend holds rather than a descriptor the job
+    /// opens: the diskless ones and an NBD export (its connection).
+    pub fn opens_no_file(&self) -> bool {
+        self.is_diskless() || *self == Engine::Nbd
+    }
 }
 
 pub const SUPPORTED_ENGINES: &str =

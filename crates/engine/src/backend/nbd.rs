@@ -233,7 +233,10 @@ impl Backend for Nbd {
     }
 
     fn helper_cpu_ns(&self) -> (u64, u64) {
-        self.reader_cpu_ns()
+        match self.reader_tid.load(Ordering::Relaxed) {
+            0 => (0, 0),
+            tid => super::thread_cpu_ns(tid),
+        }
     }
 
     /// An NBD flush: the server makes every write it has answered durable.
@@ -262,15 +265,6 @@ impl Backend for Nbd {
                 };
             }
             self.ready.push_back(c);
-        }
-    }
-}
-
-impl Nbd {
-    fn reader_cpu_ns(&self) -> (u64, u64) {
-        match self.reader_tid.load(Ordering::Relaxed) {
-            0 => (0, 0),
-            tid => super::thread_cpu_ns(tid),
         }
     }
 }

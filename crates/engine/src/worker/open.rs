@@ -197,7 +197,7 @@ pub(super) fn open_files(
     setup.debug.file("setup files");
     // Trims need the descriptor open for writing, as writes do (BLKDISCARD asks for it).
     let writes = o.rw.modifies();
-    if o.ioengine.is_diskless() || o.ioengine == Engine::Nbd {
+    if o.ioengine.opens_no_file() {
         // No descriptor: the backend holds what the job reads and writes (page_fault's
         // memory, an NBD connection) or nothing (null).
         let plan = &setup.files[0];
