@@ -271,4 +271,37 @@ fn page_fault_faults_each_page_of_its_memory_once_as_the_kernel_counts() {
         &["--name=bad", "--ioengine=page_fault", "--rw=write"],
         &["ioengine=page_fault needs size="],
     );
+
+    // Memory the process may not map (an address-space limit of 512 MiB, 1 GiB asked): the
+    // job fails with the system's ENOMEM, in its JSON and its exit code, never success.
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(common::sinkrate_path());
+    cmd.current_dir(d.path())
+        .args([
+            "bench",
+            "--eta=never",
+            "--name=big",
+            "--ioengine=page_fault",
+        ])
+        .args(["--rw=write", "--size=1g", "--output-format=json"]);
+    // SAFETY: setrlimit between fork and exec touches no shared state.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 512 << 20,
+                rlim_max: 512 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Cannot allocate memory"), "{stderr}");
+    let v = common::json_after_text(&out.stdout);
+    assert_eq!(v["jobs"][0]["error"], libc::ENOMEM, "{stderr}");
+    assert!(common::files_in(d.path()).is_empty());
 }

@@ -201,18 +201,10 @@ pub(super) fn open_files(
         // No descriptor: the backend holds what the job reads and writes (page_fault's
         // memory, an NBD connection) or nothing (null).
         let plan = &setup.files[0];
+        // The system's error stays the job's (ENOMEM for memory page_fault cannot map).
         backend
             .attach_file(0, -1, plan.needed_size(), writes)
-            .map_err(|e| {
-                EngineError::job(
-                    &o.name,
-                    format!(
-                        "ioengine={} cannot set up {} for the job: {e}",
-                        o.ioengine.fio_name(),
-                        crate::units::bytes_iec(plan.needed_size() as f64)
-                    ),
-                )
-            })?;
+            .map_err(|e| EngineError::io(&plan.path, e))?;
         out.push(OpenFile {
             fd: -1,
             plan: setup.files[0].clone(),
