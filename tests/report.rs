@@ -32,11 +32,30 @@ fn ok(dir: &Path, args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
+/// Runs a command that judges the storage (record, check) with `args` in `dir`; its stdout,
+/// after checking it reached a verdict: exit 0 (keeps up) or 1 (does not), never 2 (a run
+/// that failed). Which verdict depends on the machine's disk at that moment (writeback of
+/// earlier tests can stall it), and the reports must draw either.
+fn judged(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let out = Command::new(sinkrate_path())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("sinkrate runs");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "sinkrate {args:?}: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 fn record_json(dir: &Path, name: &str, buffers: &str) -> PathBuf {
     let json = dir.join(name);
     let data = dir.join(format!("{name}.data"));
     std::fs::create_dir_all(&data).expect("data dir");
-    let out = ok(
+    let out = judged(
         dir,
         &[
             "record",
@@ -291,7 +310,7 @@ fn every_run_kind_renders_in_chromium() {
     )
     .expect("compare");
     let check = dir.join("check.json");
-    ok(dir, &["check", ".", "--quick", "--output", "check.json"]);
+    judged(dir, &["check", ".", "--quick", "--output", "check.json"]);
     let mut kinds: Vec<(&str, PathBuf, &[&str])> = vec![
         (
             "record",
@@ -451,7 +470,7 @@ fn commands_write_their_report_at_the_end() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("data")).expect("data");
-    ok(
+    judged(
         dir,
         &[
             "record",
