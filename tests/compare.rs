@@ -29,9 +29,13 @@ fn record(dir: &Path, json: &Path, buffers: &str) {
         ])
         .output()
         .expect("record runs");
+    // A verdict either way (0 keeps up, 1 drops; never 2, a run that failed): a disk still
+    // writing back earlier tests' data may make a short recording drop, and the comparison
+    // needs runs, not runs that kept up.
     assert!(
-        out.status.success(),
-        "{}",
+        matches!(out.status.code(), Some(0 | 1)),
+        "{:?} {}",
+        out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     std::fs::write(json, &out.stdout).expect("json");
