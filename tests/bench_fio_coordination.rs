@@ -123,6 +123,13 @@ fn flow_weights_set_the_ratio_of_ios_as_fios_do() {
         };
         let ((theirs, their_pace), (mine, my_pace)) =
             (measured(dirs[0].path()), measured(dirs[1].path()));
+        eprintln!(
+            "{engine}: heavy/light I/Os fio {theirs:.2}, sinkrate {mine:.2} (whole runs: fio {}/{}, sinkrate {}/{})",
+            ios(&fio.1, "heavy"),
+            ios(&fio.1, "light"),
+            ios(&ours.1, "heavy"),
+            ios(&ours.1, "light")
+        );
         if engine.contains("flow_sleep") {
             // Sleeping, not the CPU, sets this pace: it is fio's when the flow is counted
             // as fio counts it (half of it when each job is held at its exact share).
@@ -131,13 +138,6 @@ fn flow_weights_set_the_ratio_of_ios_as_fios_do() {
                 "light job's IOPS with flow_sleep: sinkrate {my_pace:.0}, fio {their_pace:.0}"
             );
         }
-        eprintln!(
-            "{engine}: heavy/light I/Os fio {theirs:.2}, sinkrate {mine:.2} (whole runs: fio {}/{}, sinkrate {}/{})",
-            ios(&fio.1, "heavy"),
-            ios(&fio.1, "light"),
-            ios(&ours.1, "heavy"),
-            ios(&ours.1, "light")
-        );
         assert!((7.0..=9.5).contains(&theirs), "fio {theirs}");
         assert!(
             (7.0..=9.5).contains(&mine),
