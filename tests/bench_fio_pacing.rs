@@ -166,3 +166,167 @@ fn rate_min_fails_a_job_that_cannot_hold_it_as_fio_does() {
         "{said}"
     );
 }
+
+/// rate_min and rate_iops_min as fio checks them: not in the first 2 s, then over windows
+/// of rate_cycle (1 s unless set): a job at a tenth of its floor ends at 3 s in both tools
+/// (2.5 s with rate_cycle=500), with error 5 and fio's words. Checked against the kernel's
+/// clock and fio on the same job; the queued engine, where this fio aborts on a slow rate
+/// (an assertion in its clock code), against fio's run of the same pacing on psync.
+#[test]
+fn rate_floors_are_checked_per_rate_cycle_after_fios_settle_period() {
+    if !fio_or_skip("rate_floors_are_checked_per_rate_cycle_after_fios_settle_period") {
+        return;
+    }
+    let base = [
+        "--name=floor",
+        "--rw=write",
+        "--bs=4k",
+        "--size=64m",
+        "--time_based",
+        "--runtime=10",
+        "--output-format=json",
+    ];
+    // (who, engine and pacing, the floor, the words the failure must carry, when it ends)
+    let cases: [(&str, &[&str], &str, u64); 5] = [
+        (
+            "fio",
+            &["--thinktime=100ms", "--rate_min=1m"],
+            "rate_min=1048576B/s not met",
+            3000,
+        ),
+        (
+            "sinkrate",
+            &["--thinktime=100ms", "--rate_min=1m"],
+            "rate_min=1048576B/s not met",
+            3000,
+        ),
+        (
+            "fio",
+            &[
+                "--thinktime=100ms",
+                "--rate_iops_min=100",
+                "--rate_cycle=500",
+            ],
+            "rate_iops_min=100 not met",
+            2500,
+        ),
+        (
+            "sinkrate",
+            &[
+                "--thinktime=100ms",
+                "--rate_iops_min=100",
+                "--ratecycle=500",
+            ],
+            "rate_iops_min=100 not met",
+            2500,
+        ),
+        (
+            "sinkrate",
+            &[
+                "--ioengine=libaio",
+                "--iodepth=4",
+                "--rate_iops=10",
+                "--rate_min=1m",
+            ],
+            "rate_min=1048576B/s not met",
+            3000,
+        ),
+    ];
+    // Paced jobs that sleep nearly all the time: all five at once, each in its own
+    // directory; a window's bounds are a tenth of a second wide, far above the noise.
+    let outcomes = common::each_at_once(&cases, cases.len(), |(who, own, _, _)| {
+        let d = tempfile::tempdir().expect("tempdir");
+        let mut cmd = if *who == "fio" {
+            std::process::Command::new("fio")
+        } else {
+            let mut c = std::process::Command::new(common::sinkrate_path());
+            c.args(["bench", "--eta=never"]);
+            c
+        };
+        let out = cmd
+            .current_dir(d.path())
+            .args(base)
+            .args(*own)
+            .output()
+            .expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap_or(0)..])
+            .unwrap_or_else(|e| panic!("{who} {own:?}: {e}: {text}"));
+        let job = &v["jobs"][0];
+        (
+            out.status.code(),
+            job["error"].as_i64(),
+            job["job_runtime"].as_u64().unwrap_or(0),
+            job["write"]["total_ios"].as_u64().unwrap_or(0),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    });
+    for ((who, own, words, ends_ms), (code, error, runtime_ms, writes, stderr)) in
+        cases.iter().zip(&outcomes)
+    {
+        eprintln!(
+            "{who} {own:?}: exit {code:?}, error {error:?}, {runtime_ms} ms, {writes} writes"
+        );
+        assert_eq!(
+            (*code, *error),
+            (Some(1), Some(5)),
+            "{who} {own:?}: {stderr}"
+        );
+        assert!(stderr.contains(words), "{who} {own:?}: {stderr}");
+        // A turn of the loop marks a window and one ends it: with a write each 100 ms, a
+        // window can close a turn late; on the queued engine, whose turns follow its rate
+        // slots, by two.
+        let slack = if own[0].starts_with("--ioengine") {
+            250
+        } else {
+            150
+        };
+        assert!(
+            runtime_ms.abs_diff(*ends_ms) <= slack,
+            "{who} {own:?}: ended at {runtime_ms} ms, not near {ends_ms}"
+        );
+    }
+    // One write per 100 ms until the window's end: the same count in both tools, and on
+    // the queued engine about the count fio's psync run of the same pace gives (31 here).
+    for pair in [(0, 1), (2, 3)] {
+        let (theirs, ours) = (outcomes[pair.0].3, outcomes[pair.1].3);
+        assert!(
+            ours.abs_diff(theirs) <= 1,
+            "writes: fio {theirs}, sinkrate {ours}"
+        );
+    }
+    assert!(
+        (30..=32).contains(&outcomes[4].3),
+        "libaio writes {}",
+        outcomes[4].3
+    );
+}
+
+/// A thinktime pause that runs past the runtime ends the job at the pause's end, with no
+/// I/O after it, as fio's: 300 ms pauses in a 1 s run give 4 writes in 1.2 s, in both.
+#[test]
+fn a_pause_past_the_runtime_ends_the_job_as_fios_does() {
+    if !fio_or_skip("a_pause_past_the_runtime_ends_the_job_as_fios_does") {
+        return;
+    }
+    let job: Vec<String> = [
+        "--name=think",
+        "--rw=write",
+        "--bs=4k",
+        "--size=16m",
+        "--thinktime=300ms",
+        "--time_based",
+        "--runtime=1",
+    ]
+    .map(String::from)
+    .into();
+    let (fio, ours) = side_by_side(&job);
+    for (who, v) in [("fio", &fio), ("sinkrate", &ours)] {
+        let (writes, ms) = (
+            v["jobs"][0]["write"]["total_ios"].as_u64(),
+            v["jobs"][0]["job_runtime"].as_u64().unwrap_or(0),
+        );
+        assert_eq!(writes, Some(4), "{who}: {ms} ms");
+        assert!((1150..1300).contains(&ms), "{who}: {ms} ms");
+    }
+}

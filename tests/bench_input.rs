@@ -46,6 +46,26 @@ fn bad_values_on_the_command_line() {
     refuses(p, &["--name=a", "--size=1m", "--iodepth=0"], &["iodepth"]);
     refuses(
         p,
+        &["--name=a", "--size=1m", "--rate_iops_min=-1"],
+        &["rate_iops_min", "negative"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--rate_cycle=soon"],
+        &["rate_cycle", "not a whole number"],
+    );
+    refuses(
+        p,
+        &[
+            "--name=a",
+            "--size=1m",
+            "--rate_iops=100",
+            "--rate_iops_min=200",
+        ],
+        &["rate_iops_min (200) is above rate_iops (100)"],
+    );
+    refuses(
+        p,
         &["--name=a", "--size=1m", "--output-format=xml"],
         &["'xml' is not a format"],
     );

@@ -468,6 +468,12 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
                 o.rate_min[d], o.rate[d]
             ));
         }
+        if o.rate_iops[d] > 0 && o.rate_iops_min[d] > o.rate_iops[d] {
+            return Err(format!(
+                "rate_iops_min ({}) is above rate_iops ({}): the job could never meet it",
+                o.rate_iops_min[d], o.rate_iops[d]
+            ));
+        }
     }
     if o.ss.is_some() && o.ss_dur.is_none() {
         return Err(

@@ -415,6 +415,12 @@ pub struct JobOptions {
     pub rate_iops: [u64; 3],
     #[serde(with = "crate::units::serde_directions")]
     pub rate_min: [u64; 3],
+    #[serde(default, with = "crate::units::serde_directions")]
+    pub rate_iops_min: [u64; 3],
+    /// fio's rate_cycle: the window, in ms, over which rate_min and rate_iops_min are
+    /// averaged once the first 2 s are over.
+    #[serde(default = "fio_default_rate_cycle_ms")]
+    pub rate_cycle_ms: u64,
     pub rate_process: RateProcess,
     #[serde(
         rename = "thinktime_s",
@@ -592,6 +598,10 @@ pub(crate) fn yes() -> bool {
     true
 }
 
+fn fio_default_rate_cycle_ms() -> u64 {
+    1000
+}
+
 fn default_cpuchunks() -> u64 {
     50_000
 }
@@ -684,6 +694,8 @@ impl Default for JobOptions {
             rate: [0; 3],
             rate_iops: [0; 3],
             rate_min: [0; 3],
+            rate_iops_min: [0; 3],
+            rate_cycle_ms: fio_default_rate_cycle_ms(),
             rate_process: RateProcess::Linear,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
@@ -838,6 +850,9 @@ const OPTIONS: &[&str] = &[
     "rate_iops",
     "rate_min",
     "ratemin",
+    "rate_iops_min",
+    "rate_cycle",
+    "ratecycle",
     "rate_process",
     "thinktime",
     "thinktime_spin",
@@ -1593,6 +1608,13 @@ impl JobOptions {
             }
             "rate_min" | "ratemin" => {
                 self.rate_min = per_direction(key, need(key, value)?, self.rate_min, size)?
+            }
+            "rate_iops_min" => {
+                self.rate_iops_min =
+                    per_direction(key, need(key, value)?, self.rate_iops_min, parse_int)?
+            }
+            "rate_cycle" | "ratecycle" => {
+                self.rate_cycle_ms = parse_int(need(key, value)?).map_err(|e| bad(key, e))?
             }
             "rate_process" => {
                 self.rate_process = match need(key, value)?.trim().to_ascii_lowercase().as_str() {

@@ -139,6 +139,7 @@ pub(super) fn run_block_io(
         ramping: ramp_ns > 0,
         results: Default::default(),
         tally: Default::default(),
+        rate_floor_marks: [None; 3],
         issued_total: [0; 3],
         issued_bytes: [0; 3],
         rate_next_ns: [now; 3],

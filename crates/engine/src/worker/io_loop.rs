@@ -58,6 +58,8 @@ pub(super) struct Loop<'a> {
     pub(super) ramping: bool,
     pub(super) results: [DirectionResult; 3],
     pub(super) tally: [Tally; 3],
+    /// Where each direction's rate_min / rate_iops_min window began.
+    pub(super) rate_floor_marks: [Option<super::monitors::RateMark>; 3],
     pub(super) issued_total: [u64; 3],
     pub(super) issued_bytes: [u64; 3],
     pub(super) rate_next_ns: [u64; 3],
@@ -169,6 +171,7 @@ impl Loop<'_> {
         self.end_ns = self.o.runtime.map(|r| now + r.as_nanos() as u64);
         self.results = Default::default();
         self.tally = Default::default();
+        self.rate_floor_marks = [None; 3];
         self.sync.reset();
         if let Some(p) = &mut self.prio_latency {
             p.reset();
@@ -652,8 +655,12 @@ impl Loop<'_> {
             .as_ref()
             .filter(|v| v.backlog > 0)
             .map(|_| AlignedBuf::new(max_bs));
+        let floors = self.has_rate_floor();
         let mut now = self.clock.now_ns();
         loop {
+            if floors {
+                self.check_rate_floor(now);
+            }
             if self.should_stop(now) {
                 break;
             }
@@ -729,7 +736,11 @@ impl Loop<'_> {
                     now = self.clock.now_ns();
                 }
             }
-            self.think();
+            // The pause took time: the next turn asks whether the runtime is over at its
+            // end, as fio's loop does, not at the I/O before it.
+            if self.think() {
+                now = self.clock.now_ns();
+            }
         }
         Ok(())
     }
@@ -779,8 +790,12 @@ impl Loop<'_> {
         let mut paced: Option<(Planned, Option<u64>)> = None;
         let mut quiesce = false;
 
+        let floors = self.has_rate_floor();
         loop {
             let now = self.clock.now_ns();
+            if issuing && floors {
+                self.check_rate_floor(now);
+            }
             if issuing && self.should_stop(now) {
                 issuing = false;
             }

@@ -7,6 +7,17 @@ use sinkrate_model::SteadyStateResult;
 
 use super::*;
 
+/// fio's settle period: rate_min and rate_iops_min are not checked in a job's first 2 s.
+const RATE_SETTLE_NS: u64 = 2 * NS_PER_S;
+
+/// Where a rate_min window began: when, and the direction's completed bytes and I/Os then.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RateMark {
+    at_ns: u64,
+    bytes: u64,
+    ios: u64,
+}
+
 /// Bandwidth/IOPS sampling period: fio's 500 ms, or log_avg_msec when that is shorter.
 pub(super) fn sample_period_ns(o: &JobOptions) -> u64 {
     o.bw_sample_period_ns()
@@ -153,28 +164,57 @@ impl Loop<'_> {
         if self.o.ss.is_some() && now >= self.ss_next_ns {
             self.steady_state_tick(now);
         }
-        self.check_rate_min(now);
     }
 
-    pub(super) fn check_rate_min(&mut self, now: u64) {
+    /// Whether the job has a floor (rate_min, rate_iops_min) in any direction.
+    pub(super) fn has_rate_floor(&self) -> bool {
+        self.o.rate_min != [0; 3] || self.o.rate_iops_min != [0; 3]
+    }
+
+    /// rate_min and rate_iops_min as fio checks them, once per turn of the I/O loop (after
+    /// the last completions and thinktime, before the next I/O): nothing in the first 2 s
+    /// (fio's settle period), then the first turn with I/O done in a direction marks the
+    /// start of a window, and each turn at least rate_cycle later measures the rate over the
+    /// window (whole bytes or I/Os per second over whole milliseconds, as fio's) and starts
+    /// the next. A job that slows down fails within a window, whatever it did before.
+    pub(super) fn check_rate_floor(&mut self, now: u64) {
         let o = self.o;
-        let elapsed = now - self.start_ns;
-        if elapsed < NS_PER_S {
+        if self.ramping
+            || now.saturating_sub(self.start_ns) < RATE_SETTLE_NS
+            || self.error.is_some()
+        {
             return;
         }
-        for (d, active) in o.rw.active().into_iter().enumerate() {
-            if active && o.rate_min[d] > 0 {
-                let rate = self.tally[d].bytes as f64 * 1e9 / elapsed as f64;
-                if rate < o.rate_min[d] as f64 && self.error.is_none() {
-                    self.error = Some((
-                        libc::EIO,
-                        format!(
-                            "bandwidth {:.0} B/s fell below rate_min={} B/s",
-                            rate, o.rate_min[d]
-                        ),
-                    ));
+        for d in 0..3 {
+            let (bytes_min, iops_min) = (o.rate_min[d], o.rate_iops_min[d]);
+            let (bytes, ios) = (self.tally[d].bytes, self.tally[d].ios);
+            if (bytes_min == 0 && iops_min == 0) || bytes == 0 {
+                continue;
+            }
+            if let Some(mark) = self.rate_floor_marks[d] {
+                let spent_ms = (now - mark.at_ns) / 1_000_000;
+                if spent_ms < o.rate_cycle_ms || spent_ms == 0 {
+                    continue;
+                }
+                let failed = if bytes_min > 0 {
+                    let got = (bytes - mark.bytes) * 1000 / spent_ms;
+                    (got < bytes_min)
+                        .then(|| format!("rate_min={bytes_min}B/s not met, got {got}B/s"))
+                } else {
+                    let got = (ios - mark.ios) * 1000 / spent_ms;
+                    (got < iops_min)
+                        .then(|| format!("rate_iops_min={iops_min} not met, got {got} IOPS"))
+                };
+                if let Some(text) = failed {
+                    self.error = Some((libc::EIO, text));
+                    return;
                 }
             }
+            self.rate_floor_marks[d] = Some(RateMark {
+                at_ns: now,
+                bytes,
+                ios,
+            });
         }
     }
 

@@ -80,14 +80,16 @@ impl Loop<'_> {
         true
     }
 
-    pub(super) fn think(&mut self) {
+    /// thinktime after an I/O (every thinktime_blocks); whether it paused. The pause is
+    /// whole, as fio's: one that runs past the runtime's end ends the job at its end.
+    pub(super) fn think(&mut self) -> bool {
         let o = self.o;
         if o.thinktime.is_zero() {
-            return;
+            return false;
         }
         self.blocks_since_think += 1;
         if self.blocks_since_think < o.thinktime_blocks {
-            return;
+            return false;
         }
         self.blocks_since_think = 0;
         let spin = o.thinktime_spin.min(o.thinktime).as_nanos() as u64;
@@ -99,5 +101,6 @@ impl Loop<'_> {
             let until = self.clock.now_ns() + rest;
             self.clock.sleep_until(until);
         }
+        true
     }
 }
