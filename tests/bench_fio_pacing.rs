@@ -130,9 +130,12 @@ fn rate_min_fails_a_job_that_cannot_hold_it_as_fio_does() {
         (fio, ours)
     };
     let error = |out: &std::process::Output| -> serde_json::Value {
-        let text = String::from_utf8_lossy(&out.stdout);
-        let v: serde_json::Value =
-            serde_json::from_str(&text[text.find('{').expect("JSON")..]).expect("JSON");
+        let v = common::json_after_text(&out.stdout);
+        assert!(
+            !v.is_null(),
+            "no JSON: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         v["jobs"][0]["error"].clone()
     };
     // 4 KiB every 100 ms is 40 KB/s, far under a floor of 1 MiB/s: both end the job with
@@ -249,9 +252,12 @@ fn rate_floors_are_checked_per_rate_cycle_after_fios_settle_period() {
             .args(*own)
             .output()
             .expect("runs");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap_or(0)..])
-            .unwrap_or_else(|e| panic!("{who} {own:?}: {e}: {text}"));
+        let v = common::json_after_text(&out.stdout);
+        assert!(
+            !v.is_null(),
+            "{who} {own:?}: no JSON: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         let job = &v["jobs"][0];
         (
             out.status.code(),

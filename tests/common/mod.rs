@@ -567,7 +567,8 @@ pub fn json_documents(text: &[u8]) -> Vec<serde_json::Value> {
 }
 
 /// `f` on every item, `workers` at a time (each worker takes the next item left), the
-/// results in the items' order: for checks that compare counts or contents, never timing.
+/// results in the items' order: for checks that compare counts or contents, or times in
+/// tenths of a second of jobs that sleep nearly all the time; never percent-tight pacing.
 pub fn each_at_once<T: Sync, R: Send>(
     items: &[T],
     workers: usize,

@@ -50,7 +50,8 @@ impl FlowMember {
 
     /// Whether the next I/O must wait; when it may go, it is counted.
     pub fn held_back(&mut self) -> bool {
-        let total = self.group.issued.load(Ordering::Relaxed).max(1);
+        // Never 0: it starts at one and a leaver takes out only what it put in.
+        let total = self.group.issued.load(Ordering::Relaxed);
         let weights = self.group.total_weight.load(Ordering::Relaxed).max(1);
         let own_share = self.issued as f64 / total as f64;
         let weight_share = self.weight as f64 / weights as f64;
