@@ -336,3 +336,120 @@ fn a_pause_past_the_runtime_ends_the_job_as_fios_does() {
         assert!((1150..1300).contains(&ms), "{who}: {ms} ms");
     }
 }
+
+/// The I/Os of a latency log (`think_lat.1.log`) grouped into the bursts between thinktime
+/// pauses: how many in each, by a gap of more than half the 100 ms pause between them.
+fn bursts(dir: &Path) -> Vec<usize> {
+    let times: Vec<u64> = std::fs::read_to_string(dir.join("think_lat.1.log"))
+        .expect("the latency log")
+        .lines()
+        .map(|l| {
+            l.split(',')
+                .next()
+                .and_then(|t| t.trim().parse().ok())
+                .expect("a time")
+        })
+        .collect();
+    let mut out = vec![];
+    let mut last = None;
+    for t in times {
+        match last {
+            Some(l) if t - l <= 50 => *out.last_mut().expect("a burst") += 1,
+            _ => out.push(1),
+        }
+        last = Some(t);
+    }
+    out
+}
+
+/// thinktime as fio's I/O loop has it, on queued engines too: the pause is due once per
+/// turn of the loop, thinktime_blocks after the count at the last pause (completed or
+/// issued I/Os), waits for the I/Os in flight, and the I/Os that complete during that wait
+/// count toward the next pause; thinktime_iotime pauses after that long of I/O. Each job
+/// pauses 100 ms; the bursts of I/O between the pauses, from each tool's latency log, are
+/// the same in both. The engine's reaping shapes them: fio takes one completion per reap by
+/// default (iodepth_batch_complete_max is iodepth_batch_complete_min), and so does sinkrate.
+#[test]
+fn thinktime_pauses_where_fios_loop_pauses() {
+    if !fio_or_skip("thinktime_pauses_where_fios_loop_pauses") {
+        return;
+    }
+    let cases: [&[&str]; 5] = [
+        // Four I/Os queued before the first completes, then one per pause: 4, 1, 1, ...
+        &["--ioengine=libaio", "--iodepth=4"],
+        // Completions counted: 7 (three more complete while the queue drains), then 4s.
+        &["--ioengine=libaio", "--iodepth=4", "--thinktime_blocks=4"],
+        &[
+            "--ioengine=libaio",
+            "--iodepth=4",
+            "--thinktime_blocks=4",
+            "--thinktime_blocks_type=issue",
+        ],
+        // 5, 1, 4, 1, 4, ...
+        &["--ioengine=io_uring", "--iodepth=4", "--thinktime_blocks=2"],
+        // By time: 400 ms of 50 IOPS first (fio 3.33's first cycle adds the pause's
+        // length), then 300 ms from each pause's end, which begins with the 5 writes the
+        // rate owes for the pause: 21, 21, 14.
+        &[
+            "--ioengine=psync",
+            "--thinktime_iotime=300ms",
+            "--rate_iops=50",
+        ],
+    ];
+    let runs: Vec<(usize, bool)> = (0..cases.len())
+        .flat_map(|c| [(c, true), (c, false)])
+        .collect();
+    let seen = common::each_at_once(&runs, runs.len(), |&(c, fio)| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut args = vec![
+            "--name=think",
+            "--rw=write",
+            "--bs=4k",
+            "--size=16m",
+            "--thinktime=100ms",
+            "--time_based",
+            "--runtime=1100ms",
+            "--write_lat_log=think",
+        ];
+        args.extend(cases[c]);
+        if fio {
+            fio_json(dir.path(), &args);
+        } else {
+            sinkrate_json(dir.path(), &args);
+        }
+        bursts(dir.path())
+    });
+    let expected_start: [&[usize]; 5] = [
+        &[4, 1, 1, 1],
+        &[7, 4, 4, 4],
+        &[4, 4, 4, 4],
+        &[5, 1, 4, 1],
+        &[21, 21],
+    ];
+    for (c, case) in cases.iter().enumerate() {
+        let (theirs, ours) = (&seen[2 * c], &seen[2 * c + 1]);
+        let starts = expected_start[c];
+        // The block rules are counts, the same in every run; the last burst and, by time,
+        // each burst's edge can move by an I/O with the machine's timing.
+        let head = |b: &[usize]| b[..starts.len().min(b.len())].to_vec();
+        if c < 4 {
+            assert_eq!(head(theirs), starts, "{case:?}: fio's bursts {theirs:?}");
+            assert_eq!(
+                head(ours),
+                starts,
+                "{case:?}: sinkrate's bursts {ours:?}, fio's {theirs:?}"
+            );
+        } else {
+            for (who, b) in [("fio", theirs), ("sinkrate", ours)] {
+                assert!(
+                    b.len() == 3 && b[0].abs_diff(21) <= 1 && b[1].abs_diff(21) <= 2,
+                    "{case:?}: {who}'s bursts {b:?} (fio's {theirs:?})"
+                );
+            }
+        }
+        assert!(
+            theirs.len().abs_diff(ours.len()) <= 1,
+            "{case:?}: fio's bursts {theirs:?}, sinkrate's {ours:?}"
+        );
+    }
+}

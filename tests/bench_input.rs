@@ -56,6 +56,11 @@ fn bad_values_on_the_command_line() {
     );
     refuses(
         p,
+        &["--name=a", "--size=1m", "--thinktime_iotime=soon"],
+        &["thinktime_iotime"],
+    );
+    refuses(
+        p,
         &[
             "--name=a",
             "--size=1m",

@@ -434,7 +434,18 @@ pub struct JobOptions {
         with = "crate::units::serde_seconds::seconds"
     )]
     pub thinktime_spin: Duration,
-    pub thinktime_blocks: u64,
+    /// fio's thinktime_blocks: the pause comes after this many blocks. Not given, it is 1,
+    /// unless thinktime_iotime is given: then only the time rule pauses (as fio's).
+    #[serde(default)]
+    pub thinktime_blocks: Option<u64>,
+    /// fio's thinktime_iotime: the pause also comes after this long of I/O.
+    #[serde(
+        default,
+        rename = "thinktime_iotime_s",
+        alias = "thinktime_iotime",
+        with = "crate::units::serde_seconds::seconds"
+    )]
+    pub thinktime_iotime: Duration,
     pub thinktime_blocks_type: ThinktimeBlocksType,
     #[serde(
         rename = "max_latency_s",
@@ -699,7 +710,8 @@ impl Default for JobOptions {
             rate_process: RateProcess::Linear,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
-            thinktime_blocks: 1,
+            thinktime_blocks: None,
+            thinktime_iotime: Duration::ZERO,
             thinktime_blocks_type: ThinktimeBlocksType::Complete,
             max_latency: None,
             latency_target: None,
@@ -857,6 +869,7 @@ const OPTIONS: &[&str] = &[
     "thinktime",
     "thinktime_spin",
     "thinktime_blocks",
+    "thinktime_iotime",
     "thinktime_blocks_type",
     "max_latency",
     "latency_target",
@@ -1633,9 +1646,14 @@ impl JobOptions {
                 self.thinktime_spin = usecs(need(key, value)?).map_err(|e| bad(key, e))?
             }
             "thinktime_blocks" => {
-                self.thinktime_blocks = parse_int(need(key, value)?)
-                    .map_err(|e| bad(key, e))?
-                    .max(1)
+                self.thinktime_blocks = Some(
+                    parse_int(need(key, value)?)
+                        .map_err(|e| bad(key, e))?
+                        .max(1),
+                )
+            }
+            "thinktime_iotime" => {
+                self.thinktime_iotime = secs(need(key, value)?).map_err(|e| bad(key, e))?
             }
             "thinktime_blocks_type" => {
                 self.thinktime_blocks_type =
@@ -1852,6 +1870,14 @@ mod tests {
         assert_eq!(o.runtime, Some(Duration::from_secs(120)));
         apply(&mut o, "thinktime", Some("66")).expect("thinktime");
         assert_eq!(o.thinktime, Duration::from_micros(66));
+        // fio's unit for thinktime_iotime is the second.
+        apply(&mut o, "thinktime_iotime", Some("9")).expect("thinktime_iotime");
+        assert_eq!(o.thinktime_iotime, Duration::from_secs(9));
+        apply(&mut o, "thinktime_iotime", Some("300ms")).expect("thinktime_iotime");
+        assert_eq!(o.thinktime_iotime, Duration::from_millis(300));
+        assert_eq!(o.thinktime_blocks, None);
+        apply(&mut o, "thinktime_blocks", Some("0")).expect("thinktime_blocks");
+        assert_eq!(o.thinktime_blocks, Some(1));
         apply(&mut o, "rate_iops", Some("15")).expect("rate_iops");
         assert_eq!(o.rate_iops, [15; 3]);
         apply(&mut o, "rate", Some(",10m")).expect("rate");

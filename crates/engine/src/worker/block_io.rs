@@ -153,7 +153,7 @@ pub(super) fn run_block_io(
             .map(|c| super::range_sync::RangeSync::new(c, setup.files.len())),
         sync_file_ranges: 0,
         sync: LatencyRecorder::new(),
-        blocks_since_think: 0,
+        think: super::pacing::ThinkCounts::new(o, now),
         next_sample_ns: now + sample_period_ns(o),
         last_sample_ns: now,
         ss_samples: Vec::new(),

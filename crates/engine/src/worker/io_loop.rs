@@ -4,7 +4,6 @@
 use std::sync::atomic::Ordering;
 
 use sinkrate_jobspec::error_policy::ErrorKind;
-use sinkrate_jobspec::options::ThinktimeBlocksType;
 use sinkrate_jobspec::JobOptions;
 use sinkrate_model::{
     batch_bucket, iodepth_bucket, DirectionResult, LatencyTargetResult, SteadyStateResult,
@@ -75,7 +74,7 @@ pub(super) struct Loop<'a> {
     /// sync_file_range calls made (their latency is in `sync`, as fio counts it).
     pub(super) sync_file_ranges: u64,
     pub(super) sync: LatencyRecorder,
-    pub(super) blocks_since_think: u64,
+    pub(super) think: super::pacing::ThinkCounts,
     pub(super) next_sample_ns: u64,
     pub(super) last_sample_ns: u64,
     pub(super) ss_samples: Vec<f64>,
@@ -738,7 +737,7 @@ impl Loop<'_> {
             }
             // The pause took time: the next turn asks whether the runtime is over at its
             // end, as fio's loop does, not at the I/O before it.
-            if self.think() {
+            if self.think_after_sync_io() {
                 now = self.clock.now_ns();
             }
         }
@@ -773,11 +772,12 @@ impl Loop<'_> {
         let mut free: Vec<usize> = (0..depth).rev().collect();
         let mut batch: Vec<usize> = Vec::with_capacity(depth);
         let mut completions: Vec<Completion> = Vec::with_capacity(depth);
-        // fio's iodepth_batch_complete_max: 0 means "as many as are ready".
-        let reap_max = match self.o.iodepth_batch_complete_max {
-            0 => depth,
-            n => n as usize,
-        };
+        // fio's iodepth_batch_complete_max: not given (or below the minimum), it is
+        // iodepth_batch_complete_min, so by default one completion is taken per reap and
+        // the queue is refilled one I/O at a time, as fio's.
+        let reap_max = (self.o.iodepth_batch_complete_max)
+            .max(self.o.iodepth_batch_complete_min)
+            .max(1) as usize;
         let batch_submit = (self.o.iodepth_batch_submit.max(1) as usize).min(depth);
         let mut inflight = 0usize;
         let mut issuing = true;
@@ -789,9 +789,16 @@ impl Loop<'_> {
         // the queue is draining for it.
         let mut paced: Option<(Planned, Option<u64>)> = None;
         let mut quiesce = false;
+        // A thinktime pause due (the count it was due at): the queue drains, then it pauses.
+        let mut think_due: Option<u64> = None;
 
         let floors = self.has_rate_floor();
         loop {
+            if inflight == 0 {
+                if let Some(count) = think_due.take() {
+                    self.think_pause(count);
+                }
+            }
             let now = self.clock.now_ns();
             if issuing && floors {
                 self.check_rate_floor(now);
@@ -807,7 +814,10 @@ impl Loop<'_> {
                     issuing = false;
                 }
             }
-            while issuing && inflight + batch.len() < depth.min(self.depth_cap as usize) {
+            while issuing
+                && think_due.is_none()
+                && inflight + batch.len() < depth.min(self.depth_cap as usize)
+            {
                 if self.flow.as_mut().is_some_and(|f| f.held_back()) {
                     held = true;
                     break;
@@ -870,11 +880,11 @@ impl Loop<'_> {
                 match backend.submit(&req) {
                     Ok(Submitted::Queued) => {
                         batch.push(slot);
-                        if self.o.thinktime_blocks_type == ThinktimeBlocksType::Issue {
-                            self.think();
-                        }
+                        self.think_issued();
                     }
                     Ok(Submitted::Done(n)) => {
+                        self.think_issued();
+                        self.think_completed();
                         let done = self.clock.now_ns();
                         free.push(slot);
                         self.trace_stages(&["complete"], &p, bufs[slot].as_slice().as_ptr());
@@ -907,6 +917,8 @@ impl Loop<'_> {
                 if self.should_stop(self.clock.now_ns()) {
                     issuing = false;
                 }
+                // As fio's loop: one I/O per turn, then the thinktime check.
+                think_due = self.think_due();
             }
             if !batch.is_empty() {
                 if let Err(e) = self.commit(backend, &mut batch, &mut slots, &mut inflight) {
@@ -928,7 +940,7 @@ impl Loop<'_> {
             // As fio does: reap only once the queue is full (or no more I/O will be issued),
             // which keeps the device at the requested depth. A rate-limited job also looks
             // for completions without waiting, so its latencies are not held back.
-            let min = if held || quiesce {
+            let min = if held || quiesce || think_due.is_some() {
                 inflight
             } else if !issuing || full {
                 (self.o.iodepth_batch_complete_min.max(1) as usize).min(inflight)
@@ -965,9 +977,10 @@ impl Loop<'_> {
                     issuing = false;
                 }
                 self.count_write_for_sync(&p);
-                if self.o.thinktime_blocks_type == ThinktimeBlocksType::Complete {
-                    self.think();
-                }
+                self.think_completed();
+            }
+            if think_due.is_none() {
+                think_due = self.think_due();
             }
         }
         match failure {
