@@ -972,3 +972,55 @@ fn offset_increment_gives_each_clone_its_stripe_as_fio_does() {
         }
     }
 }
+
+/// The distributions in the JSON are fio's shares, floors included: a depth bucket that
+/// was used shows at least 0.1% (fio's stat_calc_dist), a latency bucket that holds any
+/// I/O at least 0.01% (stat_calc_lat), so a queue's first I/O at depth 1 among a second of
+/// depth 8 is 0.1 in both tools, not a share of a few millionths.
+#[test]
+fn distributions_keep_fios_floors() {
+    if !fio_or_skip("distributions_keep_fios_floors") {
+        return;
+    }
+    let job = [
+        "--name=floors",
+        "--filename=data",
+        "--size=32m",
+        "--ioengine=io_uring",
+        "--iodepth=8",
+        "--rw=randread",
+        "--bs=4k",
+        "--invalidate=0",
+        "--time_based",
+        "--runtime=1",
+    ];
+    let runs = common::each_at_once(&[true, false], 2, |&fio| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        if fio {
+            fio_json(dir.path(), &job)
+        } else {
+            sinkrate_json(dir.path(), &job)
+        }
+    });
+    for (who, v) in [("fio", &runs[0]), ("sinkrate", &runs[1])] {
+        let j = &v["jobs"][0];
+        assert_eq!(j["iodepth_level"]["1"].as_f64(), Some(0.1), "{who}: {j}");
+        for (map, floor) in [
+            ("iodepth_level", 0.1),
+            ("iodepth_submit", 0.1),
+            ("iodepth_complete", 0.1),
+            ("latency_ns", 0.01),
+            ("latency_us", 0.01),
+            ("latency_ms", 0.01),
+        ] {
+            let shares = j[map].as_object().expect("a distribution");
+            for (bucket, share) in shares {
+                let s = share.as_f64().expect("a share");
+                assert!(
+                    s == 0.0 || s >= floor,
+                    "{who}: {map}[{bucket}] = {s}, under fio's floor {floor}"
+                );
+            }
+        }
+    }
+}

@@ -141,7 +141,9 @@ impl LatencyRecorder {
         }
     }
 
-    /// Share of latencies in fio's buckets: see [`FIO_LATENCY_BUCKETS`].
+    /// Share of latencies in fio's buckets: see [`FIO_LATENCY_BUCKETS`]. As fio's
+    /// stat_calc_lat, a bucket holding any latency shows at least 0.01%, so a rare slow
+    /// I/O is not printed as 0.00%.
     pub fn bucket_distribution(&self) -> Vec<(LatencyBucket, f64)> {
         let total = self.count.max(1) as f64;
         let mut out = Vec::with_capacity(FIO_LATENCY_BUCKETS.len());
@@ -151,10 +153,9 @@ impl LatencyRecorder {
                 Some(upper) => self.count_at_or_below(upper),
                 None => self.count,
             };
-            out.push((
-                bucket,
-                100.0 * below.saturating_sub(below_prev) as f64 / total,
-            ));
+            let n = below.saturating_sub(below_prev);
+            let share = 100.0 * n as f64 / total;
+            out.push((bucket, if n > 0 { share.max(0.01) } else { share }));
             below_prev = below;
         }
         out
@@ -428,6 +429,24 @@ mod tests {
         assert_eq!(share(BucketUnit::Millis, ">=2000"), 25.0);
         let total: f64 = d.iter().map(|(_, s)| s).sum();
         assert!((total - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_rare_latency_shows_as_fios_floor_of_a_hundredth_of_a_percent() {
+        let mut r = LatencyRecorder::new();
+        for _ in 0..99_999 {
+            r.record(3_000);
+        }
+        r.record(30_000);
+        let d = r.bucket_distribution();
+        let share = |label: &str| {
+            d.iter()
+                .find(|(b, _)| b.unit == BucketUnit::Micros && b.label == label)
+                .map(|(_, s)| *s)
+        };
+        assert_eq!(share("50"), Some(0.01));
+        assert_eq!(share("100"), Some(0.0));
+        assert_eq!(share("4"), Some(99.999));
     }
 
     #[test]

@@ -137,12 +137,17 @@ pub(super) fn account_one_at_a_time(
     outcome.result.iodepth_level = [100.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
 }
 
+/// A depth histogram in percent, as fio's stat_calc_dist: a bucket that was ever used shows
+/// at least 0.1%.
 pub(super) fn shares(h: &[u64; 7]) -> [f64; 7] {
     let total: u64 = h.iter().sum();
     let mut out = [0.0; 7];
     if total > 0 {
         for (o, v) in out.iter_mut().zip(h) {
             *o = 100.0 * *v as f64 / total as f64;
+            if *v > 0 {
+                *o = o.max(0.1);
+            }
         }
     }
     out
