@@ -1024,3 +1024,90 @@ fn distributions_keep_fios_floors() {
         }
     }
 }
+
+/// A job block's lines as fio's text lays them out, numbers and units masked: each line's
+/// head (before its first `:`), repeated heads once. sinkrate's own lines (its flush
+/// account) are left out.
+fn text_heads(stdout: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(stdout);
+    let mut heads: Vec<String> = vec![];
+    let mut inside = false;
+    for line in text.lines() {
+        if line.contains("(groupid=") {
+            inside = true;
+            continue;
+        }
+        if line.starts_with("Run status group") {
+            break;
+        }
+        if !inside || line.trim_start().starts_with("flush ") {
+            continue;
+        }
+        let head = line.split(':').next().unwrap_or_default();
+        let masked: String = head
+            .replace("nsec", "U")
+            .replace("usec", "U")
+            .replace("msec", "U")
+            .replace("KiB", "U")
+            .replace("MiB", "U")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let masked = if masked.starts_with('|') {
+            "|".to_string()
+        } else {
+            masked
+        };
+        if heads.last() != Some(&masked) || masked == "|" {
+            heads.push(masked);
+        }
+    }
+    heads
+}
+
+/// The text output's layout as fio's, line by line (heads compared, numbers masked): the
+/// latency lines in the unit fio's rules pick, percentile tables as many to a line as
+/// fio's, the latency buckets five to a line, then the fsync block with its percentiles.
+#[test]
+fn text_output_lays_out_a_job_as_fio_does() {
+    if !fio_or_skip("text_output_lays_out_a_job_as_fio_does") {
+        return;
+    }
+    let job = [
+        "--name=text",
+        "--filename=data",
+        "--size=8m",
+        "--rw=write",
+        "--bs=4k",
+        "--fsync=64",
+        "--time_based",
+        "--runtime=1",
+    ];
+    let runs = common::each_at_once(&[true, false], 2, |&fio| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cmd = if fio {
+            std::process::Command::new("fio")
+        } else {
+            let mut c = std::process::Command::new(common::sinkrate_path());
+            c.args(["bench", "--eta=never"]);
+            c
+        };
+        let out = cmd
+            .current_dir(dir.path())
+            .args(job)
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    });
+    let (theirs, ours) = (text_heads(&runs[0]), text_heads(&runs[1]));
+    assert!(
+        theirs.contains(&"sync percentiles (U)".to_string()),
+        "{theirs:?}"
+    );
+    assert_eq!(ours, theirs, "sinkrate's lines against fio's");
+}

@@ -4,21 +4,27 @@ use sinkrate_jobspec::priority::ioprio_name;
 use std::fmt::Write;
 
 use sinkrate_model::{BenchRun, DirectionResult, JobResult, IODEPTH_LABELS, IODEPTH_SUBMIT_LABELS};
-use sinkrate_stats::{BucketUnit, LatencyRecorder};
+use sinkrate_stats::{BucketUnit, LatencyRecorder, LatencySummary};
 
 use crate::fio_json::ctime;
 use crate::format::{count, iec, ms, si};
 use crate::groups::apply_group_reporting;
 
-/// Unit fio picks for a latency block, from its minimum: nsec below 10 us, usec below
-/// 10 ms, else msec.
-fn unit_for(min_ns: u64) -> (&'static str, f64) {
-    if min_ns < 10_000 {
-        ("nsec", 1.0)
-    } else if min_ns < 10_000_000 {
-        ("usec", 1e3)
+/// The unit fio's display_lat picks for a min/max/avg/stdev line: msec when all four are
+/// above a million ns, usec when all four are above a thousand, else nsec.
+fn unit_for(s: &LatencySummary) -> (&'static str, u64) {
+    let above = |limit: u64| {
+        s.min_ns > limit
+            && s.max_ns > limit
+            && s.mean_ns > limit as f64
+            && s.stddev_ns > limit as f64
+    };
+    if above(1_000_000) {
+        ("msec", 1_000_000)
+    } else if above(1_000) {
+        ("usec", 1_000)
     } else {
-        ("msec", 1e6)
+        ("nsec", 1)
     }
 }
 
@@ -27,36 +33,46 @@ fn latency_line(out: &mut String, label: &str, rec: &LatencyRecorder) {
     if s.count == 0 {
         return;
     }
-    let (unit, div) = unit_for(s.min_ns);
+    let (unit, div) = unit_for(&s);
+    // min and max in whole units, cut as fio's integer division cuts them.
     let _ = writeln!(
         out,
         "{label} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
-        (s.min_ns as f64 / div).round() as u64,
-        (s.max_ns as f64 / div).round() as u64,
-        s.mean_ns / div,
-        s.stddev_ns / div
+        s.min_ns / div,
+        s.max_ns / div,
+        s.mean_ns / div as f64,
+        s.stddev_ns / div as f64
     );
 }
 
+/// A percentile table as fio's show_clat_percentiles lays it out: the unit from the
+/// smallest and largest value shown (usec once they pass 2 us and 100 us, msec once they
+/// pass 2 ms and 100 ms), each value rounded up to the unit, columns as wide as the largest
+/// value (at least 5), and as many per line as fit in 73 characters.
 fn percentile_table(out: &mut String, label: &str, rec: &LatencyRecorder, list: &[f64]) {
     let s = rec.summary(list);
     if s.count == 0 || list.is_empty() {
         return;
     }
-    let (unit, div) = unit_for(s.min_ns);
+    let lowest = s.percentiles_ns.iter().map(|(_, v)| *v).min().unwrap_or(0);
+    let highest = s.percentiles_ns.iter().map(|(_, v)| *v).max().unwrap_or(0);
+    let (unit, div) = if lowest > 2_000_000 && highest > 99_999_999 {
+        ("msec", 1_000_000)
+    } else if lowest > 2_000 && highest > 99_999 {
+        ("usec", 1_000)
+    } else {
+        ("nsec", 1)
+    };
     let _ = writeln!(out, "    {label} percentiles ({unit}):");
     let values: Vec<(f64, u64)> = s
         .percentiles_ns
         .iter()
-        .map(|(p, v)| (*p, (*v as f64 / div).round() as u64))
+        .map(|(p, v)| (*p, v.div_ceil(div)))
         .collect();
-    let width = values
-        .iter()
-        .map(|(_, v)| v.to_string().len())
-        .max()
-        .unwrap_or(1)
-        .max(5);
-    let rows: Vec<&[(f64, u64)]> = values.chunks(4).collect();
+    let width = (highest / div).to_string().len().max(5);
+    // fio's per_line with its default precision of 2: " %5.2fth=[%Nllu]," per cell.
+    let per_line = (73 / (2 + 10 + width)).max(1);
+    let rows: Vec<&[(f64, u64)]> = values.chunks(per_line).collect();
     for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> = row
             .iter()
@@ -126,19 +142,25 @@ fn direction_block(
         } else {
             100.0
         };
+        // fio's line: KiB/s, or MiB/s once the mean passes 1 GiB/s; numbers padded to 5.
+        let (unit, div) = if b.mean > 1024.0 * 1024.0 * 1024.0 {
+            ("MiB", 1024.0 * 1024.0)
+        } else {
+            ("KiB", 1024.0)
+        };
         let _ = writeln!(
             out,
-            "   bw (  KiB/s): min={}, max={}, per={per:.2}%, avg={:.2}, stdev={:.2}, samples={}",
-            (b.min / 1024.0).round() as u64,
-            (b.max / 1024.0).round() as u64,
-            b.mean / 1024.0,
-            b.stddev / 1024.0,
+            "   bw ({unit:>5}/s): min={:5}, max={:5}, per={per:.2}%, avg={:5.2}, stdev={:5.2}, samples={}",
+            (b.min / div).round() as u64,
+            (b.max / div).round() as u64,
+            b.mean / div,
+            b.stddev / div,
             b.samples
         );
         let i = d.iops_summary();
         let _ = writeln!(
             out,
-            "   iops        : min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
+            "   iops        : min={:5}, max={:5}, avg={:5.2}, stdev={:5.2}, samples={}",
             i.min.round() as u64,
             i.max.round() as u64,
             i.mean,
@@ -166,8 +188,9 @@ fn buckets(out: &mut String, job: &JobResult) {
             .filter(|(b, share)| b.unit == unit && *share >= 0.01)
             .map(|(b, share)| format!("{}={share:.2}%", b.label))
             .collect();
-        if !cells.is_empty() {
-            let _ = writeln!(out, "  lat ({label})   : {}", cells.join(", "));
+        // Five to a line, as fio's show_lat.
+        for line in cells.chunks(5) {
+            let _ = writeln!(out, "  lat ({label})   : {}", line.join(", "));
         }
     }
 }
@@ -233,10 +256,6 @@ pub fn render(run: &BenchRun) -> String {
                 crate::fio_json::PercentileLists::of(o),
             );
         }
-        if job.sync.count() > 0 {
-            let _ = writeln!(out, "  fsync/fdatasync/sync_file_range:");
-            latency_line(&mut out, "    sync", &job.sync);
-        }
         if job.files_done > 0 {
             let _ = writeln!(
                 out,
@@ -258,6 +277,12 @@ pub fn render(run: &BenchRun) -> String {
             );
         }
         buckets(&mut out, job);
+        // After the latency buckets, with its percentiles, as fio prints it.
+        if job.sync.count() > 0 {
+            let _ = writeln!(out, "  fsync/fdatasync/sync_file_range:");
+            latency_line(&mut out, "    sync", &job.sync);
+            percentile_table(&mut out, "sync", &job.sync, &o.percentile_list);
+        }
         let _ = writeln!(
             out,
             "  cpu          : usr={:.2}%, sys={:.2}%, ctx={}, majf={}, minf={}",
@@ -388,5 +413,53 @@ fn group_status(out: &mut String, jobs: &[(JobResult, u32)]) {
                 ms(max_rt)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(min_ns: u64, max_ns: u64, mean_ns: f64, stddev_ns: f64) -> LatencySummary {
+        LatencySummary {
+            count: 1,
+            min_ns,
+            max_ns,
+            mean_ns,
+            stddev_ns,
+            percentiles_ns: vec![],
+        }
+    }
+
+    /// Lines fio 3.33 printed: its unit is usec only when all four figures pass 1,000 ns.
+    #[test]
+    fn latency_units_follow_fios_rule() {
+        // "clat (usec): min=3, max=3266, avg=26.25, stdev=25.02"
+        assert_eq!(
+            unit_for(&summary(3_074, 3_266_000, 26_250.0, 25_020.0)).0,
+            "usec"
+        );
+        // "slat (nsec): min=741, max=78987, avg=1833.65, stdev=2456.32"
+        assert_eq!(
+            unit_for(&summary(741, 78_987, 1_833.65, 2_456.32)).0,
+            "nsec"
+        );
+        assert_eq!(unit_for(&summary(3_000_000, 9_000_000, 5e6, 2e6)).0, "msec");
+        assert_eq!(unit_for(&summary(3_000_000, 9_000_000, 5e6, 2e5)).0, "usec");
+    }
+
+    #[test]
+    fn percentile_rows_hold_as_many_as_fios() {
+        let mut rec = LatencyRecorder::new();
+        for v in [3_000u64, 40_000, 5_000_000_000] {
+            rec.record(v);
+        }
+        let mut out = String::new();
+        percentile_table(&mut out, "clat", &rec, &[1.0, 5.0, 10.0, 20.0, 30.0, 99.0]);
+        let lines: Vec<&str> = out.lines().collect();
+        // Up to 5 s in usec: 7 digits wide, three to a line (fio's (80 - 7) / (12 + 7)).
+        assert_eq!(lines[0], "    clat percentiles (usec):");
+        assert_eq!(lines.len(), 3, "{out}");
+        assert_eq!(lines[1].matches("th=[").count(), 3, "{out}");
     }
 }
