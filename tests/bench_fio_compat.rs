@@ -1085,14 +1085,7 @@ fn text_output_lays_out_a_job_as_fio_does() {
     ];
     let runs = common::each_at_once(&[true, false], 2, |&fio| {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut cmd = if fio {
-            std::process::Command::new("fio")
-        } else {
-            let mut c = std::process::Command::new(common::sinkrate_path());
-            c.args(["bench", "--eta=never"]);
-            c
-        };
-        let out = cmd
+        let out = common::bench_command(fio)
             .current_dir(dir.path())
             .args(job)
             .output()

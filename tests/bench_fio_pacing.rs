@@ -239,14 +239,7 @@ fn rate_floors_are_checked_per_rate_cycle_after_fios_settle_period() {
     // directory; a window's bounds are a tenth of a second wide, far above the noise.
     let outcomes = common::each_at_once(&cases, cases.len(), |(who, own, _, _)| {
         let d = tempfile::tempdir().expect("tempdir");
-        let mut cmd = if *who == "fio" {
-            std::process::Command::new("fio")
-        } else {
-            let mut c = std::process::Command::new(common::sinkrate_path());
-            c.args(["bench", "--eta=never"]);
-            c
-        };
-        let out = cmd
+        let out = common::bench_command(*who == "fio")
             .current_dir(d.path())
             .args(base)
             .args(*own)

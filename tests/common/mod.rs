@@ -369,6 +369,18 @@ pub fn fio_path() -> PathBuf {
     PathBuf::from("fio")
 }
 
+/// A plain command for one side of a side-by-side run: `fio`, or `sinkrate bench
+/// --eta=never`; the job's arguments follow.
+pub fn bench_command(fio: bool) -> Command {
+    if fio {
+        Command::new(fio_path())
+    } else {
+        let mut c = Command::new(sinkrate_path());
+        c.args(["bench", "--eta=never"]);
+        c
+    }
+}
+
 /// An emulated slow device (`sinkrate emulate`), mounted on a temporary directory and torn
 /// down on drop, also when the test panics.
 pub struct SlowDev {
