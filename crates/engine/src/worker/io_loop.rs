@@ -775,7 +775,9 @@ impl Loop<'_> {
         // fio's iodepth_batch_complete_max: not given (or below the minimum), it is
         // iodepth_batch_complete_min, so by default one completion is taken per reap and
         // the queue is refilled one I/O at a time, as fio's.
-        let reap_max = (self.o.iodepth_batch_complete_max)
+        let reap_max = self
+            .o
+            .iodepth_batch_complete_max
             .max(self.o.iodepth_batch_complete_min)
             .max(1) as usize;
         let batch_submit = (self.o.iodepth_batch_submit.max(1) as usize).min(depth);
