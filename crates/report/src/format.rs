@@ -1,66 +1,58 @@
 //! Number formatting in fio's style.
 
-/// fio's num2str: at most four significant digits before the unit (8192k, 31.5k, 512).
+/// An I/O rate as fio's text prints it: its num2str at four characters (8192k, 31.5k,
+/// 78.0k, 512), of the whole number fio computes.
 pub fn count(v: f64) -> String {
-    let units = ["", "k", "M", "G", "T"];
-    let mut x = v;
-    let mut i = 0;
-    while x >= 10_000.0 && i < units.len() - 1 {
-        x /= 1000.0;
-        i += 1;
-    }
-    if i == 0 {
-        return format!("{}", x.round() as u64);
-    }
-    trimmed(x, units[i])
+    num2str(v.max(0.0) as u64, 4, false)
 }
 
-fn trimmed(x: f64, unit: &str) -> String {
-    let digits = if x >= 1000.0 {
-        0
-    } else if x >= 100.0 {
-        1
-    } else if x >= 10.0 {
-        2
-    } else {
-        3
+/// fio's num2str: `num` in at most `maxlen` characters (the decimal point included) before
+/// a prefix, SI (k, M, G: steps of 1000) or IEC (Ki, Mi, Gi: steps of 1024); what is cut
+/// off rounds the last digit kept, as fio's carry does. Written out because fio's rounding
+/// (one decimal when two characters are left, none when fewer) is what its users read, and
+/// no formatting crate has it.
+pub fn num2str(num: u64, maxlen: usize, pow2: bool) -> String {
+    const SI: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+    const IEC: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    let (prefixes, thousand) = if pow2 { (IEC, 1024) } else { (SI, 1000) };
+    let mut num = num;
+    let mut prefix = 0;
+    let mut cut: Option<u64> = None;
+    while num.to_string().len() > maxlen && prefix < prefixes.len() - 1 {
+        cut = Some(num % thousand);
+        num /= thousand;
+        prefix += 1;
+    }
+    let Some(modulo) = cut else {
+        return format!("{num}{}", prefixes[prefix]);
     };
-    let digits = digits.min(2);
-    let s = format!("{x:.digits$}");
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    };
-    format!("{s}{unit}")
+    let digits = num.to_string().len();
+    if maxlen <= digits + 1 {
+        if modulo >= thousand / 2 {
+            num += 1;
+        }
+        return format!("{num}{}", prefixes[prefix]);
+    }
+    let fraction = format!(
+        "{:.*}",
+        maxlen - digits - 1,
+        modulo as f64 / thousand as f64
+    );
+    if fraction.starts_with('1') {
+        num += 1;
+    }
+    format!("{num}{}{}", &fraction[1..], prefixes[prefix])
 }
 
-/// Bytes with IEC units and three significant digits: 64.0MiB, 31.2GiB, 512B.
+/// Bytes as fio's text prints them, IEC: four characters before the unit (64.0MiB,
+/// 1861MiB, 31.2GiB, 512B).
 pub fn iec(v: f64) -> String {
-    scaled(v, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB", "PiB"])
+    format!("{}B", num2str(v.max(0.0) as u64, 4, true))
 }
 
-/// Bytes with SI units: 67.1MB.
+/// Bytes with SI units, as fio's: 67.1MB, 1951MB.
 pub fn si(v: f64) -> String {
-    scaled(v, 1000.0, &["B", "kB", "MB", "GB", "TB", "PB"])
-}
-
-fn scaled(v: f64, base: f64, units: &[&str]) -> String {
-    let mut x = v;
-    let mut i = 0;
-    while x >= base && i < units.len() - 1 {
-        x /= base;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{}{}", x.round() as u64, units[0])
-    } else if x >= 100.0 {
-        format!("{x:.0}{}", units[i])
-    } else if x >= 10.0 {
-        format!("{x:.1}{}", units[i])
-    } else {
-        format!("{x:.2}{}", units[i])
-    }
+    format!("{}B", num2str(v.max(0.0) as u64, 4, false))
 }
 
 /// Milliseconds from nanoseconds, rounded as fio rounds runtimes.
@@ -77,9 +69,21 @@ mod tests {
         assert_eq!(count(8_192_000.0), "8192k");
         assert_eq!(count(31_500.0), "31.5k");
         assert_eq!(count(512.0), "512");
+        // fio 3.33's "IOPS=78.0k" and "IOPS=77.6k" for 77,997 and 77,638 I/Os a second.
+        assert_eq!(count(77_997.0), "78.0k");
+        assert_eq!(count(77_638.0), "77.6k");
+        assert_eq!(count(175_215.0), "175k");
+        // Latency extremes at six characters: a 3,014,625 ns maximum is "3014.6k".
+        assert_eq!(num2str(3_014_625, 6, false), "3014.6k");
+        assert_eq!(num2str(173_348, 6, false), "173348");
+        assert_eq!(num2str(99_999_999, 6, false), "100000k");
         assert_eq!(iec(67_108_864.0), "64.0MiB");
         assert_eq!(si(67_108_864.0), "67.1MB");
         assert_eq!(iec(33_554_432_000.0), "31.2GiB");
+        // fio 3.33's "BW=1861MiB/s (1951MB/s)" for 1,951,000,000 bytes a second.
+        assert_eq!(iec(1_951_000_000.0), "1861MiB");
+        assert_eq!(si(1_951_000_000.0), "1951MB");
+        assert_eq!(iec(512.0), "512B");
         assert_eq!(ms(2_400_000), 2);
     }
 }

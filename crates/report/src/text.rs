@@ -7,7 +7,7 @@ use sinkrate_model::{BenchRun, DirectionResult, JobResult, IODEPTH_LABELS, IODEP
 use sinkrate_stats::{BucketUnit, LatencyRecorder, LatencySummary};
 
 use crate::fio_json::ctime;
-use crate::format::{count, iec, ms, si};
+use crate::format::{count, iec, ms, num2str, si};
 use crate::groups::apply_group_reporting;
 
 /// The unit fio's display_lat picks for a min/max/avg/stdev line: msec when all four are
@@ -34,12 +34,13 @@ fn latency_line(out: &mut String, label: &str, rec: &LatencyRecorder) {
         return;
     }
     let (unit, div) = unit_for(&s);
-    // min and max in whole units, cut as fio's integer division cuts them.
+    // min and max in whole units, cut as fio's integer division cuts them, in six
+    // characters (num2str); mean and stdev padded to five, as fio's "%5.02f".
     let _ = writeln!(
         out,
-        "{label} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
-        s.min_ns / div,
-        s.max_ns / div,
+        "{label} ({unit}): min={}, max={}, avg={:5.2}, stdev={:5.2}",
+        num2str(s.min_ns / div, 6, false),
+        num2str(s.max_ns / div, 6, false),
         s.mean_ns / div as f64,
         s.stddev_ns / div as f64
     );
@@ -96,12 +97,19 @@ fn direction_block(
     let bw = d.bw_bytes_per_s();
     let _ = writeln!(
         out,
-        "  {name}: IOPS={}, BW={}/s ({}/s)({}/{}msec)",
+        "  {name}: IOPS={}, BW={}/s ({}/s)({}/{}msec){}",
         count(d.iops()),
         iec(bw),
         si(bw),
         iec(d.io_bytes as f64),
-        ms(d.runtime_ns)
+        ms(d.runtime_ns),
+        // fio's zoned-device account on its write and trim lines; sinkrate refuses
+        // zonemode=zbd, so it never resets a zone.
+        if name == "read" {
+            ""
+        } else {
+            "; 0 zone resets"
+        }
     );
     latency_line(out, "    slat", &d.slat);
     latency_line(out, "    clat", &d.clat);
@@ -400,7 +408,7 @@ fn group_status(out: &mut String, jobs: &[(JobResult, u32)]) {
             let hi = dirs.iter().map(|d| d.bw_bytes_per_s()).fold(0.0, f64::max);
             let _ = writeln!(
                 out,
-                "  {label:>6}: bw={}/s ({}/s), {}/s-{}/s ({}/s-{}/s), io={} ({}), run={}-{}msec",
+                "{label:>7}: bw={}/s ({}/s), {}/s-{}/s ({}/s-{}/s), io={} ({}), run={}-{}msec",
                 iec(agg),
                 si(agg),
                 iec(lo),
