@@ -28,17 +28,27 @@ fn serial(test: &str, f: impl FnOnce()) {
     );
 }
 
-fn start(args: &[&str]) -> Child {
-    Command::new(sinkrate_path())
+/// A sinkrate run, in a directory of its own: check leaves its report where it runs, and
+/// that must not be the clone the tests run from.
+struct Running {
+    child: Child,
+    _cwd: tempfile::TempDir,
+}
+
+fn start(args: &[&str]) -> Running {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let child = Command::new(sinkrate_path())
+        .current_dir(cwd.path())
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("sinkrate starts")
+        .expect("sinkrate starts");
+    Running { child, _cwd: cwd }
 }
 
-fn finish(child: Child) -> (Option<i32>, serde_json::Value, String) {
-    let out = child.wait_with_output().expect("sinkrate ends");
+fn finish(run: Running) -> (Option<i32>, serde_json::Value, String) {
+    let out = run.child.wait_with_output().expect("sinkrate ends");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let json = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("valid JSON on stdout ({e}); stderr: {stderr}"));
