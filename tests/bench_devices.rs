@@ -63,11 +63,7 @@ fn mounted_devices_are_refused_through_every_path() {
                 .arg(format!("--filename={}", part.display()))
                 .output()
                 .expect("runs");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            common::succeeded(&out);
         },
     );
 }
@@ -94,11 +90,7 @@ fn signatures_are_refused_unless_forced() {
                 .arg(format!("--filename={}", dev.path.display()))
                 .output()
                 .expect("runs");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            common::succeeded(&out);
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
             assert_eq!(v["jobs"][0]["write"]["io_bytes"], 4 << 20);
             assert_eq!(v["targets"][0]["is_block_device"], true);
@@ -110,11 +102,7 @@ fn signatures_are_refused_unless_forced() {
                 .arg(format!("--filename={}", blank.path.display()))
                 .output()
                 .expect("runs");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            common::succeeded(&out);
         },
     );
 }

@@ -1090,11 +1090,7 @@ fn text_output_lays_out_a_job_as_fio_does() {
             .args(job)
             .output()
             .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::succeeded(&out);
         out.stdout
     });
     let (theirs, ours) = (text_heads(&runs[0]), text_heads(&runs[1]));

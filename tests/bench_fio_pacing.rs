@@ -333,19 +333,9 @@ fn a_pause_past_the_runtime_ends_the_job_as_fios_does() {
 /// The I/Os of a latency log (`think_lat.1.log`) grouped into the bursts between thinktime
 /// pauses: how many in each, by a gap of more than half the 100 ms pause between them.
 fn bursts(dir: &Path) -> Vec<usize> {
-    let times: Vec<u64> = std::fs::read_to_string(dir.join("think_lat.1.log"))
-        .expect("the latency log")
-        .lines()
-        .map(|l| {
-            l.split(',')
-                .next()
-                .and_then(|t| t.trim().parse().ok())
-                .expect("a time")
-        })
-        .collect();
     let mut out = vec![];
     let mut last = None;
-    for t in times {
+    for t in common::logged_times(dir, "think", 1) {
         match last {
             Some(l) if t - l <= 50 => *out.last_mut().expect("a burst") += 1,
             _ => out.push(1),

@@ -796,11 +796,7 @@ fn status_interval_reports_the_results_so_far_as_fio_does() {
             .arg("--output=st.json")
             .output()
             .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::succeeded(&out);
         fio.join().expect("fio")
     });
     let docs = common::json_documents(&std::fs::read(d.path().join("st.json")).expect("st.json"));

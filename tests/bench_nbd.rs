@@ -62,11 +62,7 @@ fn nbdkit_run(dir: &Path, plugin: &[&str], script: &str) -> std::process::Output
         .args(["--run", script])
         .output()
         .expect("nbdkit runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     out
 }
 

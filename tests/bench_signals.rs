@@ -78,11 +78,7 @@ fn existing_files_are_never_removed() {
         ])
         .output()
         .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     assert_eq!(
         std::fs::read(d.path().join("mine.dat"))
             .expect("still there")

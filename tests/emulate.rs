@@ -103,11 +103,7 @@ fn down_works_after_nbdkit_is_killed() {
         let listed = emulate(&["list"]);
         assert!(String::from_utf8_lossy(&listed.stdout).contains("nbdkit gone"));
         let out = emulate(&["down", &dev.path().to_string_lossy()]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::succeeded(&out);
         drop(dev);
         assert_eq!(machine_state(), before);
     });

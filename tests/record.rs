@@ -692,11 +692,7 @@ fn find_max_brackets_the_cards_rate() {
             ])
             .output()
             .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::succeeded(&out);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
         let raw = v["raw_direct_write_bytes_per_s"]
             .as_f64()

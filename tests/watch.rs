@@ -37,11 +37,7 @@ fn json_has_the_summary_and_the_timeline() {
         "--output-format",
         "json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["schema"], "sinkrate.run/1");
     assert_eq!(v["kind"], "watch");
@@ -207,11 +203,7 @@ fn throttling_on_a_slow_card_is_seen_and_a_setting_recommended() {
                 "conv=fsync",
                 "status=none",
             ]);
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            common::succeeded(&out);
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
             let s = &v["summary"];
             assert!(

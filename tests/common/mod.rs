@@ -506,16 +506,34 @@ pub fn fio_or_skip(test: &str) -> bool {
 /// The offset of every I/O of job `job`, in order, from a `log_offset=1` latency log
 /// (`PREFIX_lat.JOB.log`, fio's and sinkrate's alike).
 pub fn logged_offsets(dir: &Path, prefix: &str, job: u32) -> Vec<u64> {
+    logged_column(dir, prefix, job, 4)
+}
+
+/// The time (ms) of every I/O of job `job`, in order, from a latency log.
+pub fn logged_times(dir: &Path, prefix: &str, job: u32) -> Vec<u64> {
+    logged_column(dir, prefix, job, 0)
+}
+
+fn logged_column(dir: &Path, prefix: &str, job: u32, column: usize) -> Vec<u64> {
     std::fs::read_to_string(dir.join(format!("{prefix}_lat.{job}.log")))
         .expect("the latency log")
         .lines()
         .map(|l| {
-            l.split(", ")
-                .nth(4)
-                .and_then(|c| c.parse().ok())
-                .expect("an offset")
+            l.split(',')
+                .nth(column)
+                .and_then(|c| c.trim().parse().ok())
+                .unwrap_or_else(|| panic!("column {column} of '{l}'"))
         })
         .collect()
+}
+
+/// A run that must have succeeded: its standard error is the failure's message.
+pub fn succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A refusal's output: exit 2 and exactly one `sinkrate: error:` line, which is returned.
