@@ -71,7 +71,9 @@ pub fn interrupt_flag() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>>
 }
 
 fn run() -> Result<ExitCode> {
-    let (clap_args, job_options) = cli::bench_args::split(std::env::args().collect());
+    // args_os: a path need not be UTF-8 (std::env::args would panic on one).
+    let (clap_args, job_options) =
+        cli::bench_args::split(std::env::args_os().collect()).map_err(anyhow::Error::msg)?;
     if let Some(e) = cli::negative_value(&clap_args) {
         return Err(anyhow::anyhow!(e));
     }

@@ -645,3 +645,325 @@ fn a_bad_mount_option_gets_the_kernels_reason() {
         },
     );
 }
+
+// ---- Safety, second pass: each case below harmed a user's files before it was fixed. ----
+
+/// `sinkrate ARGS` run in `cwd`, to its end.
+fn sinkrate_in(cwd: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(sinkrate_path())
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("sinkrate runs")
+}
+
+#[test]
+fn the_sweep_removes_only_the_file_the_killed_run_made() {
+    // A run killed in X left rec/...cam0.bin; a run in Y, whose own rec/...cam0.bin is the
+    // user's, must remove X's leftover and never Y's file of the same relative name.
+    let x = tempfile::tempdir().expect("tempdir");
+    let y = tempfile::tempdir().expect("tempdir");
+    for d in [x.path(), y.path()] {
+        std::fs::create_dir(d.join("rec")).expect("mkdir");
+    }
+    std::fs::create_dir(y.path().join("o")).expect("mkdir");
+    let users = y.path().join("rec/sinkrate-record-cam0.bin");
+    std::fs::write(&users, b"the user's own recording").expect("write");
+    let leftover = x.path().join("rec/sinkrate-record-cam0.bin");
+    let mut child = Command::new(sinkrate_path())
+        .current_dir(x.path())
+        .args([
+            "record",
+            "--dir",
+            "rec",
+            "--duration",
+            "20s",
+            "--live",
+            "never",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("record starts");
+    let started = std::time::Instant::now();
+    while !leftover.exists() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the recording never began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The file's identity is journaled right after it is created.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let out = sinkrate_in(
+        y.path(),
+        &[
+            "record",
+            "--dir",
+            "o",
+            "--duration",
+            "1s",
+            "--write-mode",
+            "null",
+            "--live",
+            "never",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        std::fs::read(&users).expect("the user's file is still there"),
+        b"the user's own recording",
+        "{err}"
+    );
+    assert!(
+        !leftover.exists(),
+        "the killed run's file is removed: {err}"
+    );
+}
+
+#[test]
+fn a_leftover_replaced_by_another_file_is_left_alone() {
+    // The killed run's file was removed and a user's file took its name since: not removed.
+    let d = tempfile::tempdir().expect("tempdir");
+    let name = d.path().join("k.0.0");
+    let mut child = Command::new(sinkrate_path())
+        .args([
+            "bench",
+            "--eta=never",
+            "--name=k",
+            "--rw=write",
+            "--bs=64k",
+            "--size=64m",
+        ])
+        .arg("--rate=4m")
+        .arg(format!("--directory={}", d.path().display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("bench starts");
+    let started = std::time::Instant::now();
+    while !name.exists() {
+        assert!(started.elapsed().as_secs() < 30, "the job never began");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    // The user's file takes the name while the run's still exists (no inode to reuse).
+    let theirs = d.path().join("theirs");
+    std::fs::write(&theirs, b"user data").expect("write");
+    std::fs::rename(&theirs, &name).expect("rename");
+    let (_, _, err) = sinkrate(&["emulate", "list"]);
+    assert_eq!(
+        std::fs::read(&name).expect("still there"),
+        b"user data",
+        "{err}"
+    );
+}
+
+#[test]
+fn a_default_report_name_planted_in_tmp_is_never_written_through() {
+    with_root(
+        "a_default_report_name_planted_in_tmp_is_never_written_through",
+        &[],
+        || {
+            // The current directory is read-only, so check's report goes to TMPDIR, a sticky
+            // shared directory where another user planted the names check would choose.
+            let base = tempfile::tempdir().expect("tempdir");
+            let tmp = base.path().join("tmp");
+            let ro = base.path().join("ro");
+            let storage = base.path().join("storage");
+            for d in [&tmp, &ro, &storage] {
+                std::fs::create_dir(d).expect("mkdir");
+            }
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+            common::run(
+                "mount",
+                &["-t", "tmpfs", "-o", "ro", "ro", ro.to_str().expect("utf8")],
+            );
+            let _unmount = common::Unmount(ro.clone());
+            let victim = base.path().join("victim");
+            std::fs::write(&victim, b"the victim's file").expect("write");
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_secs() as i64;
+            for s in 0..120 {
+                let stamp = chrono::DateTime::from_timestamp(now + s, 0)
+                    .expect("time")
+                    .format("%Y%m%d-%H%M%S");
+                let link = tmp.join(format!("sinkrate-check-{stamp}.json"));
+                std::os::unix::fs::symlink(&victim, &link).expect("plant");
+                std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).expect("lchown");
+            }
+            let _protected = common::Sysctl::set("/proc/sys/fs/protected_symlinks", "0");
+            let out = Command::new(sinkrate_path())
+                .current_dir(&ro)
+                .env("TMPDIR", &tmp)
+                .args(["check", "--quick"])
+                .arg(&storage)
+                .output()
+                .expect("check runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                std::fs::read(&victim).expect("read"),
+                b"the victim's file",
+                "{text}{err}"
+            );
+            assert!(matches!(out.status.code(), Some(0 | 1)), "{text}{err}");
+            let reports: Vec<String> = common::files_in(&tmp)
+                .into_iter()
+                .filter(|n| n.ends_with("-2.json"))
+                .collect();
+            assert_eq!(reports.len(), 1, "{text}{err}");
+            assert!(text.contains(&reports[0]), "the table names it: {text}");
+        },
+    );
+}
+
+#[test]
+fn recordings_started_together_never_share_a_file() {
+    // Pairs started at the same instant into one directory: the first's kept recording is
+    // never written by the second nor removed by its cleanup, and never do both succeed.
+    let dirs: Vec<tempfile::TempDir> = (0..4)
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+    let runs: Vec<(std::process::Child, std::process::Child)> = dirs
+        .iter()
+        .map(|d| {
+            let keep = start_recording(d.path(), "2s", &["--keep"]);
+            let other = start_recording(d.path(), "2s", &[]);
+            (keep, other)
+        })
+        .collect();
+    for ((keep, other), d) in runs.into_iter().zip(&dirs) {
+        let keep = keep.wait_with_output().expect("waits");
+        let other = other.wait_with_output().expect("waits");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&keep.stderr),
+            String::from_utf8_lossy(&other.stderr)
+        );
+        assert!(
+            !(keep.status.success() && other.status.success()),
+            "both recorded into one file: {said}"
+        );
+        let file = d.path().join("sinkrate-record-cam0.bin");
+        if keep.status.success() {
+            let v: serde_json::Value = serde_json::from_slice(&keep.stdout).expect("json");
+            let bytes = v["streams"][0]["bytes_written"].as_u64().expect("bytes");
+            assert_eq!(
+                std::fs::metadata(&file).map(|m| m.len()).ok(),
+                Some(bytes),
+                "the kept recording is whole: {said}"
+            );
+        } else {
+            assert!(
+                String::from_utf8_lossy(&keep.stderr).contains("exists"),
+                "{said}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_path_that_is_not_utf8_is_used_or_refused_never_a_panic() {
+    use std::ffi::{OsStr, OsString};
+    use std::os::unix::ffi::OsStrExt;
+    let d = tempfile::tempdir().expect("tempdir");
+    let bad = d.path().join(OsStr::from_bytes(b"bad\xffname"));
+    std::fs::create_dir(&bad).expect("mkdir");
+    let at = |name: &str| -> OsString { bad.join(name).into_os_string() };
+    let missing = d
+        .path()
+        .join(OsStr::from_bytes(b"gone\xfe"))
+        .into_os_string();
+    let flag = |f: &str, p: &OsString| -> OsString {
+        let mut s = OsString::from(f);
+        s.push(p);
+        s
+    };
+    // Every path-taking flag, given a path that does not exist or a directory's new file.
+    let cases: Vec<Vec<OsString>> = vec![
+        vec!["report".into(), missing.clone()],
+        vec!["compare".into(), missing.clone(), missing.clone()],
+        vec!["audit".into(), missing.clone()],
+        vec!["check".into(), missing.clone()],
+        vec!["verify".into(), missing.clone()],
+        vec!["bench".into(), missing.clone()],
+        vec![
+            "bench".into(),
+            "--name=x".into(),
+            flag("--directory=", &missing),
+            "--size=1m".into(),
+        ],
+        vec![
+            "watch".into(),
+            "--duration".into(),
+            "1s".into(),
+            "--output".into(),
+            at("w.json"),
+            "--csv".into(),
+            at("w.csv"),
+            "--prometheus".into(),
+            at("w.prom"),
+        ],
+        vec![
+            "record".into(),
+            "--dir".into(),
+            bad.clone().into_os_string(),
+            "--duration".into(),
+            "1s".into(),
+            "--live".into(),
+            "never".into(),
+            "--output-format".into(),
+            "json".into(),
+            "--output".into(),
+            at("r.json"),
+            "--frames-log".into(),
+            at("f.csv"),
+            "--report".into(),
+            at("r.html"),
+        ],
+        vec![
+            "bench".into(),
+            "--name=x".into(),
+            "--ioengine=null".into(),
+            "--size=1m".into(),
+            "--output".into(),
+            at("b.json"),
+        ],
+    ];
+    for args in &cases {
+        let out = Command::new(sinkrate_path())
+            .args(args)
+            .output()
+            .expect("sinkrate runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(0 | 2)) && !err.contains("panicked"),
+            "{args:?}: {:?} {err}",
+            out.status.code()
+        );
+        if out.status.code() == Some(2) {
+            assert_eq!(
+                err.lines()
+                    .filter(|l| l.starts_with("sinkrate: error:"))
+                    .count(),
+                1,
+                "{args:?}: one line: {err}"
+            );
+        }
+    }
+    // The recording ran and every output is there under its own name.
+    let mut made = common::files_in(&bad);
+    made.sort();
+    assert_eq!(
+        made,
+        ["b.json", "f.csv", "r.html", "r.json", "w.csv", "w.json", "w.prom"]
+    );
+}

@@ -2,6 +2,8 @@
 //! know in advance. This splits the arguments: flags clap defines go to clap, every other
 //! `--key[=value]` is a fio job option.
 
+use std::ffi::OsString;
+
 use clap::CommandFactory;
 
 use super::Cli;
@@ -24,17 +26,22 @@ fn bench_flags() -> Vec<(String, bool)> {
     out
 }
 
-/// Splits `argv` (program name first). Returns the arguments for clap and the fio options.
-pub fn split(argv: Vec<String>) -> (Vec<String>, Vec<String>) {
+/// Splits `argv` (program name first). Returns the arguments for clap (paths stay as the
+/// system gave them, UTF-8 or not) and the fio options; a fio option that is not UTF-8 is
+/// an error naming it (fio's job grammar is text).
+pub fn split(argv: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>), String> {
     let Some(pos) = argv.iter().position(|a| a == "bench") else {
-        return (argv, Vec::new());
+        return Ok((argv, Vec::new()));
     };
     // Only when "bench" is the subcommand (the first non-flag argument).
-    if argv[1..pos].iter().any(|a| !a.starts_with('-')) {
-        return (argv, Vec::new());
+    if argv[1..pos]
+        .iter()
+        .any(|a| !a.as_encoded_bytes().starts_with(b"-"))
+    {
+        return Ok((argv, Vec::new()));
     }
     let flags = bench_flags();
-    let mut clap_args: Vec<String> = argv[..=pos].to_vec();
+    let mut clap_args: Vec<OsString> = argv[..=pos].to_vec();
     let mut job_options = Vec::new();
     let mut rest = argv[pos + 1..].iter();
     while let Some(arg) = rest.next() {
@@ -43,7 +50,8 @@ pub fn split(argv: Vec<String>) -> (Vec<String>, Vec<String>) {
             clap_args.extend(rest.by_ref().cloned());
             break;
         }
-        if let Some(body) = arg.strip_prefix("--") {
+        let lossy = arg.to_string_lossy();
+        if let Some(body) = lossy.strip_prefix("--") {
             let name = body.split('=').next().unwrap_or("");
             match flags.iter().find(|(f, _)| f == name) {
                 Some((_, takes_value)) => {
@@ -54,21 +62,28 @@ pub fn split(argv: Vec<String>) -> (Vec<String>, Vec<String>) {
                         }
                     }
                 }
-                None => job_options.push(arg.clone()),
+                None => match arg.to_str() {
+                    Some(option) => job_options.push(option.to_string()),
+                    None => {
+                        return Err(format!(
+                            "{lossy}: the value is not valid UTF-8 (fio's options are text; rename the path, or use a job file's directory= with a UTF-8 name)"
+                        ))
+                    }
+                },
             }
         } else {
             clap_args.push(arg.clone());
         }
     }
-    (clap_args, job_options)
+    Ok((clap_args, job_options))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
+    fn s(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
     }
 
     #[test]
@@ -83,7 +98,8 @@ mod tests {
             "--time_based",
             "--output=x.json",
             "--parse-only",
-        ]));
+        ]))
+        .expect("text");
         assert_eq!(
             c,
             s(&[
@@ -96,12 +112,12 @@ mod tests {
                 "--parse-only"
             ])
         );
-        assert_eq!(j, s(&["--rw=write", "--time_based"]));
+        assert_eq!(j, ["--rw=write", "--time_based"]);
     }
 
     #[test]
     fn other_commands_are_untouched() {
-        let (c, j) = split(s(&["sinkrate", "completions", "bash"]));
+        let (c, j) = split(s(&["sinkrate", "completions", "bash"])).expect("text");
         assert_eq!(c, s(&["sinkrate", "completions", "bash"]));
         assert!(j.is_empty());
     }

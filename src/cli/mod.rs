@@ -990,10 +990,16 @@ pub fn first_line(text: &str) -> String {
 /// A negative number given as a flag's value (`--fps -5`), which clap would report as an
 /// unknown argument: the flag and what it takes instead. Arguments after `--` belong to
 /// another program (watch's command) or are checked on their own (check's record flags).
-pub fn negative_value(args: &[String]) -> Option<String> {
-    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+pub fn negative_value<A: AsRef<std::ffi::OsStr>>(args: &[A]) -> Option<String> {
+    let end = args
+        .iter()
+        .position(|a| a.as_ref() == "--")
+        .unwrap_or(args.len());
     args[..end].windows(2).find_map(|pair| {
-        let (flag, value) = (&pair[0], &pair[1]);
+        let (flag, value) = (
+            pair[0].as_ref().to_string_lossy(),
+            pair[1].as_ref().to_string_lossy(),
+        );
         let negative = value
             .strip_prefix('-')
             .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'));

@@ -56,22 +56,18 @@ fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
     Ok(session)
 }
 
-fn report_path(args: &CheckArgs) -> PathBuf {
-    if let Some(p) = &args.output {
-        return p.clone();
-    }
-    let stamp =
-        chrono::DateTime::from_timestamp_millis(sinkrate_engine::host::unix_ms_now() as i64)
-            .map(|t| t.format("%Y%m%d-%H%M%S").to_string())
-            .unwrap_or_default();
-    let name = format!("sinkrate-check-{stamp}.json");
+/// Where the report goes when no --output names it: the current directory, or the
+/// temporary directory when that is not writable (a read-only root on a board). The name is
+/// created exclusively there (see `output::new_file`), so a name someone else planted in a
+/// shared directory is never written through.
+fn default_report_dir() -> PathBuf {
     let cwd_writable = std::env::current_dir()
         .ok()
         .is_some_and(|d| crate::writable(&d));
     if cwd_writable {
-        PathBuf::from(name)
+        PathBuf::new()
     } else {
-        std::env::temp_dir().join(name)
+        std::env::temp_dir()
     }
 }
 
@@ -96,7 +92,6 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         quick: args.quick,
         recording,
     };
-    let report = report_path(&args);
     let stop = crate::interrupt_flag()?;
     let progress = crate::progress::TimeBar::new(
         "sinkrate check",
@@ -117,10 +112,28 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         Err(CheckError::Recording(e)) => return Err(super::record::refusal(e)),
         Err(e) => return Err(anyhow!(e)),
     };
-    run.result.report_file = Some(report.display().to_string());
+    let report = match &args.output {
+        Some(p) => {
+            run.result.report_file = Some(p.display().to_string());
+            sinkrate_sys::output::result(p, &Json.export(&run)?)
+                .with_context(|| format!("writing the report {}", p.display()))?;
+            p.clone()
+        }
+        None => {
+            let stamp = chrono::DateTime::from_timestamp_millis(
+                sinkrate_engine::host::unix_ms_now() as i64,
+            )
+            .map(|t| t.format("%Y%m%d-%H%M%S").to_string())
+            .unwrap_or_default();
+            let dir = default_report_dir();
+            sinkrate_sys::output::new_file(&dir, &format!("sinkrate-check-{stamp}"), "json", |p| {
+                run.result.report_file = Some(p.display().to_string());
+                Json.export(&run).map_err(std::io::Error::other)
+            })
+            .with_context(|| format!("writing the report in {}", dir.display()))?
+        }
+    };
     let json = Json.export(&run)?;
-    sinkrate_sys::output::result(&report, &json)
-        .with_context(|| format!("writing the report {}", report.display()))?;
     let body = match args.output_format {
         OutputFormat::Json => json,
         OutputFormat::Text => CheckText {

@@ -628,3 +628,35 @@ pub fn each_at_once<T: Sync, R: Send>(
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
 }
+
+/// Unmounts its path when dropped (lazily, so a failed test still cleans up).
+pub struct Unmount(pub PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A /proc/sys setting changed for one test and put back when dropped.
+pub struct Sysctl {
+    path: PathBuf,
+    before: String,
+}
+
+impl Sysctl {
+    pub fn set(path: &str, value: &str) -> Sysctl {
+        let before = std::fs::read_to_string(path).expect("read the setting");
+        std::fs::write(path, value).expect("write the setting");
+        Sysctl {
+            path: PathBuf::from(path),
+            before,
+        }
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, self.before.trim());
+    }
+}

@@ -14,6 +14,8 @@ pub struct SharedFiles {
     /// Directories the run made for its files (as fio makes a file's missing directories),
     /// in the order they were made.
     made_dirs: Mutex<Vec<PathBuf>>,
+    /// Files the run has created so far (the first job to open a file creates it).
+    created: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 #[derive(Debug)]
@@ -41,6 +43,7 @@ impl SharedFiles {
         SharedFiles {
             users: Mutex::new(users),
             made_dirs: Mutex::new(Vec::new()),
+            created: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -66,6 +69,38 @@ impl SharedFiles {
             }
         }
         Ok(())
+    }
+
+    /// Creates `path`, a file the plan found absent, unless a job of this run already did:
+    /// exclusively (a file or symlink that appeared at the name since the plan is never
+    /// opened), listed among the run's own files when `owned` (the run removes it).
+    pub fn create(&self, path: &Path, owned: bool) -> std::io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut created = self
+            .created
+            .lock()
+            .map_err(|_| std::io::Error::other("file list poisoned"))?;
+        if created.contains(path) {
+            return Ok(());
+        }
+        let mut how = std::fs::OpenOptions::new();
+        how.write(true).custom_flags(libc::O_CLOEXEC);
+        let made = if owned {
+            sinkrate_sys::owned::create_new(path, &mut how)
+        } else {
+            how.create_new(true).open(path)
+        };
+        match made {
+            Ok(_) => {
+                created.insert(path.to_path_buf());
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(std::io::Error::new(
+                e.kind(),
+                "appeared after the run planned its files (another program made it); not written",
+            )),
+            Err(e) => Err(e),
+        }
     }
 
     /// Removes the directories the run made, deepest first, those left empty only (files

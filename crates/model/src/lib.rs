@@ -7,6 +7,7 @@
 //! through the same types that wrote it.
 
 pub mod envelope;
+pub mod paths;
 pub mod units;
 pub mod verdict;
 

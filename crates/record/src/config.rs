@@ -46,6 +46,7 @@ pub enum PreallocMode {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RecordConfig {
+    #[serde(serialize_with = "sinkrate_model::paths::lossy")]
     pub dir: PathBuf,
     pub streams: Vec<StreamSpec>,
     /// Capture buffers per stream (a V4L2 queue holds 4).

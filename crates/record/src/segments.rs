@@ -97,8 +97,12 @@ impl Segments {
         let mut n = 0;
         while !self.closed.is_empty() && fill_pct(&self.dir).is_some_and(|p| p > limit) {
             let (path, bytes) = self.closed.remove(0);
-            std::fs::remove_file(&path)?;
-            sinkrate_sys::owned::forget(&path);
+            // A segment this run made and listed goes only while it is still that file; a
+            // kept recording's segments (--keep, not listed) are this run's by their
+            // exclusive creation.
+            if !sinkrate_sys::owned::remove(&path)? && path.exists() {
+                std::fs::remove_file(&path)?;
+            }
             self.deleted += 1;
             self.bytes_deleted += bytes;
             n += 1;

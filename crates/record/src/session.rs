@@ -758,12 +758,11 @@ fn settle_files(
             });
             if !keep {
                 for f in &r.files {
-                    match std::fs::remove_file(f) {
-                        Ok(()) => sinkrate_sys::owned::forget(f),
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                            sinkrate_sys::owned::forget(f)
-                        }
-                        // Named for the user; a second Ctrl-C in this run still tries.
+                    // Only what this run made, and only while it is still that file.
+                    match sinkrate_sys::owned::remove(f) {
+                        Ok(_) => {}
+                        // Named for the user, and left listed: a second Ctrl-C in this run
+                        // and the next run still try.
                         Err(e) => unremoved.push(format!(
                             "{} could not be removed ({e}); remove it by hand",
                             f.display()

@@ -60,22 +60,40 @@ pub(crate) fn pwrite_all(fd: libc::c_int, mut data: &[u8], mut offset: u64) -> s
     Ok(())
 }
 
+/// Creates the recording file `path` exclusively for writing with `flags`, listed among the
+/// run's own files when `owned` (the run removes it); its descriptor.
+fn create_new(
+    path: &std::path::Path,
+    flags: libc::c_int,
+    owned: bool,
+) -> std::io::Result<libc::c_int> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::IntoRawFd;
+    let mut how = std::fs::OpenOptions::new();
+    how.write(true).custom_flags(flags | libc::O_CLOEXEC);
+    let file = if owned {
+        sinkrate_sys::owned::create_new(path, &mut how)
+    } else {
+        how.create_new(true).mode(0o644).open(path)
+    };
+    Ok(file?.into_raw_fd())
+}
+
 impl Sink {
     pub(crate) fn create(
         path: &std::path::Path,
         cfg: &RecordConfig,
         max_frame: usize,
     ) -> std::io::Result<Sink> {
-        let base = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
-        if !cfg.keep && cfg.write_mode != WriteMode::Null {
-            sinkrate_sys::owned::track(path);
-        }
+        // Exclusive: a file at the name (another recording's, started at the same instant)
+        // is never opened, and only what this run made is listed for removal.
+        let owned = !cfg.keep;
         let (fd, tail_fd, staging) = match cfg.write_mode {
-            WriteMode::Buffered => (open(path, base)?, -1, None),
-            WriteMode::Dsync => (open(path, base | libc::O_DSYNC)?, -1, None),
+            WriteMode::Buffered => (create_new(path, 0, owned)?, -1, None),
+            WriteMode::Dsync => (create_new(path, libc::O_DSYNC, owned)?, -1, None),
             WriteMode::Null => (-1, -1, None),
             WriteMode::Direct | WriteMode::Uring => {
-                let fd = open(path, base | libc::O_DIRECT)?;
+                let fd = create_new(path, libc::O_DIRECT, owned)?;
                 let tail = open(path, libc::O_WRONLY)?;
                 (fd, tail, Some(AlignedBuf::new(max_frame + 2 * BLOCK)))
             }

@@ -87,6 +87,13 @@ impl<'a> StreamWriter<'a> {
                 w.output = Some(o);
                 w.result.file = first;
             }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => w.fail(
+                format!(
+                    "{} exists (another recording into the same directory?): a recording never overwrites a file",
+                    first.display()
+                ),
+                shared,
+            ),
             Err(e) => w.fail(format!("{}: {e}", first.display()), shared),
         }
         w

@@ -37,14 +37,49 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Whether `path` may receive results: absent, or a regular file (through symlinks).
+/// Whether `path` may receive results: absent, or a regular file (through a symlink that
+/// [`followable`] allows).
 pub fn check(path: &Path) -> io::Result<()> {
+    followable(path)?;
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => Ok(()),
         Ok(m) => Err(not_regular(path, kind(&m))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Refuses a symbolic link that someone else could have planted: one in a sticky directory
+/// that others may write (such as /tmp), owned by neither this user nor the directory's
+/// owner. That is the kernel's `fs.protected_symlinks` rule, kept here because boards
+/// without systemd leave it off.
+pub fn followable(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(link) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !link.file_type().is_symlink() {
+        return Ok(());
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir_meta = std::fs::metadata(dir)?;
+    let sticky_shared = dir_meta.mode() & 0o1000 != 0 && dir_meta.mode() & 0o002 != 0;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if sticky_shared && link.uid() != me && link.uid() != dir_meta.uid() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is a symbolic link another user owns in the shared directory {}: not followed",
+                path.display(),
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Opens `path` for writing from the start, creating it if absent. The file is opened
@@ -69,6 +104,7 @@ pub fn append(path: &Path) -> io::Result<File> {
 /// Opens `path` with `how`, creating it, without blocking; an error unless it is a regular
 /// file (checked on the open descriptor, so a swap for something else is caught too).
 fn open_regular(path: &Path, how: &mut std::fs::OpenOptions) -> io::Result<File> {
+    followable(path)?;
     let f = how
         .create(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -92,45 +128,121 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     f.flush()
 }
 
-/// Replaces `path` atomically (a temporary file beside it, renamed over it), so a reader
-/// never sees half a file. The target must be absent or a regular file itself (not a symlink
-/// to one, which the rename would replace); the temporary file is removed on any failure.
+/// Replaces `path` atomically and durably: a new temporary file beside it (created
+/// exclusively, listed among this run's files), written, synced, renamed over it, and the
+/// directory synced, so a reader, a killed run or a power cut leaves the old file or the
+/// whole new one, never half of it. Through a symbolic link ([`followable`] only), the
+/// link's target is replaced and the link kept. Anything but a regular file or a new name
+/// is refused, and the temporary file is removed on any failure.
 pub fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.is_file() => return Err(not_regular(path, kind(&m))),
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+    check(path)?;
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
+    let (tmp, mut f) = temporary_beside(&target)?;
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, &target));
+    drop(f);
+    if written.is_err() {
+        let _ = crate::owned::remove(&tmp);
     }
-    let tmp = temporary_beside(path);
-    let written = write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() && std::fs::symlink_metadata(&tmp).is_ok_and(|m| m.is_file()) {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// Writes a result: replaced atomically (see [`replace`]) when `path` is absent or a regular
-/// file, so a run killed while writing leaves the old file or the whole new one, never half
-/// of it; through a symbolic link, written in place (a rename would replace the link). The
-/// temporary file is in the registry of files this process made, so the next run removes it
-/// if this one is killed between writing and renaming.
-pub fn result(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        check(path)?;
-        return write(path, bytes);
-    }
-    let tmp = temporary_beside(path);
-    crate::owned::track(&tmp);
-    let written = replace(path, bytes);
     crate::owned::forget(&tmp);
-    written
+    written?;
+    sync_dir_of(&target);
+    Ok(())
 }
 
-fn temporary_beside(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{}.tmp", std::process::id()));
-    path.with_file_name(name)
+/// Writes a result: [`replace`]. (One policy for every output flag.)
+pub fn result(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes)
+}
+
+/// Writes `bytes` as a new file under a name of its own in `dir`: `STEM.EXT`, or
+/// `STEM-2.EXT`, `STEM-3.EXT`, ... when that is taken, each created exclusively, so a name
+/// someone else made first (a file, or a symlink planted in /tmp) is never written through.
+/// `fill` gets the chosen path and gives the bytes (a report that names its own file).
+pub fn new_file(
+    dir: &Path,
+    stem: &str,
+    ext: &str,
+    fill: impl FnOnce(&Path) -> io::Result<Vec<u8>>,
+) -> io::Result<PathBuf> {
+    for n in 1..1000 {
+        let name = if n == 1 {
+            format!("{stem}.{ext}")
+        } else {
+            format!("{stem}-{n}.{ext}")
+        };
+        let path = dir.join(name);
+        let mut f = match crate::owned::create_new(
+            &path,
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_CLOEXEC),
+        ) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        let written = fill(&path).and_then(|bytes| {
+            f.write_all(&bytes)?;
+            f.sync_all()
+        });
+        drop(f);
+        if let Err(e) = written {
+            let _ = crate::owned::remove(&path);
+            return Err(e);
+        }
+        crate::owned::forget(&path);
+        sync_dir_of(&path);
+        return Ok(path);
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{}: no free name for {stem}.{ext}", dir.display()),
+    ))
+}
+
+/// A new temporary file beside `path`, created exclusively under a name no other process
+/// uses (this one's PID and a counter), listed among this run's files.
+fn temporary_beside(path: &Path) -> io::Result<(PathBuf, File)> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let mut name = std::ffi::OsString::from(".");
+        name.push(path.file_name().unwrap_or_default());
+        name.push(format!(
+            ".{}.{}.tmp",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let tmp = path.with_file_name(name);
+        match crate::owned::create_new(
+            &tmp,
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_CLOEXEC),
+        ) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Makes a rename in the directory of `path` durable; a directory that cannot be synced
+/// (some FUSE file systems) keeps the rename all the same.
+fn sync_dir_of(path: &Path) {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
 }
 
 #[cfg(test)]
@@ -148,6 +260,40 @@ mod tests {
         replace(&p, b"third").expect("replace");
         assert_eq!(std::fs::read(&p).expect("read"), b"third");
         assert_eq!(std::fs::read_dir(d.path()).expect("list").count(), 1);
+    }
+
+    #[test]
+    fn a_new_file_never_takes_a_name_that_exists() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"mine").expect("write");
+        std::os::unix::fs::symlink(&victim, d.path().join("r.json")).expect("plant");
+        let p = new_file(d.path(), "r", "json", |p| {
+            Ok(p.display().to_string().into_bytes())
+        })
+        .expect("new");
+        assert_eq!(p, d.path().join("r-2.json"));
+        assert_eq!(
+            std::fs::read(&p).expect("read"),
+            p.display().to_string().as_bytes()
+        );
+        assert_eq!(std::fs::read(&victim).expect("read"), b"mine");
+    }
+
+    #[test]
+    fn a_result_through_a_link_replaces_the_target_whole() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let target = d.path().join("t.json");
+        std::fs::write(&target, b"old").expect("write");
+        let link = d.path().join("l.json");
+        std::os::unix::fs::symlink(&target, &link).expect("link");
+        result(&link, b"new").expect("result");
+        assert!(std::fs::symlink_metadata(&link)
+            .expect("link")
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&target).expect("read"), b"new");
+        assert_eq!(std::fs::read_dir(d.path()).expect("list").count(), 2);
     }
 
     #[test]

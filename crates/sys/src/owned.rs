@@ -6,20 +6,56 @@
 //! as root, else under the temporary directory), written before the file is created and
 //! never buffered, so a run killed with SIGKILL leaves a list: the next sinkrate run removes
 //! what it names ([`sweep_left_over`]) and says so.
+//!
+//! A path is journaled absolute (a relative one means nothing to a run started elsewhere),
+//! and a file is removed only while it is still the file this run made: its device and
+//! inode are journaled once it exists, and compared before it is unlinked. A file the run
+//! listed but never identified (killed between the two records) is named, not removed.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-// A set: file-operation jobs track tens of thousands of files.
-static FILES: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+/// A file's identity: device and inode, as `stat` gives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl Identity {
+    pub fn of(meta: &std::fs::Metadata) -> Identity {
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The identity of the regular file at `path` now (a symlink there is not followed).
+    fn at(path: &Path) -> Option<Identity> {
+        std::fs::symlink_metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| Identity::of(&m))
+    }
+}
+
+// A map: file-operation jobs track tens of thousands of files. `None` until the file exists.
+static FILES: Mutex<Option<HashMap<PathBuf, Option<Identity>>>> = Mutex::new(None);
 static JOURNAL: Mutex<Option<std::fs::File>> = Mutex::new(None);
 
-fn files() -> MutexGuard<'static, Option<HashSet<PathBuf>>> {
-    // A panic elsewhere while holding the set leaves it as valid as before.
+fn files() -> MutexGuard<'static, Option<HashMap<PathBuf, Option<Identity>>>> {
+    // A panic elsewhere while holding the map leaves it as valid as before.
     FILES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `path` made absolute against the current directory (sinkrate never changes it), without
+/// following links: what a run started in another directory can find again.
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Where the journals live: one directory per user, not shared with others.
@@ -40,7 +76,7 @@ fn journal_path() -> PathBuf {
 /// The journal directory, made if absent, and trusted only if it is a real directory of this
 /// user's that nobody else can write: the sweep removes the files its journals name.
 fn trusted_dir() -> Option<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::DirBuilderExt;
     let dir = journal_dir();
     let _ = std::fs::DirBuilder::new()
         .recursive(true)
@@ -52,7 +88,8 @@ fn trusted_dir() -> Option<PathBuf> {
     (m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0).then_some(dir)
 }
 
-/// Appends records (`+path\0` made, `-path\0` removed or kept) to this process's journal.
+/// Appends records to this process's journal: `+path` to be made, `=dev ino path` made (its
+/// identity), `-path` removed or kept, `Dpath` a work directory; each ends in a NUL.
 /// Without a journal (a read-only /run), the in-memory registry still works.
 fn note(records: &[u8]) {
     let mut j = JOURNAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -79,75 +116,149 @@ fn record(sign: u8, path: &Path, out: &mut Vec<u8>) {
     out.push(0);
 }
 
+fn record_identity(id: Identity, path: &Path, out: &mut Vec<u8>) {
+    out.push(b'=');
+    out.extend_from_slice(format!("{} {} ", id.dev, id.ino).as_bytes());
+    out.extend_from_slice(path.as_os_str().as_bytes());
+    out.push(0);
+}
+
 /// Notes a file this process is about to create and will remove.
 pub fn track(path: &Path) {
-    let mut r = Vec::new();
-    record(b'+', path, &mut r);
-    note(&r);
-    files()
-        .get_or_insert_with(HashSet::new)
-        .insert(path.to_path_buf());
+    track_all([path]);
 }
 
 /// Notes several files at once (one lock, one journal write), before a loop that creates
 /// them.
 pub fn track_all<'a>(paths: impl IntoIterator<Item = &'a Path>) {
-    let paths: Vec<&Path> = paths.into_iter().collect();
+    let paths: Vec<PathBuf> = paths.into_iter().map(absolute).collect();
     let mut r = Vec::new();
     for p in &paths {
         record(b'+', p, &mut r);
     }
     note(&r);
     let mut f = files();
-    let set = f.get_or_insert_with(HashSet::new);
-    set.extend(paths.into_iter().map(Path::to_path_buf));
+    let map = f.get_or_insert_with(HashMap::new);
+    for p in paths {
+        map.entry(p).or_insert(None);
+    }
+}
+
+/// Notes that the tracked file at `path` now exists as `meta` describes (taken from the
+/// descriptor that created it): from here on the file is removed only while it is still
+/// this one.
+pub fn made(path: &Path, meta: &std::fs::Metadata) {
+    let path = absolute(path);
+    let id = Identity::of(meta);
+    let mut r = Vec::new();
+    record_identity(id, &path, &mut r);
+    note(&r);
+    files()
+        .get_or_insert_with(HashMap::new)
+        .insert(path, Some(id));
+}
+
+/// Creates a new file at `path` for this run, the one way sinkrate creates a file: listed
+/// before it exists, created exclusively (`O_CREAT|O_EXCL`, so neither a file nor a symlink
+/// already at the name is ever opened), and identified once it exists. `how` says the access
+/// and any flags (`custom_flags`); an existing name is `AlreadyExists`.
+pub fn create_new(path: &Path, how: &mut std::fs::OpenOptions) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    track(path);
+    let created = how.create_new(true).mode(0o644).open(path);
+    let file = match created {
+        Ok(f) => f,
+        Err(e) => {
+            forget(path);
+            return Err(e);
+        }
+    };
+    match file.metadata() {
+        Ok(meta) => made(path, &meta),
+        Err(e) => {
+            let _ = std::fs::remove_file(path);
+            forget(path);
+            return Err(e);
+        }
+    }
+    Ok(file)
 }
 
 /// Notes a directory this process made for itself alone (a suite's work directory): a
 /// killed run's is removed with what it holds.
 pub fn track_dir(path: &Path) {
     let mut r = Vec::new();
-    record(b'D', path, &mut r);
+    record(b'D', &absolute(path), &mut r);
     note(&r);
 }
 
 /// The directory was removed: no longer listed.
 pub fn forget_dir(path: &Path) {
     let mut r = Vec::new();
-    record(b'-', path, &mut r);
+    record(b'-', &absolute(path), &mut r);
     note(&r);
 }
 
 /// The file was removed, or is kept on purpose (`--keep`): no longer this registry's.
 pub fn forget(path: &Path) {
-    if let Some(set) = files().as_mut() {
-        if set.remove(path) {
+    let path = absolute(path);
+    if let Some(map) = files().as_mut() {
+        if map.remove(&path).is_some() {
             let mut r = Vec::new();
-            record(b'-', path, &mut r);
+            record(b'-', &path, &mut r);
             note(&r);
         }
     }
 }
 
-/// Removes every tracked file that still exists; returns how many were removed.
+/// Removes the file this run made at `path`, only while it is still that file (same device
+/// and inode); `Ok(true)` when it was removed. A file that cannot be removed stays listed,
+/// so that the next run tries again and names it; one that is gone or is no longer this
+/// run's is forgotten.
+pub fn remove(path: &Path) -> std::io::Result<bool> {
+    let abs = absolute(path);
+    let known = files()
+        .as_ref()
+        .and_then(|m| m.get(&abs).copied())
+        .flatten();
+    let Some(id) = known else {
+        return Ok(false);
+    };
+    if Identity::at(&abs) != Some(id) {
+        forget(&abs);
+        return Ok(false);
+    }
+    std::fs::remove_file(&abs)?;
+    forget(&abs);
+    Ok(true)
+}
+
+/// Removes every tracked file that is still the file this run made; returns how many were
+/// removed.
 pub fn remove_all() -> usize {
-    let paths: Vec<PathBuf> = files().take().into_iter().flatten().collect();
-    let removed = paths
+    let entries: Vec<(PathBuf, Option<Identity>)> = files().take().into_iter().flatten().collect();
+    let removed = entries
         .iter()
-        .filter(|p| std::fs::remove_file(p).is_ok())
+        .filter(|(p, id)| id.is_some() && Identity::at(p) == *id)
+        .filter(|(p, _)| std::fs::remove_file(p).is_ok())
         .count();
     finish();
     removed
 }
 
-/// The process is ending normally: its journal goes (what it still lists was removed or
-/// kept by the command itself).
+/// The process is ending: its journal goes, unless it still lists a file this run made and
+/// could not remove (the next run then tries again, and names it).
 pub fn finish() {
+    let stuck = files().as_ref().is_some_and(|m| {
+        m.iter()
+            .any(|(p, id)| id.is_some() && Identity::at(p) == *id)
+    });
     if JOURNAL
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take()
         .is_some()
+        && !stuck
     {
         let _ = std::fs::remove_file(journal_path());
     }
@@ -158,36 +269,63 @@ pub fn finish() {
 pub struct LeftOver {
     pub pid: u32,
     pub removed: Vec<PathBuf>,
-    /// Listed, still there, and not removable (named so the user can).
+    /// Listed, still there, and not removed (named so the user can), with why.
     pub kept: Vec<(PathBuf, String)>,
 }
 
-/// The files (and directories, `true`) a journal still lists as made and not yet removed.
-pub fn listed(journal: &[u8]) -> Vec<(PathBuf, bool)> {
-    let mut live: Vec<(PathBuf, bool)> = Vec::new();
-    let mut gone: HashSet<PathBuf> = HashSet::new();
+/// One entry a journal still lists as made and not yet removed.
+#[derive(Debug, PartialEq)]
+pub struct Listed {
+    pub path: PathBuf,
+    pub is_dir: bool,
+    /// Device and inode once the file existed; `None` if the run was stopped before.
+    pub identity: Option<Identity>,
+}
+
+fn parse_identity(rec: &[u8]) -> Option<(Identity, PathBuf)> {
+    let mut parts = rec.splitn(3, |b| *b == b' ');
+    let dev = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+    let ino = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(parts.next()?));
+    Some((Identity { dev, ino }, path))
+}
+
+/// What a journal still lists as made and not yet removed, in the order first listed.
+pub fn listed(journal: &[u8]) -> Vec<Listed> {
+    let mut live: Vec<Listed> = Vec::new();
     // A record torn by the kill (no terminating NUL) is not trusted.
     let whole = journal
         .iter()
         .rposition(|b| *b == 0)
         .map_or(&[][..], |end| &journal[..end]);
     for rec in whole.split(|b| *b == 0).filter(|r| r.len() > 1) {
-        let path = PathBuf::from(std::ffi::OsStr::from_bytes(&rec[1..]));
+        let body = &rec[1..];
         match rec[0] {
-            b'+' | b'D' => {
-                gone.remove(&path);
-                live.push((path, rec[0] == b'D'));
+            sign @ (b'+' | b'D') => {
+                let path = PathBuf::from(std::ffi::OsStr::from_bytes(body));
+                if !live.iter().any(|l| l.path == path) {
+                    live.push(Listed {
+                        path,
+                        is_dir: sign == b'D',
+                        identity: None,
+                    });
+                }
+            }
+            b'=' => {
+                if let Some((id, path)) = parse_identity(body) {
+                    if let Some(l) = live.iter_mut().find(|l| l.path == path) {
+                        l.identity = Some(id);
+                    }
+                }
             }
             b'-' => {
-                gone.insert(path);
+                let path = Path::new(std::ffi::OsStr::from_bytes(body));
+                live.retain(|l| l.path != path);
             }
             _ => {}
         }
     }
-    let mut seen = HashSet::new();
-    live.into_iter()
-        .filter(|(p, _)| !gone.contains(p) && seen.insert(p.clone()))
-        .collect()
+    live
 }
 
 fn is_work_dir(path: &Path) -> bool {
@@ -196,8 +334,48 @@ fn is_work_dir(path: &Path) -> bool {
         .is_some_and(|n| n.starts_with(".sinkrate-suite-"))
 }
 
+/// What the sweep does with one listed entry: removed, left alone, or kept with a reason
+/// (`true` when a later run should try again).
+enum Fate {
+    Removed,
+    Gone,
+    Kept(String, bool),
+}
+
+fn sweep_one(l: &Listed) -> Fate {
+    let Ok(meta) = std::fs::symlink_metadata(&l.path) else {
+        return Fate::Gone;
+    };
+    if l.is_dir {
+        // Only sinkrate's own work directories, whatever a journal says.
+        if !(meta.is_dir() && is_work_dir(&l.path)) {
+            return Fate::Gone;
+        }
+        return match std::fs::remove_dir_all(&l.path) {
+            Ok(()) => Fate::Removed,
+            Err(e) => Fate::Kept(e.to_string(), true),
+        };
+    }
+    match l.identity {
+        Some(id) if meta.is_file() && Identity::of(&meta) == id => {
+            match std::fs::remove_file(&l.path) {
+                Ok(()) => Fate::Removed,
+                Err(e) => Fate::Kept(e.to_string(), true),
+            }
+        }
+        // Another file at the name now: not the run's, not touched.
+        Some(_) => Fate::Gone,
+        None => Fate::Kept(
+            "the run was stopped before it could tell this file was its own, so it is not removed"
+                .into(),
+            false,
+        ),
+    }
+}
+
 /// Removes the files that runs killed before they could (their process gone) left listed,
-/// and their journals.
+/// each only while it is still the file that run made. A journal whose files cannot be
+/// removed is kept with just those, so the next run tries again.
 pub fn sweep_left_over() -> Vec<LeftOver> {
     let mut out = Vec::new();
     let Some(Ok(entries)) = trusted_dir().map(std::fs::read_dir) else {
@@ -221,21 +399,31 @@ pub fn sweep_left_over() -> Vec<LeftOver> {
             pid,
             ..LeftOver::default()
         };
-        for (path, is_dir) in listed(&bytes) {
-            let removed = match std::fs::symlink_metadata(&path) {
-                Ok(m) if m.is_file() && !is_dir => std::fs::remove_file(&path),
-                // Only sinkrate's own work directories, whatever a journal says.
-                Ok(m) if m.is_dir() && is_dir && is_work_dir(&path) => {
-                    std::fs::remove_dir_all(&path)
+        let mut still = Vec::new();
+        for l in listed(&bytes) {
+            match sweep_one(&l) {
+                Fate::Removed => left.removed.push(l.path),
+                Fate::Gone => {}
+                Fate::Kept(why, again) => {
+                    if again {
+                        record(if l.is_dir { b'D' } else { b'+' }, &l.path, &mut still);
+                        if let Some(id) = l.identity {
+                            record_identity(id, &l.path, &mut still);
+                        }
+                    }
+                    left.kept.push((l.path, why));
                 }
-                _ => continue,
-            };
-            match removed {
-                Ok(()) => left.removed.push(path),
-                Err(err) => left.kept.push((path, err.to_string())),
             }
         }
-        let _ = std::fs::remove_file(e.path());
+        if still.is_empty() {
+            let _ = std::fs::remove_file(e.path());
+        } else {
+            // Rewritten whole before the old one goes: a kill here leaves one of the two.
+            let tmp = e.path().with_extension("sweep");
+            if std::fs::write(&tmp, &still).is_ok() {
+                let _ = std::fs::rename(&tmp, e.path());
+            }
+        }
         if !left.removed.is_empty() || !left.kept.is_empty() {
             out.push(left);
         }
@@ -247,14 +435,17 @@ pub fn sweep_left_over() -> Vec<LeftOver> {
 mod tests {
     use super::*;
 
+    fn new_file(p: &Path) {
+        create_new(p, std::fs::OpenOptions::new().write(true)).expect("create");
+    }
+
     #[test]
     fn tracked_files_are_removed_and_forgotten_ones_are_left() {
         let d = tempfile::tempdir().expect("tempdir");
         let mine = d.path().join("mine");
         let kept = d.path().join("kept");
         for p in [&mine, &kept] {
-            track(p);
-            std::fs::write(p, b"x").expect("write");
+            new_file(p);
         }
         forget(&kept);
         assert_eq!(remove_all(), 1);
@@ -264,22 +455,64 @@ mod tests {
     }
 
     #[test]
+    fn a_file_replaced_since_is_not_the_runs_to_remove() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("replaced");
+        new_file(&p);
+        // Renamed over while the run's file still exists, so the inode cannot be reused.
+        let theirs = d.path().join("theirs");
+        std::fs::write(&theirs, b"someone else's").expect("write");
+        std::fs::rename(&theirs, &p).expect("rename");
+        assert!(!remove(&p).expect("remove"));
+        assert_eq!(std::fs::read(&p).expect("read"), b"someone else's");
+    }
+
+    #[test]
+    fn an_existing_name_or_symlink_is_never_created_over() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let theirs = d.path().join("theirs");
+        std::fs::write(&theirs, b"x").expect("write");
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&theirs, &link).expect("symlink");
+        for p in [&theirs, &link] {
+            let e = create_new(p, std::fs::OpenOptions::new().write(true)).expect_err("exists");
+            assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        }
+        assert_eq!(remove_all(), 0);
+        assert_eq!(std::fs::read(&theirs).expect("read"), b"x");
+    }
+
+    #[test]
     fn a_journal_lists_what_was_made_and_not_removed() {
         let mut j = Vec::new();
+        let id = Identity { dev: 8, ino: 12 };
         record(b'+', Path::new("/a"), &mut j);
         record(b'+', Path::new("/b\nc"), &mut j);
+        record_identity(id, Path::new("/b\nc"), &mut j);
         record(b'-', Path::new("/a"), &mut j);
         record(b'+', Path::new("/d"), &mut j);
         record(b'D', Path::new("/w"), &mut j);
         j.extend_from_slice(b"+/torn");
+        let l = listed(&j);
+        let got: Vec<(&Path, bool, Option<Identity>)> = l
+            .iter()
+            .map(|l| (l.path.as_path(), l.is_dir, l.identity))
+            .collect();
         assert_eq!(
-            listed(&j),
+            got,
             vec![
-                (PathBuf::from("/b\nc"), false),
-                (PathBuf::from("/d"), false),
-                (PathBuf::from("/w"), true)
+                (Path::new("/b\nc"), false, Some(id)),
+                (Path::new("/d"), false, None),
+                (Path::new("/w"), true, None)
             ]
         );
         assert!(listed(b"").is_empty());
+    }
+
+    #[test]
+    fn relative_paths_are_journaled_absolute() {
+        let abs = absolute(Path::new("rec/x.bin"));
+        assert!(abs.is_absolute());
+        assert!(abs.ends_with("rec/x.bin"));
     }
 }

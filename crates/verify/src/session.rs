@@ -267,15 +267,8 @@ impl Cleanup {
     /// Removes the file now; what could not be removed (the device gone) is named.
     fn remove_now(&mut self) -> Option<String> {
         let p = self.path.take()?;
-        match std::fs::remove_file(&p) {
-            Ok(()) => {
-                sinkrate_sys::owned::forget(&p);
-                None
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                sinkrate_sys::owned::forget(&p);
-                None
-            }
+        match sinkrate_sys::owned::remove(&p) {
+            Ok(_) => None,
             Err(e) => Some(format!("{} could not be removed: {e}", p.display())),
         }
     }
@@ -451,12 +444,18 @@ fn write_phase(
         if cleanup.is_some() {
             sinkrate_sys::owned::track(path);
         }
-        open_direct(path, true, true)
+        let opened = open_direct(path, true, true)
             .map_err(|e| {
                 sinkrate_sys::owned::forget(path);
                 io(path)(e)
             })
-            .map_err(nothing)?
+            .map_err(nothing)?;
+        if cleanup.is_some() {
+            if let Ok(meta) = opened.0.metadata() {
+                sinkrate_sys::owned::made(path, &meta);
+            }
+        }
+        opened
     };
     if let Some(c) = cleanup {
         c.path = Some(path.to_path_buf());

@@ -5,6 +5,7 @@
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
 
 use sinkrate_jobspec::options::Engine;
@@ -41,10 +42,17 @@ pub(super) fn run_file_operations(
                 if dirs {
                     std::fs::create_dir(&f.path).map_err(|e| EngineError::io(&f.path, e))?;
                 } else {
-                    let fd = sys_open(&f.path, libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC)
+                    // Exclusive: a file that appeared since the plan is not the run's.
+                    let made = std::fs::OpenOptions::new()
+                        .write(true)
+                        .custom_flags(libc::O_CLOEXEC)
+                        .create_new(true)
+                        .open(&f.path)
+                        .and_then(|file| file.metadata())
                         .map_err(|e| EngineError::io(&f.path, e))?;
-                    // SAFETY: closing the descriptor just opened.
-                    unsafe { libc::close(fd) };
+                    if remove {
+                        sinkrate_sys::owned::made(&f.path, &made);
+                    }
                 }
                 created_here.push(f.path.clone());
             }
@@ -68,16 +76,22 @@ pub(super) fn run_file_operations(
         }
         let c = CString::new(f.path.as_os_str().as_bytes())
             .map_err(|_| EngineError::path(&f.path, "NUL in path"))?;
+        // A file the plan found absent is created exclusively: one that appeared since is
+        // not the run's to claim (and to remove).
+        let create_flags = libc::O_CREAT
+            | libc::O_RDWR
+            | libc::O_CLOEXEC
+            | if f.existing_size.is_none() {
+                libc::O_EXCL
+            } else {
+                0
+            };
         let t0 = clock.now_ns();
         // SAFETY: syscalls on a valid C string; results checked.
         let r = unsafe {
             match o.ioengine {
                 Engine::Filecreate => {
-                    let fd = libc::open(
-                        c.as_ptr(),
-                        libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC,
-                        0o644 as libc::c_uint,
-                    );
+                    let fd = libc::open(c.as_ptr(), create_flags, 0o644 as libc::c_uint);
                     if fd >= 0 {
                         libc::close(fd);
                     }
@@ -104,6 +118,12 @@ pub(super) fn run_file_operations(
             ));
             break;
         }
+        if remove && o.ioengine == Engine::Filecreate && f.existing_size.is_none() {
+            // Outside the timed call: the file's identity, so only this file is removed.
+            if let Ok(meta) = std::fs::symlink_metadata(&f.path) {
+                sinkrate_sys::owned::made(&f.path, &meta);
+            }
+        }
         rec.clat.record(t1 - t0);
         rec.total_ios += f.region_len.div_ceil(bs).max(1);
         rec.io_bytes += f.region_len;
@@ -127,11 +147,11 @@ pub(super) fn run_file_operations(
     if remove {
         for p in created_here {
             let removed = if dirs {
-                std::fs::remove_dir(&p)
+                std::fs::remove_dir(&p).is_ok()
             } else {
-                std::fs::remove_file(&p)
+                sinkrate_sys::owned::remove(&p).unwrap_or(false)
             };
-            if removed.is_ok() {
+            if removed {
                 outcome.removed_files.push(p.clone());
             }
         }

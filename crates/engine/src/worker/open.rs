@@ -228,13 +228,14 @@ pub(super) fn open_files(
         } else {
             std::fs::metadata(path).map_or(0, |m| m.len())
         };
-        if !existed && !plan.is_block_device && !plan.special && removes_its_files(setup) {
-            sinkrate_sys::owned::track(path);
-        }
         if !plan.is_block_device && !plan.special && !existed {
             setup
                 .shared_files
                 .make_parent_dirs(path)
+                .map_err(|e| EngineError::io(path, e))?;
+            setup
+                .shared_files
+                .create(path, removes_its_files(setup))
                 .map_err(|e| EngineError::io(path, e))?;
         }
         if !plan.is_block_device && !plan.special {
@@ -249,8 +250,7 @@ pub(super) fn open_files(
                 if let Err(e) = lay_out(path, size_now, plan.needed_size(), rng, &setup.stop) {
                     // A half-written file sinkrate created is sinkrate's to remove.
                     if !existed && !setup.keep_files {
-                        let _ = std::fs::remove_file(path);
-                        sinkrate_sys::owned::forget(path);
+                        let _ = sinkrate_sys::owned::remove(path);
                     }
                     return Err(e);
                 }
@@ -386,7 +386,7 @@ pub(super) fn cleanup(setup: &WorkerSetup, files: &mut Vec<OpenFile>, outcome: &
             continue;
         }
         let last = setup.shared_files.release(&path, created);
-        if remove && last && std::fs::remove_file(&path).is_ok() {
+        if remove && last && sinkrate_sys::owned::remove(&path).unwrap_or(false) {
             outcome.removed_files.push(path.clone());
         }
         if last || !remove {
@@ -404,9 +404,8 @@ pub(super) fn release_unopened(setup: &WorkerSetup, outcome: &mut WorkerOutcome)
         .filter(|f| !f.is_block_device && !f.special)
     {
         let last = setup.shared_files.release(&plan.path, false);
-        if remove && last && std::fs::remove_file(&plan.path).is_ok() {
+        if remove && last && sinkrate_sys::owned::remove(&plan.path).unwrap_or(false) {
             outcome.removed_files.push(plan.path.clone());
-            sinkrate_sys::owned::forget(&plan.path);
         }
     }
 }

@@ -114,9 +114,8 @@ pub fn run(
         read_all(run_id, stop, on_progress, &mut r, &written_files)
     });
     for (path, _) in &written_files {
-        match std::fs::remove_file(path) {
-            Ok(()) => sinkrate_sys::owned::forget(path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => sinkrate_sys::owned::forget(path),
+        match sinkrate_sys::owned::remove(path) {
+            Ok(_) => {}
             Err(e) => {
                 let line = format!("{} could not be removed: {e}", path.display());
                 r.error = Some(
@@ -157,6 +156,9 @@ fn write_all(
         sinkrate_sys::owned::track(&path);
         let (f, direct) = crate::session::open_direct(&path, true, true)
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Ok(meta) = f.metadata() {
+            sinkrate_sys::owned::made(&path, &meta);
+        }
         r.read_method = if direct {
             "O_DIRECT"
         } else {
