@@ -1,4 +1,4 @@
-//! Ctrl-C and SIGTERM. The first asks the running command to stop cleanly and still
+//! Ctrl-C, SIGTERM and SIGHUP (an SSH session to a board dropping). The first asks the running command to stop cleanly and still
 //! report; a second one, later than [`SAME_EVENT`], ends the process at once with 130,
 //! after removing the files sinkrate made and putting back the settings it changed.
 //!
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 /// Signals this close together are one event: `timeout -s INT` signals its child and then
@@ -20,7 +20,8 @@ pub const SAME_EVENT: Duration = Duration::from_millis(1000);
 /// The flag the first signal sets. Installed once per process.
 pub fn flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
-    let mut signals = Signals::new([SIGINT, SIGTERM]).context("installing the Ctrl-C handler")?;
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing the Ctrl-C handler")?;
     let flag = stop.clone();
     std::thread::Builder::new()
         .name("sinkrate-signals".into())

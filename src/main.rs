@@ -13,7 +13,7 @@ mod progress;
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches};
 
 use cli::{Cli, Command};
@@ -23,7 +23,7 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
+        other => other.context("writing to standard output"),
     }
 }
 
@@ -32,35 +32,38 @@ pub use sinkrate_engine::files::writable;
 /// Refuses, before any work, an output file that could not be written at the end: a run's
 /// results must not be lost to a typo in --output.
 pub fn check_output_path(flag: &str, path: &std::path::Path) -> Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let target = if path.exists() {
-        path.to_path_buf()
-    } else {
-        dir.clone()
-    };
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "{flag} {}: the directory {} does not exist",
-            path.display(),
-            dir.display()
-        );
-    }
-    if let Err(e) = sinkrate_sys::output::check(path) {
-        anyhow::bail!("{flag} {}: {e}", path.display());
-    }
-    if target.as_os_str().as_bytes().contains(&0) {
-        anyhow::bail!("{flag} {}: the path contains a NUL byte", path.display());
-    }
-    if !writable(&target) {
-        anyhow::bail!(
-            "{flag} {}: {} is not writable",
-            path.display(),
-            target.display()
-        );
+    check_outputs(&[(flag, Some(path))], &[])
+}
+
+/// The one check every command makes of its outputs before any work: each can be written
+/// ([`sinkrate_sys::output::writable_here`]), none is one of the run's inputs, and no two
+/// name the same file (the later would silently replace the earlier).
+pub fn check_outputs(
+    outputs: &[(&str, Option<&std::path::Path>)],
+    inputs: &[&std::path::Path],
+) -> Result<()> {
+    use sinkrate_sys::output::same_file;
+    let given: Vec<(&str, &std::path::Path)> = outputs
+        .iter()
+        .filter_map(|(flag, p)| p.map(|p| (*flag, p)))
+        .collect();
+    for (i, (flag, path)) in given.iter().enumerate() {
+        if let Some(input) = inputs.iter().find(|input| same_file(input, path)) {
+            anyhow::bail!(
+                "{flag} {}: that is an input of this run ({}); write the results elsewhere",
+                path.display(),
+                input.display()
+            );
+        }
+        if let Some((other, _)) = given[..i].iter().find(|(_, p)| same_file(p, path)) {
+            anyhow::bail!(
+                "{flag} {}: {other} names the same file; give each output its own file",
+                path.display()
+            );
+        }
+        if let Err(e) = sinkrate_sys::output::writable_here(path) {
+            anyhow::bail!("{flag} {}: {e}", path.display());
+        }
     }
     Ok(())
 }

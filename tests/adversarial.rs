@@ -967,3 +967,223 @@ fn a_path_that_is_not_utf8_is_used_or_refused_never_a_panic() {
         ["b.json", "f.csv", "r.html", "r.json", "w.csv", "w.json", "w.prom"]
     );
 }
+
+#[test]
+fn sighup_ends_a_recording_as_ctrl_c_does() {
+    // An SSH session to a board dropping: the run stops cleanly, reports, removes its files.
+    let d = tempfile::tempdir().expect("tempdir");
+    let child = start_recording(d.path(), "20s", &[]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the report");
+    assert_eq!(v["interrupted"], true);
+    assert!(recording_files(d.path()).is_empty());
+}
+
+#[test]
+fn a_zero_status_interval_is_off_and_the_job_ends() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(sinkrate_path())
+        .args([
+            "bench",
+            "--eta=never",
+            "--name=x",
+            "--size=1m",
+            "--status-interval=0",
+        ])
+        .arg(format!("--directory={}", d.path().display()))
+        .args(["--output-format=json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bench starts");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("bench --status-interval=0 never ended");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("waits");
+    common::succeeded(&out);
+    assert_eq!(
+        common::json_documents(&out.stdout).len(),
+        1,
+        "one result, no status reports"
+    );
+}
+
+#[test]
+fn a_full_standard_output_is_named() {
+    let out = Command::new(sinkrate_path())
+        .args(["audit", "."])
+        .stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("writing to standard output: No space left"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_output_never_replaces_an_input_or_another_output() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = d.path().join("job.fio");
+    let text = "[j]\nioengine=null\nsize=1m\n";
+    std::fs::write(&job, text).expect("write");
+    let p = |n: &str| d.path().join(n).to_str().expect("utf8").to_string();
+    let dir = d.path().to_str().expect("utf8");
+    let job_s = p("job.fio");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["bench".into(), job_s.clone(), format!("--output={job_s}")],
+            "an input",
+        ),
+        (
+            vec![
+                "bench".into(),
+                job_s.clone(),
+                "--report".into(),
+                job_s.clone(),
+            ],
+            "an input",
+        ),
+        (
+            vec![
+                "record",
+                "--dir",
+                dir,
+                "--duration",
+                "1s",
+                "--output",
+                &p("x"),
+                "--report",
+            ]
+            .into_iter()
+            .map(String::from)
+            .chain([format!("{dir}/./x")])
+            .collect(),
+            "--output names the same file",
+        ),
+        (
+            [
+                "record",
+                "--dir",
+                dir,
+                "--duration",
+                "1s",
+                "--frames-log",
+                &p("y"),
+                "--output",
+                &p("y"),
+            ]
+            .map(String::from)
+            .to_vec(),
+            "--output names the same file",
+        ),
+        (
+            [
+                "watch",
+                "--duration",
+                "1s",
+                "--csv",
+                &p("z"),
+                "--output",
+                &p("z"),
+                "--prometheus",
+                &p("z"),
+            ]
+            .map(String::from)
+            .to_vec(),
+            "names the same file",
+        ),
+    ];
+    for (args, expect) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        one_line(&args, &[expect]);
+    }
+    assert_eq!(std::fs::read_to_string(&job).expect("read"), text);
+    assert_eq!(
+        common::files_in(d.path()),
+        vec!["job.fio"],
+        "nothing written"
+    );
+}
+
+#[test]
+fn every_output_is_refused_before_the_work() {
+    // Each would have run the whole command, then refused (or written one output first).
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = |n: &str| d.path().join(n).to_str().expect("utf8").to_string();
+    std::os::unix::fs::symlink(d.path().join("nowhere/x"), d.path().join("link")).expect("link");
+    std::fs::create_dir(d.path().join("sub")).expect("mkdir");
+    let marker = d.path().join("ran");
+    let mark = format!("touch {}", marker.display());
+    for (flag, target) in [
+        ("--prometheus", p("link")),
+        ("--prometheus", "/proc/sinkrate-x".to_string()),
+        ("--prometheus", format!("{}/", p("sub"))),
+        ("--output", "/proc/sinkrate-x.json".to_string()),
+    ] {
+        one_line(
+            &[
+                "watch",
+                "--duration",
+                "1s",
+                flag,
+                &target,
+                "--",
+                "sh",
+                "-c",
+                &mark,
+            ],
+            &[flag],
+        );
+        assert!(!marker.exists(), "{flag} {target}: the command ran");
+    }
+    // report --png FILE: refused before the HTML is written.
+    let run = p("r.json");
+    let (code, _, err) = sinkrate(&[
+        "record",
+        "--dir",
+        &p("sub"),
+        "--duration",
+        "1s",
+        "--write-mode",
+        "null",
+        "--live",
+        "never",
+        "--output-format",
+        "json",
+        "--output",
+        &run,
+    ]);
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    one_line(
+        &["report", &run, "-o", &p("r.html"), "--png", &run],
+        &["--png", "not a directory"],
+    );
+    assert!(
+        !d.path().join("r.html").exists(),
+        "no HTML before the refusal"
+    );
+}
+
+#[test]
+fn a_power_cut_check_off_an_emulated_card_is_refused() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().to_str().expect("utf8");
+    one_line(
+        &["check", dir, "--quick", "--", "--power-cut-at", "1s"],
+        &["--power-cut-at", "emulated card"],
+    );
+    assert!(common::files_in(d.path()).is_empty(), "nothing written");
+}

@@ -194,12 +194,19 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     } else {
         OutputFormat::parse_list(&args.output_format).map_err(|e| anyhow!(e))?
     };
-    if let Some(p) = &args.output {
-        crate::check_output_path("--output", p)?;
-    }
-    if let Some(p) = &args.report {
-        crate::check_output_path("--report", p)?;
-    }
+    let job_files: Vec<&std::path::Path> = args
+        .job_files
+        .iter()
+        .map(PathBuf::as_path)
+        .filter(|f| f.as_os_str() != "-")
+        .collect();
+    crate::check_outputs(
+        &[
+            ("--output", args.output.as_deref()),
+            ("--report", args.report.as_deref()),
+        ],
+        &job_files,
+    )?;
     let set = load_jobs(&args)?;
     if let Some(max) = args.max_jobs {
         if set.jobs.len() > max {
@@ -236,7 +243,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     // --status-interval's reports: on standard output as they come, or gathered before the
     // final results when those go to a file.
     let interim = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let status_reports = args.status_interval.map(|every| {
+    // fio reads --status-interval=0 as off.
+    let status_reports = args.status_interval.filter(|d| !d.is_zero()).map(|every| {
         let formats = formats.clone();
         let to_file = args.output.is_some();
         let gathered = interim.clone();

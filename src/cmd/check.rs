@@ -72,18 +72,27 @@ fn default_report_dir() -> PathBuf {
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
-    if let Some(p) = &args.output {
-        crate::check_output_path("--output", p)?;
-    }
-    if let Some(p) = &args.report {
-        crate::check_output_path("--report", p)?;
-    }
-    let recording = recording(&args)?;
+    crate::check_outputs(
+        &[
+            ("--output", args.output.as_deref()),
+            ("--report", args.report.as_deref()),
+        ],
+        &[],
+    )?;
+    let mut recording = recording(&args)?;
     if let Err(e) = std::fs::metadata(&args.path) {
         return Err(anyhow!(
             "{}: {e} (give a directory on the storage to check)",
             args.path.display()
         ));
+    }
+    // As record does: a power cut needs a card whose power sinkrate switches, or a refusal
+    // before any work (never accepted and ignored).
+    if recording.record.power_cut_at.is_some() {
+        recording.power_switch = Some(std::sync::Arc::new(super::record::emulated_card(
+            &args.path,
+            "--power-cut-at",
+        )?));
     }
     let path = std::fs::canonicalize(&args.path)
         .with_context(|| format!("{}: cannot resolve", args.path.display()))?;

@@ -82,15 +82,14 @@ pub(crate) fn emulated_card(
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     restore_left_over_settings()?;
-    for (flag, p) in [
-        ("--output", &args.output),
-        ("--frames-log", &args.frames_log),
-        ("--report", &args.report),
-    ] {
-        if let Some(p) = p {
-            crate::check_output_path(flag, p)?;
-        }
-    }
+    crate::check_outputs(
+        &[
+            ("--output", args.output.as_deref()),
+            ("--frames-log", args.frames_log.as_deref()),
+            ("--report", args.report.as_deref()),
+        ],
+        &[],
+    )?;
     let mut session = crate::cli::record_config::session(&args)?;
     if session.record.power_cut_at.is_some() {
         session.power_switch = Some(std::sync::Arc::new(emulated_card(

@@ -47,6 +47,10 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         guard_output(&output, &args.inputs, args.force)?;
     }
     let page = sinkrate_plots::page(&inputs);
+    // Every output is checked before any is written.
+    if let Some(dir) = &args.png {
+        check_png(&page, dir, args.force)?;
+    }
     let html = sinkrate_plots::html::render(&page, TOOL_VERSION);
     if to_stdout {
         crate::write_stdout(html.as_bytes())?;
@@ -61,7 +65,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         );
     }
     if let Some(dir) = &args.png {
-        write_png(&page, dir, args.force)?;
+        write_png(&page, dir)?;
     }
     Ok(ExitCode::from(if unreadable > 0 { 2 } else { 0 }))
 }
@@ -74,11 +78,10 @@ fn label_of(p: &Path) -> String {
 
 /// The report never replaces one of its inputs, nor any other file without --force.
 fn guard_output(output: &Path, inputs: &[PathBuf], force: bool) -> Result<()> {
-    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if inputs.iter().any(|i| same(i, output)) {
+    if inputs
+        .iter()
+        .any(|i| sinkrate_sys::output::same_file(i, output))
+    {
         return Err(anyhow!(
             "{}: that is an input; give the report another name with -o FILE.html",
             output.display()
@@ -90,13 +93,34 @@ fn guard_output(output: &Path, inputs: &[PathBuf], force: bool) -> Result<()> {
             output.display()
         ));
     }
-    sinkrate_sys::output::check(output)
-        .with_context(|| format!("{}: cannot write the report there", output.display()))
+    crate::check_output_path("--output", output)
 }
 
-fn write_png(page: &sinkrate_plots::figures::Page, dir: &Path, force: bool) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("--png {}: cannot create the directory", dir.display()))?;
+/// `--png DIR` before anything is written: a directory (or a name one can be made at),
+/// whose chart files are new unless --force.
+fn check_png(page: &sinkrate_plots::figures::Page, dir: &Path, force: bool) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => {
+            return Err(anyhow!(
+                "--png {}: not a directory (--png names the directory the PNG files go in)",
+                dir.display()
+            ))
+        }
+        Ok(_) => {}
+        Err(_) => {
+            let parent = match dir.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if !parent.is_dir() {
+                return Err(anyhow!(
+                    "--png {}: the directory {} does not exist",
+                    dir.display(),
+                    parent.display()
+                ));
+            }
+        }
+    }
     if !force {
         for c in &page.charts {
             let p = dir.join(format!("{}.png", c.id));
@@ -108,6 +132,12 @@ fn write_png(page: &sinkrate_plots::figures::Page, dir: &Path, force: bool) -> R
             }
         }
     }
+    Ok(())
+}
+
+fn write_png(page: &sinkrate_plots::figures::Page, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--png {}: cannot create the directory", dir.display()))?;
     let written = sinkrate_plots::png::write_all(page, dir)?;
     eprintln!(
         "sinkrate: wrote {} PNG file(s) into {}",

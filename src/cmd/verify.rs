@@ -35,9 +35,8 @@ fn config(args: &VerifyArgs) -> Result<Config> {
 }
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode> {
-    if let Some(p) = &args.output {
-        crate::check_output_path("--output", p)?;
-    }
+    // The target is an input: a result written over a kept run's file would lose it.
+    crate::check_outputs(&[("--output", args.output.as_deref())], &[&args.path])?;
     // What a killed capacity probe overwrote goes back before anything else touches devices.
     for line in capacity::recover_pending(&capacity::undo::default_dir()) {
         eprintln!("sinkrate: note: {line}");

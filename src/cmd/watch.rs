@@ -170,16 +170,15 @@ fn config(args: &WatchArgs) -> Result<WatchConfig> {
 }
 
 pub fn run(args: WatchArgs) -> Result<ExitCode> {
-    for (flag, p) in [
-        ("--output", &args.output),
-        ("--csv", &args.csv),
-        ("--prometheus", &args.prometheus),
-        ("--report", &args.report),
-    ] {
-        if let Some(p) = p {
-            crate::check_output_path(flag, p)?;
-        }
-    }
+    crate::check_outputs(
+        &[
+            ("--output", args.output.as_deref()),
+            ("--csv", args.csv.as_deref()),
+            ("--prometheus", args.prometheus.as_deref()),
+            ("--report", args.report.as_deref()),
+        ],
+        &[],
+    )?;
     let cfg = config(&args)?;
     let stop = crate::interrupt_flag()?;
     let tui = if args.tui {

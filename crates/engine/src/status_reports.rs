@@ -36,6 +36,9 @@ pub(crate) fn report_until_done(
     let every = reports.every.as_nanos().max(1) as u64;
     let mut next = every;
     loop {
+        if done.load(Ordering::Relaxed) {
+            return;
+        }
         while clock.now_ns() < next {
             if done.load(Ordering::Relaxed) {
                 return;
@@ -68,7 +71,13 @@ pub(crate) fn report_until_done(
             .map(|(base, p)| with_figures(base, p.latest()))
             .collect();
         (reports.emit)(&run);
+        // The next slot still ahead: a report that took longer than the interval skips the
+        // slots it overran instead of emitting them back to back.
+        let now = clock.now_ns();
         next += every;
+        if next <= now {
+            next += (now - next) / every * every + every;
+        }
     }
 }
 

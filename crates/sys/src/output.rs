@@ -44,6 +44,18 @@ pub fn check(path: &Path) -> io::Result<()> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => Ok(()),
         Ok(m) => Err(not_regular(path, kind(&m))),
+        // A link to nothing: where the result would land is not known before the work.
+        Err(e)
+            if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_ok() =>
+        {
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{} is a symbolic link to a name that does not exist",
+                    path.display()
+                ),
+            ))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
@@ -80,6 +92,64 @@ pub fn followable(path: &Path) -> io::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Whether two paths name one file: the same device and inode where both exist, else the
+/// same absolute path once their directories are resolved (an output not written yet).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        (Err(_), Err(_)) => resolved(a) == resolved(b),
+        _ => false,
+    }
+}
+
+/// `path` with its directory resolved (links followed) and its own name kept.
+fn resolved(path: &Path) -> PathBuf {
+    let abs = crate::owned::absolute(path);
+    match (abs.parent(), abs.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|d| d.join(name))
+            .unwrap_or(abs.clone()),
+        _ => abs,
+    }
+}
+
+/// Everything that would stop a result being written to `path`, asked before any work: a
+/// name ending in `/`, a missing directory, something other than a regular file at the
+/// name, a symlink someone else planted ([`followable`]), a NUL, and whether a file can be
+/// made there at all (a probe file created and removed: /proc, a read-only mount and a
+/// directory without permission all answer, even to root).
+pub fn writable_here(path: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let refuse = |why: String| Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+    if bytes.contains(&0) {
+        return refuse("the path contains a NUL byte".into());
+    }
+    if bytes.ends_with(b"/") || path.file_name().is_none() {
+        return refuse("names a directory, not a file".into());
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return refuse(format!("the directory {} does not exist", dir.display()));
+    }
+    check(path)?;
+    if std::fs::metadata(path).is_ok() {
+        // There already: opened to write without changing a byte.
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map(drop);
+    }
+    let (probe, f) = temporary_beside(path)?;
+    drop(f);
+    crate::owned::remove(&probe).map(drop)
 }
 
 /// Opens `path` for writing from the start, creating it if absent. The file is opened
