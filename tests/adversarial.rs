@@ -1187,3 +1187,110 @@ fn a_power_cut_check_off_an_emulated_card_is_refused() {
     );
     assert!(common::files_in(d.path()).is_empty(), "nothing written");
 }
+
+#[test]
+fn an_endless_input_is_read_with_a_bound() {
+    // Each grew without end before (20 GB in a minute for report /dev/zero).
+    for args in [
+        vec!["report", "/dev/zero"],
+        vec!["report", "/dev/urandom"],
+        vec!["compare", "/dev/zero", "/dev/zero"],
+        vec!["bench", "/dev/zero"],
+    ] {
+        let (code, _, err) = sinkrate(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("larger than"), "{args:?}: {err}");
+    }
+    let out = Command::new(sinkrate_path())
+        .args(["bench", "-"])
+        .stdin(std::fs::File::open("/dev/zero").expect("/dev/zero"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("standard input: larger than 16 MiB"), "{err}");
+}
+
+#[test]
+fn a_job_file_that_is_not_text_names_its_line() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = d.path().join("bad.fio");
+    std::fs::write(&job, b"[a]\nsize=1m\nname=\xff\n").expect("write");
+    one_line(
+        &["bench", job.to_str().expect("utf8")],
+        &["line 3", "not valid UTF-8"],
+    );
+}
+
+#[test]
+fn readonly_creates_extends_and_writes_nothing() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let user = d.path().join("USERFILE");
+    std::fs::write(&user, b"nineteen bytes here").expect("write");
+    let trace = d.path().join("trace");
+    std::fs::write(
+        &trace,
+        format!(
+            "fio version 2 iolog\n{0} add\n{0} open\n{0} write 0 4096\n{0} close\n",
+            user.display()
+        ),
+    )
+    .expect("write");
+    let u = format!("--filename={}", user.display());
+    let missing = format!("--filename={}", d.path().join("missing").display());
+    let t = format!("--read_iolog={}", trace.display());
+    for (args, expect) in [
+        (
+            vec![
+                "bench",
+                "--readonly",
+                "--name=r",
+                &u,
+                "--rw=read",
+                "--bs=4k",
+                "--size=16k",
+            ],
+            "never extends",
+        ),
+        (vec!["bench", "--readonly", "--name=t", &t], "trace"),
+        (
+            vec![
+                "bench",
+                "--readonly",
+                "--name=m",
+                &missing,
+                "--rw=read",
+                "--size=4k",
+            ],
+            "creates nothing",
+        ),
+        (
+            vec![
+                "bench",
+                "--readonly",
+                "--name=s",
+                &missing,
+                "--ioengine=filestat",
+                "--size=4k",
+            ],
+            "creates nothing",
+        ),
+    ] {
+        one_line(&args, &["--readonly", expect]);
+    }
+    assert_eq!(std::fs::read(&user).expect("read"), b"nineteen bytes here");
+    assert_eq!(common::files_in(d.path()), vec!["USERFILE", "trace"]);
+    // A read within the file runs.
+    let (code, _, err) = sinkrate(&[
+        "bench",
+        "--eta=never",
+        "--readonly",
+        "--name=ok",
+        &u,
+        "--rw=read",
+        "--bs=1",
+        "--size=19",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(&user).expect("read"), b"nineteen bytes here");
+}

@@ -1,7 +1,6 @@
 //! `sinkrate bench`: fio job files and options in, fio-compatible results out, with the
 //! honesty warnings fio does not give.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -32,15 +31,23 @@ runtime=10s
 end_fsync=1
 ";
 
+/// A job file on standard input (`-`), read with the bound every job file has.
+fn read_stdin_job() -> Result<String> {
+    let name = "a job file from standard input";
+    let bytes = sinkrate_sys::input::read_from(
+        std::io::stdin().lock(),
+        sinkrate_sys::input::JOB_FILE_BYTES,
+    )
+    .map_err(|e| anyhow!("{name}: {e}"))?;
+    sinkrate_sys::input::text(bytes).map_err(|e| anyhow!("{name}: {e}"))
+}
+
 fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
     let mut files: Vec<PathBuf> = Vec::new();
     let mut texts: Vec<(PathBuf, String)> = Vec::new();
     for f in &args.job_files {
         if f.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading a job file from standard input")?;
+            let text = read_stdin_job()?;
             texts.push((PathBuf::from("<stdin>"), text));
         } else {
             files.push(f.clone());
@@ -141,10 +148,7 @@ fn show_command(args: &BenchArgs) -> Result<ExitCode> {
     let mut out = String::new();
     for f in &args.job_files {
         let sections = if f.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading a job file from standard input")?;
+            let text = read_stdin_job()?;
             sinkrate_jobspec::grammar::parse_job_text(std::path::Path::new("<stdin>"), &text, &ctx)
         } else {
             sinkrate_jobspec::grammar::parse_job_file(f, &ctx)
@@ -268,6 +272,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         }
     });
     let options = RunOptions {
+        read_only: args.readonly,
         base_dir: PathBuf::from("."),
         force_device_write: args.force,
         keep_files: args.keep,

@@ -78,7 +78,8 @@ pub enum Document {
 /// Reads `path`, or says in one line what is wrong with it.
 pub fn read(path: &Path) -> Result<Document, String> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+    let bytes = sinkrate_sys::input::read_capped(path, sinkrate_sys::input::RESULT_BYTES)
+        .map_err(|e| format!("{name}: {e}"))?;
     parse(&name, bytes)
 }
 

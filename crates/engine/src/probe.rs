@@ -60,7 +60,9 @@ pub struct LiveContext;
 
 impl SourceContext for LiveContext {
     fn read_file(&self, path: &Path) -> Result<String, String> {
-        std::fs::read_to_string(path).map_err(|e| e.to_string())
+        let bytes = sinkrate_sys::input::read_capped(path, sinkrate_sys::input::JOB_FILE_BYTES)
+            .map_err(|e| e.to_string())?;
+        sinkrate_sys::input::text(bytes)
     }
     fn env_var(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()
@@ -141,6 +143,7 @@ pub fn sustained_write(
         )
         .map_err(|e| e.to_string())?;
         let run_options = RunOptions {
+            read_only: false,
             base_dir: dir.to_path_buf(),
             force_device_write: false,
             keep_files: false,

@@ -39,6 +39,9 @@ pub struct RunOptions {
     pub status_reports: Option<crate::status_reports::StatusReports>,
     /// fio's --debug=io,file.
     pub debug: crate::debug_trace::DebugTrace,
+    /// fio's --readonly: nothing is created, extended, laid out or written, by any job
+    /// (a replayed trace's writes included); refused while planning, before any I/O.
+    pub read_only: bool,
 }
 
 /// fio's `--eta`: the status line on a terminal (auto), always, or never.
@@ -147,6 +150,9 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
         }
         let planned = files::plan_files(job, &opts.base_dir).map_err(in_job)?;
         let writes = o.rw.modifies() || o.overwrite || o.ioengine.changes_files();
+        if opts.read_only {
+            read_only_holds(job, writes, &planned).map_err(in_job)?;
+        }
         for f in &planned {
             if f.special {
                 continue;
@@ -545,6 +551,48 @@ fn honesty_warnings(
             ),
         });
     }
+}
+
+/// `--readonly` holds for `job` (after a trace has said what it does): it neither writes nor
+/// changes files, and every file it reads exists and is large enough, since laying one out
+/// would create or extend it.
+fn read_only_holds(job: &Job, writes: bool, planned: &[PlannedFile]) -> Result<(), EngineError> {
+    let o = &job.options;
+    if writes {
+        let what = match &o.read_iolog {
+            Some(trace) => format!("its trace read_iolog={trace} writes or trims"),
+            None if o.ioengine.changes_files() => {
+                format!("ioengine={} changes files", o.ioengine.fio_name())
+            }
+            None => format!("rw={} writes or trims", o.rw.fio_name()),
+        };
+        return Err(EngineError::Refused(format!(
+            "job '{}': {what}, and --readonly refuses every write",
+            o.name
+        )));
+    }
+    for f in planned.iter().filter(|f| !f.special && !f.is_block_device) {
+        match f.existing_size {
+            // filestat and dirstat would make a missing target first, as fio does.
+            None => {
+                return Err(EngineError::path(
+                    &f.path,
+                    "does not exist, and --readonly creates nothing (give a file that is there)",
+                ))
+            }
+            Some(size) if size < f.needed_size() && !o.ioengine.is_file_operation() => {
+                return Err(EngineError::path(
+                    &f.path,
+                    format!(
+                        "holds {size} bytes and the job reads up to byte {}; --readonly never extends a file (set size= to at most the file's size)",
+                        f.needed_size()
+                    ),
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A read_iolog job as the rest of the run sees it: the trace's files (or the redirect) as

@@ -6,6 +6,7 @@
 //! it.
 
 pub mod device;
+pub mod input;
 pub mod kmsg;
 pub mod mounts;
 pub mod output;

@@ -238,6 +238,7 @@ fn job_trial(
     stop: &Arc<AtomicBool>,
 ) -> Result<Trial, SearchError> {
     let options = sinkrate_engine::RunOptions {
+        read_only: false,
         base_dir: dir.to_path_buf(),
         force_device_write: false,
         keep_files: false,
