@@ -393,6 +393,40 @@ fn every_run_kind_renders_in_chromium() {
 }
 
 #[test]
+fn a_label_holding_script_markup_still_draws_every_chart() {
+    // `<!--<script>` in a name left the page's inline JSON in the HTML parser's "double
+    // escaped" state: it swallowed the rest of the page and no chart was drawn.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path();
+    let a = record_json(dir, "a.json", "4");
+    let html = dir.join("marked.html");
+    let a = a.to_str().expect("utf-8");
+    ok(
+        dir,
+        &[
+            "report",
+            a,
+            a,
+            "--label",
+            "<!--<script>",
+            "--label",
+            "x</script><script>alert(1)</script>&\u{2028}",
+            "-o",
+            html.to_str().expect("utf-8"),
+        ],
+    );
+    let Some(r) = render(
+        "a_label_holding_script_markup_still_draws_every_chart",
+        &html,
+        &dir.join("render"),
+    ) else {
+        return;
+    };
+    let ids = assert_seen_as_a_person_would(&r, &html);
+    assert!(ids.len() >= 5, "charts drawn: {ids:?}");
+}
+
+#[test]
 fn runs_overlay_and_png_files_are_pictures() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path();

@@ -48,6 +48,10 @@ pub struct Second {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     pub file: String,
+    /// What names this run wherever its file is copied: its kind and start (and job), or
+    /// the file's name when the result holds no start time. Two inputs with one id are one
+    /// run, counted once.
+    pub run_id: String,
     /// record, check, bench, fio.
     pub kind: String,
     /// What makes the configuration: the settings that can differ between runs.
@@ -140,12 +144,18 @@ pub fn runs(name: &str, document: Document) -> Result<Vec<Run>, String> {
         Document::Fio { ours, output, .. } => {
             Ok(bench_runs(name, if ours { "bench" } else { "fio" }, &output))
         }
-        Document::Record(run) => Ok(vec![recording(name, "record", &run.result)]),
+        Document::Record(run) => {
+            let mut r = recording(name, "record", &run.result);
+            r.run_id = format!("record started {} ({} ms)", run.started_at, run.timestamp_ms);
+            Ok(vec![r])
+        }
         Document::Check(run) => {
             let rec = run.result.record.as_ref().ok_or_else(|| {
                 format!("{name}: a check run without its recording test (--quick): nothing to compare")
             })?;
-            Ok(vec![recording(name, "check", &rec.result)])
+            let mut r = recording(name, "check", &rec.result);
+            r.run_id = format!("check started {} ({} ms)", run.started_at, run.timestamp_ms);
+            Ok(vec![r])
         }
         Document::Other { kind, .. } => Err(format!(
             "{name}: a {kind} result has no runs to compare (compare reads record, check and bench results, and fio's JSON)"
@@ -262,6 +272,7 @@ pub fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
     };
     Run {
         file: file.to_string(),
+        run_id: file.to_string(),
         kind: kind.to_string(),
         config,
         metrics,
@@ -317,6 +328,9 @@ pub struct FioOutput {
     pub fio_version: String,
     #[serde(default, rename = "global options")]
     pub global_options: IndexMap<String, String>,
+    /// When the run started (fio's `timestamp_ms`); 0 when absent.
+    #[serde(default)]
+    pub timestamp_ms: u64,
     pub jobs: Vec<FioJob>,
 }
 
@@ -372,7 +386,8 @@ impl FioLatency {
 fn bench_runs(file: &str, kind: &str, out: &FioOutput) -> Vec<Run> {
     out.jobs
         .iter()
-        .map(|j| {
+        .enumerate()
+        .map(|(i, j)| {
             let mut config: BTreeMap<String, String> = out
                 .global_options
                 .iter()
@@ -386,8 +401,17 @@ fn bench_runs(file: &str, kind: &str, out: &FioOutput) -> Vec<Run> {
             } else {
                 &j.read
             };
+            let run_id = if out.timestamp_ms > 0 {
+                format!(
+                    "{kind} run at {} ms, job {i} {}",
+                    out.timestamp_ms, j.jobname
+                )
+            } else {
+                format!("{file}, job {i}")
+            };
             Run {
                 file: file.to_string(),
+                run_id,
                 kind: kind.to_string(),
                 config,
                 metrics: Metrics {

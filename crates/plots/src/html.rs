@@ -217,10 +217,24 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// Text inside a <script> element ends at the first `</`: in JSON strings it can be written
-/// `<\/` (the vendored library and the page script have none; a test checks).
+/// JSON inside a <script> element: every `<`, `>` and `&` written as a JSON escape, so no
+/// text (a job name holding `</script>` or `<!--<script>`) can end the element early or put
+/// the HTML parser in its "double escaped" state, which swallows the rest of the page. U+2028
+/// and U+2029 are escaped too (older script parsers end a line there). These characters
+/// occur in JSON only inside strings, where the escapes mean the same characters.
 fn script_safe(s: &str) -> String {
-    s.replace("</", "<\\/")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Columns as a JSON array of arrays, numbers as short as their precision allows.
@@ -295,10 +309,15 @@ mod tests {
             esc("<b>\"x\" & 'y'"),
             "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;"
         );
+        let name = "{\"a\":\"<!--<script> & </script>\u{2028}\"}";
+        let safe = script_safe(name);
         assert_eq!(
-            script_safe("{\"a\":\"</script>\"}"),
-            "{\"a\":\"<\\/script>\"}"
+            safe,
+            "{\"a\":\"\\u003c!--\\u003cscript\\u003e \\u0026 \\u003c/script\\u003e\\u2028\"}"
         );
+        let back: serde_json::Value = serde_json::from_str(&safe).expect("still JSON");
+        let orig: serde_json::Value = serde_json::from_str(name).expect("JSON");
+        assert_eq!(back, orig);
     }
 
     #[test]
