@@ -1158,3 +1158,76 @@ fn a_card_that_fills_during_a_candidates_run_fails_that_candidate_and_its_settin
         },
     );
 }
+
+#[test]
+fn restore_puts_a_scheduler_back_before_what_it_resets_and_apply_says_what_the_kernel_holds() {
+    serial(
+        "restore_puts_a_scheduler_back_before_what_it_resets_and_apply_says_what_the_kernel_holds",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("64M", "ext4", "relatime");
+            let device = fs.device_name();
+            let set = |attr: &str, v: &str| {
+                std::fs::write(format!("/sys/block/{device}/queue/{attr}"), v).expect("set");
+            };
+            if !std::fs::read_to_string(format!("/sys/block/{device}/queue/scheduler"))
+                .expect("scheduler")
+                .contains("mq-deadline")
+            {
+                common::skip(
+                    "restore_puts_a_scheduler_back_before_what_it_resets_and_apply_says_what_the_kernel_holds",
+                    "the kernel offers no mq-deadline scheduler",
+                );
+                return;
+            }
+            set("scheduler", "mq-deadline");
+            set("nr_requests", "32");
+            let path = fs.path().to_str().expect("utf8");
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "queue:scheduler=none",
+                "queue:nr_requests=100",
+            ]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            assert!(!out.contains("someone else"), "{out}");
+            assert!(
+                queue(&device, "scheduler").contains("[mq-deadline]"),
+                "{out}"
+            );
+            assert_eq!(queue(&device, "nr_requests"), "32", "{out}");
+            // A value the kernel does not take as given: said as the kernel holds it.
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "queue:scheduler=nonexistent",
+                "queue:nr_requests=0",
+            ]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            let active = queue(&device, "scheduler")
+                .split('[')
+                .nth(1)
+                .and_then(|s| s.split(']').next())
+                .expect("active scheduler")
+                .to_string();
+            assert!(
+                out.contains(&format!("scheduler = {active}"))
+                    && out.contains(&format!("holds {active}, not the nonexistent asked for")),
+                "{out}"
+            );
+            let held = queue(&device, "nr_requests");
+            assert!(
+                out.contains(&format!("nr_requests = {held}"))
+                    && out.contains("not the 0 asked for"),
+                "{out}"
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(queue(&device, "nr_requests"), "32");
+        },
+    );
+}

@@ -63,6 +63,9 @@ impl Exporter<Envelope<TuneReport>> for TuneText {
         for line in &r.to_keep {
             s.push_str(&format!("to keep it: {line}\n"));
         }
+        for line in &r.not_as_asked {
+            s.push_str(&format!("not as asked: {line}\n"));
+        }
         outcome(&mut s, "", &r.restored, r.dry_run);
         if r.held.is_empty() {
             s.push_str("sinkrate holds no setting changed\n");

@@ -427,7 +427,17 @@ impl Journal {
     fn restore_entries(&self, entries: &[Entry]) -> Result<Outcome, Error> {
         let mut out = Outcome::default();
         let mut done: Vec<&Setting> = Vec::new();
-        for e in entries {
+        // What the kernel holds before any write: writing one setting back can change
+        // another (a queue's scheduler resets its nr_requests), which is not someone else's
+        // change.
+        let mut before: Vec<(&Setting, String)> = Vec::new();
+        for e in entries.iter().filter(|e| e.written.is_some()) {
+            before.push((&e.setting, self.host.read(&e.setting)?));
+        }
+        // A scheduler first: it resets the queue's other settings, which then go back.
+        let mut ordered: Vec<&Entry> = entries.iter().collect();
+        ordered.sort_by_key(|e| !e.setting.is_scheduler());
+        for e in ordered {
             if done.contains(&&e.setting) {
                 continue;
             }
@@ -444,7 +454,10 @@ impl Journal {
             let mut changed = None;
             for m in &members {
                 if let Some(w) = &m.written {
-                    let now = self.host.read(&m.setting)?;
+                    let now = match before.iter().find(|(s, _)| **s == m.setting) {
+                        Some((_, v)) => v.clone(),
+                        None => self.host.read(&m.setting)?,
+                    };
                     if &now != w {
                         changed = Some((m.setting.clone(), now, w.clone()));
                         break;

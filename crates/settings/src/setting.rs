@@ -79,6 +79,11 @@ impl fmt::Display for Setting {
 }
 
 impl Setting {
+    /// A block queue's scheduler, whose change resets the queue's other settings.
+    pub fn is_scheduler(&self) -> bool {
+        matches!(self, Setting::Queue { attr, .. } if attr == "scheduler")
+    }
+
     /// The setting with `value` as `sinkrate tune apply` takes it: `vm.NAME=VALUE`,
     /// `queue:ATTR=VALUE`, `mount:OPTION` (a mount value is the option itself).
     pub fn argument(&self, value: &str) -> String {

@@ -76,6 +76,10 @@ pub struct TuneReport {
     /// mount options, which sinkrate does not edit), or why a form could not be written.
     #[serde(default)]
     pub to_keep: Vec<String>,
+    /// apply: settings the kernel took otherwise than asked (a scheduler it does not have,
+    /// a value it clamps); `changes` holds what the kernel holds.
+    #[serde(default)]
+    pub not_as_asked: Vec<String>,
 }
 
 /// The mount and device under `path`, or the ones named.
@@ -215,8 +219,23 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
             .map(|c| (c.setting.clone(), c.to.clone()))
             .collect()
     };
+    let mut not_as_asked = Vec::new();
     if !cfg.dry_run {
-        journal.apply(&as_list(&changes), Mode::Applied)?;
+        let entries = journal.apply(&as_list(&changes), Mode::Applied)?;
+        // What the kernel holds after the write, not what was asked.
+        for c in changes.iter_mut() {
+            let held = entries
+                .iter()
+                .find(|e| e.setting == c.setting)
+                .and_then(|e| e.written.clone());
+            if let Some(held) = held.filter(|h| *h != c.to) {
+                not_as_asked.push(format!(
+                    "{}: the kernel holds {held}, not the {} asked for",
+                    c.setting, c.to
+                ));
+                c.to = held;
+            }
+        }
     }
     // fstab only after the remount took the options: a line the kernel refuses would leave
     // the device unmounted at the next boot.
@@ -237,6 +256,7 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
         changes,
         held: held(journal)?,
         to_keep,
+        not_as_asked,
         ..TuneReport::default()
     })
 }
