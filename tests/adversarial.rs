@@ -1390,3 +1390,35 @@ fn a_recording_whose_directory_vanished_failed() {
     assert_eq!(v["verdict"], "failed", "{}", v["verdict_text"]);
     assert!(err.contains("removed during the recording"), "{err}");
 }
+
+#[test]
+fn emulate_down_never_unmounts_what_a_user_mounted_on_top() {
+    with_root(
+        "emulate_down_never_unmounts_what_a_user_mounted_on_top",
+        EMULATE_TOOLS,
+        || {
+            let base = tempfile::tempdir().expect("tempdir");
+            let mp = base.path().join("card");
+            let (code, _, err) = emulate_up(&mp, &[]);
+            assert_eq!(code, Some(0), "{err}");
+            let m = mp.to_str().expect("utf8");
+            common::run("mount", &["-t", "tmpfs", "users-tmpfs", m]);
+            std::fs::write(mp.join("f"), b"the user's file").expect("write");
+            let (code, _, err) = sinkrate(&["emulate", "down", m]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("unmount it first"), "{err}");
+            assert_eq!(
+                std::fs::read(mp.join("f")).expect("still there"),
+                b"the user's file"
+            );
+            let (_, listed, _) = sinkrate(&["emulate", "list"]);
+            assert!(listed.contains(m), "the card is still known: {listed}");
+            common::run("umount", &[m]);
+            // The card's own filesystem is intact under it, and now goes down.
+            let (code, _, err) = sinkrate(&["emulate", "down", m]);
+            assert_eq!(code, Some(0), "{err}");
+            let (_, listed, _) = sinkrate(&["emulate", "list"]);
+            assert!(!listed.contains(m), "{listed}");
+        },
+    );
+}

@@ -230,14 +230,42 @@ fn one_line(stderr: &str) -> String {
 }
 
 pub(crate) fn is_mountpoint(path: &Path) -> bool {
+    !mounts_at(path).is_empty()
+}
+
+/// The mounts at `path`, oldest first (the last is on top), through the system layer.
+fn mounts_at(path: &Path) -> Vec<sinkrate_procparse::mountinfo::Mount> {
     let Ok(canonical) = std::fs::canonicalize(path) else {
-        return false;
+        return Vec::new();
     };
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let canonical = canonical.to_string_lossy();
-    sinkrate_procparse::mountinfo::parse(&text)
-        .iter()
-        .any(|m| m.mount_point == canonical)
+    sinkrate_sys::mounts::stacked_at(&sinkrate_sys::SysRoot::live(), &canonical.to_string_lossy())
+}
+
+/// Whether `m` is the filesystem this stack mounted: from its loop device.
+fn is_ours(m: &sinkrate_procparse::mountinfo::Mount, state: &State) -> bool {
+    state
+        .loop_device
+        .as_ref()
+        .is_some_and(|dev| Path::new(&m.source) == dev.as_path())
+}
+
+/// Refuses to take a device down while something that is not its own filesystem is
+/// mounted at its mountpoint (on top of it, or instead of it): unmounting that would lose
+/// a user's files, and stopping the emulator under a still-mounted filesystem fails its I/O.
+fn check_nothing_stacked(state: &State) -> Result<(), EmulateError> {
+    let Some(spec) = &state.spec else {
+        return Ok(());
+    };
+    let mounts = mounts_at(&spec.mountpoint);
+    match mounts.last() {
+        Some(top) if !is_ours(top, state) => Err(EmulateError::Usage(format!(
+            "{}: {} from {} is mounted there, which is not the emulated card's filesystem: unmount it first (nothing was changed)",
+            spec.mountpoint.display(),
+            top.fs_type,
+            top.source
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Running (not gone, and not a zombie waiting for a parent that does not reap it).
@@ -856,6 +884,7 @@ pub fn down(mountpoint: &Path) -> Result<State, EmulateError> {
 }
 
 fn teardown(state: &mut State) -> Result<(), EmulateError> {
+    check_nothing_stacked(state)?;
     let mut problems: Vec<String> = Vec::new();
     if let Some(errors) = &state.errors_file {
         let _ = std::fs::remove_file(errors);
@@ -876,6 +905,11 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
                 {
                     problems.push(e.to_string());
                 }
+            }
+            if !problems.is_empty() {
+                // Still mounted: the device under it stays, and so does its state.
+                let _ = state.save();
+                return Err(step("down", problems.join("; ")));
             }
             state.mounted = false;
             let _ = state.save();

@@ -79,6 +79,17 @@ fn target_of(m: &Mount, path: &str) -> Target {
 }
 
 /// Resolves `path` (already absolute and resolved on the live system) to its mount.
+/// The mounts whose mount point is `path` (already canonical), oldest first: the last is
+/// the one a user sees there, on top of the others.
+pub fn stacked_at(root: &SysRoot, path: &str) -> Vec<mountinfo::Mount> {
+    let text = root.read("/proc/self/mountinfo").unwrap_or_default();
+    let path = normalise(path);
+    mountinfo::parse(&text)
+        .into_iter()
+        .filter(|m| m.mount_point == path)
+        .collect()
+}
+
 pub fn resolve(root: &SysRoot, path: &str) -> Result<Target, String> {
     let text = root.read("/proc/self/mountinfo").ok_or_else(|| {
         format!(
