@@ -221,6 +221,63 @@ fn a_probe_killed_half_way_is_put_back_by_the_next_verify() {
 }
 
 #[test]
+fn a_killed_probes_journal_is_never_played_onto_a_card_reused_since() {
+    serial(
+        "a_killed_probes_journal_is_never_played_onto_a_reused_card",
+        || {
+            let dir = tempfile::tempdir().expect("test setup");
+            // An honest card (a filesystem on a counterfeit one wraps onto itself).
+            let card = SlowDev::new(&["--fs", "none", "--write-rate", "8M", "--size", "256M"]);
+            let link = card.path().to_str().expect("test setup").to_string();
+            let device = device_of(card.path());
+            let mut child = Command::new(sinkrate_path())
+                .args(["verify", "--capacity", &link])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("test setup");
+            // Killed once its undo journal exists and the probe is writing (the whole probe
+            // of an honest 256 MiB card takes about 2 s).
+            let undo = Path::new("/var/lib/sinkrate/capacity-undo");
+            let started = Instant::now();
+            while std::fs::read_dir(undo).map_or(0, |d| d.count()) == 0 {
+                assert!(started.elapsed() < Duration::from_secs(20), "no journal");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            child.kill().expect("test setup");
+            child.wait().expect("test setup");
+            // The card is reused: a new filesystem with a file on it.
+            common::mkfs("ext4", Path::new(&device));
+            let mnt = dir.path().join("mnt");
+            std::fs::create_dir(&mnt).expect("test setup");
+            common::mount(Path::new(&device), &mnt, "");
+            std::fs::write(mnt.join("f"), b"written after the probe").expect("test setup");
+            common::run("umount", &[mnt.to_str().expect("test setup")]);
+            // The next, unrelated verify must touch nothing, say so, and keep the journal.
+            let plain = dir.path().join("plain");
+            std::fs::create_dir(&plain).expect("test setup");
+            let (_, _, stderr) = verify(&[plain.to_str().expect("utf8"), "--size", "4M"]);
+            assert!(stderr.contains("was written since"), "{stderr}");
+            assert!(!stderr.contains("put back 8"), "{stderr}");
+            let journal = stderr
+                .split("the journal is kept: ")
+                .nth(1)
+                .and_then(|t| t.split(" (remove it").next())
+                .expect("names its journal")
+                .to_string();
+            assert!(Path::new(&journal).exists(), "{journal}");
+            std::fs::remove_file(&journal).expect("the test removes the kept journal");
+            common::run("e2fsck", &["-fn", &device]);
+            common::mount(Path::new(&device), &mnt, "ro");
+            let read = std::fs::read(mnt.join("f"));
+            common::run("umount", &[mnt.to_str().expect("test setup")]);
+            assert_eq!(read.expect("the file survived"), b"written after the probe");
+        },
+    );
+}
+
+#[test]
 fn bad_input_gets_one_line_and_nothing_is_written() {
     serial("capacity_bad_input", || {
         let dir = tempfile::tempdir().expect("test setup");

@@ -181,10 +181,18 @@ pub fn recover_pending(dir: &Path) -> Vec<String> {
         }
         let played = open_exclusive(&saved.device).and_then(|file| {
             let mut d = BlockDevice { file };
-            undo::play_back(&saved, &mut d)
+            match undo::written_since(&saved, &mut d)? {
+                Some(at) => Ok(Err(at)),
+                None => undo::play_back(&saved, &mut d).map(Ok),
+            }
         });
         match played {
-            Ok(bytes) => {
+            Ok(Err(at)) => said.push(format!(
+                "a killed capacity probe left {} to put back on {dev}, but {dev} was written since (at byte {at} it holds neither the probe's data nor what was there before: a new filesystem?): nothing was put back; the journal is kept: {} (remove it once {dev} holds nothing you want restored)",
+                crate::report::size_words(saved.records.iter().map(|r| r.1.len() as u64).sum()),
+                path.display()
+            )),
+            Ok(Ok(bytes)) => {
                 let _ = std::fs::remove_file(&path);
                 said.push(format!(
                     "put back {} on {dev} that a killed capacity probe had overwritten",

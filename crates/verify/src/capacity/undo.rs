@@ -86,6 +86,8 @@ impl BeforeWrite for Journal {
 
 /// A journal read back.
 pub struct Saved {
+    /// The probe run that wrote the journal: its tags name it.
+    pub run_id: u64,
     pub device: PathBuf,
     pub size: u64,
     pub rdev: u64,
@@ -114,7 +116,9 @@ pub fn parse(mut r: impl Read) -> Result<Saved, String> {
     if version != Some(VERSION) {
         return Err(bad("unknown version"));
     }
-    let _run = take::<8>(&mut r).ok_or_else(|| bad("cut short"))?;
+    let run_id = take::<8>(&mut r)
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| bad("cut short"))?;
     let size = take::<8>(&mut r)
         .map(u64::from_le_bytes)
         .ok_or_else(|| bad("cut short"))?;
@@ -150,6 +154,7 @@ pub fn parse(mut r: impl Read) -> Result<Saved, String> {
         records.push((u64::from_le_bytes(off), data));
     }
     Ok(Saved {
+        run_id,
         device,
         size,
         rdev,
@@ -158,6 +163,26 @@ pub fn parse(mut r: impl Read) -> Result<Saved, String> {
 }
 
 /// Plays `saved` back onto `dev`, newest first, and flushes.
+/// Whether the device still holds what the probe left at every place the journal names:
+/// in each sector the probe run's tag, or the bytes saved there (the kill came before that
+/// write). The first place holding anything else is returned: the device was written since
+/// (a new filesystem on a reused card), and playing the journal back would destroy that.
+pub fn written_since(saved: &Saved, dev: &mut dyn Device) -> std::io::Result<Option<u64>> {
+    use super::tag::{read_tag, SECTOR};
+    for (offset, data) in &saved.records {
+        let mut buf = AlignedBuf::new(data.len());
+        dev.read_at(buf.as_mut_slice(), *offset)?;
+        let now = buf.as_slice();
+        let probes = now
+            .chunks(SECTOR)
+            .all(|s| read_tag(s).is_some_and(|(run, _)| run == saved.run_id));
+        if !probes && now != data.as_slice() {
+            return Ok(Some(*offset));
+        }
+    }
+    Ok(None)
+}
+
 pub fn play_back(saved: &Saved, dev: &mut dyn Device) -> std::io::Result<u64> {
     let mut bytes = 0;
     for (offset, data) in saved.records.iter().rev() {
