@@ -46,6 +46,9 @@ pub fn flag() -> Result<Arc<AtomicBool>> {
 fn exit_now() -> ! {
     let removed = sinkrate_sys::owned::remove_all();
     let mut line = "sinkrate: interrupted again: stopping at once".to_string();
+    for stopped in sinkrate_sys::children::stop_all() {
+        line.push_str(&format!("; the watched command {stopped}"));
+    }
     if removed > 0 {
         line.push_str(&format!("; removed its {removed} test file(s)"));
     }

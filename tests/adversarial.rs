@@ -1422,3 +1422,36 @@ fn emulate_down_never_unmounts_what_a_user_mounted_on_top() {
         },
     );
 }
+
+#[test]
+fn a_second_interrupt_of_watch_stops_the_watched_command_and_names_it() {
+    // A command that ignores Ctrl-C and SIGTERM: left running, orphaned, before.
+    let child = Command::new(sinkrate_path())
+        .args(["watch", "--live", "never", "--", "sh", "-c"])
+        .arg("trap '' INT TERM; while :; do sleep 0.1; done")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    interrupt(&child);
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let pid: i32 = err
+        .split("(pid ")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("names the command's pid: {err}"));
+    assert!(err.contains("the watched command sh -c"), "{err}");
+    assert!(err.contains("SIGKILL, stopped"), "{err}");
+    // SAFETY: signal 0 only asks whether the process exists.
+    assert_ne!(
+        unsafe { libc::kill(pid, 0) },
+        0,
+        "the command is gone: {err}"
+    );
+}

@@ -137,6 +137,10 @@ pub fn run<O: WatchObserver>(
         ),
         None => None,
     };
+    if let Some(c) = &child {
+        // A second Ctrl-C stops it too, and names it.
+        sinkrate_sys::children::started(c.id(), &cfg.command.join(" "));
+    }
     observer
         .started(core.devices(), &core.notes)
         .map_err(WatchError::Observer)?;
@@ -226,6 +230,9 @@ pub fn run<O: WatchObserver>(
         // SAFETY: signalling the child this process started.
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
         status = c.wait().ok();
+    }
+    if let Some(c) = &child {
+        sinkrate_sys::children::ended(c.id());
     }
     let summary = analyse(timeline.samples(), settings);
     let mut config = cfg.clone();

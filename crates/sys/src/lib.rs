@@ -5,6 +5,7 @@
 //! the root check. The engine's run header, record, watch's device choice and audit all use
 //! it.
 
+pub mod children;
 pub mod device;
 pub mod input;
 pub mod kmsg;
