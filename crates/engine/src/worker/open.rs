@@ -233,20 +233,31 @@ pub(super) fn open_files(
                 .shared_files
                 .make_parent_dirs(path)
                 .map_err(|e| EngineError::io(path, e))?;
-            setup
-                .shared_files
-                .create(path, removes_its_files(setup))
-                .map_err(|e| EngineError::io(path, e))?;
+        }
+        let create = |setup: &WorkerSetup| -> Result<(), EngineError> {
+            if !plan.is_block_device && !plan.special && !existed {
+                setup
+                    .shared_files
+                    .create(path, removes_its_files(setup))
+                    .map_err(|e| EngineError::io(path, e))?;
+            }
+            Ok(())
+        };
+        let needs_data = !plan.is_block_device
+            && !plan.special
+            && (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
+            && size_now < plan.needed_size();
+        if !needs_data {
+            create(setup)?;
         }
         if !plan.is_block_device && !plan.special {
-            let needs_data = (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
-                && size_now < plan.needed_size();
             if needs_data {
-                // create_serialize (fio's default): one job lays out at a time.
+                // create_serialize (fio's default): one job creates and lays out at a time.
                 let _one_at_a_time = o
                     .behaviour
                     .create_serialize
                     .then(|| LAYING_OUT.lock().unwrap_or_else(|p| p.into_inner()));
+                create(setup)?;
                 if let Err(e) = lay_out(path, size_now, plan.needed_size(), rng, &setup.stop) {
                     // A half-written file sinkrate created is sinkrate's to remove.
                     if !existed && !setup.keep_files {
