@@ -657,6 +657,28 @@ fn sinkrate_in(cwd: &Path, args: &[&str]) -> std::process::Output {
         .expect("sinkrate runs")
 }
 
+/// Starts `cmd` (its output discarded) and kills it with SIGKILL once `file` exists and
+/// its identity has been journaled (right after it is created).
+fn kill_once_made(cmd: &mut Command, file: &Path) {
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("sinkrate starts");
+    let started = std::time::Instant::now();
+    while !file.exists() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "{} never appeared",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+}
+
 #[test]
 fn the_sweep_removes_only_the_file_the_killed_run_made() {
     // A run killed in X left rec/...cam0.bin; a run in Y, whose own rec/...cam0.bin is the
@@ -670,9 +692,8 @@ fn the_sweep_removes_only_the_file_the_killed_run_made() {
     let users = y.path().join("rec/sinkrate-record-cam0.bin");
     std::fs::write(&users, b"the user's own recording").expect("write");
     let leftover = x.path().join("rec/sinkrate-record-cam0.bin");
-    let mut child = Command::new(sinkrate_path())
-        .current_dir(x.path())
-        .args([
+    kill_once_made(
+        Command::new(sinkrate_path()).current_dir(x.path()).args([
             "record",
             "--dir",
             "rec",
@@ -680,23 +701,9 @@ fn the_sweep_removes_only_the_file_the_killed_run_made() {
             "20s",
             "--live",
             "never",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("record starts");
-    let started = std::time::Instant::now();
-    while !leftover.exists() {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the recording never began"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // The file's identity is journaled right after it is created.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
+        ]),
+        &leftover,
+    );
     let out = sinkrate_in(
         y.path(),
         &[
@@ -728,29 +735,20 @@ fn a_leftover_replaced_by_another_file_is_left_alone() {
     // The killed run's file was removed and a user's file took its name since: not removed.
     let d = tempfile::tempdir().expect("tempdir");
     let name = d.path().join("k.0.0");
-    let mut child = Command::new(sinkrate_path())
-        .args([
-            "bench",
-            "--eta=never",
-            "--name=k",
-            "--rw=write",
-            "--bs=64k",
-            "--size=64m",
-        ])
-        .arg("--rate=4m")
-        .arg(format!("--directory={}", d.path().display()))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("bench starts");
-    let started = std::time::Instant::now();
-    while !name.exists() {
-        assert!(started.elapsed().as_secs() < 30, "the job never began");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
+    kill_once_made(
+        Command::new(sinkrate_path())
+            .args([
+                "bench",
+                "--eta=never",
+                "--name=k",
+                "--rw=write",
+                "--bs=64k",
+                "--size=64m",
+            ])
+            .arg("--rate=4m")
+            .arg(format!("--directory={}", d.path().display())),
+        &name,
+    );
     // The user's file takes the name while the run's still exists (no inode to reuse).
     let theirs = d.path().join("theirs");
     std::fs::write(&theirs, b"user data").expect("write");
