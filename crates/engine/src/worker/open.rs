@@ -247,25 +247,22 @@ pub(super) fn open_files(
             && !plan.special
             && (o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap && !writes)
             && size_now < plan.needed_size();
-        if !needs_data {
+        if needs_data {
+            // create_serialize (fio's default): one job creates and lays out at a time.
+            let _one_at_a_time = o
+                .behaviour
+                .create_serialize
+                .then(|| LAYING_OUT.lock().unwrap_or_else(|p| p.into_inner()));
             create(setup)?;
-        }
-        if !plan.is_block_device && !plan.special {
-            if needs_data {
-                // create_serialize (fio's default): one job creates and lays out at a time.
-                let _one_at_a_time = o
-                    .behaviour
-                    .create_serialize
-                    .then(|| LAYING_OUT.lock().unwrap_or_else(|p| p.into_inner()));
-                create(setup)?;
-                if let Err(e) = lay_out(path, size_now, plan.needed_size(), rng, &setup.stop) {
-                    // A half-written file sinkrate created is sinkrate's to remove.
-                    if !existed && !setup.keep_files {
-                        let _ = sinkrate_sys::owned::remove(path);
-                    }
-                    return Err(e);
+            if let Err(e) = lay_out(path, size_now, plan.needed_size(), rng, &setup.stop) {
+                // A half-written file sinkrate created is sinkrate's to remove.
+                if !existed && !setup.keep_files {
+                    let _ = sinkrate_sys::owned::remove(path);
                 }
+                return Err(e);
             }
+        } else {
+            create(setup)?;
         }
         let mut flags = open_flags(o, writes, o.direct);
         if plan.is_block_device {
