@@ -16,9 +16,6 @@ pub use load::{load, parse, read, runs, Document, Metrics, Run, Second};
 const BLOCK_S: usize = 5;
 /// Runs a side from which runs are the unit of the comparison.
 const RUNS_ENOUGH: usize = 4;
-/// Seconds of recording a side below which the bootstrap over time has too few blocks to
-/// resample (one 3 s run is less than one block: its interval has zero width).
-const SECONDS_ENOUGH: usize = 4 * BLOCK_S;
 
 /// One configuration: its runs, and the mean of their figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,16 +98,25 @@ pub fn compare(
     let mut notes = Vec::new();
     // One run given twice (a copied file, or the same file named twice) is one run: counted
     // twice it would pass for independent evidence.
-    // (id, first file, files given again)
-    let mut seen: Vec<(String, String, Vec<String>)> = Vec::new();
+    // (id, figures, first file, files given again): the same run with the same figures; an
+    // edited copy (other figures) is a run of its own.
+    let mut seen: Vec<(String, Metrics, String, Vec<String>)> = Vec::new();
     // Groups in the order their first run came.
     let mut groups: Vec<(String, Vec<Run>)> = Vec::new();
     for (i, run) in runs.into_iter().enumerate() {
-        if let Some((_, _, again)) = seen.iter_mut().find(|(id, _, _)| *id == run.run_id) {
+        if let Some((_, _, _, again)) = seen
+            .iter_mut()
+            .find(|(id, figures, _, _)| *id == run.run_id && *figures == run.metrics)
+        {
             again.push(run.file);
             continue;
         }
-        seen.push((run.run_id.clone(), run.file.clone(), Vec::new()));
+        seen.push((
+            run.run_id.clone(),
+            run.metrics.clone(),
+            run.file.clone(),
+            Vec::new(),
+        ));
         let key = match cfg.labels.get(i) {
             Some(label) => label.clone(),
             None => format!("{}:{:?}", run.kind, run.config),
@@ -120,7 +126,7 @@ pub fn compare(
             None => groups.push((key, vec![run])),
         }
     }
-    for (id, first, again) in seen.iter().filter(|(_, _, a)| !a.is_empty()) {
+    for (id, _, first, again) in seen.iter().filter(|(_, _, _, a)| !a.is_empty()) {
         let named = if again.iter().all(|f| f == first) {
             format!("{first} is given {} times", again.len() + 1)
         } else {
@@ -265,7 +271,6 @@ fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
     // cannot go below p = 0.1); with fewer, a recording's seconds in blocks within each run.
     let by_runs =
         (base.len() >= RUNS_ENOUGH && row.len() >= RUNS_ENOUGH) || !timed(base) || !timed(row);
-    let mut too_little = None;
     let (method, drops, write_p99) = if by_runs {
         (
             format!("runs (n={} vs {})", row.len(), base.len()),
@@ -286,13 +291,9 @@ fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
             p99(&mut v)
         });
         let seconds = |v: &[&[Second]]| v.iter().map(|s| s.len()).sum::<usize>();
-        if seconds(&sa) < SECONDS_ENOUGH || seconds(&sb) < SECONDS_ENOUGH {
-            too_little = Some((seconds(&sb), seconds(&sa)));
-        }
         (
             format!(
-                "{}block bootstrap over time ({BLOCK_S} s blocks within runs; {} s in {} run(s) vs {} s in {})",
-                if too_little.is_some() { "not tested, too little data for a " } else { "" },
+                "block bootstrap over time ({BLOCK_S} s blocks within runs; {} s in {} run(s) vs {} s in {})",
                 seconds(&sb),
                 row.len(),
                 seconds(&sa),
@@ -304,13 +305,9 @@ fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
     };
     let lateness = pair(&|m| m.lateness_p99_ms);
     let app = pair(&|m| m.app_mb_s);
-    let worse = too_little.is_none()
-        && (drops.is_some_and(|d| d.significant() && d.diff > 0.0)
-            || write_p99.is_some_and(|d| d.significant() && d.diff > 0.0));
-    let text = match too_little {
-        None => words(label, base, row, &drops, &write_p99, by_runs),
-        Some((row_s, base_s)) => unjudged_words(label, base, row, &write_p99, row_s, base_s),
-    };
+    let worse = drops.is_some_and(|d| d.significant() && d.diff > 0.0)
+        || write_p99.is_some_and(|d| d.significant() && d.diff > 0.0);
+    let text = words(label, base, row, &drops, &write_p99, by_runs);
     Significance {
         method,
         drops,
@@ -320,30 +317,6 @@ fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
         worse,
         text,
     }
-}
-
-/// The figures side by side, with no test: too little recording to tell.
-fn unjudged_words(
-    label: &str,
-    base: &[Run],
-    row: &[Run],
-    write_p99: &Option<Difference>,
-    row_s: usize,
-    base_s: usize,
-) -> String {
-    let frames = |runs: &[Run]| {
-        let m = mean_metrics(runs);
-        (m.frames_dropped.unwrap_or(0), m.frames_offered.unwrap_or(0))
-    };
-    let ((bd, bo), (rd, ro)) = (frames(base), frames(row));
-    let mut text = format!("{label}: {rd} of {ro} frames dropped vs {bd} of {bo}");
-    if let Some(w) = write_p99 {
-        text.push_str(&format!("; p99 write latency {:.1} vs {:.1} ms", w.b, w.a));
-    }
-    text.push_str(&format!(
-        " (too little data to tell: {row_s} s vs {base_s} s of recording; {SECONDS_ENOUGH} s or more a side, or {RUNS_ENOUGH} runs a side)"
-    ));
-    text
 }
 
 fn p_text(p: f64) -> String {

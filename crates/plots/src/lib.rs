@@ -82,7 +82,7 @@ pub(crate) fn tone(v: Verdict) -> Tone {
         Verdict::KeepsUp => Tone::Good,
         Verdict::FallingBehind => Tone::Warn,
         Verdict::Drops | Verdict::Failed => Tone::Bad,
-        Verdict::NotStorage | Verdict::TooShort => Tone::Neutral,
+        Verdict::NotStorage => Tone::Neutral,
     }
 }
 

@@ -149,10 +149,7 @@ pub fn search(
         }
         let r = &result.result;
         match r.verdict {
-            // A probe too short to judge says nothing either way about the rate.
-            Verdict::Failed | Verdict::TooShort => {
-                return Err(SearchError::ProbeFailed(r.verdict_text.clone()))
-            }
+            Verdict::Failed => return Err(SearchError::ProbeFailed(r.verdict_text.clone())),
             Verdict::NotStorage => return Err(SearchError::NotStorage(r.verdict_text.clone())),
             _ => {}
         }

@@ -46,12 +46,7 @@ pub struct Evidence {
     /// Set when the directory has no storage device behind it ("/dev/shm is on tmpfs"):
     /// the run measured memory, and no keeps-up verdict or headroom can come from it.
     pub not_storage: Option<String>,
-    /// The fewest frames any stream was offered: below [`FRAMES_TO_JUDGE`], too few to judge.
-    pub fewest_frames: u64,
 }
-
-/// Frames a stream needs before a verdict on keeping up means anything.
-pub const FRAMES_TO_JUDGE: u64 = 10;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Outcome {
@@ -149,15 +144,6 @@ pub fn decide(e: &Evidence) -> Outcome {
                 ),
             )
         };
-    }
-    if e.fewest_frames < FRAMES_TO_JUDGE {
-        return outcome(
-            Verdict::TooShort,
-            format!(
-                "only {} frame(s) in a stream: too few to tell whether the storage keeps up; record at least {FRAMES_TO_JUDGE} frames a stream (a longer --duration or a higher --fps)",
-                e.fewest_frames
-            ),
-        );
     }
     if let Some(what) = &e.not_storage {
         return outcome(
