@@ -19,6 +19,16 @@ pub mod swaps;
 pub mod usb;
 
 pub use root::SysRoot;
+
+/// Held by the unit tests that use this process's one registry of owned files (`owned`,
+/// `output`): one test's `remove_all` must not take another's files.
+#[cfg(test)]
+pub(crate) static REGISTRY_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[cfg(test)]
+pub(crate) fn registry_test() -> std::sync::MutexGuard<'static, ()> {
+    REGISTRY_TESTS.lock().unwrap_or_else(|e| e.into_inner())
+}
 pub use space::{free_bytes, space, FsSpace};
 
 /// Whether this process runs as root (settings, drop_caches and device writes need it).

@@ -322,6 +322,7 @@ mod tests {
 
     #[test]
     fn regular_and_new_files_are_written() {
+        let _one = crate::registry_test();
         let d = tempfile::tempdir().expect("tempdir");
         let p = d.path().join("r.json");
         write(&p, b"first, longer").expect("new");
@@ -334,6 +335,7 @@ mod tests {
 
     #[test]
     fn a_new_file_never_takes_a_name_that_exists() {
+        let _one = crate::registry_test();
         let d = tempfile::tempdir().expect("tempdir");
         let victim = d.path().join("victim");
         std::fs::write(&victim, b"mine").expect("write");
@@ -352,6 +354,7 @@ mod tests {
 
     #[test]
     fn a_result_through_a_link_replaces_the_target_whole() {
+        let _one = crate::registry_test();
         let d = tempfile::tempdir().expect("tempdir");
         let target = d.path().join("t.json");
         std::fs::write(&target, b"old").expect("write");
@@ -368,6 +371,7 @@ mod tests {
 
     #[test]
     fn directories_and_fifos_are_refused_and_left_alone() {
+        let _one = crate::registry_test();
         let d = tempfile::tempdir().expect("tempdir");
         let err = write(d.path(), b"x").expect_err("a directory");
         assert!(err.to_string().contains("a directory"), "{err}");

@@ -441,6 +441,7 @@ mod tests {
 
     #[test]
     fn tracked_files_are_removed_and_forgotten_ones_are_left() {
+        let _one = crate::registry_test();
         let d = tempfile::tempdir().expect("tempdir");
         let mine = d.path().join("mine");
         let kept = d.path().join("kept");
@@ -456,6 +457,7 @@ mod tests {
 
     #[test]
     fn a_file_replaced_since_is_not_the_runs_to_remove() {
+        let _one = crate::registry_test();
         let d = tempfile::tempdir().expect("tempdir");
         let p = d.path().join("replaced");
         new_file(&p);
@@ -469,6 +471,7 @@ mod tests {
 
     #[test]
     fn an_existing_name_or_symlink_is_never_created_over() {
+        let _one = crate::registry_test();
         let d = tempfile::tempdir().expect("tempdir");
         let theirs = d.path().join("theirs");
         std::fs::write(&theirs, b"x").expect("write");
@@ -484,6 +487,7 @@ mod tests {
 
     #[test]
     fn a_journal_lists_what_was_made_and_not_removed() {
+        let _one = crate::registry_test();
         let mut j = Vec::new();
         let id = Identity { dev: 8, ino: 12 };
         record(b'+', Path::new("/a"), &mut j);
@@ -511,6 +515,7 @@ mod tests {
 
     #[test]
     fn relative_paths_are_journaled_absolute() {
+        let _one = crate::registry_test();
         let abs = absolute(Path::new("rec/x.bin"));
         assert!(abs.is_absolute());
         assert!(abs.ends_with("rec/x.bin"));
