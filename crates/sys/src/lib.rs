@@ -27,7 +27,9 @@ pub(crate) static REGISTRY_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new((
 
 #[cfg(test)]
 pub(crate) fn registry_test() -> std::sync::MutexGuard<'static, ()> {
-    REGISTRY_TESTS.lock().unwrap_or_else(|e| e.into_inner())
+    let turn = REGISTRY_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    owned::begin_again();
+    turn
 }
 pub use space::{free_bytes, space, FsSpace};
 

@@ -46,6 +46,20 @@ impl Identity {
 // A map: file-operation jobs track tens of thousands of files. `None` until the file exists.
 static FILES: Mutex<Option<HashMap<PathBuf, Option<Identity>>>> = Mutex::new(None);
 static JOURNAL: Mutex<Option<std::fs::File>> = Mutex::new(None);
+/// Set once the run's cleanup has begun (`remove_all`, `finish`): a worker thread still
+/// running then must not make a file the cleanup has already passed, nor reopen a journal
+/// that the ending process would leave behind for every later run to report.
+static ENDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn ended() -> bool {
+    ENDED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// A unit test's turn starts with a registry that has not ended (one process, many tests).
+#[cfg(test)]
+pub(crate) fn begin_again() {
+    ENDED.store(false, std::sync::atomic::Ordering::SeqCst);
+}
 
 fn files() -> MutexGuard<'static, Option<HashMap<PathBuf, Option<Identity>>>> {
     // A panic elsewhere while holding the map leaves it as valid as before.
@@ -93,6 +107,9 @@ fn trusted_dir() -> Option<PathBuf> {
 /// Without a journal (a read-only /run), the in-memory registry still works.
 fn note(records: &[u8]) {
     let mut j = JOURNAL.lock().unwrap_or_else(|e| e.into_inner());
+    if ended() {
+        return;
+    }
     if j.is_none() {
         use std::os::unix::fs::OpenOptionsExt;
         *j = trusted_dir().and_then(|dir| {
@@ -150,6 +167,14 @@ pub fn track_all<'a>(paths: impl IntoIterator<Item = &'a Path>) {
 pub fn made(path: &Path, meta: &std::fs::Metadata) {
     let path = absolute(path);
     let id = Identity::of(meta);
+    if ended() {
+        // Made by a thread that was still running when the cleanup passed: removed at once,
+        // while it is still the file this run made.
+        if Identity::at(&path) == Some(id) {
+            let _ = std::fs::remove_file(&path);
+        }
+        return;
+    }
     let mut r = Vec::new();
     record_identity(id, &path, &mut r);
     note(&r);
@@ -164,6 +189,12 @@ pub fn made(path: &Path, meta: &std::fs::Metadata) {
 /// and any flags (`custom_flags`); an existing name is `AlreadyExists`.
 pub fn create_new(path: &Path, how: &mut std::fs::OpenOptions) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
+    if ended() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "the run is ending: no new file is made",
+        ));
+    }
     track(path);
     let created = how.create_new(true).mode(0o644).open(path);
     let file = match created {
@@ -236,6 +267,7 @@ pub fn remove(path: &Path) -> std::io::Result<bool> {
 /// Removes every tracked file that is still the file this run made; returns how many were
 /// removed.
 pub fn remove_all() -> usize {
+    ENDED.store(true, std::sync::atomic::Ordering::SeqCst);
     let entries: Vec<(PathBuf, Option<Identity>)> = files().take().into_iter().flatten().collect();
     let removed = entries
         .iter()
@@ -249,6 +281,7 @@ pub fn remove_all() -> usize {
 /// The process is ending: its journal goes, unless it still lists a file this run made and
 /// could not remove (the next run then tries again, and names it).
 pub fn finish() {
+    ENDED.store(true, std::sync::atomic::Ordering::SeqCst);
     let stuck = files().as_ref().is_some_and(|m| {
         m.iter()
             .any(|(p, id)| id.is_some() && Identity::at(p) == *id)
@@ -453,6 +486,25 @@ mod tests {
         assert!(!mine.exists());
         assert!(kept.exists());
         assert_eq!(remove_all(), 0);
+    }
+
+    #[test]
+    fn once_the_cleanup_has_run_no_file_is_made_or_left() {
+        let _one = crate::registry_test();
+        let d = tempfile::tempdir().expect("tempdir");
+        assert_eq!(remove_all(), 0);
+        // A worker still running after the second Ctrl-C's cleanup.
+        let late = d.path().join("late");
+        let e = create_new(&late, std::fs::OpenOptions::new().write(true)).expect_err("ended");
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted);
+        assert!(!late.exists());
+        // One that made its file its own way and then says so: removed at once.
+        let own_way = d.path().join("own-way");
+        track(&own_way);
+        let f = std::fs::File::create(&own_way).expect("create");
+        made(&own_way, &f.metadata().expect("meta"));
+        assert!(!own_way.exists());
+        assert!(!journal_path().exists(), "no journal reopened");
     }
 
     #[test]
