@@ -9,6 +9,11 @@ for d in "$HOME/.cargo/bin" /root/.cargo/bin; do [ -d "$d" ] && export PATH="$d:
 export SINKRATE_SKIP_LOG="$PWD/target/skipped-tests.txt"
 mkdir -p target
 : > "$SINKRATE_SKIP_LOG"
+# The tests' runs keep their journals and emulated devices' state here, not under
+# /run/sinkrate: a sinkrate killed on this machine before the suite (its files named by
+# every later run until removed) must not change what the tests' runs print. Killed runs
+# inside the suite are still swept by the runs after them, which share this directory.
+export SINKRATE_STATE_DIR="$PWD/target/test-state"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -1385,9 +1385,12 @@ fn a_second_interrupt_of_watch_stops_the_watched_command_and_names_it() {
     let out = child.wait_with_output().expect("waits");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
+    // The pid on the line that names the watched command (a note about another run's
+    // leftovers may name a pid before it).
     let pid: i32 = err
-        .split("(pid ")
+        .split("the watched command")
         .nth(1)
+        .and_then(|t| t.split("(pid ").nth(1))
         .and_then(|t| t.split(')').next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("names the command's pid: {err}"));

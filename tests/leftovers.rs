@@ -167,3 +167,63 @@ fn what_a_killed_run_made_is_removed_by_the_next_and_its_json_is_absent() {
     );
     assert!(next_run_says().is_empty(), "nothing left to say once swept");
 }
+
+#[test]
+fn a_state_directory_keeps_its_runs_leftovers_to_itself() {
+    // SINKRATE_STATE_DIR: a test suite's runs neither report nor sweep what a run killed
+    // outside the suite left on the machine, and the suite's own leftovers stay its own.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (suite, elsewhere) = (dir.path().join("suite"), dir.path().join("elsewhere"));
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).expect("setup");
+    let made = rec.join("sinkrate-record-cam0.bin");
+    let mut child = Command::new(sinkrate_path())
+        .env("SINKRATE_STATE_DIR", &suite)
+        .args(["record", "--dir"])
+        .arg(&rec)
+        .args(["--duration", "20s", "--live", "never"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sinkrate starts");
+    let started = std::time::Instant::now();
+    while !made.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never recorded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let journal_dir = suite.join(format!("owned-{uid}"));
+    assert_eq!(
+        names(&journal_dir),
+        vec![child.id().to_string()],
+        "the killed run's journal is in its state directory"
+    );
+    let run_in = |state: &Path| {
+        let out = Command::new(sinkrate_path())
+            .env("SINKRATE_STATE_DIR", state)
+            .args(["emulate", "list"])
+            .output()
+            .expect("sinkrate runs");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = run_in(&elsewhere);
+    assert!(
+        !said.contains("interrupted"),
+        "another state directory: {said}"
+    );
+    assert!(made.exists(), "not swept from another state directory");
+    let said = run_in(&suite);
+    assert!(
+        said.contains(&format!("interrupted sinkrate run (pid {})", child.id()))
+            && said.contains(&made.display().to_string()),
+        "{said}"
+    );
+    assert!(names(&rec).is_empty(), "every recording file swept");
+    assert!(names(&journal_dir).is_empty(), "the journal went with it");
+}

@@ -9,7 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::tools;
 
-const STATE_ROOT: &str = "/run/sinkrate/emulate";
+/// Where each emulated device's state directory lives (`SINKRATE_STATE_DIR/emulate` when
+/// that is set).
+fn state_root() -> PathBuf {
+    sinkrate_sys::state_dir_override()
+        .map(|d| d.join("emulate"))
+        .unwrap_or_else(|| PathBuf::from("/run/sinkrate/emulate"))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmulateError {
@@ -164,7 +170,7 @@ fn state_dir_for(mountpoint: &Path) -> PathBuf {
             name.push_str(&format!("_{b:02x}"));
         }
     }
-    Path::new(STATE_ROOT).join(if name.is_empty() {
+    state_root().join(if name.is_empty() {
         "root".to_string()
     } else {
         name
@@ -191,7 +197,7 @@ fn state_of(mountpoint: &Path) -> Option<State> {
             }
         })
         .collect();
-    State::load(&Path::new(STATE_ROOT).join(legacy)).filter(|s| {
+    State::load(&state_root().join(legacy)).filter(|s| {
         s.spec
             .as_ref()
             .is_some_and(|sp| sp.mountpoint == mountpoint)
@@ -1007,7 +1013,7 @@ pub struct Listed {
 
 pub fn list() -> Vec<Listed> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(STATE_ROOT) else {
+    let Ok(entries) = std::fs::read_dir(state_root()) else {
         return out;
     };
     for e in entries.flatten() {

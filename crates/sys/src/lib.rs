@@ -33,6 +33,17 @@ pub(crate) fn registry_test() -> std::sync::MutexGuard<'static, ()> {
 }
 pub use space::{free_bytes, space, FsSpace};
 
+/// The directory named by `SINKRATE_STATE_DIR`, when it is set to an absolute path: where
+/// the journals of the files each run made (`owned/`) and the state of emulated devices
+/// (`emulate/`) live instead of under `/run/sinkrate` (or the temporary directory for a
+/// user other than root). A test suite sets it so that what a run killed outside it left on
+/// the machine neither shows in its runs' output nor is swept by them.
+pub fn state_dir_override() -> Option<std::path::PathBuf> {
+    std::env::var_os("SINKRATE_STATE_DIR")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
 /// Whether this process runs as root (settings, drop_caches and device writes need it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

@@ -74,7 +74,11 @@ pub fn absolute(path: &Path) -> PathBuf {
 
 /// Where the journals live: one directory per user, not shared with others.
 pub fn journal_dir() -> PathBuf {
-    if crate::is_root() {
+    if let Some(state) = crate::state_dir_override() {
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        state.join(format!("owned-{uid}"))
+    } else if crate::is_root() {
         PathBuf::from("/run/sinkrate/owned")
     } else {
         // SAFETY: getuid cannot fail.
