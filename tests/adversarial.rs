@@ -1311,14 +1311,51 @@ fn short_recording(dir: &Path, name: &str, extra: &[&str]) -> (Option<i32>, serd
 }
 
 #[test]
-fn one_run_given_twice_is_counted_once() {
+fn runs_too_short_or_too_few_are_not_judged() {
     let d = tempfile::tempdir().expect("tempdir");
+    // One frame a stream is no evidence of keeping up.
+    for (name, extra) in [
+        ("ns.json", vec!["--duration", "1ns"]),
+        (
+            "slow.json",
+            vec![
+                "--fps",
+                "0.0000001",
+                "--frame-size",
+                "4k",
+                "--duration",
+                "1s",
+            ],
+        ),
+    ] {
+        let (code, v) = short_recording(d.path(), name, &extra);
+        assert_eq!(
+            v["verdict"], "too_short",
+            "{extra:?}: {}",
+            v["verdict_text"]
+        );
+        assert_eq!(code, Some(3), "{extra:?}");
+    }
+    // Two 3 s recordings: under one bootstrap block each, so no significance either way.
     let a = ["--fps", "30", "--frame-size", "64k", "--duration", "3s"];
     short_recording(d.path(), "r1.json", &a);
     short_recording(d.path(), "r2.json", &a);
     let p = |n: &str| d.path().join(n).to_str().expect("utf8").to_string();
     let (r1, r2) = (p("r1.json"), p("r2.json"));
-    // One run given four times a side is one run a side, not four independent ones.
+    let (code, out, err) = sinkrate(&[
+        "compare",
+        &r1,
+        &r2,
+        "--label",
+        "a",
+        "--label",
+        "b",
+        "--fail-if-worse",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("too little data to tell"), "{out}");
+    assert!(!out.contains("95% CI"), "{out}");
+    // One run given four times a side is one run a side.
     let mut args = vec!["compare".to_string()];
     for f in [&r1, &r1, &r1, &r1, &r2, &r2, &r2, &r2] {
         args.push(f.clone());
@@ -1329,11 +1366,27 @@ fn one_run_given_twice_is_counted_once() {
     args.extend(["--output-format".to_string(), "json".to_string()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = sinkrate(&args);
-    assert!(matches!(code, Some(0 | 1)), "{err}");
+    assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     let rows = v["rows"].as_array().expect("rows");
     assert!(rows.iter().all(|r| r["runs"] == 1), "{rows:?}");
     assert!(out.contains("given 4 times"), "{out}");
+}
+
+#[test]
+fn a_recording_whose_directory_vanished_failed() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().join("gone");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let child = start_recording(&dir, "4s", &[]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::fs::remove_dir_all(&dir).expect("rm -r");
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["verdict"], "failed", "{}", v["verdict_text"]);
+    assert!(err.contains("removed during the recording"), "{err}");
 }
 
 #[test]

@@ -14,8 +14,18 @@ use common::sinkrate_path;
 /// Runs `args`, kills it with SIGKILL once `ready` holds (and `after` has passed), and
 /// returns its pid.
 fn killed(args: &[&str], after: Duration, ready: impl Fn() -> bool) -> u32 {
-    let mut child = Command::new(sinkrate_path())
-        .args(args)
+    let mut cmd = Command::new(sinkrate_path());
+    cmd.args(args);
+    killed_command(cmd, after, ready)
+}
+
+/// `killed` for a command already built (its environment set).
+fn killed_command(mut cmd: Command, after: Duration, ready: impl Fn() -> bool) -> u32 {
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -177,31 +187,18 @@ fn a_state_directory_keeps_its_runs_leftovers_to_itself() {
     let rec = dir.path().join("rec");
     std::fs::create_dir(&rec).expect("setup");
     let made = rec.join("sinkrate-record-cam0.bin");
-    let mut child = Command::new(sinkrate_path())
-        .env("SINKRATE_STATE_DIR", &suite)
+    let mut cmd = Command::new(sinkrate_path());
+    cmd.env("SINKRATE_STATE_DIR", &suite)
         .args(["record", "--dir"])
         .arg(&rec)
-        .args(["--duration", "20s", "--live", "never"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("sinkrate starts");
-    let started = std::time::Instant::now();
-    while !made.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "never recorded"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
+        .args(["--duration", "20s", "--live", "never"]);
+    let pid = killed_command(cmd, Duration::ZERO, || made.exists());
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
     let journal_dir = suite.join(format!("owned-{uid}"));
     assert_eq!(
         names(&journal_dir),
-        vec![child.id().to_string()],
+        vec![pid.to_string()],
         "the killed run's journal is in its state directory"
     );
     let run_in = |state: &Path| {
@@ -220,7 +217,7 @@ fn a_state_directory_keeps_its_runs_leftovers_to_itself() {
     assert!(made.exists(), "not swept from another state directory");
     let said = run_in(&suite);
     assert!(
-        said.contains(&format!("interrupted sinkrate run (pid {})", child.id()))
+        said.contains(&format!("interrupted sinkrate run (pid {pid})"))
             && said.contains(&made.display().to_string()),
         "{said}"
     );

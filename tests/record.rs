@@ -107,7 +107,8 @@ fn files_are_removed_unless_kept() {
     let d = tempfile::tempdir().expect("tempdir");
     let (code, _, stderr) = record(
         d.path(),
-        &["--fps", "10", "--frame-size", "64K", "--duration", "500ms"],
+        // 10 frames: fewer are too few to judge (exit 3).
+        &["--fps", "20", "--frame-size", "64K", "--duration", "500ms"],
     );
     assert_eq!(code, Some(0), "{stderr}");
     assert!(common::files_in(d.path()).is_empty());
@@ -529,8 +530,9 @@ fn ram_limit_sizes_the_capture_pools_to_the_board() {
                 "8",
                 "--write-mode",
                 "null",
+                // 10 frames a stream: fewer are too few to judge (exit 3).
                 "--duration",
-                "1s",
+                "2s",
             ];
             let mut args = pools.to_vec();
             args.extend(["--ram-limit", "512M"]);

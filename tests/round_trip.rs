@@ -180,8 +180,9 @@ fn find_max_results_round_trip() {
         d,
         "--write-mode",
         "null",
+        // 10 frames a stream a probe: fewer are too few to judge.
         "--fps",
-        "10",
+        "50",
         "--frame-size",
         "4k",
         "--duration",

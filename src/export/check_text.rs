@@ -56,7 +56,7 @@ impl Exporter<CheckRun> for CheckText {
         let verdict = if self.colour {
             let code = match c.verdict {
                 Verdict::KeepsUp => "1;32",
-                Verdict::NotStorage => "1;33",
+                Verdict::NotStorage | Verdict::TooShort => "1;33",
                 _ => "1;31",
             };
             format!("\x1b[{code}m{verdict}\x1b[0m")

@@ -16,6 +16,9 @@ pub use load::{load, parse, read, runs, Document, Metrics, Run, Second};
 const BLOCK_S: usize = 5;
 /// Runs a side from which runs are the unit of the comparison.
 const RUNS_ENOUGH: usize = 4;
+/// Seconds of recording a side below which the bootstrap over time has too few blocks to
+/// resample (one 3 s run is less than one block: its interval has zero width).
+const SECONDS_ENOUGH: usize = 4 * BLOCK_S;
 
 /// One configuration: its runs, and the mean of their figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -271,6 +274,7 @@ fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
     // cannot go below p = 0.1); with fewer, a recording's seconds in blocks within each run.
     let by_runs =
         (base.len() >= RUNS_ENOUGH && row.len() >= RUNS_ENOUGH) || !timed(base) || !timed(row);
+    let mut too_little = None;
     let (method, drops, write_p99) = if by_runs {
         (
             format!("runs (n={} vs {})", row.len(), base.len()),
@@ -291,9 +295,18 @@ fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
             p99(&mut v)
         });
         let seconds = |v: &[&[Second]]| v.iter().map(|s| s.len()).sum::<usize>();
+        // Under a few blocks a side the resamples are nearly all the same blocks: an interval
+        // of zero width and a p near 0 that no data supports. No test, and no figures of one.
+        let (drops, write_p99) = if seconds(&sa) < SECONDS_ENOUGH || seconds(&sb) < SECONDS_ENOUGH {
+            too_little = Some((seconds(&sb), seconds(&sa)));
+            (None, None)
+        } else {
+            (drops, write_p99)
+        };
         (
             format!(
-                "block bootstrap over time ({BLOCK_S} s blocks within runs; {} s in {} run(s) vs {} s in {})",
+                "{}block bootstrap over time ({BLOCK_S} s blocks within runs; {} s in {} run(s) vs {} s in {})",
+                if too_little.is_some() { "not tested, too little data for a " } else { "" },
                 seconds(&sb),
                 row.len(),
                 seconds(&sa),
@@ -305,9 +318,13 @@ fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
     };
     let lateness = pair(&|m| m.lateness_p99_ms);
     let app = pair(&|m| m.app_mb_s);
-    let worse = drops.is_some_and(|d| d.significant() && d.diff > 0.0)
-        || write_p99.is_some_and(|d| d.significant() && d.diff > 0.0);
-    let text = words(label, base, row, &drops, &write_p99, by_runs);
+    let worse = too_little.is_none()
+        && (drops.is_some_and(|d| d.significant() && d.diff > 0.0)
+            || write_p99.is_some_and(|d| d.significant() && d.diff > 0.0));
+    let text = match too_little {
+        None => words(label, base, row, &drops, &write_p99, by_runs),
+        Some((row_s, base_s)) => unjudged_words(label, base, row, row_s, base_s),
+    };
     Significance {
         method,
         drops,
@@ -317,6 +334,21 @@ fn significance(base: &[Run], row: &[Run], label: &str) -> Significance {
         worse,
         text,
     }
+}
+
+/// The figures side by side, with no test: too little recording to tell.
+fn unjudged_words(label: &str, base: &[Run], row: &[Run], row_s: usize, base_s: usize) -> String {
+    let (b, r) = (mean_metrics(base), mean_metrics(row));
+    let frames = |m: &Metrics| (m.frames_dropped.unwrap_or(0), m.frames_offered.unwrap_or(0));
+    let ((bd, bo), (rd, ro)) = (frames(&b), frames(&r));
+    let mut text = format!("{label}: {rd} of {ro} frames dropped vs {bd} of {bo}");
+    if let (Some(rw), Some(bw)) = (r.write_p99_ms, b.write_p99_ms) {
+        text.push_str(&format!("; p99 write latency {rw:.1} vs {bw:.1} ms"));
+    }
+    text.push_str(&format!(
+        " (too little data to tell: {row_s} s vs {base_s} s of recording; {SECONDS_ENOUGH} s or more a side, or {RUNS_ENOUGH} runs a side)"
+    ));
+    text
 }
 
 fn p_text(p: f64) -> String {

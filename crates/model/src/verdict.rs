@@ -18,6 +18,9 @@ pub enum Verdict {
     /// The target has no storage device behind it (tmpfs, ramfs): the run measured memory,
     /// so nothing can be said about a card or drive keeping up.
     NotStorage,
+    /// Too few frames in a stream to say anything (one frame from `--duration 1ns`):
+    /// nothing to judge, as bench's `run.too_short`.
+    TooShort,
 }
 
 impl Verdict {
@@ -29,6 +32,7 @@ impl Verdict {
             Verdict::Drops => "DROPS FRAMES",
             Verdict::Failed => "FAILED",
             Verdict::NotStorage => "NOT STORAGE",
+            Verdict::TooShort => "TOO SHORT TO JUDGE",
         }
     }
 
@@ -40,17 +44,18 @@ impl Verdict {
             Verdict::Drops => "drops",
             Verdict::Failed => "failed",
             Verdict::NotStorage => "not_storage",
+            Verdict::TooShort => "too_short",
         }
     }
 
     /// The process exit code a command with this verdict ends with: 0 keeps up, 1 does not,
-    /// 2 failed, 3 nothing to judge (not storage).
+    /// 2 failed, 3 nothing to judge (not storage, too short).
     pub fn exit_code(self) -> u8 {
         match self {
             Verdict::KeepsUp => 0,
             Verdict::FallingBehind | Verdict::Drops => 1,
             Verdict::Failed => 2,
-            Verdict::NotStorage => 3,
+            Verdict::NotStorage | Verdict::TooShort => 3,
         }
     }
 }
@@ -67,6 +72,7 @@ mod tests {
             Verdict::Drops,
             Verdict::Failed,
             Verdict::NotStorage,
+            Verdict::TooShort,
         ] {
             let json = serde_json::to_string(&v).expect("serialize");
             assert_eq!(json, format!("\"{}\"", v.key()));

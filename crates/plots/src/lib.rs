@@ -82,7 +82,7 @@ pub(crate) fn tone(v: Verdict) -> Tone {
         Verdict::KeepsUp => Tone::Good,
         Verdict::FallingBehind => Tone::Warn,
         Verdict::Drops | Verdict::Failed => Tone::Bad,
-        Verdict::NotStorage => Tone::Neutral,
+        Verdict::NotStorage | Verdict::TooShort => Tone::Neutral,
     }
 }
 

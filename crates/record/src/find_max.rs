@@ -149,7 +149,10 @@ pub fn search(
         }
         let r = &result.result;
         match r.verdict {
-            Verdict::Failed => return Err(SearchError::ProbeFailed(r.verdict_text.clone())),
+            // A probe too short to judge says nothing either way about the rate.
+            Verdict::Failed | Verdict::TooShort => {
+                return Err(SearchError::ProbeFailed(r.verdict_text.clone()))
+            }
             Verdict::NotStorage => return Err(SearchError::NotStorage(r.verdict_text.clone())),
             _ => {}
         }
@@ -304,7 +307,8 @@ mod tests {
                 fdatasync_every: None,
                 preallocate: None,
                 prealloc_mode: PreallocMode::Fallocate,
-                duration: Duration::from_millis(300),
+                // 12 frames a probe: under 10 a stream is too short to judge.
+                duration: Duration::from_millis(400),
                 stall_threshold: Duration::from_millis(100),
                 seed: 1,
                 keep: false,

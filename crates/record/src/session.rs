@@ -345,6 +345,25 @@ pub fn run(
         cfg.duration.as_secs_f64()
     }
     .max(1e-3);
+    // A file removed under the recording (its directory deleted) took writes that went
+    // nowhere: the run failed, whatever the writers saw. A power cut loses files by design:
+    // what survived it is judged by `after_the_cut`.
+    let files_can_vanish = cut.is_some();
+    for r in results
+        .iter_mut()
+        .filter(|r| r.error.is_none() && !files_can_vanish)
+    {
+        if let Some(gone) = r
+            .files
+            .iter()
+            .find(|f| std::fs::symlink_metadata(f).is_err())
+        {
+            r.error = Some(format!(
+                "{} was removed during the recording (was its directory deleted?): its frames went nowhere",
+                gone.display()
+            ));
+        }
+    }
     let mut unremoved = Vec::new();
     let on_disk = settle_files(&results, cfg.keep, &mut unremoved);
     let mut report = judge(
@@ -601,6 +620,7 @@ fn judge(
         requested_bytes_per_s: requested,
         error: errors.first().cloned(),
         frames_dropped: results.iter().map(|r| r.frames_dropped).sum(),
+        fewest_frames: results.iter().map(|r| r.frames_offered).min().unwrap_or(0),
         first_drop_s: results
             .iter()
             .filter_map(|r| r.drop_times_s.first().copied())

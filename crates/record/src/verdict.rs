@@ -46,7 +46,12 @@ pub struct Evidence {
     /// Set when the directory has no storage device behind it ("/dev/shm is on tmpfs"):
     /// the run measured memory, and no keeps-up verdict or headroom can come from it.
     pub not_storage: Option<String>,
+    /// The fewest frames any stream was offered: below [`FRAMES_TO_JUDGE`], too few to judge.
+    pub fewest_frames: u64,
 }
+
+/// Frames a stream needs before a verdict on keeping up means anything.
+pub const FRAMES_TO_JUDGE: u64 = 10;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Outcome {
@@ -144,6 +149,15 @@ pub fn decide(e: &Evidence) -> Outcome {
                 ),
             )
         };
+    }
+    if e.fewest_frames < FRAMES_TO_JUDGE {
+        return outcome(
+            Verdict::TooShort,
+            format!(
+                "only {} frame(s) in a stream: too few to tell whether the storage keeps up; record at least {FRAMES_TO_JUDGE} frames a stream (a longer --duration or a higher --fps)",
+                e.fewest_frames
+            ),
+        );
     }
     if let Some(what) = &e.not_storage {
         return outcome(
@@ -266,8 +280,34 @@ mod tests {
             background_threshold_bytes: Some(1 << 30),
             expire_and_interval_s: Some(35.0),
             device_bytes_per_s: Some(3e6),
+            fewest_frames: 300,
             ..Evidence::default()
         }
+    }
+
+    #[test]
+    fn too_few_frames_are_not_judged_but_a_drop_still_counts() {
+        let one = Evidence {
+            fewest_frames: 1,
+            ..base()
+        };
+        let o = decide(&one);
+        assert_eq!(o.verdict, Verdict::TooShort);
+        assert_eq!(o.headroom, None);
+        assert_eq!(o.verdict.exit_code(), 3);
+        // The fewest frames that are judged.
+        let enough = Evidence {
+            fewest_frames: FRAMES_TO_JUDGE,
+            ..base()
+        };
+        assert_eq!(decide(&enough).verdict, Verdict::KeepsUp);
+        // A dropped frame is evidence however short the run.
+        let dropped = Evidence {
+            frames_dropped: 1,
+            first_drop_s: Some(0.0),
+            ..one
+        };
+        assert_eq!(decide(&dropped).verdict, Verdict::Drops);
     }
 
     #[test]
