@@ -116,8 +116,24 @@ fn run() -> Result<ExitCode> {
     }
 }
 
-/// Files a killed run made and could not remove go now, with a word about each run.
+/// Files a killed run made and could not remove go now, and emulated devices a killed run
+/// made for itself alone come down, with a word about each.
 fn sweep_left_over() {
+    for orphan in sinkrate_emulate::sweep_orphans() {
+        match &orphan.outcome {
+            Ok(()) => eprintln!(
+                "sinkrate: note: took down the emulated device at {} that an interrupted sinkrate run (pid {}) made",
+                orphan.mountpoint.display(),
+                orphan.owner_pid
+            ),
+            Err(why) => eprintln!(
+                "sinkrate: note: an interrupted sinkrate run (pid {}) left an emulated device at {}, which could not be taken down ({why}); sinkrate emulate down {} when it is free",
+                orphan.owner_pid,
+                orphan.mountpoint.display(),
+                orphan.mountpoint.display()
+            ),
+        }
+    }
     for left in sinkrate_sys::owned::sweep_left_over() {
         if !left.removed.is_empty() {
             let names: Vec<String> = left

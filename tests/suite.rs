@@ -606,3 +606,68 @@ fn a_scratch_device_with_a_filesystem_is_not_formatted_without_force() {
         assert!(median(&v, "sync mount", "created_per_s").is_some());
     });
 }
+
+#[test]
+fn a_killed_suites_devices_are_taken_down_by_the_next_run() {
+    common::with_root("suite killed", TOOLS, || {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let dev = card();
+        let before = emulated_devices();
+        let mut child = std::process::Command::new(common::sinkrate_path())
+            .args(["suite", "filesystems"])
+            .arg(dev.path())
+            .args(["--quick", "--progress", "never"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("suite starts");
+        let started = std::time::Instant::now();
+        while emulated_devices() <= before {
+            assert!(started.elapsed().as_secs() < 60, "the suite made no device");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let (_, out, _) = common::sinkrate_out(&["emulate", "list", "--output-format", "json"]);
+        let made: Vec<String> = serde_json::from_str::<Value>(&out)
+            .expect("json")
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter(|d| d["state"]["spec"]["owner_pid"] == child.id())
+            .map(|d| {
+                d["state"]["spec"]["mountpoint"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect();
+        assert!(
+            !made.is_empty(),
+            "the suite's device is listed with its owner: {out}"
+        );
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+        // Any command sweeps first.
+        let (_, _, err) = common::sinkrate_out(&["emulate", "list"]);
+        for mp in &made {
+            assert!(
+                err.contains(&format!("took down the emulated device at {mp} that an interrupted sinkrate run (pid {})", child.id())),
+                "{err}"
+            );
+        }
+        let mounts = || std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+        let (_, _, err) = common::sinkrate_out(&["emulate", "list"]);
+        assert!(!err.contains("took down"), "swept once: {err}");
+        assert_eq!(
+            emulated_devices(),
+            before,
+            "the killed run's devices are down"
+        );
+        for mp in &made {
+            assert!(!mounts().contains(&format!(" {mp} ")), "{mp} still mounted");
+            let parent = Path::new(mp).parent().expect("parent");
+            assert!(!parent.exists(), "{} left", parent.display());
+        }
+        // The user's card, made with `emulate up`, is still up.
+        assert!(mounts().contains(&format!(" {} ", dev.path().display())));
+    });
+}

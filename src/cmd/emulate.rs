@@ -117,6 +117,8 @@ fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
             burstiness_s: burstiness,
             model: model.map(|m| m.name.to_string()),
             device,
+            // A user's device: it stays until `emulate down`.
+            owner_pid: None,
         },
         notes,
     ))

@@ -13,4 +13,4 @@ pub mod stack;
 pub mod tools;
 pub mod units;
 
-pub use stack::{down, list, up, EmulateError, Spec, State};
+pub use stack::{down, list, sweep_orphans, up, EmulateError, Orphan, Spec, State};

@@ -60,6 +60,12 @@ pub struct Spec {
     /// Card behaviours served by sinkrate's nbdkit plugin; none set: nbdkit's own filters.
     #[serde(default)]
     pub device: DeviceModel,
+    /// The process that made this device for itself alone (a suite's card), journaled
+    /// before the first piece is built: once that process is gone, the next sinkrate run
+    /// takes the device down ([`sweep_orphans`]). `None` for `sinkrate emulate up`'s
+    /// devices, which stay until `emulate down`.
+    #[serde(default)]
+    pub owner_pid: Option<u32>,
 }
 
 /// What sinkrate's nbdkit plugin adds to a card. With any of it set, the plugin serves the
@@ -873,6 +879,61 @@ fn arm_errors(state: &State) -> Result<(), EmulateError> {
         std::fs::write(armed, b"").map_err(|e| step("error injection", e.to_string()))?;
     }
     Ok(())
+}
+
+/// A device whose owner process was gone, and what became of it.
+#[derive(Debug)]
+pub struct Orphan {
+    pub mountpoint: PathBuf,
+    pub owner_pid: u32,
+    /// `Err` with the reason when it could not be taken down (its state is kept).
+    pub outcome: Result<(), String>,
+}
+
+/// Takes down the devices that runs killed before they could (their process gone) made for
+/// themselves alone, each through its own state as `down` does: what is still mounted on
+/// top of one keeps it up, and is named.
+pub fn sweep_orphans() -> Vec<Orphan> {
+    let mut out = Vec::new();
+    for listed in list() {
+        let Some(spec) = listed.state.spec.clone() else {
+            continue;
+        };
+        let Some(pid) = spec.owner_pid else {
+            continue;
+        };
+        if pid == std::process::id() || process_exists(pid) {
+            continue;
+        }
+        let mut state = listed.state;
+        let outcome = teardown(&mut state).map_err(|e| e.to_string());
+        if outcome.is_ok() {
+            // The directory a suite made to hold the mountpoint, if it is now empty.
+            if let Some(parent) = spec.mountpoint.parent().filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("sinkrate-suite-"))
+            }) {
+                let _ = std::fs::remove_dir(parent);
+            }
+        }
+        out.push(Orphan {
+            mountpoint: spec.mountpoint,
+            owner_pid: pid,
+            outcome,
+        });
+    }
+    out
+}
+
+/// Whether a process with this pid exists (a zombie included; EPERM: it exists).
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only asks whether the process exists.
+    let exists = unsafe { libc::kill(pid, 0) } == 0;
+    exists || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Removes every piece recorded for `mountpoint`, in reverse order; works after any of the

@@ -191,6 +191,8 @@ pub fn make(maker: &Maker, spec: &FsSpec, size_bytes: u64) -> Result<Mounted, St
                 burstiness_s: card.burstiness_s,
                 model: None,
                 device: card.device.clone(),
+                // Torn down by the next run should this one be killed.
+                owner_pid: Some(std::process::id()),
             })
             .map_err(|e| e.to_string())?;
             let disk = state
