@@ -165,8 +165,34 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("sinkrate: error: {}", chain.join(": "));
+            eprintln!("sinkrate: error: {}", visible(&chain.join(": ")));
             ExitCode::from(2)
         }
+    }
+}
+
+/// An error line with the control characters a value may carry (a NUL or an escape
+/// sequence in a job file's value) written as `\xNN`: printed raw they are invisible, or
+/// move the cursor and recolour the terminal. Line breaks stay.
+fn visible(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if c.is_control() && c != '\n' {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_in_an_error_are_shown_not_sent() {
+        assert_eq!(
+            super::visible("'wr\0ite\x1b[31m' is not a mode\nnext"),
+            "'wr\\x00ite\\x1b[31m' is not a mode\nnext"
+        );
     }
 }

@@ -1456,3 +1456,39 @@ fn a_second_interrupt_of_watch_stops_the_watched_command_and_names_it() {
         "the command is gone: {err}"
     );
 }
+
+#[test]
+fn control_characters_and_formulas_from_input_are_shown_not_acted_on() {
+    let d = tempfile::tempdir().expect("tempdir");
+    // A NUL and an escape sequence in a job value: the line shows them, the terminal does
+    // not get them.
+    let job = d.path().join("j.fio");
+    std::fs::write(&job, b"[j]\nrw=wr\0ite\x1b[31m\nsize=1m\n").expect("write");
+    let (code, _, err) = sinkrate(&["bench", job.to_str().expect("utf8")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("'wr\\x00ite\\x1b[31m'"), "{err}");
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    // A label a spreadsheet would run as a formula is text in compare's CSV.
+    let run = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/record.json");
+    let run = run.to_str().expect("utf8");
+    let (code, csv, err) = sinkrate(&[
+        "compare",
+        run,
+        "--label",
+        "=HYPERLINK(\"http://x\")",
+        "--output-format",
+        "csv",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let first = reader
+        .records()
+        .next()
+        .expect("a row")
+        .expect("csv")
+        .get(0)
+        .expect("a cell")
+        .to_string();
+    assert_eq!(first, "'=HYPERLINK(\"http://x\")", "{csv}");
+}

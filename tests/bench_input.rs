@@ -36,7 +36,16 @@ fn bad_values_on_the_command_line() {
     refuses(
         p,
         &["--name=a", "--size=1m", "--xyz=1"],
-        &["option 'xyz' is not supported by sinkrate (supported:"],
+        &[
+            "option 'xyz' is not supported by sinkrate (it takes ",
+            "fio compatibility",
+        ],
+    );
+    // A misspelling gets the option meant, in a short line.
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--iodpeth=4"],
+        &["option 'iodpeth' is not supported by sinkrate; did you mean iodepth"],
     );
     refuses(
         p,

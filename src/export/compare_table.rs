@@ -259,8 +259,35 @@ impl Exporter<Envelope<CompareReport>> for CompareCsv {
                 s.map(|s| s.worse.to_string()).unwrap_or_default(),
                 s.map(|s| s.text.clone()).unwrap_or_default(),
             ]);
-            w.write_record(&rec)?;
+            w.write_record(rec.iter().map(|c| spreadsheet_safe(c).into_owned()))?;
         }
         Ok(w.into_inner()?)
+    }
+}
+
+/// A text cell a spreadsheet would run as a formula (a label such as `=HYPERLINK(...)`, or
+/// one starting `+`, `-`, `@`) gets a leading `'`, as OWASP advises for CSV; a number such
+/// as `-42.0` stays a number.
+fn spreadsheet_safe(cell: &str) -> std::borrow::Cow<'_, str> {
+    let formula = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if formula && cell.trim_end_matches('%').parse::<f64>().is_err() {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
+}
+
+#[cfg(test)]
+mod spreadsheet_tests {
+    #[test]
+    fn a_label_that_is_a_formula_is_text_and_a_negative_number_a_number() {
+        assert_eq!(
+            super::spreadsheet_safe("=HYPERLINK(\"x\")"),
+            "'=HYPERLINK(\"x\")"
+        );
+        assert_eq!(super::spreadsheet_safe("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(super::spreadsheet_safe("-42.0"), "-42.0");
+        assert_eq!(super::spreadsheet_safe("-12%"), "-12%");
+        assert_eq!(super::spreadsheet_safe("buffers=4"), "buffers=4");
     }
 }

@@ -69,6 +69,33 @@ impl SpecError {
     }
 }
 
+/// The one line for an option sinkrate does not take: the options near its name (a
+/// misspelling), else how many there are and where they are listed, never all of them in
+/// one line.
+fn unsupported_option(key: &str) -> String {
+    let names = options::supported_names();
+    // A typo is an edit or two (a swap counts as one) in a name of some length; fio's
+    // own options that sinkrate lacks (`verify_async`) are further than that from any.
+    let mut near: Vec<(usize, &str)> = names
+        .iter()
+        .map(|n| (strsim::damerau_levenshtein(key, n), *n))
+        .filter(|(edits, _)| *edits <= 2 && *edits * 4 <= key.len())
+        .collect();
+    near.sort_unstable();
+    if near.is_empty() {
+        format!(
+            "option '{key}' is not supported by sinkrate (it takes {} of fio's options, listed in the README's fio compatibility section; --ignore-unsupported skips it)",
+            names.len()
+        )
+    } else {
+        let near: Vec<&str> = near.iter().take(3).map(|(_, n)| *n).collect();
+        format!(
+            "option '{key}' is not supported by sinkrate; did you mean {}? (--ignore-unsupported skips it)",
+            near.join(" or ")
+        )
+    }
+}
+
 /// Something the user should read before the run starts (an ignored option, an engine mapped
 /// to another backend, an option with no effect in sinkrate).
 #[derive(Debug, Clone, PartialEq)]
@@ -275,18 +302,17 @@ impl Resolver {
             Err(ApplyError::Unsupported) if self.ignore_unsupported => {
                 self.notices.push(Notice {
                     origin: raw.origin.clone(),
-                    text: format!("warning: option '{}' is not supported by sinkrate; ignored", raw.key),
+                    text: format!(
+                        "warning: option '{}' is not supported by sinkrate; ignored",
+                        raw.key
+                    ),
                     informational: false,
                 });
                 Ok(())
             }
             Err(ApplyError::Unsupported) => Err(SpecError::new(
                 raw.origin.clone(),
-                format!(
-                    "option '{}' is not supported by sinkrate (supported: {}; --ignore-unsupported skips it)",
-                    raw.key,
-                    options::supported_names().join(" ")
-                ),
+                unsupported_option(&raw.key),
             )),
         }
     }
@@ -735,11 +761,15 @@ mod tests {
         let text = e.to_string();
         assert!(
             text.starts_with(
-                "job.fio:3: option 'verify_async' is not supported by sinkrate (supported: "
+                "job.fio:3: option 'verify_async' is not supported by sinkrate (it takes "
             ),
             "{text}"
         );
-        assert!(text.contains("bssplit"));
+        assert!(text.ends_with("; --ignore-unsupported skips it)"), "{text}");
+        assert!(text.len() < 200, "one short line: {text}");
+        // A misspelt option gets the options near it.
+        let e = build(&[("job.fio", "[j]\nsize=1m\nblocksze=4k\n")], &[], false).unwrap_err();
+        assert!(e.to_string().contains("did you mean blocksize"), "{e}");
         let ok =
             build(&[("job.fio", "[j]\nsize=1m\nverify_async=2\n")], &[], true).expect("ignored");
         assert!(ok
