@@ -84,6 +84,38 @@ fn up_then_down_leaves_the_machine_as_it_was() {
 }
 
 #[test]
+fn a_filesystem_mounted_through_its_fuse_driver_comes_down_too() {
+    // A kernel without vfat or exfat mounts them through fusefat or exfat-fuse, whose mount
+    // names the driver, not the loop device: down took that for a user's mount on top,
+    // refused, and the test's card stayed up.
+    serial(
+        "a_filesystem_mounted_through_its_fuse_driver_comes_down_too",
+        || {
+            let before = machine_state();
+            for fs in ["vfat", "exfat"] {
+                let base = tempfile::tempdir().expect("tempdir");
+                let mp = base.path().join("card");
+                let m = mp.to_str().expect("utf8");
+                let up = emulate(&["up", m, "--size", "96M", "--write-rate", "200M", "--fs", fs]);
+                assert!(
+                    up.status.success(),
+                    "{fs}: {}",
+                    String::from_utf8_lossy(&up.stderr)
+                );
+                std::fs::write(mp.join("f"), b"data").expect("writable");
+                let down = emulate(&["down", m]);
+                assert!(
+                    down.status.success(),
+                    "{fs}: {}",
+                    String::from_utf8_lossy(&down.stderr)
+                );
+                assert_eq!(machine_state(), before, "{fs}: all of it came down");
+            }
+        },
+    );
+}
+
+#[test]
 fn down_works_after_nbdkit_is_killed() {
     serial("down_works_after_nbdkit_is_killed", || {
         let before = machine_state();

@@ -139,6 +139,10 @@ pub struct State {
     /// Creating this file cuts the device's power (the plugin's volatile cache is lost).
     #[serde(default)]
     pub power_cut_file: Option<PathBuf>,
+    /// The mount's ID in mountinfo once mounted: a filesystem mounted through its FUSE
+    /// driver (fusefat, exfat-fuse) names the driver as its source, not the loop device.
+    #[serde(default)]
+    pub mount_id: Option<u32>,
 }
 
 impl State {
@@ -253,12 +257,14 @@ fn mounts_at(path: &Path) -> Vec<sinkrate_procparse::mountinfo::Mount> {
     sinkrate_sys::mounts::stacked_at(&sinkrate_sys::SysRoot::live(), &canonical.to_string_lossy())
 }
 
-/// Whether `m` is the filesystem this stack mounted: from its loop device.
+/// Whether `m` is the filesystem this stack mounted: the mount it recorded, or one from
+/// its loop device.
 fn is_ours(m: &sinkrate_procparse::mountinfo::Mount, state: &State) -> bool {
-    state
-        .loop_device
-        .as_ref()
-        .is_some_and(|dev| Path::new(&m.source) == dev.as_path())
+    state.mount_id == Some(m.mount_id)
+        || state
+            .loop_device
+            .as_ref()
+            .is_some_and(|dev| Path::new(&m.source) == dev.as_path())
 }
 
 /// Refuses to take a device down while something that is not its own filesystem is
@@ -869,6 +875,7 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
         ));
     }
     state.mounted = true;
+    state.mount_id = mounts_at(&spec.mountpoint).last().map(|m| m.mount_id);
     state.save()?;
     arm_errors(state)
 }
