@@ -1492,3 +1492,75 @@ fn control_characters_and_formulas_from_input_are_shown_not_acted_on() {
         .to_string();
     assert_eq!(first, "'=HYPERLINK(\"http://x\")", "{csv}");
 }
+
+#[test]
+fn an_existing_file_a_job_did_not_name_is_never_written() {
+    with_root(
+        "an_existing_file_a_job_did_not_name_is_never_written",
+        &[],
+        || {
+            use std::os::unix::fs::PermissionsExt;
+            let d = tempfile::tempdir().expect("tempdir");
+            let sticky = d.path().join("shared");
+            std::fs::create_dir(&sticky).expect("mkdir");
+            std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777))
+                .expect("chmod 1777");
+            let victim = d.path().join("victim");
+            std::fs::write(&victim, b"someone's file").expect("write");
+            let planted = sticky.join("j.0.0");
+            std::os::unix::fs::symlink(&victim, &planted).expect("plant");
+            let c = std::ffi::CString::new(planted.to_str().expect("utf8")).expect("cstring");
+            // SAFETY: lchown on a valid C string: the link belongs to nobody (65534).
+            assert_eq!(unsafe { libc::lchown(c.as_ptr(), 65534, 65534) }, 0);
+            let dir = format!("--directory={}", sticky.display());
+            let job = [
+                "bench",
+                "--name=j",
+                "--rw=write",
+                "--size=64k",
+                dir.as_str(),
+            ];
+            // A planted symlink is never followed, --force or not.
+            for extra in [None, Some("--force")] {
+                let mut args = job.to_vec();
+                args.extend(extra);
+                let (code, _, err) = sinkrate(&args);
+                assert_eq!(code, Some(2), "{args:?}: {err}");
+                assert!(err.contains("never follows one"), "{err}");
+                assert_eq!(std::fs::read(&victim).expect("read"), b"someone's file");
+            }
+            // A regular file at the job's default name, not named by it: refused.
+            std::fs::remove_file(&planted).expect("rm");
+            std::fs::write(&planted, b"user data").expect("write");
+            let (code, _, err) = sinkrate(&job);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("did not name it"), "{err}");
+            assert_eq!(std::fs::read(&planted).expect("read"), b"user data");
+            // The same through a --directory that is a symlink to the directory.
+            let link_dir = d.path().join("link-to-shared");
+            std::os::unix::fs::symlink(&sticky, &link_dir).expect("symlink");
+            let via = format!("--directory={}", link_dir.display());
+            let (code, _, err) = sinkrate(&[
+                "bench",
+                "--name=j",
+                "--rw=write",
+                "--size=64k",
+                via.as_str(),
+            ]);
+            assert_eq!(code, Some(2), "{err}");
+            assert_eq!(std::fs::read(&planted).expect("read"), b"user data");
+            // Named with filename=, it is the job's to write, as in fio.
+            let named = format!("--filename={}", planted.display());
+            let (code, _, err) = sinkrate(&[
+                "bench",
+                "--name=j",
+                "--rw=write",
+                "--size=64k",
+                named.as_str(),
+                "--output-format=json",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(std::fs::metadata(&planted).expect("meta").len(), 65536);
+        },
+    );
+}

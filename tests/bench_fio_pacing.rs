@@ -113,16 +113,21 @@ fn rate_min_fails_a_job_that_cannot_hold_it_as_fio_does() {
     if !fio_or_skip("rate_min_fails_a_job_that_cannot_hold_it_as_fio_does") {
         return;
     }
-    let d = tempfile::tempdir().expect("tempdir");
     let run = |args: &[String]| {
+        // A directory each: fio keeps its file (unlink=0), and sinkrate writes into no file
+        // that was there before it unless the job names it.
+        let (fd, sd) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
         let fio = std::process::Command::new("fio")
-            .current_dir(d.path())
+            .current_dir(fd.path())
             .arg("--output-format=json")
             .args(args)
             .output()
             .expect("fio runs");
         let ours = common::sinkrate()
-            .current_dir(d.path())
+            .current_dir(sd.path())
             .args(args)
             .arg("--output-format=json")
             .output()

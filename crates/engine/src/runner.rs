@@ -150,6 +150,7 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
         }
         let planned = files::plan_files(job, &opts.base_dir).map_err(in_job)?;
         let writes = o.rw.modifies() || o.overwrite || o.ioengine.changes_files();
+        existing_files_hold(job, writes, &planned, opts.force_device_write).map_err(in_job)?;
         if opts.read_only {
             read_only_holds(job, writes, &planned).map_err(in_job)?;
         }
@@ -551,6 +552,44 @@ fn honesty_warnings(
             ),
         });
     }
+}
+
+/// A file that was there before the run is written or extended only where the job names
+/// it (`filename=`, or a trace's files) or the command line says `--force`; a symlink that
+/// another user planted in a sticky directory (/tmp) is never followed, whatever was said.
+/// Checked while planning, before any I/O.
+fn existing_files_hold(
+    job: &Job,
+    writes: bool,
+    planned: &[PlannedFile],
+    force: bool,
+) -> Result<(), EngineError> {
+    let o = &job.options;
+    let named = o.filename.is_some() || o.read_iolog.is_some();
+    // dirdelete's rmdir takes only empty directories (and dircreate's mkdir fails on one
+    // that exists): an earlier run's directories lose nothing.
+    if o.ioengine.on_directories() {
+        return Ok(());
+    }
+    for f in planned.iter().filter(|f| !f.special && !f.is_block_device) {
+        if let Some(why) = sinkrate_sys::owned::planted_symlink(&f.path) {
+            return Err(EngineError::path(&f.path, why));
+        }
+        let Some(size) = f.existing_size else {
+            continue;
+        };
+        let changes = writes || (size < f.needed_size() && !o.ioengine.is_file_operation());
+        if changes && !named && !force {
+            return Err(EngineError::path(
+                &f.path,
+                format!(
+                    "was there before this run and job '{}' did not name it: sinkrate bench writes into an existing file only when filename= names it or --force is given (or remove it)",
+                    o.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `--readonly` holds for `job` (after a trace has said what it does): it neither writes nor

@@ -187,6 +187,32 @@ pub fn made(path: &Path, meta: &std::fs::Metadata) {
         .insert(path, Some(id));
 }
 
+/// Why `path` must not be followed: a symlink in a sticky directory that anyone may write
+/// (/tmp), owned neither by this user nor by the directory's owner, is one someone else
+/// could have planted there (the kernel's `fs.protected_symlinks` rule, kept whatever that
+/// setting is).
+pub fn planted_symlink(path: &Path) -> Option<String> {
+    let link = std::fs::symlink_metadata(path).ok()?;
+    if !link.file_type().is_symlink() {
+        return None;
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = std::fs::metadata(parent).ok()?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let shared_sticky = dir.mode() & 0o1002 == 0o1002;
+    (shared_sticky && link.uid() != me && link.uid() != dir.uid()).then(|| {
+        format!(
+            "is a symlink owned by user {} in the shared directory {}: another user may have planted it, and sinkrate never follows one (remove it, or use a directory of your own)",
+            link.uid(),
+            parent.display()
+        )
+    })
+}
+
 /// Creates a new file at `path` for this run, the one way sinkrate creates a file: listed
 /// before it exists, created exclusively (`O_CREAT|O_EXCL`, so neither a file nor a symlink
 /// already at the name is ever opened), and identified once it exists. `how` says the access
