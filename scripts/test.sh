@@ -15,6 +15,11 @@ mkdir -p target
 # inside the suite are still swept by the runs after them, which share this directory.
 export SINKRATE_STATE_DIR="$PWD/target/test-state"
 
+# What the checkout holds before the tests (besides target/): a test or fio that leaves a
+# file in it fails the run below.
+checkout_state() { git status --porcelain --ignored 2>/dev/null | grep -v '^!! target/$' || true; }
+checkout_before=$(checkout_state)
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
@@ -30,6 +35,13 @@ echo "== cargo test"
 cargo build --locked --profile test-release -p sinkrate-nbdkit
 # One test binary at a time uses loop devices and mounts; their tests serialise themselves.
 cargo test --locked --workspace --profile test-release -- --test-threads=2
+
+checkout_after=$(checkout_state)
+if [ "$checkout_after" != "$checkout_before" ]; then
+  echo "FAIL: the tests changed the checkout:" >&2
+  diff <(echo "$checkout_before") <(echo "$checkout_after") >&2 || true
+  exit 1
+fi
 
 if [ -s "$SINKRATE_SKIP_LOG" ]; then
   echo "== skipped tests:"

@@ -80,7 +80,14 @@ fn bench(args: &[&str]) -> (Option<i32>, String, String) {
 /// fio's exit code and JSON for a job that may fail (fio then prints its error lines before
 /// the JSON on standard output).
 fn fio_failing(args: &[&str]) -> (Option<i32>, serde_json::Value) {
-    let fio = Command::new("fio").args(args).output().expect("fio runs");
+    // In a directory of its own: fio saves a verify job's state (local-w-0-verify.state)
+    // in its working directory, which is the checkout under cargo test.
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let fio = Command::new("fio")
+        .current_dir(cwd.path())
+        .args(args)
+        .output()
+        .expect("fio runs");
     let out = String::from_utf8_lossy(&fio.stdout);
     let json = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).expect("fio JSON");
     (fio.status.code(), json)
@@ -302,6 +309,8 @@ fn read_only_verify_checks_every_interval_written_earlier() {
         // The directory first: given after the job's file, fio 3.33 makes the file in the
         // current directory.
         Command::new("fio")
+            // Its verify state (local-w-0-verify.state) goes in the working directory.
+            .current_dir(f.path())
             .arg(&fd)
             .args(args)
             .output()

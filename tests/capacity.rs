@@ -238,7 +238,10 @@ fn a_killed_probes_journal_is_never_played_onto_a_card_reused_since() {
                 .expect("test setup");
             // Killed once its undo journal exists and the probe is writing (the whole probe
             // of an honest 256 MiB card takes about 2 s).
-            let undo = Path::new("/var/lib/sinkrate/capacity-undo");
+            let undo = std::env::var_os("SINKRATE_STATE_DIR")
+                .map(|d| Path::new(&d).join("capacity-undo"))
+                .unwrap_or_else(|| Path::new("/var/lib/sinkrate/capacity-undo").to_path_buf());
+            let undo = undo.as_path();
             let started = Instant::now();
             while std::fs::read_dir(undo).map_or(0, |d| d.count()) == 0 {
                 assert!(started.elapsed() < Duration::from_secs(20), "no journal");

@@ -288,7 +288,13 @@ fn bench_eio_at_a_fixed_offset_as_fio_reports_it() {
             "--output-format=json".into(),
         ];
         let job: Vec<&str> = job.iter().map(String::as_str).collect();
-        let fio = Command::new("fio").args(&job).output().expect("fio runs");
+        // Not in the checkout (cargo test's working directory): fio leaves files where it runs.
+        let cwd = tempfile::tempdir().expect("tempdir");
+        let fio = Command::new("fio")
+            .current_dir(cwd.path())
+            .args(&job)
+            .output()
+            .expect("fio runs");
         let text = String::from_utf8_lossy(&fio.stdout);
         let fio_v: serde_json::Value =
             serde_json::from_str(&text[text.find('{').expect("fio JSON")..]).expect("fio JSON");

@@ -29,9 +29,12 @@ pub struct Journal {
     pub saved_bytes: u64,
 }
 
-/// Where journals live: beside the settings journal.
+/// Where journals live: beside the settings journal (under `SINKRATE_STATE_DIR` when that
+/// is set, as the test suite does).
 pub fn default_dir() -> PathBuf {
-    PathBuf::from("/var/lib/sinkrate/capacity-undo")
+    sinkrate_sys::state_dir_override()
+        .map(|d| d.join("capacity-undo"))
+        .unwrap_or_else(|| PathBuf::from("/var/lib/sinkrate/capacity-undo"))
 }
 
 impl Journal {
