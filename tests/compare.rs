@@ -232,8 +232,13 @@ fn fio_json_and_sinkrate_bench_json_compare_side_by_side() {
         "--size=16m",
         "--end_fsync=1",
     ];
-    let fio = common::fio_json(dir.path(), &job);
-    let ours = common::sinkrate_json(dir.path(), &job);
+    // A directory each: fio keeps its cam.0.0, and sinkrate writes into no file that was
+    // there before it unless the job names it.
+    let (fio_dir, ours_dir) = (dir.path().join("fio"), dir.path().join("sinkrate"));
+    std::fs::create_dir(&fio_dir).expect("mkdir");
+    std::fs::create_dir(&ours_dir).expect("mkdir");
+    let fio = common::fio_json(&fio_dir, &job);
+    let ours = common::sinkrate_json(&ours_dir, &job);
     let (f1, f2) = (
         dir.path().join("fio.json"),
         dir.path().join("sinkrate.json"),
