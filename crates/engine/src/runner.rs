@@ -578,6 +578,10 @@ fn existing_files_hold(
         let Some(size) = f.existing_size else {
             continue;
         };
+        // This process made it (an earlier job or trial, with unlink=0): not a user's file.
+        if sinkrate_sys::owned::made_by_this_run(&f.path) {
+            continue;
+        }
         let changes = writes || (size < f.needed_size() && !o.ioengine.is_file_operation());
         if changes && !named && !force {
             return Err(EngineError::path(

@@ -46,6 +46,9 @@ impl Identity {
 // A map: file-operation jobs track tens of thousands of files. `None` until the file exists.
 static FILES: Mutex<Option<HashMap<PathBuf, Option<Identity>>>> = Mutex::new(None);
 static JOURNAL: Mutex<Option<std::fs::File>> = Mutex::new(None);
+/// Files this process made and keeps on purpose (fio's `unlink=0`): no longer its to remove,
+/// still its own to write again (a later trial of `tune search` on the same job).
+static KEPT: Mutex<Option<HashMap<PathBuf, Identity>>> = Mutex::new(None);
 /// Set once the run's cleanup has begun (`remove_all`, `finish`): a worker thread still
 /// running then must not make a file the cleanup has already passed, nor reopen a journal
 /// that the ending process would leave behind for every later run to report.
@@ -260,10 +263,38 @@ pub fn forget_dir(path: &Path) {
     note(&r);
 }
 
+/// Whether the file at `path` is one this process made (listed, or kept on purpose), and
+/// still that file.
+pub fn made_by_this_run(path: &Path) -> bool {
+    let path = absolute(path);
+    let Some(now) = Identity::at(&path) else {
+        return false;
+    };
+    let listed = files()
+        .as_ref()
+        .and_then(|m| m.get(&path).copied())
+        .flatten();
+    listed == Some(now)
+        || KEPT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|k| k.get(&path))
+            == Some(&now)
+}
+
 /// The file was removed, or is kept on purpose (`--keep`): no longer this registry's.
 pub fn forget(path: &Path) {
     let path = absolute(path);
     if let Some(map) = files().as_mut() {
+        if let Some(Some(id)) = map.get(&path).copied() {
+            if Identity::at(&path) == Some(id) {
+                KEPT.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(HashMap::new)
+                    .insert(path.clone(), id);
+            }
+        }
         if map.remove(&path).is_some() {
             let mut r = Vec::new();
             record(b'-', &path, &mut r);
@@ -516,6 +547,26 @@ mod tests {
         assert!(!mine.exists());
         assert!(kept.exists());
         assert_eq!(remove_all(), 0);
+    }
+
+    #[test]
+    fn a_file_kept_on_purpose_is_still_this_runs_own_until_replaced() {
+        let _one = crate::registry_test();
+        let d = tempfile::tempdir().expect("tempdir");
+        let kept = d.path().join("j.0.0");
+        drop(create_new(&kept, std::fs::OpenOptions::new().write(true)).expect("create"));
+        assert!(made_by_this_run(&kept));
+        // unlink=0: no longer the registry's to remove, still this run's own.
+        forget(&kept);
+        assert!(made_by_this_run(&kept));
+        assert_eq!(remove_all(), 0, "kept, not removed");
+        assert!(kept.exists());
+        // Replaced by someone else's file (renamed over it, so another inode): not this run's.
+        let other = d.path().join("other");
+        std::fs::write(&other, b"user").expect("write");
+        std::fs::rename(&other, &kept).expect("rename");
+        assert!(!made_by_this_run(&kept));
+        assert!(!made_by_this_run(&d.path().join("never-made")));
     }
 
     #[test]
