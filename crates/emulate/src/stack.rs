@@ -909,7 +909,9 @@ pub fn sweep_orphans() -> Vec<Orphan> {
         let Some(pid) = spec.owner_pid else {
             continue;
         };
-        if pid == std::process::id() || process_exists(pid) {
+        // A zombie owner (killed, not yet reaped) holds nothing: `alive` says it has ended.
+        let running = i32::try_from(pid).is_ok_and(alive);
+        if pid == std::process::id() || running {
             continue;
         }
         let mut state = listed.state;
@@ -931,16 +933,6 @@ pub fn sweep_orphans() -> Vec<Orphan> {
         });
     }
     out
-}
-
-/// Whether a process with this pid exists (a zombie included; EPERM: it exists).
-fn process_exists(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only asks whether the process exists.
-    let exists = unsafe { libc::kill(pid, 0) } == 0;
-    exists || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Removes every piece recorded for `mountpoint`, in reverse order; works after any of the
