@@ -84,7 +84,7 @@ fn unsupported_option(key: &str) -> String {
     near.sort_unstable();
     if near.is_empty() {
         format!(
-            "option '{key}' is not supported by sinkrate (it takes {} of fio's options, listed in the README's fio compatibility section; --ignore-unsupported skips it)",
+            "option '{key}' is not supported by sinkrate (it takes {} of fio's options, listed in docs/fio-compatibility.md; --ignore-unsupported skips it)",
             names.len()
         )
     } else {
