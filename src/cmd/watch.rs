@@ -156,7 +156,7 @@ fn config(args: &WatchArgs) -> Result<WatchConfig> {
         return Err(anyhow!("--pid {pid}: no such running process"));
     }
     for d in &args.devices {
-        if !Path::new("/sys/class/block").join(d).exists() {
+        if !sinkrate_sys::device::exists(&sinkrate_sys::SysRoot::live(), d) {
             return Err(anyhow!("--device {d}: no such block device (names as in /proc/diskstats, e.g. sda, mmcblk0)"));
         }
     }

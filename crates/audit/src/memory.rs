@@ -69,11 +69,7 @@ pub struct JournaledSetting {
 
 /// The settings journal's entries (the live one, or a fixture's /var/lib/sinkrate).
 fn journaled(root: &SysRoot) -> Vec<JournaledSetting> {
-    let host = sinkrate_settings::Host {
-        proc_sys: root.host_path("/proc/sys"),
-        sys_block: root.host_path("/sys/block"),
-        live: root.is_live(),
-    };
+    let host = sinkrate_settings::Host::at(root.clone());
     let journal =
         sinkrate_settings::Journal::at(host, &root.host_path(sinkrate_settings::DEFAULT_JOURNAL));
     journal

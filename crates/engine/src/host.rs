@@ -113,15 +113,7 @@ pub fn unix_ms_now() -> u64 {
 /// The block device (its name as in /proc/diskstats) behind one target, if it has one.
 pub fn device_name(t: &TargetFacts) -> Option<String> {
     let dev = t.device.as_deref().filter(|d| d.starts_with("/dev/"))?;
-    let name = std::fs::canonicalize(dev)
-        .ok()?
-        .file_name()?
-        .to_string_lossy()
-        .into_owned();
-    Path::new("/sys/class/block")
-        .join(&name)
-        .exists()
-        .then_some(name)
+    sinkrate_sys::device::name_of_node(&sinkrate_sys::SysRoot::live(), dev)
 }
 
 /// The block devices (names as in /proc/diskstats) behind `targets`, or none when any

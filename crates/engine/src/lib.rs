@@ -22,7 +22,6 @@ pub mod replay;
 pub mod resources;
 pub mod rng;
 pub mod runner;
-pub mod safety;
 mod schedule;
 pub mod shared_files;
 pub mod start_gate;

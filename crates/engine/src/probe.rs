@@ -12,7 +12,6 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sinkrate_jobspec::{build_job_set, JobSources, SourceContext};
 use sinkrate_model::TargetFacts;
-use sinkrate_procparse::diskstats;
 
 use crate::{execute, prepare, RunOptions};
 
@@ -84,23 +83,10 @@ impl SourceContext for LiveContext {
     }
 }
 
-/// Sectors written by `devices`, in bytes, from /proc/diskstats.
+/// Sectors written by `devices`, in bytes, from their own counters.
 fn device_written_bytes(devices: &[String]) -> Option<u64> {
-    if devices.is_empty() {
-        return None;
-    }
-    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
-    let mut total = 0;
-    let mut seen = 0;
-    for line in text.lines() {
-        if let Some((_, _, name, c)) = diskstats::parse_line(line) {
-            if devices.iter().any(|d| d == name) {
-                total += c.write_bytes;
-                seen += 1;
-            }
-        }
-    }
-    (seen > 0).then_some(total)
+    let names: Vec<&str> = devices.iter().map(String::as_str).collect();
+    sinkrate_sys::disks::written_bytes(&sinkrate_sys::SysRoot::live(), &names)
 }
 
 /// Writes for at most `seconds` (the file is sized so that no offset is written twice:

@@ -18,7 +18,6 @@ use crate::error::EngineError;
 use crate::files::{self, PlannedFile};
 use crate::host;
 use crate::progress::JobProgress;
-use crate::safety;
 use crate::status::{status_line, JobView};
 use crate::worker::WorkerOutcome;
 
@@ -171,7 +170,12 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 )));
             }
             if f.is_block_device && writes {
-                if let Some(reason) = safety::block_device_in_use(&f.path)? {
+                if let Some(reason) = sinkrate_sys::guard::block_device_in_use(
+                    &sinkrate_sys::SysRoot::live(),
+                    &f.path,
+                )
+                .map_err(|e| EngineError::io(&f.path, e))?
+                {
                     if !opts.force_device_write {
                         let what = if o.rw.trims() && !o.rw.writes() {
                             "trim (discard)"

@@ -122,7 +122,7 @@ impl Segments {
 
 /// How full the file system holding `dir` is, in percent of its blocks.
 pub fn fill_pct(dir: &Path) -> Option<f64> {
-    sinkrate_engine::files::space(dir).ok()?.fill_pct()
+    sinkrate_sys::space(dir).ok()?.fill_pct()
 }
 
 #[cfg(test)]

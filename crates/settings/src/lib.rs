@@ -179,7 +179,7 @@ impl Journal {
     }
 
     fn boot_id(&self) -> String {
-        std::fs::read_to_string(self.host.proc_sys.join("kernel/random/boot_id"))
+        std::fs::read_to_string(self.host.sysctl_path("kernel/random/boot_id"))
             .map(|s| s.trim().to_string())
             .unwrap_or_default()
     }
@@ -320,7 +320,7 @@ impl Journal {
             settings.push(s.clone());
             if let Setting::Sysctl { name } = s {
                 if let Some(c) = companion(name) {
-                    if self.host.proc_sys.join(&c).exists() {
+                    if self.host.sysctl_path(&c).exists() {
                         settings.push(Setting::Sysctl { name: c });
                     }
                 }
@@ -567,7 +567,7 @@ mod tests {
     /// zeroing of a companion is done by hand where a test needs it).
     fn fake() -> (tempfile::TempDir, Journal) {
         let d = tempfile::tempdir().expect("tempdir");
-        let sys = d.path().join("sys");
+        let sys = d.path().join("proc/sys");
         for (name, value) in [
             ("vm/dirty_ratio", "20"),
             ("vm/dirty_bytes", "0"),
@@ -578,14 +578,10 @@ mod tests {
             std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
             std::fs::write(p, value).expect("write");
         }
-        let q = d.path().join("block/sda/queue");
+        let q = d.path().join("sys/block/sda/queue");
         std::fs::create_dir_all(&q).expect("mkdir");
         std::fs::write(q.join("read_ahead_kb"), "128").expect("write");
-        let host = Host {
-            proc_sys: sys,
-            sys_block: d.path().join("block"),
-            live: false,
-        };
+        let host = Host::at(sinkrate_sys::SysRoot::at(d.path()));
         let journal = Journal::at(host, &d.path().join("j/journal.json"));
         (d, journal)
     }
@@ -616,7 +612,7 @@ mod tests {
         )
         .expect("apply");
         // What the kernel does when bytes are written: the ratio reads 0.
-        std::fs::write(j.host().proc_sys.join("vm/dirty_ratio"), "0").expect("w");
+        std::fs::write(j.host().sysctl_path("vm/dirty_ratio"), "0").expect("w");
         let entries = j.entries().expect("entries");
         assert_eq!(
             entries.len(),
@@ -685,7 +681,7 @@ mod tests {
             Mode::Applied,
         )
         .expect("apply");
-        std::fs::write(j.host().proc_sys.join("vm/dirty_expire_centisecs"), "500").expect("w");
+        std::fs::write(j.host().sysctl_path("vm/dirty_expire_centisecs"), "500").expect("w");
         let out = j.restore(&|_| true).expect("restore");
         assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "500");
         assert!(
@@ -703,8 +699,8 @@ mod tests {
         )
         .expect("apply");
         // A reboot put the kernel's value back: the entry is gone with it.
-        std::fs::write(j.host().proc_sys.join("kernel/random/boot_id"), "boot-b").expect("w");
-        std::fs::write(j.host().proc_sys.join("vm/dirty_expire_centisecs"), "3000").expect("w");
+        std::fs::write(j.host().sysctl_path("kernel/random/boot_id"), "boot-b").expect("w");
+        std::fs::write(j.host().sysctl_path("vm/dirty_expire_centisecs"), "3000").expect("w");
         let out = j.recover().expect("recover");
         assert_eq!(out.dropped.len(), 1);
         assert!(!j.path().exists());
@@ -725,7 +721,7 @@ mod tests {
             Mode::Applied,
         )
         .expect("apply");
-        std::fs::write(j.host().proc_sys.join("kernel/random/boot_id"), "boot-c").expect("w");
+        std::fs::write(j.host().sysctl_path("kernel/random/boot_id"), "boot-c").expect("w");
         let out = j.recover().expect("recover");
         assert!(out.dropped.is_empty(), "{out:?}");
         let out = j.restore(&|_| true).expect("restore");

@@ -96,30 +96,33 @@ impl Setting {
     }
 }
 
-/// Where the settings live: the live system, or directories standing in for /proc/sys and
+/// Where the settings live: the live system, or a tree standing in for its /proc/sys and
 /// /sys/block in tests (mount options are live only).
 #[derive(Debug, Clone)]
 pub struct Host {
-    pub proc_sys: PathBuf,
-    pub sys_block: PathBuf,
-    pub live: bool,
+    root: sinkrate_sys::SysRoot,
 }
 
 impl Host {
     pub fn live() -> Host {
-        Host {
-            proc_sys: PathBuf::from("/proc/sys"),
-            sys_block: PathBuf::from("/sys/block"),
-            live: true,
-        }
+        Host::at(sinkrate_sys::SysRoot::live())
+    }
+
+    pub fn at(root: sinkrate_sys::SysRoot) -> Host {
+        Host { root }
+    }
+
+    /// A sysctl's file under /proc/sys (`vm/dirty_bytes`).
+    pub fn sysctl_path(&self, name: &str) -> PathBuf {
+        self.root.host_path(&format!("/proc/sys/{name}"))
     }
 
     fn path(&self, s: &Setting) -> Option<PathBuf> {
         match s {
-            Setting::Sysctl { name } => Some(self.proc_sys.join(name)),
-            Setting::Queue { device, attr } => {
-                Some(self.sys_block.join(device).join("queue").join(attr))
-            }
+            Setting::Sysctl { name } => Some(self.sysctl_path(name)),
+            Setting::Queue { device, attr } => Some(sinkrate_sys::device::queue_attr_path(
+                &self.root, device, attr,
+            )),
             Setting::Mount { .. } => None,
             Setting::File { path } => Some(PathBuf::from(path)),
         }
@@ -222,14 +225,10 @@ fn bracketed(text: &str) -> Option<&str> {
     Some(&text[start + 1..end])
 }
 
-/// The mount at exactly `mount_point`, from this process's mountinfo.
+/// The mount on top at exactly `mount_point`, asked of the system layer.
 fn mount_at(mount_point: &str) -> Result<sinkrate_procparse::mountinfo::Mount, Error> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| Error::Io(PathBuf::from("/proc/self/mountinfo"), e))?;
-    sinkrate_procparse::mountinfo::parse(&text)
-        .into_iter()
-        .rev()
-        .find(|m| m.mount_point == mount_point)
+    sinkrate_sys::mounts::stacked_at(&sinkrate_sys::SysRoot::live(), mount_point)
+        .pop()
         .ok_or_else(|| Error::Unknown(format!("{mount_point} is not a mount point")))
 }
 

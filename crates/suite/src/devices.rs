@@ -245,12 +245,13 @@ pub fn scratch_guard(dev: &ScratchDevice) -> Result<(), String> {
             "--scratch {path}: not a block device (give an unmounted device whose contents may be destroyed, e.g. /dev/sdb1)"
         ));
     }
-    match sinkrate_engine::safety::block_device_in_use(&dev.path) {
+    use sinkrate_sys::guard::{block_device_in_use, InUse};
+    match block_device_in_use(&sinkrate_sys::SysRoot::live(), &dev.path) {
         Err(e) => Err(format!("--scratch {path}: {e}")),
-        // --force overrides a signature (the engine's "holds ..."), never a mount, a swap
-        // or a holder: those are in use now.
-        Ok(Some(why)) if dev.force && why.contains(" holds ") => Ok(()),
-        Ok(Some(why)) if why.contains(" holds ") => Err(format!(
+        // --force overrides a signature, never a mount, a swap or a holder: those are in
+        // use now.
+        Ok(Some(InUse::Signature { .. })) if dev.force => Ok(()),
+        Ok(Some(why @ InUse::Signature { .. })) => Err(format!(
             "--scratch {path}: {why} (the suite formats it: add --force to destroy what it holds)"
         )),
         Ok(Some(why)) => Err(format!("--scratch {path}: {why}")),
@@ -312,6 +313,5 @@ impl Drop for Mounted {
 
 /// Sectors the kernel has written to `disk`, in bytes (its own counter in /proc/diskstats).
 pub fn disk_written_bytes(disk: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
-    sinkrate_procparse::diskstats::device(&text, disk).map(|c| c.write_bytes)
+    sinkrate_sys::disks::written_bytes(&sinkrate_sys::SysRoot::live(), &[disk])
 }

@@ -157,6 +157,39 @@ fn bus_of(disk_sys: &str, disk: &str) -> Bus {
 
 /// The sysfs directory of a block device, by device number or, for filesystems that report
 /// an anonymous number (btrfs), by the source's kernel name.
+/// Whether the kernel knows a block device by this name (as in /proc/diskstats).
+pub fn exists(root: &SysRoot, name: &str) -> bool {
+    !name.is_empty() && !name.contains('/') && root.exists(&format!("/sys/class/block/{name}"))
+}
+
+/// The kernel's name of the block device at `node` (/dev/mmcblk0p1, or a link to it such as
+/// /dev/disk/by-id/...): mmcblk0p1. None when it is not a block device the kernel lists.
+pub fn name_of_node(root: &SysRoot, node: &str) -> Option<String> {
+    let canonical = if root.is_live() {
+        std::fs::canonicalize(node)
+            .ok()?
+            .to_string_lossy()
+            .into_owned()
+    } else {
+        root.canonical(node)?
+    };
+    let name = canonical.rsplit('/').next()?.to_string();
+    exists(root, &name).then_some(name)
+}
+
+/// Where a queue attribute of a whole disk lives (/sys/block/DISK/queue/ATTR), for the
+/// settings journal, which writes it.
+pub fn queue_attr_path(root: &SysRoot, disk: &str, attr: &str) -> std::path::PathBuf {
+    root.host_path(&format!("/sys/block/{disk}/queue/{attr}"))
+}
+
+/// A queue attribute of a block device; a partition has none of its own and answers with
+/// its disk's.
+pub fn queue_attr(root: &SysRoot, name: &str, attr: &str) -> Option<String> {
+    root.attr(&format!("/sys/class/block/{name}/queue/{attr}"))
+        .or_else(|| root.attr(&format!("/sys/class/block/{name}/../queue/{attr}")))
+}
+
 pub fn sysfs_dir(root: &SysRoot, major: u32, minor: u32, source: &str) -> Option<String> {
     if major != 0 {
         if let Some(p) = root.canonical(&format!("/sys/dev/block/{major}:{minor}")) {

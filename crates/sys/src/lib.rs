@@ -7,6 +7,8 @@
 
 pub mod children;
 pub mod device;
+pub mod disks;
+pub mod guard;
 pub mod input;
 pub mod kmsg;
 pub mod mounts;

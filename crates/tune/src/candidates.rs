@@ -151,10 +151,9 @@ impl QueueMount {
                 .ok()
             })
         };
-        let offered = t
-            .device
-            .as_ref()
-            .and_then(|d| std::fs::read_to_string(format!("/sys/block/{d}/queue/scheduler")).ok());
+        let offered = t.device.as_ref().and_then(|d| {
+            sinkrate_sys::device::queue_attr(&sinkrate_sys::SysRoot::live(), d, "scheduler")
+        });
         let scheduler = queue("scheduler").zip(offered).map(|(now, list)| {
             let names = list
                 .split_whitespace()

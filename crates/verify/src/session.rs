@@ -380,12 +380,15 @@ pub fn run(
     Ok(report)
 }
 
-/// The engine's refusal of a device write (mounted, swap, held by dm/md, or a signature).
+/// The system layer's refusal of a device write (mounted, swap, held by dm/md, or a
+/// signature), as bench's.
 pub(crate) fn guard_device(path: &Path, force: bool) -> Result<(), VerifyError> {
-    match sinkrate_engine::safety::block_device_in_use(path)? {
+    match sinkrate_sys::guard::block_device_in_use(&sinkrate_sys::SysRoot::live(), path)
+        .map_err(io(path))?
+    {
         Some(reason) if !force => Err(VerifyError::DeviceInUse {
             device: path.display().to_string(),
-            reason,
+            reason: reason.to_string(),
         }),
         _ => Ok(()),
     }

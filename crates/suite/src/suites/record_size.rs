@@ -72,12 +72,8 @@ fn reported_sizes(dir: &Path) -> Vec<(String, u64)> {
         .and_then(|d| d.strip_prefix("/dev/"))
     {
         for attr in ["optimal_io_size", "minimum_io_size"] {
-            let own = format!("/sys/class/block/{name}/queue/{attr}");
-            let parent = format!("/sys/class/block/{name}/../queue/{attr}");
-            let v = std::fs::read_to_string(&own)
-                .or_else(|_| std::fs::read_to_string(&parent))
-                .ok()
-                .and_then(|t| t.trim().parse::<u64>().ok());
+            let v = sinkrate_sys::device::queue_attr(&sinkrate_sys::SysRoot::live(), name, attr)
+                .and_then(|t| t.parse::<u64>().ok());
             if let Some(v) = v.filter(|v| *v > 0) {
                 out.push((format!("{name} {attr}"), v));
             }

@@ -225,7 +225,10 @@ pub fn run(
         ));
     }
     let device = std::fs::canonicalize(target).map_err(crate::session::io(target))?;
-    if let Some(reason) = sinkrate_engine::safety::block_device_in_use(&device)? {
+    if let Some(reason) =
+        sinkrate_sys::guard::block_device_in_use(&sinkrate_sys::SysRoot::live(), &device)
+            .map_err(crate::session::io(&device))?
+    {
         if !cfg.force {
             return Err(VerifyError::Refused(format!(
                 "refusing to probe {}: {reason} (--force probes it anyway, saving what it overwrites and putting it back{})",
