@@ -27,7 +27,7 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     }
 }
 
-pub use sinkrate_engine::files::writable;
+pub use sinkrate_sys::files::writable;
 
 /// Refuses, before any work, an output file that could not be written at the end: a run's
 /// results must not be lost to a typo in --output.

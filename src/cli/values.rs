@@ -19,7 +19,7 @@ pub fn duration_value(text: &str) -> Result<Duration, String> {
 
 /// `--flag 3M` (3 MiB), `--flag 3MB` (3 MB).
 pub fn size(flag: &str, text: &str) -> Result<u64> {
-    sinkrate_emulate::units::parse_size(text).map_err(|e| anyhow!("--{flag}: {e}"))
+    sinkrate_units::product::parse_size(text).map_err(|e| anyhow!("--{flag}: {e}"))
 }
 
 /// `--output-format` of sinkrate's own commands (bench takes fio's formats).

@@ -76,7 +76,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         crate::check_output_path("--output", p)?;
     }
     let (label, rate) = stream_rate(&args.rate)?;
-    let started = sinkrate_engine::host::unix_ms_now();
+    let started = sinkrate_sys::host::unix_ms_now();
     let a = audit(&args.path, args.sysroot.as_deref(), rate)?;
     let bad = a
         .findings
@@ -94,7 +94,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         OutputFormat::Json => {
             let mut run = Envelope::new(
                 RunKind::Audit,
-                sinkrate_engine::host::host_facts(),
+                sinkrate_sys::host::host_facts(),
                 started,
                 report,
             );

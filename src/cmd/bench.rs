@@ -317,7 +317,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             .unwrap_or_default();
         let config = SamplerConfig {
             interval,
-            devices: sinkrate_engine::host::device_names(prepared.targets()),
+            devices: sinkrate_sys::host::device_names(prepared.targets()),
             hogs: false,
             ..SamplerConfig::default()
         };

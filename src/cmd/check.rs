@@ -129,11 +129,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             p.clone()
         }
         None => {
-            let stamp = chrono::DateTime::from_timestamp_millis(
-                sinkrate_engine::host::unix_ms_now() as i64,
-            )
-            .map(|t| t.format("%Y%m%d-%H%M%S").to_string())
-            .unwrap_or_default();
+            let stamp =
+                chrono::DateTime::from_timestamp_millis(sinkrate_sys::host::unix_ms_now() as i64)
+                    .map(|t| t.format("%Y%m%d-%H%M%S").to_string())
+                    .unwrap_or_default();
             let dir = default_report_dir();
             sinkrate_sys::output::new_file(&dir, &format!("sinkrate-check-{stamp}"), "json", |p| {
                 run.result.report_file = Some(p.display().to_string());

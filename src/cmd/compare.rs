@@ -41,7 +41,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         labels,
         baseline: args.baseline.clone(),
     };
-    let started_ms = sinkrate_engine::host::unix_ms_now();
+    let started_ms = sinkrate_sys::host::unix_ms_now();
     let report: CompareReport =
         sinkrate_compare::compare(runs, &cfg, unreadable.clone()).map_err(|e| anyhow!(e))?;
     let worse = report
@@ -50,7 +50,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         .any(|r| r.against_baseline.as_ref().is_some_and(|s| s.worse));
     let mut run = Envelope::new(
         RunKind::Compare,
-        sinkrate_engine::host::host_facts(),
+        sinkrate_sys::host::host_facts(),
         started_ms,
         report,
     );

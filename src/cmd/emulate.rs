@@ -4,7 +4,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
-use sinkrate_emulate::{models, units, Spec};
+use sinkrate_emulate::{models, Spec};
+use sinkrate_units::product as units;
 
 use crate::cli::values::value_name;
 use crate::cli::{EmulateAction, EmulateUpArgs};
@@ -245,7 +246,7 @@ fn model_lines(spec: &Spec) -> Vec<String> {
     if let Some((at, n)) = d.bad_sectors {
         v.push(format!(
             "bad sectors: {} at byte {at} fail with EIO once the device is ready",
-            sinkrate_engine::units::bytes_iec(n as f64)
+            sinkrate_units::fio::bytes_iec(n as f64)
         ));
     }
     if let Some(claimed) = d.claimed_bytes {

@@ -53,7 +53,7 @@ pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCo
     sinkrate_record::find_max::start_value(&session, what).map_err(|e| anyhow!(e))?;
     sinkrate_record::session::preflight(&session).map_err(super::record::refusal)?;
     let stop = crate::interrupt_flag()?;
-    let started = sinkrate_engine::host::unix_ms_now();
+    let started = sinkrate_sys::host::unix_ms_now();
     let raw = sinkrate_engine::probe::sustained_write(&args.dir, 5, stop.clone())
         .map_err(|e| anyhow!("measuring the device's raw write rate: {e}"))?;
     eprintln!(
@@ -80,10 +80,10 @@ pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCo
     let body = match args.output_format {
         OutputFormat::Json => {
             let mut report = report;
-            report.target = Some(sinkrate_engine::host::target_facts(&args.dir, false));
+            report.target = Some(sinkrate_sys::host::target_facts(&args.dir, false));
             let run = Envelope::new(
                 RunKind::FindMax,
-                sinkrate_engine::host::host_facts(),
+                sinkrate_sys::host::host_facts(),
                 started,
                 report,
             );

@@ -16,7 +16,7 @@ use sinkrate_tune::search::{Event, SearchError, Workload};
 
 pub fn run(action: TuneAction) -> Result<ExitCode> {
     let journal = Journal::live();
-    let started_ms = sinkrate_engine::host::unix_ms_now();
+    let started_ms = sinkrate_sys::host::unix_ms_now();
     let (report, format) = match action {
         TuneAction::Apply(args) => (apply(&args, &journal)?, args.output_format),
         TuneAction::Restore {
@@ -31,7 +31,7 @@ pub fn run(action: TuneAction) -> Result<ExitCode> {
         TuneAction::Search(args) => return search(&args, &journal),
         TuneAction::Status { output_format } => {
             // Reading needs no root; putting back a killed run's changes does.
-            let report = if sinkrate_engine::host::is_root() {
+            let report = if sinkrate_sys::host::is_root() {
                 tune::status(&journal)?
             } else {
                 TuneReport {
@@ -44,7 +44,7 @@ pub fn run(action: TuneAction) -> Result<ExitCode> {
     };
     let run = Envelope::new(
         RunKind::Tune,
-        sinkrate_engine::host::host_facts(),
+        sinkrate_sys::host::host_facts(),
         started_ms,
         report,
     );
@@ -169,7 +169,7 @@ fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
                 .unwrap_or_else(|| sinkrate_settings::persist::FSTAB.into())
         }),
     };
-    if !args.dry_run && !sinkrate_engine::host::is_root() {
+    if !args.dry_run && !sinkrate_sys::host::is_root() {
         // Say what would have been set, from the same plan a dry run prints.
         let plan = tune::plan(&cfg, journal)?;
         return Err(anyhow!(
@@ -192,7 +192,7 @@ const DEFAULT_CONFIRM: std::time::Duration = std::time::Duration::from_secs(60);
 const DEFAULT_STREAM_BYTES_PER_S: f64 = 3e6;
 
 fn needs_root(what: &str) -> Result<()> {
-    if sinkrate_engine::host::is_root() {
+    if sinkrate_sys::host::is_root() {
         Ok(())
     } else {
         Err(anyhow!("{what} needs root; nothing was changed"))
@@ -353,7 +353,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         ));
     }
     let workload = workload(args)?;
-    let root = sinkrate_engine::host::is_root();
+    let root = sinkrate_sys::host::is_root();
     let mut target_note = None;
     let target = if root {
         let recovered = journal.recover()?;
@@ -403,7 +403,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         journal: journal.clone(),
     };
     let stop = crate::interrupt_flag()?;
-    let started_ms = sinkrate_engine::host::unix_ms_now();
+    let started_ms = sinkrate_sys::host::unix_ms_now();
     let mut bar = crate::progress::TimeBar::new(
         "sinkrate tune search",
         args.progress,
@@ -432,7 +432,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     let bound_met = report.max_loss_met;
     let mut run = Envelope::new(
         RunKind::TuneSearch,
-        sinkrate_engine::host::host_facts(),
+        sinkrate_sys::host::host_facts(),
         started_ms,
         report,
     );

@@ -46,7 +46,7 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     }
     let cfg = config(&args)?;
     let stop = crate::interrupt_flag()?;
-    let started = sinkrate_engine::host::unix_ms_now();
+    let started = sinkrate_sys::host::unix_ms_now();
     let show = args.progress.wanted(std::io::stderr().is_terminal());
     let mut progress = |p: sinkrate_verify::session::Progress| {
         if !show {
@@ -96,7 +96,7 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
         undo_dir: capacity::undo::default_dir(),
     };
     let stop = crate::interrupt_flag()?;
-    let started = sinkrate_engine::host::unix_ms_now();
+    let started = sinkrate_sys::host::unix_ms_now();
     let show = args.progress.wanted(std::io::stderr().is_terminal());
     let clock = std::time::Instant::now();
     let mut progress = |phase: &str, done: u64, total: u64| {
@@ -188,7 +188,7 @@ fn emit<T: serde::Serialize + Clone>(
         OutputFormat::Json => {
             let mut run = Envelope::new(
                 kind,
-                sinkrate_engine::host::host_facts(),
+                sinkrate_sys::host::host_facts(),
                 started,
                 report.clone(),
             );

@@ -203,7 +203,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         last_draw: None,
         command: args.command.join(" "),
     };
-    let started = sinkrate_engine::host::unix_ms_now();
+    let started = sinkrate_sys::host::unix_ms_now();
     let report = watch::run(&cfg, &stop, &mut outputs).map_err(|e| anyhow!("{e}"))?;
     drop(outputs.tui.take());
     let mut report = report;
@@ -221,7 +221,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     let killed_by = report.command_signal;
     let mut run = Envelope::new(
         RunKind::Watch,
-        sinkrate_engine::host::host_facts(),
+        sinkrate_sys::host::host_facts(),
         started,
         report,
     );

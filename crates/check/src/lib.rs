@@ -147,7 +147,7 @@ fn unwritable(a: &Audit, path: &Path) -> Option<String> {
     if !path.is_dir() {
         return Some(format!("{} is not a directory", path.display()));
     }
-    if !sinkrate_engine::files::writable(path) {
+    if !sinkrate_sys::files::writable(path) {
         return Some(format!(
             "{} is not writable by this user (run as its owner or as root)",
             path.display()
@@ -232,7 +232,7 @@ fn not_writable(
 fn enveloped(report: CheckReport, started_ms: u64, error: Option<RunError>) -> CheckRun {
     let mut run = Envelope::new(
         RunKind::Check,
-        sinkrate_engine::host::host_facts(),
+        sinkrate_sys::host::host_facts(),
         started_ms,
         report,
     );
@@ -247,7 +247,7 @@ pub fn run(
     phase: &mut dyn FnMut(Phase),
 ) -> Result<CheckRun, CheckError> {
     let started = Instant::now();
-    let started_ms = sinkrate_engine::host::unix_ms_now();
+    let started_ms = sinkrate_sys::host::unix_ms_now();
     let plan = Plan::of(cfg.quick);
     let mut recording = cfg.recording.clone();
     recording.record.dir = cfg.path.clone();

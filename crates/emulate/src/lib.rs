@@ -11,6 +11,5 @@ pub mod models;
 pub mod power;
 pub mod stack;
 pub mod tools;
-pub mod units;
 
 pub use stack::{down, list, sweep_orphans, up, EmulateError, Orphan, Spec, State};

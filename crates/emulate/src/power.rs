@@ -23,14 +23,7 @@ pub struct Card {
     lost_before: AtomicU64,
 }
 
-/// What the card said when the power came back.
-#[derive(Debug, Clone, Default)]
-pub struct Restored {
-    /// Bytes the card's volatile cache held, and lost, at the cut.
-    pub cache_lost_bytes: Option<u64>,
-    /// What the kernel said while mounting again (journal recovery, orphan cleanup).
-    pub kernel_said: Vec<String>,
-}
+pub use sinkrate_platform::power::Restored;
 
 /// The emulated card whose filesystem holds `dir`, if it has a volatile write cache; else one
 /// line saying what `--power-cut-at` needs.
@@ -183,5 +176,14 @@ fn unmount(mountpoint: &Path) -> Result<(), EmulateError> {
             Err(e) if Instant::now() >= deadline => return Err(e),
             Err(_) => std::thread::sleep(Duration::from_millis(200)),
         }
+    }
+}
+
+impl sinkrate_platform::power::PowerSwitch for Card {
+    fn cut(&self) -> Result<(), String> {
+        Card::cut(self).map_err(|e| e.to_string())
+    }
+    fn restore(&self) -> Result<Restored, String> {
+        Card::restore(self).map_err(|e| e.to_string())
     }
 }

@@ -1,6 +1,7 @@
 //! Which files a job touches, how large, and whether there is room: all decided before any
 //! I/O, so a bad target stops the run with nothing written.
 
+pub use sinkrate_sys::files::{existing_parent, writable};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -75,9 +76,10 @@ fn existing_directory(path: &Path) -> Result<Option<(u64, bool)>, EngineError> {
 /// Size of a file or block device at `path`, if it exists.
 pub fn existing_size(path: &Path) -> Result<Option<(u64, bool)>, EngineError> {
     match std::fs::metadata(path) {
-        Ok(meta) if meta.file_type().is_block_device() => {
-            Ok(Some((block_device_size(path)?, true)))
-        }
+        Ok(meta) if meta.file_type().is_block_device() => Ok(Some((
+            sinkrate_sys::files::block_device_size(path).map_err(|e| EngineError::io(path, e))?,
+            true,
+        ))),
         Ok(meta) if meta.is_dir() => Err(EngineError::path(
             path,
             "is a directory (use directory= for where files go, filename= for the file)",
@@ -86,37 +88,6 @@ pub fn existing_size(path: &Path) -> Result<Option<(u64, bool)>, EngineError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(EngineError::io(path, e)),
     }
-}
-
-#[cfg(target_os = "linux")]
-fn block_device_size(path: &Path) -> Result<u64, EngineError> {
-    let file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
-    let mut size: u64 = 0;
-    // The kernel defines BLKGETSIZE64 with size_t, so its number differs between 32- and
-    // 64-bit targets; libc's _IOR computes it for the target being built.
-    const BLKGETSIZE64: libc::Ioctl = libc::_IOR::<libc::size_t>(0x12, 114);
-    // SAFETY: the ioctl writes one u64 into `size`.
-    let r = unsafe {
-        libc::ioctl(
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            BLKGETSIZE64,
-            &mut size,
-        )
-    };
-    if r < 0 {
-        return Err(EngineError::io(path, std::io::Error::last_os_error()));
-    }
-    Ok(size)
-}
-
-/// Elsewhere a disk device's size is where a seek to its end lands (true of FreeBSD's and
-/// QNX's disk devices; a port adds its own ioctl where that is not so).
-#[cfg(not(target_os = "linux"))]
-fn block_device_size(path: &Path) -> Result<u64, EngineError> {
-    use std::io::Seek;
-    let mut file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
-    file.seek(std::io::SeekFrom::End(0))
-        .map_err(|e| EngineError::io(path, e))
 }
 
 /// Where a file name goes. fio prefixes every name with `directory=`, an absolute one too
@@ -377,34 +348,6 @@ pub fn space(dir: &Path) -> Result<FsSpace, EngineError> {
 /// Free bytes for unprivileged writers on the file system holding `dir`.
 pub fn free_bytes(dir: &Path) -> Result<u64, EngineError> {
     space(dir).map(|s| s.available_bytes)
-}
-
-/// The nearest existing ancestor of `path` (where a new file would be created).
-pub fn existing_parent(path: &Path) -> PathBuf {
-    let mut p = path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    if p.as_os_str().is_empty() {
-        p = PathBuf::from(".");
-    }
-    while !p.exists() {
-        match p.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => p = parent.to_path_buf(),
-            _ => return PathBuf::from("."),
-        }
-    }
-    p
-}
-
-/// Whether this user may write `path` (a file, or a directory to create files in).
-pub fn writable(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access() reads a valid C string.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// Why `dir` cannot be used as a directory: it is a file, a part of its path is one, or it

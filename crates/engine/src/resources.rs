@@ -7,7 +7,7 @@ use sinkrate_jobspec::{max_block_size, Job};
 
 use crate::error::EngineError;
 use crate::files::PlannedFile;
-use crate::units::bytes_iec;
+use sinkrate_units::fio::bytes_iec;
 
 /// What one job holds besides its I/O buffers and histograms: its thread's stack pages,
 /// its state and its result.

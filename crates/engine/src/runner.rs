@@ -266,8 +266,8 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 dir,
                 format!(
                     "not enough free space: the jobs need {} and the file system has {} (lower size=, or free space)",
-                    crate::units::bytes_iec(*need as f64),
-                    crate::units::bytes_iec(free as f64)
+                    sinkrate_units::fio::bytes_iec(*need as f64),
+                    sinkrate_units::fio::bytes_iec(free as f64)
                 ),
             ));
         }
@@ -501,7 +501,7 @@ fn honesty_warnings(
         if let Some(unwritten) = flush.unwritten_at_end_bytes {
             text.push_str(&format!(
                 "; {} was still dirty or under writeback in the page cache when the job stopped",
-                crate::units::bytes_iec(unwritten as f64)
+                sinkrate_units::fio::bytes_iec(unwritten as f64)
             ));
         }
         text.push_str(" (add end_fsync=1 or direct=1 to measure the device)");
@@ -517,8 +517,8 @@ fn honesty_warnings(
                     job: name.clone(),
                     text: format!(
                         "the job's buffered writes cover {}, less than the kernel's dirty limit of {}: the page cache can absorb all of it, so the application rate measures memory, not storage (write a larger file than the limit, or use end_fsync=1 / direct=1)",
-                        crate::units::bytes_iec(flush.footprint_bytes as f64),
-                        crate::units::bytes_iec(limit as f64)
+                        sinkrate_units::fio::bytes_iec(flush.footprint_bytes as f64),
+                        sinkrate_units::fio::bytes_iec(limit as f64)
                     ),
                 });
             }

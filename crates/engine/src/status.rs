@@ -101,25 +101,25 @@ pub fn status_line(jobs: &[JobView<'_>], now_ns: u64, prev: &mut Vec<[u64; 7]>) 
     let mut line = format!("Jobs: {running} (f={running}): [{letters}][{pct:.1}%]");
     let mut rates = Vec::new();
     if rbw > 0.0 {
-        rates.push(format!("r={}", crate::units::bytes_per_s_iec(rbw)));
+        rates.push(format!("r={}", sinkrate_units::fio::bytes_per_s_iec(rbw)));
     }
     if wbw > 0.0 {
-        rates.push(format!("w={}", crate::units::bytes_per_s_iec(wbw)));
+        rates.push(format!("w={}", sinkrate_units::fio::bytes_per_s_iec(wbw)));
     }
     if tbw > 0.0 {
-        rates.push(format!("t={}", crate::units::bytes_per_s_iec(tbw)));
+        rates.push(format!("t={}", sinkrate_units::fio::bytes_per_s_iec(tbw)));
     }
     if !rates.is_empty() {
         line.push_str(&format!("[{}]", rates.join(",")));
         let mut iops = Vec::new();
         if riops > 0.0 {
-            iops.push(format!("r={}", crate::units::count_si(riops)));
+            iops.push(format!("r={}", sinkrate_units::fio::count_si(riops)));
         }
         if wiops > 0.0 {
-            iops.push(format!("w={}", crate::units::count_si(wiops)));
+            iops.push(format!("w={}", sinkrate_units::fio::count_si(wiops)));
         }
         if tiops > 0.0 {
-            iops.push(format!("t={}", crate::units::count_si(tiops)));
+            iops.push(format!("t={}", sinkrate_units::fio::count_si(tiops)));
         }
         line.push_str(&format!("[{} IOPS]", iops.join(",")));
     }

@@ -108,9 +108,9 @@ pub fn job_options(data: &[u8]) {
         let _ = units::parse_percent(value);
         let _ = units::parse_bool(value);
         let _ = units::parse_int(value);
-        let _ = sinkrate_emulate::units::parse_size(value);
-        let _ = sinkrate_emulate::units::parse_rate(value);
-        let _ = sinkrate_emulate::units::parse_latency(value);
+        let _ = sinkrate_units::product::parse_size(value);
+        let _ = sinkrate_units::product::parse_rate(value);
+        let _ = sinkrate_units::product::parse_latency(value);
         let _ = sinkrate_record::config::parse_bitrate(value);
     }
 }

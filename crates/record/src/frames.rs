@@ -1,7 +1,7 @@
 //! Frame sizes: fixed, or a bitrate with a GOP (an I-frame every N frames, R times larger than
 //! a P-frame) and a seeded jitter, chosen so that the mean rate is exact over every GOP.
 
-use sinkrate_engine::rng::Rng;
+use sinkrate_platform::rng::Rng;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum FrameSizes {

@@ -13,24 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::frame_header::{self, HEADER_LEN};
 use crate::stream::StreamResult;
 
-pub use sinkrate_emulate::power::Restored;
-
-/// Something whose power can be cut and brought back: an emulated card.
-pub trait PowerSwitch: Send + Sync + std::fmt::Debug {
-    fn cut(&self) -> Result<(), String>;
-    /// Brings the power back and the filesystem mounted again; says what the device and the
-    /// kernel reported on the way.
-    fn restore(&self) -> Result<Restored, String>;
-}
-
-impl PowerSwitch for sinkrate_emulate::power::Card {
-    fn cut(&self) -> Result<(), String> {
-        sinkrate_emulate::power::Card::cut(self).map_err(|e| e.to_string())
-    }
-    fn restore(&self) -> Result<Restored, String> {
-        sinkrate_emulate::power::Card::restore(self).map_err(|e| e.to_string())
-    }
-}
+pub use sinkrate_platform::power::{PowerSwitch, Restored};
 
 /// What the cut cost.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -8,8 +8,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sinkrate_engine::buffers::AlignedBuf;
-use sinkrate_engine::rng::Rng;
+use sinkrate_platform::buf::AlignedBuf;
+use sinkrate_platform::rng::Rng;
 
 use crate::config::{RecordConfig, StreamSpec, WriteMode};
 use crate::frames::FrameSource;

@@ -126,7 +126,7 @@ pub struct LiveStatus {
 /// Settings a killed run left changed go back first; returns what was restored and what was
 /// left alone (changed since by someone else).
 pub fn restore_left_over_settings() -> Result<sinkrate_settings::Outcome, SessionError> {
-    if !Path::new(SETTINGS_JOURNAL).exists() || !sinkrate_engine::host::is_root() {
+    if !Path::new(SETTINGS_JOURNAL).exists() || !sinkrate_sys::host::is_root() {
         return Ok(sinkrate_settings::Outcome::default());
     }
     sinkrate_settings::Journal::live()
@@ -155,7 +155,7 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
     if !cfg.dir.is_dir() {
         return Err(SessionError::NotADirectory(cfg.dir.display().to_string()));
     }
-    if let Some(fs_type) = sinkrate_engine::host::target_facts(&cfg.dir, false)
+    if let Some(fs_type) = sinkrate_sys::host::target_facts(&cfg.dir, false)
         .fs_type
         .filter(|f| sinkrate_sys::mounts::PSEUDO_FS.contains(&f.as_str()))
     {
@@ -165,7 +165,7 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
         });
     }
     if cfg.write_mode == WriteMode::Uring {
-        if let Some(reason) = sinkrate_engine::backend::io_uring_unavailable() {
+        if let Some(reason) = sinkrate_platform::uring::unavailable() {
             return Err(SessionError::NoIoUring(reason));
         }
     }
@@ -179,7 +179,7 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
         .iter()
         .map(|st| st.sizes.max_bytes() * (cfg.buffers as u64 + staging))
         .sum();
-    let host_available = sinkrate_engine::host::read_meminfo()
+    let host_available = sinkrate_sys::host::read_meminfo()
         .mem_available_bytes
         .unwrap_or(u64::MAX);
     let available = s.board_ram_bytes.map_or(host_available, |ram| {
@@ -234,7 +234,7 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
         if dirty < 4096 * 64 {
             return Err(SessionError::DirtyLimitTooSmall(dirty));
         }
-        if !sinkrate_engine::host::is_root() {
+        if !sinkrate_sys::host::is_root() {
             return Err(SessionError::NeedsRoot);
         }
     }
@@ -268,7 +268,7 @@ pub fn run(
 ) -> Result<RecordRun, SessionError> {
     preflight(s)?;
     let cfg = &s.record;
-    let target = sinkrate_engine::host::target_facts(&cfg.dir, false);
+    let target = sinkrate_sys::host::target_facts(&cfg.dir, false);
     // Journaled before the change; restored when `_limits_guard` drops, whatever happens.
     let mut restored = Vec::new();
     let _limits_guard = match s.dirty_limits {
@@ -294,7 +294,7 @@ pub fn run(
         }
         None => None,
     };
-    let devices = sinkrate_engine::host::device_names(std::slice::from_ref(&target));
+    let devices = sinkrate_sys::host::device_names(std::slice::from_ref(&target));
     let sampler = Sampler::start(
         SamplerConfig {
             memory_bytes: s.board_ram_bytes,
@@ -302,7 +302,7 @@ pub fn run(
         },
         cfg.duration,
     );
-    let started_unix_ms = sinkrate_engine::host::unix_ms_now();
+    let started_unix_ms = sinkrate_sys::host::unix_ms_now();
     let mut record_cfg = cfg.clone();
     record_cfg.frame_records = true;
     record_cfg.run_tag = started_unix_ms ^ (u64::from(std::process::id()) << 40);
@@ -382,7 +382,7 @@ pub fn run(
     report.power_cut = power_cut;
     let mut run = Envelope::new(
         RunKind::Record,
-        sinkrate_engine::host::host_facts(),
+        sinkrate_sys::host::host_facts(),
         started_unix_ms,
         report,
     );
@@ -535,7 +535,7 @@ fn live_ticks(
         let sum = |f: &dyn Fn(&crate::stream::StreamProgress) -> u64| p.iter().map(|x| f(x)).sum();
         let written: u64 = sum(&|x| x.frames_written.load(Ordering::Relaxed));
         let bytes: u64 = sum(&|x| x.bytes_written.load(Ordering::Relaxed));
-        let mem = sinkrate_engine::host::read_meminfo();
+        let mem = sinkrate_sys::host::read_meminfo();
         tick(&LiveStatus {
             elapsed: recording.clock.elapsed(),
             frames_written_in_second: written - last_written,

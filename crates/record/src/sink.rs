@@ -6,7 +6,7 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Instant;
 
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 use crate::config::{PreallocMode, RecordConfig, WriteMode};
 

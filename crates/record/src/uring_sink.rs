@@ -10,7 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
 use sinkrate_engine::backend::{Backend, Completion, IoDir, IoRequest, Uring};
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 use crate::sink::{Sink, BLOCK};
 

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::time::{Duration, Instant};
 
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 use crate::config::{RecordConfig, StreamSpec, WriteMode};
 use crate::segments::Segments;
@@ -519,5 +519,5 @@ fn wait_readable(polled: &mut Vec<libc::pollfd>, fds: impl Iterator<Item = RawFd
 
 /// User + system CPU time of the calling thread, in ns.
 fn thread_cpu_ns() -> u64 {
-    sinkrate_engine::worker::thread_rusage().map_or(0, |(user, system, ..)| user + system)
+    sinkrate_platform::cpu::thread_usage().map_or(0, |u| u.cpu_ns())
 }

@@ -228,8 +228,8 @@ fn recommend(s: &Summary) -> Result<Option<Recommendation>, String> {
             format!(
                 "sysctl -w vm.dirty_bytes={dirty_bytes} vm.dirty_background_bytes={background}"
             ),
-            sinkrate_settings::persist::merge_command(
-                sinkrate_settings::persist::FILE,
+            sinkrate_sys::sysctl_conf::merge_command(
+                sinkrate_sys::sysctl_conf::FILE,
                 &[
                     ("vm.dirty_bytes", dirty_bytes.to_string()),
                     ("vm.dirty_background_bytes", background.to_string()),

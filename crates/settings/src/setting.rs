@@ -405,16 +405,7 @@ pub fn parse(
     ))
 }
 
-/// The `_bytes`/`_ratio` form of the same sysctl: the kernel keeps them as one setting, and
-/// writing one zeroes the other.
-pub fn companion(name: &str) -> Option<String> {
-    if let Some(base) = name.strip_suffix("_bytes") {
-        Some(format!("{base}_ratio"))
-    } else {
-        name.strip_suffix("_ratio")
-            .map(|base| format!("{base}_bytes"))
-    }
-}
+pub use sinkrate_sys::sysctl_conf::companion;
 
 #[cfg(test)]
 mod tests {

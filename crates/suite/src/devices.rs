@@ -34,7 +34,7 @@ impl Card {
 
 /// The emulated device `dir` is on, if it is on one.
 pub fn emulated_card_of(dir: &Path) -> Option<Card> {
-    let mount_point = sinkrate_engine::host::target_facts(dir, false).mount_point?;
+    let mount_point = sinkrate_sys::host::target_facts(dir, false).mount_point?;
     sinkrate_emulate::list().into_iter().find_map(|l| {
         let spec = l.state.spec?;
         (l.mounted && spec.mountpoint == Path::new(&mount_point)).then(|| Card {
@@ -295,7 +295,7 @@ impl Drop for Mounted {
     fn drop(&mut self) {
         if self.emulated {
             let _ = sinkrate_emulate::down(&self.dir);
-        } else if sinkrate_engine::host::target_facts(&self.dir, false)
+        } else if sinkrate_sys::host::target_facts(&self.dir, false)
             .mount_point
             .as_deref()
             == Some(&*self.dir.to_string_lossy())

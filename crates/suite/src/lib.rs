@@ -324,7 +324,7 @@ pub fn preflight(cfg: &SuiteConfig) -> Result<(), SuiteError> {
             cfg.dir.display()
         )));
     }
-    if !sinkrate_engine::files::writable(&cfg.dir) {
+    if !sinkrate_sys::files::writable(&cfg.dir) {
         return Err(SuiteError::Usage(format!(
             "{}: not writable by this user (run as its owner or as root)",
             cfg.dir.display()
@@ -362,7 +362,7 @@ pub fn run(
     // Settings a crashed run left changed go back first (the journal says which).
     sinkrate_record::session::restore_left_over_settings()?;
     let started = Instant::now();
-    let started_ms = sinkrate_engine::host::unix_ms_now();
+    let started_ms = sinkrate_sys::host::unix_ms_now();
     let estimate = estimate_s(cfg);
     let mut ctx = Ctx {
         cfg,
@@ -399,7 +399,7 @@ pub fn run(
         source: info.source.into(),
         about: info.about.into(),
         dir: cfg.dir.display().to_string(),
-        target: sinkrate_engine::host::target_facts(&cfg.dir, false),
+        target: sinkrate_sys::host::target_facts(&cfg.dir, false),
         made_on: ctx.made_on,
         quick: cfg.quick,
         runs: cfg.runs_each(),
@@ -412,7 +412,7 @@ pub fn run(
     };
     Ok(Envelope::new(
         RunKind::Suite,
-        sinkrate_engine::host::host_facts(),
+        sinkrate_sys::host::host_facts(),
         started_ms,
         report,
     ))

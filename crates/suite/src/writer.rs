@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 /// How the application hands its records to the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,8 +106,7 @@ fn io<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(std::io::Error) -> 
 
 /// CPU seconds (user + system) of the calling thread so far.
 pub fn thread_cpu_s() -> f64 {
-    sinkrate_engine::worker::thread_rusage()
-        .map_or(0.0, |(user, system, ..)| (user + system) as f64 / 1e9)
+    sinkrate_platform::cpu::thread_usage().map_or(0.0, |u| u.cpu_ns() as f64 / 1e9)
 }
 
 /// An aligned buffer of at least `len` bytes (O_DIRECT needs the alignment), filled with
@@ -221,7 +220,7 @@ pub fn write_file(job: &WriteJob, stop: &AtomicBool) -> Result<Written, WriteErr
     }
     sink.flush().map_err(io(path, "flush"))?;
     out.write_s = started.elapsed().as_secs_f64();
-    out.unwritten_after_writes_bytes = sinkrate_engine::host::unwritten_bytes();
+    out.unwritten_after_writes_bytes = sinkrate_sys::host::unwritten_bytes();
     if job.fsync {
         let t = Instant::now();
         sink.fsync().map_err(io(path, "fsync"))?;

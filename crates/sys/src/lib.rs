@@ -8,7 +8,9 @@
 pub mod children;
 pub mod device;
 pub mod disks;
+pub mod files;
 pub mod guard;
+pub mod host;
 pub mod input;
 pub mod kmsg;
 pub mod mounts;
@@ -18,6 +20,7 @@ pub mod root;
 pub mod signature;
 pub mod space;
 pub mod swaps;
+pub mod sysctl_conf;
 pub mod usb;
 
 pub use root::SysRoot;

@@ -138,7 +138,7 @@ impl QueueMount {
                 "{why}: queue and mount knobs were not tried there (sinkrate tune apply --device/--mount-point changes them by name)"
             ));
         }
-        let fs_type = sinkrate_engine::host::target_facts(dir, false)
+        let fs_type = sinkrate_sys::host::target_facts(dir, false)
             .fs_type
             .unwrap_or_default();
         let host = journal.host();

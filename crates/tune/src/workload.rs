@@ -257,7 +257,7 @@ fn job_trial(
         .max()
         .unwrap_or_default();
     let sampler = sampler_for(
-        sinkrate_engine::host::device_names(prepared.targets()),
+        sinkrate_sys::host::device_names(prepared.targets()),
         expected,
     );
     let run = sinkrate_engine::execute(prepared, &options);
@@ -354,9 +354,9 @@ fn exec_trial(
             }
         }
     }
-    let target = sinkrate_engine::host::target_facts(dir, false);
+    let target = sinkrate_sys::host::target_facts(dir, false);
     let sampler = sampler_for(
-        sinkrate_engine::host::device_names(std::slice::from_ref(&target)),
+        sinkrate_sys::host::device_names(std::slice::from_ref(&target)),
         duration,
     );
     let cpu_before = children_cpu_s();

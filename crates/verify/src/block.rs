@@ -9,7 +9,7 @@
 //! length, `60..64` write time (seconds since the Unix epoch, low 32 bits).
 
 use serde::{Deserialize, Serialize};
-use sinkrate_engine::rng::Rng;
+use sinkrate_platform::rng::Rng;
 
 pub const MAGIC: [u8; 8] = *b"SNKRVRFY";
 pub const VERSION: u16 = 1;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 use crate::block::{self, Expected, Finding, Header, MIN_BLOCK};
 use crate::report::{
@@ -69,9 +69,6 @@ pub enum VerifyError {
         path: String,
         source: std::io::Error,
     },
-    /// The engine's own refusal or I/O error, which names the path.
-    #[error(transparent)]
-    Engine(#[from] sinkrate_engine::EngineError),
     #[error("--capacity {0}: neither a block device (probed unmounted) nor a directory (filled and checked)")]
     CapacityNeedsDevice(String),
     #[error("{0}")]
@@ -165,7 +162,7 @@ fn resolve(cfg: &Config, run_id: u64) -> Result<Data, VerifyError> {
             )),
         };
     }
-    let facts = sinkrate_engine::host::target_facts(target, false);
+    let facts = sinkrate_sys::host::target_facts(target, false);
     if let Some(fs_type) = facts
         .fs_type
         .filter(|f| !sinkrate_sys::mounts::is_storage(f))
@@ -236,7 +233,7 @@ pub(crate) fn new_run_id() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    sinkrate_engine::rng::Rng::new(t ^ (u64::from(std::process::id()) << 32)).next_u64() | 1
+    sinkrate_platform::rng::Rng::new(t ^ (u64::from(std::process::id()) << 32)).next_u64() | 1
 }
 
 struct Plan {
@@ -394,11 +391,21 @@ pub(crate) fn guard_device(path: &Path, force: bool) -> Result<(), VerifyError> 
     }
 }
 
-/// A device's size, as bench sizes it (BLKGETSIZE64 on Linux).
+/// A device's or file's size, as bench sizes it (BLKGETSIZE64 for a device on Linux).
 pub(crate) fn device_size(path: &Path) -> Result<u64, VerifyError> {
-    sinkrate_engine::files::existing_size(path)?
-        .map(|(size, _)| size)
-        .ok_or_else(|| VerifyError::NotFound(path.display().to_string()))
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(VerifyError::NotFound(path.display().to_string()))
+        }
+        Err(e) => return Err(io(path)(e)),
+    };
+    if meta.file_type().is_block_device() {
+        sinkrate_sys::files::block_device_size(path).map_err(io(path))
+    } else {
+        Ok(meta.len())
+    }
 }
 
 fn plan_from_header(path: &Path) -> Result<Plan, VerifyError> {

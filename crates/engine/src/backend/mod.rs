@@ -227,26 +227,7 @@ pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
     })
 }
 
-/// Why this system cannot run io_uring jobs, in words a refusal can print; `None` when it
-/// can. Asked before any file is laid out, so that a kernel without io_uring (before 5.1,
-/// most boards' vendor kernels), one with it disabled, or qemu-user refuses the job at once.
-pub fn io_uring_unavailable() -> Option<String> {
-    match io_uring::Uring::new(1) {
-        Ok(_) => None,
-        Err(e) => Some(match e.raw_os_error() {
-            Some(libc::ENOSYS) => {
-                "the kernel has no io_uring (Linux before 5.1, or an emulator such as qemu-user)"
-                    .to_string()
-            }
-            Some(libc::EPERM) | Some(libc::EACCES) => {
-                "io_uring is disabled here (sysctl kernel.io_uring_disabled, or a seccomp policy)"
-                    .to_string()
-            }
-            _ if e.kind() == io::ErrorKind::Unsupported => e.to_string(),
-            _ => format!("io_uring cannot be set up: {e}"),
-        }),
-    }
-}
+pub use sinkrate_platform::uring::unavailable as io_uring_unavailable;
 
 pub(crate) fn check(r: isize) -> io::Result<usize> {
     if r < 0 {

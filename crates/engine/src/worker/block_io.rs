@@ -302,19 +302,20 @@ pub(super) fn run_block_io(
             "job '{}': the storage is full: {} at offset {offset} after {} written (fill_device)",
             o.name,
             sinkrate_jobspec::error_policy::errno_name(errno).unwrap_or("ENOSPC"),
-            crate::units::bytes_iec(lp.tally[backend::IoDir::Write.index()].bytes as f64)
+            sinkrate_units::fio::bytes_iec(lp.tally[backend::IoDir::Write.index()].bytes as f64)
         ));
     }
     res.sync = std::mem::take(&mut lp.sync);
     res.sync_file_ranges = lp.sync_file_ranges;
     if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
-        let usr = (b.0 - a.0) + helpers_after.0.saturating_sub(helpers_before.0);
-        let sys = (b.1 - a.1) + helpers_after.1.saturating_sub(helpers_before.1);
+        let used = b.since(&a);
+        let usr = used.user_ns + helpers_after.0.saturating_sub(helpers_before.0);
+        let sys = used.system_ns + helpers_after.1.saturating_sub(helpers_before.1);
         res.usr_cpu_pct = 100.0 * usr as f64 / runtime as f64;
         res.sys_cpu_pct = 100.0 * sys as f64 / runtime as f64;
-        res.ctx_switches = b.2 - a.2;
-        res.minor_faults = b.3 - a.3;
-        res.major_faults = b.4 - a.4;
+        res.ctx_switches = used.context_switches;
+        res.minor_faults = used.minor_faults;
+        res.major_faults = used.major_faults;
     }
     res.iodepth_level = shares(&lp.depth_hist);
     res.iodepth_submit = shares(&lp.submit_hist);

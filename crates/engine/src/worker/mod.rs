@@ -126,13 +126,14 @@ pub fn run_job(setup: WorkerSetup) -> WorkerOutcome {
 /// runtime, from the thread's rusage before and now, and its depth (always 1).
 pub(super) fn account_one_at_a_time(
     outcome: &mut WorkerOutcome,
-    before: Option<(u64, u64, u64, u64, u64)>,
+    before: Option<ThreadUsage>,
     runtime_ns: u64,
 ) {
     if let (Some(a), Some(b)) = (before, thread_rusage()) {
-        outcome.result.usr_cpu_pct = 100.0 * (b.0 - a.0) as f64 / runtime_ns as f64;
-        outcome.result.sys_cpu_pct = 100.0 * (b.1 - a.1) as f64 / runtime_ns as f64;
-        outcome.result.ctx_switches = b.2 - a.2;
+        let used = b.since(&a);
+        outcome.result.usr_cpu_pct = 100.0 * used.user_ns as f64 / runtime_ns as f64;
+        outcome.result.sys_cpu_pct = 100.0 * used.system_ns as f64 / runtime_ns as f64;
+        outcome.result.ctx_switches = used.context_switches;
     }
     outcome.result.iodepth_level = [100.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
 }
@@ -153,19 +154,4 @@ pub(super) fn shares(h: &[u64; 7]) -> [f64; 7] {
     out
 }
 
-/// (user ns, system ns, context switches, minor faults, major faults) of this thread.
-pub fn thread_rusage() -> Option<(u64, u64, u64, u64, u64)> {
-    // SAFETY: getrusage fills the struct; zeroed is a valid initial value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } < 0 {
-        return None;
-    }
-    let ns = |tv: libc::timeval| tv.tv_sec as u64 * NS_PER_S + tv.tv_usec as u64 * 1000;
-    Some((
-        ns(ru.ru_utime),
-        ns(ru.ru_stime),
-        (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
-        ru.ru_minflt as u64,
-        ru.ru_majflt as u64,
-    ))
-}
+pub(crate) use sinkrate_platform::cpu::{thread_usage as thread_rusage, ThreadUsage};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 use crate::suites::recording;
 use crate::table::{Better, Column, Table, Unit};

@@ -62,7 +62,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         .chain(recording::rate_and_cpu_columns())
         .collect(),
     );
-    let uring = sinkrate_engine::backend::io_uring_unavailable();
+    let uring = sinkrate_platform::uring::unavailable();
     let mut usable = Vec::new();
     for c in CONDITIONS {
         table.row(c.label, c.about);

@@ -152,7 +152,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     ctx.made_on = Some(format!(
         "{}, {} each",
         maker.describe(),
-        sinkrate_engine::units::bytes_iec(DEVICE_BYTES as f64)
+        sinkrate_units::fio::bytes_iec(DEVICE_BYTES as f64)
     ));
     let base = cfg.recording.clone();
     for run in 0..ctx.runs() {

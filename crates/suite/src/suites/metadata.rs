@@ -144,7 +144,7 @@ fn churn(
 
 /// The filesystem the made devices get: the directory's own where it can be made, else ext4.
 fn made_fs(dir: &Path) -> &'static str {
-    let fs = sinkrate_engine::host::target_facts(dir, false)
+    let fs = sinkrate_sys::host::target_facts(dir, false)
         .fs_type
         .unwrap_or_default();
     ["ext4", "xfs", "btrfs", "f2fs"]

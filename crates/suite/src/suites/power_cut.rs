@@ -65,7 +65,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     ctx.made_on = Some(format!(
         "{} with an 8 MiB volatile write cache, ext4, {} each; power cut at {:.1} s",
         maker.describe(),
-        sinkrate_engine::units::bytes_iec(DEVICE_BYTES as f64),
+        sinkrate_units::fio::bytes_iec(DEVICE_BYTES as f64),
         cut_at.as_secs_f64()
     ));
     let mut table = Table::new(

@@ -65,7 +65,7 @@ fn reported_sizes(dir: &Path) -> Vec<(String, u64)> {
     if let Ok(m) = std::fs::metadata(dir) {
         out.push(("st_blksize".to_string(), m.blksize()));
     }
-    let facts = sinkrate_engine::host::target_facts(dir, false);
+    let facts = sinkrate_sys::host::target_facts(dir, false);
     if let Some(name) = facts
         .device
         .as_deref()

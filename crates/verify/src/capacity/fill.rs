@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 use super::tag::{fill_unit, read_tag, SECTOR};
 use super::CapacityVerdict;

@@ -167,10 +167,7 @@ pub fn recover_pending(dir: &Path) -> Vec<String> {
         };
         let dev = saved.device.display().to_string();
         let same = std::fs::metadata(&saved.device).is_ok_and(|m| m.rdev() == saved.rdev)
-            && sinkrate_engine::files::existing_size(&saved.device)
-                .ok()
-                .flatten()
-                .is_some_and(|(s, _)| s == saved.size);
+            && sinkrate_sys::files::block_device_size(&saved.device).is_ok_and(|s| s == saved.size);
         if !same {
             said.push(format!(
                 "a killed capacity probe left {} to put back on {dev}, which is not here now (the journal is kept: {})",

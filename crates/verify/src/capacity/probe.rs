@@ -11,7 +11,7 @@
 //! `R` reads back zeros or old data there instead; a binary search between the last good
 //! and the first bad unit finds `R`, again to the sector.
 
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 use super::tag::{fill_unit, read_tag, SECTOR};
 

@@ -15,7 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use sinkrate_engine::buffers::AlignedBuf;
+use sinkrate_platform::buf::AlignedBuf;
 
 use super::probe::{BeforeWrite, Device};
 

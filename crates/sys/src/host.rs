@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use crate::{device, mounts, SysRoot};
 use sinkrate_model::{HostFacts, TargetFacts};
 use sinkrate_procparse::{meminfo, vmstat};
-use sinkrate_sys::{device, mounts, SysRoot};
 
 fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
@@ -41,7 +41,7 @@ pub fn unwritten_bytes() -> Option<u64> {
     read_meminfo().unwritten_bytes()
 }
 
-pub use sinkrate_sys::{is_root, page_size};
+pub use crate::{is_root, page_size};
 
 /// The kernel's dirty limit (nr_dirty_threshold) in bytes.
 pub fn dirty_threshold_bytes() -> Option<u64> {
@@ -113,7 +113,7 @@ pub fn unix_ms_now() -> u64 {
 /// The block device (its name as in /proc/diskstats) behind one target, if it has one.
 pub fn device_name(t: &TargetFacts) -> Option<String> {
     let dev = t.device.as_deref().filter(|d| d.starts_with("/dev/"))?;
-    sinkrate_sys::device::name_of_node(&sinkrate_sys::SysRoot::live(), dev)
+    device::name_of_node(&SysRoot::live(), dev)
 }
 
 /// The block devices (names as in /proc/diskstats) behind `targets`, or none when any

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sinkrate_jobspec::units::split_number;
+use crate::fio::split_number;
 
 /// Parses `512`, `64K`, `4G`, `20MB`, `1.5GiB` into bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {

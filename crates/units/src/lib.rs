@@ -1,0 +1,10 @@
+//! Sizes, rates, durations and counts: parsed and printed in one place. Two spellings, each
+//! chosen here once: fio's (`fio`: `4k` is 4096 unless `kb_base` says otherwise, times in
+//! fio's units, figures printed as fio prints them), which `bench` and its job files use,
+//! and the product's (`product`: dd's convention, `20M` is 20 MiB and `20MB` 20 MB), which
+//! every other command's flags use. `serde_seconds` writes durations with the unit in the
+//! key. No I/O.
+
+pub mod fio;
+pub mod product;
+pub mod serde_seconds;
