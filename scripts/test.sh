@@ -27,14 +27,39 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 echo "== cargo check --target x86_64-unknown-freebsd (the stand-in for QNX and other POSIX ports)"
 CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
   cargo check --locked --workspace --target x86_64-unknown-freebsd
-echo "== ARM test binaries (tests/qemu.rs runs them under qemu-user)"
+echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user)"
 bash scripts/cross.sh --test-build
 echo "== cargo test"
 # The nbdkit plugin behind emulate's device models: a cdylib that cargo test does not link;
 # emulate finds it beside the sinkrate binary the tests run.
 cargo build --locked --profile test-release -p sinkrate-nbdkit
-# One test binary at a time uses loop devices and mounts; their tests serialise themselves.
-cargo test --locked --workspace --profile test-release -- --test-threads=2
+# The crates' unit tests, the fuzz corpus replay and the binary's own unit tests.
+cargo test --locked --workspace --profile test-release --exclude sinkrate -- --test-threads=2
+cargo test --locked --profile test-release -p sinkrate --bins -- --test-threads=2
+# The integration tests are one binary (tests/it), run a module at a time: a module's tests
+# that use loop devices, emulated cards or the machine's settings serialise themselves, and
+# no other module's tests run beside them. A module's filter skips the modules whose names
+# end in its own (verify:: would also select bench_verify::).
+modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
+listed=$(cargo test --locked --profile test-release --test it -- --list 2>/dev/null | grep -c ': test$')
+ran=0
+for m in $modules; do
+  skips=()
+  for o in $modules; do
+    if [ "$o" != "$m" ] && [[ "$o" == *"$m" ]]; then skips+=(--skip "$o::"); fi
+  done
+  echo "== tests/it: $m"
+  out=$(mktemp)
+  # (pipefail: a failing module ends the script here)
+  cargo test --locked --profile test-release --test it -- "$m::" "${skips[@]}" --test-threads=2 2>&1 | tee "$out"
+  n=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$out" | awk '{s+=$1+$2+$3} END {print s+0}')
+  rm -f "$out"
+  ran=$((ran + n))
+done
+if [ "$ran" != "$listed" ]; then
+  echo "FAIL: tests/it lists $listed tests, the module runs ran $ran" >&2
+  exit 1
+fi
 
 checkout_after=$(checkout_state)
 if [ "$checkout_after" != "$checkout_before" ]; then

@@ -1,0 +1,1566 @@
+//! What an adversarial user tries, grouped so that every new command adds its cases here:
+//! device nodes and other non-files as output paths, images that hold someone's data,
+//! state names that collide, sizes that would fill the host. Each case checks that the
+//! thing the user owns is exactly as it was.
+
+use crate::common;
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::{sinkrate_path, with_root};
+
+const EMULATE_TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
+
+fn sinkrate(args: &[&str]) -> (Option<i32>, String, String) {
+    common::sinkrate_out(args)
+}
+
+/// `sinkrate emulate up MP --size 64M --write-rate 20M EXTRA...`.
+fn emulate_up(mp: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec![
+        "emulate",
+        "up",
+        mp.to_str().expect("utf8"),
+        "--size",
+        "64M",
+        "--write-rate",
+        "20M",
+    ];
+    args.extend_from_slice(extra);
+    sinkrate(&args)
+}
+
+/// A character device node equal to /dev/null (1:3), made where the test can see it.
+fn char_node(dir: &Path, name: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let c = std::ffi::CString::new(p.to_str().expect("utf8")).expect("cstring");
+    // SAFETY: mknod on a valid C string; root only (callers run under with_root).
+    let r = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+    assert_eq!(r, 0, "mknod: {}", std::io::Error::last_os_error());
+    p
+}
+
+fn is_char_device(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+#[test]
+fn a_device_node_is_never_written_or_renamed_over() {
+    with_root(
+        "a_device_node_is_never_written_or_renamed_over",
+        &[],
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let node = char_node(d.path(), "n");
+            let n = node.to_str().expect("utf8");
+            let dir = d.path().to_str().expect("utf8");
+            for args in [
+                vec!["watch", "--duration", "1s", "--prometheus", n],
+                vec!["watch", "--duration", "1s", "--csv", n],
+                vec!["watch", "--duration", "1s", "--output", n],
+                vec![
+                    "record",
+                    "--dir",
+                    dir,
+                    "--write-mode",
+                    "null",
+                    "--duration",
+                    "1s",
+                    "--output",
+                    n,
+                ],
+                vec![
+                    "record",
+                    "--dir",
+                    dir,
+                    "--write-mode",
+                    "null",
+                    "--duration",
+                    "1s",
+                    "--frames-log",
+                    n,
+                ],
+                vec![
+                    "bench",
+                    "--name=x",
+                    "--ioengine=null",
+                    "--size=1m",
+                    "--output",
+                    n,
+                ],
+                vec!["check", dir, "--quick", "--output", n],
+            ] {
+                let (code, _, err) = sinkrate(&args);
+                assert_eq!(code, Some(2), "{args:?}: {err}");
+                assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+                assert!(err.contains("character device"), "{args:?}: {err}");
+                assert!(is_char_device(&node), "{args:?} changed the node");
+            }
+            assert_eq!(common::files_in(d.path()), vec!["n"], "no file was left");
+        },
+    );
+}
+
+#[test]
+fn a_directory_or_fifo_as_output_is_refused_before_any_work() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().to_str().expect("utf8");
+    let fifo = d.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().expect("utf8")).expect("cstring");
+    // SAFETY: mkfifo on a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let f = fifo.to_str().expect("utf8");
+    for (args, what) in [
+        (
+            vec![
+                "bench",
+                "--name=x",
+                "--ioengine=null",
+                "--size=1m",
+                "--output",
+                dir,
+            ],
+            "directory",
+        ),
+        (
+            vec![
+                "record",
+                "--dir",
+                dir,
+                "--write-mode",
+                "null",
+                "--duration",
+                "5s",
+                "--output",
+                dir,
+            ],
+            "directory",
+        ),
+        (
+            vec![
+                "record",
+                "--dir",
+                dir,
+                "--write-mode",
+                "null",
+                "--duration",
+                "5s",
+                "--frames-log",
+                f,
+            ],
+            "FIFO",
+        ),
+    ] {
+        let t0 = std::time::Instant::now();
+        let (code, _, err) = sinkrate(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(what), "{args:?}: {err}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(2),
+            "{args:?} ran before refusing"
+        );
+    }
+    assert_eq!(common::files_in(d.path()), vec!["fifo"]);
+}
+
+/// An image that holds a filesystem with a file on it.
+fn image_with_a_file(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
+    let img = dir.join("owned.img");
+    let f = std::fs::File::create(&img).expect("image");
+    f.set_len(64 << 20).expect("size");
+    common::run("mkfs.ext4", &["-q", "-F", img.to_str().expect("utf8")]);
+    let bytes = std::fs::read(&img).expect("read image");
+    (img, bytes)
+}
+
+#[test]
+fn an_image_that_holds_a_filesystem_is_never_formatted_without_force() {
+    with_root(
+        "an_image_that_holds_a_filesystem_is_never_formatted_without_force",
+        EMULATE_TOOLS,
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let (img, before) = image_with_a_file(d.path());
+            let mp = d.path().join("mnt");
+            let (code, _, err) = emulate_up(&mp, &["--backing-file", img.to_str().expect("utf8")]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("ext2/3/4") && err.contains("--force"), "{err}");
+            assert_eq!(
+                std::fs::read(&img).expect("read"),
+                before,
+                "the image is untouched"
+            );
+            // Plain bytes without a signature are data too.
+            let data = d.path().join("data.bin");
+            std::fs::write(&data, vec![7u8; 4096]).expect("data");
+            let (code, _, err) = emulate_up(&mp, &["--backing-file", data.to_str().expect("utf8")]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("MB of data"), "{err}");
+            assert_eq!(std::fs::read(&data).expect("read"), vec![7u8; 4096]);
+            // Attached to a loop device: refused even with --force.
+            let lo = common::run(
+                "losetup",
+                &["--find", "--show", img.to_str().expect("utf8")],
+            );
+            let (code, _, err) = emulate_up(
+                &mp,
+                &["--backing-file", img.to_str().expect("utf8"), "--force"],
+            );
+            common::run("losetup", &["-d", &lo]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("in use") && err.contains(&lo), "{err}");
+            assert_eq!(std::fs::read(&img).expect("read"), before);
+        },
+    );
+}
+
+#[test]
+fn two_mountpoints_never_share_a_device_state() {
+    with_root(
+        "two_mountpoints_never_share_a_device_state",
+        EMULATE_TOOLS,
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let a = d.path().join("x_y");
+            let b = d.path().join("x").join("y");
+            let (code, _, err) = emulate_up(&a, &[]);
+            assert_eq!(code, Some(0), "{err}");
+            std::fs::write(a.join("keep.txt"), b"mine").expect("a file on the device");
+            let (code, _, err) = sinkrate(&["emulate", "down", b.to_str().expect("utf8")]);
+            let still = std::fs::read(a.join("keep.txt")).ok();
+            let (down, _, down_err) = sinkrate(&["emulate", "down", a.to_str().expect("utf8")]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("no emulated device"), "{err}");
+            assert_eq!(
+                still.as_deref(),
+                Some(&b"mine"[..]),
+                "x_y's device survived"
+            );
+            assert_eq!(down, Some(0), "{down_err}");
+        },
+    );
+}
+
+#[test]
+fn a_device_larger_than_its_backing_filesystem_is_refused_with_the_figures() {
+    with_root(
+        "a_device_larger_than_its_backing_filesystem_is_refused_with_the_figures",
+        EMULATE_TOOLS,
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "noatime");
+            let img = fs.path().join("big.img");
+            let d = tempfile::tempdir().expect("tempdir");
+            let (code, _, err) = sinkrate(&[
+                "emulate",
+                "up",
+                d.path().join("mnt").to_str().expect("utf8"),
+                "--size",
+                "1T",
+                "--write-rate",
+                "20M",
+                "--backing-file",
+                img.to_str().expect("utf8"),
+            ]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(
+                err.contains("does not fit") && err.contains("GB free"),
+                "{err}"
+            );
+            assert!(!img.exists(), "no sparse file was made");
+        },
+    );
+}
+
+#[test]
+fn a_recording_that_failed_never_says_it_keeps_up() {
+    with_root(
+        "a_recording_that_failed_never_says_it_keeps_up",
+        &["mkfs.ext4"],
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "ro");
+            let dir = fs.path().to_str().expect("utf8");
+            let args = [
+                "record",
+                "--dir",
+                dir,
+                "--fps",
+                "10",
+                "--frame-size",
+                "64k",
+                "--duration",
+                "1s",
+                "--live",
+                "never",
+            ];
+            let (code, text, err) = sinkrate(&args);
+            assert_eq!(code, Some(2), "{text}{err}");
+            assert!(text.contains("VERDICT  FAILED"), "{text}");
+            assert!(
+                !text.contains("KEEPS UP") && !text.contains("headroom"),
+                "{text}"
+            );
+            let mut json_args = args.to_vec();
+            json_args.extend(["--output-format", "json"]);
+            let (code, out, _) = sinkrate(&json_args);
+            assert_eq!(code, Some(2));
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["verdict"], "failed");
+            assert_eq!(
+                v["interrupted"], false,
+                "a failed run is not an interrupted one"
+            );
+            assert!(v["headroom"].is_null());
+            assert!(
+                v["error"]["what"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("Read-only")),
+                "{}",
+                v["error"]
+            );
+        },
+    );
+}
+
+#[test]
+fn memory_gets_no_keeps_up_verdict_and_no_headroom() {
+    with_root(
+        "memory_gets_no_keeps_up_verdict_and_no_headroom",
+        &[],
+        || {
+            let base = tempfile::tempdir().expect("tempdir");
+            let shm = common::MemoryFs::new(&base.path().join("shm"), "256M");
+            let dir = shm.at.to_str().expect("utf8");
+            let (code, out, err) = sinkrate(&[
+                "record",
+                "--dir",
+                dir,
+                "--fps",
+                "30",
+                "--frame-size",
+                "100k",
+                "--duration",
+                "1s",
+                "--live",
+                "never",
+                "--output-format",
+                "json",
+            ]);
+            assert_eq!(code, Some(3), "{out}{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["verdict"], "not_storage");
+            assert!(v["headroom"].is_null());
+            let report = base.path().join("check.json");
+            let (code, text, err) = sinkrate(&[
+                "check",
+                dir,
+                "--quick",
+                "--progress",
+                "never",
+                "--color",
+                "never",
+                "--output",
+                report.to_str().expect("utf8"),
+            ]);
+            assert_eq!(code, Some(3), "{text}{err}");
+            assert!(text.contains("VERDICT  NOT STORAGE"), "{text}");
+            assert!(text.contains("memory rather than"), "{text}");
+            assert!(
+                !text.contains("KEEPS UP") && !text.contains("x headroom"),
+                "{text}"
+            );
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+            assert_eq!(v["verdict"], "not_storage");
+            assert!(v["headroom"].is_null());
+            assert!(
+                v["raw_write"]["bytes_per_s"].is_null(),
+                "RAM is not measured as a device"
+            );
+            assert!(common::files_in(&shm.at).is_empty());
+        },
+    );
+}
+
+#[test]
+fn files_under_dev_are_files_and_a_missing_device_is_never_created() {
+    with_root(
+        "files_under_dev_are_files_and_a_missing_device_is_never_created",
+        &[],
+        || {
+            // A filesystem mounted under /dev, as /dev/shm is: its files are files.
+            let at = Path::new("/dev").join(format!("sinkrate-test-{}", std::process::id()));
+            let under_dev = common::MemoryFs::new(&at, "64M");
+            let dir = format!("--directory={}", under_dev.at.display());
+            let (code, out, err) = sinkrate(&[
+                "bench",
+                "--name=j",
+                "--rw=write",
+                "--size=1M",
+                &dir,
+                "--output-format=json",
+            ]);
+            assert_eq!(code, Some(0), "{out}{err}");
+            // A name that does not exist among the device nodes is a mistyped device.
+            let missing = format!(
+                "--filename=/dev/sinkrate-no-such-device-{}",
+                std::process::id()
+            );
+            let (code, _, err) =
+                sinkrate(&["bench", "--name=j", "--rw=write", "--size=1M", &missing]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(
+                err.contains("a device path is never created as a file"),
+                "{err}"
+            );
+            assert!(!Path::new(missing.trim_start_matches("--filename=")).exists());
+        },
+    );
+}
+
+/// Starts `sinkrate record` in `dir` (10 MB/s buffered, for `seconds`, EXTRA flags), its
+/// JSON to stdout.
+fn start_recording(dir: &Path, seconds: &str, extra: &[&str]) -> std::process::Child {
+    Command::new(sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(dir)
+        .args(extra)
+        .args([
+            "--fps",
+            "20",
+            "--frame-size",
+            "512k",
+            "--duration",
+            seconds,
+            "--live",
+            "never",
+            "--output-format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("record starts")
+}
+
+fn interrupt(child: &std::process::Child) {
+    // SAFETY: kill on our own child's pid.
+    let r = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(r, 0);
+}
+
+fn recording_files(dir: &Path) -> Vec<String> {
+    common::files_in(dir)
+        .into_iter()
+        .filter(|f| f.starts_with("sinkrate-record"))
+        .collect()
+}
+
+#[test]
+fn two_signals_close_together_are_one_interrupt_with_a_report() {
+    // `timeout -s INT` signals the child, then its group: the same event, twice.
+    let d = tempfile::tempdir().expect("tempdir");
+    let child = start_recording(d.path(), "20s", &[]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    interrupt(&child);
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("interrupted again"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the report");
+    assert_eq!(v["interrupted"], true);
+    assert!(recording_files(d.path()).is_empty());
+}
+
+#[test]
+fn a_second_interrupt_still_removes_the_runs_own_files() {
+    with_root(
+        "a_second_interrupt_still_removes_the_runs_own_files",
+        EMULATE_TOOLS,
+        || {
+            // A 4 MB/s card under a 10 MB/s recording: after the first Ctrl-C the writers'
+            // final fsync waits for the card, and the user presses Ctrl-C again.
+            let card = common::SlowDev::new(&["--size", "256M", "--write-rate", "4M"]);
+            let dirty_bytes = || std::fs::read_to_string("/proc/sys/vm/dirty_bytes").expect("read");
+            let before = dirty_bytes();
+            // With a temporary dirty limit, which the second Ctrl-C must put back too.
+            let child = start_recording(card.path(), "20s", &["--dirty-limit", "48M"]);
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            assert_eq!(recording_files(card.path()).len(), 1, "recording started");
+            interrupt(&child);
+            // Past the 1 s within which two signals are one event (src/interrupt.rs).
+            std::thread::sleep(std::time::Duration::from_millis(1300));
+            interrupt(&child);
+            // The files go at once, though the process may wait for the card to finish the
+            // write the kernel already has.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while !recording_files(card.path()).is_empty() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            assert!(
+                recording_files(card.path()).is_empty(),
+                "left behind: {:?}",
+                recording_files(card.path())
+            );
+            let out = child.wait_with_output().expect("waits");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(130), "{err}");
+            assert!(
+                err.contains("interrupted again") && err.contains("removed its 1 test file"),
+                "{err}"
+            );
+            assert!(err.contains("restored vm.dirty"), "{err}");
+            assert_eq!(dirty_bytes(), before, "the dirty limit is back");
+        },
+    );
+}
+
+#[test]
+fn a_kept_recording_is_never_overwritten() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let kept = d.path().join("sinkrate-record-cam0.bin");
+    std::fs::write(&kept, b"last week's recording").expect("write");
+    let (code, _, err) = sinkrate(&[
+        "record",
+        "--dir",
+        d.path().to_str().expect("utf8"),
+        "--fps",
+        "10",
+        "--frame-size",
+        "64k",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("sinkrate-record-cam0.bin exists"), "{err}");
+    assert_eq!(
+        std::fs::read(&kept).expect("read"),
+        b"last week's recording"
+    );
+}
+
+/// `sinkrate ARGS` (stdin empty) must fail with exit 2 and one error line holding `expect`.
+fn one_line(args: &[&str], expect: &[&str]) {
+    let (code, out, err) = sinkrate(args);
+    assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("sinkrate: error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{args:?}: {err}");
+    for e in expect {
+        assert!(
+            errors[0].contains(e),
+            "{args:?}: '{}' lacks '{e}'",
+            errors[0]
+        );
+    }
+}
+
+#[test]
+fn each_stumble_gets_a_line_that_names_it() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().to_str().expect("utf8");
+    let file = d.path().join("afile");
+    std::fs::write(&file, b"").expect("empty file");
+    let file = file.to_str().expect("utf8");
+    let under_file = format!("--directory={file}/sub");
+    one_line(
+        &["bench", "--name=j", "--rw=write", "--size=1M", &under_file],
+        &[&format!("{file} is a file, not a directory")],
+    );
+    let as_dir = format!("--directory={file}");
+    one_line(
+        &["bench", "--name=j", "--rw=write", "--size=1M", &as_dir],
+        &["is not a directory"],
+    );
+    let empty = format!("--filename={file}");
+    one_line(
+        &["bench", "--name=j", "--rw=read", &empty],
+        &["is empty, so it gives no size"],
+    );
+    let in_dir = format!("--directory={dir}");
+    one_line(
+        &["bench", "--name=j", "--rw=write", "--size=16E", &in_dir],
+        &["'16E' is too large"],
+    );
+    one_line(&["bench", "-"], &["<stdin>: no jobs defined"]);
+    fn record<'a>(dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["record", "--dir", dir, "--fps", "5"];
+        a.extend_from_slice(extra);
+        a
+    }
+    one_line(
+        &record(dir, &["--frame-size", "99999999999999999999"]),
+        &["--frame-size", "too large"],
+    );
+    one_line(
+        &record(dir, &["--frame-size", "-5"]),
+        &["--frame-size: '-5' is negative"],
+    );
+    one_line(
+        &record(dir, &["--frame-size", "1k", "--preallocate", "100T"]),
+        &["lower --preallocate"],
+    );
+    one_line(
+        &[
+            "record",
+            "--dir",
+            "/proc",
+            "--fps",
+            "5",
+            "--frame-size",
+            "1k",
+        ],
+        &["/proc is on proc, a kernel interface, not storage"],
+    );
+    one_line(
+        &["emulate", "up", &format!("{dir}/card"), "--write-rate", "1"],
+        &["--write-rate: at least 1K"],
+    );
+    assert_eq!(common::files_in(d.path()), vec!["afile".to_string()]);
+}
+
+#[test]
+fn a_bad_mount_option_gets_the_kernels_reason() {
+    with_root(
+        "a_bad_mount_option_gets_the_kernels_reason",
+        EMULATE_TOOLS,
+        || {
+            let base = tempfile::tempdir().expect("tempdir");
+            let mp = base.path().join("card");
+            let (code, _, err) = emulate_up(&mp, &["--mount-opts", "no_such_option"]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(
+                err.contains("Unknown parameter 'no_such_option'")
+                    || err.contains("no_such_option"),
+                "{err}"
+            );
+            assert!(!err.contains("dmesg(1) may have more information"), "{err}");
+            let (_, list, _) = sinkrate(&["emulate", "list"]);
+            assert!(!list.contains(mp.to_str().expect("utf8")), "{list}");
+        },
+    );
+}
+
+// ---- Safety, second pass: each case below harmed a user's files before it was fixed. ----
+
+/// `sinkrate ARGS` run in `cwd`, to its end.
+fn sinkrate_in(cwd: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(sinkrate_path())
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("sinkrate runs")
+}
+
+/// Starts `cmd` (its output discarded) and kills it with SIGKILL once `file` exists and
+/// its identity has been journaled (right after it is created).
+fn kill_once_made(cmd: &mut Command, file: &Path) {
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("sinkrate starts");
+    let started = std::time::Instant::now();
+    while !file.exists() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "{} never appeared",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+}
+
+#[test]
+fn the_sweep_removes_only_the_file_the_killed_run_made() {
+    // A run killed in X left rec/...cam0.bin; a run in Y, whose own rec/...cam0.bin is the
+    // user's, must remove X's leftover and never Y's file of the same relative name.
+    let x = tempfile::tempdir().expect("tempdir");
+    let y = tempfile::tempdir().expect("tempdir");
+    for d in [x.path(), y.path()] {
+        std::fs::create_dir(d.join("rec")).expect("mkdir");
+    }
+    std::fs::create_dir(y.path().join("o")).expect("mkdir");
+    let users = y.path().join("rec/sinkrate-record-cam0.bin");
+    std::fs::write(&users, b"the user's own recording").expect("write");
+    let leftover = x.path().join("rec/sinkrate-record-cam0.bin");
+    kill_once_made(
+        Command::new(sinkrate_path()).current_dir(x.path()).args([
+            "record",
+            "--dir",
+            "rec",
+            "--duration",
+            "20s",
+            "--live",
+            "never",
+        ]),
+        &leftover,
+    );
+    let out = sinkrate_in(
+        y.path(),
+        &[
+            "record",
+            "--dir",
+            "o",
+            "--duration",
+            "1s",
+            "--write-mode",
+            "null",
+            "--live",
+            "never",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        std::fs::read(&users).expect("the user's file is still there"),
+        b"the user's own recording",
+        "{err}"
+    );
+    assert!(
+        !leftover.exists(),
+        "the killed run's file is removed: {err}"
+    );
+}
+
+#[test]
+fn a_leftover_replaced_by_another_file_is_left_alone() {
+    // The killed run's file was removed and a user's file took its name since: not removed.
+    let d = tempfile::tempdir().expect("tempdir");
+    let name = d.path().join("k.0.0");
+    kill_once_made(
+        Command::new(sinkrate_path())
+            .args([
+                "bench",
+                "--eta=never",
+                "--name=k",
+                "--rw=write",
+                "--bs=64k",
+                "--size=64m",
+            ])
+            .arg("--rate=4m")
+            .arg(format!("--directory={}", d.path().display())),
+        &name,
+    );
+    // The user's file takes the name while the run's still exists (no inode to reuse).
+    let theirs = d.path().join("theirs");
+    std::fs::write(&theirs, b"user data").expect("write");
+    std::fs::rename(&theirs, &name).expect("rename");
+    let (_, _, err) = sinkrate(&["emulate", "list"]);
+    assert_eq!(
+        std::fs::read(&name).expect("still there"),
+        b"user data",
+        "{err}"
+    );
+}
+
+#[test]
+fn a_default_report_name_planted_in_tmp_is_never_written_through() {
+    with_root(
+        "a_default_report_name_planted_in_tmp_is_never_written_through",
+        &[],
+        || {
+            // The current directory is read-only, so check's report goes to TMPDIR, a sticky
+            // shared directory where another user planted the names check would choose.
+            let base = tempfile::tempdir().expect("tempdir");
+            let tmp = base.path().join("tmp");
+            let ro = base.path().join("ro");
+            let storage = base.path().join("storage");
+            for d in [&tmp, &ro, &storage] {
+                std::fs::create_dir(d).expect("mkdir");
+            }
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+            common::run(
+                "mount",
+                &["-t", "tmpfs", "-o", "ro", "ro", ro.to_str().expect("utf8")],
+            );
+            let _unmount = common::Unmount(ro.clone());
+            let victim = base.path().join("victim");
+            std::fs::write(&victim, b"the victim's file").expect("write");
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_secs() as i64;
+            for s in 0..120 {
+                let stamp = chrono::DateTime::from_timestamp(now + s, 0)
+                    .expect("time")
+                    .format("%Y%m%d-%H%M%S");
+                let link = tmp.join(format!("sinkrate-check-{stamp}.json"));
+                std::os::unix::fs::symlink(&victim, &link).expect("plant");
+                std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).expect("lchown");
+            }
+            let _protected = common::Sysctl::set("/proc/sys/fs/protected_symlinks", "0");
+            let out = Command::new(sinkrate_path())
+                .current_dir(&ro)
+                .env("TMPDIR", &tmp)
+                .args(["check", "--quick"])
+                .arg(&storage)
+                .output()
+                .expect("check runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                std::fs::read(&victim).expect("read"),
+                b"the victim's file",
+                "{text}{err}"
+            );
+            assert!(matches!(out.status.code(), Some(0 | 1)), "{text}{err}");
+            let reports: Vec<String> = common::files_in(&tmp)
+                .into_iter()
+                .filter(|n| n.ends_with("-2.json"))
+                .collect();
+            assert_eq!(reports.len(), 1, "{text}{err}");
+            assert!(text.contains(&reports[0]), "the table names it: {text}");
+        },
+    );
+}
+
+#[test]
+fn recordings_started_together_never_share_a_file() {
+    // Pairs started at the same instant into one directory: the first's kept recording is
+    // never written by the second nor removed by its cleanup, and never do both succeed.
+    let dirs: Vec<tempfile::TempDir> = (0..4)
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+    let runs: Vec<(std::process::Child, std::process::Child)> = dirs
+        .iter()
+        .map(|d| {
+            let keep = start_recording(d.path(), "2s", &["--keep"]);
+            let other = start_recording(d.path(), "2s", &[]);
+            (keep, other)
+        })
+        .collect();
+    for ((keep, other), d) in runs.into_iter().zip(&dirs) {
+        let keep = keep.wait_with_output().expect("waits");
+        let other = other.wait_with_output().expect("waits");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&keep.stderr),
+            String::from_utf8_lossy(&other.stderr)
+        );
+        assert!(
+            !(keep.status.success() && other.status.success()),
+            "both recorded into one file: {said}"
+        );
+        let file = d.path().join("sinkrate-record-cam0.bin");
+        if keep.status.success() {
+            let v: serde_json::Value = serde_json::from_slice(&keep.stdout).expect("json");
+            let bytes = v["streams"][0]["bytes_written"].as_u64().expect("bytes");
+            assert_eq!(
+                std::fs::metadata(&file).map(|m| m.len()).ok(),
+                Some(bytes),
+                "the kept recording is whole: {said}"
+            );
+        } else {
+            assert!(
+                String::from_utf8_lossy(&keep.stderr).contains("exists"),
+                "{said}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_path_that_is_not_utf8_is_used_or_refused_never_a_panic() {
+    use std::ffi::{OsStr, OsString};
+    use std::os::unix::ffi::OsStrExt;
+    let d = tempfile::tempdir().expect("tempdir");
+    let bad = d.path().join(OsStr::from_bytes(b"bad\xffname"));
+    std::fs::create_dir(&bad).expect("mkdir");
+    let at = |name: &str| -> OsString { bad.join(name).into_os_string() };
+    let missing = d
+        .path()
+        .join(OsStr::from_bytes(b"gone\xfe"))
+        .into_os_string();
+    let flag = |f: &str, p: &OsString| -> OsString {
+        let mut s = OsString::from(f);
+        s.push(p);
+        s
+    };
+    // Every path-taking flag, given a path that does not exist or a directory's new file.
+    let cases: Vec<Vec<OsString>> = vec![
+        vec!["report".into(), missing.clone()],
+        vec!["compare".into(), missing.clone(), missing.clone()],
+        vec!["audit".into(), missing.clone()],
+        vec!["check".into(), missing.clone()],
+        vec!["verify".into(), missing.clone()],
+        vec!["bench".into(), missing.clone()],
+        vec![
+            "bench".into(),
+            "--name=x".into(),
+            flag("--directory=", &missing),
+            "--size=1m".into(),
+        ],
+        vec![
+            "watch".into(),
+            "--duration".into(),
+            "1s".into(),
+            "--output".into(),
+            at("w.json"),
+            "--csv".into(),
+            at("w.csv"),
+            "--prometheus".into(),
+            at("w.prom"),
+        ],
+        vec![
+            "record".into(),
+            "--dir".into(),
+            bad.clone().into_os_string(),
+            "--duration".into(),
+            "1s".into(),
+            "--live".into(),
+            "never".into(),
+            "--output-format".into(),
+            "json".into(),
+            "--output".into(),
+            at("r.json"),
+            "--frames-log".into(),
+            at("f.csv"),
+            "--report".into(),
+            at("r.html"),
+        ],
+        vec![
+            "bench".into(),
+            "--name=x".into(),
+            "--ioengine=null".into(),
+            "--size=1m".into(),
+            "--output".into(),
+            at("b.json"),
+        ],
+    ];
+    for args in &cases {
+        let out = Command::new(sinkrate_path())
+            .args(args)
+            .output()
+            .expect("sinkrate runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(0 | 2)) && !err.contains("panicked"),
+            "{args:?}: {:?} {err}",
+            out.status.code()
+        );
+        if out.status.code() == Some(2) {
+            assert_eq!(
+                err.lines()
+                    .filter(|l| l.starts_with("sinkrate: error:"))
+                    .count(),
+                1,
+                "{args:?}: one line: {err}"
+            );
+        }
+    }
+    // The recording ran and every output is there under its own name.
+    let mut made = common::files_in(&bad);
+    made.sort();
+    assert_eq!(
+        made,
+        ["b.json", "f.csv", "r.html", "r.json", "w.csv", "w.json", "w.prom"]
+    );
+}
+
+#[test]
+fn sighup_ends_a_recording_as_ctrl_c_does() {
+    // An SSH session to a board dropping: the run stops cleanly, reports, removes its files.
+    let d = tempfile::tempdir().expect("tempdir");
+    let child = start_recording(d.path(), "20s", &[]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the report");
+    assert_eq!(v["interrupted"], true);
+    assert!(recording_files(d.path()).is_empty());
+}
+
+#[test]
+fn a_zero_status_interval_is_off_and_the_job_ends() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(sinkrate_path())
+        .args([
+            "bench",
+            "--eta=never",
+            "--name=x",
+            "--size=1m",
+            "--status-interval=0",
+        ])
+        .arg(format!("--directory={}", d.path().display()))
+        .args(["--output-format=json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bench starts");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("bench --status-interval=0 never ended");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("waits");
+    common::succeeded(&out);
+    assert_eq!(
+        common::json_documents(&out.stdout).len(),
+        1,
+        "one result, no status reports"
+    );
+}
+
+#[test]
+fn a_full_standard_output_is_named() {
+    let out = Command::new(sinkrate_path())
+        .args(["audit", "."])
+        .stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("writing to standard output: No space left"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_output_never_replaces_an_input_or_another_output() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = d.path().join("job.fio");
+    let text = "[j]\nioengine=null\nsize=1m\n";
+    std::fs::write(&job, text).expect("write");
+    let p = |n: &str| d.path().join(n).to_str().expect("utf8").to_string();
+    let dir = d.path().to_str().expect("utf8");
+    let job_s = p("job.fio");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["bench".into(), job_s.clone(), format!("--output={job_s}")],
+            "an input",
+        ),
+        (
+            vec![
+                "bench".into(),
+                job_s.clone(),
+                "--report".into(),
+                job_s.clone(),
+            ],
+            "an input",
+        ),
+        (
+            vec![
+                "record",
+                "--dir",
+                dir,
+                "--duration",
+                "1s",
+                "--output",
+                &p("x"),
+                "--report",
+            ]
+            .into_iter()
+            .map(String::from)
+            .chain([format!("{dir}/./x")])
+            .collect(),
+            "--output names the same file",
+        ),
+        (
+            [
+                "record",
+                "--dir",
+                dir,
+                "--duration",
+                "1s",
+                "--frames-log",
+                &p("y"),
+                "--output",
+                &p("y"),
+            ]
+            .map(String::from)
+            .to_vec(),
+            "--output names the same file",
+        ),
+        (
+            [
+                "watch",
+                "--duration",
+                "1s",
+                "--csv",
+                &p("z"),
+                "--output",
+                &p("z"),
+                "--prometheus",
+                &p("z"),
+            ]
+            .map(String::from)
+            .to_vec(),
+            "names the same file",
+        ),
+    ];
+    for (args, expect) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        one_line(&args, &[expect]);
+    }
+    assert_eq!(std::fs::read_to_string(&job).expect("read"), text);
+    assert_eq!(
+        common::files_in(d.path()),
+        vec!["job.fio"],
+        "nothing written"
+    );
+}
+
+#[test]
+fn every_output_is_refused_before_the_work() {
+    // Each would have run the whole command, then refused (or written one output first).
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = |n: &str| d.path().join(n).to_str().expect("utf8").to_string();
+    std::os::unix::fs::symlink(d.path().join("nowhere/x"), d.path().join("link")).expect("link");
+    std::fs::create_dir(d.path().join("sub")).expect("mkdir");
+    let marker = d.path().join("ran");
+    let mark = format!("touch {}", marker.display());
+    for (flag, target) in [
+        ("--prometheus", p("link")),
+        ("--prometheus", "/proc/sinkrate-x".to_string()),
+        ("--prometheus", format!("{}/", p("sub"))),
+        ("--output", "/proc/sinkrate-x.json".to_string()),
+    ] {
+        one_line(
+            &[
+                "watch",
+                "--duration",
+                "1s",
+                flag,
+                &target,
+                "--",
+                "sh",
+                "-c",
+                &mark,
+            ],
+            &[flag],
+        );
+        assert!(!marker.exists(), "{flag} {target}: the command ran");
+    }
+    // report --png FILE: refused before the HTML is written.
+    let run = p("r.json");
+    let (code, _, err) = sinkrate(&[
+        "record",
+        "--dir",
+        &p("sub"),
+        "--duration",
+        "1s",
+        "--write-mode",
+        "null",
+        "--live",
+        "never",
+        "--output-format",
+        "json",
+        "--output",
+        &run,
+    ]);
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    one_line(
+        &["report", &run, "-o", &p("r.html"), "--png", &run],
+        &["--png", "not a directory"],
+    );
+    assert!(
+        !d.path().join("r.html").exists(),
+        "no HTML before the refusal"
+    );
+}
+
+#[test]
+fn a_power_cut_check_off_an_emulated_card_is_refused() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().to_str().expect("utf8");
+    one_line(
+        &["check", dir, "--quick", "--", "--power-cut-at", "1s"],
+        &["--power-cut-at", "emulated card"],
+    );
+    assert!(common::files_in(d.path()).is_empty(), "nothing written");
+}
+
+#[test]
+fn an_endless_input_is_read_with_a_bound() {
+    // Each grew without end before (20 GB in a minute for report /dev/zero).
+    for args in [
+        vec!["report", "/dev/zero"],
+        vec!["report", "/dev/urandom"],
+        vec!["compare", "/dev/zero", "/dev/zero"],
+        vec!["bench", "/dev/zero"],
+    ] {
+        let (code, _, err) = sinkrate(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("larger than"), "{args:?}: {err}");
+    }
+    let out = Command::new(sinkrate_path())
+        .args(["bench", "-"])
+        .stdin(std::fs::File::open("/dev/zero").expect("/dev/zero"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("standard input: larger than 16 MiB"), "{err}");
+}
+
+#[test]
+fn a_job_file_that_is_not_text_names_its_line() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = d.path().join("bad.fio");
+    std::fs::write(&job, b"[a]\nsize=1m\nname=\xff\n").expect("write");
+    one_line(
+        &["bench", job.to_str().expect("utf8")],
+        &["line 3", "not valid UTF-8"],
+    );
+}
+
+#[test]
+fn readonly_creates_extends_and_writes_nothing() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let user = d.path().join("USERFILE");
+    std::fs::write(&user, b"nineteen bytes here").expect("write");
+    let trace = d.path().join("trace");
+    std::fs::write(
+        &trace,
+        format!(
+            "fio version 2 iolog\n{0} add\n{0} open\n{0} write 0 4096\n{0} close\n",
+            user.display()
+        ),
+    )
+    .expect("write");
+    let u = format!("--filename={}", user.display());
+    let missing = format!("--filename={}", d.path().join("missing").display());
+    let t = format!("--read_iolog={}", trace.display());
+    for (args, expect) in [
+        (
+            vec![
+                "bench",
+                "--readonly",
+                "--name=r",
+                &u,
+                "--rw=read",
+                "--bs=4k",
+                "--size=16k",
+            ],
+            "never extends",
+        ),
+        (vec!["bench", "--readonly", "--name=t", &t], "trace"),
+        (
+            vec![
+                "bench",
+                "--readonly",
+                "--name=m",
+                &missing,
+                "--rw=read",
+                "--size=4k",
+            ],
+            "creates nothing",
+        ),
+        (
+            vec![
+                "bench",
+                "--readonly",
+                "--name=s",
+                &missing,
+                "--ioengine=filestat",
+                "--size=4k",
+            ],
+            "creates nothing",
+        ),
+    ] {
+        one_line(&args, &["--readonly", expect]);
+    }
+    assert_eq!(std::fs::read(&user).expect("read"), b"nineteen bytes here");
+    assert_eq!(common::files_in(d.path()), vec!["USERFILE", "trace"]);
+    // A read within the file runs.
+    let (code, _, err) = sinkrate(&[
+        "bench",
+        "--eta=never",
+        "--readonly",
+        "--name=ok",
+        &u,
+        "--rw=read",
+        "--bs=1",
+        "--size=19",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(&user).expect("read"), b"nineteen bytes here");
+}
+
+/// A short recording's JSON in `dir` as `name`.
+fn short_recording(dir: &Path, name: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = Command::new(sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(dir)
+        .args(["--live", "never", "--output-format", "json", "--output"])
+        .arg(dir.join(name))
+        .args(extra)
+        .output()
+        .expect("record runs");
+    let text = std::fs::read(dir.join(name)).expect("the result");
+    (
+        out.status.code(),
+        serde_json::from_slice(&text).expect("json"),
+    )
+}
+
+#[test]
+fn runs_too_short_or_too_few_are_not_judged() {
+    let d = tempfile::tempdir().expect("tempdir");
+    // One frame a stream is no evidence of keeping up.
+    for (name, extra) in [
+        ("ns.json", vec!["--duration", "1ns"]),
+        (
+            "slow.json",
+            vec![
+                "--fps",
+                "0.0000001",
+                "--frame-size",
+                "4k",
+                "--duration",
+                "1s",
+            ],
+        ),
+    ] {
+        let (code, v) = short_recording(d.path(), name, &extra);
+        assert_eq!(
+            v["verdict"], "too_short",
+            "{extra:?}: {}",
+            v["verdict_text"]
+        );
+        assert_eq!(code, Some(3), "{extra:?}");
+    }
+    // Two 3 s recordings: under one bootstrap block each, so no significance either way.
+    let a = ["--fps", "30", "--frame-size", "64k", "--duration", "3s"];
+    short_recording(d.path(), "r1.json", &a);
+    short_recording(d.path(), "r2.json", &a);
+    let p = |n: &str| d.path().join(n).to_str().expect("utf8").to_string();
+    let (r1, r2) = (p("r1.json"), p("r2.json"));
+    let (code, out, err) = sinkrate(&[
+        "compare",
+        &r1,
+        &r2,
+        "--label",
+        "a",
+        "--label",
+        "b",
+        "--fail-if-worse",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("too little data to tell"), "{out}");
+    assert!(!out.contains("95% CI"), "{out}");
+    // One run given four times a side is one run a side.
+    let mut args = vec!["compare".to_string()];
+    for f in [&r1, &r1, &r1, &r1, &r2, &r2, &r2, &r2] {
+        args.push(f.clone());
+    }
+    for l in ["a", "a", "a", "a", "b", "b", "b", "b"] {
+        args.extend(["--label".to_string(), l.to_string()]);
+    }
+    args.extend(["--output-format".to_string(), "json".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = sinkrate(&args);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(rows.iter().all(|r| r["runs"] == 1), "{rows:?}");
+    assert!(out.contains("given 4 times"), "{out}");
+}
+
+#[test]
+fn a_recording_whose_directory_vanished_failed() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().join("gone");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let child = start_recording(&dir, "4s", &[]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::fs::remove_dir_all(&dir).expect("rm -r");
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["verdict"], "failed", "{}", v["verdict_text"]);
+    assert!(err.contains("removed during the recording"), "{err}");
+}
+
+#[test]
+fn emulate_down_never_unmounts_what_a_user_mounted_on_top() {
+    with_root(
+        "emulate_down_never_unmounts_what_a_user_mounted_on_top",
+        EMULATE_TOOLS,
+        || {
+            let base = tempfile::tempdir().expect("tempdir");
+            let mp = base.path().join("card");
+            let (code, _, err) = emulate_up(&mp, &[]);
+            assert_eq!(code, Some(0), "{err}");
+            let m = mp.to_str().expect("utf8");
+            common::run("mount", &["-t", "tmpfs", "users-tmpfs", m]);
+            std::fs::write(mp.join("f"), b"the user's file").expect("write");
+            let (code, _, err) = sinkrate(&["emulate", "down", m]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("unmount it first"), "{err}");
+            assert_eq!(
+                std::fs::read(mp.join("f")).expect("still there"),
+                b"the user's file"
+            );
+            let (_, listed, _) = sinkrate(&["emulate", "list"]);
+            assert!(listed.contains(m), "the card is still known: {listed}");
+            common::run("umount", &[m]);
+            // The card's own filesystem is intact under it, and now goes down.
+            let (code, _, err) = sinkrate(&["emulate", "down", m]);
+            assert_eq!(code, Some(0), "{err}");
+            let (_, listed, _) = sinkrate(&["emulate", "list"]);
+            assert!(!listed.contains(m), "{listed}");
+        },
+    );
+}
+
+#[test]
+fn a_second_interrupt_of_watch_stops_the_watched_command_and_names_it() {
+    // A command that ignores Ctrl-C and SIGTERM: left running, orphaned, before.
+    let child = Command::new(sinkrate_path())
+        .args(["watch", "--live", "never", "--", "sh", "-c"])
+        .arg("trap '' INT TERM; while :; do sleep 0.1; done")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    interrupt(&child);
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    // The pid on the line that names the watched command (a note about another run's
+    // leftovers may name a pid before it).
+    let pid: i32 = err
+        .split("the watched command")
+        .nth(1)
+        .and_then(|t| t.split("(pid ").nth(1))
+        .and_then(|t| t.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("names the command's pid: {err}"));
+    assert!(err.contains("the watched command sh -c"), "{err}");
+    assert!(err.contains("SIGKILL, stopped"), "{err}");
+    // SAFETY: signal 0 only asks whether the process exists.
+    assert_ne!(
+        unsafe { libc::kill(pid, 0) },
+        0,
+        "the command is gone: {err}"
+    );
+}
+
+#[test]
+fn control_characters_and_formulas_from_input_are_shown_not_acted_on() {
+    let d = tempfile::tempdir().expect("tempdir");
+    // A NUL and an escape sequence in a job value: the line shows them, the terminal does
+    // not get them.
+    let job = d.path().join("j.fio");
+    std::fs::write(&job, b"[j]\nrw=wr\0ite\x1b[31m\nsize=1m\n").expect("write");
+    let (code, _, err) = sinkrate(&["bench", job.to_str().expect("utf8")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("'wr\\x00ite\\x1b[31m'"), "{err}");
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    // A label a spreadsheet would run as a formula is text in compare's CSV.
+    let run = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/record.json");
+    let run = run.to_str().expect("utf8");
+    let (code, csv, err) = sinkrate(&[
+        "compare",
+        run,
+        "--label",
+        "=HYPERLINK(\"http://x\")",
+        "--output-format",
+        "csv",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let first = reader
+        .records()
+        .next()
+        .expect("a row")
+        .expect("csv")
+        .get(0)
+        .expect("a cell")
+        .to_string();
+    assert_eq!(first, "'=HYPERLINK(\"http://x\")", "{csv}");
+}
+
+#[test]
+fn an_existing_file_a_job_did_not_name_is_never_written() {
+    with_root(
+        "an_existing_file_a_job_did_not_name_is_never_written",
+        &[],
+        || {
+            use std::os::unix::fs::PermissionsExt;
+            let d = tempfile::tempdir().expect("tempdir");
+            let sticky = d.path().join("shared");
+            std::fs::create_dir(&sticky).expect("mkdir");
+            std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777))
+                .expect("chmod 1777");
+            let victim = d.path().join("victim");
+            std::fs::write(&victim, b"someone's file").expect("write");
+            let planted = sticky.join("j.0.0");
+            std::os::unix::fs::symlink(&victim, &planted).expect("plant");
+            let c = std::ffi::CString::new(planted.to_str().expect("utf8")).expect("cstring");
+            // SAFETY: lchown on a valid C string: the link belongs to nobody (65534).
+            assert_eq!(unsafe { libc::lchown(c.as_ptr(), 65534, 65534) }, 0);
+            let dir = format!("--directory={}", sticky.display());
+            let job = [
+                "bench",
+                "--name=j",
+                "--rw=write",
+                "--size=64k",
+                dir.as_str(),
+            ];
+            // A planted symlink is never followed, --force or not.
+            for extra in [None, Some("--force")] {
+                let mut args = job.to_vec();
+                args.extend(extra);
+                let (code, _, err) = sinkrate(&args);
+                assert_eq!(code, Some(2), "{args:?}: {err}");
+                assert!(err.contains("never follows one"), "{err}");
+                assert_eq!(std::fs::read(&victim).expect("read"), b"someone's file");
+            }
+            // A regular file at the job's default name, not named by it: refused.
+            std::fs::remove_file(&planted).expect("rm");
+            std::fs::write(&planted, b"user data").expect("write");
+            let (code, _, err) = sinkrate(&job);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("did not name it"), "{err}");
+            assert_eq!(std::fs::read(&planted).expect("read"), b"user data");
+            // The same through a --directory that is a symlink to the directory.
+            let link_dir = d.path().join("link-to-shared");
+            std::os::unix::fs::symlink(&sticky, &link_dir).expect("symlink");
+            let via = format!("--directory={}", link_dir.display());
+            let (code, _, err) = sinkrate(&[
+                "bench",
+                "--name=j",
+                "--rw=write",
+                "--size=64k",
+                via.as_str(),
+            ]);
+            assert_eq!(code, Some(2), "{err}");
+            assert_eq!(std::fs::read(&planted).expect("read"), b"user data");
+            // Named with filename=, it is the job's to write, as in fio.
+            let named = format!("--filename={}", planted.display());
+            let (code, _, err) = sinkrate(&[
+                "bench",
+                "--name=j",
+                "--rw=write",
+                "--size=64k",
+                named.as_str(),
+                "--output-format=json",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(std::fs::metadata(&planted).expect("meta").len(), 65536);
+        },
+    );
+}

@@ -1,0 +1,316 @@
+//! Options that change how a job runs or what it records, beside fio on the same jobs:
+//! gtod_reduce and disable_*, random_generator=lfsr, allrandrepeat, fadvise_hint,
+//! create_on_open, file_service_type; iodepth_low and openfiles where sinkrate differs.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{fio_json, fio_or_skip, sinkrate_json};
+
+fn both_json(args: &[&str]) -> [serde_json::Value; 2] {
+    let (a, b) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    // At once: nothing compared here depends on timing.
+    std::thread::scope(|s| {
+        let fio = s.spawn(|| fio_json(a.path(), args));
+        let ours = sinkrate_json(b.path(), args);
+        [fio.join().expect("fio's run"), ours]
+    })
+}
+
+/// (slat N, clat N, lat N, bw samples) of job 0's reads.
+fn recorded(v: &serde_json::Value) -> [u64; 4] {
+    let r = &v["jobs"][0]["read"];
+    [
+        r["slat_ns"]["N"].as_u64().unwrap_or(u64::MAX),
+        r["clat_ns"]["N"].as_u64().unwrap_or(u64::MAX),
+        r["lat_ns"]["N"].as_u64().unwrap_or(u64::MAX),
+        r["bw_samples"].as_u64().unwrap_or(u64::MAX),
+    ]
+}
+
+/// gtod_reduce switches off every latency and bandwidth figure; each disable_* option its
+/// own, as fio's.
+#[test]
+fn switched_off_measurements_are_absent_as_in_fio() {
+    if !fio_or_skip("switched_off_measurements_are_absent_as_in_fio") {
+        return;
+    }
+    // Each option in a pair of runs of its own, all at once: only which figures exist is
+    // compared, never how many samples each tool took.
+    let offs = [
+        "--gtod_reduce=1",
+        "--disable_clat=1",
+        "--disable_lat=1",
+        "--disable_slat=1",
+        "--disable_bw_measurement=1",
+    ];
+    let runs = common::each_at_once(&offs, offs.len(), |off| {
+        let args = [
+            "--name=off",
+            "--ioengine=libaio",
+            "--iodepth=4",
+            "--filename=offfile",
+            "--size=8m",
+            "--rw=randread",
+            "--time_based",
+            "--runtime=1200ms",
+            off,
+        ];
+        (*off, both_json(&args))
+    });
+    for (off, [fio, ours]) in runs {
+        let (theirs, mine) = (recorded(&fio), recorded(&ours));
+        let present = |r: [u64; 4]| r.map(|n| n > 0);
+        assert_eq!(
+            present(mine),
+            present(theirs),
+            "{off}: fio {theirs:?}, sinkrate {mine:?}"
+        );
+        let ios = ours["jobs"][0]["read"]["total_ios"].as_u64().unwrap_or(0);
+        assert!(ios > 0, "{off}");
+    }
+}
+
+fn run_in(fio: bool, dir: &Path, args: &[&str]) {
+    let status = if fio {
+        Command::new("fio")
+            .current_dir(dir)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .status()
+    } else {
+        Command::new(common::sinkrate_path())
+            .current_dir(dir)
+            .args(["bench", "--eta=never"])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .status()
+    };
+    assert!(status.expect("runs").success(), "fio={fio} {args:?}");
+}
+
+/// random_generator=lfsr visits every block once per pass even with norandommap (the
+/// default generator then repeats blocks); allrandrepeat makes runs repeat even with
+/// randrepeat=0.
+#[test]
+fn lfsr_and_allrandrepeat_shape_offsets_as_fios_do() {
+    if !fio_or_skip("lfsr_and_allrandrepeat_shape_offsets_as_fios_do") {
+        return;
+    }
+    let base = [
+        "--name=gen",
+        "--filename=genfile",
+        "--size=1m",
+        "--bs=4k",
+        "--rw=randread",
+        "--norandommap",
+        "--write_lat_log=gen",
+        "--log_offset=1",
+    ];
+    for fio in [true, false] {
+        let who = if fio { "fio" } else { "sinkrate" };
+        let d = tempfile::tempdir().expect("tmp");
+        let distinct = |generator: &str| {
+            let g = format!("--random_generator={generator}");
+            let mut args = base.to_vec();
+            args.push(&g);
+            run_in(fio, d.path(), &args);
+            let mut o = common::logged_offsets(d.path(), "gen", 1);
+            assert_eq!(o.len(), 256, "{who} {generator}");
+            o.sort_unstable();
+            o.dedup();
+            o.len()
+        };
+        assert_eq!(distinct("lfsr"), 256, "{who}: lfsr visits each block once");
+        assert!(
+            distinct("tausworthe") < 256,
+            "{who}: tausworthe repeats blocks"
+        );
+        let twice = |extra: &[&str]| {
+            let mut args = base.to_vec();
+            args.extend_from_slice(extra);
+            run_in(fio, d.path(), &args);
+            let first = common::logged_offsets(d.path(), "gen", 1);
+            run_in(fio, d.path(), &args);
+            first == common::logged_offsets(d.path(), "gen", 1)
+        };
+        assert!(
+            twice(&["--randrepeat=0", "--allrandrepeat=1"]),
+            "{who}: allrandrepeat repeats"
+        );
+        assert!(
+            !twice(&["--randrepeat=0"]),
+            "{who}: randrepeat=0 alone differs"
+        );
+    }
+}
+
+/// Pages of `file` in the page cache, from util-linux's fincore.
+fn cached_pages(file: &Path) -> u64 {
+    let out = Command::new("fincore")
+        .args(["--bytes", "--noheadings", "--output=PAGES"])
+        .arg(file)
+        .output()
+        .expect("fincore runs");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(u64::MAX)
+}
+
+/// fadvise_hint=random tells the kernel not to read ahead, so sequential reads bring no
+/// more than the job asks into the page cache; without a hint the kernel reads ahead. The
+/// page cache (fincore) shows which, for both tools.
+#[test]
+fn fadvise_hint_reaches_the_kernel_as_fios_does() {
+    if !fio_or_skip("fadvise_hint_reaches_the_kernel_as_fios_does") || !common::have("fincore") {
+        return;
+    }
+    for fio in [true, false] {
+        let who = if fio { "fio" } else { "sinkrate" };
+        let d = tempfile::tempdir().expect("tmp");
+        let file = d.path().join("hint");
+        std::fs::write(&file, vec![7u8; 32 << 20]).expect("file");
+        // Written back, so that invalidate=1 can drop it from the cache before each run.
+        std::fs::File::open(&file)
+            .and_then(|f| f.sync_all())
+            .expect("fsync");
+        let pages = |hint: &str| {
+            let h = format!("--fadvise_hint={hint}");
+            run_in(
+                fio,
+                d.path(),
+                &[
+                    "--name=hint",
+                    "--filename=hint",
+                    "--rw=read",
+                    "--bs=4k",
+                    "--number_ios=200",
+                    "--invalidate=1",
+                    &h,
+                ],
+            );
+            cached_pages(&file)
+        };
+        let (advised, unadvised) = (pages("random"), pages("0"));
+        eprintln!("{who}: {advised} pages cached with the hint, {unadvised} without");
+        assert!(advised <= 260, "{who}: {advised} pages for 200 reads");
+        assert!(
+            unadvised > 2 * advised,
+            "{who}: {unadvised} pages without the hint"
+        );
+    }
+}
+
+/// create_on_open leaves the file to grow by the job's writes; without it the file is laid
+/// out (allocated) first. file_service_type decides which files a short job writes.
+#[test]
+fn create_on_open_and_file_service_type_shape_files_as_fios_do() {
+    if !fio_or_skip("create_on_open_and_file_service_type_shape_files_as_fios_do") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    for (service, expect) in [
+        ("sequential", [256 << 10, 0, 0, 0]),
+        ("roundrobin", [64 << 10; 4]),
+        ("random", [0; 4]),
+    ] {
+        let mut sizes = Vec::new();
+        for fio in [true, false] {
+            let d = tempfile::tempdir().expect("tmp");
+            let s = format!("--file_service_type={service}");
+            run_in(
+                fio,
+                d.path(),
+                &[
+                    "--name=svc",
+                    "--filename=f0:f1:f2:f3",
+                    "--filesize=1m",
+                    "--rw=write",
+                    "--bs=4k",
+                    "--number_ios=64",
+                    "--create_on_open=1",
+                    "--unlink=0",
+                    &s,
+                ],
+            );
+            let got: Vec<u64> = (0..4)
+                .map(|i| {
+                    std::fs::metadata(d.path().join(format!("f{i}")))
+                        .map(|m| m.len())
+                        .unwrap_or(0)
+                })
+                .collect();
+            if service != "random" {
+                assert_eq!(got, expect, "fio={fio} {service}");
+            }
+            assert!(got.iter().sum::<u64>() > 0, "fio={fio} {service}");
+            sizes.push(got);
+        }
+        if service == "random" {
+            // Random service spreads 64 writes over the files: each gets some.
+            for got in &sizes {
+                assert!(got.iter().filter(|s| **s > 0).count() >= 3, "{got:?}");
+            }
+        }
+    }
+    // Without create_on_open both lay the file out first: all of it is allocated.
+    for fio in [true, false] {
+        let d = tempfile::tempdir().expect("tmp");
+        run_in(
+            fio,
+            d.path(),
+            &[
+                "--name=lay",
+                "--filename=laid",
+                "--size=8m",
+                "--rw=write",
+                "--number_ios=16",
+                "--unlink=0",
+            ],
+        );
+        let m = std::fs::metadata(d.path().join("laid")).expect("file");
+        assert_eq!(m.len(), 8 << 20, "fio={fio}");
+        assert!(
+            m.blocks() * 512 >= 8 << 20,
+            "fio={fio}: allocated {}",
+            m.blocks() * 512
+        );
+    }
+}
+
+/// iodepth_low below iodepth (fio drains the queue before refilling) is refused, as is
+/// openfiles below the job's file count: sinkrate refills at once and keeps files open.
+#[test]
+fn iodepth_low_and_openfiles_below_what_sinkrate_does_are_refused() {
+    let d = tempfile::tempdir().expect("tmp");
+    for (args, expect) in [
+        (
+            [
+                "--name=o",
+                "--nrfiles=4",
+                "--size=1m",
+                "--openfiles=1",
+                "--ioengine=psync",
+            ],
+            "openfiles=1 with 4 files",
+        ),
+        (
+            [
+                "--name=o",
+                "--size=1m",
+                "--ioengine=libaio",
+                "--iodepth=16",
+                "--iodepth_low=2",
+            ],
+            "iodepth_low=2 below iodepth=16",
+        ),
+    ] {
+        common::refuses(d.path(), &args, &[expect]);
+    }
+}

@@ -1,0 +1,443 @@
+//! Pacing side by side with fio: `rate`, `rate_iops`, `rate_process` and `rate_min` on the
+//! queued engines (io_uring, libaio) and null, at depths 1, 4 and 32. Each pair runs at the
+//! same time (a paced job uses little CPU), so both see the same machine.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::{fio_json, fio_or_skip, sinkrate_json};
+
+/// fio's and sinkrate's JSON for the same job, run at once in their own directories.
+fn side_by_side(job: &[String]) -> (serde_json::Value, serde_json::Value) {
+    let (a, b) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let args: Vec<&str> = job.iter().map(String::as_str).collect();
+    let run = |dir: &Path, fio: bool| {
+        if fio {
+            fio_json(dir, &args)
+        } else {
+            sinkrate_json(dir, &args)
+        }
+    };
+    std::thread::scope(|s| {
+        let fio = s.spawn(|| run(a.path(), true));
+        let ours = run(b.path(), false);
+        (fio.join().expect("fio thread"), ours)
+    })
+}
+
+fn write(v: &serde_json::Value, key: &str) -> f64 {
+    v["jobs"][0]["write"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("write.{key} in {v}"))
+}
+
+fn job(engine: &str, depth: u32, pacing: &[&str]) -> Vec<String> {
+    let mut j: Vec<String> = [
+        "--name=paced".to_string(),
+        format!("--ioengine={engine}"),
+        format!("--iodepth={depth}"),
+        "--rw=write".into(),
+        "--size=64m".into(),
+        "--time_based".into(),
+        "--runtime=2".into(),
+    ]
+    .into();
+    if engine != "null" {
+        j.push("--direct=1".into());
+    }
+    j.extend(pacing.iter().map(|s| s.to_string()));
+    j
+}
+
+fn within(share: f64, a: f64, b: f64) -> bool {
+    (a - b).abs() <= share * b
+}
+
+/// sinkrate holds the rate asked within 2% (the bound fio users expect of a pacer); fio,
+/// run beside it on the same job, within 5%: on a loaded machine fio falls a little behind
+/// too (1.8% under at depth 32 in one CI run), and the fault this guards against (the
+/// issued bytes counted twice per queued I/O) gave half the rate.
+fn paced_as_asked(sinkrate: f64, fio: f64, asked: f64) -> bool {
+    within(0.02, sinkrate, asked) && within(0.05, fio, asked)
+}
+
+#[test]
+fn rate_holds_at_every_depth_on_queued_engines_as_in_fio() {
+    if !fio_or_skip("rate_holds_at_every_depth_on_queued_engines_as_in_fio") {
+        return;
+    }
+    // 10 MiB/s in 64 KiB writes: once counted twice per queued I/O, it gave half.
+    for engine in ["io_uring", "libaio", "null"] {
+        for depth in [1, 4, 32] {
+            let (fio, ours) = side_by_side(&job(engine, depth, &["--bs=64k", "--rate=10m"]));
+            let (f, s) = (write(&fio, "bw_bytes"), write(&ours, "bw_bytes"));
+            let want = 10.0 * 1048576.0;
+            assert!(
+                paced_as_asked(s, f, want),
+                "{engine} depth {depth}: sinkrate {s} B/s, fio {f} B/s, asked {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn rate_iops_and_poisson_arrivals_as_in_fio() {
+    if !fio_or_skip("rate_iops_and_poisson_arrivals_as_in_fio") {
+        return;
+    }
+    for engine in ["io_uring", "libaio", "null"] {
+        let (fio, ours) = side_by_side(&job(engine, 4, &["--bs=4k", "--rate_iops=500"]));
+        let (f, s) = (write(&fio, "iops"), write(&ours, "iops"));
+        assert!(
+            paced_as_asked(s, f, 500.0),
+            "{engine}: sinkrate {s} IOPS, fio {f}"
+        );
+    }
+    // Poisson arrivals: the same mean, so the counts agree within their noise (a 2 s run of
+    // a mean of 500/s has a standard deviation near 2%).
+    let (fio, ours) = side_by_side(&job(
+        "io_uring",
+        4,
+        &["--bs=4k", "--rate_iops=500", "--rate_process=poisson"],
+    ));
+    let (f, s) = (write(&fio, "total_ios"), write(&ours, "total_ios"));
+    assert!(within(0.1, s, f), "poisson: sinkrate {s} I/Os, fio {f}");
+}
+
+#[test]
+fn rate_min_fails_a_job_that_cannot_hold_it_as_fio_does() {
+    if !fio_or_skip("rate_min_fails_a_job_that_cannot_hold_it_as_fio_does") {
+        return;
+    }
+    let run = |args: &[String]| {
+        // A directory each: fio keeps its file (unlink=0), and sinkrate writes into no file
+        // that was there before it unless the job names it.
+        let (fd, sd) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        let fio = std::process::Command::new("fio")
+            .current_dir(fd.path())
+            .arg("--output-format=json")
+            .args(args)
+            .output()
+            .expect("fio runs");
+        let ours = common::sinkrate()
+            .current_dir(sd.path())
+            .args(args)
+            .arg("--output-format=json")
+            .output()
+            .expect("sinkrate runs");
+        (fio, ours)
+    };
+    let error = |out: &std::process::Output| -> serde_json::Value {
+        let v = common::json_after_text(&out.stdout);
+        assert!(
+            !v.is_null(),
+            "no JSON: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        v["jobs"][0]["error"].clone()
+    };
+    // 4 KiB every 100 ms is 40 KB/s, far under a floor of 1 MiB/s: both end the job with
+    // error 5 and exit 1.
+    let (fio, ours) = run(&job(
+        "io_uring",
+        4,
+        &[
+            "--bs=4k",
+            "--thinktime=100ms",
+            "--rate_min=1m",
+            "--runtime=3",
+        ],
+    ));
+    assert_eq!(fio.status.code(), Some(1));
+    assert_eq!(ours.status.code(), fio.status.code());
+    assert_eq!(error(&ours), error(&fio));
+    assert_eq!(error(&ours), 5);
+    // A floor above the cap: fio refuses the job; so does sinkrate, in one line (exit 2, as
+    // for any bad input).
+    let (fio, ours) = run(&job(
+        "io_uring",
+        4,
+        &["--bs=64k", "--rate=1m", "--rate_min=2m"],
+    ));
+    assert_ne!(fio.status.code(), Some(0));
+    assert_eq!(ours.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&ours.stderr);
+    assert!(
+        said.contains("rate_min (2097152) is above rate (1048576)") && said.lines().count() == 1,
+        "{said}"
+    );
+}
+
+/// rate_min and rate_iops_min as fio checks them: not in the first 2 s, then over windows
+/// of rate_cycle (1 s unless set): a job at a tenth of its floor ends at 3 s in both tools
+/// (2.5 s with rate_cycle=500), with error 5 and fio's words. Checked against the kernel's
+/// clock and fio on the same job; the queued engine, where this fio aborts on a slow rate
+/// (an assertion in its clock code), against fio's run of the same pacing on psync.
+#[test]
+fn rate_floors_are_checked_per_rate_cycle_after_fios_settle_period() {
+    if !fio_or_skip("rate_floors_are_checked_per_rate_cycle_after_fios_settle_period") {
+        return;
+    }
+    let base = [
+        "--name=floor",
+        "--rw=write",
+        "--bs=4k",
+        "--size=64m",
+        "--time_based",
+        "--runtime=10",
+        "--output-format=json",
+    ];
+    // (who, engine and pacing, the floor, the words the failure must carry, when it ends)
+    let cases: [(&str, &[&str], &str, u64); 5] = [
+        (
+            "fio",
+            &["--thinktime=100ms", "--rate_min=1m"],
+            "rate_min=1048576B/s not met",
+            3000,
+        ),
+        (
+            "sinkrate",
+            &["--thinktime=100ms", "--rate_min=1m"],
+            "rate_min=1048576B/s not met",
+            3000,
+        ),
+        (
+            "fio",
+            &[
+                "--thinktime=100ms",
+                "--rate_iops_min=100",
+                "--rate_cycle=500",
+            ],
+            "rate_iops_min=100 not met",
+            2500,
+        ),
+        (
+            "sinkrate",
+            &[
+                "--thinktime=100ms",
+                "--rate_iops_min=100",
+                "--ratecycle=500",
+            ],
+            "rate_iops_min=100 not met",
+            2500,
+        ),
+        (
+            "sinkrate",
+            &[
+                "--ioengine=libaio",
+                "--iodepth=4",
+                "--rate_iops=10",
+                "--rate_min=1m",
+            ],
+            "rate_min=1048576B/s not met",
+            3000,
+        ),
+    ];
+    // Paced jobs that sleep nearly all the time: all five at once, each in its own
+    // directory; a window's bounds are a tenth of a second wide, far above the noise.
+    let outcomes = common::each_at_once(&cases, cases.len(), |(who, own, _, _)| {
+        let d = tempfile::tempdir().expect("tempdir");
+        let out = common::bench_command(*who == "fio")
+            .current_dir(d.path())
+            .args(base)
+            .args(*own)
+            .output()
+            .expect("runs");
+        let v = common::json_after_text(&out.stdout);
+        assert!(
+            !v.is_null(),
+            "{who} {own:?}: no JSON: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let job = &v["jobs"][0];
+        (
+            out.status.code(),
+            job["error"].as_i64(),
+            job["job_runtime"].as_u64().unwrap_or(0),
+            job["write"]["total_ios"].as_u64().unwrap_or(0),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    });
+    for ((who, own, words, ends_ms), (code, error, runtime_ms, writes, stderr)) in
+        cases.iter().zip(&outcomes)
+    {
+        eprintln!(
+            "{who} {own:?}: exit {code:?}, error {error:?}, {runtime_ms} ms, {writes} writes"
+        );
+        assert_eq!(
+            (*code, *error),
+            (Some(1), Some(5)),
+            "{who} {own:?}: {stderr}"
+        );
+        assert!(stderr.contains(words), "{who} {own:?}: {stderr}");
+        // A turn of the loop marks a window and one ends it: with a write each 100 ms, a
+        // window can close a turn late; on the queued engine, whose turns follow its rate
+        // slots, by two.
+        let slack = if own[0].starts_with("--ioengine") {
+            250
+        } else {
+            150
+        };
+        assert!(
+            runtime_ms.abs_diff(*ends_ms) <= slack,
+            "{who} {own:?}: ended at {runtime_ms} ms, not near {ends_ms}"
+        );
+    }
+    // One write per 100 ms until the window's end: the same count in both tools, and on
+    // the queued engine about the count fio's psync run of the same pace gives (31 here).
+    for pair in [(0, 1), (2, 3)] {
+        let (theirs, ours) = (outcomes[pair.0].3, outcomes[pair.1].3);
+        assert!(
+            ours.abs_diff(theirs) <= 1,
+            "writes: fio {theirs}, sinkrate {ours}"
+        );
+    }
+    assert!(
+        (30..=32).contains(&outcomes[4].3),
+        "libaio writes {}",
+        outcomes[4].3
+    );
+}
+
+/// A thinktime pause that runs past the runtime ends the job at the pause's end, with no
+/// I/O after it, as fio's: 300 ms pauses in a 1 s run give 4 writes in 1.2 s, in both.
+#[test]
+fn a_pause_past_the_runtime_ends_the_job_as_fios_does() {
+    if !fio_or_skip("a_pause_past_the_runtime_ends_the_job_as_fios_does") {
+        return;
+    }
+    let job: Vec<String> = [
+        "--name=think",
+        "--rw=write",
+        "--bs=4k",
+        "--size=16m",
+        "--thinktime=300ms",
+        "--time_based",
+        "--runtime=1",
+    ]
+    .map(String::from)
+    .into();
+    let (fio, ours) = side_by_side(&job);
+    for (who, v) in [("fio", &fio), ("sinkrate", &ours)] {
+        let (writes, ms) = (
+            v["jobs"][0]["write"]["total_ios"].as_u64(),
+            v["jobs"][0]["job_runtime"].as_u64().unwrap_or(0),
+        );
+        assert_eq!(writes, Some(4), "{who}: {ms} ms");
+        assert!((1150..1300).contains(&ms), "{who}: {ms} ms");
+    }
+}
+
+/// The I/Os of a latency log (`think_lat.1.log`) grouped into the bursts between thinktime
+/// pauses: how many in each, by a gap of more than half the 100 ms pause between them.
+fn bursts(dir: &Path) -> Vec<usize> {
+    let mut out = vec![];
+    let mut last = None;
+    for t in common::logged_times(dir, "think", 1) {
+        match last {
+            Some(l) if t - l <= 50 => *out.last_mut().expect("a burst") += 1,
+            _ => out.push(1),
+        }
+        last = Some(t);
+    }
+    out
+}
+
+/// thinktime as fio's I/O loop has it, on queued engines too: the pause is due once per
+/// turn of the loop, thinktime_blocks after the count at the last pause (completed or
+/// issued I/Os), waits for the I/Os in flight, and the I/Os that complete during that wait
+/// count toward the next pause; thinktime_iotime pauses after that long of I/O. Each job
+/// pauses 100 ms; the bursts of I/O between the pauses, from each tool's latency log, are
+/// the same in both. The engine's reaping shapes them: fio takes one completion per reap by
+/// default (iodepth_batch_complete_max is iodepth_batch_complete_min), and so does sinkrate.
+#[test]
+fn thinktime_pauses_where_fios_loop_pauses() {
+    if !fio_or_skip("thinktime_pauses_where_fios_loop_pauses") {
+        return;
+    }
+    let cases: [&[&str]; 5] = [
+        // Four I/Os queued before the first completes, then one per pause: 4, 1, 1, ...
+        &["--ioengine=libaio", "--iodepth=4"],
+        // Completions counted: 7 (three more complete while the queue drains), then 4s.
+        &["--ioengine=libaio", "--iodepth=4", "--thinktime_blocks=4"],
+        &[
+            "--ioengine=libaio",
+            "--iodepth=4",
+            "--thinktime_blocks=4",
+            "--thinktime_blocks_type=issue",
+        ],
+        // 5, 1, 4, 1, 4, ...
+        &["--ioengine=io_uring", "--iodepth=4", "--thinktime_blocks=2"],
+        // By time: 400 ms of 50 IOPS first (fio 3.33's first cycle adds the pause's
+        // length), then 300 ms from each pause's end, which begins with the 5 writes the
+        // rate owes for the pause: 21, 21, 14.
+        &[
+            "--ioengine=psync",
+            "--thinktime_iotime=300ms",
+            "--rate_iops=50",
+        ],
+    ];
+    let runs: Vec<(usize, bool)> = (0..cases.len())
+        .flat_map(|c| [(c, true), (c, false)])
+        .collect();
+    let seen = common::each_at_once(&runs, runs.len(), |&(c, fio)| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut args = vec![
+            "--name=think",
+            "--rw=write",
+            "--bs=4k",
+            "--size=16m",
+            "--thinktime=100ms",
+            "--time_based",
+            "--runtime=1100ms",
+            "--write_lat_log=think",
+        ];
+        args.extend(cases[c]);
+        if fio {
+            fio_json(dir.path(), &args);
+        } else {
+            sinkrate_json(dir.path(), &args);
+        }
+        bursts(dir.path())
+    });
+    let expected_start: [&[usize]; 5] = [
+        &[4, 1, 1, 1],
+        &[7, 4, 4, 4],
+        &[4, 4, 4, 4],
+        &[5, 1, 4, 1],
+        &[21, 21],
+    ];
+    for (c, case) in cases.iter().enumerate() {
+        let (theirs, ours) = (&seen[2 * c], &seen[2 * c + 1]);
+        let starts = expected_start[c];
+        // The block rules are counts, the same in every run; the last burst and, by time,
+        // each burst's edge can move by an I/O with the machine's timing.
+        let head = |b: &[usize]| b[..starts.len().min(b.len())].to_vec();
+        if c < 4 {
+            assert_eq!(head(theirs), starts, "{case:?}: fio's bursts {theirs:?}");
+            assert_eq!(
+                head(ours),
+                starts,
+                "{case:?}: sinkrate's bursts {ours:?}, fio's {theirs:?}"
+            );
+        } else {
+            for (who, b) in [("fio", theirs), ("sinkrate", ours)] {
+                assert!(
+                    b.len() == 3 && b[0].abs_diff(21) <= 1 && b[1].abs_diff(21) <= 2,
+                    "{case:?}: {who}'s bursts {b:?} (fio's {theirs:?})"
+                );
+            }
+        }
+        assert!(
+            theirs.len().abs_diff(ours.len()) <= 1,
+            "{case:?}: fio's bursts {theirs:?}, sinkrate's {ours:?}"
+        );
+    }
+}

@@ -1,0 +1,987 @@
+//! Bad input: one clear line naming what and where, exit 2, nothing written.
+
+use crate::common;
+
+use common::{files_in, refuses, sinkrate};
+
+#[test]
+fn bad_values_on_the_command_line() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    refuses(
+        p,
+        &["--name=a", "--size=12q"],
+        &["--size=12q", "unknown size suffix 'q'", "accepted"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--rwmixread=150"],
+        &["rwmixread", "out of range"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=4k", "--bs=1m"],
+        &["larger than size"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--runtime=ten"],
+        &["runtime", "not a time"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--ioengine=rbd"],
+        &["engine 'rbd' is not supported by sinkrate (supported:"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--xyz=1"],
+        &[
+            "option 'xyz' is not supported by sinkrate (it takes ",
+            "fio compatibility",
+        ],
+    );
+    // A misspelling gets the option meant, in a short line.
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--iodpeth=4"],
+        &["option 'iodpeth' is not supported by sinkrate; did you mean iodepth"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--rw=sideways"],
+        &["'sideways' is not a mode"],
+    );
+    refuses(p, &["--name=a", "--size=1m", "--iodepth=0"], &["iodepth"]);
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--rate_iops_min=-1"],
+        &["rate_iops_min", "negative"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--rate_cycle=soon"],
+        &["rate_cycle", "not a whole number"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--thinktime_iotime=soon"],
+        &["thinktime_iotime"],
+    );
+    refuses(
+        p,
+        &[
+            "--name=a",
+            "--size=1m",
+            "--rate_iops=100",
+            "--rate_iops_min=200",
+        ],
+        &["rate_iops_min (200) is above rate_iops (100)"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--output-format=xml"],
+        &["'xml' is not a format"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--directory=/nonexistent/dir"],
+        &["/nonexistent/dir", "does not exist"],
+    );
+    refuses(p, &["--name=a", "--rw=read"], &["size= is not set"]);
+    refuses(
+        p,
+        &["--name=a", "--size=900t", "--rw=write"],
+        &["not enough free space"],
+    );
+    refuses(
+        p,
+        &["--name=a", "--size=1m", "--filename=/dev/nonexistent-disk"],
+        &["never created as a file"],
+    );
+    refuses(
+        p,
+        &[
+            "--name=a",
+            "--ioengine=null",
+            "--size=1m",
+            "--output=/nonexistent/run.json",
+        ],
+        &["--output", "does not exist"],
+    );
+}
+
+#[test]
+fn bad_job_files_name_file_and_line() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    std::fs::write(
+        p.join("bad.fio"),
+        "[global]\nbs=4k\n\n[j]\nsize=1m\nverify_async=2\n",
+    )
+    .expect("write");
+    refuses(
+        p,
+        &["bad.fio"],
+        &["bad.fio:6: option 'verify_async' is not supported by sinkrate"],
+    );
+    std::fs::write(p.join("syntax.fio"), "[j\nsize=1m\n").expect("write");
+    refuses(p, &["syntax.fio"], &["syntax.fio:1:", "closing ']'"]);
+    std::fs::write(p.join("orphan.fio"), "size=1m\n").expect("write");
+    refuses(
+        p,
+        &["orphan.fio"],
+        &["orphan.fio:1:", "before any [section]"],
+    );
+    std::fs::write(p.join("env.fio"), "[j]\nsize=${SINKRATE_TEST_UNSET_VAR}\n").expect("write");
+    refuses(p, &["env.fio"], &["env.fio:2:", "SINKRATE_TEST_UNSET_VAR"]);
+    refuses(p, &["missing.fio"], &["missing.fio", "No such file"]);
+    std::fs::write(p.join("incl.fio"), "[j]\ninclude nothere.fio\n").expect("write");
+    refuses(p, &["incl.fio"], &["incl.fio:2:", "cannot include"]);
+}
+
+/// fio's "simple math" on reserved keywords in job files (`size=8*$mb_memory`): fio 3.33
+/// hands such a value to bc, whole numbers with truncating division; sinkrate computes the
+/// same, and the two run the same jobs of the same sizes.
+#[test]
+fn keyword_arithmetic_in_job_files_sizes_jobs_as_fio_does() {
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        d.path().join("kw.fio"),
+        "[global]\nioengine=null\nrw=write\nbs=$pagesize\n[two]\nsize=2*$pagesize*256\nnumjobs=$ncpus\n[three]\nsize=(1+$ncpus)*$pagesize/2*2\n",
+    )
+    .expect("write");
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let expected: Vec<(String, u64)> =
+        std::iter::repeat_n(("two".to_string(), 512 * page), ncpus as usize)
+            .chain([("three".to_string(), (1 + ncpus) * page / 2 * 2)])
+            .collect();
+    let sizes = |v: &serde_json::Value| -> Vec<(String, u64)> {
+        v["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .map(|j| {
+                (
+                    j["jobname"].as_str().unwrap_or_default().to_string(),
+                    j["write"]["io_bytes"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    let ours = common::sinkrate_json(d.path(), &["kw.fio"]);
+    assert_eq!(sizes(&ours), expected);
+    if common::fio_or_skip("keyword_arithmetic_in_job_files_sizes_jobs_as_fio_does (fio beside)") {
+        let fio = common::fio_json(d.path(), &["kw.fio"]);
+        assert_eq!(sizes(&fio), expected, "fio");
+    }
+    std::fs::write(
+        d.path().join("zero.fio"),
+        "[z]\nioengine=null\nsize=$pagesize/0\n",
+    )
+    .expect("write");
+    refuses(d.path(), &["zero.fio"], &["zero.fio:3:", "divides by zero"]);
+}
+
+#[test]
+fn ignore_unsupported_turns_the_refusal_into_a_warning() {
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        d.path().join("j.fio"),
+        "[j]\nioengine=null\nsize=1m\nverify_async=2\n",
+    )
+    .expect("write");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args(["j.fio", "--ignore-unsupported"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "j.fio:4: warning: option 'verify_async' is not supported by sinkrate; ignored"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn parse_only_does_no_io() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args([
+            "--parse-only",
+            "--name=a",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=1g",
+            "--numjobs=2",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(stdout.contains("rw=randwrite bs=4096,4096"), "{stdout}");
+    assert!(files_in(d.path()).is_empty());
+}
+
+/// The values the coordination, behaviour, data-shape and zone options refuse: one line
+/// naming the option and what it takes, exit 2, nothing written.
+#[test]
+fn job_coordination_and_shape_options_refuse_bad_values() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    let job = ["--name=a", "--size=1m"];
+    for (extra, expect) in [
+        (&["--flow=2000"][..], &["flow", "0 to 1000"][..]),
+        (
+            &["--exit_what=some"],
+            &["exit_what", "group, stonewall or all"],
+        ),
+        (
+            &["--io_submit_mode=later"],
+            &["io_submit_mode", "inline or offload"],
+        ),
+        (
+            &["--wait_for=nobody"],
+            &["wait_for=nobody", "jobs before it: none"],
+        ),
+        (
+            &["--random_generator=mt"],
+            &["random_generator", "tausworthe, lfsr or tausworthe64"],
+        ),
+        (
+            &["--fadvise_hint=maybe"],
+            &["fadvise_hint", "sequential or random"],
+        ),
+        (
+            &["--file_service_type=zipf:1.2"],
+            &["file_service_type", "roundrobin, sequential, random"],
+        ),
+        (
+            &["--clocksource=gettimeofday"],
+            &["clocksource", "monotonic"],
+        ),
+        (&["--openfiles=0"], &["openfiles"]),
+        (&["--ss_interval=0"], &["ss_interval"]),
+        (
+            &["--buffer_compress_percentage=150"],
+            &["buffer_compress_percentage", "0 to 100"],
+        ),
+        (
+            &["--dedupe_mode=often"],
+            &["dedupe_mode", "repeat or working_set"],
+        ),
+        (
+            &["--dedupe_percentage=10", "--dedupe_global=1"],
+            &["dedupe_global", "working_set"],
+        ),
+        (
+            &["--dedupe_percentage=10", "--zero_buffers=1"],
+            &["zero_buffers"],
+        ),
+        (&["--zonemode=zbd"], &["zonemode", "zbd"]),
+        (
+            &[
+                "--zonemode=strided",
+                "--zonesize=256k",
+                "--random_distribution=zipf:1.2",
+            ],
+            &["random_distribution"],
+        ),
+    ] {
+        refuses(p, &[&job[..], extra].concat(), expect);
+    }
+}
+
+fn corpus_dir() -> std::path::PathBuf {
+    match std::env::var_os("SINKRATE_FIO_EXAMPLES") {
+        Some(dir) => dir.into(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fio-examples"),
+    }
+}
+
+/// Whether sinkrate would tell of an option without effect in this job file
+/// (`--parse-only` lists them as notices).
+fn no_effect_used(job: &std::path::Path) -> bool {
+    let out = sinkrate()
+        .arg("--parse-only")
+        .arg(job)
+        .output()
+        .expect("runs");
+    String::from_utf8_lossy(&out.stdout).contains("has no effect")
+        || String::from_utf8_lossy(&out.stderr).contains("has no effect")
+}
+
+/// Every fio example either runs (shrunk by command-line overrides) or is refused with one
+/// line naming the file and what is unsupported; none may panic, hang or leave files.
+#[test]
+fn fio_example_corpus_runs_or_is_refused_clearly() {
+    let corpus = corpus_dir();
+    let Ok(entries) = std::fs::read_dir(&corpus) else {
+        common::skip(
+            "fio_example_corpus_runs_or_is_refused_clearly",
+            &format!(
+                "{} is not there (set SINKRATE_FIO_EXAMPLES)",
+                corpus.display()
+            ),
+        );
+        return;
+    };
+    let mut paths: Vec<std::path::PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    // Four examples at a time, each in its own directory (a few run for seconds, most wait
+    // out their one-second runtime; nothing here is timed).
+    let outcomes: Vec<Outcome> = common::each_at_once(&paths, 4, |p| run_example(p));
+    let ran = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Ran))
+        .count();
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Refused))
+        .count();
+    let without_effect: Vec<&String> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::WithoutEffect(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    eprintln!("fio examples: {ran} ran, {refused} refused, with an option without effect: {without_effect:?}");
+    // nbd.fio runs under an NBD server, as its header says; without nbdkit it cannot.
+    let floor = if common::have("nbdkit") {
+        45
+    } else {
+        common::skip(
+            "fio_example_corpus_runs_or_is_refused_clearly (nbd.fio)",
+            "needs 'nbdkit' (scripts/install-deps.sh --test installs it)",
+        );
+        44
+    };
+    assert!(ran >= floor, "only {ran} examples ran");
+    assert_eq!(ran + refused + without_effect.len(), paths.len());
+}
+
+enum Outcome {
+    Ran,
+    Refused,
+    WithoutEffect(String),
+}
+
+/// Runs one fio example, shrunk, in a directory of its own, and checks what it did: no
+/// panic, no hang, no file left, and a refusal in one line naming the file.
+fn run_example(path: &std::path::Path) -> Outcome {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let d = tempfile::tempdir().expect("tempdir");
+    let work = d.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    let job_text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut args: Vec<String> = [
+        "--size=16m",
+        "--runtime=1",
+        "--startdelay=0",
+        "--ramp_time=0",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(format!("--directory={}", work.display()));
+    let runs_on_nbd = job_text.lines().any(|l| l.trim() == "ioengine=nbd");
+    let mut cmd = if runs_on_nbd && common::have("nbdkit") {
+        // As the example's header runs it: under nbdkit's RAM disk, which exports $uri.
+        let mut c = assert_cmd::Command::new("nbdkit");
+        c.args(["-U", "-", "memory", "size=256M", "--run"])
+            .arg(format!(
+                "export uri; exec '{}' bench --eta=never '{}' {}",
+                common::sinkrate_path().display(),
+                path.display(),
+                args.iter()
+                    .map(|a| format!("'{a}'"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        c
+    } else {
+        let mut c = sinkrate();
+        c.arg(path).args(&args);
+        c
+    };
+    let out = cmd
+        .current_dir(d.path())
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    let outcome = match out.status.code() {
+        // A run that leaned on an option without effect does not count as run.
+        Some(0) if stderr.contains("has no effect") || no_effect_used(path) => {
+            Outcome::WithoutEffect(name.clone())
+        }
+        Some(0) => Outcome::Ran,
+        Some(2) => {
+            let errors: Vec<&str> = stderr
+                .lines()
+                .filter(|l| l.starts_with("sinkrate: error:"))
+                .collect();
+            assert_eq!(errors.len(), 1, "{name}: {stderr}");
+            assert!(
+                errors[0].contains(&name),
+                "{name}: the error does not name the file: {}",
+                errors[0]
+            );
+            Outcome::Refused
+        }
+        other => panic!("{name}: exit {other:?} (a hang ends as a timeout): {stderr}"),
+    };
+    // A job file with unlink=0 keeps what it made (as fio's; the delete examples lay out
+    // 200 files a job and may not delete them all within the shrunk runtime).
+    let keeps = job_text
+        .lines()
+        .any(|l| matches!(l.trim(), "unlink=0" | "unlink=false"));
+    assert!(
+        keeps || common::files_in(&work).is_empty(),
+        "{name} left {:?}",
+        common::files_in(&work)
+    );
+    outcome
+}
+
+/// Runs `sinkrate ARGS` in `dir` with the open-file limit at `nofile` (soft, hard), and
+/// returns its exit code, stderr and peak resident memory in bytes (its own, from wait4).
+fn run_measured(
+    dir: &std::path::Path,
+    args: &[&str],
+    nofile: Option<(u64, u64)>,
+) -> (Option<i32>, String, u64) {
+    use std::os::unix::process::CommandExt;
+    let err_path = dir.join("stderr.txt");
+    let mut cmd = std::process::Command::new(common::sinkrate_path());
+    cmd.current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
+    if let Some((soft, hard)) = nofile {
+        // SAFETY: setrlimit between fork and exec touches no shared state.
+        unsafe {
+            cmd.pre_exec(move || {
+                let l = libc::rlimit {
+                    rlim_cur: soft,
+                    rlim_max: hard,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let (code, usage) = common::run_with_usage(&mut cmd);
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&err_path);
+    (code, stderr, usage.ru_maxrss as u64 * 1024)
+}
+
+#[test]
+fn memory_per_job_is_small_and_a_set_that_does_not_fit_is_refused_before_any_file() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut jobs = String::from("[global]\nrw=write\nsize=64k\n");
+    for i in 0..1000 {
+        jobs.push_str(&format!("[j{i}]\n"));
+    }
+    std::fs::write(d.path().join("many.fio"), jobs).expect("job file");
+    let (code, err, peak) = run_measured(d.path(), &["bench", "many.fio"], None);
+    assert_eq!(code, Some(0), "{err}");
+    // 1,000 jobs at once: about 75 KiB each measured; 4 MB each before histograms were
+    // made on first use.
+    assert!(peak < 400 << 20, "1000 jobs peaked at {} MB", peak >> 20);
+    assert_eq!(files_in(d.path()), vec!["many.fio".to_string()]);
+
+    // Four jobs of 64 x 256 MiB buffers: 64 GiB, more than any test machine has.
+    let big = "[g]\nrw=write\nsize=256M\nbs=256M\nioengine=libaio\niodepth=64\nnumjobs=4\n";
+    std::fs::write(d.path().join("big.fio"), big).expect("job file");
+    refuses(
+        d.path(),
+        &["big.fio"],
+        &[
+            "4 job(s) running at once need about 64.0GiB of memory",
+            "available",
+        ],
+    );
+}
+
+#[test]
+fn more_open_files_than_the_process_may_hold_is_refused_before_any_file() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = "[j]\nrw=write\nsize=4M\nbs=4k\nnrfiles=1000\n";
+    std::fs::write(d.path().join("nf.fio"), job).expect("job file");
+    let (code, err, _) = run_measured(d.path(), &["bench", "nf.fio"], Some((256, 256)));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("hold 1000 files open") && err.contains("ulimit -n 256"),
+        "{err}"
+    );
+    assert_eq!(files_in(d.path()), vec!["nf.fio".to_string()]);
+    // A soft limit below what the job needs is raised to the hard limit when that is enough.
+    let (code, err, _) = run_measured(
+        d.path(),
+        &["bench", "nf.fio", "--output-format", "terse"],
+        Some((256, 4096)),
+    );
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn a_failed_job_reports_the_systems_errno_as_fio_does() {
+    common::with_root(
+        "a_failed_job_reports_the_systems_errno_as_fio_does",
+        &["mkfs.ext4", "fio"],
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "ro");
+            let file = format!("--filename={}/f", fs.path().display());
+            let job = [
+                "--name=x",
+                "--rw=write",
+                "--size=1M",
+                &file,
+                "--output-format=json",
+            ];
+            let errno = |program: &std::path::Path, bench: bool| -> i64 {
+                let mut cmd = std::process::Command::new(program);
+                if bench {
+                    cmd.arg("bench");
+                }
+                let out = cmd.args(job).output().expect("runs");
+                let v: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).expect("a JSON report");
+                v["jobs"][0]["error"].as_i64().expect("error number")
+            };
+            let fio = errno(&common::fio_path(), false);
+            assert_eq!(fio, i64::from(libc::EROFS), "fio's own figure");
+            assert_eq!(errno(&common::sinkrate_path(), true), fio);
+        },
+    );
+}
+
+/// A job fio runs without a word runs without a word: libaio on the io_uring backend is kept
+/// in the JSON's notices, not said on stderr.
+#[test]
+fn what_fio_does_silently_stays_off_stderr() {
+    // Not /tmp: O_DIRECT needs a filesystem that takes it.
+    let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    let out = common::sinkrate()
+        .current_dir(d.path())
+        .args([
+            "--name=quiet",
+            "--ioengine=libaio",
+            "--iodepth=4",
+            "--rw=write",
+            "--bs=64k",
+            "--size=4m",
+            "--direct=1",
+            "--continue_on_error=none",
+            "--output-format=json",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("libaio") && !stderr.contains("continue_on_error"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let notices = v["notices"].to_string();
+    // continue_on_error is an option like any other now: nothing to note.
+    assert!(
+        notices.contains("io_uring backend") && !notices.contains("continue_on_error"),
+        "{notices}"
+    );
+}
+
+/// `--readonly` refuses a job that writes and `--section` runs only the named sections, as
+/// fio's do (checked beside fio when it is installed).
+#[test]
+fn readonly_and_section_as_fio_has_them() {
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        d.path().join("two.fio"),
+        "[global]\nsize=1m\n[a]\nrw=read\nfilename=a.dat\n[b]\nrw=write\nfilename=b.dat\n",
+    )
+    .expect("job file");
+    // The file section a reads is there already: under --readonly fio will not lay it out.
+    std::fs::write(d.path().join("a.dat"), vec![7u8; 1 << 20]).expect("a.dat");
+    let ours = |args: &[&str]| {
+        let out = sinkrate()
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.stdout,
+        )
+    };
+    let fio = |args: &[&str]| {
+        std::process::Command::new("fio")
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .ok()
+            .map(|o| (o.status.code(), o.stdout))
+    };
+    let names = |stdout: &[u8]| -> Vec<String> {
+        let text = String::from_utf8_lossy(stdout);
+        let v: serde_json::Value =
+            serde_json::from_str(&text[text.find('{').expect("JSON")..]).expect("JSON");
+        v["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .map(|j| j["jobname"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    // Only section a: it reads, so --readonly lets it run; b is not run, its file not made.
+    let args = [
+        "two.fio",
+        "--section=a",
+        "--readonly",
+        "--output-format=json",
+    ];
+    let (code, err, out) = ours(&args);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(names(&out), ["a"]);
+    assert!(!d.path().join("b.dat").exists(), "section b did not run");
+    assert!(
+        d.path().join("a.dat").exists(),
+        "the file it read is the user's: kept"
+    );
+    // All sections under --readonly: b writes, and nothing runs.
+    let (code, err, _) = ours(&["two.fio", "--readonly"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("two.fio:") && err.contains("job 'b' writes") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!d.path().join("b.dat").exists(), "nothing written");
+    let (code, err, _) = ours(&["two.fio", "--section=c"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--section c: no job of that name (the jobs: a, b)"),
+        "{err}"
+    );
+    if let Some((code, out)) = fio(&args) {
+        assert_eq!(code, Some(0));
+        assert_eq!(names(&out), ["a"], "fio runs the same section");
+        assert_ne!(fio(&["two.fio", "--readonly"]).map(|r| r.0), Some(Some(0)));
+        assert_ne!(fio(&["two.fio", "--section=c"]).map(|r| r.0), Some(Some(0)));
+    } else {
+        common::skip(
+            "readonly_and_section_as_fio_has_them (the fio half)",
+            "fio is not installed",
+        );
+    }
+}
+
+/// fio's command-line options for what to print and how much to run: `--showcmd` (the same
+/// options fio prints for the file), `--minimal` and `--terse-version`, `--max-jobs`,
+/// `--warnings-fatal`; what sinkrate cannot do is refused in one line.
+#[test]
+fn showcmd_minimal_max_jobs_and_warnings_fatal_as_fio_has_them() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = d.path().join("two.fio");
+    std::fs::write(
+        &job,
+        "[global]\nbs=4k\nsize=1m\n; a comment\n[a]\nrw=read\n[b]\nrw=write\nnumjobs=2\ntime_based\n",
+    )
+    .expect("job file");
+    let job_arg = job.to_str().expect("utf8");
+    let (code, out, err) = common::sinkrate_sub("bench", &["--showcmd", job_arg]);
+    assert_eq!(code, Some(0), "{err}");
+    let ours = out.trim().to_string();
+    assert_eq!(
+        ours,
+        "sinkrate bench --bs=4k --size=1m --name=a --rw=read --name=b --rw=write --numjobs=2 --time_based"
+    );
+    if common::have("fio") {
+        let fio = common::run("fio", &["--showcmd", job_arg]);
+        assert_eq!(ours.replacen("sinkrate bench", "fio", 1), fio.trim());
+    }
+    let (code, out, err) = common::sinkrate_sub(
+        "bench",
+        &["--minimal", "--name=m", "--ioengine=null", "--size=1m"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("3;sinkrate-") && out.contains(";m;"),
+        "{out}"
+    );
+    let (code, out, _) = common::sinkrate_sub(
+        "bench",
+        &[
+            "--minimal",
+            "--terse-version=3",
+            "--name=m",
+            "--ioengine=null",
+            "--size=1m",
+        ],
+    );
+    assert_eq!((code, out.starts_with("3;")), (Some(0), true));
+    let one = ["--name=m", "--ioengine=null", "--size=1m"];
+    let cases: [(Vec<&str>, &str); 3] = [
+        (
+            [&["--terse-version=4", "--minimal"][..], &one].concat(),
+            "--terse-version=4",
+        ),
+        (
+            vec!["--max-jobs=2", job_arg, "--ioengine=null"],
+            "define 3 jobs",
+        ),
+        (
+            [
+                &["--warnings-fatal", "--ignore-unsupported", "--gtod_cpu=1"][..],
+                &one,
+            ]
+            .concat(),
+            "gtod_cpu",
+        ),
+    ];
+    for (args, expect) in cases {
+        common::refuses(d.path(), &args, &[expect]);
+    }
+    let (code, _, err) = common::sinkrate_sub(
+        "bench",
+        &["--max-jobs=3", job_arg, "--ioengine=null", "--time_based=0"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// `--status-interval=1`: the results so far every second, each a whole document in the
+/// output format, cumulative from the job's start, then the final one; fio's count beside
+/// it on the same job. With `--output`, all of them go to the file.
+#[test]
+fn status_interval_reports_the_results_so_far_as_fio_does() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let job = [
+        "--name=st",
+        "--filename=stf",
+        "--size=16m",
+        "--rw=randread",
+        "--bs=4k",
+        "--rate_iops=500",
+        // Reads from the page cache the layout filled: the pace is then the pacer's, not
+        // the disk's while the tests beside this one load it (one CI run fell to 90%).
+        "--invalidate=0",
+        "--time_based",
+        "--runtime=2500ms",
+        "--status-interval=1",
+        "--output-format=json",
+    ];
+    let fio = std::thread::scope(|s| {
+        let fio = s.spawn(|| {
+            common::have("fio").then(|| {
+                let f = tempfile::tempdir_in("/var/tmp").expect("tmp");
+                let out = std::process::Command::new("fio")
+                    .current_dir(f.path())
+                    .args(job)
+                    .output()
+                    .expect("fio runs");
+                common::json_documents(&out.stdout)
+            })
+        });
+        let out = sinkrate()
+            .current_dir(d.path())
+            .args(job)
+            .arg("--output=st.json")
+            .output()
+            .expect("runs");
+        common::succeeded(&out);
+        fio.join().expect("fio")
+    });
+    let docs = common::json_documents(&std::fs::read(d.path().join("st.json")).expect("st.json"));
+    // Reports at 1 s and 2 s of the run, then the final; a run whose job starts late (its
+    // file laid out on a loaded machine) also reports at 3 s. fio's count the same way.
+    let reports = 3..=4;
+    assert!(reports.contains(&docs.len()), "{} documents", docs.len());
+    // Each report holds the job's figures from its own start (its files are laid out
+    // first, later on a loaded machine): never more I/Os than its runtime allows at 500
+    // IOPS, never fewer in a later report, and the whole 2.5 s of them at the end.
+    let figures: Vec<(u64, u64)> = docs
+        .iter()
+        .map(|v| {
+            let job = &v["jobs"][0];
+            let ios = job["read"]["total_ios"].as_u64().expect("total_ios");
+            (job["job_runtime"].as_u64().expect("job_runtime"), ios)
+        })
+        .collect();
+    assert!(
+        figures.iter().all(|(ms, ios)| *ios <= ms / 2 + 2)
+            && figures
+                .windows(2)
+                .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1)
+            && figures.last().is_some_and(|(ms, ios)| {
+                (2500..2600).contains(ms) && (1187..=1252).contains(ios)
+            }),
+        "{figures:?}: (runtime ms, I/Os) at 500 IOPS"
+    );
+    let keys = |v: &serde_json::Value| {
+        v["jobs"][0]
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        keys(&docs[0]),
+        keys(&docs[docs.len() - 1]),
+        "each report is a whole result"
+    );
+    // Each report carries the disks' counts so far, as fio's: the same disks in every
+    // report and at the end, their reads never fewer in a later one.
+    let disks = |v: &serde_json::Value| -> Vec<(String, u64)> {
+        v["disk_util"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|d| {
+                        (
+                            d["name"].as_str().unwrap_or_default().to_string(),
+                            d["read_ios"].as_u64().unwrap_or(u64::MAX),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let per_report: Vec<Vec<(String, u64)>> = docs.iter().map(disks).collect();
+    let names = |r: &Vec<(String, u64)>| r.iter().map(|d| d.0.clone()).collect::<Vec<_>>();
+    assert!(
+        per_report.iter().all(|r| names(r) == names(&per_report[0]))
+            && per_report
+                .windows(2)
+                .all(|w| w[0].iter().zip(&w[1]).all(|(a, b)| a.1 <= b.1)),
+        "disk_util per report: {per_report:?}"
+    );
+    match fio {
+        Some(theirs) => {
+            assert!(reports.contains(&theirs.len()), "fio's reports");
+            // Both tools' files are on the same file system (/var/tmp): the same disks.
+            let theirs: Vec<Vec<String>> = theirs.iter().map(|v| names(&disks(v))).collect();
+            assert!(
+                theirs.iter().all(|t| *t == names(&per_report[0])),
+                "fio's disks {theirs:?}, sinkrate's {per_report:?}"
+            );
+        }
+        None => common::skip(
+            "status_interval_reports_the_results_so_far_as_fio_does (beside fio)",
+            "fio is not installed",
+        ),
+    }
+}
+
+/// `--debug=io,file`: fio's lines on standard output (`io       PID  queue: io_u 0x..:
+/// off=0x1000,len=0x1000,ddir=1,file=df`), each I/O filled, prepared, queued and completed,
+/// and the files set up, opened and closed: the same I/O lines as fio's for the same jobs,
+/// synchronous and queued.
+#[test]
+fn debug_io_and_file_as_fio_prints_them() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let jobs: [&[&str]; 2] = [
+        &[
+            "--name=d",
+            "--filename=df",
+            "--size=16k",
+            "--bs=4k",
+            "--rw=write",
+        ],
+        &[
+            "--name=q",
+            "--filename=qf",
+            "--size=64k",
+            "--bs=4k",
+            "--rw=randread",
+            "--ioengine=io_uring",
+            "--iodepth=4",
+        ],
+    ];
+    // The I/O lines without the thread id and buffer address, sorted; and the file lines.
+    let split = |stdout: &[u8]| {
+        let text = String::from_utf8_lossy(stdout).into_owned();
+        let mut io = Vec::new();
+        let mut file = Vec::new();
+        for line in text.lines() {
+            let (kind, rest) = match line.split_once(' ') {
+                Some((k, r)) if k == "io" || k == "file" => (k, r),
+                _ => continue,
+            };
+            assert_eq!(&line[..9].trim_end(), &kind, "kind in 8 columns: {line}");
+            let event = rest
+                .trim_start()
+                .split_once(' ')
+                .map(|(_, e)| e.trim_start());
+            let event = event.expect("a thread id, then the event").to_string();
+            if kind == "io" {
+                if let Some((stage, after)) = event.split_once(": io_u ") {
+                    let (_, what) = after.split_once(": ").expect("the io_u, then the I/O");
+                    io.push(format!("{stage} {what}"));
+                }
+            } else {
+                file.push(event);
+            }
+        }
+        io.sort();
+        (io, file)
+    };
+    for job in jobs {
+        let args = [job, &["--debug=io,file"]].concat();
+        let ours = sinkrate()
+            .current_dir(d.path())
+            .args(&args)
+            .output()
+            .expect("runs");
+        assert!(ours.status.success());
+        assert!(String::from_utf8_lossy(&ours.stderr).contains("set debug option io"));
+        let (io, file) = split(&ours.stdout);
+        // fill, prep, queue, complete; a queued engine's prep also says how it went.
+        let lines = if job[2] == "--size=16k" {
+            4 * 4
+        } else {
+            16 * 5
+        };
+        assert_eq!(io.len(), lines, "{io:?}");
+        let name = &job[1]["--filename=".len()..];
+        for wanted in ["setup files", "close files"] {
+            assert!(file.iter().any(|l| l == wanted), "{file:?}");
+        }
+        assert!(file
+            .iter()
+            .any(|l| l.starts_with(&format!("open file {name}, flags "))));
+        assert!(file.contains(&format!("fd close {name}")), "{file:?}");
+        if common::have("fio") {
+            let fio = std::process::Command::new("fio")
+                .current_dir(d.path())
+                .args(&args)
+                .output()
+                .expect("fio runs");
+            let (fio_io, fio_file) = split(&fio.stdout);
+            assert_eq!(io, fio_io, "the same I/O lines as fio's");
+            assert!(
+                fio_file.contains(&format!("fd close {name}")),
+                "{fio_file:?}"
+            );
+        }
+    }
+    common::refuses(
+        d.path(),
+        &["--name=x", "--filename=x", "--size=4k", "--debug=mem"],
+        &["--debug=mem", "io and file"],
+    );
+}

@@ -1,0 +1,315 @@
+//! Output formats: fio-compatible JSON inside the sinkrate schema, terse, fio-style text
+//! (layout snapshot with timing fields masked), fio-format logs, help, man page, completions.
+
+use crate::common;
+
+use common::{sinkrate, sinkrate_json};
+
+#[test]
+fn json_has_the_schema_and_fio_keys() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let v = sinkrate_json(
+        d.path(),
+        &[
+            "--name=n",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=64m",
+        ],
+    );
+    assert_eq!(v["schema"], "sinkrate.run/1");
+    assert!(v["tool"]["version"].is_string());
+    assert!(v["host"]["cpu_count"].as_u64().is_some_and(|c| c >= 1));
+    assert!(v["host"]["kernel"].is_string());
+    assert!(v["timestamp_ms"].as_u64().is_some());
+    let job = &v["jobs"][0];
+    assert_eq!(job["jobname"], "n");
+    let read = job["read"]["io_bytes"].as_u64().expect("read io_bytes");
+    let write = job["write"]["io_bytes"].as_u64().expect("write io_bytes");
+    assert_eq!(read + write, 64 << 20);
+    for key in [
+        "iops",
+        "bw",
+        "bw_bytes",
+        "runtime",
+        "total_ios",
+        "io_kbytes",
+    ] {
+        assert!(job["read"][key].is_number(), "read.{key}");
+    }
+    for key in ["min", "max", "mean", "stddev", "N"] {
+        assert!(job["read"]["clat_ns"][key].is_number(), "clat_ns.{key}");
+        assert!(job["read"]["lat_ns"][key].is_number(), "lat_ns.{key}");
+    }
+    assert!(job["read"]["clat_ns"]["percentile"]["99.000000"].is_number());
+    for key in ["usr_cpu", "sys_cpu", "ctx", "job_runtime"] {
+        assert!(job[key].is_number(), "{key}");
+    }
+    assert!(job["iodepth_level"]["1"].is_number());
+    assert!(job["latency_us"]["2"].is_number());
+    assert_eq!(
+        v["config"]["jobs"][0]["options"]["bs"],
+        serde_json::json!([4096, 4096, 4096])
+    );
+}
+
+#[test]
+fn json_plus_has_histogram_bins_and_terse_has_fio_fields() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args([
+            "--name=n",
+            "--ioengine=null",
+            "--size=8m",
+            "--output-format=json+",
+        ])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let bins = v["jobs"][0]["read"]["clat_ns"]["bins"]
+        .as_object()
+        .expect("bins");
+    let total: u64 = bins.values().filter_map(|c| c.as_u64()).sum();
+    assert_eq!(total, 2048);
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args([
+            "--name=n",
+            "--ioengine=null",
+            "--size=8m",
+            "--output-format=terse",
+        ])
+        .output()
+        .expect("runs");
+    let line = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = line.trim().split(';').collect();
+    assert_eq!(fields.len(), 121);
+    assert_eq!(fields[0], "3");
+    assert_eq!(fields[2], "n");
+    assert_eq!(fields[5], "8192", "read KiB");
+}
+
+/// Masks every number except the exact I/O counts, so the snapshot pins the layout.
+fn mask(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with("target:"))
+        .map(|l| {
+            if l.contains("issued rwts") {
+                return l.to_string();
+            }
+            let mut out = String::new();
+            let mut in_number = false;
+            for c in l.chars() {
+                if c.is_ascii_digit() || (in_number && c == '.') {
+                    if !in_number {
+                        out.push('N');
+                    }
+                    in_number = true;
+                } else {
+                    in_number = false;
+                    out.push(c);
+                }
+            }
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn text_output_layout_is_fio_like() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args([
+            "--name=snap",
+            "--ioengine=null",
+            "--rw=write",
+            "--bs=64k",
+            "--size=64m",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let masked = mask(&String::from_utf8_lossy(&out.stdout));
+    let lines: Vec<&str> = masked.lines().collect();
+    // Headings and their order, as fio prints them.
+    let expected_prefixes = [
+        "snap: (groupid=N, jobs=N): err= N: pid=N:",
+        "  write: IOPS=N",
+        "    clat (",
+        "     lat (",
+        "    clat percentiles (",
+        "     |  Nth=[   N],  Nth=[   N], Nth=[   N], Nth=[   N],",
+    ];
+    for (i, p) in expected_prefixes.iter().enumerate() {
+        assert!(
+            lines[i].starts_with(p),
+            "line {i}: '{}' does not start with '{p}'\n{masked}",
+            lines[i]
+        );
+    }
+    assert!(masked.contains("  cpu          : usr=N%, sys=N%, ctx=N, majf=N, minf=N"));
+    assert!(masked.contains("  IO depths    : N=N%, N=N%, N=N%, N=N%, N=N%, N=N%, >=N=N%"));
+    assert!(masked.contains("     issued rwts: total=0,1024,0,0 short=0,0,0,0 dropped=0,0,0,0"));
+    assert!(masked.contains("Run status group N (all jobs):"));
+    assert!(
+        masked.contains("  WRITE: bw=NMiB/s (NMB/s)")
+            || masked.contains("  WRITE: bw=NGiB/s (NGB/s)"),
+        "{masked}"
+    );
+}
+
+#[test]
+fn logs_are_in_fio_format() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args([
+            "--name=lg",
+            "--ioengine=null",
+            "--size=1g",
+            "--time_based",
+            "--runtime=1",
+            "--write_bw_log=lg",
+            "--write_lat_log=lg",
+            "--write_iops_log=lg",
+            "--log_avg_msec=200",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    for kind in ["bw", "iops", "lat", "clat", "slat"] {
+        let text = std::fs::read_to_string(d.path().join(format!("lg_{kind}.1.log"))).expect(kind);
+        if kind == "slat" {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.len() >= 3, "{kind}: {text}");
+        for l in &lines {
+            let cols: Vec<&str> = l.split(", ").collect();
+            assert_eq!(cols.len(), 5, "{kind}: {l}");
+            assert!(cols.iter().all(|c| c.parse::<u64>().is_ok()), "{kind}: {l}");
+        }
+        let first: u64 = lines[0]
+            .split(", ")
+            .next()
+            .and_then(|t| t.parse().ok())
+            .expect("time");
+        // The first window closes at 200 ms; on a loaded machine the sample that closes it
+        // can come a little later (the time logged is when it was taken, as fio's is).
+        assert!(
+            (200..250).contains(&first),
+            "{kind}: first entry {first} ms, not after one log_avg_msec"
+        );
+    }
+}
+
+#[test]
+fn help_man_and_completions_are_generated() {
+    let help = assert_cmd::Command::cargo_bin("sinkrate")
+        .expect("bin")
+        .args(["bench", "--help"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("Examples:") && text.contains("sinkrate bench job.fio"),
+        "{text}"
+    );
+    let man = assert_cmd::Command::cargo_bin("sinkrate")
+        .expect("bin")
+        .arg("man")
+        .output()
+        .expect("runs");
+    let roff = String::from_utf8_lossy(&man.stdout);
+    assert!(roff.contains(".TH sinkrate") && roff.contains("sinkrate-bench"));
+    let comp = assert_cmd::Command::cargo_bin("sinkrate")
+        .expect("bin")
+        .args(["completions", "bash"])
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&comp.stdout).contains("_sinkrate"));
+}
+
+#[test]
+fn direct_io_on_tmpfs_is_flagged_as_memory() {
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        common::skip(
+            "direct_io_on_tmpfs_is_flagged_as_memory",
+            "no /dev/shm tmpfs here",
+        );
+        return;
+    }
+    let d = tempfile::tempdir_in(shm).expect("tempdir on tmpfs");
+    let v = sinkrate_json(
+        d.path(),
+        &[
+            "--name=t",
+            "--rw=write",
+            "--bs=64k",
+            "--size=4m",
+            "--direct=1",
+        ],
+    );
+    let ids: Vec<&str> = v["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w["id"].as_str())
+        .collect();
+    // Either tmpfs accepted O_DIRECT (it measures RAM) or refused it (the job ran buffered).
+    assert!(
+        ids.contains(&"direct.no_device") || ids.contains(&"direct.fell_back"),
+        "{ids:?}"
+    );
+    assert_eq!(v["targets"][0]["fs_type"], "tmpfs");
+}
+
+#[test]
+fn eta_always_writes_status_lines_off_a_terminal_and_auto_does_not() {
+    let d = tempfile::tempdir().expect("tmp");
+    let run = |eta: &str| {
+        let out = std::process::Command::new(common::sinkrate_path())
+            .current_dir(d.path())
+            .args([
+                "bench",
+                &format!("--eta={eta}"),
+                "--name=e",
+                "--rw=write",
+                "--size=8m",
+                "--rate=8m",
+                "--filename=e.dat",
+            ])
+            .output()
+            .expect("runs");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let always = run("always");
+    let lines: Vec<&str> = always
+        .split(['\r', '\n'])
+        .filter(|l| l.starts_with("Jobs: "))
+        .collect();
+    assert!(!lines.is_empty(), "no status line: {always:?}");
+    assert!(
+        !always.contains('\x1b'),
+        "escape codes off a terminal: {always:?}"
+    );
+    // Every line's rate is the job's (8 MiB/s), the first one too.
+    for l in &lines {
+        if let Some(rate) = l.split("[w=").nth(1).and_then(|r| r.split(']').next()) {
+            assert!(
+                rate.ends_with("MiB/s") || rate.ends_with("KiB/s"),
+                "{l}: {rate}"
+            );
+        }
+    }
+    assert!(
+        !run("auto").contains("Jobs: "),
+        "auto off a terminal draws nothing"
+    );
+}

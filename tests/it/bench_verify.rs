@@ -1,0 +1,343 @@
+//! `sinkrate bench` with fio's verify options, side by side with fio on the same jobs: the
+//! bytes and I/Os each writes and reads back, the exit code and error of a job whose device
+//! returns the wrong blocks (an emulated card that wraps), and the refusals.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{fio_json, sinkrate_json, with_root, SlowDev};
+
+fn figures(v: &serde_json::Value) -> (i64, u64, u64, u64) {
+    let j = &v["jobs"][0];
+    (
+        j["error"].as_i64().expect("error"),
+        j["read"]["io_bytes"].as_u64().expect("read bytes"),
+        j["write"]["io_bytes"].as_u64().expect("write bytes"),
+        j["read"]["total_ios"].as_u64().expect("read ios"),
+    )
+}
+
+#[test]
+fn verify_reads_back_what_was_written_as_fio_does() {
+    let base = ["--name=v", "--bs=4k", "--size=8m"];
+    let cases: &[&[&str]] = &[
+        &["--rw=write", "--verify=crc32c"],
+        &["--rw=randwrite", "--verify=crc32c-intel"],
+        &["--rw=randwrite", "--verify=md5"],
+        &["--rw=write", "--verify=sha256", "--direct=1"],
+        &["--rw=randwrite", "--verify=meta"],
+        &["--rw=write", "--verify_pattern=0xdeadbeef"],
+        &["--rw=write", "--verify=pattern", "--verify_pattern=0x0f"],
+        &["--rw=randwrite", "--verify=crc32c", "--verify_backlog=16"],
+        &["--rw=write", "--verify=crc32c", "--do_verify=0"],
+        &[
+            "--rw=write",
+            "--verify=crc32c",
+            "--verify_fatal=1",
+            "--ioengine=io_uring",
+            "--iodepth=8",
+        ],
+        &[
+            "--rw=randwrite",
+            "--verify=crc32c",
+            "--bsrange=4k-64k",
+            "--norandommap",
+        ],
+    ];
+    for case in cases {
+        let args: Vec<&str> = base.iter().chain(case.iter()).copied().collect();
+        let fio_dir = tempfile::tempdir().expect("tempdir");
+        let ours_dir = tempfile::tempdir().expect("tempdir");
+        let fio = figures(&fio_json(fio_dir.path(), &args));
+        let ours = figures(&sinkrate_json(ours_dir.path(), &args));
+        // With overlapping random writes (norandommap, bsrange), fio and sinkrate read back
+        // the last write to each place; the amounts differ with the offsets drawn.
+        if case.contains(&"--norandommap") {
+            assert_eq!((ours.0, ours.2), (0, 8 << 20), "{case:?}: {ours:?}");
+            assert!(ours.1 > 0 && ours.1 <= 8 << 20, "{case:?}: {ours:?}");
+            assert_eq!(fio.0, 0, "{case:?}");
+        } else {
+            assert_eq!(ours, fio, "{case:?}: sinkrate {ours:?}, fio {fio:?}");
+        }
+    }
+}
+
+fn bench(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(common::sinkrate_path())
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("sinkrate bench runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// fio's exit code and JSON for a job that may fail (fio then prints its error lines before
+/// the JSON on standard output).
+fn fio_failing(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    // In a directory of its own: fio saves a verify job's state (local-w-0-verify.state)
+    // in its working directory, which is the checkout under cargo test.
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let fio = Command::new("fio")
+        .current_dir(cwd.path())
+        .args(args)
+        .output()
+        .expect("fio runs");
+    let out = String::from_utf8_lossy(&fio.stdout);
+    let json = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).expect("fio JSON");
+    (fio.status.code(), json)
+}
+
+#[test]
+fn a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate() {
+    with_root(
+        "a_card_that_wraps_fails_verify_in_fio_and_in_sinkrate",
+        &["nbdkit", "nbdfuse", "losetup"],
+        || {
+            let card = SlowDev::new(&[
+                "--fs",
+                "none",
+                "--size",
+                "32M",
+                "--fake-capacity",
+                "64M",
+                "--rate",
+                "200MB",
+            ]);
+            let dev = std::fs::read_link(card.path()).expect("the card's device");
+            let filename = format!("--filename={}", dev.display());
+            let args = [
+                "--name=v",
+                &filename,
+                "--rw=write",
+                "--bs=64k",
+                "--size=64m",
+                "--verify=crc32c",
+                "--direct=1",
+                "--output-format=json",
+            ];
+            let (fio_code, fio_json) = fio_failing(&args);
+            let (code, out, err) = bench(&args);
+            let ours: serde_json::Value = serde_json::from_str(&out).expect("sinkrate JSON");
+            assert_eq!(fio_code, Some(1));
+            assert_eq!(code, Some(1), "{err}");
+            // Both stop at the first bad block: error 84 (EILSEQ), one block read back.
+            assert_eq!(figures(&ours), figures(&fio_json), "{err}");
+            assert_eq!(figures(&ours), (84, 65536, 64 << 20, 1));
+            assert!(
+                err.contains("bad block at offset 0")
+                    && err.contains("written for offset 33554432"),
+                "{err}"
+            );
+            assert!(
+                !err.contains("tmpfs"),
+                "a device node is not its devtmpfs: {err}"
+            );
+
+            // continue_on_error=verify: each bad block is counted and the check goes on, in
+            // both. The first 32 MiB read back what was written 32 MiB further (512 bad
+            // blocks of 64 KiB), the rest is good; every block was read back.
+            let args = [&args[..], &["--continue_on_error=verify"]].concat();
+            let (fio_code, fio_json) = fio_failing(&args);
+            let (code, out, err) = bench(&args);
+            let ours: serde_json::Value = serde_json::from_str(&out).expect("sinkrate JSON");
+            let errors = |v: &serde_json::Value| {
+                (
+                    figures(v),
+                    v["jobs"][0]["total_err"].as_u64(),
+                    v["jobs"][0]["first_error"].as_i64(),
+                )
+            };
+            assert_eq!(
+                (code, errors(&ours)),
+                (fio_code, errors(&fio_json)),
+                "{err}"
+            );
+            assert_eq!(
+                (code, errors(&ours)),
+                (
+                    Some(0),
+                    ((84, 64 << 20, 64 << 20, 1024), Some(512), Some(84))
+                )
+            );
+            assert!(err.contains("512 I/O error(s) gone on past"), "{err}");
+        },
+    );
+}
+
+#[test]
+fn verify_refusals_name_what_would_be_accepted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = format!("--directory={}", dir.path().display());
+    for (args, says) in [
+        (
+            vec!["--rw=write", "--verify=sha1"],
+            "crc32c, crc32c-intel, md5, sha256, pattern, meta or null",
+        ),
+        (
+            vec!["--rw=write", "--verify=pattern"],
+            "verify=pattern needs verify_pattern=",
+        ),
+        (
+            vec!["--rw=write", "--bs=32", "--verify=md5"],
+            "bs must be 64 or more",
+        ),
+        (
+            vec!["--rw=write", "--verify=crc32c", "--verify_interval=3000"],
+            "does not divide the block size 4096",
+        ),
+        (
+            vec!["--rw=write", "--verify=crc32c", "--verify_interval=32"],
+            "use 64 or more",
+        ),
+        (vec!["--rw=randrw", "--verify=crc32c"], "only write"),
+        (
+            vec!["--rw=write", "--verify=crc32c", "--ioengine=null"],
+            "ioengine=null",
+        ),
+        (
+            vec![
+                "--rw=write",
+                "--verify=crc32c",
+                "--verify_backlog=8",
+                "--ioengine=io_uring",
+                "--iodepth=4",
+            ],
+            "iodepth=1",
+        ),
+    ] {
+        let all: Vec<&str> = ["--name=v", "--size=1m", d.as_str()]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        let (code, _, err) = bench(&all);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(common::files_in(dir.path()).is_empty());
+    assert!(Path::new(&dir.path()).exists());
+}
+
+/// fio's surface scan: one job writes headers every `verify_interval` bytes without reading
+/// them back, a later job that only reads checks every interval of what it reads (its
+/// offset, its header's checksum, its data). The file's bytes hold a header every 512
+/// bytes; one byte changed on the storage is found in its interval by both tools, fio and
+/// sinkrate each on its own file. fio 3.33 then exits 0 (error 0) unless verify_fatal is
+/// set; sinkrate reads on, counts the bad blocks and fails with error 84.
+#[test]
+fn read_only_verify_checks_every_interval_written_earlier() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let d = format!("--directory={}", dir.path().display());
+    let common = [
+        "--filename=scan",
+        "--size=1m",
+        "--bs=64k",
+        "--verify_interval=512",
+    ];
+    let write = [
+        &common[..],
+        &[
+            "--name=w",
+            "--rw=write",
+            "--verify=crc32c",
+            "--do_verify=0",
+            "--keep",
+            &d,
+        ],
+    ]
+    .concat();
+    let read = [
+        &common[..],
+        &[
+            "--name=r",
+            "--rw=randread",
+            "--verify=crc32c",
+            "--output-format=json",
+            &d,
+        ],
+    ]
+    .concat();
+    let (code, _, err) = bench(&write);
+    assert_eq!(code, Some(0), "{err}");
+    let file = dir.path().join("scan");
+    let bytes = std::fs::read(&file).expect("the written file");
+    for at in (0..bytes.len()).step_by(512) {
+        assert_eq!(&bytes[at..at + 4], b"SRvf", "a header at {at}");
+        let offset = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().expect("8 bytes"));
+        assert_eq!(offset, at as u64, "the header names its place");
+    }
+    let (code, out, err) = bench(&read);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"], 1 << 20);
+    assert_eq!(v["jobs"][0]["error"], 0);
+
+    // One byte changed on the storage, as a card's bit flip: 70000 is in the 512-byte
+    // interval at 69632 of the block at 65536.
+    let flip = |path: &Path| {
+        let mut b = std::fs::read(path).expect("read");
+        b[70_000] ^= 0x40;
+        std::fs::write(path, b).expect("write");
+    };
+    flip(&file);
+    let (code, out, err) = bench(&read);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("interval at offset 69632") && err.contains("offset 65536"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["jobs"][0]["error"], 84);
+    assert_eq!(
+        v["jobs"][0]["read"]["io_bytes"],
+        1 << 20,
+        "it reads on, as fio"
+    );
+
+    if !common::fio_or_skip("read_only_verify_checks_every_interval_written_earlier (fio)") {
+        return;
+    }
+    let f = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let fd = format!("--directory={}", f.path().display());
+    let fio = |args: &[&str]| {
+        // The directory first: given after the job's file, fio 3.33 makes the file in the
+        // current directory.
+        Command::new("fio")
+            // Its verify state (local-w-0-verify.state) goes in the working directory.
+            .current_dir(f.path())
+            .arg(&fd)
+            .args(args)
+            .output()
+            .expect("fio runs")
+    };
+    let fio_write: Vec<&str> = write
+        .iter()
+        .copied()
+        .filter(|a| *a != "--keep" && !a.starts_with("--directory"))
+        .collect();
+    let fio_read: Vec<&str> = read
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with("--directory"))
+        .collect();
+    assert!(fio(&fio_write).status.success());
+    let clean = fio(&fio_read);
+    assert!(clean.status.success());
+    assert!(
+        String::from_utf8_lossy(&clean.stderr).is_empty(),
+        "fio finds nothing wrong"
+    );
+    flip(&f.path().join("scan"));
+    let bad = fio(&fio_read);
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("offset 69632, length 512"),
+        "fio finds the same interval: {}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}

@@ -1,0 +1,226 @@
+//! sinkrate (bench, record, verify, a suite) killed with SIGKILL, with no chance to clean
+//! up: its result file is absent, never half written, and the next sinkrate run (any
+//! command) removes the files and work directories the killed run made, says so, and leaves
+//! the user's own files alone.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::sinkrate_path;
+
+/// Runs `args`, kills it with SIGKILL once `ready` holds (and `after` has passed), and
+/// returns its pid.
+fn killed(args: &[&str], after: Duration, ready: impl Fn() -> bool) -> u32 {
+    let mut cmd = Command::new(sinkrate_path());
+    cmd.args(args);
+    killed_command(cmd, after, ready)
+}
+
+/// `killed` for a command already built (its environment set).
+fn killed_command(mut cmd: Command, after: Duration, ready: impl Fn() -> bool) -> u32 {
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sinkrate starts");
+    std::thread::sleep(after);
+    let started = std::time::Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{args:?} never got going"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    child.id()
+}
+
+/// The next run's note about `pid`'s leftovers (any command sweeps; this one does nothing
+/// else).
+fn next_run_says() -> String {
+    let out = Command::new(sinkrate_path())
+        .args(["emulate", "list"])
+        .output()
+        .expect("sinkrate runs");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("readable")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn what_a_killed_run_made_is_removed_by_the_next_and_its_json_is_absent() {
+    // One test: the sweep of one run would take the others' leftovers.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("users-own.bin"), b"keep me").expect("setup");
+    let out = d.join("out");
+    std::fs::create_dir(&out).expect("setup");
+
+    // bench: its job file, paced so it is still writing when killed.
+    let json = out.join("bench.json");
+    let pid = killed(
+        &[
+            "bench",
+            "--eta=never",
+            "--name=k",
+            &format!("--directory={}", d.display()),
+            "--rw=write",
+            "--bs=64k",
+            "--size=64m",
+            "--rate=8m",
+            "--output-format=json",
+            &format!("--output={}", json.display()),
+        ],
+        Duration::from_millis(1000),
+        || names(d).iter().any(|n| n.starts_with("k.")),
+    );
+    assert!(!json.exists(), "no half-written result");
+    let said = next_run_says();
+    assert!(
+        said.contains(&format!("left by an interrupted sinkrate run (pid {pid})")),
+        "{said}"
+    );
+    assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
+
+    // record: its stream files.
+    let pid = killed(
+        &[
+            "record",
+            "--dir",
+            d.to_str().expect("utf8"),
+            "--streams",
+            "2",
+            "--fps",
+            "30",
+            "--bitrate",
+            "8M",
+            "--duration",
+            "30s",
+            "--live",
+            "never",
+            "--output",
+            out.join("record.json").to_str().expect("utf8"),
+        ],
+        Duration::from_millis(1000),
+        || {
+            names(d)
+                .iter()
+                .filter(|n| n.starts_with("sinkrate-record-"))
+                .count()
+                == 2
+        },
+    );
+    let said = next_run_says();
+    assert!(
+        said.contains(&format!("(pid {pid})")) && said.contains("removed 2 file(s)"),
+        "{said}"
+    );
+    assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
+
+    // verify: its test file, killed as soon as it exists.
+    let pid = killed(
+        &["verify", d.to_str().expect("utf8"), "--size", "2G"],
+        Duration::ZERO,
+        || names(d).iter().any(|n| n.starts_with("sinkrate-verify-")),
+    );
+    let said = next_run_says();
+    assert!(
+        said.contains(&format!("(pid {pid})")) && said.contains("sinkrate-verify-"),
+        "{said}"
+    );
+    assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
+
+    // suite: its work directory, with whatever its writers had in it.
+    let pid = killed(
+        &[
+            "suite",
+            "capture-buffers",
+            d.to_str().expect("utf8"),
+            "--quick",
+            "--progress",
+            "never",
+        ],
+        Duration::from_millis(500),
+        || names(d).iter().any(|n| n.starts_with(".sinkrate-suite-")),
+    );
+    let said = next_run_says();
+    assert!(
+        said.contains(&format!("(pid {pid})")) && said.contains(".sinkrate-suite-"),
+        "{said}"
+    );
+    assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
+    assert_eq!(
+        std::fs::read(d.join("users-own.bin")).expect("kept"),
+        b"keep me"
+    );
+    assert!(
+        names(&out).is_empty(),
+        "no result file of a killed run: {:?}",
+        names(&out)
+    );
+    assert!(next_run_says().is_empty(), "nothing left to say once swept");
+}
+
+#[test]
+fn a_state_directory_keeps_its_runs_leftovers_to_itself() {
+    // SINKRATE_STATE_DIR: a test suite's runs neither report nor sweep what a run killed
+    // outside the suite left on the machine, and the suite's own leftovers stay its own.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (suite, elsewhere) = (dir.path().join("suite"), dir.path().join("elsewhere"));
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).expect("setup");
+    let made = rec.join("sinkrate-record-cam0.bin");
+    let mut cmd = Command::new(sinkrate_path());
+    cmd.env("SINKRATE_STATE_DIR", &suite)
+        .args(["record", "--dir"])
+        .arg(&rec)
+        .args(["--duration", "20s", "--live", "never"]);
+    let pid = killed_command(cmd, Duration::ZERO, || made.exists());
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let journal_dir = suite.join(format!("owned-{uid}"));
+    assert_eq!(
+        names(&journal_dir),
+        vec![pid.to_string()],
+        "the killed run's journal is in its state directory"
+    );
+    let run_in = |state: &Path| {
+        let out = Command::new(sinkrate_path())
+            .env("SINKRATE_STATE_DIR", state)
+            .args(["emulate", "list"])
+            .output()
+            .expect("sinkrate runs");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = run_in(&elsewhere);
+    assert!(
+        !said.contains("interrupted"),
+        "another state directory: {said}"
+    );
+    assert!(made.exists(), "not swept from another state directory");
+    let said = run_in(&suite);
+    assert!(
+        said.contains(&format!("interrupted sinkrate run (pid {pid})"))
+            && said.contains(&made.display().to_string()),
+        "{said}"
+    );
+    assert!(names(&rec).is_empty(), "every recording file swept");
+    assert!(names(&journal_dir).is_empty(), "the journal went with it");
+}

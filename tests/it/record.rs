@@ -1,0 +1,744 @@
+//! `sinkrate record` on real files and on the emulated slow card: keeps up below the
+//! device's rate, drops above it (only once the capture pool is full), exact accounting,
+//! partial results on Ctrl-C, and one line with exit 2 for bad input.
+
+use crate::common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{sinkrate_path, with_root, SlowDev};
+
+fn record(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = Command::new(sinkrate_path())
+        .arg("record")
+        .arg("--dir")
+        .arg(dir)
+        .args(["--output-format", "json", "--live", "never"])
+        .args(args)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), v, stderr)
+}
+
+fn totals(v: &serde_json::Value, key: &str) -> u64 {
+    v["totals"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("totals.{key}: {v}"))
+}
+
+#[test]
+fn accounting_is_exact_and_matches_the_files() {
+    let d = tempfile::tempdir().expect("tempdir");
+    for (mode, writers, write_size) in [
+        ("buffered", "per-stream", "1M"),
+        ("direct", "per-stream", "1M"),
+        ("dsync", "per-stream", "1M"),
+        ("uring", "per-stream", "1M"),
+        ("uring", "shared", "16K"),
+        ("buffered", "shared", "4K"),
+    ] {
+        let label = format!("{mode}, {writers} writers, {write_size} writes");
+        let (code, v, stderr) = record(
+            d.path(),
+            &[
+                "--writers",
+                writers,
+                "--write-size",
+                write_size,
+                "--write-mode",
+                mode,
+                "--streams",
+                "2",
+                "--fps",
+                "50",
+                "--bitrate",
+                "8M",
+                "--gop",
+                "25",
+                "--duration",
+                "1s",
+                "--keep",
+            ],
+        );
+        assert_eq!(code, Some(0), "{label}: {stderr}");
+        assert_eq!(v["verdict"], "keeps_up");
+        assert_eq!(
+            totals(&v, "frames_offered"),
+            100,
+            "{label}: 2 streams x 50 fps x 1 s"
+        );
+        assert_eq!(
+            totals(&v, "frames_offered"),
+            totals(&v, "frames_written") + totals(&v, "frames_dropped")
+        );
+        let written = totals(&v, "bytes_written");
+        // 8 Mbit/s for one second, GOP-exact: 1,000,000 bytes per stream.
+        assert!(
+            (written as i64 - 2_000_000).abs() <= 2,
+            "{label}: {written}"
+        );
+        let on_disk: u64 = v["streams"]
+            .as_array()
+            .expect("streams")
+            .iter()
+            .map(|s| {
+                let path = s["file"].as_str().expect("file");
+                std::fs::metadata(path).expect("kept").len()
+            })
+            .sum();
+        assert_eq!(
+            on_disk, written,
+            "{label}: files on disk hold exactly the frames written"
+        );
+        for key in ["p50", "p99", "p999", "max"] {
+            assert!(v["totals"]["write_latency_ns"][key].is_number(), "{key}");
+        }
+        for f in common::files_in(d.path()) {
+            let _ = std::fs::remove_file(d.path().join(f));
+        }
+    }
+}
+
+#[test]
+fn files_are_removed_unless_kept() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (code, _, stderr) = record(
+        d.path(),
+        // 10 frames: fewer are too few to judge (exit 3).
+        &["--fps", "20", "--frame-size", "64K", "--duration", "500ms"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(common::files_in(d.path()).is_empty());
+}
+
+#[test]
+fn ctrl_c_gives_a_valid_partial_result() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let child = Command::new(sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(d.path())
+        .args([
+            "--output-format",
+            "json",
+            "--live",
+            "never",
+            "--duration",
+            "60s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["interrupted"], true);
+    let offered = totals(&v, "frames_offered");
+    assert!(
+        (50..=100).contains(&offered),
+        "{offered} frames in about 1.2 s of two 30 fps streams"
+    );
+    assert_eq!(
+        offered,
+        totals(&v, "frames_written") + totals(&v, "frames_dropped")
+    );
+    assert!(common::files_in(d.path()).is_empty());
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_2() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().to_string_lossy().to_string();
+    for (args, expect) in [
+        (vec!["--fps", "0", "--frame-size", "1M"], "out of range"),
+        (vec!["--fps", "30"], "give --frame-size"),
+        (vec!["--fps", "30", "--frame-size", "0"], "--frame-size"),
+        (vec!["--fps", "30", "--bitrate", "fast"], "not a bitrate"),
+        (vec!["--profile", "8k-hdr"], "not a profile"),
+        (vec!["--buffers", "0"], "--buffers"),
+        (vec!["--duration", "0s"], "above zero"),
+        (
+            vec!["--duration", "1s", "--frames-log", "/nonexistent/f.csv"],
+            "does not exist",
+        ),
+        (
+            vec!["--duration", "1s", "--output", "/nonexistent/r.json"],
+            "does not exist",
+        ),
+        (
+            vec!["--fps", "30", "--frame-size", "1G", "--buffers", "64"],
+            "capture pools need",
+        ),
+        (
+            vec![
+                "--fps",
+                "1000",
+                "--frame-size",
+                "100M",
+                "--buffers",
+                "1",
+                "--duration",
+                "1h",
+            ],
+            "free",
+        ),
+    ] {
+        let out = Command::new(sinkrate_path())
+            .args(["record", "--dir", &p])
+            .args(&args)
+            .output()
+            .expect("runs");
+        let error = common::one_error_line(&out, &args);
+        assert!(error.contains(expect), "{args:?}: {error}");
+    }
+    let out = Command::new(sinkrate_path())
+        .args(["record", "--dir", "/nonexistent/sd"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::files_in(d.path()).is_empty(), "nothing written");
+}
+
+const TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
+
+/// Root tests here change or depend on machine-wide settings (vm.dirty_*): one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial(test: &str, tools: &[&str], f: impl FnOnce()) {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    with_root(test, tools, f);
+}
+
+#[test]
+fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
+    serial(
+        "below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&[
+                "--write-rate",
+                "10MB",
+                "--size",
+                "256M",
+                "--write-latency",
+                "1ms",
+            ]);
+            // 4 MB/s of frames on a 10 MB/s card, straight to the device.
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--fps",
+                    "20",
+                    "--frame-size",
+                    "200000",
+                    "--duration",
+                    "3s",
+                    "--write-mode",
+                    "direct",
+                ],
+            );
+            assert_eq!(code, Some(0), "{stderr}");
+            assert_eq!(v["verdict"], "keeps_up");
+            assert_eq!(totals(&v, "frames_dropped"), 0);
+            assert!(
+                v["headroom"].as_f64().is_some_and(|h| h > 1.5),
+                "{}",
+                v["headroom"]
+            );
+            // 20 MB/s of frames on the same card: the writer falls behind and frames drop.
+            let log_dir = tempfile::tempdir().expect("tempdir");
+            let log = log_dir.path().join("frames.csv");
+            let log_arg = log.to_string_lossy().to_string();
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--fps",
+                    "20",
+                    "--frame-size",
+                    "1000000",
+                    "--duration",
+                    "3s",
+                    "--write-mode",
+                    "direct",
+                    "--buffers",
+                    "4",
+                    "--frames-log",
+                    &log_arg,
+                ],
+            );
+            assert_eq!(code, Some(1), "{stderr}");
+            assert_eq!(v["verdict"], "drops");
+            assert!(totals(&v, "frames_dropped") > 10);
+            assert_eq!(
+                totals(&v, "frames_offered"),
+                totals(&v, "frames_written") + totals(&v, "frames_dropped")
+            );
+            let stream = &v["streams"][0];
+            assert_eq!(stream["pool_high_water"], 4, "the pool filled");
+            // Four buffers absorb the first frames: no drop before the fourth capture instant.
+            let first = stream["first_drop_s"].as_f64().expect("first drop");
+            assert!(
+                first >= 3.0 / 20.0,
+                "first drop at {first} s, before the pool could fill"
+            );
+            assert!(v["verdict_text"]
+                .as_str()
+                .is_some_and(|t| t.contains("dropped")));
+            let csv = std::fs::read_to_string(&log).expect("frames log");
+            let rows: Vec<&str> = csv.lines().skip(1).collect();
+            assert_eq!(
+                rows.len() as u64,
+                totals(&v, "frames_offered"),
+                "one line per frame"
+            );
+            let dropped = rows.iter().filter(|r| r.ends_with(",1")).count() as u64;
+            assert_eq!(dropped, totals(&v, "frames_dropped"));
+        },
+    );
+}
+
+#[test]
+fn io_uring_with_one_shared_writer_keeps_up_below_the_cards_rate_and_queues_before_dropping() {
+    serial(
+        "io_uring_with_one_shared_writer_keeps_up_below_the_cards_rate_and_queues_before_dropping",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "256M"]);
+            let run = |frame_size: &str| {
+                record(
+                    card.path(),
+                    &[
+                        "--streams",
+                        "2",
+                        "--fps",
+                        "20",
+                        "--frame-size",
+                        frame_size,
+                        "--duration",
+                        "3s",
+                        "--write-mode",
+                        "uring",
+                        "--queue-depth",
+                        "4",
+                        "--writers",
+                        "shared",
+                    ],
+                )
+            };
+            // 2 x 20 x 100 kB = 4 MB/s on a 10 MB/s card.
+            let (code, v, stderr) = run("100000");
+            assert_eq!(code, Some(0), "{stderr}");
+            assert_eq!(v["verdict"], "keeps_up", "{}", v["verdict_text"]);
+            assert_eq!(totals(&v, "frames_dropped"), 0);
+            assert_eq!(totals(&v, "frames_written"), 120);
+            assert_eq!(totals(&v, "bytes_written"), 120 * 100_000);
+            assert_eq!(v["config"]["write_mode"], "uring");
+            assert_eq!(v["config"]["shared_writer"], true);
+            // 2 x 20 x 1 MB = 40 MB/s: both streams drop, but only once each stream's four
+            // queued frames and four capture buffers are all taken.
+            let (code, v, stderr) = run("1000000");
+            assert_eq!(code, Some(1), "{stderr}");
+            assert_eq!(v["verdict"], "drops");
+            assert_eq!(
+                totals(&v, "frames_offered"),
+                totals(&v, "frames_written") + totals(&v, "frames_dropped")
+            );
+            for stream in v["streams"].as_array().expect("streams") {
+                assert_eq!(stream["pool_high_water"], 4, "{stream}");
+                let first = stream["first_drop_s"].as_f64().expect("first drop");
+                assert!(
+                    first >= 7.0 / 20.0,
+                    "first drop at {first} s, before the queue and the pool could fill"
+                );
+            }
+        },
+    );
+}
+
+#[test]
+fn buffered_writes_beyond_what_the_card_drains_are_falling_behind() {
+    serial(
+        "buffered_writes_beyond_what_the_card_drains_are_falling_behind",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "512M"]);
+            // 15 MB/s of frames into the page cache of a 10 MB/s card: nothing drops (RAM absorbs
+            // it), but the backlog grows.
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--fps",
+                    "15",
+                    "--frame-size",
+                    "1000000",
+                    "--duration",
+                    "4s",
+                    "--write-mode",
+                    "buffered",
+                ],
+            );
+            assert_eq!(code, Some(1), "{stderr}");
+            assert_eq!(v["verdict"], "falling_behind", "{}", v["verdict_text"]);
+            assert_eq!(totals(&v, "frames_dropped"), 0);
+            assert!(v["backlog_growth_bytes_per_s"]
+                .as_f64()
+                .is_some_and(|g| g > 2e6));
+            assert!(v["throttled_after_s"].is_number());
+            assert!(
+                v["totals"]["final_flush_s"]
+                    .as_f64()
+                    .is_some_and(|f| f > 0.5),
+                "the backlog took a while to flush"
+            );
+        },
+    );
+}
+
+#[test]
+fn segments_rotate_by_size_and_keep_exact_accounting() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (code, v, stderr) = record(
+        d.path(),
+        &[
+            "--fps",
+            "20",
+            "--frame-size",
+            "50000",
+            "--duration",
+            "1s",
+            "--segment-size",
+            "100000",
+            "--keep",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let s = &v["streams"][0];
+    // 20 frames of 50,000 bytes, a new file once 100,000 bytes are in the current one.
+    assert_eq!(s["segments_created"], 10);
+    let files = s["files"].as_array().expect("files");
+    assert_eq!(files.len(), 10);
+    let on_disk: u64 = files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(f.as_str().expect("path"))
+                .expect("kept")
+                .len()
+        })
+        .sum();
+    assert_eq!(on_disk, totals(&v, "bytes_written"));
+    let bad = Command::new(sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(d.path())
+        .args(["--loop-fill", "80"])
+        .output()
+        .expect("runs");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("needs segments"));
+}
+
+#[test]
+fn loop_recording_keeps_the_file_system_below_the_fill_level() {
+    serial(
+        "loop_recording_keeps_the_file_system_below_the_fill_level",
+        &["mkfs.ext4", "losetup"],
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "");
+            // 120 MB into a 64 MiB file system: without loop deletion it would fill up.
+            let (code, v, stderr) = record(
+                fs.path(),
+                &[
+                    "--fps",
+                    "20",
+                    "--frame-size",
+                    "1000000",
+                    "--duration",
+                    "6s",
+                    "--segment-size",
+                    "4M",
+                    "--loop-fill",
+                    "60",
+                    "--write-mode",
+                    "dsync",
+                    "--keep",
+                ],
+            );
+            assert!(code == Some(0) || code == Some(1), "{stderr}");
+            assert!(
+                v["errors"].as_array().is_some_and(|e| e.is_empty()),
+                "{}",
+                v["errors"]
+            );
+            let s = &v["streams"][0];
+            assert!(s["segments_deleted"].as_u64() > Some(10), "{s}");
+            let fill = sinkrate_record::segments::fill_pct(fs.path()).expect("statvfs");
+            assert!(
+                fill < 75.0,
+                "file system {fill:.0}% full after loop recording at 60%"
+            );
+            let on_disk = s["file_bytes_on_disk"].as_u64().expect("on disk");
+            assert_eq!(
+                on_disk + s["bytes_deleted"].as_u64().expect("deleted"),
+                totals(&v, "bytes_written")
+            );
+        },
+    );
+}
+
+fn vm(name: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+        .expect("sysctl")
+        .trim()
+        .to_string()
+}
+
+/// The four dirty-limit settings, in a fixed order, to compare before and after.
+fn dirty_settings() -> Vec<String> {
+    [
+        "dirty_bytes",
+        "dirty_ratio",
+        "dirty_background_bytes",
+        "dirty_background_ratio",
+    ]
+    .iter()
+    .map(|n| vm(n))
+    .collect()
+}
+
+/// --ram-limit rehearses a small board: capture pools that fit this host but not a 512 MB
+/// board are refused there, with the board's figures; the same pools run for a 4 GB board.
+#[test]
+fn ram_limit_sizes_the_capture_pools_to_the_board() {
+    serial(
+        "ram_limit_sizes_the_capture_pools_to_the_board",
+        &[],
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let pools = [
+                "--streams",
+                "2",
+                "--fps",
+                "5",
+                "--frame-size",
+                "20M",
+                "--buffers",
+                "8",
+                "--write-mode",
+                "null",
+                // 10 frames a stream: fewer are too few to judge (exit 3).
+                "--duration",
+                "2s",
+            ];
+            let mut args = pools.to_vec();
+            args.extend(["--ram-limit", "512M"]);
+            let (code, v, stderr) = record(d.path(), &args);
+            assert_eq!(code, Some(2), "{v}");
+            assert!(
+                stderr.contains("capture pools need 0.3 GB") && stderr.contains("0.4 GB available"),
+                "{stderr}"
+            );
+            let mut args = pools.to_vec();
+            args.extend(["--ram-limit", "4G"]);
+            let (code, v, stderr) = record(d.path(), &args);
+            assert_eq!(code, Some(0), "{stderr}");
+            assert!(v["notices"]
+                .to_string()
+                .contains("sized for a board with 4295 MB"));
+        },
+    );
+}
+
+#[test]
+fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
+    serial(
+        "ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9",
+        TOOLS,
+        || {
+            let before: Vec<String> = dirty_settings();
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "512M"]);
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--fps",
+                    "15",
+                    "--frame-size",
+                    "1000000",
+                    "--duration",
+                    "4s",
+                    "--ram-limit",
+                    "128M",
+                ],
+            );
+            assert_eq!(code, Some(1), "{stderr}");
+            assert_eq!(v["verdict"], "drops", "{}", v["verdict_text"]);
+            assert!(v["verdict_text"]
+                .as_str()
+                .is_some_and(|t| t.contains("throttled")));
+            assert_eq!(
+                v["dirty_limits"]["dirty_bytes"],
+                128 * 1048576 * before[1].parse::<u64>().unwrap_or(20) / 100
+            );
+            let notices = v["notices"].to_string();
+            assert!(
+                notices.contains("sized for a board with 134 MB of RAM"),
+                "{notices}"
+            );
+            let after: Vec<String> = dirty_settings();
+            assert_eq!(before, after, "restored at the end of the run");
+            // Killed mid-run: the next run restores the journal before anything else.
+            let child = Command::new(sinkrate_path())
+                .args(["record", "--dir"])
+                .arg(card.path())
+                .args([
+                    "--duration",
+                    "30s",
+                    "--dirty-limit",
+                    "32M",
+                    "--live",
+                    "never",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn");
+            std::thread::sleep(Duration::from_millis(1000));
+            assert_eq!(
+                vm("dirty_bytes"),
+                (32u64 << 20).to_string(),
+                "applied while running"
+            );
+            // SAFETY: killing our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            let _ = child.wait_with_output();
+            assert!(std::path::Path::new(sinkrate_settings::DEFAULT_JOURNAL).exists());
+            // Until then, audit says whose limits it is judging.
+            let temporary = |card: &std::path::Path| -> Option<serde_json::Value> {
+                let out = Command::new(sinkrate_path())
+                    .arg("audit")
+                    .arg(card)
+                    .args(["--output-format", "json"])
+                    .output()
+                    .expect("audit runs");
+                let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+                v["findings"]
+                    .as_array()
+                    .and_then(|f| f.iter().find(|f| f["id"] == "sinkrate.temporary_settings"))
+                    .cloned()
+            };
+            let finding = temporary(card.path()).expect("the pending journal is a finding");
+            assert_eq!(finding["severity"], "warn");
+            assert!(
+                finding["title"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("killed")),
+                "{finding}"
+            );
+            assert!(
+                finding["fix"]["now"][0]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("sinkrate tune status")),
+                "{finding}"
+            );
+            assert!(
+                finding["evidence"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("vm.dirty_ratio was")),
+                "the value it replaced: {finding}"
+            );
+            let (_, _, stderr) = record(
+                card.path(),
+                &["--fps", "5", "--frame-size", "4K", "--duration", "300ms"],
+            );
+            assert!(
+                stderr.contains("restored settings left by an interrupted run"),
+                "{stderr}"
+            );
+            let after: Vec<String> = dirty_settings();
+            assert_eq!(before, after, "restored by the next run");
+            assert!(
+                temporary(card.path()).is_none(),
+                "nothing pending once restored"
+            );
+            for f in common::files_in(card.path()) {
+                let _ = std::fs::remove_file(card.path().join(f));
+            }
+        },
+    );
+}
+
+#[test]
+fn find_max_brackets_the_cards_rate() {
+    serial("find_max_brackets_the_cards_rate", TOOLS, || {
+        let card = SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
+        let out = Command::new(sinkrate_path())
+            .args(["record", "--dir"])
+            .arg(card.path())
+            .args([
+                "--fps",
+                "4",
+                "--frame-size",
+                "1000000",
+                "--write-mode",
+                "direct",
+                "--duration",
+                "4s",
+                "--find-max",
+                "fps",
+                "--output-format",
+                "json",
+            ])
+            .output()
+            .expect("runs");
+        common::succeeded(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let raw = v["raw_direct_write_bytes_per_s"]
+            .as_f64()
+            .expect("raw rate");
+        assert!((raw - 10e6).abs() / 10e6 < 0.1, "raw {raw}");
+        // 4 s probes with a 4 MB pool can absorb up to 1 MB/s above the device's rate.
+        let max = v["max"].as_f64().expect("max");
+        assert!((9.0..=11.5).contains(&max), "max fps {max}");
+        assert!(v["probes"].as_array().is_some_and(|p| p.len() >= 5));
+    });
+}
+
+#[test]
+fn preallocation_modes_keep_exact_files() {
+    let d = tempfile::tempdir().expect("tempdir");
+    for mode in ["fallocate", "ftruncate", "pregrow"] {
+        for write_mode in ["buffered", "direct"] {
+            let (code, v, stderr) = record(
+                d.path(),
+                &[
+                    "--fps",
+                    "20",
+                    "--frame-size",
+                    "100000",
+                    "--duration",
+                    "500ms",
+                    "--preallocate",
+                    "8M",
+                    "--preallocate-mode",
+                    mode,
+                    "--write-mode",
+                    write_mode,
+                    "--keep",
+                ],
+            );
+            assert_eq!(code, Some(0), "{mode}/{write_mode}: {stderr}");
+            let file = v["streams"][0]["file"].as_str().expect("file").to_string();
+            assert_eq!(
+                std::fs::metadata(&file).expect("kept").len(),
+                totals(&v, "bytes_written"),
+                "{mode}/{write_mode}: the file holds exactly the frames"
+            );
+            assert!(v["totals"]["writer_cpu_s"].is_number());
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}

@@ -1,0 +1,1233 @@
+//! `sinkrate tune apply | restore | status` on the real kernel: sysctls, a loop device's
+//! queue and a real ext4 mount's options are changed through the journal and put back
+//! exactly, also after `kill -9` between journaling and applying. The tests share the live
+//! journal, so they run one at a time.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use common::{sinkrate_path, with_root, ScratchFs};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial(test: &str, tools: &[&str], f: impl FnOnce()) {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    with_root(test, tools, f);
+}
+
+fn tune(args: &[&str]) -> (Option<i32>, String, String) {
+    common::sinkrate_sub("tune", args)
+}
+
+/// `tune search` on `path` in a 100 s budget (one full-length run of 5 s each), JSON out,
+/// for two 30 fps streams of 80 KiB frames written buffered.
+fn quick_search(path: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let head = [
+        "search",
+        path,
+        "--runs",
+        "1",
+        "--budget",
+        "100s",
+        "--confirm-duration",
+        "5s",
+    ];
+    let record = [
+        "--output-format",
+        "json",
+        "--",
+        "--streams",
+        "2",
+        "--fps",
+        "30",
+        "--frame-size",
+        "80k",
+        "--write-mode",
+        "buffered",
+    ];
+    tune(&[&head[..], extra, &record[..]].concat())
+}
+
+/// What an emulated card needs.
+const EMULATE_TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
+
+/// `tune restore`, then all of /proc/sys/vm as it was before the test.
+fn restore_to(original: &[(String, String)]) {
+    let (code, _, err) = tune(&["restore"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(vm_snapshot(), original);
+}
+
+/// Applies dirty_expire and dirty_writeback through the journal (kept until `tune
+/// restore`): a short writeback cycle brings a search's first flush within seconds.
+fn apply_cycle(expire_cs: &str, writeback_cs: &str) {
+    let (code, _, err) = tune(&[
+        "apply",
+        &format!("vm.dirty_expire_centisecs={expire_cs}"),
+        &format!("vm.dirty_writeback_centisecs={writeback_cs}"),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// Every file of /proc/sys/vm with its value: what a restore must give back whole.
+fn vm_snapshot() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir("/proc/sys/vm")
+        .expect("/proc/sys/vm")
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // Write-only triggers and values the kernel changes on its own.
+            if ["drop_caches", "compact_memory", "stat_refresh"].contains(&name.as_str()) {
+                return None;
+            }
+            std::fs::read_to_string(e.path()).ok().map(|v| (name, v))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn mountinfo_line(mount_point: &Path) -> String {
+    let mp = mount_point.to_string_lossy();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .expect("mountinfo")
+        .lines()
+        .find(|l| l.split_whitespace().nth(4) == Some(mp.as_ref()))
+        .map(|l| {
+            // Without the mount id and parent, which do not change, to compare options.
+            l.split_whitespace().skip(2).collect::<Vec<_>>().join(" ")
+        })
+        .expect("mounted")
+}
+
+fn queue(device: &str, attr: &str) -> String {
+    std::fs::read_to_string(format!("/sys/block/{device}/queue/{attr}"))
+        .expect("queue attribute")
+        .trim()
+        .to_string()
+}
+
+fn journal() -> &'static Path {
+    Path::new(sinkrate_settings::DEFAULT_JOURNAL)
+}
+
+#[test]
+fn applied_sysctls_stay_until_restore_and_all_of_vm_comes_back() {
+    serial(
+        "applied_sysctls_stay_until_restore_and_all_of_vm_comes_back",
+        &[],
+        || {
+            let before = vm_snapshot();
+            let (code, out, err) = tune(&[
+                "apply",
+                "vm.dirty_expire_centisecs=100",
+                "vm.dirty_writeback_centisecs=100",
+                "vm.dirty_bytes=67108864",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("set vm.dirty_expire_centisecs = 100"), "{out}");
+            assert_eq!(
+                std::fs::read_to_string("/proc/sys/vm/dirty_expire_centisecs")
+                    .expect("read")
+                    .trim(),
+                "100"
+            );
+            let (_, status, _) = tune(&["status", "--output-format", "json"]);
+            let v: serde_json::Value = serde_json::from_str(&status).expect("json");
+            assert_eq!(v["kind"], "tune");
+            let held = v["held"].as_array().expect("held");
+            // The ratio form of dirty_bytes is journaled beside it.
+            assert_eq!(held.len(), 4, "{status}");
+            assert!(held.iter().all(|h| h["mode"] == "applied"), "{status}");
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("put back vm.dirty_expire_centisecs"), "{out}");
+            assert_eq!(vm_snapshot(), before, "every vm setting as it was");
+            assert!(!journal().exists());
+        },
+    );
+}
+
+#[test]
+fn queue_and_mount_settings_of_a_real_device_come_back_exactly() {
+    serial(
+        "queue_and_mount_settings_of_a_real_device_come_back_exactly",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("128M", "ext4", "relatime");
+            let device = fs.device_name();
+            let mount_before = mountinfo_line(fs.path());
+            let queue_before: Vec<String> = ["read_ahead_kb", "max_sectors_kb", "nr_requests"]
+                .iter()
+                .map(|a| queue(&device, a))
+                .collect();
+            let path = fs.path().to_str().expect("utf8");
+            // A dry run changes nothing.
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "--dry-run",
+                "mount:noatime",
+                "queue:read_ahead_kb=4096",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("would set"), "{out}");
+            assert_eq!(mountinfo_line(fs.path()), mount_before);
+            assert!(!journal().exists());
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "mount:noatime",
+                "mount:commit=60",
+                "queue:read_ahead_kb=4096",
+                "queue:max_sectors_kb=64",
+            ]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            let now = mountinfo_line(fs.path());
+            assert!(
+                now.contains("noatime") && now.contains("commit=60"),
+                "{now}"
+            );
+            assert_eq!(queue(&device, "read_ahead_kb"), "4096");
+            assert_eq!(queue(&device, "max_sectors_kb"), "64");
+            // Above what the hardware takes: one line, nothing changed.
+            let hw = queue(&device, "max_hw_sectors_kb");
+            let too_big = format!("queue:max_sectors_kb={}", hw.parse::<u64>().expect("n") + 1);
+            let (code, _, err) = tune(&["apply", "--path", path, &too_big]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("max_hw_sectors_kb"), "{err}");
+            // data= cannot change on a remount: refused with the fstab advice.
+            let (code, _, err) = tune(&["apply", "--path", path, "mount:data=writeback"]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("cannot change on a remount") && err.contains("fstab"),
+                "{err}"
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(
+                mountinfo_line(fs.path()),
+                mount_before,
+                "mount options as they were"
+            );
+            let queue_after: Vec<String> = ["read_ahead_kb", "max_sectors_kb", "nr_requests"]
+                .iter()
+                .map(|a| queue(&device, a))
+                .collect();
+            assert_eq!(queue_after, queue_before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+#[test]
+fn killed_between_journaling_and_applying_everything_still_comes_back() {
+    serial(
+        "killed_between_journaling_and_applying_everything_still_comes_back",
+        &[],
+        || {
+            let before = vm_snapshot();
+            let mut child = Command::new(sinkrate_path())
+                .args(["tune", "apply", "vm.dirty_expire_centisecs=150"])
+                .env("SINKRATE_TEST_PAUSE", "journaled:30")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !journal().exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert!(journal().exists(), "journaled before any change");
+            assert_eq!(vm_snapshot(), before, "nothing changed yet");
+            child.kill().expect("kill -9");
+            let _ = child.wait();
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("vm.dirty_expire_centisecs"),
+                "the journal names it: {out}"
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(vm_snapshot(), before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+#[test]
+fn a_corrupt_journal_changes_nothing_and_names_the_file() {
+    serial(
+        "a_corrupt_journal_changes_nothing_and_names_the_file",
+        &[],
+        || {
+            let before = vm_snapshot();
+            std::fs::create_dir_all(journal().parent().expect("dir")).expect("mkdir");
+            std::fs::write(journal(), b"{ \"version\": 1, \"entries\": [ {").expect("write");
+            let (code, out, err) = tune(&["apply", "vm.dirty_expire_centisecs=100"]);
+            let _ = std::fs::remove_file(journal());
+            assert_eq!(code, Some(2), "{out}{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.contains("settings-journal.json") && err.contains("nothing was changed"),
+                "{err}"
+            );
+            assert_eq!(vm_snapshot(), before);
+        },
+    );
+}
+
+#[test]
+fn without_root_tune_says_what_it_would_set_and_changes_nothing() {
+    serial(
+        "without_root_tune_says_what_it_would_set_and_changes_nothing",
+        &["runuser"],
+        || {
+            let before = vm_snapshot();
+            let binary = common::BinaryForOtherUsers::new();
+            let out = Command::new("runuser")
+                .current_dir(binary.dir())
+                .args(["-u", "nobody", "--"])
+                .arg(&binary.path)
+                .args(["tune", "apply", "vm.dirty_expire_centisecs=100"])
+                .output()
+                .expect("runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(
+                err.contains("needs root")
+                    && err.contains("would set vm.dirty_expire_centisecs = 100"),
+                "{err}"
+            );
+            assert_eq!(vm_snapshot(), before);
+        },
+    );
+}
+
+#[test]
+fn unknown_settings_get_one_line_with_what_is_accepted() {
+    let (code, _, err) = tune(&["apply", "vm.swappiness=10"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("accepted: vm.dirty_expire_centisecs"), "{err}");
+    let (code, _, err) = tune(&["apply", "queue:rotational=0", "--device", "loop0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("accepted: scheduler"), "{err}");
+    let (code, _, err) = tune(&["search", "/tmp", "--", "--dir", "/elsewhere"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--dir after --: tune search sets it itself"),
+        "{err}"
+    );
+    let (code, _, err) = tune(&["search", "/tmp", "--runs", "0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--runs: at least 1"), "{err}");
+}
+
+#[test]
+fn the_fixes_of_an_audit_are_applied_to_its_target_and_put_back() {
+    serial(
+        "the_fixes_of_an_audit_are_applied_to_its_target_and_put_back",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("128M", "ext4", "relatime");
+            let vm_before = vm_snapshot();
+            let mount_before = mountinfo_line(fs.path());
+            let path = fs.path().to_str().expect("utf8");
+            // With no setting named: a fresh audit's top fixes, first as a dry run.
+            let (code, out, err) = tune(&["apply", "--path", path, "--dry-run"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("the fixes of") && out.contains("mount.atime"),
+                "{out}"
+            );
+            assert!(out.contains("would set"), "{out}");
+            // From an audit report, as a user would pass check's or audit's JSON.
+            let reports = tempfile::tempdir().expect("tempdir");
+            let report = reports.path().join("audit.json");
+            let audit = Command::new(sinkrate_path())
+                .args(["audit", path, "--output-format", "json"])
+                .output()
+                .expect("audit runs");
+            std::fs::write(&report, &audit.stdout).expect("write");
+            let (code, out, err) = tune(&["apply", "--from", report.to_str().expect("utf8")]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            assert!(
+                out.contains("set ") && out.contains("mount option atime = noatime"),
+                "{out}"
+            );
+            assert!(mountinfo_line(fs.path()).contains("noatime"));
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(mountinfo_line(fs.path()), mount_before);
+            assert_eq!(vm_snapshot(), vm_before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+#[test]
+fn persist_merges_into_sysctl_d_and_restore_puts_the_file_back() {
+    serial(
+        "persist_merges_into_sysctl_d_and_restore_puts_the_file_back",
+        &[],
+        || {
+            let conf = Path::new(sinkrate_settings::persist::FILE);
+            if !conf.parent().is_some_and(Path::is_dir) {
+                common::skip(
+                    "persist_merges_into_sysctl_d_and_restore_puts_the_file_back",
+                    "no /etc/sysctl.d on this system",
+                );
+                return;
+            }
+            // Whatever the machine had there comes back at the end, whatever happens.
+            struct Keep(Option<Vec<u8>>);
+            impl Drop for Keep {
+                fn drop(&mut self) {
+                    let conf = Path::new(sinkrate_settings::persist::FILE);
+                    match &self.0 {
+                        Some(b) => {
+                            let _ = std::fs::write(conf, b);
+                        }
+                        None => {
+                            let _ = std::fs::remove_file(conf);
+                        }
+                    }
+                }
+            }
+            let _keep = Keep(std::fs::read(conf).ok());
+            let vm_before = vm_snapshot();
+            // Absent before: written, then removed.
+            let _ = std::fs::remove_file(conf);
+            let (code, out, err) = tune(&["apply", "--persist", "vm.dirty_expire_centisecs=100"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("wrote /etc/sysctl.d/60-sinkrate.conf"),
+                "{out}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(conf).expect("written"),
+                "vm.dirty_expire_centisecs = 100\n"
+            );
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("removed /etc/sysctl.d/60-sinkrate.conf"),
+                "{out}"
+            );
+            assert!(!conf.exists());
+            // Another fix's lines there are kept, and come back exactly.
+            let mine = "vm.dirty_writeback_centisecs = 100\n# kept\n";
+            std::fs::write(conf, mine).expect("write");
+            let (code, _, err) = tune(&["apply", "--persist", "vm.dirty_expire_centisecs=100"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(
+                std::fs::read_to_string(conf).expect("merged"),
+                format!("{mine}vm.dirty_expire_centisecs = 100\n")
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(std::fs::read_to_string(conf).expect("kept"), mine);
+            assert_eq!(vm_snapshot(), vm_before);
+        },
+    );
+}
+
+/// Puts back what `tune apply` changed when the test ends, however it ends.
+struct RestoreAtEnd;
+
+impl Drop for RestoreAtEnd {
+    fn drop(&mut self) {
+        let _ = tune(&["restore"]);
+    }
+}
+
+#[test]
+fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_was() {
+    serial(
+        "search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_was",
+        EMULATE_TOOLS,
+        || {
+            let card = common::SlowDev::new(&[
+                "--write-rate",
+                "10MB",
+                "--size",
+                "1G",
+                "--write-latency",
+                "1ms",
+            ]);
+            let original = vm_snapshot();
+            // The first flush of expired data 6 s in, not 35 s: through the journal, applied,
+            // so the search's temporary trials sit on top of it and come back to it.
+            let _restore = RestoreAtEnd;
+            apply_cycle("500", "100");
+            let before = vm_snapshot();
+            let (code, out, err) = quick_search(card.path().to_str().expect("utf8"), &[]);
+            assert_eq!(code, Some(0), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["kind"], "tune_search");
+            let ranked = v["ranked"].as_array().expect("ranked");
+            assert!(ranked.len() >= 4, "{out}");
+            for c in ranked {
+                let trials = c["trials"].as_array().expect("trials");
+                assert!(!trials.is_empty(), "{c}");
+                // Every run lasted past the first flush (6 s here, 2 s with 100/100),
+                // unless stopped as already worse than the best.
+                assert!(
+                    trials
+                        .iter()
+                        .all(|t| t["stopped_early"] == true
+                            || t["duration_s"].as_f64() >= Some(10.0)),
+                    "{c}"
+                );
+            }
+            let baseline = v["baseline"].as_u64().expect("a baseline") as usize;
+            let drops = |i: usize| ranked[i]["drops_per_run"].as_f64().expect("drops");
+            assert!(
+                drops(0) <= drops(baseline),
+                "the winner drops no more than the baseline"
+            );
+            assert!(v["comparison"]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty()));
+            assert_eq!(vm_snapshot(), before, "every trial's settings put back");
+            assert!(
+                common::files_in(card.path())
+                    .iter()
+                    .all(|f| !f.starts_with("sinkrate")),
+                "no recording left"
+            );
+            restore_to(&original);
+        },
+    );
+}
+
+#[test]
+fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command() {
+    serial(
+        "a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command",
+        EMULATE_TOOLS,
+        || {
+            let card = common::SlowDev::new(&["--write-rate", "10MB", "--size", "512M"]);
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            // A short cycle, applied, so the first trial with system settings comes soon.
+            apply_cycle("300", "100");
+            let before = vm_snapshot();
+            let mut child = Command::new(sinkrate_path())
+                .args(["tune", "search"])
+                .arg(card.path())
+                .args(["--runs", "1", "--confirm-duration", "2s"])
+                .args(["--", "--fps", "10", "--frame-size", "64k"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn");
+            // Wait until a trial's settings are in force (the kernel's value is the trial's,
+            // not only journaled: the applied writeback entry also reads 100), then kill -9.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            let mut in_trial = false;
+            while std::time::Instant::now() < deadline {
+                let text = std::fs::read_to_string(journal()).unwrap_or_default();
+                let expire = std::fs::read_to_string("/proc/sys/vm/dirty_expire_centisecs")
+                    .unwrap_or_default();
+                if text.contains("\"temporary\"") && expire.trim() == "100" {
+                    in_trial = true;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            child.kill().expect("kill -9");
+            let _ = child.wait();
+            assert!(in_trial, "a trial with system settings started");
+            assert_ne!(vm_snapshot(), before, "the trial's settings were in force");
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(
+                out.contains("a killed run's temporary change: put back"),
+                "{out}"
+            );
+            assert_eq!(vm_snapshot(), before, "back to the applied values");
+            for f in common::files_in(card.path()) {
+                let _ = std::fs::remove_file(card.path().join(f));
+            }
+            restore_to(&original);
+        },
+    );
+}
+
+#[test]
+fn a_search_whose_workload_fails_says_so_and_exits_2() {
+    serial(
+        "a_search_whose_workload_fails_says_so_and_exits_2",
+        EMULATE_TOOLS,
+        || {
+            // Every write fails with EIO: the baseline fails, so nothing can be compared.
+            let card = common::SlowDev::new(&[
+                "--write-rate",
+                "20MB",
+                "--size",
+                "256M",
+                "--error",
+                "EIO",
+                "--error-rate",
+                "1",
+            ]);
+            let before = vm_snapshot();
+            let (code, out, err) = tune(&[
+                "search",
+                card.path().to_str().expect("utf8"),
+                "--output-format",
+                "json",
+                "--",
+                "--fps",
+                "10",
+                "--frame-size",
+                "64k",
+            ]);
+            assert_eq!(code, Some(2), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert!(
+                v["error"]["what"]
+                    .as_str()
+                    .is_some_and(|w| w.contains("failed") && w.contains("Input/output error")),
+                "{}",
+                v["error"]
+            );
+            assert_eq!(v["interrupted"], false);
+            assert!(v["comparison"].is_null());
+            assert_eq!(vm_snapshot(), before);
+        },
+    );
+}
+
+#[test]
+fn persist_fstab_edits_the_mount_line_after_the_remount_and_restore_puts_it_back() {
+    serial(
+        "persist_fstab_edits_the_mount_line_after_the_remount_and_restore_puts_it_back",
+        &["mkfs.ext4", "findmnt"],
+        || {
+            let fs = ScratchFs::new("64M", "ext4", "relatime");
+            let mp = fs.path().to_str().expect("utf8");
+            let dir = tempfile::tempdir().expect("tempdir");
+            // An image's fstab, as a user building a rootfs would point --fstab at.
+            let fstab = dir.path().join("fstab");
+            let original = format!(
+                "# kept\nproc /proc proc defaults 0 0\n{}\t{mp}\text4\tdefaults,relatime\t0 2\n",
+                fs.device.display()
+            );
+            std::fs::write(&fstab, &original).expect("fstab");
+            let mount_before = mountinfo_line(fs.path());
+            let f = fstab.to_str().expect("utf8");
+            let noatime_into_fstab = || {
+                tune(&[
+                    "apply",
+                    "--path",
+                    mp,
+                    "--persist-fstab",
+                    "--fstab",
+                    f,
+                    "mount:noatime",
+                ])
+            };
+            let (code, out, err) = noatime_into_fstab();
+            assert_eq!(code, Some(0), "{err}{out}");
+            assert!(mountinfo_line(fs.path()).contains("noatime"));
+            let edited = std::fs::read_to_string(&fstab).expect("edited");
+            assert_eq!(
+                edited,
+                original.replace("defaults,relatime", "noatime"),
+                "only the options of the mount's line change"
+            );
+            let backup = dir.path().join("fstab.sinkrate-backup");
+            assert_eq!(std::fs::read_to_string(&backup).expect("backup"), original);
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("put back the old text of"), "{out}");
+            assert_eq!(std::fs::read_to_string(&fstab).expect("fstab"), original);
+            assert!(!backup.exists(), "the backup goes with the edit");
+            assert_eq!(mountinfo_line(fs.path()), mount_before);
+            // No line for the mount: the option is applied, fstab is left as it is, and the
+            // user is told what to add.
+            let other = "proc /proc proc defaults 0 0\n";
+            std::fs::write(&fstab, other).expect("fstab");
+            let (code, out, err) = noatime_into_fstab();
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("has no line for"), "{out}");
+            assert_eq!(std::fs::read_to_string(&fstab).expect("fstab"), other);
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(mountinfo_line(fs.path()), mount_before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+/// Runs `sinkrate tune ARGS` paused at `phase`, waits until `reached` says the pause has
+/// come, and kills it with SIGKILL there.
+fn kill_at(phase: &str, args: &[&str], reached: &dyn Fn() -> bool) {
+    let mut child = Command::new(sinkrate_path())
+        .arg("tune")
+        .args(args)
+        .env("SINKRATE_TEST_PAUSE", format!("{phase}:30"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !reached() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(reached(), "{phase} reached");
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+}
+
+#[test]
+fn killed_at_every_phase_of_apply_and_restore_every_setting_comes_back() {
+    serial(
+        "killed_at_every_phase_of_apply_and_restore_every_setting_comes_back",
+        &[],
+        || {
+            let before = vm_snapshot();
+            let value = |name: &str| {
+                std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+                    .expect("sysctl")
+                    .trim()
+                    .to_string()
+            };
+            let expire = value("dirty_expire_centisecs");
+            let both = [
+                "apply",
+                "vm.dirty_expire_centisecs=150",
+                "vm.dirty_writeback_centisecs=150",
+            ];
+            // Journaled, nothing changed yet; then one of the two changed.
+            kill_at("journaled", &both, &|| journal().exists());
+            assert_eq!(vm_snapshot(), before, "nothing changed before the pause");
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("vm.dirty_expire_centisecs"), "{out}");
+            assert_eq!(vm_snapshot(), before);
+            kill_at("applied-one", &both, &|| {
+                value("dirty_expire_centisecs") == "150"
+            });
+            assert_ne!(vm_snapshot(), before, "the first change was made");
+            // An apply that never finished is undone by the next command, as a killed
+            // run's change.
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("put back"), "{out}");
+            assert_eq!(vm_snapshot(), before);
+            assert!(!journal().exists() || tune(&["status"]).1.contains("holds no setting"));
+            // Applied whole, then a restore killed after putting back the first.
+            let (code, _, err) = tune(&both);
+            assert_eq!(code, Some(0), "{err}");
+            kill_at("restored-one", &["restore"], &|| {
+                value("dirty_expire_centisecs") == expire
+                    || value("dirty_writeback_centisecs") != "150"
+            });
+            assert_ne!(vm_snapshot(), before, "one setting still changed");
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(vm_snapshot(), before);
+            assert!(!journal().exists());
+        },
+    );
+}
+
+/// A recorder of the user's own, as `tune search --exec` runs it: 30 frames of 64 KiB a
+/// second into a file in the current directory until SIGINT, then the count of frames it
+/// could not write on time into the file named by its first argument.
+const OWN_RECORDER: &str = r#"
+import os, signal, sys, time
+stop = False
+def on_int(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGINT, on_int)
+frame = b"\xab" * 65536
+late = 0
+with open("own-recording.bin", "wb") as f:
+    t = time.monotonic()
+    while not stop:
+        f.write(frame)
+        t += 1 / 30
+        now = time.monotonic()
+        if now > t + 0.1:
+            late += 1
+            t = now
+        else:
+            time.sleep(max(0, t - now))
+os.remove("own-recording.bin")
+with open(sys.argv[1], "w") as d:
+    d.write(f"{late}\n")
+"#;
+
+#[test]
+fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs() {
+    serial(
+        "search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs",
+        &["mkfs.ext4", "python3"],
+        || {
+            let fs = ScratchFs::new("256M", "ext4", "relatime");
+            let device = fs.device_name();
+            let scripts = tempfile::tempdir().expect("tempdir");
+            let recorder = scripts.path().join("own_recorder.py");
+            std::fs::write(&recorder, OWN_RECORDER).expect("script");
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            // 100/100 already in force: a short cycle, and the search's own 100/100
+            // candidate is the baseline again (named, not run).
+            apply_cycle("100", "100");
+            let before = vm_snapshot();
+            let mount_before = mountinfo_line(fs.path());
+            let queue_before = (
+                queue(&device, "scheduler"),
+                queue(&device, "max_sectors_kb"),
+            );
+            let path = fs.path().to_str().expect("utf8");
+            let (code, out, err) = tune(&[
+                "search",
+                path,
+                "--runs",
+                "1",
+                "--budget",
+                "65s",
+                "--confirm-duration",
+                "5s",
+                "--output-format",
+                "json",
+                "--drops-file",
+                "drops.txt",
+                "--apply",
+                "--exec",
+                "--",
+                "python3",
+                recorder.to_str().expect("utf8"),
+                "drops.txt",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["workload"], "exec");
+            let notes = v["notes"].to_string();
+            assert!(notes.contains("already in force"), "{notes}");
+            assert!(notes.contains("only system settings were tried"), "{notes}");
+            let ranked = v["ranked"].as_array().expect("ranked");
+            let labels: Vec<&str> = ranked
+                .iter()
+                .filter_map(|c| c["candidate"]["label"].as_str())
+                .collect();
+            assert!(
+                labels.iter().any(|l| l.contains("scheduler")
+                    || l.contains("128 KiB")
+                    || l.contains("noatime")),
+                "a queue or mount candidate ran: {labels:?}"
+            );
+            for c in ranked {
+                for t in c["trials"].as_array().expect("trials") {
+                    // The recorder ran until the search stopped it, past the first flush,
+                    // and its own count was read.
+                    assert!(t["duration_s"].as_f64() >= Some(11.0), "{t}");
+                    assert!(t["frames_dropped"].as_u64().is_some(), "{t}");
+                    assert!(t["worst_write_ms"].is_null(), "not seen from outside: {t}");
+                    assert_eq!(t["verdict"], "keeps_up", "{t}");
+                }
+            }
+            // --apply: the winner's system settings are held as applied, besides the 100/100
+            // applied before; every other trial's settings were put back.
+            let winner = ranked[0]["candidate"]["system"].as_array().expect("system");
+            let (code, status, err) = tune(&["status", "--output-format", "json"]);
+            assert_eq!(code, Some(0), "{err}");
+            let held: serde_json::Value = serde_json::from_str(&status).expect("json");
+            let held = held["held"].as_array().expect("held");
+            for pair in winner {
+                assert!(
+                    held.iter().any(|h| h["setting"] == pair[0]
+                        && h["mode"] == "applied"
+                        && h["written"] == pair[1]),
+                    "{pair} applied: {held:?}"
+                );
+            }
+            if winner.is_empty() {
+                assert_eq!(vm_snapshot(), before, "every trial's sysctls put back");
+            }
+            // restore: every value sinkrate touched, all of vm, the mount and the queue as
+            // they were before the test.
+            restore_to(&original);
+            assert_eq!(mountinfo_line(fs.path()), mount_before, "mount options");
+            assert_eq!(
+                (
+                    queue(&device, "scheduler"),
+                    queue(&device, "max_sectors_kb")
+                ),
+                queue_before,
+                "queue settings"
+            );
+            assert!(!fs.path().join("own-recording.bin").exists());
+
+            // A recorder that fails as configured: the search says so and exits 2.
+            let (code, out, err) = tune(&[
+                "search",
+                path,
+                "--runs",
+                "1",
+                "--budget",
+                "30s",
+                "--exec",
+                "--",
+                "python3",
+                "-c",
+                "import sys; sys.exit(3)",
+            ]);
+            assert_eq!(code, Some(2), "{out}{err}");
+            assert!(out.contains("exited with status 3"), "{out}");
+
+            // A bench job file: each run as the job is written, write latencies from the
+            // engine, and the note that 4 s does not reach the first flush of 30 s.
+            let job = scripts.path().join("camera.fio");
+            std::fs::write(
+                &job,
+                "[cam]\nrw=write\nbs=64k\nrate=2m\nsize=32m\nruntime=4s\ntime_based\n",
+            )
+            .expect("job");
+            let (code, out, err) = tune(&[
+                "search",
+                path,
+                "--runs",
+                "1",
+                "--budget",
+                "30s",
+                "--output-format",
+                "json",
+                "--job",
+                job.to_str().expect("utf8"),
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["workload"], "job");
+            assert!(
+                v["notes"].to_string().contains("less than the first flush"),
+                "{}",
+                v["notes"]
+            );
+            for c in v["ranked"].as_array().expect("ranked") {
+                for t in c["trials"].as_array().expect("trials") {
+                    assert!(t["worst_write_ms"].as_f64().is_some_and(|w| w > 0.0), "{t}");
+                    let d = t["duration_s"].as_f64().expect("duration");
+                    assert!((3.5..8.0).contains(&d), "the job's own runtime: {t}");
+                }
+            }
+            assert!(common::files_in(fs.path()).iter().all(|f| f != "cam.0.0"));
+            assert_eq!(vm_snapshot(), original);
+            // Bad workloads: one line each, nothing run.
+            let (code, _, err) = tune(&["search", path, "--exec"]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("give the recorder's command after --"),
+                "{err}"
+            );
+            let job_arg = job.to_str().expect("utf8");
+            let (code, _, err) =
+                tune(&["search", path, "--job", job_arg, "--confirm-duration", "5s"]);
+            assert_eq!(code, Some(2));
+            assert!(err.contains("runtime="), "{err}");
+            let (code, _, err) = tune(&["search", path, "--", "--duration", "5s"]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("--duration") && err.contains("--confirm-duration"),
+                "{err}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it() {
+    serial(
+        "a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it",
+        EMULATE_TOOLS,
+        || {
+            let card =
+                common::SlowDev::new(&["--size", "1G", "--rate", "10MB", "--volatile-cache", "8M"]);
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            apply_cycle("500", "100");
+            let before = vm_snapshot();
+            let path = card.path().to_str().expect("utf8");
+            let (code, out, err) = quick_search(path, &["--max-loss", "1s", "--power-cut"]);
+            assert_eq!(code, Some(0), "{err}\n{out}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            assert_eq!(v["max_loss_s"], 1.0);
+            assert_eq!(v["max_loss_met"], true, "the verdict a script reads");
+            let ranked = v["ranked"].as_array().expect("ranked");
+            let winner = &ranked[0];
+            let worst = winner["unacknowledged_worst_s"].as_f64();
+            assert!(worst.is_some_and(|w| w <= 1.0), "{winner}");
+            let changes = winner["candidate"]["recorder"].to_string();
+            assert!(
+                changes.contains("fdatasync_every") || changes.contains("dsync"),
+                "the winner acknowledges its frames: {changes}"
+            );
+            // The configuration as it is never asks the device: nothing bounds its loss.
+            let baseline = &ranked[v["baseline"].as_u64().expect("baseline") as usize];
+            assert!(baseline["unacknowledged_worst_s"].is_null(), "{baseline}");
+            // The proof read back from the card after each cut, against what the runs said.
+            let cuts = v["power_cuts"].as_array().expect("power cuts");
+            assert_eq!(cuts.len(), 2, "{cuts:?}");
+            let lost = |label: &serde_json::Value| {
+                let c = cuts
+                    .iter()
+                    .find(|c| &c["label"] == label)
+                    .expect("a cut for it");
+                assert_eq!(c["frames_durable_lost"], 0, "{c}");
+                c["recording_lost_s"].as_f64().expect("lost")
+            };
+            let won = lost(&winner["candidate"]["label"]);
+            let cut = cuts
+                .iter()
+                .find(|c| c["label"] == winner["candidate"]["label"])
+                .expect("winner's cut");
+            // What a cut loses is at most the longest unacknowledged stretch of that run,
+            // and a frame's interval (the frame in capture at the cut).
+            let its_worst = cut["unacknowledged_worst_s"].as_f64().expect("bounded");
+            assert!(won <= its_worst + 1.0 / 30.0 + 0.01, "{cut}");
+            assert!(won <= 1.0, "{cut}");
+            let base_lost = lost(&baseline["candidate"]["label"]);
+            assert!(
+                base_lost > 1.0,
+                "buffered without a sync loses more than the bound: {base_lost}"
+            );
+            assert_eq!(vm_snapshot(), before, "every trial's settings put back");
+            assert!(
+                common::files_in(card.path())
+                    .iter()
+                    .all(|f| !f.starts_with("sinkrate")),
+                "no recording left"
+            );
+            // A bound needs a recording in process, and a cut needs a volatile cache.
+            let (code, _, err) =
+                tune(&["search", path, "--max-loss", "1s", "--exec", "--", "true"]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("--max-loss needs the recording in process"),
+                "{err}"
+            );
+            restore_to(&original);
+        },
+    );
+}
+
+#[test]
+fn power_cut_proof_needs_a_card_with_a_volatile_cache() {
+    serial(
+        "power_cut_proof_needs_a_card_with_a_volatile_cache",
+        EMULATE_TOOLS,
+        || {
+            let card = common::SlowDev::new(&["--size", "64M", "--rate", "20MB"]);
+            let path = card.path().to_str().expect("utf8");
+            let (code, out, err) = tune(&["search", path, "--power-cut", "--runs", "1"]);
+            assert_eq!(code, Some(2), "{out}");
+            assert!(
+                err.contains(
+                    "--power-cut needs a directory on an emulated card with a volatile write cache"
+                ) && !err.contains("--power-cut-at"),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(common::files_in(card.path())
+                .iter()
+                .all(|f| !f.starts_with("sinkrate")));
+        },
+    );
+}
+
+#[test]
+fn a_card_that_fills_during_a_candidates_run_fails_that_candidate_and_its_settings_come_back() {
+    use std::io::BufRead;
+    serial(
+        "a_card_that_fills_during_a_candidates_run_fails_that_candidate_and_its_settings_come_back",
+        EMULATE_TOOLS,
+        || {
+            let card = common::SlowDev::new(&["--size", "512M", "--rate", "20MB"]);
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            apply_cycle("500", "100");
+            let before = vm_snapshot();
+            let path = card.path().to_str().expect("utf8").to_string();
+            let mut child = Command::new(sinkrate_path())
+                .args([
+                    "tune",
+                    "search",
+                    &path,
+                    "--runs",
+                    "1",
+                    "--budget",
+                    "60s",
+                    "--confirm-duration",
+                    "5s",
+                    "--progress",
+                    "always",
+                    "--output-format",
+                    "json",
+                    "--",
+                    "--fps",
+                    "30",
+                    "--frame-size",
+                    "64k",
+                    "--write-mode",
+                    "buffered",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("sinkrate starts");
+            let stderr = child.stderr.take().expect("stderr");
+            let mut said = Vec::new();
+            let mut filled_under = None;
+            for line in std::io::BufReader::new(stderr).lines() {
+                let line = line.expect("stderr line");
+                if filled_under.is_none() && line.contains("writeback 100/100 cs: screening run 1")
+                {
+                    // Into the candidate's run, its sysctls in force: the card fills.
+                    std::thread::sleep(std::time::Duration::from_secs(3));
+                    let expire = std::fs::read_to_string("/proc/sys/vm/dirty_expire_centisecs")
+                        .expect("expire");
+                    // Every block root can take: a MiB at a time until ext4 says no (its
+                    // reserve for root and its own reserved clusters are not in statfs's
+                    // figures alike).
+                    let filler = format!("{path}/other-program.bin");
+                    let mut offset: u64 = 0;
+                    loop {
+                        let took = Command::new("fallocate")
+                            .args([
+                                "-o",
+                                &offset.to_string(),
+                                "-l",
+                                &(1u64 << 20).to_string(),
+                                &filler,
+                            ])
+                            .stderr(std::process::Stdio::null())
+                            .status()
+                            .expect("fallocate runs");
+                        if !took.success() {
+                            break;
+                        }
+                        offset += 1 << 20;
+                    }
+                    assert!(offset > 256 << 20, "the card filled: {offset}");
+                    filled_under = Some(expire.trim().to_string());
+                }
+                said.push(line);
+            }
+            let out = child.wait_with_output().expect("sinkrate ends");
+            let said = said.join("\n");
+            assert_eq!(
+                filled_under.as_deref(),
+                Some("100"),
+                "the card filled while the candidate's settings were in force: {said}"
+            );
+            // The baseline ran: the search has an answer, and the full card is named.
+            assert_eq!(out.status.code(), Some(0), "{said}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            let ranked = v["ranked"].as_array().expect("ranked");
+            let failed = ranked
+                .iter()
+                .find(|c| c["candidate"]["label"] == "writeback 100/100 cs")
+                .expect("the candidate ran");
+            assert_eq!(failed["trials"][0]["verdict"], "failed", "{failed}");
+            assert!(
+                failed["trials"][0]["error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("No space left")),
+                "{failed}"
+            );
+            assert_ne!(ranked[0]["candidate"]["label"], "writeback 100/100 cs");
+            assert_eq!(vm_snapshot(), before, "the candidate's settings came back");
+            let left: Vec<String> = common::files_in(card.path())
+                .into_iter()
+                .filter(|f| f != "lost+found")
+                .collect();
+            assert_eq!(left, ["other-program.bin"], "the runs removed their files");
+            restore_to(&original);
+        },
+    );
+}
+
+#[test]
+fn restore_puts_a_scheduler_back_before_what_it_resets_and_apply_says_what_the_kernel_holds() {
+    serial(
+        "restore_puts_a_scheduler_back_before_what_it_resets_and_apply_says_what_the_kernel_holds",
+        &["mkfs.ext4"],
+        || {
+            let fs = ScratchFs::new("64M", "ext4", "relatime");
+            let device = fs.device_name();
+            let set = |attr: &str, v: &str| {
+                std::fs::write(format!("/sys/block/{device}/queue/{attr}"), v).expect("set");
+            };
+            if !std::fs::read_to_string(format!("/sys/block/{device}/queue/scheduler"))
+                .expect("scheduler")
+                .contains("mq-deadline")
+            {
+                common::skip(
+                    "restore_puts_a_scheduler_back_before_what_it_resets_and_apply_says_what_the_kernel_holds",
+                    "the kernel offers no mq-deadline scheduler",
+                );
+                return;
+            }
+            set("scheduler", "mq-deadline");
+            set("nr_requests", "32");
+            let path = fs.path().to_str().expect("utf8");
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "queue:scheduler=none",
+                "queue:nr_requests=100",
+            ]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            assert!(!out.contains("someone else"), "{out}");
+            assert!(
+                queue(&device, "scheduler").contains("[mq-deadline]"),
+                "{out}"
+            );
+            assert_eq!(queue(&device, "nr_requests"), "32", "{out}");
+            // A value the kernel does not take as given: said as the kernel holds it.
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "queue:scheduler=nonexistent",
+                "queue:nr_requests=0",
+            ]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            let active = queue(&device, "scheduler")
+                .split('[')
+                .nth(1)
+                .and_then(|s| s.split(']').next())
+                .expect("active scheduler")
+                .to_string();
+            assert!(
+                out.contains(&format!("scheduler = {active}"))
+                    && out.contains(&format!("holds {active}, not the nonexistent asked for")),
+                "{out}"
+            );
+            let held = queue(&device, "nr_requests");
+            assert!(
+                out.contains(&format!("nr_requests = {held}"))
+                    && out.contains("not the 0 asked for"),
+                "{out}"
+            );
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(queue(&device, "nr_requests"), "32");
+        },
+    );
+}
