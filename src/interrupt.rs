@@ -6,7 +6,7 @@
 //! because removing files and writing sysctls is not async-signal-safe.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -16,6 +16,17 @@ use signal_hook::iterator::Signals;
 /// Signals this close together are one event: `timeout -s INT` signals its child and then
 /// the child's process group, and a terminal's Ctrl-C reaches every process of the group.
 pub const SAME_EVENT: Duration = Duration::from_millis(1000);
+
+/// Held by whichever ends the process first: the second interrupt's exit or `main`'s
+/// return; the other then waits for the process to end. So a run interrupted twice exits
+/// 130, never with the status of a watched command it killed on the way out (137), and a run
+/// that is returning is not cut short halfway through its last writes.
+static ENDING: Mutex<()> = Mutex::new(());
+
+/// Called by `main` when the command has returned: from here on a second interrupt waits.
+pub fn claim_exit() -> MutexGuard<'static, ()> {
+    ENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The flag the first signal sets. Installed once per process.
 pub fn flag() -> Result<Arc<AtomicBool>> {
@@ -44,6 +55,8 @@ pub fn flag() -> Result<Arc<AtomicBool>> {
 
 /// The second interrupt: the run's own files go, changed settings come back, exit 130.
 fn exit_now() -> ! {
+    // Held until the process exits below; `main`, if it returns meanwhile, waits for it.
+    let _ending = claim_exit();
     let removed = sinkrate_sys::owned::remove_all();
     let mut line = "sinkrate: interrupted again: stopping at once".to_string();
     for stopped in sinkrate_sys::children::stop_all() {

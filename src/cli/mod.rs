@@ -914,6 +914,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub showcmd: bool,
 
+    /// Print every fio option sinkrate takes with a line of help, or OPTION's type, default
+    /// and values, and exit (fio's --cmdhelp)
+    #[arg(long, value_name = "OPTION", num_args = 0..=1, default_missing_value = "all")]
+    pub cmdhelp: Option<String>,
+
     /// Terse, semicolon-separated results (fio's --minimal: --output-format=terse)
     #[arg(long)]
     pub minimal: bool,

@@ -141,6 +141,29 @@ fn describe(set: &JobSet) -> String {
     out
 }
 
+/// `--cmdhelp [OPTION]`: the option table's help, for every option or for one.
+fn option_help(option: &str) -> Result<ExitCode> {
+    use sinkrate_jobspec::table;
+    let text = if option == "all" {
+        table::help_all()
+    } else {
+        let name = option.trim_start_matches("--");
+        table::help_one(name).ok_or_else(|| {
+            let near = table::near(name);
+            if near.is_empty() {
+                anyhow!("--cmdhelp {name}: sinkrate takes no option of that name (sinkrate bench --cmdhelp lists them)")
+            } else {
+                anyhow!(
+                    "--cmdhelp {name}: sinkrate takes no option of that name; did you mean {}?",
+                    near.join(" or ")
+                )
+            }
+        })?
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `--showcmd`: each job file as the `sinkrate bench` command line that runs its jobs.
 fn show_command(args: &BenchArgs) -> Result<ExitCode> {
     use sinkrate_jobspec::showcmd::{arguments, shell_quoted};
@@ -185,6 +208,9 @@ fn render(formats: &[OutputFormat], result: &BenchResult) -> Result<Vec<u8>> {
 }
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    if let Some(option) = &args.cmdhelp {
+        return option_help(option);
+    }
     if args.showcmd {
         return show_command(&args);
     }

@@ -985,3 +985,56 @@ fn debug_io_and_file_as_fio_prints_them() {
         &["--debug=mem", "io and file"],
     );
 }
+
+/// `--cmdhelp` lists every option the parser takes, each with help, and every one of them
+/// is an option of fio's own (asked of the fio beside: `--cmdhelp`, or an engine's
+/// `--enghelp`), except the few newer than fio 3.33, each named here.
+#[test]
+fn cmdhelp_lists_every_option_each_one_fio_has() {
+    let (code, out, err) = common::sinkrate_out(&["bench", "--cmdhelp"]);
+    assert_eq!(code, Some(0), "{err}");
+    let names: Vec<&str> = out
+        .lines()
+        .map(|l| l.split(':').next().unwrap_or("").trim())
+        .collect();
+    assert!(names.len() > 140, "{} options", names.len());
+    for line in out.lines() {
+        let (_, help) = line.split_once(':').expect("name: help");
+        assert!(help.trim().len() > 5, "an option without help: {line}");
+    }
+    let (code, one, _) = common::sinkrate_out(&["bench", "--cmdhelp", "bs"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        one.contains("bs: Block size") && one.contains("default: 4096"),
+        "{one}"
+    );
+    let (code, _, err) = common::sinkrate_out(&["bench", "--cmdhelp", "blocksiz"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("did you mean blocksize"), "{err}");
+    if !common::fio_or_skip("cmdhelp_lists_every_option_each_one_fio_has (fio beside)") {
+        return;
+    }
+    let fio = |args: &[&str]| {
+        let out = std::process::Command::new("fio")
+            .args(args)
+            .output()
+            .expect("fio runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let engine_options: String = ["cpuio", "exec", "nbd", "io_uring"]
+        .iter()
+        .map(|e| fio(&[&format!("--enghelp={e}")]))
+        .collect();
+    // Newer than the fio 3.33 packaged here.
+    let newer = ["random_sequence_stride", "ss_interval"];
+    for name in names {
+        // fio prints an option's help on standard output, "No such command" on standard
+        // error.
+        let known = !fio(&[&format!("--cmdhelp={name}")]).trim().is_empty()
+            || engine_options
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(name))
+            || newer.contains(&name);
+        assert!(known, "{name} is not an option of fio's");
+    }
+}

@@ -8,27 +8,6 @@ use serde::{Deserialize, Serialize};
 use crate::options::{bad, flag, need, one_of, ApplyError};
 use crate::units::parse_int;
 
-pub const OPTIONS: &[&str] = &[
-    "thread",
-    "threads",
-    "random_generator",
-    "gtod_reduce",
-    "disable_lat",
-    "disable_clat",
-    "disable_slat",
-    "disable_bw_measurement",
-    "disable_bw",
-    "fadvise_hint",
-    "create_on_open",
-    "create_serialize",
-    "openfiles",
-    "iodepth_low",
-    "file_service_type",
-    "allrandrepeat",
-    "allrand_repeatable",
-    "clocksource",
-];
-
 /// fio's random_generator. With `lfsr` every block is visited once per pass even without
 /// the random map (norandommap); the tausworthe generators may repeat blocks then.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,15 +9,6 @@ use serde::{Deserialize, Serialize};
 use crate::options::{bad, flag, need, one_of, ApplyError};
 use crate::units::{parse_int, parse_size, KbBase};
 
-pub const OPTIONS: &[&str] = &[
-    "buffer_compress_percentage",
-    "buffer_compress_chunk",
-    "dedupe_percentage",
-    "dedupe_mode",
-    "dedupe_working_set_percentage",
-    "dedupe_global",
-];
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DedupeMode {

@@ -11,18 +11,6 @@ use crate::units::{parse_int, parse_time, TimeUnit};
 /// fio's FLOW_MAX_WEIGHT.
 pub const FLOW_MAX_WEIGHT: u64 = 1000;
 
-/// The option names this module takes.
-pub const OPTIONS: &[&str] = &[
-    "wait_for",
-    "flow",
-    "flow_id",
-    "flow_sleep",
-    "exitall",
-    "exit_what",
-    "exitall_on_error",
-    "io_submit_mode",
-];
-
 /// Which jobs a finishing job with `exitall` ends (fio's exit_what).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -7,8 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::options::{bad, need, ApplyError};
 
-pub const OPTIONS: &[&str] = &["continue_on_error", "ignore_error"];
-
 /// The kind of a failed I/O, in fio's order (its `ignore_error` lists and error bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {

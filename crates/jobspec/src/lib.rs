@@ -15,6 +15,7 @@ mod keyword_math;
 pub mod options;
 pub mod priority;
 pub mod showcmd;
+pub mod table;
 pub mod units;
 pub mod zones;
 
@@ -73,22 +74,13 @@ impl SpecError {
 /// misspelling), else how many there are and where they are listed, never all of them in
 /// one line.
 fn unsupported_option(key: &str) -> String {
-    let names = options::supported_names();
-    // A typo is an edit or two (a swap counts as one) in a name of some length; fio's
-    // own options that sinkrate lacks (`verify_async`) are further than that from any.
-    let mut near: Vec<(usize, &str)> = names
-        .iter()
-        .map(|n| (strsim::damerau_levenshtein(key, n), *n))
-        .filter(|(edits, _)| *edits <= 2 && *edits * 4 <= key.len())
-        .collect();
-    near.sort_unstable();
+    let near = table::near(key);
     if near.is_empty() {
         format!(
-            "option '{key}' is not supported by sinkrate (it takes {} of fio's options, listed in docs/fio-compatibility.md; --ignore-unsupported skips it)",
-            names.len()
+            "option '{key}' is not supported by sinkrate (it takes {} of fio's options: sinkrate bench --cmdhelp lists them; --ignore-unsupported skips it)",
+            options::supported_names().len()
         )
     } else {
-        let near: Vec<&str> = near.iter().take(3).map(|(_, n)| *n).collect();
         format!(
             "option '{key}' is not supported by sinkrate; did you mean {}? (--ignore-unsupported skips it)",
             near.join(" or ")

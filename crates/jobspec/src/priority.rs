@@ -9,16 +9,6 @@ use serde::{Deserialize, Serialize};
 use crate::options::{bad, flag, need, per_direction, ApplyError};
 use crate::units::{parse_int, parse_percent, parse_size, KbBase};
 
-pub const OPTIONS: &[&str] = &[
-    "prio",
-    "prioclass",
-    "cmdprio_percentage",
-    "cmdprio_class",
-    "cmdprio",
-    "cmdprio_bssplit",
-    "log_prio",
-];
-
 /// The kernel's real-time class, the one fio's logs mark with 1 when `log_prio` is off.
 pub const CLASS_RT: u8 = 1;
 /// The best-effort class: a job's class when it gives `prio` alone.

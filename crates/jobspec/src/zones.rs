@@ -7,8 +7,6 @@ use serde::{Deserialize, Serialize};
 use crate::options::{bad, need, one_of, ApplyError};
 use crate::units::{parse_size, KbBase};
 
-pub const OPTIONS: &[&str] = &["zonemode", "zonesize", "zonerange", "zoneskip"];
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ZoneMode {
