@@ -2,6 +2,7 @@
 //! completions are all generated from these definitions.
 
 pub mod bench_args;
+pub mod emulate_config;
 pub mod record_config;
 pub mod values;
 

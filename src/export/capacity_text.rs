@@ -73,7 +73,7 @@ impl Exporter<sinkrate_verify::capacity::fill::FillReport> for FillText {
             gb(r.fs_free_bytes)
         )?;
         verdict_block(&mut o, r.verdict, &r.verdict_text)?;
-        let rate = |b: Option<f64>| b.map_or("-".into(), |b| format!("{:.1} MB/s", b / 1e6));
+        let rate = |b: Option<f64>| b.map_or("-".into(), super::mbs);
         writeln!(
             o,
             "  filled           {} in {} file(s) at {}, flushed, read back ({}) at {}",

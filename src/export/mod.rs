@@ -7,6 +7,7 @@ pub mod bench;
 pub mod capacity_text;
 pub mod check_text;
 pub mod compare_table;
+pub mod emulate_text;
 pub mod frames_csv;
 pub mod prometheus;
 pub mod record_text;
@@ -47,9 +48,7 @@ pub fn mmss(s: f64) -> String {
     format!("{:02}:{:02}", (s / 60.0) as u64, (s % 60.0) as u64)
 }
 
-pub fn mbs(bytes_per_s: f64) -> String {
-    format!("{:.1} MB/s", bytes_per_s / 1e6)
-}
+pub use sinkrate_units::product::mb_per_s as mbs;
 
 #[cfg(test)]
 mod snapshots;

@@ -38,7 +38,7 @@ fn bad_values_on_the_command_line() {
         &["--name=a", "--size=1m", "--xyz=1"],
         &[
             "option 'xyz' is not supported by sinkrate (it takes ",
-            "fio compatibility",
+            "sinkrate bench --cmdhelp lists them",
         ],
     );
     // A misspelling gets the option meant, in a short line.

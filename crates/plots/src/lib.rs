@@ -103,7 +103,7 @@ pub(crate) fn ms(ns: u64) -> f64 {
 
 pub(crate) fn mb_s(b: Option<f64>) -> String {
     match b {
-        Some(b) => format!("{:.1} MB/s", b / 1e6),
+        Some(b) => sinkrate_units::product::mb_per_s(b),
         None => "? MB/s".into(),
     }
 }

@@ -69,7 +69,7 @@ pub struct Outcome {
 }
 
 fn mb(v: f64) -> String {
-    format!("{:.1} MB/s", v / 1e6)
+    sinkrate_units::product::mb_per_s(v)
 }
 
 /// A device that drains at least this many times the stream, when it writes, has room.

@@ -101,3 +101,24 @@ mod tests {
         assert!(parse_latency("100s").is_err());
     }
 }
+
+/// A rate as the product prints it for a person: megabytes (1000-based) a second, one
+/// decimal (`20.0 MB/s`).
+pub fn mb_per_s(bytes_per_s: f64) -> String {
+    format!("{:.1} MB/s", bytes_per_s / 1e6)
+}
+
+/// A size as the product prints a device's: gibibytes, two decimals (`1.00 GiB`).
+pub fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+#[cfg(test)]
+mod format_tests {
+    #[test]
+    fn rates_and_sizes_print_as_the_product_prints_them() {
+        assert_eq!(super::mb_per_s(20e6), "20.0 MB/s");
+        assert_eq!(super::mb_per_s(3_416_000.0), "3.4 MB/s");
+        assert_eq!(super::gib(1 << 30), "1.00 GiB");
+    }
+}
