@@ -99,3 +99,53 @@ impl Drop for TimeBar {
         }
     }
 }
+
+/// `tune search`'s events: one line per event for the progress bar (or the lines off a terminal).
+pub fn tune_search_event(bar: &mut TimeBar, e: &sinkrate_tune::search::Event) {
+    match e {
+        sinkrate_tune::search::Event::Plan {
+            candidates,
+            estimate_s,
+            budget_s,
+        } => {
+            bar.set_total(estimate_s.min(*budget_s).max(1.0));
+            bar.say(&format!(
+                "{candidates} candidate(s), about {:.0} s ({budget_s:.0} s budget): a screening run each, then full-length runs of the leader and the baseline",
+                estimate_s.min(*budget_s)
+            ));
+        }
+        sinkrate_tune::search::Event::Run {
+            label,
+            run,
+            seconds,
+            confirmation,
+        } => bar.step(&format!(
+            "{label}: {} run {run}, {seconds:.0} s",
+            if *confirmation {
+                "full-length"
+            } else {
+                "screening"
+            }
+        )),
+        sinkrate_tune::search::Event::Ran { label, trial } => {
+            let dropped = if trial.frames_offered > 0 || trial.frames_dropped > 0 {
+                format!("{} dropped", trial.frames_dropped)
+            } else {
+                format!("{:?}", trial.verdict).to_lowercase()
+            };
+            let worst = trial
+                .worst_write_ms
+                .map(|w| format!(", worst write {w:.0} ms"))
+                .unwrap_or_default();
+            let early = if trial.stopped_early {
+                " (stopped: already worse than the best)"
+            } else {
+                ""
+            };
+            bar.say(&format!(
+                "{label}: {dropped}{worst} in {:.0} s{early}",
+                trial.duration_s
+            ));
+        }
+    }
+}

@@ -2,8 +2,10 @@
 //! completions are all generated from these definitions.
 
 pub mod bench_args;
+pub mod bench_config;
 pub mod emulate_config;
 pub mod record_config;
+pub mod tune_config;
 pub mod values;
 
 use std::path::PathBuf;

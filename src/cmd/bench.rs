@@ -7,139 +7,14 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context, Result};
 use sinkrate_engine::runner::StatusLine;
 use sinkrate_engine::RunOptions;
-use sinkrate_jobspec::{build_job_set, JobSet, JobSources};
 use sinkrate_report::OutputFormat;
 
 use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
 
+use crate::cli::bench_config::{load_jobs, read_stdin_job};
 use crate::cli::BenchArgs;
 use crate::export::bench::{BenchJson, BenchResult, BenchTerse, BenchText};
 use crate::export::Exporter;
-
-/// The job `sinkrate bench` runs with no job file and no options: what a recorder needs to
-/// know first, the device's sustained sequential write rate with the page cache out of the
-/// way (direct I/O, or a final fsync where direct I/O is refused).
-pub const DEFAULT_JOB: &str = "\
-[sinkrate-default]
-; sequential 1 MiB writes straight to the device for 10 s
-rw=write
-bs=1m
-size=256m
-direct=1
-time_based
-runtime=10s
-end_fsync=1
-";
-
-/// A job file on standard input (`-`), read with the bound every job file has.
-fn read_stdin_job() -> Result<String> {
-    let name = "a job file from standard input";
-    let bytes = sinkrate_sys::input::read_from(
-        std::io::stdin().lock(),
-        sinkrate_sys::input::JOB_FILE_BYTES,
-    )
-    .map_err(|e| anyhow!("{name}: {e}"))?;
-    sinkrate_sys::input::text(bytes).map_err(|e| anyhow!("{name}: {e}"))
-}
-
-fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
-    let mut files: Vec<PathBuf> = Vec::new();
-    let mut texts: Vec<(PathBuf, String)> = Vec::new();
-    for f in &args.job_files {
-        if f.as_os_str() == "-" {
-            let text = read_stdin_job()?;
-            texts.push((PathBuf::from("<stdin>"), text));
-        } else {
-            files.push(f.clone());
-        }
-    }
-    let mut cli_options = args.job_options.clone();
-    let no_files = files.is_empty() && texts.is_empty();
-    if no_files && cli_options.is_empty() {
-        texts.push((
-            PathBuf::from("<built-in default job>"),
-            DEFAULT_JOB.to_string(),
-        ));
-    } else if no_files
-        && !cli_options
-            .iter()
-            .any(|o| o.starts_with("--name=") || o == "--name")
-    {
-        cli_options.insert(0, "--name=sinkrate".to_string());
-    }
-    let set = build_job_set(
-        &JobSources {
-            files: &files,
-            texts: &texts,
-            cli_options: &cli_options,
-            ignore_unsupported: args.ignore_unsupported,
-        },
-        &sinkrate_engine::probe::LiveContext,
-    )?;
-    let mut set = set;
-    if !args.section.is_empty() {
-        let names: Vec<&str> = set.jobs.iter().map(|j| j.options.name.as_str()).collect();
-        if let Some(missing) = args.section.iter().find(|s| !names.contains(&s.as_str())) {
-            let mut known = names.clone();
-            known.dedup();
-            return Err(anyhow!(
-                "--section {missing}: no job of that name (the jobs: {})",
-                known.join(", ")
-            ));
-        }
-        set.jobs.retain(|j| args.section.contains(&j.options.name));
-    }
-    if args.readonly {
-        // As fio's --readonly: writes and trims alike.
-        if let Some(j) = set.jobs.iter().find(|j| j.options.rw.modifies()) {
-            return Err(anyhow!(
-                "{}: job '{}' writes or trims (rw={}), and --readonly refuses every write and trim (use rw=read or randread)",
-                j.origin,
-                j.options.name,
-                j.options.rw.fio_name()
-            ));
-        }
-        if let Some(j) = set.jobs.iter().find(|j| j.options.ioengine.changes_files()) {
-            return Err(anyhow!(
-                "{}: job '{}' changes files (ioengine={}), and --readonly refuses every write (use filestat, dirstat or a read job)",
-                j.origin,
-                j.options.name,
-                j.options.ioengine.fio_name()
-            ));
-        }
-    }
-    Ok(set)
-}
-
-fn describe(set: &JobSet) -> String {
-    let mut out = String::new();
-    for (i, job) in set.jobs.iter().enumerate() {
-        let o = &job.options;
-        let size = match o.size {
-            Some(sinkrate_jobspec::options::SizeSpec::Bytes(b)) => format!("{b}"),
-            Some(sinkrate_jobspec::options::SizeSpec::Percent(p)) => format!("{p}%"),
-            None => "(file size)".into(),
-        };
-        out.push_str(&format!(
-            "job {} '{}' (group {}, clone {}): rw={} bs={},{} ioengine={} iodepth={} size={} direct={} runtime={} time_based={} numjobs={}\n",
-            i + 1,
-            o.name,
-            job.group,
-            job.clone_index,
-            o.rw.fio_name(),
-            o.bs[0],
-            o.bs[1],
-            o.ioengine.fio_name(),
-            o.iodepth,
-            size,
-            u8::from(o.direct),
-            o.runtime.map(|r| format!("{}s", r.as_secs_f64())).unwrap_or_else(|| "-".into()),
-            u8::from(o.time_based),
-            o.numjobs,
-        ));
-    }
-    out
-}
 
 /// `--cmdhelp [OPTION]`: the option table's help, for every option or for one.
 fn option_help(option: &str) -> Result<ExitCode> {
@@ -255,7 +130,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         for n in &set.notices {
             eprintln!("sinkrate: note: {n}");
         }
-        crate::write_stdout(describe(&set).as_bytes())?;
+        crate::write_stdout(crate::export::bench::describe_jobs(&set).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     let debug = match &args.debug {

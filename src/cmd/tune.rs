@@ -8,11 +8,12 @@ use sinkrate_model::{Envelope, RunKind};
 use sinkrate_settings::tune::{self, ApplyConfig, TuneReport};
 use sinkrate_settings::Journal;
 
+use crate::cli::tune_config::{fixes_from, fixes_of, workload};
 use crate::cli::values::OutputFormat;
 use crate::cli::{TuneAction, TuneApplyArgs, TuneSearchArgs};
 use crate::export::{search_text::SearchText, tune_text::TuneText, Exporter, Json};
 use sinkrate_tune::candidates::QueueMount;
-use sinkrate_tune::search::{Event, SearchError, Workload};
+use sinkrate_tune::search::{SearchError, Workload};
 
 pub fn run(action: TuneAction) -> Result<ExitCode> {
     let journal = Journal::live();
@@ -54,72 +55,6 @@ pub fn run(action: TuneAction) -> Result<ExitCode> {
     };
     crate::write_stdout(&body)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Findings with a fix that is a setting: their ids and the settings, and the directory
-/// they were found for.
-struct Fixes {
-    path: std::path::PathBuf,
-    ids: Vec<String>,
-    settings: Vec<String>,
-}
-
-fn fixes_of(findings: &[sinkrate_audit::Finding], path: &str, only: Option<&[String]>) -> Fixes {
-    let mut out = Fixes {
-        path: path.into(),
-        ids: Vec::new(),
-        settings: Vec::new(),
-    };
-    for f in findings {
-        if f.severity == sinkrate_audit::Severity::Ok
-            || only.is_some_and(|ids| !ids.iter().any(|i| i == f.id.as_ref()))
-        {
-            continue;
-        }
-        let settings = f.settings();
-        if !settings.is_empty() {
-            out.ids.push(f.id.to_string());
-            out.settings.extend(settings);
-        }
-    }
-    out
-}
-
-/// The fixes in a check report (its top findings) or an audit report (every finding).
-fn fixes_from(file: &std::path::Path) -> Result<Fixes> {
-    let bytes = std::fs::read(file).map_err(|e| anyhow!("--from {}: {e}", file.display()))?;
-    let kind = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| v["kind"].as_str().map(str::to_string))
-        .ok_or_else(|| {
-            anyhow!(
-                "--from {}: not a sinkrate report (expected a check or audit report's JSON)",
-                file.display()
-            )
-        })?;
-    let bad = |e: sinkrate_model::envelope::ReadError| anyhow!("--from {}: {e}", file.display());
-    match kind.as_str() {
-        "check" => {
-            let run = Envelope::<sinkrate_check::CheckReport>::from_json(&bytes, RunKind::Check)
-                .map_err(bad)?;
-            let a = &run.result.audit.audit;
-            Ok(fixes_of(
-                &a.findings,
-                &a.target.path,
-                Some(&run.result.top_findings),
-            ))
-        }
-        "audit" => {
-            let run = Envelope::<sinkrate_audit::AuditReport>::from_json(&bytes, RunKind::Audit)
-                .map_err(bad)?;
-            let a = &run.result.audit;
-            Ok(fixes_of(&a.findings, &a.target.path, None))
-        }
-        other => Err(anyhow!(
-            "--from {}: a {other} report has no findings (expected a check or audit report)",
-            file.display()
-        )),
-    }
 }
 
 fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
@@ -199,146 +134,6 @@ fn needs_root(what: &str) -> Result<()> {
     }
 }
 
-/// The workload: a job file, the user's recorder, or a recording (check's profile unless
-/// the record flags after -- name the streams).
-fn workload(args: &TuneSearchArgs) -> Result<Workload> {
-    use crate::cli::record_config::{names_streams, refuse_own_flags};
-    let dir = args.path.clone();
-    if let Some(file) = &args.job {
-        if args.confirm_duration.is_some() {
-            return Err(anyhow!(
-                "--confirm-duration: a job file runs as it is written; set its length with runtime= (and time_based) in {}",
-                file.display()
-            ));
-        }
-        if !args.record_flags.is_empty() {
-            return Err(anyhow!(
-                "--job: the job file is the whole workload; nothing goes after -- (got {})",
-                args.record_flags.join(" ")
-            ));
-        }
-        let jobs = sinkrate_jobspec::build_job_set(
-            &sinkrate_jobspec::JobSources {
-                files: std::slice::from_ref(file),
-                texts: &[],
-                cli_options: &[],
-                ignore_unsupported: false,
-            },
-            &sinkrate_engine::probe::LiveContext,
-        )
-        .map_err(|e| anyhow!("--job {}: {e}", file.display()))?;
-        if !jobs.jobs.iter().any(|j| j.options.rw.writes()) {
-            return Err(anyhow!(
-                "--job {}: no job writes (rw=write, randwrite, rw, randrw, trim...): there is nothing to tune for a recorder",
-                file.display()
-            ));
-        }
-        return Ok(Workload::Job {
-            jobs,
-            dir,
-            file: file.clone(),
-        });
-    }
-    if args.exec {
-        if args.record_flags.is_empty() {
-            return Err(anyhow!(
-                "--exec: give the recorder's command after -- (e.g. --exec -- ./my_recorder --out /mnt/card)"
-            ));
-        }
-        // The count is read after each run, from where the recorder writes it.
-        let drops_file = args.drops_file.as_ref().map(|f| {
-            if f.is_absolute() {
-                f.clone()
-            } else {
-                dir.join(f)
-            }
-        });
-        return Ok(Workload::Exec {
-            argv: args.record_flags.clone(),
-            dir,
-            drops_file,
-        });
-    }
-    if let Some(f) = args
-        .record_flags
-        .iter()
-        .find(|f| crate::cli::record_config::flag_name(f) == "--duration")
-    {
-        return Err(anyhow!(
-            "{f} after --: tune search sets each run's length itself (screening runs past the first flush; full-length runs: --confirm-duration)"
-        ));
-    }
-    // Dirty limits are the search's own knobs, besides the flags every session sets.
-    refuse_own_flags(
-        &args.record_flags,
-        &["--ram-limit", "--dirty-limit"],
-        "tune search",
-    )?;
-    let mut flags: Vec<String> = vec!["--dir".into(), args.path.display().to_string()];
-    if !names_streams(&args.record_flags) {
-        flags.extend(["--profile".into(), "dual-1080p30".into()]);
-    }
-    flags.extend(args.record_flags.iter().cloned());
-    let record_args = crate::cli::record_config::args_from_flags(&flags)?;
-    let session = crate::cli::record_config::session(&record_args)?;
-    if session.record.write_mode == sinkrate_record::config::WriteMode::Null {
-        return Err(anyhow!(
-            "--write-mode null after --: writes nothing, so there is nothing to tune"
-        ));
-    }
-    Ok(Workload::Record(Box::new(session)))
-}
-
-/// One line per event for the progress bar (or the lines off a terminal).
-fn on_event(bar: &mut crate::progress::TimeBar, e: &Event) {
-    match e {
-        Event::Plan {
-            candidates,
-            estimate_s,
-            budget_s,
-        } => {
-            bar.set_total(estimate_s.min(*budget_s).max(1.0));
-            bar.say(&format!(
-                "{candidates} candidate(s), about {:.0} s ({budget_s:.0} s budget): a screening run each, then full-length runs of the leader and the baseline",
-                estimate_s.min(*budget_s)
-            ));
-        }
-        Event::Run {
-            label,
-            run,
-            seconds,
-            confirmation,
-        } => bar.step(&format!(
-            "{label}: {} run {run}, {seconds:.0} s",
-            if *confirmation {
-                "full-length"
-            } else {
-                "screening"
-            }
-        )),
-        Event::Ran { label, trial } => {
-            let dropped = if trial.frames_offered > 0 || trial.frames_dropped > 0 {
-                format!("{} dropped", trial.frames_dropped)
-            } else {
-                format!("{:?}", trial.verdict).to_lowercase()
-            };
-            let worst = trial
-                .worst_write_ms
-                .map(|w| format!(", worst write {w:.0} ms"))
-                .unwrap_or_default();
-            let early = if trial.stopped_early {
-                " (stopped: already worse than the best)"
-            } else {
-                ""
-            };
-            bar.say(&format!(
-                "{label}: {dropped}{worst} in {:.0} s{early}",
-                trial.duration_s
-            ));
-        }
-    }
-}
-
 fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     if let Some(p) = &args.output {
         crate::check_output_path("--output", p)?;
@@ -409,7 +204,9 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         args.progress,
         args.budget.as_secs_f64(),
     );
-    let result = sinkrate_tune::search::search(&cfg, stop, &mut |e| on_event(&mut bar, e));
+    let result = sinkrate_tune::search::search(&cfg, stop, &mut |e| {
+        crate::progress::tune_search_event(&mut bar, e)
+    });
     drop(bar);
     let mut report = result.map_err(|e| match e {
         SearchError::Session(e) => super::record::refusal(e),

@@ -78,3 +78,34 @@ fn sampler_line(s: &SamplerOutput, sum: &Summary) -> String {
             .unwrap_or_default()
     )
 }
+
+/// `--parse-only`: each resolved job in one line.
+pub fn describe_jobs(set: &sinkrate_jobspec::JobSet) -> String {
+    let mut out = String::new();
+    for (i, job) in set.jobs.iter().enumerate() {
+        let o = &job.options;
+        let size = match o.size {
+            Some(sinkrate_jobspec::options::SizeSpec::Bytes(b)) => format!("{b}"),
+            Some(sinkrate_jobspec::options::SizeSpec::Percent(p)) => format!("{p}%"),
+            None => "(file size)".into(),
+        };
+        out.push_str(&format!(
+            "job {} '{}' (group {}, clone {}): rw={} bs={},{} ioengine={} iodepth={} size={} direct={} runtime={} time_based={} numjobs={}\n",
+            i + 1,
+            o.name,
+            job.group,
+            job.clone_index,
+            o.rw.fio_name(),
+            o.bs[0],
+            o.bs[1],
+            o.ioengine.fio_name(),
+            o.iodepth,
+            size,
+            u8::from(o.direct),
+            o.runtime.map(|r| format!("{}s", r.as_secs_f64())).unwrap_or_else(|| "-".into()),
+            u8::from(o.time_based),
+            o.numjobs,
+        ));
+    }
+    out
+}

@@ -246,3 +246,24 @@ impl<'de> Deserialize<'de> for AuditReport {
         })
     }
 }
+
+/// The findings whose fix is a setting `tune apply` can make (their ids, and the settings in
+/// `tune apply`'s spelling), skipping those that are fine and, when `only` is given, those
+/// it does not name (check's FIX FIRST list).
+pub fn setting_fixes(findings: &[Finding], only: Option<&[String]>) -> (Vec<String>, Vec<String>) {
+    let mut ids = Vec::new();
+    let mut settings = Vec::new();
+    for f in findings {
+        if f.severity == Severity::Ok
+            || only.is_some_and(|wanted| !wanted.iter().any(|i| i == f.id.as_ref()))
+        {
+            continue;
+        }
+        let fix = f.settings();
+        if !fix.is_empty() {
+            ids.push(f.id.to_string());
+            settings.extend(fix);
+        }
+    }
+    (ids, settings)
+}
