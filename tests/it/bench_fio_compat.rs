@@ -1058,11 +1058,58 @@ fn text_heads(stdout: &[u8]) -> Vec<String> {
         } else {
             masked
         };
-        if heads.last() != Some(&masked) || masked == "|" {
+        // A percentile table counts once: how many lines it takes depends on its widest
+        // value (checked by `percentile_rows_follow_the_widest_value`), which differs
+        // between two runs that measured different latencies.
+        if heads.last() != Some(&masked) {
             heads.push(masked);
         }
     }
     heads
+}
+
+/// Each percentile table of a text output, as the number of entries on each of its lines
+/// and the widest value in it.
+fn percentile_tables(stdout: &[u8]) -> Vec<(Vec<usize>, usize)> {
+    let text = String::from_utf8_lossy(stdout);
+    let mut tables: Vec<(Vec<usize>, usize)> = Vec::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        let cells: Vec<&str> = line
+            .split("th=[")
+            .skip(1)
+            .map(|c| c.split(']').next().unwrap_or_default().trim())
+            .collect();
+        if line.trim_start().starts_with('|') && !cells.is_empty() {
+            if !in_table {
+                tables.push((Vec::new(), 0));
+                in_table = true;
+            }
+            let table = tables.last_mut().expect("a table");
+            table.0.push(cells.len());
+            table.1 = table
+                .1
+                .max(cells.iter().map(|c| c.len()).max().unwrap_or(0));
+        } else {
+            in_table = false;
+        }
+    }
+    tables
+}
+
+/// fio's rule (stat.c, show_clat_percentiles, precision 2): as many entries to a line as
+/// fit 73 columns at 12 + the widest value's digits each; every line full but the last.
+fn percentile_rows_follow_the_widest_value(stdout: &[u8], who: &str) {
+    let tables = percentile_tables(stdout);
+    assert!(!tables.is_empty(), "{who}: no percentile table");
+    for (rows, width) in tables {
+        let per_line = (73 / (12 + width)).max(1);
+        let (last, full) = rows.split_last().expect("a row");
+        assert!(
+            full.iter().all(|n| *n == per_line) && *last <= per_line && *last > 0,
+            "{who}: rows {rows:?} with values {width} wide, {per_line} to a line"
+        );
+    }
 }
 
 /// The text output's layout as fio's, line by line (heads compared, numbers masked): the
@@ -1099,4 +1146,6 @@ fn text_output_lays_out_a_job_as_fio_does() {
         "{theirs:?}"
     );
     assert_eq!(ours, theirs, "sinkrate's lines against fio's");
+    percentile_rows_follow_the_widest_value(&runs[0], "fio");
+    percentile_rows_follow_the_widest_value(&runs[1], "sinkrate");
 }
