@@ -148,10 +148,11 @@ pub struct State {
 impl State {
     fn save(&self) -> Result<(), EmulateError> {
         let text = serde_json::to_string_pretty(self).map_err(|e| step("state", e.to_string()))?;
-        let tmp = self.state_dir.join("state.json.tmp");
-        std::fs::write(&tmp, text).map_err(|e| step("state", format!("{}: {e}", tmp.display())))?;
-        std::fs::rename(&tmp, self.state_dir.join("state.json"))
-            .map_err(|e| step("state", format!("{}: {e}", self.state_dir.display())))
+        // Durably: after a power cut (emulate's own --power-cut tests included) `down` must
+        // still find every step it has to undo.
+        let path = self.state_dir.join("state.json");
+        sinkrate_platform::durable::replace(&path, text.as_bytes(), 0o644)
+            .map_err(|e| step("state", format!("{}: {e}", path.display())))
     }
 
     fn load(dir: &Path) -> Option<State> {
@@ -937,6 +938,9 @@ pub fn sweep_orphans() -> Vec<Orphan> {
 
 /// Removes every piece recorded for `mountpoint`, in reverse order; works after any of the
 /// processes died.
+/// How long an emulator process has to end after each signal (or after its unmount).
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
 pub fn down(mountpoint: &Path) -> Result<State, EmulateError> {
     let mp = absolute(mountpoint);
     let mut state = state_of(&mp).ok_or_else(|| {
@@ -1009,13 +1013,14 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
             let _ = run("umount", Command::new("umount").arg("-l").arg(&fuse_dir));
         }
         if let Some(pid) = state.nbdfuse_pid {
-            let start = Instant::now();
-            while alive(pid) && start.elapsed() < Duration::from_secs(5) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if alive(pid) {
-                // SAFETY: ending a process this stack started.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+            // The unmount ends it; one that hangs is killed.
+            if !sinkrate_platform::child::wait_for_end(STOP_GRACE, &mut || alive(pid)) {
+                sinkrate_platform::child::stop(
+                    pid,
+                    sinkrate_platform::child::Signal::Kill,
+                    STOP_GRACE,
+                    &mut || alive(pid),
+                );
             }
         }
         let _ = std::fs::remove_dir(&fuse_dir);
@@ -1031,18 +1036,13 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
     servers.sort_unstable();
     servers.dedup();
     for pid in servers {
-        if alive(pid) {
-            // SAFETY: ending the nbdkit this stack started (its pid file named it).
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-            let start = Instant::now();
-            while alive(pid) && start.elapsed() < Duration::from_secs(5) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if alive(pid) {
-                // SAFETY: as above.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-        }
+        // The nbdkit this stack started (its pid file named it).
+        sinkrate_platform::child::stop(
+            pid,
+            sinkrate_platform::child::Signal::Term,
+            STOP_GRACE,
+            &mut || alive(pid),
+        );
     }
     state.nbdkit_pid = None;
     if let Some(backing) = state.backing_created.take() {

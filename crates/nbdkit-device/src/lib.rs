@@ -189,10 +189,7 @@ impl Device {
 }
 
 fn write_atomically(path: &Path, text: &str) {
-    let tmp = path.with_extension("tmp");
-    if std::fs::write(&tmp, text).is_ok() {
-        let _ = std::fs::rename(&tmp, path);
-    }
+    let _ = sinkrate_platform::durable::replace(path, text.as_bytes(), 0o644);
 }
 
 #[derive(Default)]

@@ -14,7 +14,6 @@ pub mod persist;
 pub mod setting;
 pub mod tune;
 
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -226,24 +225,7 @@ impl Journal {
             entries: j.entries.clone(),
         })
         .map_err(|e| io(std::io::Error::other(e)))?;
-        let tmp = self.path.with_extension("json.tmp");
-        {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .mode(0o600)
-                .open(&tmp)
-                .map_err(io)?;
-            f.write_all(&text).map_err(io)?;
-            f.sync_all().map_err(io)?;
-        }
-        std::fs::rename(&tmp, &self.path).map_err(io)?;
-        if let Some(dir) = self.path.parent() {
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
+        sinkrate_platform::durable::replace(&self.path, &text, 0o600).map_err(io)?;
         Ok(())
     }
 

@@ -193,8 +193,6 @@ impl Host {
 /// A configuration file replaced whole through a temporary file and a rename (or removed,
 /// for [`ABSENT`]), readable by all as /etc's files are.
 fn write_file(path: &std::path::Path, value: &str) -> Result<(), Error> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let io = |e| Error::Io(path.to_path_buf(), e);
     if value == ABSENT {
         return match std::fs::remove_file(path) {
@@ -202,21 +200,8 @@ fn write_file(path: &std::path::Path, value: &str) -> Result<(), Error> {
             _ => Ok(()),
         };
     }
-    let tmp = path.with_extension("sinkrate-tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o644)
-        .open(&tmp)
-        .map_err(io)?;
     // A file that is there keeps its mode (an fstab or rules file made private stays so).
-    if let Ok(m) = std::fs::metadata(path) {
-        f.set_permissions(m.permissions()).map_err(io)?;
-    }
-    f.write_all(value.as_bytes()).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    sinkrate_platform::durable::replace(path, value.as_bytes(), 0o644).map_err(io)
 }
 
 fn bracketed(text: &str) -> Option<&str> {

@@ -3,7 +3,7 @@
 //! watched command running orphaned and unnamed.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 static RUNNING: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
 
@@ -37,25 +37,13 @@ pub fn stop_all() -> Vec<String> {
         std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|e| e.into_inner()));
     let mut said = Vec::new();
     for (pid, name) in list {
-        let mut how = "ended";
-        for (signal, word) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGKILL, "SIGKILL")] {
-            if !running(pid) {
-                break;
-            }
-            // SAFETY: signalling a program this process started and has not reaped.
-            unsafe { libc::kill(pid, signal) };
-            how = word;
-            let since = Instant::now();
-            while running(pid) && since.elapsed() < GRACE {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let state = if running(pid) {
-            "still running"
-        } else {
-            "stopped"
+        use sinkrate_platform::child::{stop, Signal, Stopped};
+        let line = match stop(pid, Signal::Term, GRACE, &mut || running(pid)) {
+            Stopped::AlreadyEnded => "ended, stopped".to_string(),
+            Stopped::By(signal) => format!("{}, stopped", signal.name()),
+            Stopped::StillRunning => "SIGKILL, still running".to_string(),
         };
-        said.push(format!("{name} (pid {pid}): {how}, {state}"));
+        said.push(format!("{name} (pid {pid}): {line}"));
     }
     said
 }

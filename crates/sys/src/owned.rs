@@ -513,10 +513,7 @@ pub fn sweep_left_over() -> Vec<LeftOver> {
             let _ = std::fs::remove_file(e.path());
         } else {
             // Rewritten whole before the old one goes: a kill here leaves one of the two.
-            let tmp = e.path().with_extension("sweep");
-            if std::fs::write(&tmp, &still).is_ok() {
-                let _ = std::fs::rename(&tmp, e.path());
-            }
+            let _ = sinkrate_platform::durable::replace(&e.path(), &still, 0o600);
         }
         if !left.removed.is_empty() || !left.kept.is_empty() {
             out.push(left);

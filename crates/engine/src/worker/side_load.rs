@@ -136,16 +136,13 @@ fn run_program(setup: &WorkerSetup, start: u64) -> Result<(), EngineError> {
         }
         setup.clock.sleep_until(setup.clock.now_ns() + 10_000_000);
     }
-    // SAFETY: signalling the child this job started and has not yet reaped.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let grace_end = setup.clock.now_ns() + o.grace_time.as_nanos() as u64;
-    while setup.clock.now_ns() < grace_end {
-        if let Ok(Some(_)) = child.try_wait() {
-            return Ok(());
-        }
-        setup.clock.sleep_until(setup.clock.now_ns() + 10_000_000);
-    }
-    let _ = child.kill();
+    // As fio's exec engine: SIGTERM, then SIGKILL after grace_time.
+    sinkrate_platform::child::stop(
+        pid,
+        sinkrate_platform::child::Signal::Term,
+        o.grace_time,
+        &mut || matches!(child.try_wait(), Ok(None)),
+    );
     let _ = child.wait();
     Ok(())
 }
