@@ -15,12 +15,19 @@ pub fn replace(path: &Path, bytes: &[u8], new_mode: u32) -> std::io::Result<()> 
     let mode = std::fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(new_mode);
+    // A temporary left by a killed run (or anything planted at its name, a symlink
+    // included) is unlinked, never opened: the new one is created exclusively, so no
+    // link is followed.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     let written = (|| {
         let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .write(true)
             .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)?;
         // The mode given at creation is narrowed by the umask; the file's own is restored.
         f.set_permissions(std::fs::Permissions::from_mode(mode))?;
@@ -72,6 +79,18 @@ mod tests {
         );
         let names: Vec<_> = std::fs::read_dir(d.path()).expect("ls").collect();
         assert_eq!(names.len(), 1, "no temporary file is left");
+    }
+
+    #[test]
+    fn a_symlink_planted_at_the_temporary_name_is_not_followed() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"a user's file").expect("write");
+        let p = d.path().join("state.json");
+        std::os::unix::fs::symlink(&victim, d.path().join(".state.json.tmp")).expect("link");
+        replace(&p, b"state", 0o644).expect("replaced");
+        assert_eq!(std::fs::read(&victim).expect("read"), b"a user's file");
+        assert_eq!(std::fs::read(&p).expect("read"), b"state");
     }
 
     #[test]
