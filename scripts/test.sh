@@ -30,18 +30,22 @@ CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
 echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user)"
 bash scripts/cross.sh --test-build
 echo "== cargo test"
-# The nbdkit plugin behind emulate's device models: a cdylib that cargo test does not link;
-# emulate finds it beside the sinkrate binary the tests run.
-cargo build --locked --profile test-release -p sinkrate-nbdkit
+# Everything the tests run is built once, by one command over the whole workspace: cargo
+# resolves features per selection of packages, so `-p sinkrate` after `--exclude sinkrate`
+# would build every shared crate a second time (every cargo command below selects the
+# whole workspace for that reason). This also builds the nbdkit plugin behind
+# emulate's device models (a cdylib that cargo test does not link; emulate finds it beside
+# the sinkrate binary the tests run).
+cargo build --locked --workspace --profile test-release
+cargo test --locked --workspace --profile test-release --no-run
 # The crates' unit tests, the fuzz corpus replay and the binary's own unit tests.
-cargo test --locked --workspace --profile test-release --exclude sinkrate -- --test-threads=2
-cargo test --locked --profile test-release -p sinkrate --bins -- --test-threads=2
+cargo test --locked --workspace --profile test-release --lib --bins --test corpus -- --test-threads=2
 # The integration tests are one binary (tests/it), run a module at a time: a module's tests
 # that use loop devices, emulated cards or the machine's settings serialise themselves, and
 # no other module's tests run beside them. A module's filter skips the modules whose names
 # end in its own (verify:: would also select bench_verify::).
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
-listed=$(cargo test --locked --profile test-release --test it -- --list 2>/dev/null | grep -c ': test$')
+listed=$(cargo test --locked --workspace --profile test-release --test it -- --list 2>/dev/null | grep -c ': test$')
 ran=0
 for m in $modules; do
   skips=()
@@ -51,7 +55,7 @@ for m in $modules; do
   echo "== tests/it: $m"
   out=$(mktemp)
   # (pipefail: a failing module ends the script here)
-  cargo test --locked --profile test-release --test it -- "$m::" "${skips[@]}" --test-threads=2 2>&1 | tee "$out"
+  cargo test --locked --workspace --profile test-release --test it -- "$m::" "${skips[@]}" --test-threads=2 2>&1 | tee "$out"
   n=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$out" | awk '{s+=$1+$2+$3} END {print s+0}')
   rm -f "$out"
   ran=$((ran + n))

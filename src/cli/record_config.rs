@@ -3,10 +3,11 @@
 //! for `--find-max`.
 
 use anyhow::{anyhow, Result};
-use sinkrate_record::config::{parse_bitrate, profile, RecordConfig, StreamSpec};
+use sinkrate_record::config::{profile, RecordConfig, StreamSpec};
 use sinkrate_record::find_max::MAX_STREAMS;
 use sinkrate_record::frames::FrameSizes;
 use sinkrate_record::session::{board_dirty_limits, Session};
+use sinkrate_units::product::parse_bitrate;
 
 use super::values::{size, Writers};
 use super::RecordArgs;

@@ -16,7 +16,7 @@ use crate::export::{audit_text::AuditText, Exporter, Json};
 pub fn stream_rate(args: &StreamRateArgs) -> Result<(String, f64)> {
     if let Some(b) = &args.bitrate {
         let bits =
-            sinkrate_record::config::parse_bitrate(b).map_err(|e| anyhow!("--bitrate: {e}"))?;
+            sinkrate_units::product::parse_bitrate(b).map_err(|e| anyhow!("--bitrate: {e}"))?;
         if bits == 0 {
             return Err(anyhow!("--bitrate: must be above zero (e.g. 24M)"));
         }

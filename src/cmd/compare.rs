@@ -24,7 +24,9 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     // A file's labels go with each of its runs (a bench file may hold several jobs).
     let mut labels = Vec::new();
     for (i, path) in args.inputs.iter().enumerate() {
-        match sinkrate_compare::load(path) {
+        match super::read_result(path)
+            .and_then(|d| sinkrate_compare::runs(&path.display().to_string(), d))
+        {
             Ok(found) => {
                 if let Some(l) = args.label.get(i) {
                     labels.extend(std::iter::repeat_n(l.clone(), found.len()));

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
+use sinkrate_model::document::Document;
 use sinkrate_model::TOOL_VERSION;
 use sinkrate_plots::Input;
 
@@ -23,7 +24,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let mut inputs = Vec::new();
     let mut unreadable = 0;
     for (i, path) in args.inputs.iter().enumerate() {
-        match sinkrate_compare::read(path) {
+        match super::read_result(path) {
             Ok(document) => inputs.push(Input {
                 file: path.clone(),
                 label: args.label.get(i).cloned().unwrap_or_else(|| label_of(path)),
@@ -150,7 +151,7 @@ fn write_png(page: &sinkrate_plots::figures::Page, dir: &Path) -> Result<()> {
 /// `--report FILE`: the report of the run just finished, from its JSON (read back through
 /// the same types as `sinkrate report` reads files), replacing FILE as `--output` does.
 pub fn write_for_run(json: &[u8], name: &str, path: &Path) -> Result<()> {
-    let document = sinkrate_compare::parse(name, json.to_vec()).map_err(|e| anyhow!(e))?;
+    let document = Document::parse(name, json).map_err(|e| anyhow!(e))?;
     let input = Input {
         file: PathBuf::from(name),
         label: label_of(path),

@@ -2,86 +2,9 @@
 //! it read, why it matters for a recorder, the exact fix (now and persistent) and the
 //! trade-off where there is one.
 
-use serde::{Deserialize, Serialize};
-
 use crate::device::Bus;
 use crate::Audit;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Critical,
-    Warn,
-    Info,
-    Ok,
-}
-
-impl Severity {
-    pub fn label(self) -> &'static str {
-        match self {
-            Severity::Critical => "critical",
-            Severity::Warn => "warn",
-            Severity::Info => "info",
-            Severity::Ok => "ok",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fix {
-    /// Commands that apply the fix now (until reboot or remount).
-    pub now: Vec<String>,
-    /// What makes it stay: an fstab line, a sysctl.d file, a udev rule.
-    pub persistent: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    pub id: std::borrow::Cow<'static, str>,
-    pub severity: Severity,
-    /// One line: what is the case.
-    pub title: String,
-    pub evidence: String,
-    pub why: String,
-    pub fix: Fix,
-    pub tradeoff: Option<String>,
-}
-
-impl Finding {
-    /// The fix's commands as settings `sinkrate tune apply` takes (`vm.NAME=VALUE`,
-    /// `mount:OPTION`, `queue:ATTR=VALUE`); a fix that is not a setting (move a cable,
-    /// repartition) has none.
-    pub fn settings(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for cmd in &self.fix.now {
-            if let Some(rest) = cmd.strip_prefix("sysctl -w ") {
-                out.extend(
-                    rest.split_whitespace()
-                        .take_while(|t| t.contains('='))
-                        .map(str::to_string),
-                );
-            } else if let Some(rest) = cmd.strip_prefix("mount -o remount,") {
-                if let Some(option) = rest.split_whitespace().next() {
-                    out.push(format!("mount:{option}"));
-                }
-            } else if let Some(rest) = cmd.strip_prefix("echo ") {
-                let mut parts = rest.split_whitespace();
-                if let (Some(value), Some(">"), Some(path)) =
-                    (parts.next(), parts.next(), parts.next())
-                {
-                    if let Some(attr) = path
-                        .strip_prefix("/sys/block/")
-                        .and_then(|p| p.split_once("/queue/"))
-                        .map(|(_, attr)| attr)
-                    {
-                        out.push(format!("queue:{attr}={value}"));
-                    }
-                }
-            }
-        }
-        out
-    }
-}
+pub use sinkrate_model::audit::{Finding, Fix, Severity};
 
 fn mb(bytes: f64) -> String {
     if bytes >= 1e9 {

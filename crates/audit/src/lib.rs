@@ -8,49 +8,15 @@ pub mod superblock;
 
 pub use sinkrate_sys::{device, mounts, root, usb};
 
-use serde::{Deserialize, Serialize};
-
-pub use findings::{Finding, Fix, Severity};
 pub use root::SysRoot;
+pub use sinkrate_model::audit::{Audit, AuditReport, FsFacts, StreamRate};
+pub use sinkrate_model::audit::{Finding, Fix, Severity};
 
 use device::{BlockDevice, Bus};
-use memory::Memory;
 use mounts::Target;
-use usb::UsbPath;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FsFacts {
-    /// From the device's superblock, read-only.
-    pub ext4: Option<superblock::Ext4Super>,
-    /// /proc/fs/ext4/DEV/options: the options in force, defaults included.
-    pub ext4_options: Vec<String>,
-    /// vfat/exfat cluster size.
-    pub cluster_bytes: Option<u64>,
-    /// Filesystems this kernel can mount (/proc/filesystems).
-    pub kernel_filesystems: Vec<String>,
-}
 
 pub use sinkrate_sys::swaps::SwapArea;
 pub use sinkrate_sys::FsSpace as Space;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Audit {
-    pub target: Target,
-    pub filesystem: FsFacts,
-    /// The mounted device first, then what it stands on (a loop's backing device, dm/md
-    /// members).
-    pub devices: Vec<BlockDevice>,
-    pub usb: Option<UsbPath>,
-    pub memory: Memory,
-    pub space: Option<Space>,
-    pub swap: Vec<SwapArea>,
-    /// The stream rate the findings were judged against, bytes per second.
-    #[serde(default)]
-    pub stream_bytes_per_s: f64,
-    pub findings: Vec<Finding>,
-    /// What could not be read, and what still works without it.
-    pub notes: Vec<String>,
-}
 
 pub struct Options {
     pub root: SysRoot,
@@ -183,68 +149,15 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         notes,
         devices,
     };
-    a.judge_for(opts.stream_bytes_per_s);
+    judge_for(&mut a, opts.stream_bytes_per_s);
     Ok(a)
 }
 
-impl Audit {
-    /// (Re)judges the facts for a stream of this rate: findings sorted, critical first.
-    pub fn judge_for(&mut self, stream_bytes_per_s: f64) {
-        self.stream_bytes_per_s = stream_bytes_per_s;
-        self.findings = findings::judge(self);
-        self.findings.sort_by_key(|f| f.severity);
-    }
-}
-
-/// The stream a result was judged against, in words and bytes per second.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StreamRate {
-    pub label: String,
-    pub bytes_per_s: f64,
-}
-
-/// `sinkrate audit`'s result (`kind: audit` in the run envelope), and the `audit` object
-/// inside a check's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AuditReport {
-    #[serde(flatten)]
-    pub audit: Audit,
-    pub stream: StreamRate,
-    /// The fixture tree read instead of the live system, if any.
-    pub sysroot: Option<String>,
-}
-
-// Read by splitting its own keys from the audit's rather than through `#[serde(flatten)]`,
-// whose buffering deserializer for a struct this size cost the board binaries tens of KB.
-impl<'de> Deserialize<'de> for AuditReport {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        #[derive(Deserialize)]
-        struct Own {
-            stream: StreamRate,
-            #[serde(default)]
-            sysroot: Option<String>,
-        }
-        let serde_json::Value::Object(mut rest) = serde_json::Value::deserialize(deserializer)?
-        else {
-            return Err(D::Error::custom("an audit report is a JSON object"));
-        };
-        let mut own = serde_json::Map::new();
-        for key in ["stream", "sysroot"] {
-            if let Some(v) = rest.remove(key) {
-                own.insert(key.to_string(), v);
-            }
-        }
-        let own: Own =
-            serde_json::from_value(serde_json::Value::Object(own)).map_err(D::Error::custom)?;
-        let audit: Audit =
-            serde_json::from_value(serde_json::Value::Object(rest)).map_err(D::Error::custom)?;
-        Ok(AuditReport {
-            audit,
-            stream: own.stream,
-            sysroot: own.sysroot,
-        })
-    }
+/// (Re)judges the facts for a stream of this rate: findings sorted, critical first.
+pub fn judge_for(audit: &mut Audit, stream_bytes_per_s: f64) {
+    audit.stream_bytes_per_s = stream_bytes_per_s;
+    audit.findings = findings::judge(audit);
+    audit.findings.sort_by_key(|f| f.severity);
 }
 
 /// The findings whose fix is a setting `tune apply` can make (their ids, and the settings in

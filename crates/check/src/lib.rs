@@ -8,44 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use sinkrate_audit::device::Bus;
 use sinkrate_audit::{Audit, AuditReport, Severity, StreamRate, SysRoot};
-use sinkrate_engine::probe::{sustained_write, SustainedWrite};
+use sinkrate_engine::probe::sustained_write;
+pub use sinkrate_model::check::{CheckReport, CheckRun, Plan, RawWrite};
 use sinkrate_model::{Envelope, RunError, RunKind, Verdict};
 use sinkrate_record::config::WriteMode;
-use sinkrate_record::report::RecordRun;
 use sinkrate_record::session::{self, Session, SessionError};
-
-/// A check's result inside the run envelope.
-pub type CheckRun = Envelope<CheckReport>;
-
-/// How long each phase runs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    pub sustained_s: u64,
-    pub record_s: u64,
-}
-
-impl Plan {
-    pub fn of(quick: bool) -> Plan {
-        if quick {
-            Plan {
-                sustained_s: 4,
-                record_s: 8,
-            }
-        } else {
-            Plan {
-                sustained_s: 15,
-                record_s: 40,
-            }
-        }
-    }
-    /// Seconds the whole check is expected to take, for a progress bar.
-    pub fn expected_s(&self) -> u64 {
-        self.sustained_s + self.record_s + 3
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct CheckConfig {
@@ -53,42 +22,6 @@ pub struct CheckConfig {
     pub quick: bool,
     /// The recording test: the user's streams (a profile, or record flags after --).
     pub recording: Session,
-}
-
-/// The sustained write phase: its figure, how it was measured, and the device's own count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RawWrite {
-    /// The figure the verdict used (bytes written over writes + final fsync).
-    pub bytes_per_s: Option<f64>,
-    /// O_DIRECT was used (false: buffered, every byte fsync'd in the timed span).
-    pub direct: bool,
-    /// What was measured, in words.
-    #[serde(default)]
-    pub method: Option<String>,
-    /// The planned length of the phase.
-    pub seconds: u64,
-    #[serde(default)]
-    pub measured: Option<SustainedWrite>,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckReport {
-    pub verdict: Verdict,
-    pub exit_code: u8,
-    pub elapsed_s: f64,
-    pub quick: bool,
-    pub stream: StreamRate,
-    pub headroom: Option<f64>,
-    pub raw_write: RawWrite,
-    /// The ids of the findings shown under FIX FIRST.
-    pub top_findings: Vec<String>,
-    pub audit: AuditReport,
-    pub record: Option<RecordRun>,
-    pub notes: Vec<String>,
-    /// Where the full report was written (set by the caller that writes it).
-    #[serde(default)]
-    pub report_file: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

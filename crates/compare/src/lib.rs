@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sinkrate_stats::bootstrap::{over_runs, over_time, Difference};
 
-pub use load::{load, parse, read, runs, Document, Metrics, Run, Second};
+pub use load::{runs, Metrics, Run, Second};
+pub use sinkrate_model::document::Document;
 
 /// Seconds in a block of the bootstrap over time: longer than a stall and the drops it
 /// causes, short enough for a minute's run to have several.

@@ -4,12 +4,11 @@
 //! and, for a recording, its seconds for the block bootstrap.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use sinkrate_model::{Envelope, RunKind};
-use sinkrate_record::report::RecordReport;
+use sinkrate_model::document::Document;
+use sinkrate_model::fio::BenchReport;
+use sinkrate_model::record::{FrameSizes, RecordReport};
 
 /// One run's figures; a figure the run kind does not have is None.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -60,89 +59,21 @@ pub struct Run {
     pub seconds: Vec<Second>,
 }
 
-/// A result file read through the types that wrote it: what `compare` and `report` take in.
-pub enum Document {
-    /// fio's `--output-format=json`, or `sinkrate bench`'s (`ours`), which carries fio's keys;
-    /// `value` keeps what fio's keys do not cover (sinkrate's sampler timeline).
-    Fio {
-        ours: bool,
-        output: FioOutput,
-        value: serde_json::Value,
-    },
-    Record(Box<Envelope<RecordReport>>),
-    Check(Box<Envelope<sinkrate_check::CheckReport>>),
-    /// Another sinkrate result (watch, audit, tune, ...): its kind, checked schema and bytes,
-    /// for the reader that knows its type.
-    Other {
-        kind: String,
-        bytes: Vec<u8>,
-    },
-}
-
-/// Reads `path`, or says in one line what is wrong with it.
-pub fn read(path: &Path) -> Result<Document, String> {
-    let name = path.display().to_string();
-    let bytes = sinkrate_sys::input::read_capped(path, sinkrate_sys::input::RESULT_BYTES)
-        .map_err(|e| format!("{name}: {e}"))?;
-    parse(&name, bytes)
-}
-
-/// Reads a result's JSON (`name` says where it came from in messages).
-pub fn parse(name: &str, bytes: Vec<u8>) -> Result<Document, String> {
-    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-        format!("{name}: not JSON ({e}); expected a sinkrate result or fio's --output-format=json")
-    })?;
-    if value.get("fio version").is_some() && value.get("jobs").is_some() {
-        let ours = value.get("schema").is_some();
-        let output = FioOutput::deserialize(&value)
-            .map_err(|e| format!("{name}: fio's JSON, but not as fio writes it ({e})"))?;
-        return Ok(Document::Fio {
-            ours,
-            output,
-            value,
-        });
-    }
-    let kind = value
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .ok_or_else(|| {
-            format!("{name}: neither a sinkrate result (no \"kind\") nor fio's JSON (no \"fio version\")")
-        })?
-        .to_string();
-    let bad = |e: sinkrate_model::envelope::ReadError| format!("{name}: {e}");
-    match kind.as_str() {
-        "record" => Ok(Document::Record(Box::new(
-            Envelope::<RecordReport>::from_json(&bytes, RunKind::Record).map_err(bad)?,
-        ))),
-        "check" => Ok(Document::Check(Box::new(
-            Envelope::<sinkrate_check::CheckReport>::from_json(&bytes, RunKind::Check)
-                .map_err(bad)?,
-        ))),
-        _ => {
-            let schema = value.get("schema").and_then(|s| s.as_str());
-            if schema != Some(sinkrate_model::SCHEMA) {
-                return Err(bad(match schema {
-                    None => sinkrate_model::envelope::ReadError::NoSchema,
-                    Some(found) => sinkrate_model::envelope::ReadError::UnknownSchema {
-                        found: found.to_string(),
-                    },
-                }));
-            }
-            Ok(Document::Other { kind, bytes })
-        }
-    }
-}
-
-/// Reads `path` into its runs, or says in one line what is wrong with it.
-pub fn load(path: &Path) -> Result<Vec<Run>, String> {
-    runs(&path.display().to_string(), read(path)?)
-}
-
 /// The runs of a document read from `name`.
 pub fn runs(name: &str, document: Document) -> Result<Vec<Run>, String> {
     match document {
-        Document::Fio { ours, output, .. } => {
-            Ok(bench_runs(name, if ours { "bench" } else { "fio" }, &output))
+        Document::Fio {
+            ours,
+            output,
+            value,
+        } => {
+            // fio's own JSON has its start in `timestamp_ms`; sinkrate's, in its envelope.
+            let started_ms = value
+                .get("timestamp_ms")
+                .and_then(|t| t.as_u64())
+                .unwrap_or(0);
+            let kind = if ours { "bench" } else { "fio" };
+            Ok(bench_runs(name, kind, &output, started_ms))
         }
         Document::Record(run) => {
             let mut r = recording(name, "record", &run.result);
@@ -157,14 +88,14 @@ pub fn runs(name: &str, document: Document) -> Result<Vec<Run>, String> {
             r.run_id = format!("check started {} ({} ms)", run.started_at, run.timestamp_ms);
             Ok(vec![r])
         }
-        Document::Other { kind, .. } => Err(format!(
-            "{name}: a {kind} result has no runs to compare (compare reads record, check and bench results, and fio's JSON)"
+        other => Err(format!(
+            "{name}: a {} result has no runs to compare (compare reads record, check and bench results, and fio's JSON)",
+            other.kind_name()
         )),
     }
 }
 
-fn frame_label(sizes: &sinkrate_record::frames::FrameSizes) -> String {
-    use sinkrate_record::frames::FrameSizes;
+fn frame_label(sizes: &FrameSizes) -> String {
     match sizes {
         FrameSizes::Fixed { bytes } => format!("{bytes} B"),
         FrameSizes::Bitrate { bits_per_s, .. } => {
@@ -320,70 +251,7 @@ fn seconds(r: &RecordReport) -> Vec<Second> {
     out
 }
 
-/// fio's JSON as both fio and `sinkrate bench` write it, read leniently: fio versions differ
-/// in the fields around these.
-#[derive(Debug, Deserialize)]
-pub struct FioOutput {
-    #[serde(default, rename = "fio version")]
-    pub fio_version: String,
-    #[serde(default, rename = "global options")]
-    pub global_options: IndexMap<String, String>,
-    /// When the run started (fio's `timestamp_ms`); 0 when absent.
-    #[serde(default)]
-    pub timestamp_ms: u64,
-    pub jobs: Vec<FioJob>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct FioJob {
-    pub jobname: String,
-    #[serde(default, rename = "job options")]
-    pub job_options: IndexMap<String, String>,
-    #[serde(default)]
-    pub read: FioDirection,
-    #[serde(default)]
-    pub write: FioDirection,
-    #[serde(default)]
-    pub usr_cpu: f64,
-    #[serde(default)]
-    pub sys_cpu: f64,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct FioDirection {
-    #[serde(default)]
-    pub io_bytes: u64,
-    #[serde(default)]
-    pub bw_bytes: u64,
-    #[serde(default)]
-    pub iops: f64,
-    #[serde(default)]
-    pub clat_ns: FioLatency,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct FioLatency {
-    #[serde(default)]
-    pub min: u64,
-    #[serde(default)]
-    pub max: u64,
-    #[serde(default)]
-    pub mean: f64,
-    #[serde(default)]
-    pub percentile: Option<IndexMap<String, u64>>,
-}
-
-impl FioLatency {
-    /// The percentile `p` (50.0 for the median) in ms, when fio wrote it.
-    pub fn at(&self, p: f64) -> Option<f64> {
-        let map = self.percentile.as_ref()?;
-        map.iter()
-            .find(|(k, _)| k.parse::<f64>().is_ok_and(|q| (q - p).abs() < 1e-6))
-            .map(|(_, v)| ms(*v))
-    }
-}
-
-fn bench_runs(file: &str, kind: &str, out: &FioOutput) -> Vec<Run> {
+fn bench_runs(file: &str, kind: &str, out: &BenchReport, started_ms: u64) -> Vec<Run> {
     out.jobs
         .iter()
         .enumerate()
@@ -401,11 +269,8 @@ fn bench_runs(file: &str, kind: &str, out: &FioOutput) -> Vec<Run> {
             } else {
                 &j.read
             };
-            let run_id = if out.timestamp_ms > 0 {
-                format!(
-                    "{kind} run at {} ms, job {i} {}",
-                    out.timestamp_ms, j.jobname
-                )
+            let run_id = if started_ms > 0 {
+                format!("{kind} run at {started_ms} ms, job {i} {}", j.jobname)
             } else {
                 format!("{file}, job {i}")
             };
@@ -416,8 +281,8 @@ fn bench_runs(file: &str, kind: &str, out: &FioOutput) -> Vec<Run> {
                 config,
                 metrics: Metrics {
                     write_avg_ms: Some(d.clat_ns.mean / 1e6),
-                    write_p50_ms: d.clat_ns.at(50.0),
-                    write_p99_ms: d.clat_ns.at(99.0),
+                    write_p50_ms: d.clat_ns.percentile_ns(50.0).map(ms),
+                    write_p99_ms: d.clat_ns.percentile_ns(99.0).map(ms),
                     write_max_ms: Some(ms(d.clat_ns.max)),
                     app_mb_s: Some(d.bw_bytes as f64 / 1e6),
                     iops: Some(d.iops),

@@ -9,49 +9,14 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use sinkrate_jobspec::{build_job_set, JobSources, SourceContext};
+pub use sinkrate_model::check::{ProbeMethod, SustainedWrite};
 use sinkrate_model::TargetFacts;
 
 use crate::{execute, prepare, RunOptions};
 
 /// Writes between fsyncs (1 MiB each).
 const FSYNC_EVERY_MIB: u32 = 8;
-
-/// How the rate was measured, in words a table can print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProbeMethod {
-    /// O_DIRECT writes, fsync at the end.
-    Direct,
-    /// The filesystem refused O_DIRECT (or ignored it): buffered writes, the final fsync
-    /// inside the timed span.
-    BufferedFsynced,
-}
-
-impl ProbeMethod {
-    pub fn label(self) -> &'static str {
-        match self {
-            ProbeMethod::Direct => "direct I/O, fsync'd",
-            ProbeMethod::BufferedFsynced => "buffered, every byte fsync'd in the timed span",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SustainedWrite {
-    /// Bytes written over the time from the first write to the end of the final fsync.
-    pub bytes_per_s: f64,
-    pub bytes_written: u64,
-    /// Seconds from the first write to the end of the final fsync.
-    pub seconds: f64,
-    pub method: ProbeMethod,
-    /// Bytes the device counted as written meanwhile (its sectors in /proc/diskstats), for
-    /// the devices behind the directory; None where it has none (tmpfs, network).
-    pub device_bytes_written: Option<u64>,
-    /// What the confirmation found, when it does not simply agree.
-    pub notes: Vec<String>,
-}
 
 /// The live system's answers to fio's reserved names in a job (`$pagesize`, `$ncpus`,
 /// `$mb_memory`) and to `include` and `${VAR}`.

@@ -111,7 +111,7 @@ pub fn job_options(data: &[u8]) {
         let _ = sinkrate_units::product::parse_size(value);
         let _ = sinkrate_units::product::parse_rate(value);
         let _ = sinkrate_units::product::parse_latency(value);
-        let _ = sinkrate_record::config::parse_bitrate(value);
+        let _ = sinkrate_units::product::parse_bitrate(value);
     }
 }
 
@@ -148,34 +148,34 @@ pub fn proc_files(data: &[u8]) {
 /// its start and end, a capacity probe's sector tag, a verify block header and an undo
 /// journal.
 pub fn disk_headers(data: &[u8]) {
-    let _ = sinkrate_audit::superblock::parse_ext4(data);
+    let _ = sinkrate_formats::superblock::parse_ext4(data);
     // An image from its first byte: the superblock sits at 1024.
-    let _ = sinkrate_audit::superblock::parse_ext4(data.get(1024..).unwrap_or_default());
-    let _ = sinkrate_audit::superblock::parse_cluster_bytes(data);
-    let _ = sinkrate_sys::signature::detect(data);
+    let _ = sinkrate_formats::superblock::parse_ext4(data.get(1024..).unwrap_or_default());
+    let _ = sinkrate_formats::superblock::parse_cluster_bytes(data);
+    let _ = sinkrate_formats::signature::detect(data);
     // The device's size from the first bytes, so tails longer and shorter than it are tried.
     let size = data
         .get(..8)
         .and_then(|b| b.try_into().ok())
         .map_or(0, u64::from_le_bytes);
-    let _ = sinkrate_sys::signature::detect_tail(data, size);
-    let _ = sinkrate_sys::signature::detect_tail(data, data.len() as u64);
-    let _ = sinkrate_verify::capacity::tag::read_tag(data);
-    let expected = sinkrate_verify::block::Expected {
+    let _ = sinkrate_formats::signature::detect_tail(data, size);
+    let _ = sinkrate_formats::signature::detect_tail(data, data.len() as u64);
+    let _ = sinkrate_formats::capacity_tag::read_tag(data);
+    let expected = sinkrate_formats::verify_block::Expected {
         run_id: 1,
         generation: 0,
         block: 0,
         offset: 0,
         total_blocks: 1,
     };
-    let _ = sinkrate_verify::block::check(data, &expected);
-    let _ = sinkrate_verify::capacity::undo::parse(data);
+    let _ = sinkrate_formats::verify_block::check(data, &expected);
+    let _ = sinkrate_formats::undo_journal::parse(data);
 }
 
 /// A result file as `sinkrate report` and `sinkrate compare` read it: parsed, turned into
 /// compare's runs and compared, and rendered as the HTML page.
 pub fn result_json(data: &[u8]) {
-    let Ok(document) = sinkrate_compare::parse("fuzz.json", data.to_vec()) else {
+    let Ok(document) = sinkrate_model::document::Document::parse("fuzz.json", data) else {
         return;
     };
     let input = sinkrate_plots::Input {

@@ -38,6 +38,29 @@ impl RunKind {
         }
     }
 
+    /// Every kind, in the order the manual lists them.
+    pub const ALL: [RunKind; 12] = [
+        RunKind::Bench,
+        RunKind::Record,
+        RunKind::FindMax,
+        RunKind::Check,
+        RunKind::Audit,
+        RunKind::Watch,
+        RunKind::Tune,
+        RunKind::TuneSearch,
+        RunKind::Compare,
+        RunKind::Verify,
+        RunKind::Capacity,
+        RunKind::Suite,
+    ];
+
+    /// The kind a result's `"kind"` names, by its name or an earlier one.
+    pub fn from_name(name: &str) -> Option<RunKind> {
+        RunKind::ALL
+            .into_iter()
+            .find(|k| k.name() == name || k.aliases().contains(&name))
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RunKind::Bench => "bench",
@@ -147,6 +170,11 @@ impl<T: serde::de::DeserializeOwned> Envelope<T> {
     pub fn from_json(bytes: &[u8], kind: RunKind) -> Result<Self, ReadError> {
         let value: serde_json::Value =
             serde_json::from_slice(bytes).map_err(|e| ReadError::NotJson(e.to_string()))?;
+        Self::from_value(value, kind)
+    }
+
+    /// [`Envelope::from_json`] for a document already parsed.
+    pub fn from_value(value: serde_json::Value, kind: RunKind) -> Result<Self, ReadError> {
         let schema = value
             .get("schema")
             .and_then(|s| s.as_str())

@@ -3,13 +3,27 @@
 //! results. Exporters turn it into text, JSON (`"schema": "sinkrate.run/1"`) and terse lines.
 //!
 //! Every other command's result travels in an [`Envelope`], and every verdict is a
-//! [`Verdict`]; both read back with serde, so `report`, `compare` and `tune` consume any run
-//! through the same types that wrote it.
+//! [`Verdict`]. Each command's result type lives here, one module per kind (`record`,
+//! `check`, `audit`, `watch`, `search`, `suite`, `settings`, fio's JSON in `fio`), with the
+//! facts sys reads (`facts`) and the sampler's timeline (`timeline`): pure data, no I/O. The
+//! crates that produce a result fill these types; `report`, `compare` and `tune` read any run
+//! back through them ([`document::Document`]), without depending on what produced it.
 
+pub mod audit;
+pub mod check;
+pub mod document;
 pub mod envelope;
+pub mod facts;
+pub mod fio;
 pub mod paths;
+pub mod record;
+pub mod search;
+pub mod settings;
+pub mod suite;
+pub mod timeline;
 pub mod units;
 pub mod verdict;
+pub mod watch;
 
 pub use envelope::{Envelope, RunError, RunKind, Tool};
 pub use verdict::Verdict;
@@ -252,6 +266,7 @@ pub fn batch_bucket(batch: u32) -> usize {
 /// What one disk did during a bench run, as fio's `disk_util` reports it: counts from
 /// /proc/diskstats over the run, `util` the share of the run the disk had I/O in flight.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct DiskUtil {
     pub name: String,
     pub read_ios: u64,

@@ -2,8 +2,8 @@
 //! own JSON (figures and percentiles only) as charts and a table of fio's figures.
 
 use serde::Deserialize;
-use sinkrate_compare::load::{FioDirection, FioOutput};
-use sinkrate_sampler::Sample;
+use sinkrate_model::fio::{BenchReport, FioDirection};
+use sinkrate_model::timeline::Sample;
 
 use crate::charts::{JOB_LATENCY_CDF, THROUGHPUT};
 use crate::figures::{Column, Headline, Page, Style, Table, Tone};
@@ -73,7 +73,7 @@ pub fn extras(value: &serde_json::Value) -> Extras {
     Extras::deserialize(value).unwrap_or_default()
 }
 
-pub fn add(page: &mut Page, run: usize, prefix: &str, out: &FioOutput, extras: &Extras) {
+pub fn add(page: &mut Page, run: usize, prefix: &str, out: &BenchReport, extras: &Extras) {
     for (j, job) in out.jobs.iter().enumerate() {
         let ext = extras
             .jobs
@@ -171,7 +171,7 @@ fn percentile_cdf(d: &FioDirection) -> (Vec<f64>, Vec<f64>) {
     pts.into_iter().filter(|(x, _)| *x > 0.0).unzip()
 }
 
-pub fn table(out: &FioOutput) -> Table {
+pub fn table(out: &BenchReport) -> Table {
     let mut rows = Vec::new();
     for j in &out.jobs {
         for (dir, d) in [("read", &j.read), ("write", &j.write)] {
@@ -180,8 +180,8 @@ pub fn table(out: &FioOutput) -> Table {
             }
             let p = |q| {
                 d.clat_ns
-                    .at(q)
-                    .map(|v| format!("{v:.3}"))
+                    .percentile_ns(q)
+                    .map(|ns| format!("{:.3}", ns as f64 / 1e6))
                     .unwrap_or_else(|| "-".into())
             };
             rows.push(vec![
@@ -216,7 +216,7 @@ pub fn table(out: &FioOutput) -> Table {
     }
 }
 
-pub fn headline(out: &FioOutput, ours: bool, extras: &Extras) -> Headline {
+pub fn headline(out: &BenchReport, ours: bool, extras: &Extras) -> Headline {
     let (mut read, mut write) = (0u64, 0u64);
     for j in &out.jobs {
         read += j.read.bw_bytes;

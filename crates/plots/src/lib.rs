@@ -14,7 +14,7 @@ pub mod timeline;
 
 use std::path::PathBuf;
 
-use sinkrate_compare::Document;
+use sinkrate_model::document::Document;
 use sinkrate_model::{HostFacts, TargetFacts, Verdict};
 
 use figures::{Page, Section, Tone};

@@ -4,13 +4,13 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use sinkrate_audit::{AuditReport, Finding as AuditFinding};
-use sinkrate_compare::Document;
-use sinkrate_model::{Envelope, RunKind};
-use sinkrate_record::find_max::{FindMaxReport, Searched};
-use sinkrate_sampler::watch::WatchReport;
-use sinkrate_suite::SuiteReport;
-use sinkrate_tune::search::SearchReport;
+use sinkrate_model::audit::{AuditReport, Finding as AuditFinding, Severity};
+use sinkrate_model::document::Document;
+use sinkrate_model::record::{FindMaxReport, Searched};
+use sinkrate_model::search::SearchReport;
+use sinkrate_model::suite::SuiteReport;
+use sinkrate_model::watch::WatchReport;
+use sinkrate_model::Envelope;
 
 use crate::figures::{Finding, Headline, Page, Section, Table, Tone};
 use crate::{bench, empty_section, host_facts, recording, timeline, Input};
@@ -81,140 +81,126 @@ pub fn section(page: &mut Page, run: usize, prefix: &str, input: &Input) -> Sect
             envelope_words(&mut s, env);
             s
         }
-        Document::Other { kind, bytes } => other(page, run, prefix, input, kind, bytes),
+        Document::Watch(env) => watch(page, run, prefix, input, env),
+        Document::Audit(env) => audit(input, env),
+        Document::Suite(env) => words(input, "suite", env, suite_words),
+        Document::FindMax(env) => words(input, "find_max", env, find_max_words),
+        Document::TuneSearch(env) => words(input, "tune_search", env, search_words),
+        Document::Fields {
+            kind,
+            value,
+            problem,
+        } => fields(input, kind.name(), value, problem.as_deref()),
     }
 }
 
-fn other(
-    page: &mut Page,
-    run: usize,
-    prefix: &str,
-    input: &Input,
-    kind: &str,
-    bytes: &[u8],
-) -> Section {
+/// A kind without a picture of its own, or one whose fields did not match its type: its
+/// fields as facts and tables.
+fn fields(input: &Input, kind: &str, value: &Value, problem: Option<&str>) -> Section {
     let mut s = empty_section(input, kind);
-    let problem = |s: &mut Section, e: String| {
+    if let Some(e) = problem {
         s.warnings.push(format!(
             "{}: {e}; shown as its fields",
             input.file.display()
         ));
-    };
-    match kind {
-        "watch" => match Envelope::<WatchReport>::from_json(bytes, RunKind::Watch) {
-            Ok(env) => {
-                let w = &env.result;
-                let devices = w.config.devices.clone();
-                timeline::add(page, run, prefix, &w.timeline, &devices);
-                s.headline = Some(watch_headline(w));
-                s.tables.push(Table {
-                    title: "Processes and kernel threads by CPU".into(),
-                    header: [
-                        "process",
-                        "pid",
-                        "CPU (s)",
-                        "peak (% of a core)",
-                        "written (MB)",
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                    rows: w
-                        .hogs
-                        .iter()
-                        .map(|h| {
-                            vec![
-                                h.name.clone(),
-                                h.pid.to_string(),
-                                format!("{:.2}", h.cpu_seconds),
-                                format!("{:.0}", h.peak_cpu_pct),
-                                format!("{:.1}", h.write_bytes as f64 / 1e6),
-                            ]
-                        })
-                        .collect(),
-                });
-                if !w.config.command.is_empty() {
-                    s.facts.push(("command".into(), w.config.command.join(" ")));
-                }
-                s.facts.push((
-                    "interval".into(),
-                    format!("{} ms", w.config.interval.as_millis()),
-                ));
-                envelope_words(&mut s, &env);
-                s.warnings.extend(w.notes.iter().cloned());
-                return s;
-            }
-            Err(e) => problem(&mut s, e.to_string()),
-        },
-        "audit" => match Envelope::<AuditReport>::from_json(bytes, RunKind::Audit) {
-            Ok(env) => {
-                let a = &env.result.audit;
-                let worst = a.findings.iter().map(|f| f.severity).min();
-                s.headline = Some(Headline {
-                    verdict: format!(
-                        "{} finding(s), {} to fix",
-                        a.findings.len(),
-                        a.findings
-                            .iter()
-                            .filter(|f| matches!(
-                                f.severity,
-                                sinkrate_audit::Severity::Critical | sinkrate_audit::Severity::Warn
-                            ))
-                            .count()
-                    ),
-                    tone: match worst {
-                        Some(sinkrate_audit::Severity::Critical) => Tone::Bad,
-                        Some(sinkrate_audit::Severity::Warn) => Tone::Warn,
-                        _ => Tone::Good,
-                    },
-                    lines: vec![format!(
-                        "{} ({}) mounted at {}",
-                        a.target.path, a.target.fs_type, a.target.mount_point
-                    )],
-                });
-                s.findings = findings(&a.findings);
-                s.facts
-                    .push(("mount options".into(), a.target.mount_options.join(",")));
-                if let Some(root) = &env.result.sysroot {
-                    s.facts.push(("read from".into(), root.clone()));
-                }
-                envelope_words(&mut s, &env);
-                s.warnings.extend(a.notes.iter().cloned());
-                return s;
-            }
-            Err(e) => problem(&mut s, e.to_string()),
-        },
-        "suite" => match Envelope::<SuiteReport>::from_json(bytes, RunKind::Suite) {
-            Ok(env) => {
-                suite_words(&mut s, &env.result);
-                envelope_words(&mut s, &env);
-                return s;
-            }
-            Err(e) => problem(&mut s, e.to_string()),
-        },
-        "find_max" | "record.find_max" => {
-            match Envelope::<FindMaxReport>::from_json(bytes, RunKind::FindMax) {
-                Ok(env) => {
-                    find_max_words(&mut s, &env.result);
-                    envelope_words(&mut s, &env);
-                    return s;
-                }
-                Err(e) => problem(&mut s, e.to_string()),
-            }
-        }
-        "tune_search" => match Envelope::<SearchReport>::from_json(bytes, RunKind::TuneSearch) {
-            Ok(env) => {
-                search_words(&mut s, &env.result);
-                envelope_words(&mut s, &env);
-                return s;
-            }
-            Err(e) => problem(&mut s, e.to_string()),
-        },
-        _ => {}
     }
-    // Any other kind (tune, compare, ...): its fields as facts and tables.
-    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
-        generic(&mut s, &value);
+    generic(&mut s, value);
+    s
+}
+
+fn watch(
+    page: &mut Page,
+    run: usize,
+    prefix: &str,
+    input: &Input,
+    env: &Envelope<WatchReport>,
+) -> Section {
+    let mut s = empty_section(input, "watch");
+    let w = &env.result;
+    let devices = w.config.devices.clone();
+    timeline::add(page, run, prefix, &w.timeline, &devices);
+    s.headline = Some(watch_headline(w));
+    s.tables.push(Table {
+        title: "Processes and kernel threads by CPU".into(),
+        header: [
+            "process",
+            "pid",
+            "CPU (s)",
+            "peak (% of a core)",
+            "written (MB)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: w
+            .hogs
+            .iter()
+            .map(|h| {
+                vec![
+                    h.name.clone(),
+                    h.pid.to_string(),
+                    format!("{:.2}", h.cpu_seconds),
+                    format!("{:.0}", h.peak_cpu_pct),
+                    format!("{:.1}", h.write_bytes as f64 / 1e6),
+                ]
+            })
+            .collect(),
+    });
+    if !w.config.command.is_empty() {
+        s.facts.push(("command".into(), w.config.command.join(" ")));
     }
+    s.facts.push((
+        "interval".into(),
+        format!("{} ms", w.config.interval.as_millis()),
+    ));
+    envelope_words(&mut s, env);
+    s.warnings.extend(w.notes.iter().cloned());
+    s
+}
+
+fn audit(input: &Input, env: &Envelope<AuditReport>) -> Section {
+    let mut s = empty_section(input, "audit");
+    let a = &env.result.audit;
+    let worst = a.findings.iter().map(|f| f.severity).min();
+    s.headline = Some(Headline {
+        verdict: format!(
+            "{} finding(s), {} to fix",
+            a.findings.len(),
+            a.findings
+                .iter()
+                .filter(|f| matches!(f.severity, Severity::Critical | Severity::Warn))
+                .count()
+        ),
+        tone: match worst {
+            Some(Severity::Critical) => Tone::Bad,
+            Some(Severity::Warn) => Tone::Warn,
+            _ => Tone::Good,
+        },
+        lines: vec![format!(
+            "{} ({}) mounted at {}",
+            a.target.path, a.target.fs_type, a.target.mount_point
+        )],
+    });
+    s.findings = findings(&a.findings);
+    s.facts
+        .push(("mount options".into(), a.target.mount_options.join(",")));
+    if let Some(root) = &env.result.sysroot {
+        s.facts.push(("read from".into(), root.clone()));
+    }
+    envelope_words(&mut s, env);
+    s.warnings.extend(a.notes.iter().cloned());
+    s
+}
+
+/// The section of a kind whose words come from one function of its result.
+fn words<T>(
+    input: &Input,
+    kind: &str,
+    env: &Envelope<T>,
+    add: impl FnOnce(&mut Section, &T),
+) -> Section {
+    let mut s = empty_section(input, kind);
+    add(&mut s, &env.result);
+    envelope_words(&mut s, env);
     s
 }
 
@@ -494,31 +480,29 @@ fn suite_words(s: &mut Section, r: &SuiteReport) {
         }
         header.extend(t.columns.iter().map(|c| c.title.clone()));
         header.push("remark".into());
-        let rows =
-            t.rows
-                .iter()
-                .map(|row| {
-                    let mut cells = vec![row.label.clone()];
-                    if described {
-                        cells.push(row.about.clone());
+        let rows = t
+            .rows
+            .iter()
+            .map(|row| {
+                let mut cells = vec![row.label.clone()];
+                if described {
+                    cells.push(row.about.clone());
+                }
+                match &row.not_run {
+                    Some(why) => {
+                        cells.extend(t.columns.iter().map(|_| "-".to_string()));
+                        cells.push(format!("not run: {why}"));
                     }
-                    match &row.not_run {
-                        Some(why) => {
-                            cells.extend(t.columns.iter().map(|_| "-".to_string()));
-                            cells.push(format!("not run: {why}"));
-                        }
-                        None => {
-                            cells.extend(
-                                t.columns.iter().zip(&row.cells).map(|(c, cell)| {
-                                    sinkrate_suite::format::cell_range(c.unit, cell)
-                                }),
-                            );
-                            cells.push(row.mark.clone().unwrap_or_default());
-                        }
+                    None => {
+                        cells.extend(t.columns.iter().zip(&row.cells).map(|(c, cell)| {
+                            sinkrate_model::suite::format::cell_range(c.unit, cell)
+                        }));
+                        cells.push(row.mark.clone().unwrap_or_default());
                     }
-                    cells
-                })
-                .collect();
+                }
+                cells
+            })
+            .collect();
         s.tables.push(Table {
             title: t.title.clone(),
             header,

@@ -2,7 +2,7 @@
 //! application wrote, each frame's write time and lateness, drops and stalls (each stall
 //! with what the sampler saw then), on top of the sampler's timeline.
 
-use sinkrate_record::report::{RecordReport, StallReport};
+use sinkrate_model::record::{RecordReport, StallReport};
 use sinkrate_stats::LatencyDistribution;
 
 use crate::charts::{LATENESS, THROUGHPUT, WRITE_CDF, WRITE_LATENCY};

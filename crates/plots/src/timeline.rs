@@ -2,7 +2,7 @@
 //! the device, the page cache against its thresholds with throttled stretches shaded, CPU
 //! with the flusher threads as their own series, and device utilisation.
 
-use sinkrate_sampler::Sample;
+use sinkrate_model::timeline::Sample;
 
 use crate::charts::{CPU, DEVICE, PAGE_CACHE, THROUGHPUT};
 use crate::figures::{Band, Column, Page, Style};

@@ -6,66 +6,15 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use sinkrate_model::Verdict;
 
 use crate::config::StreamSpec;
 use crate::frames::FrameSizes;
 use crate::session::{run, Session, SessionError};
+pub use sinkrate_model::record::{FindMaxReport, Probe, Searched};
 
 /// The most streams a recording runs.
 pub const MAX_STREAMS: u32 = 64;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Searched {
-    Streams,
-    Bitrate,
-    Fps,
-}
-
-impl Searched {
-    pub fn name(self) -> &'static str {
-        match self {
-            Searched::Streams => "streams",
-            Searched::Bitrate => "bitrate",
-            Searched::Fps => "fps",
-        }
-    }
-    fn integer(self) -> bool {
-        self == Searched::Streams
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Probe {
-    pub value: f64,
-    pub verdict: Verdict,
-    pub requested_bytes_per_s: f64,
-}
-
-/// The search's result (`kind: find_max` in the run envelope).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FindMaxReport {
-    /// What the recording directory is stored on.
-    #[serde(default)]
-    pub target: Option<sinkrate_model::TargetFacts>,
-    pub what: Searched,
-    /// The largest value that kept up; None when even the smallest tried did not.
-    pub max: Option<f64>,
-    pub max_requested_bytes_per_s: Option<f64>,
-    /// The search stopped at the most this tool runs (64 streams), not at a failure.
-    #[serde(default)]
-    pub at_limit: bool,
-    pub raw_direct_write_bytes_per_s: f64,
-    #[serde(
-        with = "sinkrate_model::units::seconds",
-        rename = "probe_duration_s",
-        default
-    )]
-    pub probe_duration: std::time::Duration,
-    pub probes: Vec<Probe>,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {

@@ -1,59 +1,8 @@
 //! Frame sizes: fixed, or a bitrate with a GOP (an I-frame every N frames, R times larger than
 //! a P-frame) and a seeded jitter, chosen so that the mean rate is exact over every GOP.
 
+pub use sinkrate_model::record::FrameSizes;
 use sinkrate_platform::rng::Rng;
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum FrameSizes {
-    Fixed {
-        bytes: u64,
-    },
-    Bitrate {
-        bits_per_s: u64,
-        fps: f64,
-        gop: u32,
-        i_to_p: f64,
-        /// Relative jitter of each frame's size (0.1 = +-10%), compensated within the GOP.
-        jitter: f64,
-    },
-}
-
-impl FrameSizes {
-    pub fn mean_bytes(&self) -> f64 {
-        match self {
-            FrameSizes::Fixed { bytes } => *bytes as f64,
-            FrameSizes::Bitrate {
-                bits_per_s, fps, ..
-            } => *bits_per_s as f64 / 8.0 / fps,
-        }
-    }
-
-    /// The largest frame this source can produce (buffers are sized for it). The residual
-    /// of a GOP is spread over its remaining frames, so a late P-frame can grow to about
-    /// e^(jitter x ln(gop)) of its share; 2.5x covers jitter up to 0.25 for GOPs up to 120.
-    pub fn max_bytes(&self) -> u64 {
-        match self {
-            FrameSizes::Fixed { bytes } => *bytes,
-            FrameSizes::Bitrate { jitter, .. } => {
-                let (i, p) = self.i_and_p();
-                (i.max(p * 2.5) * (1.0 + jitter)).ceil() as u64 + 4096
-            }
-        }
-    }
-
-    /// Mean sizes of I- and P-frames such that a GOP carries exactly gop * mean bytes.
-    fn i_and_p(&self) -> (f64, f64) {
-        match self {
-            FrameSizes::Fixed { bytes } => (*bytes as f64, *bytes as f64),
-            FrameSizes::Bitrate { gop, i_to_p, .. } => {
-                let mean = self.mean_bytes();
-                let n = (*gop).max(1) as f64;
-                let p = mean * n / (i_to_p + n - 1.0);
-                (p * i_to_p, p)
-            }
-        }
-    }
-}
 
 /// Produces frame sizes in order; over each whole GOP the total is exact (to the byte).
 pub struct FrameSource {

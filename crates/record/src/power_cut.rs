@@ -8,43 +8,11 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
-
 use crate::frame_header::{self, HEADER_LEN};
 use crate::stream::StreamResult;
 
+pub use sinkrate_model::record::{PowerCutReport, StreamSurvival};
 pub use sinkrate_platform::power::{PowerSwitch, Restored};
-
-/// What the cut cost.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PowerCutReport {
-    pub at_s: f64,
-    /// Bytes the device's volatile write cache held, and lost, at the cut.
-    pub cache_lost_bytes: Option<u64>,
-    /// Whether the filesystem mounted again after the power came back.
-    pub mounted_after: bool,
-    /// Why it did not, or what the kernel said while mounting (journal recovery).
-    pub mount_notes: Vec<String>,
-    pub streams: Vec<StreamSurvival>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct StreamSurvival {
-    pub stream: String,
-    /// Frames whose write call had returned before the cut.
-    pub frames_believed_written: u64,
-    /// Of those, frames a completed fdatasync (or O_DSYNC) had reported on the device.
-    pub frames_acknowledged_durable: u64,
-    /// Of those, frames found whole on the card after the power came back.
-    pub frames_survived: u64,
-    pub frames_lost: u64,
-    /// Acknowledged durable, yet not on the card: the device or the filesystem broke its
-    /// promise.
-    pub frames_durable_lost: u64,
-    /// The recording missing before the cut: from the capture of the first frame (written or
-    /// waiting to be) that is not on the card, to the cut.
-    pub recording_lost_s: f64,
-}
 
 /// Frames of this run found whole in `files` (a stream's segments, in order). Reading stops
 /// in a file at the first place that does not hold a whole frame: the writer wrote frames

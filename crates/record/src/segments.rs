@@ -2,28 +2,8 @@
 //! seconds or M bytes (dashcam style), with loop recording that deletes a stream's oldest
 //! segments while the file system is fuller than a set level.
 
+pub use sinkrate_model::record::SegmentPolicy;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SegmentPolicy {
-    #[serde(
-        rename = "every_s",
-        alias = "every",
-        with = "sinkrate_model::units::opt_seconds",
-        default
-    )]
-    pub every: Option<Duration>,
-    pub bytes: Option<u64>,
-    /// Delete oldest segments while the file system is fuller than this percentage.
-    pub loop_fill_pct: Option<f64>,
-}
-
-impl SegmentPolicy {
-    pub fn segmented(&self) -> bool {
-        self.every.is_some() || self.bytes.is_some()
-    }
-}
 
 /// One stream's files.
 #[derive(Debug)]
@@ -127,6 +107,8 @@ pub fn fill_pct(dir: &Path) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]

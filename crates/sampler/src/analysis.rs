@@ -1,8 +1,7 @@
 //! From a timeline to the summary a user acts on. Pure: no I/O.
 
-use serde::{Deserialize, Serialize};
-
 use crate::sample::{Sample, VmSettings};
+pub use sinkrate_model::timeline::{Recommendation, Summary};
 
 /// Headroom asked of the recommendation: room for 30% more dirty data than the peak seen.
 const HEADROOM: f64 = 1.3;
@@ -14,50 +13,6 @@ const MIN_DIRTY_BYTES: u64 = 32 << 20;
 const MIN_PEAK_BYTES: u64 = 16 << 20;
 /// A writeback cycle when the settings are unknown: the kernel's defaults, 30 s + 5 s.
 const DEFAULT_CYCLE_S: f64 = 35.0;
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Recommendation {
-    /// One or two sentences for a person.
-    pub text: String,
-    pub dirty_bytes: u64,
-    pub dirty_background_bytes: u64,
-    /// The same limits as percentages of the least MemAvailable seen (the kernel applies the
-    /// ratios to its "dirtyable" memory, which MemAvailable approximates).
-    pub dirty_ratio: Option<u64>,
-    pub dirty_background_ratio: Option<u64>,
-    /// What a power cut could lose with these settings: up to dirty_bytes, and how many
-    /// seconds of writing that is at the device's measured rate.
-    pub at_risk_bytes: u64,
-    pub at_risk_seconds: Option<f64>,
-    pub commands: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Summary {
-    pub samples: u64,
-    pub duration_s: f64,
-    pub min_mem_available_bytes: Option<u64>,
-    pub peak_dirty_writeback_bytes: Option<u64>,
-    /// The freerun ceiling when the peak was seen, and the peak as a share of it.
-    pub freerun_ceiling_bytes: Option<u64>,
-    /// The kernel's hard dirty threshold when the peak was seen.
-    pub dirty_threshold_bytes: Option<u64>,
-    pub peak_ceiling_pct: Option<f64>,
-    pub throttled_samples: u64,
-    pub throttled_seconds: f64,
-    pub first_throttled_at_s: Option<f64>,
-    pub device_write_bytes_per_s_max: Option<f64>,
-    /// Mean write rate over the samples where the device was busy (>= 50% utilised).
-    pub device_write_bytes_per_s_busy_mean: Option<f64>,
-    pub settings: VmSettings,
-    /// Seed 000's rule, dirty+writeback <= (dirty_ratio + dirty_background_ratio)/200 of
-    /// MemAvailable, with the worst values of the run: whether it held.
-    pub seed000_rule_held: Option<bool>,
-    pub recommendation: Option<Recommendation>,
-    /// Why no limits are advised, when the watch saw too little to size them.
-    #[serde(default)]
-    pub recommendation_withheld: Option<String>,
-}
 
 fn mib_ceil(bytes: f64) -> u64 {
     ((bytes / 1048576.0).ceil() as u64).max(1) << 20

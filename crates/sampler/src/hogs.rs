@@ -5,20 +5,8 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use serde::{Deserialize, Serialize};
+pub use sinkrate_model::timeline::Hog;
 use sinkrate_procparse::pid::{parse_io, parse_stat};
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Hog {
-    pub pid: u32,
-    pub name: String,
-    pub cpu_seconds: f64,
-    /// Highest share of one core in any one-second interval.
-    pub peak_cpu_pct: f64,
-    /// Bytes the process caused to be written to storage while watched (/proc/PID/io;
-    /// readable for other users' processes only as root).
-    pub write_bytes: u64,
-}
 
 #[derive(Default)]
 pub struct HogTracker {

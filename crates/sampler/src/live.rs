@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use sinkrate_procparse::{cpustat, diskstats, meminfo, pressure, vmstat};
 
 use crate::hogs::{Hog, HogTracker};
-use crate::sample::{Raw, Sample, VmSettings};
+use crate::sample::{self, Raw, Sample, VmSettings};
 use crate::timeline::Timeline;
 
 struct ProcFile {
@@ -198,7 +198,7 @@ impl SamplerCore {
         if let Some(text) = self.psi_mem.as_mut().and_then(ProcFile::read) {
             raw.psi_mem = pressure::parse(text);
         }
-        let mut sample = Sample::derive(&raw, self.prev.as_ref(), self.page_size);
+        let mut sample = sample::derive(&raw, self.prev.as_ref(), self.page_size);
         self.prev = Some(raw);
         if let Some(h) = self.hogs.as_mut() {
             let due = self

@@ -1,6 +1,5 @@
 //! One sample, and the rates derived between two samples.
 
-use serde::{Deserialize, Serialize};
 use sinkrate_procparse::cpustat::CpuTimes;
 use sinkrate_procparse::diskstats::DiskCounters;
 use sinkrate_procparse::meminfo::MemInfo;
@@ -54,117 +53,69 @@ impl From<&VmStat> for VmStatCopy {
     }
 }
 
-/// One point of the timeline, with rates over the interval that ended at `t_ns`. Every
-/// figure carries its unit in its name.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct Sample {
-    pub t_ns: u64,
-    pub mem_available_bytes: Option<u64>,
-    pub cached_bytes: Option<u64>,
-    pub dirty_bytes: Option<u64>,
-    pub writeback_bytes: Option<u64>,
-    pub dirty_threshold_bytes: Option<u64>,
-    pub background_threshold_bytes: Option<u64>,
-    /// Where balance_dirty_pages starts throttling writers: midway between the two thresholds.
-    pub freerun_ceiling_bytes: Option<u64>,
-    /// Dirty + writeback above the freerun ceiling: writers are being throttled.
-    pub throttled: bool,
-    pub disk_read_bytes_per_s: Option<f64>,
-    pub disk_write_bytes_per_s: Option<f64>,
-    pub disk_util_pct: Option<f64>,
-    pub disk_in_flight: Option<u64>,
-    /// Average time a completed I/O spent queued and served, in ms.
-    pub disk_await_ms: Option<f64>,
-    pub cpu_user_pct: Option<f64>,
-    pub cpu_system_pct: Option<f64>,
-    pub cpu_iowait_pct: Option<f64>,
-    pub cpu_irq_pct: Option<f64>,
-    pub cpu_idle_pct: Option<f64>,
-    pub psi_io_some_pct: Option<f64>,
-    pub psi_io_full_pct: Option<f64>,
-    pub psi_memory_some_pct: Option<f64>,
-    pub psi_memory_full_pct: Option<f64>,
-    /// The kernel's flusher threads' CPU (`kworker/*+flush-*`), percent of one core, over
-    /// the last hog scan (once a second; absent on the samples in between and when
-    /// processes are not scanned). Seed 001's spikes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flusher_cpu_pct: Option<f64>,
-}
+pub use sinkrate_model::timeline::Sample;
 
-impl Sample {
-    pub fn dirty_writeback_bytes(&self) -> Option<u64> {
-        Some(self.dirty_bytes? + self.writeback_bytes?)
+/// Builds a sample from the current readings and the previous ones (for rates).
+pub fn derive(now: &Raw, prev: Option<&Raw>, page_size: u64) -> Sample {
+    let mut s = Sample {
+        t_ns: now.t_ns,
+        ..Sample::default()
+    };
+    if let Some(m) = &now.mem {
+        s.mem_available_bytes = m.available;
+        s.cached_bytes = m.cached;
+        s.dirty_bytes = m.dirty;
+        s.writeback_bytes = m.writeback;
     }
-
-    /// dirty + writeback as a share of the freerun ceiling.
-    pub fn ceiling_pct(&self) -> Option<f64> {
-        let c = self.freerun_ceiling_bytes?;
-        (c > 0).then(|| 100.0 * self.dirty_writeback_bytes().unwrap_or(0) as f64 / c as f64)
+    if let Some(v) = &now.vm {
+        s.dirty_threshold_bytes = v.dirty_threshold_pages.map(|p| p * page_size);
+        s.background_threshold_bytes = v.background_threshold_pages.map(|p| p * page_size);
+        if let (Some(h), Some(b)) = (s.dirty_threshold_bytes, s.background_threshold_bytes) {
+            s.freerun_ceiling_bytes = Some((h + b) / 2);
+        }
     }
-
-    /// Builds a sample from the current readings and the previous ones (for rates).
-    pub fn derive(now: &Raw, prev: Option<&Raw>, page_size: u64) -> Sample {
-        let mut s = Sample {
-            t_ns: now.t_ns,
-            ..Sample::default()
-        };
-        if let Some(m) = &now.mem {
-            s.mem_available_bytes = m.available;
-            s.cached_bytes = m.cached;
-            s.dirty_bytes = m.dirty;
-            s.writeback_bytes = m.writeback;
-        }
-        if let Some(v) = &now.vm {
-            s.dirty_threshold_bytes = v.dirty_threshold_pages.map(|p| p * page_size);
-            s.background_threshold_bytes = v.background_threshold_pages.map(|p| p * page_size);
-            if let (Some(h), Some(b)) = (s.dirty_threshold_bytes, s.background_threshold_bytes) {
-                s.freerun_ceiling_bytes = Some((h + b) / 2);
-            }
-        }
-        if let (Some(c), Some(dw)) = (s.freerun_ceiling_bytes, s.dirty_writeback_bytes()) {
-            s.throttled = dw > c;
-        }
-        let Some(prev) = prev else { return s };
-        let dt_ns = now.t_ns.saturating_sub(prev.t_ns);
-        if dt_ns == 0 {
-            return s;
-        }
-        let dt_s = dt_ns as f64 / 1e9;
-        if let (Some(a), Some(b)) = (&prev.disk, &now.disk) {
-            s.disk_read_bytes_per_s = Some(b.read_bytes.saturating_sub(a.read_bytes) as f64 / dt_s);
-            s.disk_write_bytes_per_s =
-                Some(b.write_bytes.saturating_sub(a.write_bytes) as f64 / dt_s);
-            let busy_ms = b.busy_ms.saturating_sub(a.busy_ms) as f64;
-            s.disk_util_pct = Some((100.0 * busy_ms / (dt_s * 1000.0)).min(100.0));
-            s.disk_in_flight = Some(b.in_flight);
-            let ios = (b.reads + b.writes).saturating_sub(a.reads + a.writes);
-            let ms = (b.read_ms + b.write_ms).saturating_sub(a.read_ms + a.write_ms);
-            s.disk_await_ms = (ios > 0).then(|| ms as f64 / ios as f64);
-        }
-        if let (Some(a), Some(b)) = (&prev.cpu, &now.cpu) {
-            let total = b.total().saturating_sub(a.total()) as f64;
-            if total > 0.0 {
-                let pct = |x: u64, y: u64| Some(100.0 * y.saturating_sub(x) as f64 / total);
-                s.cpu_user_pct = pct(a.user + a.nice, b.user + b.nice);
-                s.cpu_system_pct = pct(a.system, b.system);
-                s.cpu_iowait_pct = pct(a.iowait, b.iowait);
-                s.cpu_irq_pct = pct(a.irq + a.softirq, b.irq + b.softirq);
-                s.cpu_idle_pct = pct(a.idle, b.idle);
-            }
-        }
-        let stall = |a: Option<u64>, b: Option<u64>| -> Option<f64> {
-            Some((100.0 * b?.saturating_sub(a?) as f64 / (dt_ns as f64 / 1000.0)).min(100.0))
-        };
-        if let (Some(a), Some(b)) = (&prev.psi_io, &now.psi_io) {
-            s.psi_io_some_pct = stall(Some(a.some_total_us), Some(b.some_total_us));
-            s.psi_io_full_pct = stall(a.full_total_us, b.full_total_us);
-        }
-        if let (Some(a), Some(b)) = (&prev.psi_mem, &now.psi_mem) {
-            s.psi_memory_some_pct = stall(Some(a.some_total_us), Some(b.some_total_us));
-            s.psi_memory_full_pct = stall(a.full_total_us, b.full_total_us);
-        }
-        s
+    if let (Some(c), Some(dw)) = (s.freerun_ceiling_bytes, s.dirty_writeback_bytes()) {
+        s.throttled = dw > c;
     }
+    let Some(prev) = prev else { return s };
+    let dt_ns = now.t_ns.saturating_sub(prev.t_ns);
+    if dt_ns == 0 {
+        return s;
+    }
+    let dt_s = dt_ns as f64 / 1e9;
+    if let (Some(a), Some(b)) = (&prev.disk, &now.disk) {
+        s.disk_read_bytes_per_s = Some(b.read_bytes.saturating_sub(a.read_bytes) as f64 / dt_s);
+        s.disk_write_bytes_per_s = Some(b.write_bytes.saturating_sub(a.write_bytes) as f64 / dt_s);
+        let busy_ms = b.busy_ms.saturating_sub(a.busy_ms) as f64;
+        s.disk_util_pct = Some((100.0 * busy_ms / (dt_s * 1000.0)).min(100.0));
+        s.disk_in_flight = Some(b.in_flight);
+        let ios = (b.reads + b.writes).saturating_sub(a.reads + a.writes);
+        let ms = (b.read_ms + b.write_ms).saturating_sub(a.read_ms + a.write_ms);
+        s.disk_await_ms = (ios > 0).then(|| ms as f64 / ios as f64);
+    }
+    if let (Some(a), Some(b)) = (&prev.cpu, &now.cpu) {
+        let total = b.total().saturating_sub(a.total()) as f64;
+        if total > 0.0 {
+            let pct = |x: u64, y: u64| Some(100.0 * y.saturating_sub(x) as f64 / total);
+            s.cpu_user_pct = pct(a.user + a.nice, b.user + b.nice);
+            s.cpu_system_pct = pct(a.system, b.system);
+            s.cpu_iowait_pct = pct(a.iowait, b.iowait);
+            s.cpu_irq_pct = pct(a.irq + a.softirq, b.irq + b.softirq);
+            s.cpu_idle_pct = pct(a.idle, b.idle);
+        }
+    }
+    let stall = |a: Option<u64>, b: Option<u64>| -> Option<f64> {
+        Some((100.0 * b?.saturating_sub(a?) as f64 / (dt_ns as f64 / 1000.0)).min(100.0))
+    };
+    if let (Some(a), Some(b)) = (&prev.psi_io, &now.psi_io) {
+        s.psi_io_some_pct = stall(Some(a.some_total_us), Some(b.some_total_us));
+        s.psi_io_full_pct = stall(a.full_total_us, b.full_total_us);
+    }
+    if let (Some(a), Some(b)) = (&prev.psi_mem, &now.psi_mem) {
+        s.psi_memory_some_pct = stall(Some(a.some_total_us), Some(b.some_total_us));
+        s.psi_memory_full_pct = stall(a.full_total_us, b.full_total_us);
+    }
+    s
 }
 
 pub use sinkrate_procparse::vmsettings::VmSettings;
@@ -203,13 +154,13 @@ mod tests {
     fn thresholds_ceiling_and_rates() {
         let a = raw(0.0, 10, 0, 0);
         let b = raw(0.5, 160, 50 << 20, 250);
-        let s = Sample::derive(&b, Some(&a), 4096);
+        let s = derive(&b, Some(&a), 4096);
         assert_eq!(s.freerun_ceiling_bytes, Some(150 << 20));
         assert!(s.throttled, "160 MiB dirty is above the 150 MiB ceiling");
         assert_eq!(s.disk_write_bytes_per_s, Some(100.0 * (1 << 20) as f64));
         assert_eq!(s.disk_util_pct, Some(50.0));
         assert_eq!(s.disk_await_ms, Some(1.0));
-        let first = Sample::derive(&a, None, 4096);
+        let first = derive(&a, None, 4096);
         assert!(!first.throttled);
         assert_eq!(first.disk_write_bytes_per_s, None);
         assert!((first.ceiling_pct().unwrap_or(0.0) - 100.0 * 10.0 / 150.0).abs() < 1e-9);

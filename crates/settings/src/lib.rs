@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use setting::{companion, Host, Setting};
+pub use sinkrate_model::settings::{Entry, Mode, Outcome};
 
 /// The journal of the live system. Under /var/lib so that settings `--persist` wrote to
 /// files can be found again after a reboot; runtime values carry their boot.
@@ -66,79 +67,10 @@ pub enum Error {
     Busy { setting: String, pid: u32 },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// A test's change (a search trial, `record --ram-limit`): undone when its process ends.
-    Temporary,
-    /// `tune apply`: kept until `tune restore`.
-    Applied,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
-    pub setting: Setting,
-    /// The value in force before sinkrate changed it.
-    pub original: String,
-    /// What sinkrate wrote, as the kernel reads it back; None between journaling and writing,
-    /// and for a sysctl's companion form, which sinkrate did not set itself.
-    pub written: Option<String>,
-    pub mode: Mode,
-    pub pid: u32,
-    pub boot_id: String,
-}
-
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct JournalFile {
     version: u32,
     entries: Vec<Entry>,
-}
-
-/// What a restore did.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outcome {
-    /// Settings written back to their original values.
-    pub restored: Vec<(Setting, String)>,
-    /// Settings someone else changed after sinkrate wrote them: (setting, value now, what
-    /// sinkrate wrote). Left as they are.
-    pub left_alone: Vec<(Setting, String, String)>,
-    /// Entries of an earlier boot, whose runtime values the reboot already undid.
-    pub dropped: Vec<Setting>,
-}
-
-impl Outcome {
-    pub fn is_empty(&self) -> bool {
-        self.restored.is_empty() && self.left_alone.is_empty() && self.dropped.is_empty()
-    }
-
-    /// `name=value` of every setting put back, comma-separated.
-    pub fn restored_text(&self) -> String {
-        self.restored
-            .iter()
-            .map(|(s, v)| format!("{s}={v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// One line for each setting left alone, and why.
-    pub fn left_alone_text(&self) -> Vec<String> {
-        self.left_alone
-            .iter()
-            .map(|(s, now, wrote)| {
-                format!("left {s} at {now}: changed by someone else after sinkrate wrote {wrote}")
-            })
-            .collect()
-    }
-
-    /// One line for a person: what was put back, and what was left alone and why.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if !self.restored.is_empty() {
-            parts.push(format!("restored {}", self.restored_text()));
-        }
-        parts.extend(self.left_alone_text());
-        parts.join("; ")
-    }
 }
 
 fn alive(pid: u32) -> bool {

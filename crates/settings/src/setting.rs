@@ -2,10 +2,7 @@
 //! sysctls under /proc/sys, block-queue attributes under /sys/block/DEV/queue, and mount
 //! options changed by a remount.
 
-use std::fmt;
 use std::path::PathBuf;
-
-use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
@@ -45,56 +42,6 @@ pub const NOT_ON_REMOUNT: &[&str] = &[
     // Not among the flags a remount changes (MS_RMT_MASK): the kernel keeps the one in force.
     "dirsync",
 ];
-
-/// One setting, named so it can be read, written and restored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Setting {
-    /// `vm/dirty_bytes` under /proc/sys.
-    Sysctl { name: String },
-    /// `/sys/block/DEVICE/queue/ATTR`.
-    Queue { device: String, attr: String },
-    /// One family of a mount's options (`atime`, `sync`, `commit`, ...) at a mount point.
-    Mount { mount_point: String, family: String },
-    /// A configuration file `--persist` writes (sysctl.d, udev rules): its whole content,
-    /// [`ABSENT`] when it does not exist.
-    File { path: String },
-}
-
-/// The value of a file that does not exist: writing it back removes the file.
-pub const ABSENT: &str = "\u{0}absent";
-
-impl fmt::Display for Setting {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Setting::Sysctl { name } => write!(f, "{}", name.replace('/', ".")),
-            Setting::Queue { device, attr } => write!(f, "/sys/block/{device}/queue/{attr}"),
-            Setting::Mount {
-                mount_point,
-                family,
-            } => write!(f, "{mount_point} mount option {family}"),
-            Setting::File { path } => write!(f, "{path}"),
-        }
-    }
-}
-
-impl Setting {
-    /// A block queue's scheduler, whose change resets the queue's other settings.
-    pub fn is_scheduler(&self) -> bool {
-        matches!(self, Setting::Queue { attr, .. } if attr == "scheduler")
-    }
-
-    /// The setting with `value` as `sinkrate tune apply` takes it: `vm.NAME=VALUE`,
-    /// `queue:ATTR=VALUE`, `mount:OPTION` (a mount value is the option itself).
-    pub fn argument(&self, value: &str) -> String {
-        match self {
-            Setting::Sysctl { name } => format!("{}={value}", name.replace('/', ".")),
-            Setting::Queue { attr, .. } => format!("queue:{attr}={value}"),
-            Setting::Mount { .. } => format!("mount:{value}"),
-            Setting::File { path } => format!("{path} (a file)"),
-        }
-    }
-}
 
 /// Where the settings live: the live system, or a tree standing in for its /proc/sys and
 /// /sys/block in tests (mount options are live only).
@@ -390,6 +337,7 @@ pub fn parse(
     ))
 }
 
+pub use sinkrate_model::settings::{Setting, ABSENT};
 pub use sinkrate_sys::sysctl_conf::companion;
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use sinkrate_sys::root::SysRoot;
 
 use crate::setting::{parse, Setting};
-use crate::{Entry, Error, Journal, Mode, Outcome};
+use crate::{Error, Journal, Mode, Outcome};
+pub use sinkrate_model::settings::{Change, Held, TuneReport};
 
 /// Where queue and mount settings apply: the target directory's mount and block device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,50 +37,6 @@ pub struct ApplyConfig {
     /// `--persist-fstab`: also edit this fstab's line for the mount (after a backup), once
     /// the kernel has taken the options on a remount.
     pub fstab: Option<PathBuf>,
-}
-
-/// One setting's change: in force before, and asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Change {
-    pub setting: Setting,
-    pub from: String,
-    pub to: String,
-}
-
-/// A journaled setting and its value now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Held {
-    #[serde(flatten)]
-    pub entry: Entry,
-    pub now: Option<String>,
-    /// The value now is the one sinkrate wrote.
-    pub in_force: bool,
-    /// For a temporary change: its run is still going.
-    pub running: bool,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TuneReport {
-    pub dry_run: bool,
-    /// apply: the findings whose fixes these are (`--from`, or a fresh audit).
-    #[serde(default)]
-    pub from_findings: Vec<String>,
-    /// What a killed run had left changed and was put back first.
-    pub recovered: Outcome,
-    /// apply: what was (or, with --dry-run, would be) changed.
-    pub changes: Vec<Change>,
-    /// restore: what was (or would be) put back.
-    pub restored: Outcome,
-    /// What sinkrate holds changed after this command.
-    pub held: Vec<Held>,
-    /// `--persist`: what the user must do by hand to keep the rest (the /etc/fstab line for
-    /// mount options, which sinkrate does not edit), or why a form could not be written.
-    #[serde(default)]
-    pub to_keep: Vec<String>,
-    /// apply: settings the kernel took otherwise than asked (a scheduler it does not have,
-    /// a value it clamps); `changes` holds what the kernel holds.
-    #[serde(default)]
-    pub not_as_asked: Vec<String>,
 }
 
 /// The mount and device under `path`, or the ones named.

@@ -4,9 +4,9 @@
 //! the median and spread of each cell, plus what the document could not show.
 
 pub mod devices;
-pub mod format;
+pub use sinkrate_model::suite::format;
 pub mod suites;
-pub mod table;
+pub use sinkrate_model::suite::table;
 mod workdir;
 pub mod writer;
 
@@ -16,15 +16,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sinkrate_model::{Envelope, RunKind, TargetFacts};
+use sinkrate_model::{Envelope, RunKind};
 use sinkrate_record::session::{Session, SessionError};
 
 pub use devices::{Card, Maker, ScratchDevice};
+pub use sinkrate_model::suite::{SuiteReport, SuiteRun};
 pub use table::{Better, Cell, Column, Row, Table, Unit};
 pub use workdir::WorkDir;
-
-/// A suite's result inside the run envelope.
-pub type SuiteRun = Envelope<SuiteReport>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -180,30 +178,6 @@ impl SuiteConfig {
             128 << 20
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteReport {
-    pub suite: String,
-    pub source: String,
-    pub about: String,
-    pub dir: String,
-    pub target: TargetFacts,
-    /// The devices the suite made, when it made any (card model and settings).
-    #[serde(default)]
-    pub made_on: Option<String>,
-    pub quick: bool,
-    pub runs: usize,
-    pub estimate_s: f64,
-    pub elapsed_s: f64,
-    pub tables: Vec<Table>,
-    /// Settings changed for the run (journaled first) and put back after it.
-    #[serde(default)]
-    pub settings_changed: Vec<String>,
-    pub notes: Vec<String>,
-    /// The JSON of every run, where `runs_dir` was given.
-    #[serde(default)]
-    pub run_files: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

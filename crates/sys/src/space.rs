@@ -1,26 +1,9 @@
 //! statvfs: size, free space and inodes of the filesystem holding a path.
 
+pub use sinkrate_model::facts::FsSpace;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-
-/// Size, free space and inodes of the file system holding a path (statvfs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FsSpace {
-    pub total_bytes: u64,
-    /// Free for unprivileged writers (the root reserve excluded).
-    pub available_bytes: u64,
-    pub inodes: u64,
-    pub inodes_free: u64,
-}
-
-impl FsSpace {
-    /// How full the file system is, in percent of its blocks (reserve counted as used).
-    pub fn fill_pct(&self) -> Option<f64> {
-        (self.total_bytes > 0)
-            .then(|| 100.0 * (1.0 - self.available_bytes as f64 / self.total_bytes as f64))
-    }
-}
 
 pub fn space(dir: &Path) -> std::io::Result<FsSpace> {
     let c = CString::new(dir.as_os_str().as_bytes()).map_err(|_| {

@@ -1,19 +1,9 @@
 //! Swap areas (/proc/swaps), and whether one shares the target's disk: swapping on the
 //! card a recorder writes to competes with the recording.
 
-use serde::{Deserialize, Serialize};
-
 use crate::root::SysRoot;
 use crate::{device, mounts};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SwapArea {
-    pub name: String,
-    pub kind: String,
-    pub size_bytes: u64,
-    /// On the same disk as the target.
-    pub same_disk: bool,
-}
+pub use sinkrate_model::facts::SwapArea;
 
 pub fn read(root: &SysRoot, disk: Option<&str>) -> Vec<SwapArea> {
     let Some(text) = root.read("/proc/swaps") else {

@@ -3,107 +3,34 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use sinkrate_model::search::{Candidate, RecorderChange};
 use sinkrate_record::config::WriteMode;
 use sinkrate_record::session::Session;
 use sinkrate_settings::Setting;
 
-/// A change to the recorder itself: what the app would do differently.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "knob", rename_all = "snake_case")]
-pub enum RecorderChange {
-    WriteMode {
-        mode: WriteMode,
-    },
-    Buffers {
-        buffers: usize,
-    },
-    FdatasyncEvery {
-        #[serde(with = "sinkrate_model::units::seconds")]
-        every_s: Duration,
-    },
-    /// Each stream's file preallocated to what the run will write (sized per run).
-    Preallocate,
-    /// A whole frame per write call instead of small writes (stdio-sized buffering).
-    WholeFrameWrites,
-}
-
-impl RecorderChange {
-    /// In the words of `sinkrate record`'s flags.
-    pub fn flag(&self) -> String {
-        match self {
-            RecorderChange::WriteMode { mode } => {
-                format!("--write-mode {}", format!("{mode:?}").to_lowercase())
-            }
-            RecorderChange::Buffers { buffers } => format!("--buffers {buffers}"),
-            RecorderChange::FdatasyncEvery { every_s } => {
-                format!("--fdatasync-every {}s", every_s.as_secs_f64())
-            }
+/// The user's session with `candidate`'s recorder changes.
+pub fn session_for(candidate: &Candidate, base: &Session) -> Session {
+    let mut s = base.clone();
+    for c in &candidate.recorder {
+        match c {
+            RecorderChange::WriteMode { mode } => s.record.write_mode = *mode,
+            RecorderChange::Buffers { buffers } => s.record.buffers = *buffers,
+            RecorderChange::FdatasyncEvery { every_s } => s.record.fdatasync_every = Some(*every_s),
             RecorderChange::Preallocate => {
-                "--preallocate SIZE (each file to what it will hold)".to_string()
+                // The busiest stream's share for the whole run, and a tenth more.
+                let secs = s.record.duration.as_secs_f64();
+                let per_stream = s
+                    .record
+                    .streams
+                    .iter()
+                    .map(|st| st.fps * st.sizes.mean_bytes() * secs * 1.1)
+                    .fold(0.0, f64::max);
+                s.record.preallocate = Some(per_stream as u64);
             }
-            RecorderChange::WholeFrameWrites => {
-                "a whole frame per write call (no --write-size)".to_string()
-            }
+            RecorderChange::WholeFrameWrites => s.record.write_size = None,
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
-    pub label: String,
-    /// System settings, applied for the candidate's runs through the journal (temporary).
-    pub system: Vec<(Setting, String)>,
-    pub recorder: Vec<RecorderChange>,
-}
-
-impl Candidate {
-    /// The user's session with this candidate's recorder changes.
-    pub fn session(&self, base: &Session) -> Session {
-        let mut s = base.clone();
-        for c in &self.recorder {
-            match c {
-                RecorderChange::WriteMode { mode } => s.record.write_mode = *mode,
-                RecorderChange::Buffers { buffers } => s.record.buffers = *buffers,
-                RecorderChange::FdatasyncEvery { every_s } => {
-                    s.record.fdatasync_every = Some(*every_s)
-                }
-                RecorderChange::Preallocate => {
-                    // The busiest stream's share for the whole run, and a tenth more.
-                    let secs = s.record.duration.as_secs_f64();
-                    let per_stream = s
-                        .record
-                        .streams
-                        .iter()
-                        .map(|st| st.fps * st.sizes.mean_bytes() * secs * 1.1)
-                        .fold(0.0, f64::max);
-                    s.record.preallocate = Some(per_stream as u64);
-                }
-                RecorderChange::WholeFrameWrites => s.record.write_size = None,
-            }
-        }
-        s
-    }
-
-    /// The dirty_expire + writeback interval in force for this candidate, in seconds: its
-    /// runs must last past the first flush of expired data, where the stalls are.
-    pub fn writeback_cycle_s(&self, expire_cs: u64, writeback_cs: u64) -> f64 {
-        let get = |name: &str, default: u64| {
-            self.system
-                .iter()
-                .find(|(s, _)| *s == sysctl(name))
-                .and_then(|(_, v)| v.parse::<u64>().ok())
-                .unwrap_or(default)
-        };
-        (get("vm/dirty_expire_centisecs", expire_cs)
-            + get("vm/dirty_writeback_centisecs", writeback_cs)) as f64
-            / 100.0
-    }
-
-    /// `sinkrate tune apply` arguments for the system part.
-    pub fn settings_args(&self) -> Vec<String> {
-        self.system.iter().map(|(s, v)| s.argument(v)).collect()
-    }
+    s
 }
 
 fn sysctl(name: &str) -> Setting {
@@ -269,7 +196,7 @@ fn data_at_risk(
 /// sync cadence or O_DSYNC, its own or the user's. Without, no run can show a bound on what
 /// a power cut loses.
 pub fn acknowledges(c: &Candidate, base: &Session) -> bool {
-    let s = c.session(base);
+    let s = session_for(c, base);
     s.record.write_mode == WriteMode::Dsync
         || s.record.fdatasync_every.is_some()
         || s.record.fdatasync_every_frames.is_some()

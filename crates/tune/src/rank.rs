@@ -2,66 +2,17 @@
 //! no drops, proven in full-length runs, then latency by noise band, throttling, CPU, data
 //! at risk), and the winner set against the baseline with bootstrap intervals.
 
-use serde::{Deserialize, Serialize};
 use sinkrate_model::Verdict;
-use sinkrate_stats::bootstrap::{relative_change, Change};
+use sinkrate_stats::bootstrap::relative_change;
 
 use crate::candidates::Candidate;
 use crate::workload::Trial;
+pub use sinkrate_model::search::{Comparison, Objective, Scored};
 
 /// Latencies up to this many milliseconds are alike, and above it those within this share
 /// of each other (by band): run-to-run noise on a card, not a difference between candidates.
 const NOISE_MS: f64 = 5.0;
 const NOISE_SHARE: f64 = 0.2;
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Scored {
-    pub candidate: Candidate,
-    pub trials: Vec<Trial>,
-    /// Fewer confirmation runs than `runs_per_candidate`: it was not the leader (or the
-    /// baseline), or was clearly worse after its screening run.
-    pub screened_only: bool,
-    pub drops_per_run: f64,
-    /// Dropped frames as a share of those offered, over every run (0 when not counted).
-    #[serde(default)]
-    pub dropped_share: f64,
-    pub worst_write_ms: Option<f64>,
-    pub p99_lateness_ms: Option<f64>,
-    pub cpu_s: f64,
-    pub peak_dirty_bytes: Option<u64>,
-    /// The longest unacknowledged stretch of recording over the runs; None when a run's
-    /// recorder never asked the device (nothing bounds what a power cut loses).
-    #[serde(default)]
-    pub unacknowledged_worst_s: Option<f64>,
-}
-
-/// What "better" means for a search: the full-length runs a candidate needs to be proven,
-/// and the most recording a power cut may cost (`--max-loss`), a bound a candidate meets
-/// or does not.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Objective {
-    pub runs: usize,
-    pub max_loss_s: Option<f64>,
-}
-
-impl Objective {
-    /// Whether `s` keeps within `--max-loss` (true without one).
-    pub fn within_loss(&self, s: &Scored) -> bool {
-        self.max_loss_s.is_none_or(|bound| {
-            !s.trials.is_empty() && s.unacknowledged_worst_s.is_some_and(|w| w <= bound)
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub baseline: String,
-    pub winner: String,
-    pub drops: (f64, f64),
-    pub worst_write: Option<Change>,
-    pub p99_lateness: Option<Change>,
-    /// The sentence a person reads.
-    pub text: String,
-}
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {

@@ -7,7 +7,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use sinkrate_model::Verdict;
 use sinkrate_settings::{Journal, Temporary};
 
@@ -15,6 +14,7 @@ use crate::candidates::{candidates, Candidate, Knobs, QueueMount};
 use crate::rank::{better, compare, rank, score};
 pub use crate::rank::{Comparison, Scored};
 pub use crate::workload::{SearchError, Trial, Workload};
+pub use sinkrate_model::search::{PowerCutProof, SearchReport};
 
 /// Seconds past the first flush of expired data that a screening run records.
 const PAST_FIRST_FLUSH_S: f64 = 10.0;
@@ -45,100 +45,6 @@ pub struct SearchConfig {
     /// `--power-cut`: the emulated card under the directory, to cut the power of the
     /// winner's and the baseline's recordings once each and count what they lost.
     pub power_switch: Option<Arc<dyn sinkrate_record::power_cut::PowerSwitch>>,
-}
-
-/// A candidate's recording with its power cut: what it lost, against what its runs showed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PowerCutProof {
-    pub label: String,
-    pub at_s: f64,
-    /// The most recording any stream lost (capture of its first missing frame to the cut).
-    pub recording_lost_s: f64,
-    pub frames_believed_written: u64,
-    pub frames_acknowledged_durable: u64,
-    pub frames_survived: u64,
-    /// Acknowledged, yet not on the card: the device or the filesystem broke its promise.
-    pub frames_durable_lost: u64,
-    /// The run's own longest unacknowledged stretch, up to the cut.
-    pub unacknowledged_worst_s: Option<f64>,
-    pub frames_dropped: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SearchReport {
-    pub label: String,
-    pub dir: String,
-    /// record, job or exec.
-    #[serde(default)]
-    pub workload: String,
-    pub runs_per_candidate: usize,
-    /// The workload's write rate (bytes a second; 0 when unknown): the data at risk in
-    /// seconds of recording.
-    #[serde(default)]
-    pub rate_bytes_per_s: f64,
-    /// The length of a confirmation run.
-    pub run_duration_s: f64,
-    /// The length of the baseline's screening run (others are shorter with a shorter
-    /// writeback cycle).
-    #[serde(default)]
-    pub screen_duration_s: f64,
-    pub budget_s: f64,
-    pub estimate_s: f64,
-    pub spent_s: f64,
-    /// Best first.
-    pub ranked: Vec<Scored>,
-    /// Index in `ranked` of the baseline.
-    pub baseline: Option<usize>,
-    pub comparison: Option<Comparison>,
-    /// What was not tried, and why (no root, the budget).
-    pub notes: Vec<String>,
-    pub interrupted: bool,
-    /// Why the search has no answer: the workload failed as configured, or every candidate
-    /// did (an I/O error, a full device). The run then failed.
-    #[serde(default)]
-    pub failed: Option<String>,
-    /// `--max-loss`, in seconds of recording.
-    #[serde(default)]
-    pub max_loss_s: Option<f64>,
-    /// With `--power-cut`: the winner's and the baseline's recordings with their power cut.
-    #[serde(default)]
-    pub power_cuts: Vec<PowerCutProof>,
-    /// With `--max-loss`: whether the winner kept within it (the verdict a script reads; the
-    /// run exits 1 when false). Null without a bound.
-    #[serde(default)]
-    pub max_loss_met: Option<bool>,
-}
-
-impl SearchReport {
-    pub fn winner(&self) -> Option<&Scored> {
-        self.ranked
-            .first()
-            .filter(|_| self.failed.is_none())
-            .filter(|w| w.trials.iter().all(|t| t.verdict != Verdict::Failed))
-    }
-
-    pub fn objective(&self) -> crate::rank::Objective {
-        crate::rank::Objective {
-            runs: self.runs_per_candidate,
-            max_loss_s: self.max_loss_s,
-        }
-    }
-
-    /// With `--max-loss`: whether the winner kept within it in its runs and, when its power
-    /// was cut, on the card. None without a bound.
-    pub fn loss_bound_met(&self) -> Option<bool> {
-        let bound = self.max_loss_s?;
-        let objective = self.objective();
-        let Some(w) = self.winner() else {
-            return Some(false);
-        };
-        let cut_ok = self
-            .power_cuts
-            .iter()
-            .filter(|p| p.label == w.candidate.label)
-            .all(|p| p.recording_lost_s <= bound && p.frames_durable_lost == 0);
-        Some(objective.within_loss(w) && cut_ok)
-    }
 }
 
 /// What the search tells its caller as it goes (a progress bar, or a line each).

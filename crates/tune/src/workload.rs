@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use sinkrate_model::Verdict;
 use sinkrate_record::session::{self, LiveStatus, Session, SessionError};
 use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
 
-use crate::candidates::Candidate;
+use crate::candidates::{session_for, Candidate};
+pub use sinkrate_model::search::Trial;
 
 /// The workload a search tries every candidate on.
 #[derive(Debug, Clone)]
@@ -48,44 +48,6 @@ pub enum SearchError {
     Settings(String),
 }
 
-/// One run of one candidate, as the objective reads it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trial {
-    pub verdict: Verdict,
-    /// 0 when the workload does not count frames (a bench job, a recorder without a drops
-    /// file).
-    pub frames_offered: u64,
-    pub frames_dropped: u64,
-    /// Known for record and bench workloads, not for a recorder run with --exec.
-    pub worst_write_ms: Option<f64>,
-    pub p99_write_ms: Option<f64>,
-    /// How late frames were written (record), or the p99 write latency (bench).
-    pub p99_lateness_ms: Option<f64>,
-    /// The writers' and the kernel's flusher threads' CPU (seed 001's spikes).
-    pub cpu_s: f64,
-    /// The most dirty + writeback data seen: what a power cut could lose.
-    pub peak_dirty_bytes: Option<u64>,
-    /// The longest stretch of recording that no completed fdatasync or O_DSYNC write had
-    /// yet acknowledged (record workloads; None when the recorder never asks the device, or
-    /// for a job or an outside recorder, whose acknowledgements are not seen).
-    #[serde(default)]
-    pub unacknowledged_worst_s: Option<f64>,
-    /// Seconds the writers spent throttled by the kernel's dirty limits (the sampler's
-    /// count of throttled intervals).
-    #[serde(default)]
-    pub throttled_s: f64,
-    pub duration_s: f64,
-    /// A confirmation run (full length, compared with the baseline), not a screening run.
-    #[serde(default)]
-    pub confirmation: bool,
-    /// Stopped before its end: already clearly worse than the best candidate so far.
-    #[serde(default)]
-    pub stopped_early: bool,
-    /// What stopped the run, when its verdict is failed.
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
 /// Runs `workload` once with `candidate`'s recorder changes, for `duration` (record and
 /// exec; a bench job runs as written). `give_up` is asked once a second with the frames
 /// dropped so far; true stops the run early.
@@ -113,7 +75,7 @@ pub fn run(
             // The run's length first: a change sized by it (preallocation) reads it.
             let mut base = base.clone();
             base.record.duration = duration;
-            let s = candidate.session(&base);
+            let s = session_for(candidate, &base);
             let mut tick = |live: &LiveStatus| {
                 if stop.load(Ordering::Relaxed) || judge(live.frames_dropped) {
                     run_stop.store(true, Ordering::Relaxed);
@@ -156,7 +118,7 @@ pub fn power_cut_run(
     sinkrate_sys::sync_filesystem(&base.record.dir);
     let mut base = base.clone();
     base.record.duration = duration;
-    let mut s = candidate.session(&base);
+    let mut s = session_for(candidate, &base);
     s.record.power_cut_at = Some(cut_at);
     s.power_switch = Some(switch.clone());
     let run_stop = Arc::new(AtomicBool::new(false));

@@ -102,6 +102,34 @@ mod tests {
     }
 }
 
+/// Parses a bitrate in bits per second with SI prefixes: `12M`, `12Mbit`, `12 Mbit/s`,
+/// `800k`, `50000000`.
+pub fn parse_bitrate(text: &str) -> Result<u64, String> {
+    let (value, suffix) = split_number(text)
+        .ok_or_else(|| format!("'{text}' is not a bitrate (expected e.g. 12M for 12 Mbit/s)"))?;
+    let unit = suffix
+        .trim()
+        .trim_end_matches("/s")
+        .trim_end_matches("bps")
+        .trim_end_matches("bit");
+    let multiplier = match unit.trim() {
+        "" => 1.0,
+        "k" | "K" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        other => {
+            return Err(format!(
+                "'{text}': unknown prefix '{other}' (accepted: k, M, G; bits, SI)"
+            ))
+        }
+    };
+    let bits = value * multiplier;
+    if !(1.0..1e12).contains(&bits) {
+        return Err(format!("'{text}' is out of range (1 bit/s to 1 Tbit/s)"));
+    }
+    Ok(bits.round() as u64)
+}
+
 /// A rate as the product prints it for a person: megabytes (1000-based) a second, one
 /// decimal (`20.0 MB/s`).
 pub fn mb_per_s(bytes_per_s: f64) -> String {

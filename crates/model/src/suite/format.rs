@@ -1,7 +1,7 @@
 //! A figure of a suite's table in words, the same in the terminal, Markdown and the HTML
 //! report: units always, the median first, the spread after it.
 
-use crate::table::{Cell, Unit};
+use super::table::{Cell, Unit};
 
 /// How a figure of this size is written: (multiplier, decimals, unit after the number).
 fn scale(unit: Unit, v: f64) -> (f64, usize, &'static str) {

@@ -1,0 +1,453 @@
+//! `sinkrate record`'s configuration and result, `record --power-cut-at`'s survival count and
+//! `record --find-max`'s search: what `check`, `compare`, `tune` and `report` read back.
+//! Every figure carries its unit in its key.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sinkrate_stats::LatencyDistribution;
+
+use crate::timeline::{Hog, Sample, Summary};
+use crate::{Envelope, TargetFacts, Verdict};
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum FrameSizes {
+    Fixed {
+        bytes: u64,
+    },
+    Bitrate {
+        bits_per_s: u64,
+        fps: f64,
+        gop: u32,
+        i_to_p: f64,
+        /// Relative jitter of each frame's size (0.1 = +-10%), compensated within the GOP.
+        jitter: f64,
+    },
+}
+
+impl FrameSizes {
+    pub fn mean_bytes(&self) -> f64 {
+        match self {
+            FrameSizes::Fixed { bytes } => *bytes as f64,
+            FrameSizes::Bitrate {
+                bits_per_s, fps, ..
+            } => *bits_per_s as f64 / 8.0 / fps,
+        }
+    }
+
+    /// The largest frame this source can produce (buffers are sized for it). The residual
+    /// of a GOP is spread over its remaining frames, so a late P-frame can grow to about
+    /// e^(jitter x ln(gop)) of its share; 2.5x covers jitter up to 0.25 for GOPs up to 120.
+    pub fn max_bytes(&self) -> u64 {
+        match self {
+            FrameSizes::Fixed { bytes } => *bytes,
+            FrameSizes::Bitrate { jitter, .. } => {
+                let (i, p) = self.i_and_p();
+                (i.max(p * 2.5) * (1.0 + jitter)).ceil() as u64 + 4096
+            }
+        }
+    }
+
+    /// Mean sizes of I- and P-frames such that a GOP carries exactly gop * mean bytes.
+    pub fn i_and_p(&self) -> (f64, f64) {
+        match self {
+            FrameSizes::Fixed { bytes } => (*bytes as f64, *bytes as f64),
+            FrameSizes::Bitrate { gop, i_to_p, .. } => {
+                let mean = self.mean_bytes();
+                let n = (*gop).max(1) as f64;
+                let p = mean * n / (i_to_p + n - 1.0);
+                (p * i_to_p, p)
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SegmentPolicy {
+    #[serde(
+        rename = "every_s",
+        alias = "every",
+        with = "crate::units::opt_seconds",
+        default
+    )]
+    pub every: Option<Duration>,
+    pub bytes: Option<u64>,
+    /// Delete oldest segments while the file system is fuller than this percentage.
+    pub loop_fill_pct: Option<f64>,
+}
+
+impl SegmentPolicy {
+    pub fn segmented(&self) -> bool {
+        self.every.is_some() || self.bytes.is_some()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StreamSpec {
+    pub name: String,
+    pub fps: f64,
+    pub sizes: FrameSizes,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    /// write(2) into the page cache.
+    Buffered,
+    /// O_DIRECT from aligned buffers; the sub-block tail of each frame is carried into the
+    /// next write, and the last one is written through the page cache at close.
+    Direct,
+    /// O_DSYNC: each write returns once on the device.
+    Dsync,
+    /// O_DIRECT writes queued on io_uring: each frame is copied into one of `queue_depth`
+    /// aligned staging buffers and its capture buffer goes back to the pool at once, so up to
+    /// `queue_depth` frames are in flight while the writer takes the next.
+    Uring,
+    /// No I/O at all: measures the emulator itself (schedule, pools, hand-over).
+    Null,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PreallocMode {
+    /// fallocate(FALLOC_FL_KEEP_SIZE): blocks reserved, size unchanged.
+    Fallocate,
+    /// ftruncate to the size: a sparse file of that length, nothing allocated.
+    Ftruncate,
+    /// Write zeros up to the size first (seed 002's pregrowing), then overwrite in place.
+    Pregrow,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RecordConfig {
+    #[serde(serialize_with = "crate::paths::lossy")]
+    pub dir: PathBuf,
+    pub streams: Vec<StreamSpec>,
+    /// Capture buffers per stream (a V4L2 queue holds 4).
+    pub buffers: usize,
+    pub write_mode: WriteMode,
+    /// Frames in flight at once in io_uring mode.
+    pub queue_depth: usize,
+    /// One writer thread for every stream (as a recorder with one storage thread has),
+    /// instead of one per stream.
+    pub shared_writer: bool,
+    /// Bytes per write call (None: the whole frame in one call).
+    pub write_size: Option<u64>,
+    pub fdatasync_every_frames: Option<u64>,
+    #[serde(
+        rename = "fdatasync_every_s",
+        alias = "fdatasync_every",
+        with = "crate::units::opt_seconds",
+        default
+    )]
+    pub fdatasync_every: Option<Duration>,
+    /// Preallocate each file (each segment) to this many bytes, the way `prealloc_mode` says.
+    pub preallocate: Option<u64>,
+    pub prealloc_mode: PreallocMode,
+    #[serde(
+        rename = "duration_s",
+        alias = "duration",
+        with = "crate::units::seconds"
+    )]
+    pub duration: Duration,
+    /// Write calls slower than this are listed as stalls.
+    #[serde(
+        rename = "stall_threshold_s",
+        alias = "stall_threshold",
+        with = "crate::units::seconds"
+    )]
+    pub stall_threshold: Duration,
+    pub seed: u64,
+    /// Keep the recorded files.
+    pub keep: bool,
+    /// Keep one record per frame (for --frames-log).
+    pub frame_records: bool,
+    pub segments: SegmentPolicy,
+    /// Cut an emulated card's power this far into the run (frames then carry headers).
+    #[serde(rename = "power_cut_at_s", with = "crate::units::opt_seconds", default)]
+    pub power_cut_at: Option<Duration>,
+    /// Tells this run's frame headers from any other's (set by the session).
+    #[serde(skip)]
+    pub run_tag: u64,
+}
+
+/// Custom streams in words: "2 stream(s) x 30 fps".
+pub fn streams_label(streams: &[StreamSpec]) -> String {
+    format!(
+        "{} stream(s) x {} fps",
+        streams.len(),
+        streams.first().map_or(0.0, |s| s.fps)
+    )
+}
+
+impl RecordConfig {
+    /// Bytes per second the streams produce.
+    pub fn requested_bytes_per_s(&self) -> f64 {
+        self.streams
+            .iter()
+            .map(|s| s.sizes.mean_bytes() * s.fps)
+            .sum()
+    }
+}
+
+/// What the cut cost.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PowerCutReport {
+    pub at_s: f64,
+    /// Bytes the device's volatile write cache held, and lost, at the cut.
+    pub cache_lost_bytes: Option<u64>,
+    /// Whether the filesystem mounted again after the power came back.
+    pub mounted_after: bool,
+    /// Why it did not, or what the kernel said while mounting (journal recovery).
+    pub mount_notes: Vec<String>,
+    pub streams: Vec<StreamSurvival>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StreamSurvival {
+    pub stream: String,
+    /// Frames whose write call had returned before the cut.
+    pub frames_believed_written: u64,
+    /// Of those, frames a completed fdatasync (or O_DSYNC) had reported on the device.
+    pub frames_acknowledged_durable: u64,
+    /// Of those, frames found whole on the card after the power came back.
+    pub frames_survived: u64,
+    pub frames_lost: u64,
+    /// Acknowledged durable, yet not on the card: the device or the filesystem broke its
+    /// promise.
+    pub frames_durable_lost: u64,
+    /// The recording missing before the cut: from the capture of the first frame (written or
+    /// waiting to be) that is not on the card, to the cut.
+    pub recording_lost_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Searched {
+    Streams,
+    Bitrate,
+    Fps,
+}
+
+impl Searched {
+    pub fn name(self) -> &'static str {
+        match self {
+            Searched::Streams => "streams",
+            Searched::Bitrate => "bitrate",
+            Searched::Fps => "fps",
+        }
+    }
+    pub fn integer(self) -> bool {
+        self == Searched::Streams
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub value: f64,
+    pub verdict: Verdict,
+    pub requested_bytes_per_s: f64,
+}
+
+/// The search's result (`kind: find_max` in the run envelope).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindMaxReport {
+    /// What the recording directory is stored on.
+    #[serde(default)]
+    pub target: Option<crate::TargetFacts>,
+    pub what: Searched,
+    /// The largest value that kept up; None when even the smallest tried did not.
+    pub max: Option<f64>,
+    pub max_requested_bytes_per_s: Option<f64>,
+    /// The search stopped at the most this tool runs (64 streams), not at a failure.
+    #[serde(default)]
+    pub at_limit: bool,
+    pub raw_direct_write_bytes_per_s: f64,
+    #[serde(with = "crate::units::seconds", rename = "probe_duration_s", default)]
+    pub probe_duration: std::time::Duration,
+    pub probes: Vec<Probe>,
+}
+
+/// A recording's result inside the run envelope.
+pub type RecordRun = Envelope<RecordReport>;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RecordReport {
+    /// What the recording directory is stored on.
+    #[serde(default)]
+    pub target: Option<TargetFacts>,
+    pub config: RecordConfig,
+    /// The streams in words: a profile's name and description, or "2 stream(s) x 30 fps".
+    pub label: String,
+    /// Every stream's error, if any stopped it.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    pub dirty_limits: Option<DirtyLimits>,
+    pub verdict: Verdict,
+    pub verdict_text: String,
+    pub headroom: Option<f64>,
+    pub backlog_growth_bytes_per_s: Option<f64>,
+    pub throttled_after_s: Option<f64>,
+    #[serde(default)]
+    pub deferred_writeback: bool,
+    /// A sustained write rate measured before the run (check's probe) that the verdict
+    /// used; null when the run judged from its own evidence alone.
+    #[serde(default)]
+    pub sustained_bytes_per_s: Option<f64>,
+    pub totals: Totals,
+    pub streams: Vec<StreamReport>,
+    pub stalls: Vec<StallReport>,
+    /// One row per second of the recording.
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// Every frame's times, one column per quantity, per stream.
+    #[serde(default)]
+    pub frames: Vec<FrameColumns>,
+    pub sampler: SamplerSection,
+    /// `--power-cut-at`: what the cut cost.
+    #[serde(default)]
+    pub power_cut: Option<PowerCutReport>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DirtyLimits {
+    pub dirty_bytes: u64,
+    pub dirty_background_bytes: u64,
+    /// The values they replaced, restored at the end.
+    pub restored: Vec<RestoredSetting>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RestoredSetting {
+    pub name: String,
+    pub original: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Totals {
+    /// The recording window judged (the configured duration, or up to Ctrl-C).
+    #[serde(default)]
+    pub duration_s: f64,
+    pub frames_offered: u64,
+    pub frames_written: u64,
+    pub frames_dropped: u64,
+    pub bytes_requested: u64,
+    pub bytes_written: u64,
+    pub requested_bytes_per_s: f64,
+    pub written_bytes_per_s: f64,
+    /// The devices' mean write rate over the recording window (diskstats).
+    pub device_bytes_per_s: Option<f64>,
+    pub device_busy_fraction: Option<f64>,
+    /// Bytes the devices wrote per second of busy time.
+    #[serde(default)]
+    pub device_rate_while_busy_bytes_per_s: Option<f64>,
+    pub writer_cpu_s: f64,
+    /// The kernel's flush threads (seed 001's spikes).
+    pub flusher_cpu_s: f64,
+    pub final_flush_s: f64,
+    pub write_latency_ns: LatencyDistribution,
+    pub lateness_ns: LatencyDistribution,
+    pub schedule_jitter_ns: LatencyDistribution,
+    /// The streams' longest unacknowledged stretch (see the stream's); null when a stream
+    /// never asked the device.
+    #[serde(default)]
+    pub unacknowledged_worst_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StreamReport {
+    pub name: String,
+    pub fps_requested: f64,
+    pub fps_achieved: f64,
+    pub frames_offered: u64,
+    pub frames_written: u64,
+    pub frames_dropped: u64,
+    pub first_drop_s: Option<f64>,
+    pub drop_times_s: Vec<f64>,
+    pub bytes_requested: u64,
+    pub bytes_written: u64,
+    pub file: String,
+    pub files: Vec<String>,
+    pub file_bytes_on_disk: Option<u64>,
+    pub segments_created: u64,
+    pub segments_deleted: u64,
+    pub bytes_deleted: u64,
+    pub pool_high_water: usize,
+    pub buffers: usize,
+    pub write_latency_ns: LatencyDistribution,
+    pub lateness_ns: LatencyDistribution,
+    pub schedule_jitter_ns: LatencyDistribution,
+    pub writer_busy_ns: u64,
+    pub writer_cpu_ns: u64,
+    pub final_sync_ns: u64,
+    /// The longest stretch of recording (capture to acknowledgement) that a completed
+    /// fdatasync or O_DSYNC write had not yet reported on the device: what a power cut at
+    /// the worst instant loses. Null when the writer never asked the device.
+    #[serde(default)]
+    pub unacknowledged_worst_s: Option<f64>,
+    pub error: Option<String>,
+}
+
+/// A write call over the stall threshold, with what the sampler saw nearest to it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StallReport {
+    pub stream: String,
+    pub at_s: f64,
+    pub duration_ms: f64,
+    pub dirty_bytes: Option<u64>,
+    pub writeback_bytes: Option<u64>,
+    pub throttled: Option<bool>,
+    pub disk_util_pct: Option<f64>,
+    pub cpu_iowait_pct: Option<f64>,
+}
+
+/// One second of the recording, all streams together.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Interval {
+    /// The interval's end, seconds from the start.
+    pub t_s: f64,
+    pub frames_captured: u64,
+    pub frames_written: u64,
+    pub frames_dropped: u64,
+    /// Bytes of the frames whose writes ended in this interval.
+    pub bytes_written: u64,
+    /// The slowest and 99th-percentile frame write (first write call to last) that ended
+    /// in this interval.
+    pub frame_write_max_ns: u64,
+    pub frame_write_p99_ns: u64,
+}
+
+/// A stream's frames as columns of equal length (compact for long runs): times in
+/// microseconds from the start of the run; write times null for a dropped frame.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FrameColumns {
+    pub stream: String,
+    /// Frames beyond the per-stream cap are counted in the totals but not listed here.
+    pub truncated: bool,
+    pub frame: Vec<u64>,
+    pub size_bytes: Vec<u64>,
+    pub capture_us: Vec<u64>,
+    pub write_start_us: Vec<Option<u64>>,
+    pub write_end_us: Vec<Option<u64>>,
+    /// How late the frame was on disk against its deadline (capture + one frame interval);
+    /// 0 when on time, null for a dropped frame.
+    pub lateness_us: Vec<Option<u64>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SamplerSection {
+    pub devices: Vec<String>,
+    pub summary: Summary,
+    pub hogs: Vec<Hog>,
+    pub timeline: Vec<Sample>,
+}
+
+impl RecordReport {
+    /// The stall that took longest, if any.
+    pub fn worst_stall(&self) -> Option<&StallReport> {
+        self.stalls
+            .iter()
+            .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
+    }
+}

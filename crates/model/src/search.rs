@@ -1,0 +1,269 @@
+//! `sinkrate tune search`'s result: the candidates tried (system settings and recorder
+//! changes), each run of each, their scores, the winner against the baseline, and the power
+//! cuts that prove a loss bound.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sinkrate_stats::bootstrap::Change;
+
+use crate::record::WriteMode;
+use crate::settings::Setting;
+use crate::Verdict;
+
+/// A change to the recorder itself: what the app would do differently.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "knob", rename_all = "snake_case")]
+pub enum RecorderChange {
+    WriteMode {
+        mode: WriteMode,
+    },
+    Buffers {
+        buffers: usize,
+    },
+    FdatasyncEvery {
+        #[serde(with = "crate::units::seconds")]
+        every_s: Duration,
+    },
+    /// Each stream's file preallocated to what the run will write (sized per run).
+    Preallocate,
+    /// A whole frame per write call instead of small writes (stdio-sized buffering).
+    WholeFrameWrites,
+}
+
+impl RecorderChange {
+    /// In the words of `sinkrate record`'s flags.
+    pub fn flag(&self) -> String {
+        match self {
+            RecorderChange::WriteMode { mode } => {
+                format!("--write-mode {}", format!("{mode:?}").to_lowercase())
+            }
+            RecorderChange::Buffers { buffers } => format!("--buffers {buffers}"),
+            RecorderChange::FdatasyncEvery { every_s } => {
+                format!("--fdatasync-every {}s", every_s.as_secs_f64())
+            }
+            RecorderChange::Preallocate => {
+                "--preallocate SIZE (each file to what it will hold)".to_string()
+            }
+            RecorderChange::WholeFrameWrites => {
+                "a whole frame per write call (no --write-size)".to_string()
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub label: String,
+    /// System settings, applied for the candidate's runs through the journal (temporary).
+    pub system: Vec<(Setting, String)>,
+    pub recorder: Vec<RecorderChange>,
+}
+
+impl Candidate {
+    /// The dirty_expire + writeback interval in force for this candidate, in seconds: its
+    /// runs must last past the first flush of expired data, where the stalls are.
+    pub fn writeback_cycle_s(&self, expire_cs: u64, writeback_cs: u64) -> f64 {
+        let get = |name: &str, default: u64| {
+            self.system
+                .iter()
+                .find(|(s, _)| *s == sysctl(name))
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .unwrap_or(default)
+        };
+        (get("vm/dirty_expire_centisecs", expire_cs)
+            + get("vm/dirty_writeback_centisecs", writeback_cs)) as f64
+            / 100.0
+    }
+
+    /// `sinkrate tune apply` arguments for the system part.
+    pub fn settings_args(&self) -> Vec<String> {
+        self.system.iter().map(|(s, v)| s.argument(v)).collect()
+    }
+}
+
+fn sysctl(name: &str) -> Setting {
+    Setting::Sysctl { name: name.into() }
+}
+
+/// One run of one candidate, as the objective reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub verdict: Verdict,
+    /// 0 when the workload does not count frames (a bench job, a recorder without a drops
+    /// file).
+    pub frames_offered: u64,
+    pub frames_dropped: u64,
+    /// Known for record and bench workloads, not for a recorder run with --exec.
+    pub worst_write_ms: Option<f64>,
+    pub p99_write_ms: Option<f64>,
+    /// How late frames were written (record), or the p99 write latency (bench).
+    pub p99_lateness_ms: Option<f64>,
+    /// The writers' and the kernel's flusher threads' CPU (seed 001's spikes).
+    pub cpu_s: f64,
+    /// The most dirty + writeback data seen: what a power cut could lose.
+    pub peak_dirty_bytes: Option<u64>,
+    /// The longest stretch of recording that no completed fdatasync or O_DSYNC write had
+    /// yet acknowledged (record workloads; None when the recorder never asks the device, or
+    /// for a job or an outside recorder, whose acknowledgements are not seen).
+    #[serde(default)]
+    pub unacknowledged_worst_s: Option<f64>,
+    /// Seconds the writers spent throttled by the kernel's dirty limits (the sampler's
+    /// count of throttled intervals).
+    #[serde(default)]
+    pub throttled_s: f64,
+    pub duration_s: f64,
+    /// A confirmation run (full length, compared with the baseline), not a screening run.
+    #[serde(default)]
+    pub confirmation: bool,
+    /// Stopped before its end: already clearly worse than the best candidate so far.
+    #[serde(default)]
+    pub stopped_early: bool,
+    /// What stopped the run, when its verdict is failed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scored {
+    pub candidate: Candidate,
+    pub trials: Vec<Trial>,
+    /// Fewer confirmation runs than `runs_per_candidate`: it was not the leader (or the
+    /// baseline), or was clearly worse after its screening run.
+    pub screened_only: bool,
+    pub drops_per_run: f64,
+    /// Dropped frames as a share of those offered, over every run (0 when not counted).
+    #[serde(default)]
+    pub dropped_share: f64,
+    pub worst_write_ms: Option<f64>,
+    pub p99_lateness_ms: Option<f64>,
+    pub cpu_s: f64,
+    pub peak_dirty_bytes: Option<u64>,
+    /// The longest unacknowledged stretch of recording over the runs; None when a run's
+    /// recorder never asked the device (nothing bounds what a power cut loses).
+    #[serde(default)]
+    pub unacknowledged_worst_s: Option<f64>,
+}
+
+/// What "better" means for a search: the full-length runs a candidate needs to be proven,
+/// and the most recording a power cut may cost (`--max-loss`), a bound a candidate meets
+/// or does not.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Objective {
+    pub runs: usize,
+    pub max_loss_s: Option<f64>,
+}
+
+impl Objective {
+    /// Whether `s` keeps within `--max-loss` (true without one).
+    pub fn within_loss(&self, s: &Scored) -> bool {
+        self.max_loss_s.is_none_or(|bound| {
+            !s.trials.is_empty() && s.unacknowledged_worst_s.is_some_and(|w| w <= bound)
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub winner: String,
+    pub drops: (f64, f64),
+    pub worst_write: Option<Change>,
+    pub p99_lateness: Option<Change>,
+    /// The sentence a person reads.
+    pub text: String,
+}
+
+/// A candidate's recording with its power cut: what it lost, against what its runs showed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerCutProof {
+    pub label: String,
+    pub at_s: f64,
+    /// The most recording any stream lost (capture of its first missing frame to the cut).
+    pub recording_lost_s: f64,
+    pub frames_believed_written: u64,
+    pub frames_acknowledged_durable: u64,
+    pub frames_survived: u64,
+    /// Acknowledged, yet not on the card: the device or the filesystem broke its promise.
+    pub frames_durable_lost: u64,
+    /// The run's own longest unacknowledged stretch, up to the cut.
+    pub unacknowledged_worst_s: Option<f64>,
+    pub frames_dropped: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchReport {
+    pub label: String,
+    pub dir: String,
+    /// record, job or exec.
+    #[serde(default)]
+    pub workload: String,
+    pub runs_per_candidate: usize,
+    /// The workload's write rate (bytes a second; 0 when unknown): the data at risk in
+    /// seconds of recording.
+    #[serde(default)]
+    pub rate_bytes_per_s: f64,
+    /// The length of a confirmation run.
+    pub run_duration_s: f64,
+    /// The length of the baseline's screening run (others are shorter with a shorter
+    /// writeback cycle).
+    #[serde(default)]
+    pub screen_duration_s: f64,
+    pub budget_s: f64,
+    pub estimate_s: f64,
+    pub spent_s: f64,
+    /// Best first.
+    pub ranked: Vec<Scored>,
+    /// Index in `ranked` of the baseline.
+    pub baseline: Option<usize>,
+    pub comparison: Option<Comparison>,
+    /// What was not tried, and why (no root, the budget).
+    pub notes: Vec<String>,
+    pub interrupted: bool,
+    /// Why the search has no answer: the workload failed as configured, or every candidate
+    /// did (an I/O error, a full device). The run then failed.
+    #[serde(default)]
+    pub failed: Option<String>,
+    /// `--max-loss`, in seconds of recording.
+    #[serde(default)]
+    pub max_loss_s: Option<f64>,
+    /// With `--power-cut`: the winner's and the baseline's recordings with their power cut.
+    #[serde(default)]
+    pub power_cuts: Vec<PowerCutProof>,
+    /// With `--max-loss`: whether the winner kept within it (the verdict a script reads; the
+    /// run exits 1 when false). Null without a bound.
+    #[serde(default)]
+    pub max_loss_met: Option<bool>,
+}
+
+impl SearchReport {
+    pub fn winner(&self) -> Option<&Scored> {
+        self.ranked
+            .first()
+            .filter(|_| self.failed.is_none())
+            .filter(|w| w.trials.iter().all(|t| t.verdict != Verdict::Failed))
+    }
+
+    pub fn objective(&self) -> Objective {
+        Objective {
+            runs: self.runs_per_candidate,
+            max_loss_s: self.max_loss_s,
+        }
+    }
+
+    /// With `--max-loss`: whether the winner kept within it in its runs and, when its power
+    /// was cut, on the card. None without a bound.
+    pub fn loss_bound_met(&self) -> Option<bool> {
+        let bound = self.max_loss_s?;
+        let objective = self.objective();
+        let Some(w) = self.winner() else {
+            return Some(false);
+        };
+        let cut_ok = self
+            .power_cuts
+            .iter()
+            .filter(|p| p.label == w.candidate.label)
+            .all(|p| p.recording_lost_s <= bound && p.frames_durable_lost == 0);
+        Some(objective.within_loss(w) && cut_ok)
+    }
+}
