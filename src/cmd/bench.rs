@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
+use sinkrate_bench_output::OutputFormat;
 use sinkrate_engine::runner::StatusLine;
 use sinkrate_engine::RunOptions;
-use sinkrate_report::OutputFormat;
 
 use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
 

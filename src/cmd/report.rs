@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context, Result};
 use sinkrate_model::document::Document;
 use sinkrate_model::TOOL_VERSION;
-use sinkrate_plots::Input;
+use sinkrate_report::Input;
 
 use crate::cli::ReportArgs;
 
@@ -47,12 +47,12 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     if !to_stdout {
         guard_output(&output, &args.inputs, args.force)?;
     }
-    let page = sinkrate_plots::page(&inputs);
+    let page = sinkrate_report::page(&inputs);
     // Every output is checked before any is written.
     if let Some(dir) = &args.png {
         check_png(&page, dir, args.force)?;
     }
-    let html = sinkrate_plots::html::render(&page, TOOL_VERSION);
+    let html = sinkrate_report::html::render(&page, TOOL_VERSION);
     if to_stdout {
         crate::write_stdout(html.as_bytes())?;
     } else {
@@ -99,7 +99,7 @@ fn guard_output(output: &Path, inputs: &[PathBuf], force: bool) -> Result<()> {
 
 /// `--png DIR` before anything is written: a directory (or a name one can be made at),
 /// whose chart files are new unless --force.
-fn check_png(page: &sinkrate_plots::figures::Page, dir: &Path, force: bool) -> Result<()> {
+fn check_png(page: &sinkrate_report::figures::Page, dir: &Path, force: bool) -> Result<()> {
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
             return Err(anyhow!(
@@ -136,10 +136,10 @@ fn check_png(page: &sinkrate_plots::figures::Page, dir: &Path, force: bool) -> R
     Ok(())
 }
 
-fn write_png(page: &sinkrate_plots::figures::Page, dir: &Path) -> Result<()> {
+fn write_png(page: &sinkrate_report::figures::Page, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("--png {}: cannot create the directory", dir.display()))?;
-    let written = sinkrate_plots::png::write_all(page, dir)?;
+    let written = sinkrate_report::png::write_all(page, dir)?;
     eprintln!(
         "sinkrate: wrote {} PNG file(s) into {}",
         written.len(),
@@ -157,8 +157,8 @@ pub fn write_for_run(json: &[u8], name: &str, path: &Path) -> Result<()> {
         label: label_of(path),
         document,
     };
-    let page = sinkrate_plots::page(std::slice::from_ref(&input));
-    let html = sinkrate_plots::html::render(&page, TOOL_VERSION);
+    let page = sinkrate_report::page(std::slice::from_ref(&input));
+    let html = sinkrate_report::html::render(&page, TOOL_VERSION);
     sinkrate_sys::output::replace(path, html.as_bytes())
         .with_context(|| format!("--report {}: cannot write the report", path.display()))?;
     eprintln!("sinkrate: report written to {}", path.display());

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use sinkrate_bench_output::bench_types::BenchSampler;
 use sinkrate_model::BenchRun;
-use sinkrate_report::bench_types::BenchSampler;
 use sinkrate_sampler::{SamplerOutput, Summary};
 
 use super::Exporter;
@@ -26,7 +26,7 @@ pub struct BenchTerse;
 
 impl Exporter<BenchResult<'_>> for BenchText {
     fn export(&self, r: &BenchResult<'_>) -> Result<Vec<u8>> {
-        let mut out = sinkrate_report::text::render(r.run);
+        let mut out = sinkrate_bench_output::text::render(r.run);
         if let Some((s, _, summary)) = r.sampled {
             out.push_str(&sampler_line(s, summary));
         }
@@ -36,7 +36,7 @@ impl Exporter<BenchResult<'_>> for BenchText {
 
 impl Exporter<BenchResult<'_>> for BenchJson {
     fn export(&self, r: &BenchResult<'_>) -> Result<Vec<u8>> {
-        let mut doc = sinkrate_report::fio_json::run_document(r.run, self.plus);
+        let mut doc = sinkrate_bench_output::fio_json::run_document(r.run, self.plus);
         if let Some((s, interval, summary)) = r.sampled {
             doc.result.sampler = Some(BenchSampler {
                 interval_ns: interval.as_nanos() as u64,
@@ -52,7 +52,7 @@ impl Exporter<BenchResult<'_>> for BenchJson {
 
 impl Exporter<BenchResult<'_>> for BenchTerse {
     fn export(&self, r: &BenchResult<'_>) -> Result<Vec<u8>> {
-        Ok(sinkrate_report::terse::render(r.run).into_bytes())
+        Ok(sinkrate_bench_output::terse::render(r.run).into_bytes())
     }
 }
 

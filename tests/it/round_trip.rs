@@ -10,11 +10,11 @@ use std::process::Command;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sinkrate_audit::AuditReport;
+use sinkrate_bench_output::bench_types::BenchReport;
 use sinkrate_check::CheckReport;
 use sinkrate_model::{Envelope, RunKind, Verdict};
 use sinkrate_record::find_max::FindMaxReport;
 use sinkrate_record::report::{RecordReport, RecordRun};
-use sinkrate_report::bench_types::BenchReport;
 use sinkrate_sampler::watch::WatchReport;
 
 use common::sinkrate_path;

@@ -178,13 +178,13 @@ pub fn result_json(data: &[u8]) {
     let Ok(document) = sinkrate_model::document::Document::parse("fuzz.json", data) else {
         return;
     };
-    let input = sinkrate_plots::Input {
+    let input = sinkrate_report::Input {
         file: "fuzz.json".into(),
         label: "fuzz".into(),
         document,
     };
-    let page = sinkrate_plots::page(std::slice::from_ref(&input));
-    let _ = sinkrate_plots::html::render(&page, "fuzz");
+    let page = sinkrate_report::page(std::slice::from_ref(&input));
+    let _ = sinkrate_report::html::render(&page, "fuzz");
     if let Ok(runs) = sinkrate_compare::runs("fuzz.json", input.document) {
         let config = sinkrate_compare::CompareConfig {
             labels: Vec::new(),

@@ -1,0 +1,39 @@
+//! `sinkrate bench`'s outputs in fio's formats (normal text, JSON, terse). They read a
+//! finished run and never touch the system: the time of day and anything else they print
+//! comes from the run itself.
+
+pub mod bench_types;
+pub mod fio_json;
+pub mod format;
+pub mod groups;
+pub mod terse;
+pub mod text;
+
+/// The output formats `bench` accepts (fio's `--output-format`), combinable with commas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    Normal,
+    Json,
+    JsonPlus,
+    Terse,
+}
+
+impl OutputFormat {
+    pub fn parse_list(text: &str) -> Result<Vec<OutputFormat>, String> {
+        let mut out = Vec::new();
+        for part in text.split(',') {
+            out.push(match part.trim() {
+                "normal" | "text" => OutputFormat::Normal,
+                "json" => OutputFormat::Json,
+                "json+" => OutputFormat::JsonPlus,
+                "terse" => OutputFormat::Terse,
+                other => {
+                    return Err(format!(
+                        "--output-format: '{other}' is not a format (accepted: normal, json, json+, terse, or several joined by commas)"
+                    ))
+                }
+            });
+        }
+        Ok(out)
+    }
+}
