@@ -7,13 +7,13 @@ use anyhow::{anyhow, Result};
 
 /// `--flag 30s`, `--flag 100ms`, `--flag 5m`: one error line naming the flag.
 pub fn duration(flag: &str, text: &str) -> Result<Duration> {
-    sinkrate_jobspec::units::parse_time(text, sinkrate_jobspec::units::TimeUnit::Seconds)
+    sinkrate_units::fio::parse_time(text, sinkrate_units::fio::TimeUnit::Seconds)
         .map_err(|e| anyhow!("--{flag}: {e}"))
 }
 
 /// A clap value parser for durations (the flag's name is added by clap).
 pub fn duration_value(text: &str) -> Result<Duration, String> {
-    sinkrate_jobspec::units::parse_time(text, sinkrate_jobspec::units::TimeUnit::Seconds)
+    sinkrate_units::fio::parse_time(text, sinkrate_units::fio::TimeUnit::Seconds)
         .map_err(|e| e.to_string())
 }
 

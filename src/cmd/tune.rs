@@ -1,12 +1,12 @@
 //! `sinkrate tune apply | restore | status`: arguments to a tune session
-//! (sinkrate_settings::tune), its typed report rendered as text or JSON.
+//! (sinkrate_tune::apply), its typed report rendered as text or JSON.
 
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 use sinkrate_model::{Envelope, RunKind};
-use sinkrate_settings::tune::{self, ApplyConfig, TuneReport};
 use sinkrate_settings::Journal;
+use sinkrate_tune::apply::{self as tune, ApplyConfig, TuneReport};
 
 use crate::cli::tune_config::{fixes_from, fixes_of, workload};
 use crate::cli::values::OutputFormat;

@@ -165,7 +165,7 @@ fn tune_results_round_trip() {
         "--output-format",
         "json",
     ]);
-    let run: Envelope<sinkrate_settings::tune::TuneReport> = round_trip(&bytes, RunKind::Tune);
+    let run: Envelope<sinkrate_model::settings::TuneReport> = round_trip(&bytes, RunKind::Tune);
     assert!(run.result.dry_run);
     assert_eq!(run.result.changes.len(), 1);
 }

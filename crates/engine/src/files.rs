@@ -306,9 +306,9 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
 /// does in its setup), and what the job would do that the export does not take.
 fn nbd_export(o: &sinkrate_jobspec::JobOptions, uri: &str) -> Result<u64, EngineError> {
     let at = |what: String| EngineError::job(&o.name, format!("uri={uri}: {what}"));
-    let parsed =
-        crate::nbd::Uri::parse(uri).map_err(|e| EngineError::job(&o.name, format!("uri={e}")))?;
-    let (mut stream, export) = crate::nbd::connect(&parsed)
+    let parsed = crate::nbd_client::Uri::parse(uri)
+        .map_err(|e| EngineError::job(&o.name, format!("uri={e}")))?;
+    let (mut stream, export) = crate::nbd_client::connect(&parsed)
         .map_err(|e| at(format!("cannot connect to the NBD server: {e}")))?;
     stream.disconnect();
     if o.rw.modifies() && export.read_only() {

@@ -99,7 +99,7 @@ pub fn job_options(data: &[u8]) {
         },
         &World { text },
     );
-    use sinkrate_jobspec::units;
+    use sinkrate_units::fio as units;
     for line in text.lines() {
         let value = line.split_once('=').map_or(line, |(_, v)| v);
         let _ = units::parse_size(value, units::KbBase::Compat1024);

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::options::{bad, flag, need, one_of, ApplyError};
-use crate::units::parse_int;
+use sinkrate_units::fio::parse_int;
 
 /// fio's random_generator. With `lfsr` every block is visited once per pass even without
 /// the random map (norandommap); the tausworthe generators may repeat blocks then.

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::options::{bad, flag, need, one_of, ApplyError};
-use crate::units::{parse_int, parse_size, KbBase};
+use sinkrate_units::fio::{parse_int, parse_size, KbBase};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

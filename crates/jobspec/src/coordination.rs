@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::options::{bad, flag, need, one_of, ApplyError};
-use crate::units::{parse_int, parse_time, TimeUnit};
+use sinkrate_units::fio::{parse_int, parse_time, TimeUnit};
 
 /// fio's FLOW_MAX_WEIGHT.
 pub const FLOW_MAX_WEIGHT: u64 = 1000;
@@ -32,7 +32,7 @@ pub struct Coordination {
     pub flow: u64,
     pub flow_id: u64,
     /// Pause after being held back by the flow control (0: retry at once).
-    #[serde(with = "crate::units::serde_seconds::seconds")]
+    #[serde(with = "sinkrate_units::serde_seconds::seconds")]
     pub flow_sleep: Duration,
     /// When this job ends, end the others that `exit_what` names.
     pub exitall: bool,

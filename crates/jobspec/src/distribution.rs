@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::{parse_size, KbBase};
+use sinkrate_units::fio::{parse_size, KbBase};
 
 /// fio's `random_distribution=`, for one data direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

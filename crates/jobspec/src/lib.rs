@@ -14,9 +14,9 @@ pub mod grammar;
 mod keyword_math;
 pub mod options;
 pub mod priority;
+pub mod serde_directions;
 pub mod showcmd;
 pub mod table;
-pub mod units;
 pub mod zones;
 
 use std::fmt;

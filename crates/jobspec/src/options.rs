@@ -10,10 +10,10 @@ use crate::buffer_shape::BufferShape;
 use crate::coordination::Coordination;
 use crate::distribution::{OffsetModifier, RandomDistribution, RwSequencer};
 use crate::table::Part;
-use crate::units::{
+use crate::zones::Zones;
+use sinkrate_units::fio::{
     parse_bool, parse_int, parse_percent, parse_size, parse_time, KbBase, TimeUnit,
 };
-use crate::zones::Zones;
 
 /// Data direction index used for per-direction pairs (`bs=4k,8k`): read, write.
 pub const READ: usize = 0;
@@ -351,7 +351,7 @@ pub struct JobOptions {
     pub rw: ReadWrite,
     pub rwmixread: f64,
     /// Per direction: read, write, trim.
-    #[serde(with = "crate::units::serde_directions")]
+    #[serde(with = "crate::serde_directions")]
     pub bs: [u64; 3],
     pub bsrange: Option<[(u64, u64); 2]>,
     pub bssplit: Option<[Vec<(u64, f64)>; 2]>,
@@ -394,29 +394,29 @@ pub struct JobOptions {
     #[serde(
         rename = "runtime_s",
         alias = "runtime",
-        with = "crate::units::serde_seconds::opt_seconds"
+        with = "sinkrate_units::serde_seconds::opt_seconds"
     )]
     pub runtime: Option<Duration>,
     pub time_based: bool,
     #[serde(
         rename = "ramp_time_s",
         alias = "ramp_time",
-        with = "crate::units::serde_seconds::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub ramp_time: Duration,
     #[serde(
         rename = "startdelay_s",
         alias = "startdelay",
-        with = "crate::units::serde_seconds::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub startdelay: Duration,
-    #[serde(with = "crate::units::serde_directions")]
+    #[serde(with = "crate::serde_directions")]
     pub rate: [u64; 3],
-    #[serde(with = "crate::units::serde_directions")]
+    #[serde(with = "crate::serde_directions")]
     pub rate_iops: [u64; 3],
-    #[serde(with = "crate::units::serde_directions")]
+    #[serde(with = "crate::serde_directions")]
     pub rate_min: [u64; 3],
-    #[serde(default, with = "crate::units::serde_directions")]
+    #[serde(default, with = "crate::serde_directions")]
     pub rate_iops_min: [u64; 3],
     /// fio's rate_cycle: the window, in ms, over which rate_min and rate_iops_min are
     /// averaged once the first 2 s are over.
@@ -426,13 +426,13 @@ pub struct JobOptions {
     #[serde(
         rename = "thinktime_s",
         alias = "thinktime",
-        with = "crate::units::serde_seconds::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub thinktime: Duration,
     #[serde(
         rename = "thinktime_spin_s",
         alias = "thinktime_spin",
-        with = "crate::units::serde_seconds::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub thinktime_spin: Duration,
     /// fio's thinktime_blocks: the pause comes after this many blocks. Not given, it is 1,
@@ -444,26 +444,26 @@ pub struct JobOptions {
         default,
         rename = "thinktime_iotime_s",
         alias = "thinktime_iotime",
-        with = "crate::units::serde_seconds::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub thinktime_iotime: Duration,
     pub thinktime_blocks_type: ThinktimeBlocksType,
     #[serde(
         rename = "max_latency_s",
         alias = "max_latency",
-        with = "crate::units::serde_seconds::opt_seconds"
+        with = "sinkrate_units::serde_seconds::opt_seconds"
     )]
     pub max_latency: Option<Duration>,
     #[serde(
         rename = "latency_target_s",
         alias = "latency_target",
-        with = "crate::units::serde_seconds::opt_seconds"
+        with = "sinkrate_units::serde_seconds::opt_seconds"
     )]
     pub latency_target: Option<Duration>,
     #[serde(
         rename = "latency_window_s",
         alias = "latency_window",
-        with = "crate::units::serde_seconds::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub latency_window: Duration,
     pub latency_percentile: f64,
@@ -471,17 +471,20 @@ pub struct JobOptions {
     #[serde(
         rename = "ss_dur_s",
         alias = "ss_dur",
-        with = "crate::units::serde_seconds::opt_seconds"
+        with = "sinkrate_units::serde_seconds::opt_seconds"
     )]
     pub ss_dur: Option<Duration>,
     #[serde(
         rename = "ss_ramp_s",
         alias = "ss_ramp",
-        with = "crate::units::serde_seconds::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub ss_ramp: Duration,
     /// How often the steady-state metric is measured (fio's ss_interval, 1 s).
-    #[serde(default = "one_second", with = "crate::units::serde_seconds::seconds")]
+    #[serde(
+        default = "one_second",
+        with = "sinkrate_units::serde_seconds::seconds"
+    )]
     pub ss_interval: Duration,
     pub zero_buffers: bool,
     pub refill_buffers: bool,
@@ -569,7 +572,7 @@ pub struct JobOptions {
     /// exec: from SIGTERM to SIGKILL at the end of the runtime (fio's grace_time=, 1 s).
     #[serde(
         default = "default_grace",
-        with = "crate::units::serde_seconds::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub grace_time: Duration,
     /// exec: the program's output goes to NAME.stdout and NAME.stderr (fio's default).

@@ -21,7 +21,6 @@ pub mod search;
 pub mod settings;
 pub mod suite;
 pub mod timeline;
-pub mod units;
 pub mod verdict;
 pub mod watch;
 

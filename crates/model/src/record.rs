@@ -68,7 +68,7 @@ pub struct SegmentPolicy {
     #[serde(
         rename = "every_s",
         alias = "every",
-        with = "crate::units::opt_seconds",
+        with = "sinkrate_units::serde_seconds::opt_seconds",
         default
     )]
     pub every: Option<Duration>,
@@ -138,7 +138,7 @@ pub struct RecordConfig {
     #[serde(
         rename = "fdatasync_every_s",
         alias = "fdatasync_every",
-        with = "crate::units::opt_seconds",
+        with = "sinkrate_units::serde_seconds::opt_seconds",
         default
     )]
     pub fdatasync_every: Option<Duration>,
@@ -148,14 +148,14 @@ pub struct RecordConfig {
     #[serde(
         rename = "duration_s",
         alias = "duration",
-        with = "crate::units::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub duration: Duration,
     /// Write calls slower than this are listed as stalls.
     #[serde(
         rename = "stall_threshold_s",
         alias = "stall_threshold",
-        with = "crate::units::seconds"
+        with = "sinkrate_units::serde_seconds::seconds"
     )]
     pub stall_threshold: Duration,
     pub seed: u64,
@@ -165,7 +165,11 @@ pub struct RecordConfig {
     pub frame_records: bool,
     pub segments: SegmentPolicy,
     /// Cut an emulated card's power this far into the run (frames then carry headers).
-    #[serde(rename = "power_cut_at_s", with = "crate::units::opt_seconds", default)]
+    #[serde(
+        rename = "power_cut_at_s",
+        with = "sinkrate_units::serde_seconds::opt_seconds",
+        default
+    )]
     pub power_cut_at: Option<Duration>,
     /// Tells this run's frame headers from any other's (set by the session).
     #[serde(skip)]
@@ -264,7 +268,11 @@ pub struct FindMaxReport {
     #[serde(default)]
     pub at_limit: bool,
     pub raw_direct_write_bytes_per_s: f64,
-    #[serde(with = "crate::units::seconds", rename = "probe_duration_s", default)]
+    #[serde(
+        with = "sinkrate_units::serde_seconds::seconds",
+        rename = "probe_duration_s",
+        default
+    )]
     pub probe_duration: std::time::Duration,
     pub probes: Vec<Probe>,
 }

@@ -22,7 +22,7 @@ pub enum RecorderChange {
         buffers: usize,
     },
     FdatasyncEvery {
-        #[serde(with = "crate::units::seconds")]
+        #[serde(with = "sinkrate_units::serde_seconds::seconds")]
         every_s: Duration,
     },
     /// Each stream's file preallocated to what the run will write (sized per run).

@@ -12,7 +12,6 @@
 
 pub mod persist;
 pub mod setting;
-pub mod tune;
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};

@@ -58,7 +58,7 @@ impl QueueMount {
         dir: &std::path::Path,
         journal: &sinkrate_settings::Journal,
     ) -> Result<QueueMount, String> {
-        use sinkrate_settings::tune;
+        use crate::apply as tune;
         let t = tune::target(dir, None, None).map_err(|e| e.to_string())?;
         if let Some(why) = tune::holds_system(&t, journal.path()) {
             return Err(format!(

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::{Backend, Completion, IoDir, IoRequest, Submitted};
-use crate::nbd::{self, Command, Export, Stream};
+use crate::nbd_client::{self as nbd, Command, Export, Stream};
 
 /// The tag of a flush's completion: buffer slots are numbered from 0.
 const FLUSH_TAG: u64 = u64::MAX;

@@ -120,7 +120,7 @@ pub(super) fn run_block_io(
             };
             Contents::from_options(o, blocks, set_seed)
         },
-        verify: crate::verify::VerifyState::from_options(o),
+        verify: crate::fio_verify::VerifyState::from_options(o),
         bs: [
             BlockSizes::for_direction(o, 0),
             BlockSizes::for_direction(o, 1),

@@ -39,7 +39,7 @@ pub(super) struct Loop<'a> {
     /// Random-mode I/Os planned so far: `rw=randread:N` draws a random offset on every Nth.
     pub(super) sequencer_ios: u64,
     pub(super) contents: Contents,
-    pub(super) verify: Option<crate::verify::VerifyState>,
+    pub(super) verify: Option<crate::fio_verify::VerifyState>,
     pub(super) bs: [BlockSizes; 3],
     pub(super) files: Vec<OpenFile>,
     pub(super) next_file: usize,
@@ -503,7 +503,7 @@ impl Loop<'_> {
     /// continue_on_error goes on past verify errors (then each bad block is counted).
     pub(super) fn verify_blocks(
         &mut self,
-        blocks: Vec<((usize, u64), crate::verify::Written)>,
+        blocks: Vec<((usize, u64), crate::fio_verify::Written)>,
         buf: &mut AlignedBuf,
         backend: &mut dyn Backend,
     ) -> Result<(), LoopError> {

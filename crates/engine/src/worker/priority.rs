@@ -119,7 +119,7 @@ pub(super) fn set_thread_ioprio(_ioprio: u16) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sinkrate_jobspec::units::KbBase;
+    use sinkrate_units::fio::KbBase;
 
     fn priorities(pairs: &[(&str, &str)]) -> Priorities {
         let mut p = Priorities::default();

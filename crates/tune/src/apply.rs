@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sinkrate_sys::root::SysRoot;
 
-use crate::setting::{parse, Setting};
-use crate::{Error, Journal, Mode, Outcome};
 pub use sinkrate_model::settings::{Change, Held, TuneReport};
+use sinkrate_settings::setting::{parse, Setting};
+use sinkrate_settings::{Error, Journal, Mode, Outcome};
 
 /// Where queue and mount settings apply: the target directory's mount and block device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -225,7 +225,7 @@ fn persistent_forms(
     journal: &Journal,
     fstab_lines: bool,
 ) -> Result<(Vec<Change>, Vec<String>), Error> {
-    use crate::persist;
+    use sinkrate_settings::persist;
     let mut files = Vec::new();
     let sysctls: Vec<(String, String)> = changes
         .iter()
@@ -237,7 +237,7 @@ fn persistent_forms(
     let file_change = |path: &str, new: &dyn Fn(&str) -> String| -> Result<Change, Error> {
         let setting = Setting::File { path: path.into() };
         let from = journal.host().read(&setting)?;
-        let base = if from == crate::setting::ABSENT {
+        let base = if from == sinkrate_settings::setting::ABSENT {
             ""
         } else {
             from.as_str()
@@ -348,12 +348,12 @@ fn fstab_changes(
     let path = fstab.display().to_string();
     let file = Setting::File { path: path.clone() };
     let old = journal.host().read(&file)?;
-    if old == crate::setting::ABSENT {
+    if old == sinkrate_settings::setting::ABSENT {
         return Ok(Err(format!("{path} does not exist: nothing edited")));
     }
     let mut new = old.clone();
     for (mount_point, family, value) in &mounts {
-        match crate::persist::merge_fstab(&new, mount_point, family, value) {
+        match sinkrate_settings::persist::merge_fstab(&new, mount_point, family, value) {
             Some(text) => new = text,
             None => {
                 return Ok(Err(format!(
