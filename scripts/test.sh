@@ -40,28 +40,88 @@ cargo build --locked --workspace --profile test-release
 cargo test --locked --workspace --profile test-release --no-run
 # The crates' unit tests, the fuzz corpus replay and the binary's own unit tests.
 cargo test --locked --workspace --profile test-release --lib --bins --test corpus -- --test-threads=2
-# The integration tests are one binary (tests/it), run a module at a time: a module's tests
-# that use loop devices, emulated cards or the machine's settings serialise themselves, and
-# no other module's tests run beside them. A module's filter skips the modules whose names
-# end in its own (verify:: would also select bench_verify::).
+# The integration tests are one binary (tests/it), run in three lanes at once, each lane a
+# list of runs one after another. Most tests wait on paced writers and emulated cards, so
+# lanes overlap those waits on two cores. Every test that changes a setting of the whole
+# machine (the writeback sysctls through the settings journal: tune, suite's page-cache and
+# power-cut suites, record --ram-limit; watch's throttling test) runs in lane A, one module
+# after another: two of them at once would see each other's values as the originals. A run
+# is a module (`tune`), or a module with tests left out (`-suite::page_cache_`), or test
+# names (`suite::page_cache_`). A module's filter skips the modules whose names end in its
+# own (verify:: would also select bench_verify::).
+lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record" "watch")
+lane_b=("suite -suite::page_cache_ -suite::power_cut_" "check" "faults" "power_cut" "leftovers"
+  "old_kernels" "verify" "emulate" "audit" "docs_links")
+lane_c=("capacity" "qemu" "report" "adversarial" "board" "round_trip" "compare"
+  "bench_devices" "bench_fio_behaviour" "bench_fio_compat" "bench_fio_coordination"
+  "bench_fio_engines" "bench_fio_errors" "bench_fio_logs" "bench_fio_newer"
+  "bench_fio_offsets" "bench_fio_pacing" "bench_fio_sync_range" "bench_fio_trim"
+  "bench_input" "bench_nbd" "bench_output" "bench_pacing" "bench_signals" "bench_verify")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
 listed=$(cargo test --locked --workspace --profile test-release --test it -- --list 2>/dev/null | grep -c ': test$')
-ran=0
+# Every module is in exactly one lane (a new module must be given one).
 for m in $modules; do
-  skips=()
-  for o in $modules; do
-    if [ "$o" != "$m" ] && [[ "$o" == *"$m" ]]; then skips+=(--skip "$o::"); fi
-  done
-  echo "== tests/it: $m"
-  out=$(mktemp)
-  # (pipefail: a failing module ends the script here)
-  cargo test --locked --workspace --profile test-release --test it -- "$m::" "${skips[@]}" --test-threads=2 2>&1 | tee "$out"
-  n=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$out" | awk '{s+=$1+$2+$3} END {print s+0}')
-  rm -f "$out"
-  ran=$((ran + n))
+  n=$(printf '%s\n' "${lane_a[@]}" "${lane_b[@]}" "${lane_c[@]}" | tr ' ' '\n' | sed 's/::.*//' | grep -cx -- "$m" || true)
+  if [ "$n" = 0 ]; then
+    echo "FAIL: tests/it/$m.rs is in no lane of scripts/test.sh" >&2
+    exit 1
+  fi
 done
+lanes_dir="$PWD/target/test-lanes"
+rm -rf "$lanes_dir"
+mkdir -p "$lanes_dir"
+# Runs one lane's runs in order; writes each run's output and the count of tests it ran.
+run_lane() {
+  local lane=$1
+  shift
+  local k=0
+  for run in "$@"; do
+    k=$((k + 1))
+    local args=()
+    for word in $run; do
+      case "$word" in
+        -*) args+=(--skip "${word#-}") ;;
+        *::*) args+=("$word") ;;
+        *)
+          args+=("$word::")
+          for o in $modules; do
+            if [ "$o" != "$word" ] && [[ "$o" == *"$word" ]]; then args+=(--skip "$o::"); fi
+          done
+          ;;
+      esac
+    done
+    local log="$lanes_dir/$lane.$k.log"
+    local start=$SECONDS
+    if cargo test --locked --workspace --profile test-release --test it -- "${args[@]}" \
+      --test-threads=2 >"$log" 2>&1; then
+      echo "== tests/it lane $lane: $run ($((SECONDS - start)) s)"
+    else
+      echo "== tests/it lane $lane: $run FAILED ($((SECONDS - start)) s):"
+      cat "$log"
+      return 1
+    fi
+    sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$log" |
+      awk '{s+=$1+$2+$3} END {print s+0}' >"$log.count"
+  done
+}
+run_lane A "${lane_a[@]}" &
+pid_a=$!
+run_lane B "${lane_b[@]}" &
+pid_b=$!
+run_lane C "${lane_c[@]}" &
+pid_c=$!
+failed=0
+for pid in $pid_a $pid_b $pid_c; do
+  wait "$pid" || failed=1
+done
+if [ "$failed" != 0 ]; then
+  echo "FAIL: a lane of tests/it failed (its output is above)" >&2
+  exit 1
+fi
+ran=$(cat "$lanes_dir"/*.count | awk '{s+=$1} END {print s+0}')
+rm -rf "$lanes_dir"
 if [ "$ran" != "$listed" ]; then
-  echo "FAIL: tests/it lists $listed tests, the module runs ran $ran" >&2
+  echo "FAIL: tests/it lists $listed tests, the lanes ran $ran" >&2
   exit 1
 fi
 
