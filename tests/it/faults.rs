@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{sinkrate_path, with_root, SlowDev};
+use common::{sinkrate_path, with_root, RecordArgs, SlowDev};
 
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -103,25 +103,7 @@ fn record_the_card_fills_mid_run() {
     serial("record_the_card_fills_mid_run", || {
         let card = SlowDev::new(&["--write-rate", "200M", "--size", "96M"]);
         let dir = card.path().to_str().expect("utf8").to_string();
-        let child = start(&[
-            "record",
-            "--dir",
-            &dir,
-            "--streams",
-            "1",
-            "--fps",
-            "30",
-            "--frame-size",
-            "64k",
-            "--duration",
-            "6s",
-            "--write-mode",
-            "direct",
-            "--live",
-            "never",
-            "--output-format",
-            "json",
-        ]);
+        let child = start(&RecordArgs::on(&dir).with("--duration", "6s").args());
         std::thread::sleep(Duration::from_secs(2));
         fill(card.path());
         let (code, v, stderr) = finish(child);
@@ -348,25 +330,7 @@ fn bench_and_record_eio_at_random() {
                 "Read-only"
             },
         );
-        let (code, v, stderr) = run(&[
-            "record",
-            "--dir",
-            &dir,
-            "--streams",
-            "1",
-            "--fps",
-            "30",
-            "--frame-size",
-            "64k",
-            "--duration",
-            "5s",
-            "--write-mode",
-            "direct",
-            "--live",
-            "never",
-            "--output-format",
-            "json",
-        ]);
+        let (code, v, stderr) = run(&RecordArgs::on(&dir).args());
         assert_eq!(code, Some(2), "{stderr}");
         assert_eq!(v["verdict"], "failed", "{v}");
         one_fault_line(&stderr, io_fault(&v));
@@ -396,25 +360,7 @@ fn record_eio_at_a_fixed_place_on_the_card() {
             "32M+64M",
         ]);
         let dir = card.path().to_str().expect("utf8").to_string();
-        let (code, v, stderr) = run(&[
-            "record",
-            "--dir",
-            &dir,
-            "--streams",
-            "1",
-            "--fps",
-            "30",
-            "--frame-size",
-            "256K",
-            "--duration",
-            "5s",
-            "--write-mode",
-            "direct",
-            "--live",
-            "never",
-            "--output-format",
-            "json",
-        ]);
+        let (code, v, stderr) = run(&RecordArgs::on(&dir).with("--frame-size", "256K").args());
         assert_eq!(code, Some(2), "{stderr}");
         assert_eq!(v["verdict"], "failed", "{v}");
         assert!(
@@ -486,6 +432,9 @@ fn bench_and_record_the_device_vanishes() {
             let card = SlowDev::new(&["--write-rate", "20M", "--size", "256M"]);
             let dir = card.path().to_str().expect("utf8").to_string();
             let directory = format!("--directory={dir}");
+            let record = RecordArgs::on(&dir)
+                .with("--frame-size", "256k")
+                .with("--duration", "10s");
             let args: Vec<&str> = if command == "bench" {
                 vec![
                     "bench",
@@ -499,25 +448,7 @@ fn bench_and_record_the_device_vanishes() {
                     "--size=128m",
                 ]
             } else {
-                vec![
-                    "record",
-                    "--dir",
-                    &dir,
-                    "--streams",
-                    "1",
-                    "--fps",
-                    "30",
-                    "--frame-size",
-                    "256k",
-                    "--duration",
-                    "10s",
-                    "--write-mode",
-                    "direct",
-                    "--live",
-                    "never",
-                    "--output-format",
-                    "json",
-                ]
+                record.args()
             };
             let child = start(&args);
             std::thread::sleep(Duration::from_secs(2));

@@ -660,3 +660,47 @@ impl Drop for Sysctl {
         let _ = std::fs::write(&self.path, self.before.trim());
     }
 }
+
+/// A `sinkrate record` command line for a test, as flags and values: by default one 30 fps
+/// stream of 64 KiB frames for 5 s onto `dir`, written direct, no live view, JSON on stdout.
+/// A test sets what it is about ([`RecordArgs::with`]) and reads the rest as the default.
+pub struct RecordArgs(Vec<(&'static str, String)>);
+
+impl RecordArgs {
+    pub fn on(dir: &str) -> RecordArgs {
+        RecordArgs(
+            [
+                ("--dir", dir),
+                ("--streams", "1"),
+                ("--fps", "30"),
+                ("--frame-size", "64k"),
+                ("--duration", "5s"),
+                ("--write-mode", "direct"),
+                ("--live", "never"),
+                ("--output-format", "json"),
+            ]
+            .map(|(flag, value)| (flag, value.to_string()))
+            .to_vec(),
+        )
+    }
+
+    /// `flag` set to `value`, in place of its default or after the others.
+    pub fn with(mut self, flag: &'static str, value: &str) -> RecordArgs {
+        match self.0.iter_mut().find(|(f, _)| *f == flag) {
+            Some(pair) => pair.1 = value.to_string(),
+            None => self.0.push((flag, value.to_string())),
+        }
+        self
+    }
+
+    /// The whole command line, `record` first.
+    pub fn args(&self) -> Vec<&str> {
+        std::iter::once("record")
+            .chain(
+                self.0
+                    .iter()
+                    .flat_map(|(flag, value)| [*flag, value.as_str()]),
+            )
+            .collect()
+    }
+}
