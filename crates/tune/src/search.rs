@@ -68,84 +68,107 @@ pub enum Event {
     },
 }
 
-/// How long each kind of run of a candidate lasts.
-struct Lengths {
-    expire_cs: u64,
-    every_cs: u64,
-    confirm_s: f64,
-    /// A bench job runs as written: every run is as long as its runtime.
-    fixed_s: Option<f64>,
+/// The power cuts that prove a `--max-loss` winner (and the baseline beside it): each
+/// candidate's recording of a screening run's length, its power cut a quarter before the
+/// end (past the first flush of expired data, where buffered data starts to leave), and
+/// what the card held after.
+struct PowerCuts<'a> {
+    cfg: &'a SearchConfig,
+    base: &'a sinkrate_record::session::Session,
+    switch: &'a Arc<dyn sinkrate_record::power_cut::PowerSwitch>,
+    seconds: f64,
+    stop: &'a Arc<AtomicBool>,
 }
 
-impl Lengths {
-    fn screen(&self, c: &Candidate) -> f64 {
-        self.fixed_s.unwrap_or_else(|| {
-            (c.writeback_cycle_s(self.expire_cs, self.every_cs) + PAST_FIRST_FLUSH_S)
-                .max(MIN_SCREEN_S)
-                .min(self.confirm(c))
-        })
-    }
-    fn confirm(&self, c: &Candidate) -> f64 {
-        self.fixed_s.unwrap_or_else(|| {
-            self.confirm_s
-                .max(c.writeback_cycle_s(self.expire_cs, self.every_cs) + PAST_FIRST_FLUSH_S)
-        })
-    }
-}
-
-/// The candidate's system settings for one run, put back when the guard is dropped.
-fn settings_for_the_run(
-    journal: &Journal,
-    c: &Candidate,
-) -> Result<Option<Temporary>, SearchError> {
-    if c.system.is_empty() {
-        return Ok(None);
-    }
-    Temporary::apply(journal, &c.system)
-        .map(Some)
-        .map_err(|e| SearchError::Settings(e.to_string()))
-}
-
-fn workload_name(w: &Workload) -> &'static str {
-    match w {
-        Workload::Record(_) => "record",
-        Workload::Job { .. } => "job",
-        Workload::Exec { .. } => "exec",
-    }
-}
-
-/// Runs the search. `progress` hears of the plan and of each run. A refusal of the
-/// workload (no space, a bad directory) comes before any run.
-pub fn search(
-    cfg: &SearchConfig,
-    stop: Arc<AtomicBool>,
-    progress: &mut dyn FnMut(&Event),
-) -> Result<SearchReport, SearchError> {
-    let (label, dir) = match &cfg.workload {
-        Workload::Record(s) => {
-            sinkrate_record::session::preflight(s)?;
-            (s.label.clone(), s.record.dir.clone())
-        }
-        Workload::Job { dir, file, .. } => (format!("job file {}", file.display()), dir.clone()),
-        Workload::Exec { argv, dir, .. } => (argv.join(" "), dir.clone()),
-    };
-    let base_session = match &cfg.workload {
-        Workload::Record(s) => Some(s.as_ref()),
-        _ => None,
-    };
-    if base_session.is_none() {
-        for (given, flag) in [
-            (cfg.max_loss.is_some(), "--max-loss"),
-            (cfg.power_switch.is_some(), "--power-cut"),
-        ] {
-            if given {
-                return Err(SearchError::Workload(format!(
-                    "{flag} needs the recording in process (record flags after --): a job's or your own recorder's syncs are not seen"
-                )));
+impl PowerCuts<'_> {
+    /// Cuts each of `proved` in turn, adding its proof (or why it could not run) to
+    /// `power_cuts` and `notes`. True when the search was stopped meanwhile.
+    fn prove(
+        &self,
+        proved: &[&Scored],
+        power_cuts: &mut Vec<PowerCutProof>,
+        notes: &mut Vec<String>,
+        progress: &mut dyn FnMut(&Event),
+    ) -> Result<bool, SearchError> {
+        let seconds = self.seconds;
+        let cut_at = Duration::from_secs_f64(seconds * 0.75);
+        for s in proved {
+            let c = &s.candidate;
+            let _settings = settings_for_the_run(&self.cfg.journal, c)?;
+            progress(&Event::Run {
+                label: format!("{} (power cut at {:.1} s)", c.label, cut_at.as_secs_f64()),
+                run: 1,
+                seconds,
+                confirmation: false,
+            });
+            let run = crate::workload::power_cut_run(
+                self.base,
+                c,
+                Duration::from_secs_f64(seconds),
+                cut_at,
+                self.switch,
+                self.stop,
+            );
+            let (trial, cut) = match run {
+                Ok(Some(done)) => done,
+                Ok(None) => return Ok(true),
+                // The ranking stands; the proof that could not run is named.
+                Err(e) => {
+                    notes.push(format!("{}: the power cut could not run: {e}", c.label));
+                    continue;
+                }
+            };
+            power_cuts.push(proof_of(&c.label, &trial, &cut));
+            if !cut.mounted_after {
+                notes.push(format!(
+                    "{}: the card did not mount after the power came back: {}",
+                    c.label,
+                    cut.mount_notes.join("; ")
+                ));
             }
         }
+        Ok(false)
     }
-    let started = Instant::now();
+}
+
+/// A candidate's power cut in the search's terms: the most recording any stream lost, and
+/// the frames over all streams.
+fn proof_of(
+    label: &str,
+    trial: &Trial,
+    cut: &sinkrate_record::power_cut::PowerCutReport,
+) -> PowerCutProof {
+    let sum = |f: fn(&sinkrate_record::power_cut::StreamSurvival) -> u64| {
+        cut.streams.iter().map(f).sum::<u64>()
+    };
+    PowerCutProof {
+        label: label.to_string(),
+        at_s: cut.at_s,
+        recording_lost_s: cut
+            .streams
+            .iter()
+            .map(|st| st.recording_lost_s)
+            .fold(0.0, f64::max),
+        frames_believed_written: sum(|st| st.frames_believed_written),
+        frames_acknowledged_durable: sum(|st| st.frames_acknowledged_durable),
+        frames_survived: sum(|st| st.frames_survived),
+        frames_durable_lost: sum(|st| st.frames_durable_lost),
+        unacknowledged_worst_s: trial.unacknowledged_worst_s,
+        frames_dropped: trial.frames_dropped,
+    }
+}
+
+/// What a search will try, before it runs anything: the lengths of its runs, the workload's
+/// rate, the notes on what is not tried and why, and the candidates (the baseline first),
+/// less those already in force or, with `--max-loss`, unbounded.
+struct Plan {
+    len: Lengths,
+    rate: f64,
+    notes: Vec<String>,
+    candidates: Vec<Candidate>,
+}
+
+fn plan(cfg: &SearchConfig, base_session: Option<&sinkrate_record::session::Session>) -> Plan {
     let vm = sinkrate_sampler::live::read_vm_settings();
     let fixed_s = match &cfg.workload {
         Workload::Job { jobs, .. } => Some(
@@ -242,6 +265,124 @@ pub fn search(
             unbounded.join("; ")
         ));
     }
+    Plan {
+        len,
+        rate,
+        notes,
+        candidates: all,
+    }
+}
+
+/// A run of `secs` with the time around it (settings, start, stop).
+fn run_s(secs: f64) -> f64 {
+    secs + OVERHEAD_PER_RUN_S
+}
+
+/// How many of `all` fit `budget_s` (never fewer than the baseline and one candidate), and
+/// the seconds they are expected to take. The baseline runs at full length from the start
+/// (every candidate is compared with it); the others are screened once, and the leader then
+/// confirmed in full-length runs. Those after the first `planned` are screened only if time
+/// is left once the leader is confirmed.
+fn fit_budget(all: &[Candidate], len: &Lengths, runs: usize, budget_s: f64) -> (usize, f64) {
+    let screening = |list: &[Candidate]| -> f64 {
+        run_s(len.confirm(&list[0])) + list[1..].iter().map(|c| run_s(len.screen(c))).sum::<f64>()
+    };
+    let confirming = |list: &[Candidate]| -> f64 {
+        let longest = list.iter().map(|c| len.confirm(c)).fold(0.0, f64::max);
+        (runs - 1) as f64 * run_s(len.confirm(&list[0])) + runs as f64 * run_s(longest)
+    };
+    let mut planned = all.len();
+    while planned > 2 && screening(&all[..planned]) + confirming(&all[..planned]) > budget_s {
+        planned -= 1;
+    }
+    let chosen = &all[..planned];
+    (planned, screening(chosen) + confirming(chosen))
+}
+
+/// How long each kind of run of a candidate lasts.
+struct Lengths {
+    expire_cs: u64,
+    every_cs: u64,
+    confirm_s: f64,
+    /// A bench job runs as written: every run is as long as its runtime.
+    fixed_s: Option<f64>,
+}
+
+impl Lengths {
+    fn screen(&self, c: &Candidate) -> f64 {
+        self.fixed_s.unwrap_or_else(|| {
+            (c.writeback_cycle_s(self.expire_cs, self.every_cs) + PAST_FIRST_FLUSH_S)
+                .max(MIN_SCREEN_S)
+                .min(self.confirm(c))
+        })
+    }
+    fn confirm(&self, c: &Candidate) -> f64 {
+        self.fixed_s.unwrap_or_else(|| {
+            self.confirm_s
+                .max(c.writeback_cycle_s(self.expire_cs, self.every_cs) + PAST_FIRST_FLUSH_S)
+        })
+    }
+}
+
+/// The candidate's system settings for one run, put back when the guard is dropped.
+fn settings_for_the_run(
+    journal: &Journal,
+    c: &Candidate,
+) -> Result<Option<Temporary>, SearchError> {
+    if c.system.is_empty() {
+        return Ok(None);
+    }
+    Temporary::apply(journal, &c.system)
+        .map(Some)
+        .map_err(|e| SearchError::Settings(e.to_string()))
+}
+
+fn workload_name(w: &Workload) -> &'static str {
+    match w {
+        Workload::Record(_) => "record",
+        Workload::Job { .. } => "job",
+        Workload::Exec { .. } => "exec",
+    }
+}
+
+/// Runs the search. `progress` hears of the plan and of each run. A refusal of the
+/// workload (no space, a bad directory) comes before any run.
+pub fn search(
+    cfg: &SearchConfig,
+    stop: Arc<AtomicBool>,
+    progress: &mut dyn FnMut(&Event),
+) -> Result<SearchReport, SearchError> {
+    let (label, dir) = match &cfg.workload {
+        Workload::Record(s) => {
+            sinkrate_record::session::preflight(s)?;
+            (s.label.clone(), s.record.dir.clone())
+        }
+        Workload::Job { dir, file, .. } => (format!("job file {}", file.display()), dir.clone()),
+        Workload::Exec { argv, dir, .. } => (argv.join(" "), dir.clone()),
+    };
+    let base_session = match &cfg.workload {
+        Workload::Record(s) => Some(s.as_ref()),
+        _ => None,
+    };
+    if base_session.is_none() {
+        for (given, flag) in [
+            (cfg.max_loss.is_some(), "--max-loss"),
+            (cfg.power_switch.is_some(), "--power-cut"),
+        ] {
+            if given {
+                return Err(SearchError::Workload(format!(
+                    "{flag} needs the recording in process (record flags after --): a job's or your own recorder's syncs are not seen"
+                )));
+            }
+        }
+    }
+    let started = Instant::now();
+    let Plan {
+        len,
+        rate,
+        mut notes,
+        candidates: all,
+    } = plan(cfg, base_session);
     let objective = crate::rank::Objective {
         runs: cfg.runs.max(1),
         max_loss_s: cfg.max_loss.map(|d| d.as_secs_f64()),
@@ -254,24 +395,8 @@ pub fn search(
     };
     let budget_s = (cfg.budget.as_secs_f64() - proof_s).max(0.0);
     let runs = cfg.runs.max(1);
-    let run_s = |secs: f64| secs + OVERHEAD_PER_RUN_S;
-    // The baseline runs at full length from the start (every candidate is compared with
-    // it); the others are screened once, and the leader then confirmed in full-length runs.
-    let screening = |list: &[Candidate]| -> f64 {
-        run_s(len.confirm(&list[0])) + list[1..].iter().map(|c| run_s(len.screen(c))).sum::<f64>()
-    };
-    let confirming = |list: &[Candidate]| -> f64 {
-        let longest = list.iter().map(|c| len.confirm(c)).fold(0.0, f64::max);
-        (runs - 1) as f64 * run_s(len.confirm(&list[0])) + runs as f64 * run_s(longest)
-    };
-    // The first `planned` candidates fit the budget; those after them are screened only if
-    // time is left once the leader is confirmed.
-    let mut planned = all.len();
-    while planned > 2 && screening(&all[..planned]) + confirming(&all[..planned]) > budget_s {
-        planned -= 1;
-    }
+    let (planned, estimate_s) = fit_budget(&all, &len, runs, budget_s);
     let chosen = &all[..planned];
-    let estimate_s = screening(chosen) + confirming(chosen);
     if estimate_s > budget_s {
         notes.push(format!(
             "--budget {:.0} s is shorter than the baseline and one candidate with their confirmation runs{} ({:.0} s)",
@@ -464,69 +589,18 @@ pub fn search(
         &failed,
         interrupted,
     ) {
-        // The same length and instant for both, a quarter before the end of a screening run
-        // (past the first flush of expired data, where buffered data starts to leave).
-        let seconds = len.screen(&all[0]);
-        let cut_at = Duration::from_secs_f64(seconds * 0.75);
         let mut proved = vec![&scored[0]];
         if b != 0 {
             proved.push(&scored[b]);
         }
-        for s in proved {
-            let c = &s.candidate;
-            let _settings = settings_for_the_run(&cfg.journal, c)?;
-            progress(&Event::Run {
-                label: format!("{} (power cut at {:.1} s)", c.label, cut_at.as_secs_f64()),
-                run: 1,
-                seconds,
-                confirmation: false,
-            });
-            let proved = crate::workload::power_cut_run(
-                base,
-                c,
-                Duration::from_secs_f64(seconds),
-                cut_at,
-                switch,
-                &stop,
-            );
-            let (trial, cut) = match proved {
-                Ok(Some(done)) => done,
-                Ok(None) => {
-                    interrupted = true;
-                    break;
-                }
-                // The ranking stands; the proof that could not run is named.
-                Err(e) => {
-                    notes.push(format!("{}: the power cut could not run: {e}", c.label));
-                    continue;
-                }
-            };
-            let sum = |f: fn(&sinkrate_record::power_cut::StreamSurvival) -> u64| {
-                cut.streams.iter().map(f).sum::<u64>()
-            };
-            power_cuts.push(PowerCutProof {
-                label: c.label.clone(),
-                at_s: cut.at_s,
-                recording_lost_s: cut
-                    .streams
-                    .iter()
-                    .map(|st| st.recording_lost_s)
-                    .fold(0.0, f64::max),
-                frames_believed_written: sum(|st| st.frames_believed_written),
-                frames_acknowledged_durable: sum(|st| st.frames_acknowledged_durable),
-                frames_survived: sum(|st| st.frames_survived),
-                frames_durable_lost: sum(|st| st.frames_durable_lost),
-                unacknowledged_worst_s: trial.unacknowledged_worst_s,
-                frames_dropped: trial.frames_dropped,
-            });
-            if !cut.mounted_after {
-                notes.push(format!(
-                    "{}: the card did not mount after the power came back: {}",
-                    c.label,
-                    cut.mount_notes.join("; ")
-                ));
-            }
-        }
+        let cuts = PowerCuts {
+            cfg,
+            base,
+            switch,
+            seconds: len.screen(&all[0]),
+            stop: &stop,
+        };
+        interrupted = cuts.prove(&proved, &mut power_cuts, &mut notes, progress)?;
     }
     let mut report = SearchReport {
         label,
