@@ -5,14 +5,23 @@ use sinkrate_jobspec::options::{Engine, SteadyMetric, SyncMode};
 use sinkrate_model::{FlushResult, LatencyTargetResult, SteadyStateResult};
 use sinkrate_stats::LatencyRecorder;
 
+use super::choose::BlockSizes;
+use super::io_loop::Loop;
+use super::monitors::sample_period_ns;
+use super::monitors::steady_state_criterion;
+use super::open::cleanup;
+use super::open::open_files;
+use super::shares;
+use super::thread_rusage;
+use super::WorkerOutcome;
+use super::WorkerSetup;
+use super::SAMPLE_PERIOD_NS;
 use crate::backend;
 use crate::buffers::Contents;
 use crate::error::EngineError;
 use crate::logs::{JobLogs, Window};
 use crate::progress::Phase;
 use crate::rng::Rng;
-
-use super::*;
 
 pub(super) fn run_block_io(
     setup: &WorkerSetup,

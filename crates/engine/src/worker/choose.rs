@@ -6,11 +6,13 @@ use sinkrate_jobspec::JobOptions;
 
 use sinkrate_jobspec::distribution::RwSequencer;
 
+use super::io_loop::Loop;
+use super::io_loop::Planned;
+use super::open::OpenFile;
+use super::open::NO_START;
 use crate::backend::IoDir;
 use crate::distribution::BlockSampler;
 use crate::rng::{Permutation, Rng};
-
-use super::*;
 
 /// Per-direction block sizes and how to choose among them.
 pub(super) enum BlockSizes {

@@ -11,10 +11,12 @@ use std::sync::atomic::Ordering;
 use sinkrate_jobspec::options::Engine;
 use sinkrate_model::DirectionResult;
 
+use super::account_one_at_a_time;
+use super::thread_rusage;
+use super::WorkerOutcome;
+use super::WorkerSetup;
 use crate::error::EngineError;
 use crate::progress::Phase;
-
-use super::*;
 
 pub(super) fn run_file_operations(
     setup: &WorkerSetup,

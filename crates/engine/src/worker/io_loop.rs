@@ -10,14 +10,16 @@ use sinkrate_model::{
 };
 use sinkrate_stats::LatencyRecorder;
 
+use super::choose::BlockSizes;
+use super::monitors::sample_period_ns;
+use super::open::OpenFile;
 use crate::backend::{Backend, Completion, IoDir, IoRequest, Submitted};
 use crate::buffers::{AlignedBuf, Contents};
 use crate::clock::Clock;
 use crate::logs::{JobLogs, Window};
 use crate::progress::{JobProgress, Phase};
 use crate::rng::Rng;
-
-use super::*;
+use std::sync::atomic::AtomicBool;
 
 /// Counters of the measured phase for one direction, kept locally in the hot loop.
 #[derive(Default)]

@@ -16,11 +16,9 @@ mod side_load;
 mod snapshot;
 
 use block_io::run_block_io;
-use choose::*;
+
 use file_ops::run_file_operations;
-use io_loop::*;
-use monitors::*;
-use open::*;
+
 use side_load::run_side_load;
 pub use side_load::{program_arguments, IoJobsRunning};
 
@@ -33,6 +31,7 @@ use sinkrate_model::JobResult;
 use crate::clock::Clock;
 use crate::files::PlannedFile;
 use crate::progress::{JobProgress, Phase};
+use open::release_unopened;
 
 /// fio's default bandwidth/IOPS averaging period.
 pub(crate) const SAMPLE_PERIOD_NS: u64 = 500_000_000;

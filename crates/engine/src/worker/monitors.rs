@@ -1,11 +1,13 @@
 //! What is watched while a job runs: bandwidth/IOPS samples, fio-format logs, rate_min,
 //! steady state and the latency target.
 
+use super::io_loop::Loop;
+use super::io_loop::Planned;
+use super::NS_PER_S;
+use super::SAMPLE_PERIOD_NS;
 use sinkrate_jobspec::options::SteadyMetric;
 use sinkrate_jobspec::JobOptions;
 use sinkrate_model::SteadyStateResult;
-
-use super::*;
 
 /// fio's settle period: rate_min and rate_iops_min are not checked in a job's first 2 s.
 const RATE_SETTLE_NS: u64 = 2 * NS_PER_S;

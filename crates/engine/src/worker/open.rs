@@ -9,14 +9,15 @@ use std::sync::atomic::Ordering;
 use sinkrate_jobspec::options::{Engine, Fallocate, SyncMode};
 use sinkrate_jobspec::JobOptions;
 
+use super::WorkerOutcome;
+use super::WorkerSetup;
 use crate::backend::Backend;
 use crate::buffers::AlignedBuf;
 use crate::distribution::BlockSampler;
 use crate::error::EngineError;
 use crate::files::PlannedFile;
 use crate::rng::{Permutation, Rng};
-
-use super::*;
+use std::sync::atomic::AtomicBool;
 
 /// `last_start` of a direction that has not had an I/O yet.
 pub(super) const NO_START: u64 = u64::MAX;

@@ -2,9 +2,9 @@
 
 use std::sync::atomic::Ordering;
 
+use super::io_loop::Loop;
+use super::NS_PER_S;
 use sinkrate_jobspec::options::{JobOptions, RateProcess, ThinktimeBlocksType};
-
-use super::*;
 
 impl Loop<'_> {
     /// Sleeps until the rate limit lets direction `d` issue; returns false if the job ended

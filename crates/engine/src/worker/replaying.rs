@@ -1,10 +1,11 @@
 //! A read_iolog job's I/Os: the trace's entries in order, each at its time unless
 //! replay_no_stall, its syncs done before the I/O that follows them.
 
+use super::io_loop::Loop;
+use super::io_loop::LoopError;
+use super::io_loop::Planned;
 use crate::backend::{Backend, IoDir};
 use crate::replay::{Action, Trace};
-
-use super::*;
 
 pub(super) struct ReplayCursor {
     trace: Trace,

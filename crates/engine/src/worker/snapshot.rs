@@ -3,9 +3,9 @@
 
 use std::sync::atomic::Ordering;
 
+use super::io_loop::Loop;
+use super::shares;
 use sinkrate_model::{JobResult, PriorityLatency};
-
-use super::*;
 
 impl Loop<'_> {
     /// Publishes the figures if the run asked for them since the last time.
