@@ -479,12 +479,8 @@ pub struct RecordArgs {
     /// Write calls slower than this are listed as stalls
     #[arg(long, default_value = "100ms", value_parser = values::duration_value)]
     pub stall_threshold: std::time::Duration,
-    /// text or json
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
-    /// Write the result to FILE instead of standard output
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Also write the run's HTML report (charts of what happened; see sinkrate report) to
     /// FILE.html, replacing it as --output does
     #[arg(long, value_name = "FILE.html")]
@@ -531,6 +527,29 @@ Examples:
   sinkrate audit /media/usb0 --sysroot tests/fixtures/sysroot/arm-sbc-usb3-drive-on-usb2
 ";
 
+/// A result's format and where it goes, declared once for every command that prints one.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// text or json (json: the run schema, with the whole timeline where there is one)
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Write the result to FILE instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Writes `body` where the flags say: FILE, replaced as every output is (the same checks
+    /// for every flag), or standard output.
+    pub fn write(&self, body: &[u8]) -> anyhow::Result<()> {
+        match &self.output {
+            Some(p) => sinkrate_sys::output::result(p, body)
+                .map_err(|e| anyhow::anyhow!("--output {}: {e}", p.display())),
+            None => crate::write_stdout(body),
+        }
+    }
+}
+
 /// How the stream rate that findings are judged against is given (shared by audit and check).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StreamRateArgs {
@@ -552,12 +571,8 @@ pub struct AuditArgs {
     pub sysroot: Option<PathBuf>,
     #[command(flatten)]
     pub rate: StreamRateArgs,
-    /// text or json
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
-    /// Write the result to FILE instead of standard output
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
     #[arg(long, value_enum, default_value_t = When::Auto)]
     pub color: When,
@@ -620,12 +635,8 @@ pub struct VerifyArgs {
     /// --capacity, probe one that holds a filesystem, whose blocks are put back)
     #[arg(long)]
     pub force: bool,
-    /// text or json
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
-    /// Write the result to FILE instead of standard output
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// A progress line on standard error: auto (on a terminal), always, never
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = When::Auto)]
     pub progress: When,
@@ -753,12 +764,8 @@ pub struct WatchArgs {
     /// Sample until these processes have exited; repeatable
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
-    /// text (summary) or json (summary and the whole timeline, in the run schema)
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
-    /// Write the result to FILE instead of standard output
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Also write the run's HTML report (charts of what happened; see sinkrate report) to
     /// FILE.html, replacing it as --output does
     #[arg(long, value_name = "FILE.html")]

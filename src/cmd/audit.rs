@@ -72,7 +72,7 @@ pub fn audit(
 }
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
-    if let Some(p) = &args.output {
+    if let Some(p) = &args.out.output {
         crate::check_output_path("--output", p)?;
     }
     let (label, rate) = stream_rate(&args.rate)?;
@@ -90,7 +90,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         },
         sysroot: args.sysroot.as_ref().map(|p| p.display().to_string()),
     };
-    let body = match args.output_format {
+    let body = match args.out.output_format {
         OutputFormat::Json => {
             let mut run = Envelope::new(
                 RunKind::Audit,
@@ -105,15 +105,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
             Json.export(&run)?
         }
         OutputFormat::Text => AuditText {
-            colour: args.output.is_none() && colour_wanted(args.color, false),
+            colour: args.out.output.is_none() && colour_wanted(args.color, false),
         }
         .export(&report)?,
     };
-    match &args.output {
-        Some(p) => sinkrate_sys::output::result(p, &body)
-            .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
-        None => crate::write_stdout(&body)?,
-    }
+    args.out.write(&body)?;
     Ok(if args.strict && bad {
         ExitCode::from(1)
     } else {

@@ -77,7 +77,7 @@ pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCo
         }
         other => other.map_err(|e| anyhow!(e))?,
     };
-    let body = match args.output_format {
+    let body = match args.out.output_format {
         OutputFormat::Json => {
             let mut report = report;
             report.target = Some(sinkrate_sys::host::target_facts(&args.dir, false));
@@ -91,10 +91,6 @@ pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCo
         }
         OutputFormat::Text => text(&report).into_bytes(),
     };
-    match &args.output {
-        Some(p) => sinkrate_sys::output::result(p, &body)
-            .map_err(|e| anyhow!("{}: cannot write: {e}", p.display()))?,
-        None => crate::write_stdout(&body)?,
-    }
+    args.out.write(&body)?;
     Ok(ExitCode::SUCCESS)
 }

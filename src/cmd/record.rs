@@ -84,7 +84,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     restore_left_over_settings()?;
     crate::check_outputs(
         &[
-            ("--output", args.output.as_deref()),
+            ("--output", args.out.output.as_deref()),
             ("--frames-log", args.frames_log.as_deref()),
             ("--report", args.report.as_deref()),
         ],
@@ -123,15 +123,11 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         sinkrate_sys::output::result(path, &FramesCsv.export(&run)?)
             .with_context(|| format!("--frames-log {}: cannot write", path.display()))?;
     }
-    let body = match args.output_format {
+    let body = match args.out.output_format {
         OutputFormat::Json => Json.export(&run)?,
         OutputFormat::Text => RecordText.export(&run)?,
     };
-    match &args.output {
-        Some(p) => sinkrate_sys::output::result(p, &body)
-            .with_context(|| format!("{}: cannot write the results", p.display()))?,
-        None => crate::write_stdout(&body)?,
-    }
+    args.out.write(&body)?;
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, "record", p)?;
     }

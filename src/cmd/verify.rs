@@ -36,7 +36,7 @@ fn config(args: &VerifyArgs) -> Result<Config> {
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     // The target is an input: a result written over a kept run's file would lose it.
-    crate::check_outputs(&[("--output", args.output.as_deref())], &[&args.path])?;
+    crate::check_outputs(&[("--output", args.out.output.as_deref())], &[&args.path])?;
     // What a killed capacity probe overwrote goes back before anything else touches devices.
     for line in capacity::recover_pending(&capacity::undo::default_dir()) {
         eprintln!("sinkrate: note: {line}");
@@ -184,7 +184,7 @@ fn emit<T: serde::Serialize + Clone>(
     error: Option<String>,
     text: impl FnOnce(&T) -> Result<Vec<u8>>,
 ) -> Result<()> {
-    let body = match args.output_format {
+    let body = match args.out.output_format {
         OutputFormat::Json => {
             let mut run = Envelope::new(
                 kind,
@@ -197,11 +197,7 @@ fn emit<T: serde::Serialize + Clone>(
         }
         OutputFormat::Text => text(report)?,
     };
-    match &args.output {
-        Some(p) => sinkrate_sys::output::result(p, &body)
-            .map_err(|e| anyhow!("--output {}: {e}", p.display()))?,
-        None => crate::write_stdout(&body)?,
-    }
+    args.out.write(&body)?;
     // The fault in one line where scripts look for it, whatever the output format.
     if let Some(e) = &error {
         eprintln!("sinkrate: error: {e}");

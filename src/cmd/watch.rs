@@ -172,7 +172,7 @@ fn config(args: &WatchArgs) -> Result<WatchConfig> {
 pub fn run(args: WatchArgs) -> Result<ExitCode> {
     crate::check_outputs(
         &[
-            ("--output", args.output.as_deref()),
+            ("--output", args.out.output.as_deref()),
             ("--csv", args.csv.as_deref()),
             ("--prometheus", args.prometheus.as_deref()),
             ("--report", args.report.as_deref()),
@@ -229,15 +229,11 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     run.error = failure
         .clone()
         .map(|what| sinkrate_model::RunError { what, at_s: None });
-    let body = match args.output_format {
+    let body = match args.out.output_format {
         OutputFormat::Json => Json.export(&run)?,
         OutputFormat::Text => WatchText.export(&run.result)?,
     };
-    match &args.output {
-        Some(p) => sinkrate_sys::output::result(p, &body)
-            .with_context(|| format!("{}: cannot write the results", p.display()))?,
-        None => crate::write_stdout(&body)?,
-    }
+    args.out.write(&body)?;
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, "watch", p)?;
     }
