@@ -2,8 +2,13 @@
 //! default job, a job file on standard input, and the options on the command line.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
+use sinkrate_engine::debug_trace::DebugTrace;
+use sinkrate_engine::runner::StatusLine;
+use sinkrate_engine::{RunOptions, StatusReports};
 use sinkrate_jobspec::{build_job_set, JobSet, JobSources};
 
 use super::BenchArgs;
@@ -102,4 +107,29 @@ pub fn load_jobs(args: &BenchArgs) -> Result<JobSet> {
         }
     }
     Ok(set)
+}
+
+/// What the engine runs the jobs with, from the flags: files, safety, the status line and
+/// reports, debug tracing.
+pub fn run_options(
+    args: &BenchArgs,
+    stop: Arc<AtomicBool>,
+    status_reports: Option<StatusReports>,
+    debug: DebugTrace,
+) -> RunOptions {
+    RunOptions {
+        read_only: args.readonly,
+        base_dir: PathBuf::from("."),
+        force_device_write: args.force,
+        keep_files: args.keep,
+        stop,
+        show_status: match args.eta.as_str() {
+            "always" => StatusLine::Always,
+            "never" => StatusLine::Never,
+            _ => StatusLine::Auto,
+        },
+        bandwidth_log: args.bandwidth_log,
+        status_reports,
+        debug,
+    }
 }

@@ -3,15 +3,15 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context, Result};
 use sinkrate_bench_output::OutputFormat;
-use sinkrate_engine::runner::StatusLine;
-use sinkrate_engine::RunOptions;
 
+use sinkrate_jobspec::JobSet;
 use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
 
-use crate::cli::bench_config::{load_jobs, read_stdin_job};
+use crate::cli::bench_config::{load_jobs, read_stdin_job, run_options};
 use crate::cli::BenchArgs;
 use crate::export::bench::{BenchJson, BenchResult, BenchTerse, BenchText};
 use crate::export::Exporter;
@@ -113,19 +113,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         &job_files,
     )?;
     let set = load_jobs(&args)?;
-    if let Some(max) = args.max_jobs {
-        if set.jobs.len() > max {
-            return Err(anyhow!(
-                "--max-jobs={max}: the job files define {} jobs (numjobs clones counted); raise --max-jobs or run fewer",
-                set.jobs.len()
-            ));
-        }
-    }
-    if args.warnings_fatal {
-        if let Some(n) = set.notices.iter().find(|n| !n.informational) {
-            return Err(anyhow!("{n} (--warnings-fatal)"));
-        }
-    }
+    check_job_limits(&args, &set)?;
     if args.parse_only {
         for n in &set.notices {
             eprintln!("sinkrate: note: {n}");
@@ -148,45 +136,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     // --status-interval's reports: on standard output as they come, or gathered before the
     // final results when those go to a file.
     let interim = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    // fio reads --status-interval=0 as off.
-    let status_reports = args.status_interval.filter(|d| !d.is_zero()).map(|every| {
-        let formats = formats.clone();
-        let to_file = args.output.is_some();
-        let gathered = interim.clone();
-        sinkrate_engine::StatusReports {
-            every,
-            emit: Box::new(move |run: &sinkrate_model::BenchRun| {
-                let result = BenchResult { run, sampled: None };
-                match render(&formats, &result) {
-                    Ok(out) if to_file => gathered
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .extend(out),
-                    Ok(out) => {
-                        if let Err(e) = crate::write_stdout(&out) {
-                            eprintln!("sinkrate: warning: --status-interval: {e}");
-                        }
-                    }
-                    Err(e) => eprintln!("sinkrate: warning: --status-interval: {e}"),
-                }
-            }),
-        }
-    });
-    let options = RunOptions {
-        read_only: args.readonly,
-        base_dir: PathBuf::from("."),
-        force_device_write: args.force,
-        keep_files: args.keep,
-        stop: stop.clone(),
-        show_status: match args.eta.as_str() {
-            "always" => StatusLine::Always,
-            "never" => StatusLine::Never,
-            _ => StatusLine::Auto,
-        },
-        bandwidth_log: args.bandwidth_log,
-        status_reports,
-        debug,
-    };
+    let status_reports = status_reports(&args, &formats, &interim);
+    let options = run_options(&args, stop, status_reports, debug);
     let prepared = sinkrate_engine::prepare(&set, &options)?;
     let announced = prepared.notices().len();
     // A job fio runs without a word runs without a word: what fio would do silently stays in
@@ -200,30 +151,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     for n in prepared.notices().iter().filter(|n| !silent.contains(*n)) {
         eprintln!("sinkrate: note: {n}");
     }
-    let sampler = if args.no_sampler {
-        None
-    } else {
-        let interval = crate::cli::values::duration("sample-interval", &args.sample_interval)?;
-        if interval < std::time::Duration::from_millis(10) {
-            return Err(anyhow!(
-                "--sample-interval: {} is below the 10ms minimum",
-                args.sample_interval
-            ));
-        }
-        let expected = set
-            .jobs
-            .iter()
-            .filter_map(|j| j.options.runtime)
-            .max()
-            .unwrap_or_default();
-        let config = SamplerConfig {
-            interval,
-            devices: sinkrate_sys::host::device_names(prepared.targets()),
-            hogs: false,
-            ..SamplerConfig::default()
-        };
-        Some((Sampler::start(config, expected), interval))
-    };
+    let sampler = start_sampler(&args, &set, &prepared)?;
     let run = sinkrate_engine::execute(prepared, &options);
     // The sampler's output with its summary, analysed once for every output format.
     let sampled = sampler.map(|(s, interval)| {
@@ -269,4 +197,87 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--max-jobs` and `--warnings-fatal`, asked of the jobs as parsed, before any runs.
+fn check_job_limits(args: &BenchArgs, set: &JobSet) -> Result<()> {
+    if let Some(max) = args.max_jobs {
+        if set.jobs.len() > max {
+            return Err(anyhow!(
+                "--max-jobs={max}: the job files define {} jobs (numjobs clones counted); raise --max-jobs or run fewer",
+                set.jobs.len()
+            ));
+        }
+    }
+    if args.warnings_fatal {
+        if let Some(n) = set.notices.iter().find(|n| !n.informational) {
+            return Err(anyhow!("{n} (--warnings-fatal)"));
+        }
+    }
+    Ok(())
+}
+
+/// `--status-interval`'s reports: each rendered in the output formats, on standard output as
+/// it comes, or gathered in `interim` (ahead of the final results) when those go to a file.
+fn status_reports(
+    args: &BenchArgs,
+    formats: &[OutputFormat],
+    interim: &Arc<Mutex<Vec<u8>>>,
+) -> Option<sinkrate_engine::StatusReports> {
+    // fio reads --status-interval=0 as off.
+    args.status_interval.filter(|d| !d.is_zero()).map(|every| {
+        let formats = formats.to_vec();
+        let to_file = args.output.is_some();
+        let gathered = Arc::clone(interim);
+        sinkrate_engine::StatusReports {
+            every,
+            emit: Box::new(move |run: &sinkrate_model::BenchRun| {
+                let result = BenchResult { run, sampled: None };
+                match render(&formats, &result) {
+                    Ok(out) if to_file => gathered
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend(out),
+                    Ok(out) => {
+                        if let Err(e) = crate::write_stdout(&out) {
+                            eprintln!("sinkrate: warning: --status-interval: {e}");
+                        }
+                    }
+                    Err(e) => eprintln!("sinkrate: warning: --status-interval: {e}"),
+                }
+            }),
+        }
+    })
+}
+
+/// The sampler beside the jobs (unless `--no-sampler`), on the devices the jobs use, at
+/// `--sample-interval`.
+fn start_sampler(
+    args: &BenchArgs,
+    set: &JobSet,
+    prepared: &sinkrate_engine::PreparedRun,
+) -> Result<Option<(Sampler, std::time::Duration)>> {
+    if args.no_sampler {
+        return Ok(None);
+    }
+    let interval = crate::cli::values::duration("sample-interval", &args.sample_interval)?;
+    if interval < std::time::Duration::from_millis(10) {
+        return Err(anyhow!(
+            "--sample-interval: {} is below the 10ms minimum",
+            args.sample_interval
+        ));
+    }
+    let expected = set
+        .jobs
+        .iter()
+        .filter_map(|j| j.options.runtime)
+        .max()
+        .unwrap_or_default();
+    let config = SamplerConfig {
+        interval,
+        devices: sinkrate_sys::host::device_names(prepared.targets()),
+        hogs: false,
+        ..SamplerConfig::default()
+    };
+    Ok(Some((Sampler::start(config, expected), interval)))
 }
