@@ -9,6 +9,7 @@ pub mod behaviour;
 pub mod buffer_shape;
 pub mod coordination;
 pub mod distribution;
+pub mod engines;
 pub mod error_policy;
 pub mod grammar;
 mod keyword_math;

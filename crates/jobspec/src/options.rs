@@ -1,6 +1,7 @@
 //! The option table: every fio option sinkrate understands, its type and default, and how a
 //! raw `key=value` turns into a field of [`JobOptions`].
 
+use crate::engines::flag as engine_flag;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -172,87 +173,49 @@ pub enum Engine {
     PageFault,
 }
 
+/// What each engine is comes from its row of [`crate::engines::ENGINES`].
 impl Engine {
+    fn has(self, flag: u16) -> bool {
+        crate::engines::facts(self).flags & flag != 0
+    }
     pub fn fio_name(&self) -> &'static str {
-        match self {
-            Engine::Sync => "sync",
-            Engine::Psync => "psync",
-            Engine::Vsync => "vsync",
-            Engine::Pvsync => "pvsync",
-            Engine::IoUring => "io_uring",
-            Engine::Mmap => "mmap",
-            Engine::Null => "null",
-            Engine::Ftruncate => "ftruncate",
-            Engine::Filecreate => "filecreate",
-            Engine::Filestat => "filestat",
-            Engine::Filedelete => "filedelete",
-            Engine::Falloc => "falloc",
-            Engine::Dircreate => "dircreate",
-            Engine::Dirstat => "dirstat",
-            Engine::Dirdelete => "dirdelete",
-            Engine::Cpuio => "cpuio",
-            Engine::Exec => "exec",
-            Engine::Nbd => "nbd",
-            Engine::PageFault => "page_fault",
-        }
+        crate::engines::facts(*self).name
     }
     /// Engines that operate on whole files rather than doing block I/O.
     pub fn is_file_operation(&self) -> bool {
-        self.is_metadata() || matches!(self, Engine::Ftruncate | Engine::Falloc)
+        self.has(engine_flag::WHOLE_FILE)
     }
     /// Engines whose every "I/O" is one create, stat or delete of a file or directory.
     pub fn is_metadata(&self) -> bool {
-        matches!(
-            self,
-            Engine::Filecreate
-                | Engine::Filestat
-                | Engine::Filedelete
-                | Engine::Dircreate
-                | Engine::Dirstat
-                | Engine::Dirdelete
-        )
+        self.has(engine_flag::METADATA)
     }
     /// Engines that change the file system whatever the job's rw= says.
     pub fn changes_files(&self) -> bool {
-        matches!(
-            self,
-            Engine::Filecreate
-                | Engine::Filedelete
-                | Engine::Dircreate
-                | Engine::Dirdelete
-                | Engine::Ftruncate
-                | Engine::Falloc
-        )
+        self.has(engine_flag::CHANGES_FILES)
     }
     /// Engines that do no I/O: a CPU load or a program run beside the I/O jobs.
     pub fn is_side_load(&self) -> bool {
-        matches!(self, Engine::Cpuio | Engine::Exec)
+        self.has(engine_flag::NO_IO)
     }
     /// Engines whose targets are directories.
     pub fn on_directories(&self) -> bool {
-        matches!(
-            self,
-            Engine::Dircreate | Engine::Dirstat | Engine::Dirdelete
-        )
+        self.has(engine_flag::DIRECTORIES)
     }
     /// Engines that can keep more than one I/O in flight.
     pub fn is_async(&self) -> bool {
-        matches!(self, Engine::IoUring | Engine::Nbd)
+        self.has(engine_flag::QUEUED)
     }
     /// Block-I/O engines without a file to open: the I/O goes nowhere (null) or to memory
     /// the job maps (page_fault).
     pub fn is_diskless(&self) -> bool {
-        matches!(self, Engine::Null | Engine::PageFault)
+        self.has(engine_flag::DISKLESS)
     }
     /// Block-I/O engines whose target the backend holds rather than a descriptor the job
     /// opens: the diskless ones and an NBD export (its connection).
     pub fn opens_no_file(&self) -> bool {
-        self.is_diskless() || *self == Engine::Nbd
+        self.has(engine_flag::NO_FILE)
     }
 }
-
-pub const SUPPORTED_ENGINES: &str =
-    "sync, psync, vsync, pvsync, pvsync2, io_uring, mmap, null, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, cpuio, exec, nbd, page_fault (libaio and posixaio run on io_uring)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -1647,39 +1610,11 @@ impl JobOptions {
 
     fn apply_engine(&mut self, value: &str) -> Result<Applied, ApplyError> {
         let name = value.trim().to_ascii_lowercase();
-        let (engine, notice) = match name.as_str() {
-            "sync" => (Engine::Sync, None),
-            "psync" => (Engine::Psync, None),
-            "vsync" => (Engine::Vsync, None),
-            "pvsync" => (Engine::Pvsync, None),
-            "pvsync2" => (
-                Engine::Pvsync,
-                Some("ioengine=pvsync2 runs on sinkrate's pvsync backend (no RWF_* flags)".to_string()),
-            ),
-            "io_uring" => (Engine::IoUring, None),
-            "mmap" => (Engine::Mmap, None),
-            "null" => (Engine::Null, None),
-            "ftruncate" => (Engine::Ftruncate, None),
-            "filecreate" => (Engine::Filecreate, None),
-            "filestat" => (Engine::Filestat, None),
-            "filedelete" => (Engine::Filedelete, None),
-            "falloc" => (Engine::Falloc, None),
-            "dircreate" => (Engine::Dircreate, None),
-            "dirstat" => (Engine::Dirstat, None),
-            "dirdelete" => (Engine::Dirdelete, None),
-            "cpuio" => (Engine::Cpuio, None),
-            "exec" => (Engine::Exec, None),
-            "nbd" => (Engine::Nbd, None),
-            "page_fault" => (Engine::PageFault, None),
-            "libaio" | "posixaio" => (
-                Engine::IoUring,
-                Some(format!("ioengine={name} runs on sinkrate's io_uring backend (same queue depth, same semantics)")),
-            ),
-            other => {
-                return Err(ApplyError::BadValue(format!(
-                    "option 'ioengine': engine '{other}' is not supported by sinkrate (supported: {SUPPORTED_ENGINES})"
-                )))
-            }
+        let Some((engine, notice)) = crate::engines::by_name(&name) else {
+            return Err(ApplyError::BadValue(format!(
+                "option 'ioengine': engine '{name}' is not supported by sinkrate (supported: {})",
+                crate::engines::supported()
+            )));
         };
         self.ioengine = engine;
         self.ioengine_requested = notice.as_ref().map(|_| name.clone());
