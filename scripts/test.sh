@@ -11,9 +11,11 @@ mkdir -p target
 : > "$SINKRATE_SKIP_LOG"
 # The tests' runs keep their journals and emulated devices' state here, not under
 # /run/sinkrate: a sinkrate killed on this machine before the suite (its files named by
-# every later run until removed) must not change what the tests' runs print. Killed runs
-# inside the suite are still swept by the runs after them, which share this directory.
-export SINKRATE_STATE_DIR="$PWD/target/test-state"
+# every later run until removed) must not change what the tests' runs print. Each lane of
+# tests/it below has a directory of its own here, and killed runs in a lane are still swept
+# by the runs after them, which share it.
+state_dir="$PWD/target/test-state"
+export SINKRATE_STATE_DIR="$state_dir"
 
 # What the checkout holds before the tests (besides target/): a test or fio that leaves a
 # file in it fails the run below.
@@ -101,6 +103,9 @@ run_lane() {
       esac
     done
     local log="$lanes_dir/$lane.$k.log"
+    # Each lane keeps its runs' journals and emulated devices apart: a test that counts the
+    # devices or settings sinkrate holds sees its own lane's.
+    export SINKRATE_STATE_DIR="$state_dir/$lane"
     local start=$SECONDS
     if cargo test --locked --workspace --profile test-release --test it -- "${args[@]}" \
       --test-threads=2 >"$log" 2>&1; then

@@ -333,9 +333,11 @@ fn power_cut_syncing_more_often_loses_less_and_nothing_synced_is_lost() {
             );
         }
         // Two streams at 30 fps, cut at 3.75 s: buffered keeps (almost) nothing, O_DSYNC
-        // loses at most the frames in flight, and fdatasync's cadence bounds the loss.
+        // loses no frame whose write had returned (only those not yet written: how many
+        // that is follows the CPU a busy machine leaves the writer, so it is not asserted),
+        // and fdatasync's cadence bounds the loss.
         assert!(lost("buffered") > 3.0, "{}", lost("buffered"));
-        assert!(lost("dsync") < 0.2, "{}", lost("dsync"));
+        assert_eq!(median(&v, "dsync", "frames_lost"), Some(0.0));
         assert!(lost("fdatasync 0.2 s") < lost("fdatasync 1 s") + 0.1);
         assert!(lost("fdatasync 1 s") < 2.0, "{}", lost("fdatasync 1 s"));
         assert!(median(&v, "dsync", "write_p99_s") > median(&v, "buffered", "write_p99_s"));
