@@ -24,13 +24,6 @@ checkout_before=$(checkout_state)
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
-cargo clippy --locked --workspace --all-targets -- -D warnings
-echo "== cargo check --target x86_64-unknown-freebsd (the stand-in for QNX and other POSIX ports)"
-CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
-  cargo check --locked --workspace --target x86_64-unknown-freebsd
-echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user)"
-bash scripts/cross.sh --test-build
 echo "== cargo test"
 # Everything the tests run is built once, by one command over the whole workspace: cargo
 # resolves features per selection of packages, so `-p sinkrate` after `--exclude sinkrate`
@@ -42,6 +35,35 @@ cargo build --locked --workspace --profile test-release
 cargo test --locked --workspace --profile test-release --no-run
 # The crates' unit tests, the fuzz corpus replay and the binary's own unit tests.
 cargo test --locked --workspace --profile test-release --lib --bins --test corpus -- --test-threads=2
+# The integration test binary, run directly by the lanes below: cargo would wait for the
+# build directory that the checks started next hold.
+it_bin=$(cargo test --locked --workspace --profile test-release --test it --no-run \
+  --message-format=json 2>/dev/null | grep '"kind":\["test"\]' | grep '"name":"it"' |
+  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+[ -x "$it_bin" ] || { echo "FAIL: the tests/it binary was not built" >&2; exit 1; }
+# The checks that build for no test run here (clippy, the POSIX port's check, the ARM
+# binaries of tests/it/qemu.rs) run beside the integration tests, at a lower priority: those
+# mostly wait on paced writers and emulated cards. A lane waits for them (`@checks`) before
+# qemu's tests, which run the ARM binaries. Their output is shown when they end.
+checks_log="$PWD/target/checks.log"
+checks_rc="$PWD/target/checks.rc"
+rm -f "$checks_rc"
+(
+  renice -n 10 -p "$BASHPID" >/dev/null
+  rc=0
+  (
+    set -euo pipefail
+    echo "== cargo clippy"
+    cargo clippy --locked --workspace --all-targets -- -D warnings
+    echo "== cargo check --target x86_64-unknown-freebsd (the stand-in for QNX and other POSIX ports)"
+    CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
+      cargo check --locked --workspace --target x86_64-unknown-freebsd
+    echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user)"
+    bash scripts/cross.sh --test-build
+  ) >"$checks_log" 2>&1 || rc=$?
+  echo "$rc" >"$checks_rc"
+) &
+checks_pid=$!
 # The integration tests are one binary (tests/it), run in three lanes at once, each lane a
 # list of runs one after another. Most tests wait on paced writers and emulated cards, so
 # lanes overlap those waits on two cores. Every test that changes a setting of the whole
@@ -61,15 +83,15 @@ lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limi
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "power_cut" "leftovers" "old_kernels" "verify" "emulate" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing")
-lane_c=("capacity" "qemu" "report"
+lane_c=("capacity" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
   "board" "round_trip -round_trip::tune_results_" "compare" "bench_devices"
   "bench_fio_behaviour" "bench_fio_compat" "bench_fio_coordination" "bench_fio_engines"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_sync_range" "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"
-  "bench_verify")
+  "bench_verify" "@checks" "qemu")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
-listed=$(cargo test --locked --workspace --profile test-release --test it -- --list 2>/dev/null | grep -c ': test$')
+listed=$("$it_bin" --list 2>/dev/null | grep -c ': test$')
 # Every module is in a lane (a new module must be given one); the count of tests run, checked
 # below, finds a test left out of every lane or run twice.
 for m in $modules; do
@@ -90,6 +112,14 @@ run_lane() {
   for run in "$@"; do
     k=$((k + 1))
     local args=()
+    if [ "$run" = "@checks" ]; then
+      while [ ! -s "$checks_rc" ]; do sleep 2; done
+      if [ "$(cat "$checks_rc")" != 0 ]; then
+        echo "== tests/it lane $lane: the checks beside the tests failed; qemu's tests need their ARM binaries"
+        return 1
+      fi
+      continue
+    fi
     for word in $run; do
       case "$word" in
         -*) args+=(--skip "${word#-}") ;;
@@ -107,8 +137,7 @@ run_lane() {
     # devices or settings sinkrate holds sees its own lane's.
     export SINKRATE_STATE_DIR="$state_dir/$lane"
     local start=$SECONDS
-    if cargo test --locked --workspace --profile test-release --test it -- "${args[@]}" \
-      --test-threads=2 >"$log" 2>&1; then
+    if "$it_bin" "${args[@]}" --test-threads=2 >"$log" 2>&1; then
       echo "== tests/it lane $lane: $run ($((SECONDS - start)) s)"
     else
       echo "== tests/it lane $lane: $run FAILED ($((SECONDS - start)) s):"
@@ -129,6 +158,12 @@ failed=0
 for pid in $pid_a $pid_b $pid_c; do
   wait "$pid" || failed=1
 done
+wait "$checks_pid" || true
+cat "$checks_log"
+if [ "$(cat "$checks_rc" 2>/dev/null)" != 0 ]; then
+  echo "FAIL: the checks beside the tests failed (their output is above)" >&2
+  exit 1
+fi
 if [ "$failed" != 0 ]; then
   echo "FAIL: a lane of tests/it failed (its output is above)" >&2
   exit 1
