@@ -3,9 +3,9 @@
 
 use anyhow::Result;
 use sinkrate_audit::Severity;
-use sinkrate_check::{top_findings, CheckRun};
+use sinkrate_check::{top_findings, CheckReport, CheckRun};
+use sinkrate_model::record::{RecordReport, WriteMode};
 use sinkrate_model::Verdict;
-use sinkrate_record::config::WriteMode;
 
 use super::{mbs, mmss, Exporter};
 
@@ -20,35 +20,21 @@ fn row(s: &mut String, k: &str, v: String) {
 impl Exporter<CheckRun> for CheckText {
     fn export(&self, run: &CheckRun) -> Result<Vec<u8>> {
         let c = &run.result;
-        let a = &c.audit.audit;
-        let target = &a.target;
-        let requested = c.stream.bytes_per_s;
-        let used = a.space.map(|s| {
-            if s.total_bytes == 0 {
-                0.0
-            } else {
-                100.0 - 100.0 * s.available_bytes as f64 / s.total_bytes as f64
-            }
-        });
-        let dev = a
-            .devices
-            .first()
-            .map(|d| d.describe())
-            .unwrap_or_else(|| target.source.clone());
-        let mut s = format!(
-            "sinkrate check  {}  ({} on {}{})\n",
-            target.path,
-            target.fs_type,
-            dev,
-            used.map(|u| format!(", {u:.0}% used")).unwrap_or_default()
-        );
-        s.push_str(&format!(
-            "{}: {:.1} Mbit/s = {}        [{} elapsed]\n\n",
-            c.stream.label,
-            requested * 8.0 / 1e6,
-            mbs(requested),
-            mmss(c.elapsed_s)
-        ));
+        let mut s = header(c);
+        self.verdict(&mut s, run);
+        sustained(&mut s, c);
+        if let Some(rec) = &c.record {
+            recording(&mut s, c, &rec.result);
+        }
+        self.findings(&mut s, c);
+        Ok(s.into_bytes())
+    }
+}
+
+impl CheckText {
+    /// The verdict in colour when asked, and the recording's reasons (or the error).
+    fn verdict(&self, s: &mut String, run: &CheckRun) {
+        let c = &run.result;
         let verdict = match (c.verdict, c.headroom) {
             (Verdict::KeepsUp, Some(h)) => format!("KEEPS UP with {h:.1}x headroom"),
             (v, _) => v.label().to_string(),
@@ -74,100 +60,13 @@ impl Exporter<CheckRun> for CheckText {
             (None, None) => {}
         }
         s.push('\n');
-        match (&c.raw_write.measured, &c.raw_write.error) {
-            (Some(m), _) => row(
-                &mut s,
-                "sustained write, page cache excluded",
-                format!(
-                    "{}   ({}, {:.1} s; headroom {:.1}x the stream{})",
-                    mbs(m.bytes_per_s),
-                    m.method.label(),
-                    m.seconds,
-                    m.bytes_per_s / requested,
-                    m.device_bytes_written
-                        .map(|d| format!("; the device counted {:.0} MB", d as f64 / 1e6))
-                        .unwrap_or_default()
-                ),
-            ),
-            (None, Some(e)) => row(&mut s, "sustained write", format!("not measured: {e}")),
-            _ => {}
-        }
-        if let Some(rec) = &c.record {
-            let r = &rec.result;
-            let mode = match r.config.write_mode {
-                WriteMode::Buffered => "buffered",
-                WriteMode::Direct => "direct",
-                WriteMode::Dsync => "dsync",
-                WriteMode::Uring => "uring",
-                WriteMode::Null => "null",
-            };
-            row(
-                &mut s,
-                &format!(
-                    "recording test, {:.0} s, {mode} writes",
-                    r.config.duration.as_secs_f64()
-                ),
-                format!(
-                    "{} of {} frames dropped; write p99 {:.1} ms, max {:.1} ms",
-                    r.totals.frames_dropped,
-                    r.totals.frames_offered,
-                    r.totals.write_latency_ns.p99 as f64 / 1e6,
-                    r.totals.write_latency_ns.max as f64 / 1e6
-                ),
-            );
-            if let Some(worst) = r.worst_stall() {
-                let mut what = format!("{:.0} ms at {}", worst.duration_ms, mmss(worst.at_s));
-                if let Some(d) = worst.dirty_bytes {
-                    what.push_str(&format!(
-                        " (dirty {:.0} MB, writeback {:.0} MB)",
-                        d as f64 / 1e6,
-                        worst.writeback_bytes.unwrap_or(0) as f64 / 1e6
-                    ));
-                }
-                row(&mut s, "worst write call", what);
-                // A stall in the seconds after the first expired data is due is the
-                // flusher's burst.
-                let vm = &a.memory.vm;
-                if let (Some(expire), Some(every)) =
-                    (vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs)
-                {
-                    let due = expire as f64 / 100.0;
-                    if worst.at_s >= due && worst.at_s <= due + 2.0 * every as f64 / 100.0 + 1.0 {
-                        row(
-                            &mut s,
-                            "",
-                            format!(
-                                "that is when the first data older than dirty_expire ({due:.0} s) was written back: see vm.expire"
-                            ),
-                        );
-                    }
-                }
-            }
-            let summary = &r.sampler.summary;
-            row(
-                &mut s,
-                "writers throttled by the page cache",
-                if summary.throttled_seconds > 0.0 {
-                    format!("{:.1} s", summary.throttled_seconds)
-                } else {
-                    format!(
-                        "never{}",
-                        summary
-                            .peak_ceiling_pct
-                            .map(|p| format!(" (peak {p:.0}% of the freerun ceiling)"))
-                            .unwrap_or_default()
-                    )
-                },
-            );
-            // Memory has no device: the count would be the host's other disks.
-            if let Some(d) = r
-                .totals
-                .device_bytes_per_s
-                .filter(|_| c.verdict != Verdict::NotStorage)
-            {
-                row(&mut s, "device wrote while recording", mbs(d));
-            }
-        }
+    }
+
+    /// FIX FIRST (the top findings in full), how many more there are, the notes and where
+    /// the full report went.
+    fn findings(&self, s: &mut String, c: &CheckReport) {
+        let a = &c.audit.audit;
+        let target = &a.target;
         let top = top_findings(a);
         if !top.is_empty() {
             s.push_str("\nFIX FIRST\n");
@@ -202,6 +101,141 @@ impl Exporter<CheckRun> for CheckText {
                 "\nfull report: {f}   (its charts: sinkrate report {f})\n"
             ));
         }
-        Ok(s.into_bytes())
+    }
+}
+
+/// The target, its device and fill, and the stream checked.
+fn header(c: &CheckReport) -> String {
+    let a = &c.audit.audit;
+    let target = &a.target;
+    let requested = c.stream.bytes_per_s;
+    let used = a.space.map(|s| {
+        if s.total_bytes == 0 {
+            0.0
+        } else {
+            100.0 - 100.0 * s.available_bytes as f64 / s.total_bytes as f64
+        }
+    });
+    let dev = a
+        .devices
+        .first()
+        .map(|d| d.describe())
+        .unwrap_or_else(|| target.source.clone());
+    let mut s = format!(
+        "sinkrate check  {}  ({} on {}{})\n",
+        target.path,
+        target.fs_type,
+        dev,
+        used.map(|u| format!(", {u:.0}% used")).unwrap_or_default()
+    );
+    s.push_str(&format!(
+        "{}: {:.1} Mbit/s = {}        [{} elapsed]\n\n",
+        c.stream.label,
+        requested * 8.0 / 1e6,
+        mbs(requested),
+        mmss(c.elapsed_s)
+    ));
+    s
+}
+
+/// The sustained write the verdict used, or why it was not measured.
+fn sustained(s: &mut String, c: &CheckReport) {
+    let requested = c.stream.bytes_per_s;
+    match (&c.raw_write.measured, &c.raw_write.error) {
+        (Some(m), _) => row(
+            s,
+            "sustained write, page cache excluded",
+            format!(
+                "{}   ({}, {:.1} s; headroom {:.1}x the stream{})",
+                mbs(m.bytes_per_s),
+                m.method.label(),
+                m.seconds,
+                m.bytes_per_s / requested,
+                m.device_bytes_written
+                    .map(|d| format!("; the device counted {:.0} MB", d as f64 / 1e6))
+                    .unwrap_or_default()
+            ),
+        ),
+        (None, Some(e)) => row(s, "sustained write", format!("not measured: {e}")),
+        _ => {}
+    }
+}
+
+/// The recording test's figures: drops and write times, the worst stall and when it came,
+/// throttling by the page cache, the device's rate.
+fn recording(s: &mut String, c: &CheckReport, r: &RecordReport) {
+    let a = &c.audit.audit;
+    let mode = match r.config.write_mode {
+        WriteMode::Buffered => "buffered",
+        WriteMode::Direct => "direct",
+        WriteMode::Dsync => "dsync",
+        WriteMode::Uring => "uring",
+        WriteMode::Null => "null",
+    };
+    row(
+        s,
+        &format!(
+            "recording test, {:.0} s, {mode} writes",
+            r.config.duration.as_secs_f64()
+        ),
+        format!(
+            "{} of {} frames dropped; write p99 {:.1} ms, max {:.1} ms",
+            r.totals.frames_dropped,
+            r.totals.frames_offered,
+            r.totals.write_latency_ns.p99 as f64 / 1e6,
+            r.totals.write_latency_ns.max as f64 / 1e6
+        ),
+    );
+    if let Some(worst) = r.worst_stall() {
+        let mut what = format!("{:.0} ms at {}", worst.duration_ms, mmss(worst.at_s));
+        if let Some(d) = worst.dirty_bytes {
+            what.push_str(&format!(
+                " (dirty {:.0} MB, writeback {:.0} MB)",
+                d as f64 / 1e6,
+                worst.writeback_bytes.unwrap_or(0) as f64 / 1e6
+            ));
+        }
+        row(s, "worst write call", what);
+        // A stall in the seconds after the first expired data is due is the
+        // flusher's burst.
+        let vm = &a.memory.vm;
+        if let (Some(expire), Some(every)) =
+            (vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs)
+        {
+            let due = expire as f64 / 100.0;
+            if worst.at_s >= due && worst.at_s <= due + 2.0 * every as f64 / 100.0 + 1.0 {
+                row(
+                    s,
+                    "",
+                    format!(
+                        "that is when the first data older than dirty_expire ({due:.0} s) was written back: see vm.expire"
+                    ),
+                );
+            }
+        }
+    }
+    let summary = &r.sampler.summary;
+    row(
+        s,
+        "writers throttled by the page cache",
+        if summary.throttled_seconds > 0.0 {
+            format!("{:.1} s", summary.throttled_seconds)
+        } else {
+            format!(
+                "never{}",
+                summary
+                    .peak_ceiling_pct
+                    .map(|p| format!(" (peak {p:.0}% of the freerun ceiling)"))
+                    .unwrap_or_default()
+            )
+        },
+    );
+    // Memory has no device: the count would be the host's other disks.
+    if let Some(d) = r
+        .totals
+        .device_bytes_per_s
+        .filter(|_| c.verdict != Verdict::NotStorage)
+    {
+        row(s, "device wrote while recording", mbs(d));
     }
 }
