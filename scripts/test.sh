@@ -70,16 +70,17 @@ checks_pid=$!
 # machine runs in lane A, one run after another: the writeback sysctls through the settings
 # journal (tune apply and search, also in faults; suite's page-cache and power-cut suites;
 # record --ram-limit and --dirty-limit), fs.protected_symlinks, watch's throttling test;
-# and a tune dry run, planned from the settings in force. Two of them at once would see
-# each other's values as the originals, or find a setting held by the other. A run
+# and what is planned or judged from the settings in force (a tune dry run, check's note on
+# the first writeback). Two of them at once would see each other's values as the originals,
+# or find a setting held by the other. A run
 # is a module (`tune`), or a module with tests left out (`-suite::page_cache_`), or test
 # names (`suite::page_cache_`). A module's filter skips the modules whose names end in its
 # own (verify:: would also select bench_verify::).
 lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watch"
   "adversarial::a_second_interrupt_ adversarial::a_default_report_name_planted_"
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
-  "round_trip::tune_results_")
-lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_" "check"
+  "round_trip::tune_results_" "check")
+lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "power_cut" "leftovers" "old_kernels" "verify" "emulate" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing")
