@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sinkrate_model::Verdict;
+use sinkrate_platform::child::Signal;
 use sinkrate_record::session::{self, LiveStatus, Session, SessionError};
 use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
 
@@ -285,13 +286,6 @@ fn children_cpu_s() -> f64 {
 /// How long a recorder has to exit after SIGINT before it gets SIGTERM, then SIGKILL.
 const EXEC_GRACE: Duration = Duration::from_secs(5);
 
-fn signal(child: &std::process::Child, sig: i32) {
-    // SAFETY: kill(2) on our own child's pid; a pid already reaped gets ESRCH, ignored.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, sig);
-    }
-}
-
 fn exec_trial(
     argv: &[String],
     dir: &std::path::Path,
@@ -354,7 +348,6 @@ fn exec_trial(
         text.trim().parse().ok()
     };
     let mut ended_by_us = false;
-    let mut stopped_at: Option<Instant> = None;
     let mut next_check = Instant::now() + Duration::from_secs(1);
     let status = loop {
         match child.try_wait() {
@@ -363,24 +356,21 @@ fn exec_trial(
             Err(e) => return Err(SearchError::Workload(format!("--exec {program}: {e}"))),
         }
         let now = Instant::now();
-        match stopped_at {
-            None => {
-                let over = now.duration_since(started) >= duration;
-                let mut quit = stop.load(Ordering::Relaxed) || over;
-                if !quit && now >= next_check {
-                    next_check += Duration::from_secs(1);
-                    quit = give_up(read_drops().unwrap_or(0));
-                }
-                if quit {
-                    // A recorder is asked to stop as a user would stop it.
-                    signal(&child, libc::SIGINT);
-                    ended_by_us = true;
-                    stopped_at = Some(now);
-                }
-            }
-            Some(at) if now.duration_since(at) > 2 * EXEC_GRACE => signal(&child, libc::SIGKILL),
-            Some(at) if now.duration_since(at) > EXEC_GRACE => signal(&child, libc::SIGTERM),
-            Some(_) => {}
+        let mut quit = stop.load(Ordering::Relaxed) || now.duration_since(started) >= duration;
+        if !quit && now >= next_check {
+            next_check += Duration::from_secs(1);
+            quit = give_up(read_drops().unwrap_or(0));
+        }
+        if quit {
+            // A recorder is asked to stop as a user would stop it (SIGINT), then made to
+            // (SIGTERM, SIGKILL), a grace apart: the one way sinkrate stops what it started.
+            ended_by_us = true;
+            let pid = child.id() as i32;
+            let mut alive = || matches!(child.try_wait(), Ok(None));
+            sinkrate_platform::child::stop(pid, Signal::Int, EXEC_GRACE, &mut alive);
+            break child
+                .wait()
+                .map_err(|e| SearchError::Workload(format!("--exec {program}: {e}")))?;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
