@@ -21,16 +21,36 @@ fn serial(test: &str, f: impl FnOnce()) {
 }
 
 /// Loop devices, mounts and processes of the stack, to compare before and after.
-fn machine_state() -> (String, Vec<String>, Vec<String>) {
-    let losetup = common::run("losetup", &["-a"]);
+fn machine_state() -> (Vec<String>, Vec<String>, Vec<String>) {
+    // What the runs of this test binary's state directory hold: the suite's other lanes,
+    // each with a state directory of its own, make and remove devices meanwhile. Without
+    // SINKRATE_STATE_DIR, everything on the machine.
+    let mine = std::env::var("SINKRATE_STATE_DIR").unwrap_or_default();
+    let losetup: Vec<String> = common::run("losetup", &["-a"])
+        .lines()
+        .filter(|l| l.contains(&mine))
+        .map(str::to_string)
+        .collect();
+    let loops: Vec<String> = losetup
+        .iter()
+        .filter_map(|l| l.split(':').next().map(str::to_string))
+        .collect();
     let mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
         .lines()
+        .filter(|l| {
+            let source = l.split(" - ").nth(1).and_then(|t| t.split(' ').nth(1));
+            l.contains(&mine) || source.is_some_and(|s| loops.iter().any(|d| d == s))
+        })
         .map(|l| l.split(' ').skip(2).collect::<Vec<_>>().join(" "))
         .collect();
     let procs: Vec<String> = std::fs::read_dir("/proc")
         .map(|d| {
             d.flatten()
+                .filter(|e| {
+                    std::fs::read(e.path().join("cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&mine))
+                })
                 .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
                 // "pid (comm) state ...": zombies are ended processes whose parent (init here)
                 // has not reaped them yet; they hold nothing.
