@@ -429,12 +429,14 @@ fn thinktime_pauses_where_fios_loop_pauses() {
                 "{case:?}: sinkrate's bursts {ours:?}, fio's {theirs:?}"
             );
         } else {
-            for (who, b) in [("fio", theirs), ("sinkrate", ours)] {
-                assert!(
-                    b.len() == 3 && b[0].abs_diff(21) <= 1 && b[1].abs_diff(21) <= 2,
-                    "{case:?}: {who}'s bursts {b:?} (fio's {theirs:?})"
-                );
-            }
+            // fio, the peer, is printed: its bursts by time came out [3, 18, 20, 14] beside
+            // other tests once. sinkrate's are asserted.
+            eprintln!("{case:?}: fio's bursts {theirs:?}");
+            let b = ours;
+            assert!(
+                b.len() == 3 && b[0].abs_diff(21) <= 1 && b[1].abs_diff(21) <= 2,
+                "{case:?}: sinkrate's bursts {b:?} (fio's {theirs:?})"
+            );
         }
         // How many bursts fit in the run is not compared: it follows the CPU the machine
         // leaves each tool (fio 11, sinkrate 9 beside other tests once); where they pause
