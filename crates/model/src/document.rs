@@ -85,6 +85,7 @@ impl Document {
             value,
             problem: problem.map(|e| e.to_string()),
         };
+        // A copy of the document, kept for its fields should it not match its type.
         fn typed<T: serde::de::DeserializeOwned>(
             value: &Value,
             kind: RunKind,
@@ -92,8 +93,13 @@ impl Document {
             Envelope::<T>::from_value(value.clone(), kind).map(Box::new)
         }
         Ok(match kind {
-            RunKind::Record => Document::Record(typed(&value, kind).map_err(bad)?),
-            RunKind::Check => Document::Check(typed(&value, kind).map_err(bad)?),
+            // Read without a copy: these two have no fallback to their fields.
+            RunKind::Record => {
+                Document::Record(Box::new(Envelope::from_value(value, kind).map_err(bad)?))
+            }
+            RunKind::Check => {
+                Document::Check(Box::new(Envelope::from_value(value, kind).map_err(bad)?))
+            }
             RunKind::FindMax => match typed(&value, kind) {
                 Ok(env) => Document::FindMax(env),
                 Err(e) => fields(value, Some(e)),
