@@ -333,13 +333,18 @@ fn power_cut_syncing_more_often_loses_less_and_nothing_synced_is_lost() {
             ]
         );
         let lost = |row: &str| median(&v, row, "recording_lost_s").expect(row);
+        // How many frames an O_DSYNC or O_DIRECT writer gets through to the emulated card
+        // before the cut follows the CPU the machine leaves it; that every row wrote and
+        // that none of what it wrote and synced was lost does not. The page cache takes
+        // the buffered row's 225 frames whatever the card does.
         for row in rows(&v) {
             assert_eq!(median(&v, &row, "frames_durable_lost"), Some(0.0), "{row}");
             assert!(
-                median(&v, &row, "frames_believed_written").is_some_and(|n| n > 100.0),
+                median(&v, &row, "frames_believed_written").is_some_and(|n| n > 0.0),
                 "{row}"
             );
         }
+        assert!(median(&v, "buffered", "frames_believed_written").is_some_and(|n| n > 100.0));
         // Two streams at 30 fps, cut at 3.75 s: buffered keeps (almost) nothing, O_DSYNC
         // loses no frame whose write had returned (only those not yet written: how many
         // that is follows the CPU a busy machine leaves the writer, so it is not asserted),
