@@ -20,7 +20,7 @@ esac
 
 packages=(build-essential pkg-config util-linux)
 if [ "$want_test" = 1 ]; then
-  packages+=(fio e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core)
+  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core)
 fi
 if [ "$want_cross" = 1 ]; then
   packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils qemu-user)

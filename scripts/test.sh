@@ -72,7 +72,7 @@ checks_pid=$!
 # record --ram-limit and --dirty-limit), fs.protected_symlinks, watch's throttling test;
 # and what is planned or judged from the settings in force (a tune dry run, check's note on
 # the first writeback, sync_file_range's control run, which lane A's lowered dirty limits
-# would flush). Two of them at once would see each other's values as the originals,
+# would flush, bench's warning that a buffered job fit under the dirty limit). Two of them at once would see each other's values as the originals,
 # or find a setting held by the other. A run
 # is a module (`tune`), or a module with tests left out (`-suite::page_cache_`), or test
 # names (`suite::page_cache_`). A module's filter skips the modules whose names end in its
@@ -80,14 +80,16 @@ checks_pid=$!
 lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watch"
   "adversarial::a_second_interrupt_ adversarial::a_default_report_name_planted_"
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
-  "round_trip::tune_results_" "check" "bench_fio_sync_range")
+  "round_trip::tune_results_" "check" "bench_fio_sync_range"
+  "bench_devices::honest_numbers_")
 lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "power_cut" "leftovers" "old_kernels" "verify" "emulate" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing")
 lane_c=("capacity" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
-  "board" "round_trip -round_trip::tune_results_" "compare" "bench_devices"
+  "board" "round_trip -round_trip::tune_results_" "compare"
+  "bench_devices -bench_devices::honest_numbers_"
   "bench_fio_behaviour" "bench_fio_compat" "bench_fio_coordination" "bench_fio_engines"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"

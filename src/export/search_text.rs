@@ -22,57 +22,7 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
             r.spent_s,
             r.budget_s
         );
-        s.push_str(&format!(
-            "{:<4} {:<62} {:>8} {:>11} {:>10} {:>8} {:>16} {:>6}\n",
-            "rank",
-            "candidate",
-            "drops",
-            "worst write",
-            "p99 late",
-            "CPU s",
-            "data at risk",
-            "runs"
-        ));
-        let ms = |v: Option<f64>, width: usize| match v {
-            Some(v) => format!("{:>w$.1} ms", v, w = width - 3),
-            None => format!("{:>width$}", "-"),
-        };
-        let counted = r.workload != "job";
-        let objective = r.objective();
-        for (i, c) in r.ranked.iter().enumerate() {
-            let full = c.trials.iter().filter(|t| t.confirmation).count();
-            let screens = c.trials.len() - full;
-            let mut runs = match (screens, full) {
-                (0, n) => n.to_string(),
-                (s, 0) => format!("{s}s"),
-                (s, n) => format!("{s}s+{n}"),
-            };
-            if c.trials.iter().any(|t| t.stopped_early) {
-                runs.push('!');
-            }
-            let drops = if counted {
-                format!("{:.1}", c.drops_per_run)
-            } else {
-                "-".into()
-            };
-            let at_risk = match (c.unacknowledged_worst_s, c.peak_dirty_bytes) {
-                (Some(w), _) => format!("{w:.2} s acked"),
-                (None, Some(b)) => format!("{:.0} MB unsynced", b as f64 / 1e6),
-                (None, None) => "?".into(),
-            };
-            let over = if objective.within_loss(c) { " " } else { ">" };
-            s.push_str(&format!(
-                "{:<4} {:<62} {:>8} {} {} {:>8.2} {:>16}{over}{:>6}\n",
-                i + 1,
-                c.candidate.label,
-                drops,
-                ms(c.worst_write_ms, 11),
-                ms(c.p99_lateness_ms, 10),
-                c.cpu_s,
-                at_risk,
-                runs
-            ));
-        }
+        ranked_table(r, &mut s);
         s.push_str("runs: Ns = screening runs (past the first flush), +N = full-length runs; ! = stopped early, already worse than the best\n");
         s.push_str("data at risk: acked = the longest stretch of recording a completed fdatasync or O_DSYNC write had not yet acknowledged (a power cut at the worst instant loses that much); unsynced = the recorder never asked, and the page cache's peak dirty+writeback is what it held\n");
         if let Some(bound) = r.max_loss_s {
@@ -80,49 +30,8 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
                 "--max-loss {bound} s: candidates within it rank first; > = over it (or unbounded)\n"
             ));
         }
-        if let Some(first) = r.power_cuts.first() {
-            s.push_str(&format!(
-                "\npower cut at {:.1} s of {:.0} s (the emulated card's volatile cache lost; the card mounted again and each frame read back):\n",
-                first.at_s, r.screen_duration_s
-            ));
-            for p in &r.power_cuts {
-                s.push_str(&format!(
-                    "  {:<62} lost {:.2} s of recording; {} of {} frames believed written survived, {} acknowledged, {} acknowledged yet lost{}\n",
-                    p.label,
-                    p.recording_lost_s,
-                    p.frames_survived,
-                    p.frames_believed_written,
-                    p.frames_acknowledged_durable,
-                    p.frames_durable_lost,
-                    if p.frames_dropped > 0 {
-                        format!("; {} dropped", p.frames_dropped)
-                    } else {
-                        String::new()
-                    }
-                ));
-            }
-        }
-        if let (Some(bound), Some(met)) = (r.max_loss_s, r.max_loss_met) {
-            let winner = r.winner();
-            let ran = winner
-                .and_then(|w| w.unacknowledged_worst_s)
-                .map(|v| format!("{v:.2} s unacknowledged at worst in its runs"))
-                .unwrap_or_else(|| "no bound in its runs".into());
-            let cut = winner
-                .and_then(|w| r.power_cuts.iter().find(|p| p.label == w.candidate.label))
-                .map(|p| format!(", {:.2} s lost at the power cut", p.recording_lost_s))
-                .unwrap_or_default();
-            s.push_str(&format!(
-                "\n--max-loss {bound} s: {} ({ran}{cut})\n",
-                match (met, winner.is_some_and(|w| objective.within_loss(w))) {
-                    (true, _) => "MET by the winner",
-                    (false, true) =>
-                        "NOT MET on the card: the winner lost more at the power cut than its runs promised (exit 1)",
-                    (false, false) =>
-                        "NOT MET: no candidate kept every frame acknowledged within it (exit 1)",
-                }
-            ));
-        }
+        power_cuts(r, &mut s);
+        max_loss(r, &mut s);
         if r.workload == "exec" {
             s.push_str("drops: as the recorder wrote them to --drops-file (0 without one); write latency is not seen from outside the recorder\n");
         }
@@ -132,25 +41,7 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
         if let Some(c) = &r.comparison {
             s.push_str(&format!("\n{}\n", c.text));
         }
-        if let Some(w) = r.winner() {
-            let mut settings = w.candidate.settings_args();
-            if !settings.is_empty() {
-                if settings
-                    .iter()
-                    .any(|a| a.starts_with("queue:") || a.starts_with("mount:"))
-                {
-                    settings.insert(0, format!("--path {}", r.dir));
-                }
-                s.push_str(&format!(
-                    "  now:        sinkrate tune apply {}\n  persistent: sinkrate tune apply --persist {}\n",
-                    settings.join(" "),
-                    settings.join(" ")
-                ));
-            }
-            for change in &w.candidate.recorder {
-                s.push_str(&format!("  in the recorder: {}\n", change.flag()));
-            }
-        }
+        winner_commands(r, &mut s);
         for n in &r.notes {
             s.push_str(&format!("note: {n}\n"));
         }
@@ -160,5 +51,128 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
             );
         }
         Ok(s.into_bytes())
+    }
+}
+
+/// One line per candidate, best first: drops, worst write, lateness, CPU, data at risk.
+fn ranked_table(r: &SearchReport, s: &mut String) {
+    s.push_str(&format!(
+        "{:<4} {:<62} {:>8} {:>11} {:>10} {:>8} {:>16} {:>6}\n",
+        "rank", "candidate", "drops", "worst write", "p99 late", "CPU s", "data at risk", "runs"
+    ));
+    let ms = |v: Option<f64>, width: usize| match v {
+        Some(v) => format!("{:>w$.1} ms", v, w = width - 3),
+        None => format!("{:>width$}", "-"),
+    };
+    let counted = r.workload != "job";
+    let objective = r.objective();
+    for (i, c) in r.ranked.iter().enumerate() {
+        let full = c.trials.iter().filter(|t| t.confirmation).count();
+        let screens = c.trials.len() - full;
+        let mut runs = match (screens, full) {
+            (0, n) => n.to_string(),
+            (s, 0) => format!("{s}s"),
+            (s, n) => format!("{s}s+{n}"),
+        };
+        if c.trials.iter().any(|t| t.stopped_early) {
+            runs.push('!');
+        }
+        let drops = if counted {
+            format!("{:.1}", c.drops_per_run)
+        } else {
+            "-".into()
+        };
+        let at_risk = match (c.unacknowledged_worst_s, c.peak_dirty_bytes) {
+            (Some(w), _) => format!("{w:.2} s acked"),
+            (None, Some(b)) => format!("{:.0} MB unsynced", b as f64 / 1e6),
+            (None, None) => "?".into(),
+        };
+        let over = if objective.within_loss(c) { " " } else { ">" };
+        s.push_str(&format!(
+            "{:<4} {:<62} {:>8} {} {} {:>8.2} {:>16}{over}{:>6}\n",
+            i + 1,
+            c.candidate.label,
+            drops,
+            ms(c.worst_write_ms, 11),
+            ms(c.p99_lateness_ms, 10),
+            c.cpu_s,
+            at_risk,
+            runs
+        ));
+    }
+}
+
+/// What each candidate lost when the emulated card's power was cut.
+fn power_cuts(r: &SearchReport, s: &mut String) {
+    if let Some(first) = r.power_cuts.first() {
+        s.push_str(&format!(
+            "\npower cut at {:.1} s of {:.0} s (the emulated card's volatile cache lost; the card mounted again and each frame read back):\n",
+            first.at_s, r.screen_duration_s
+        ));
+        for p in &r.power_cuts {
+            s.push_str(&format!(
+                "  {:<62} lost {:.2} s of recording; {} of {} frames believed written survived, {} acknowledged, {} acknowledged yet lost{}\n",
+                p.label,
+                p.recording_lost_s,
+                p.frames_survived,
+                p.frames_believed_written,
+                p.frames_acknowledged_durable,
+                p.frames_durable_lost,
+                if p.frames_dropped > 0 {
+                    format!("; {} dropped", p.frames_dropped)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+}
+
+/// Whether `--max-loss` was met, by what the winner's runs and its power cut showed.
+fn max_loss(r: &SearchReport, s: &mut String) {
+    let objective = r.objective();
+    if let (Some(bound), Some(met)) = (r.max_loss_s, r.max_loss_met) {
+        let winner = r.winner();
+        let ran = winner
+            .and_then(|w| w.unacknowledged_worst_s)
+            .map(|v| format!("{v:.2} s unacknowledged at worst in its runs"))
+            .unwrap_or_else(|| "no bound in its runs".into());
+        let cut = winner
+            .and_then(|w| r.power_cuts.iter().find(|p| p.label == w.candidate.label))
+            .map(|p| format!(", {:.2} s lost at the power cut", p.recording_lost_s))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "\n--max-loss {bound} s: {} ({ran}{cut})\n",
+            match (met, winner.is_some_and(|w| objective.within_loss(w))) {
+                (true, _) => "MET by the winner",
+                (false, true) =>
+                    "NOT MET on the card: the winner lost more at the power cut than its runs promised (exit 1)",
+                (false, false) =>
+                    "NOT MET: no candidate kept every frame acknowledged within it (exit 1)",
+            }
+        ));
+    }
+}
+
+/// The commands that apply the winner now and at boot, and its recorder changes.
+fn winner_commands(r: &SearchReport, s: &mut String) {
+    if let Some(w) = r.winner() {
+        let mut settings = w.candidate.settings_args();
+        if !settings.is_empty() {
+            if settings
+                .iter()
+                .any(|a| a.starts_with("queue:") || a.starts_with("mount:"))
+            {
+                settings.insert(0, format!("--path {}", r.dir));
+            }
+            s.push_str(&format!(
+                "  now:        sinkrate tune apply {}\n  persistent: sinkrate tune apply --persist {}\n",
+                settings.join(" "),
+                settings.join(" ")
+            ));
+        }
+        for change in &w.candidate.recorder {
+            s.push_str(&format!("  in the recorder: {}\n", change.flag()));
+        }
     }
 }

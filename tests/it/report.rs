@@ -379,10 +379,14 @@ fn every_run_kind_renders_in_chromium() {
                 "{kind}: findings missing"
             ),
             "record" => {
-                assert!(
-                    r.dom.contains("KEEPS UP") || r.dom.contains("DROPS"),
-                    "verdict"
-                );
+                // The verdict the run reached (which a busy machine may move) is the one
+                // the page shows.
+                let run: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(&json).expect("record json"))
+                        .expect("record json parses");
+                let verdict: sinkrate_model::verdict::Verdict =
+                    serde_json::from_value(run["verdict"].clone()).expect("verdict");
+                assert!(r.dom.contains(verdict.label()), "verdict {verdict:?}");
                 assert!(r.dom.contains("Streams") && r.dom.contains("cam0"));
             }
             "fio" => assert!(r.dom.contains("fio-3"), "fio's version named"),

@@ -669,14 +669,42 @@ fn plugin_args(
     a
 }
 
+/// Brings the device up step by step, saving the state after each so that `down` (or a
+/// later `up`'s orphan sweep) can undo whatever was done.
 fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
-    let dir = state.state_dir.clone();
     if !spec.raw() && !spec.mountpoint.exists() {
         std::fs::create_dir_all(&spec.mountpoint)
             .map_err(|e| step("mountpoint", format!("{}: {e}", spec.mountpoint.display())))?;
         state.created_mountpoint = true;
         state.save()?;
     }
+    let socket = start_nbdkit(spec, state)?;
+    let disk = start_nbdfuse(state, &socket)?;
+    let loop_dev = run(
+        "losetup",
+        Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&disk),
+    )?;
+    state.loop_device = Some(PathBuf::from(&loop_dev));
+    state.save()?;
+    if spec.raw() {
+        std::os::unix::fs::symlink(&loop_dev, &spec.mountpoint)
+            .map_err(|e| step("device link", format!("{}: {e}", spec.mountpoint.display())))?;
+        state.device_link = Some(spec.mountpoint.clone());
+        state.save()?;
+        arm_errors(state)?;
+        return Ok(());
+    }
+
+    make_and_mount(spec, state, &loop_dev)?;
+    arm_errors(state)
+}
+
+/// Starts nbdkit on a Unix socket in the state directory, with the device's plugin (or
+/// nbdkit's rate filter) and the delay and error filters the spec asks for.
+fn start_nbdkit(spec: &Spec, state: &mut State) -> Result<PathBuf, EmulateError> {
+    let dir = state.state_dir.clone();
     // nbdkit: memory when it fits comfortably in RAM, else a sparse file.
     let socket = dir.join("nbd.sock");
     let pidfile = dir.join("nbdkit.pid");
@@ -766,7 +794,12 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     })?;
     state.nbdkit_pid = read_pid(&pidfile);
     state.save()?;
+    Ok(socket)
+}
 
+/// Serves the export as a file through nbdfuse (in its own session); returns the file.
+fn start_nbdfuse(state: &mut State, socket: &Path) -> Result<PathBuf, EmulateError> {
+    let dir = state.state_dir.clone();
     let fuse_dir = dir.join("fuse");
     std::fs::create_dir_all(&fuse_dir)
         .map_err(|e| step("nbdfuse", format!("{}: {e}", fuse_dir.display())))?;
@@ -779,7 +812,7 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
         .arg(&fuse_pid)
         .arg(fuse_dir.join("disk"))
         .arg("--unix")
-        .arg(&socket)
+        .arg(socket)
         .stdin(Stdio::null())
         .stdout(
             log.try_clone()
@@ -814,26 +847,12 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     }
     state.nbdfuse_pid = read_pid(&fuse_pid);
     state.save()?;
+    Ok(fuse_dir.join("disk"))
+}
 
-    let disk = fuse_dir.join("disk");
-    let loop_dev = run(
-        "losetup",
-        Command::new("losetup")
-            .args(["-f", "--show", "--direct-io=on"])
-            .arg(&disk),
-    )?;
-    state.loop_device = Some(PathBuf::from(&loop_dev));
-    state.save()?;
-
-    if spec.raw() {
-        std::os::unix::fs::symlink(&loop_dev, &spec.mountpoint)
-            .map_err(|e| step("device link", format!("{}: {e}", spec.mountpoint.display())))?;
-        state.device_link = Some(spec.mountpoint.clone());
-        state.save()?;
-        arm_errors(state)?;
-        return Ok(());
-    }
-
+/// mkfs on the loop device and mount it at the mountpoint; a failed mount says the
+/// kernel's reason.
+fn make_and_mount(spec: &Spec, state: &mut State, loop_dev: &str) -> Result<(), EmulateError> {
     let (mkfs, _) =
         tools::mkfs_tool(&spec.fs).ok_or_else(|| step("mkfs", "unsupported filesystem"))?;
     let mut mk = Command::new(mkfs);
@@ -844,12 +863,12 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
         "f2fs" => mk.args(["-q", "-f"]),
         _ => &mut mk,
     };
-    mk.args(&spec.mkfs_opts).arg(&loop_dev);
+    mk.args(&spec.mkfs_opts).arg(loop_dev);
     run("mkfs", &mut mk)?;
 
     let mut mount =
         tools::mount_command(&spec.fs, &spec.mount_opts).map_err(|e| step("mount", e))?;
-    mount.arg(&loop_dev).arg(&spec.mountpoint);
+    mount.arg(loop_dev).arg(&spec.mountpoint);
     let mut kernel_log = sinkrate_sys::kmsg::KernelLog::mark();
     if let Err(e) = run("mount", &mut mount) {
         // mount(8) points at dmesg; the filesystem's reason is there, so say it.
@@ -878,7 +897,7 @@ fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     state.mounted = true;
     state.mount_id = mounts_at(&spec.mountpoint).last().map(|m| m.mount_id);
     state.save()?;
-    arm_errors(state)
+    Ok(())
 }
 
 /// Errors are armed only once the device is ready, so mkfs and mount always succeed.

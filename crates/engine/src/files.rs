@@ -108,33 +108,100 @@ fn in_directory(has_directory: bool, dir: &Path, name: &str) -> PathBuf {
 pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, EngineError> {
     let o = &job.options;
     if o.ioengine.is_diskless() {
-        let size = match o.size {
-            Some(SizeSpec::Bytes(s)) => s,
-            _ => o.filesize.map(|f| f.1).unwrap_or(0),
-        };
-        if size == 0 {
-            return Err(EngineError::job(
-                &o.name,
-                format!(
-                    "ioengine={} needs size= (e.g. size=1g)",
-                    o.ioengine.fio_name()
-                ),
-            ));
-        }
-        return Ok(vec![PlannedFile {
-            path: PathBuf::from(format!("({})", o.ioengine.fio_name())),
-            region_start: 0,
-            region_len: size,
-            is_block_device: false,
-            special: true,
-            takes_syncs: false,
-            existing_size: Some(size),
-        }]);
+        return Ok(vec![diskless_file(o)?]);
     }
     let export = match (o.ioengine, &o.uri) {
         (Engine::Nbd, Some(uri)) => Some(nbd_export(o, uri)?),
         _ => None,
     };
+    let names = file_names(job, base_dir, export.is_some());
+    let nfiles = names.len().max(1) as u64;
+    let mut planned = Vec::with_capacity(names.len());
+    // Judged once per directory: nrfiles= can name many thousands of files in one.
+    let mut device_dirs: std::collections::HashMap<PathBuf, bool> = Default::default();
+    for path in names {
+        // An export is sized and bounded as a block device is.
+        let existing = if let Some(size) = export {
+            Some((size, true))
+        } else if o.ioengine.on_directories() {
+            existing_directory(&path)?
+        } else {
+            existing_size(&path)?
+        };
+        if existing.is_none()
+            && *device_dirs
+                .entry(existing_parent(&path))
+                .or_insert_with_key(|dir| {
+                    sinkrate_sys::mounts::holds_device_nodes(
+                        &sinkrate_sys::root::SysRoot::live(),
+                        dir,
+                    )
+                })
+        {
+            return Err(EngineError::path(
+                &path,
+                "does not exist; a device path is never created as a file (check filename=)",
+            ));
+        }
+        let (existing_size, is_block_device) = match existing {
+            Some((s, b)) => (Some(s), b),
+            None => (None, false),
+        };
+        let per_file = file_size(o, &path, existing_size, nfiles)?;
+        let (offset, region_len) = file_region(
+            job,
+            &path,
+            existing_size,
+            per_file,
+            is_block_device,
+            export.is_some(),
+        )?;
+        let char_or_fifo = std::fs::metadata(&path)
+            .map(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
+            .unwrap_or(false);
+        planned.push(PlannedFile {
+            path,
+            region_start: offset,
+            region_len,
+            is_block_device: is_block_device && export.is_none(),
+            special: char_or_fifo || export.is_some(),
+            takes_syncs: !char_or_fifo,
+            existing_size,
+        });
+    }
+    Ok(planned)
+}
+
+/// A diskless engine's one pseudo-file: the job's size and no path on any disk.
+fn diskless_file(o: &sinkrate_jobspec::JobOptions) -> Result<PlannedFile, EngineError> {
+    let size = match o.size {
+        Some(SizeSpec::Bytes(s)) => s,
+        _ => o.filesize.map(|f| f.1).unwrap_or(0),
+    };
+    if size == 0 {
+        return Err(EngineError::job(
+            &o.name,
+            format!(
+                "ioengine={} needs size= (e.g. size=1g)",
+                o.ioengine.fio_name()
+            ),
+        ));
+    }
+    Ok(PlannedFile {
+        path: PathBuf::from(format!("({})", o.ioengine.fio_name())),
+        region_start: 0,
+        region_len: size,
+        is_block_device: false,
+        special: true,
+        takes_syncs: false,
+        existing_size: Some(size),
+    })
+}
+
+/// The paths of a job's files: `filename=`'s list, or fio's generated names
+/// (`filename_format`), or an NBD export's URI.
+fn file_names(job: &Job, base_dir: &Path, nbd_export: bool) -> Vec<PathBuf> {
+    let o = &job.options;
     // directory=a:b: as fio, named files (filename=) go in the first; generated names go
     // in one directory per clone of the job, round robin (clone 0 in a, 1 in b, 2 in a).
     let dirs: Vec<PathBuf> = match &o.directory {
@@ -150,16 +217,15 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
     };
     let dir = &dirs[0];
     let clone_dir = &dirs[job.clone_index as usize % dirs.len()];
-    let names: Vec<PathBuf> = match (&export, &o.filename) {
+    match (nbd_export, &o.filename) {
         // As fio's engine: the export is the job's one file, named by its URI.
-        (Some(_), _) => vec![PathBuf::from(o.uri.as_deref().unwrap_or("nbd"))],
-        (None, Some(list)) => split_filenames(list)
+        (true, _) => vec![PathBuf::from(o.uri.as_deref().unwrap_or("nbd"))],
+        (false, Some(list)) => split_filenames(list)
             .into_iter()
             .map(|n| in_directory(o.directory.is_some(), dir, &n))
             .collect(),
-        (None, None) => (0..o.nrfiles)
+        (false, None) => (0..o.nrfiles)
             .map(|i| {
-                let dir = clone_dir;
                 let name = match &o.filename_format {
                     Some(f) => f
                         .replace("$jobname", &o.name)
@@ -168,138 +234,113 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
                         .replace("$clientuid", "0"),
                     None => format!("{}.{}.{}", o.name, job.clone_index, i),
                 };
-                in_directory(o.directory.is_some(), dir, &name)
+                in_directory(o.directory.is_some(), clone_dir, &name)
             })
             .collect(),
-    };
-    let nfiles = names.len().max(1) as u64;
-    let mut planned = Vec::with_capacity(names.len());
-    // Judged once per directory: nrfiles= can name many thousands of files in one.
-    let mut device_dirs: std::collections::HashMap<PathBuf, bool> = Default::default();
-    for path in names {
-        // An export is sized and bounded as a block device is.
-        let existing = if let Some(size) = export {
-            Some((size, true))
-        } else if o.ioengine.on_directories() {
-            existing_directory(&path)?
-        } else {
-            existing_size(&path)?
-        };
-        let among_device_nodes = |device_dirs: &mut std::collections::HashMap<PathBuf, bool>| {
-            *device_dirs
-                .entry(existing_parent(&path))
-                .or_insert_with_key(|dir| {
-                    sinkrate_sys::mounts::holds_device_nodes(
-                        &sinkrate_sys::root::SysRoot::live(),
-                        dir,
-                    )
-                })
-        };
-        if existing.is_none() && among_device_nodes(&mut device_dirs) {
-            return Err(EngineError::path(
-                &path,
-                "does not exist; a device path is never created as a file (check filename=)",
-            ));
-        }
-        let (existing_size, is_block_device) = match existing {
-            Some((s, b)) => (Some(s), b),
-            None => (None, false),
-        };
-        let per_file = match (o.filesize, o.size) {
-            (Some((lo, hi)), _) => {
-                if lo == hi {
-                    lo
-                } else {
-                    // A range: a size in the range, fixed per file name so re-runs agree.
-                    let h = path
-                        .as_os_str()
-                        .as_bytes()
-                        .iter()
-                        .fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(*b as u64));
-                    lo + h % (hi - lo + 1)
-                }
+    }
+}
+
+/// One file's size: `filesize=` (a range picks one per name), `size=` shared among the
+/// job's files or a percentage of what exists, else the existing file's or device's size.
+fn file_size(
+    o: &sinkrate_jobspec::JobOptions,
+    path: &Path,
+    existing_size: Option<u64>,
+    nfiles: u64,
+) -> Result<u64, EngineError> {
+    Ok(match (o.filesize, o.size) {
+        (Some((lo, hi)), _) => {
+            if lo == hi {
+                lo
+            } else {
+                // A range: a size in the range, fixed per file name so re-runs agree.
+                let h = path
+                    .as_os_str()
+                    .as_bytes()
+                    .iter()
+                    .fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(*b as u64));
+                lo + h % (hi - lo + 1)
             }
-            (None, Some(SizeSpec::Bytes(s))) => s / nfiles,
-            (None, Some(SizeSpec::Percent(p))) => match existing_size {
-                Some(s) => (s as f64 * p / 100.0) as u64,
-                None => {
-                    return Err(EngineError::path(
-                        &path,
-                        format!(
-                            "size={p}% needs an existing file or device to take a percentage of"
-                        ),
-                    ))
-                }
-            },
-            (None, None) => match existing_size {
-                Some(s) if s > 0 => s,
-                _ => {
-                    return Err(EngineError::job(
-                        &o.name,
-                        format!(
-                            "size= is not set and {} {} (give size=, e.g. --size=1g)",
-                            path.display(),
-                            if existing_size.is_some() {
-                                "is empty, so it gives no size"
-                            } else {
-                                "does not exist"
-                            }
-                        ),
-                    ))
-                }
-            },
-        };
-        let at = |spec: SizeSpec| match spec {
-            SizeSpec::Bytes(b) => b,
-            SizeSpec::Percent(p) => (existing_size.unwrap_or(per_file) as f64 * p / 100.0) as u64,
-        };
-        // As fio: offset + offset_increment * the clone's subjob number. fio numbers the
-        // clones after the first from the last down (its second job is subjob numjobs-1),
-        // so the same job number writes the same stripe in both tools.
-        let subjob = match job.clone_index {
-            0 => 0,
-            k => o.numjobs.saturating_sub(k),
-        };
-        let offset =
-            at(o.offset).saturating_add(at(o.offset_increment).saturating_mul(u64::from(subjob)));
-        let mut region_len = per_file;
-        if is_block_device {
-            let dev = existing_size.unwrap_or(0);
-            if offset >= dev {
+        }
+        (None, Some(SizeSpec::Bytes(s))) => s / nfiles,
+        (None, Some(SizeSpec::Percent(p))) => match existing_size {
+            Some(s) => (s as f64 * p / 100.0) as u64,
+            None => {
                 return Err(EngineError::path(
-                    &path,
-                    format!(
-                        "offset {offset} is beyond the {}'s {dev} bytes",
-                        if export.is_some() { "export" } else { "device" }
-                    ),
-                ));
+                    path,
+                    format!("size={p}% needs an existing file or device to take a percentage of"),
+                ))
             }
-            region_len = region_len.min(dev - offset);
-        }
-        let min_bs = o.bs[0].min(o.bs[1]);
-        if region_len == 0 || (!o.ioengine.is_file_operation() && region_len < min_bs) {
-            return Err(EngineError::job(
-                &o.name,
+        },
+        (None, None) => match existing_size {
+            Some(s) if s > 0 => s,
+            _ => {
+                return Err(EngineError::job(
+                    &o.name,
+                    format!(
+                        "size= is not set and {} {} (give size=, e.g. --size=1g)",
+                        path.display(),
+                        if existing_size.is_some() {
+                            "is empty, so it gives no size"
+                        } else {
+                            "does not exist"
+                        }
+                    ),
+                ))
+            }
+        },
+    })
+}
+
+/// Where in the file the job's I/O goes (offset, length): `offset=` and the clone's
+/// `offset_increment` stripe, bounded by a device's (or export's) end and at least a block.
+fn file_region(
+    job: &Job,
+    path: &Path,
+    existing_size: Option<u64>,
+    per_file: u64,
+    is_block_device: bool,
+    nbd_export: bool,
+) -> Result<(u64, u64), EngineError> {
+    let o = &job.options;
+    let at = |spec: SizeSpec| match spec {
+        SizeSpec::Bytes(b) => b,
+        SizeSpec::Percent(p) => (existing_size.unwrap_or(per_file) as f64 * p / 100.0) as u64,
+    };
+    // As fio: offset + offset_increment * the clone's subjob number. fio numbers the
+    // clones after the first from the last down (its second job is subjob numjobs-1),
+    // so the same job number writes the same stripe in both tools.
+    let subjob = match job.clone_index {
+        0 => 0,
+        k => o.numjobs.saturating_sub(k),
+    };
+    let offset =
+        at(o.offset).saturating_add(at(o.offset_increment).saturating_mul(u64::from(subjob)));
+    let mut region_len = per_file;
+    if is_block_device {
+        let dev = existing_size.unwrap_or(0);
+        if offset >= dev {
+            return Err(EngineError::path(
+                path,
                 format!(
-                    "{} gets {region_len} bytes, less than one block of {min_bs} (raise size= or lower nrfiles=)",
-                    path.display()
+                    "offset {offset} is beyond the {}'s {dev} bytes",
+                    if nbd_export { "export" } else { "device" }
                 ),
             ));
         }
-        let char_or_fifo = std::fs::metadata(&path)
-            .map(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
-            .unwrap_or(false);
-        planned.push(PlannedFile {
-            path,
-            region_start: offset,
-            region_len,
-            is_block_device: is_block_device && export.is_none(),
-            special: char_or_fifo || export.is_some(),
-            takes_syncs: !char_or_fifo,
-            existing_size,
-        });
+        region_len = region_len.min(dev - offset);
     }
-    Ok(planned)
+    let min_bs = o.bs[0].min(o.bs[1]);
+    if region_len == 0 || (!o.ioengine.is_file_operation() && region_len < min_bs) {
+        return Err(EngineError::job(
+            &o.name,
+            format!(
+                "{} gets {region_len} bytes, less than one block of {min_bs} (raise size= or lower nrfiles=)",
+                path.display()
+            ),
+        ));
+    }
+    Ok((offset, region_len))
 }
 
 /// The size of an NBD export, asked of its server when the job is planned (as fio's engine

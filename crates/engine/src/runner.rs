@@ -72,46 +72,96 @@ impl PreparedRun {
 
 /// Plans files and checks targets: missing directories, block devices in use, free space.
 pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineError> {
-    let mut jobs = Vec::with_capacity(set.jobs.len());
-    let mut needed_by_fs: HashMap<u64, (PathBuf, u64)> = HashMap::new();
-    let mut targets: Vec<TargetFacts> = Vec::new();
-    let mut warnings = Vec::new();
-    let mut notices: Vec<String> = set.notices.iter().map(|n| n.to_string()).collect();
-    let mut seen_dirs: Vec<PathBuf> = Vec::new();
-    let mut uring_missing: Option<Option<String>> = None;
-    let mut iologs: Vec<String> = Vec::new();
+    let mut prep = Preparation {
+        opts,
+        jobs: Vec::with_capacity(set.jobs.len()),
+        needed_by_fs: HashMap::new(),
+        targets: Vec::new(),
+        warnings: Vec::new(),
+        notices: set.notices.iter().map(|n| n.to_string()).collect(),
+        seen_dirs: Vec::new(),
+        uring_missing: None,
+        iologs: Vec::new(),
+    };
     for job in &set.jobs {
-        let replayed;
-        let job = match &job.options.read_iolog {
-            Some(_) => {
-                replayed = replay_job(job)?;
-                &replayed
-            }
-            None if job.options.fill_device => {
-                // fio's fill_device: a size far beyond the storage, so that ENOSPC (or the
-                // end of a device) ends the job; nothing is allocated ahead.
-                let mut filling = job.clone();
-                filling.options.size = Some(sinkrate_jobspec::options::SizeSpec::Bytes(1 << 60));
-                filling.options.filesize = None;
-                filling.options.io_size = None;
-                replayed = filling;
-                &replayed
-            }
-            None => job,
+        let job = effective_job(job)?;
+        prep.check_job(&job)?;
+        let in_job = |e: EngineError| EngineError::InJob {
+            origin: job.origin.to_string(),
+            inner: Box::new(e),
         };
+        if job.options.ioengine.is_side_load() {
+            prep.jobs.push((job.into_owned(), Vec::new()));
+            continue;
+        }
+        let o = &job.options;
+        let planned = files::plan_files(&job, &opts.base_dir).map_err(in_job)?;
+        let writes = o.rw.modifies() || o.overwrite || o.ioengine.changes_files();
+        existing_files_hold(&job, writes, &planned, opts.force_device_write).map_err(in_job)?;
+        if opts.read_only {
+            read_only_holds(&job, writes, &planned).map_err(in_job)?;
+        }
+        for f in planned.iter().filter(|f| !f.special) {
+            prep.check_file(&job, f, writes)?;
+        }
+        prep.count_space(&job, &planned);
+        prep.jobs.push((job.into_owned(), planned));
+    }
+    prep.finish()
+}
+
+/// The job as it runs: a replayed trace's, or fill_device's size far beyond the storage.
+fn effective_job(job: &Job) -> Result<std::borrow::Cow<'_, Job>, EngineError> {
+    use std::borrow::Cow;
+    Ok(match &job.options.read_iolog {
+        Some(_) => Cow::Owned(replay_job(job)?),
+        None if job.options.fill_device => {
+            // fio's fill_device: a size far beyond the storage, so that ENOSPC (or the
+            // end of a device) ends the job; nothing is allocated ahead.
+            let mut filling = job.clone();
+            filling.options.size = Some(sinkrate_jobspec::options::SizeSpec::Bytes(1 << 60));
+            filling.options.filesize = None;
+            filling.options.io_size = None;
+            Cow::Owned(filling)
+        }
+        None => Cow::Borrowed(job),
+    })
+}
+
+/// What `prepare` gathers over the jobs, checked as a whole once every job is planned.
+struct Preparation<'a> {
+    opts: &'a RunOptions,
+    jobs: Vec<(Job, Vec<PlannedFile>)>,
+    /// Per file system (its device number): a directory on it and the bytes to allocate.
+    needed_by_fs: HashMap<u64, (PathBuf, u64)>,
+    targets: Vec<TargetFacts>,
+    warnings: Vec<Warning>,
+    notices: Vec<String>,
+    seen_dirs: Vec<PathBuf>,
+    /// Why io_uring cannot run here, asked once.
+    uring_missing: Option<Option<String>>,
+    iologs: Vec<String>,
+}
+
+impl Preparation<'_> {
+    /// What one job needs before its files are planned: its own write_iolog, io_uring,
+    /// its directories, exec's program.
+    fn check_job(&mut self, job: &Job) -> Result<(), EngineError> {
         let o = &job.options;
         if let Some(iolog) = o.write_iolog.as_deref() {
             // fio lets the jobs' lines interleave mid-line in one file; refused here.
-            if iologs.iter().any(|i| i == iolog) {
+            if self.iologs.iter().any(|i| i == iolog) {
                 return Err(EngineError::Refused(format!(
                     "{}: write_iolog={iolog} is given to more than one job (numjobs clones count): give each job its own file",
                     job.origin
                 )));
             }
-            iologs.push(iolog.to_string());
+            self.iologs.push(iolog.to_string());
         }
         if o.ioengine == Engine::IoUring {
-            let missing = uring_missing.get_or_insert_with(crate::backend::io_uring_unavailable);
+            let missing = self
+                .uring_missing
+                .get_or_insert_with(crate::backend::io_uring_unavailable);
             if let Some(reason) = missing {
                 let asked = o.ioengine_requested.as_deref().unwrap_or("io_uring");
                 return Err(EngineError::Refused(format!(
@@ -131,102 +181,102 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 }
             }
         }
-        let in_job = |e: EngineError| EngineError::InJob {
-            origin: job.origin.to_string(),
-            inner: Box::new(e),
-        };
-        if o.ioengine.is_side_load() {
-            if let Some(program) = &o.program {
-                if o.ioengine == Engine::Exec && !program_exists(program) {
-                    return Err(in_job(EngineError::path(
+        if let (Engine::Exec, Some(program)) = (o.ioengine, &o.program) {
+            if !program_exists(program) {
+                return Err(EngineError::InJob {
+                    origin: job.origin.to_string(),
+                    inner: Box::new(EngineError::path(
                         std::path::Path::new(program),
                         "program= is not there or not executable (give its path, or a name on PATH)",
-                    )));
-                }
+                    )),
+                });
             }
-            jobs.push((job.clone(), Vec::new()));
-            continue;
         }
-        let planned = files::plan_files(job, &opts.base_dir).map_err(in_job)?;
-        let writes = o.rw.modifies() || o.overwrite || o.ioengine.changes_files();
-        existing_files_hold(job, writes, &planned, opts.force_device_write).map_err(in_job)?;
-        if opts.read_only {
-            read_only_holds(job, writes, &planned).map_err(in_job)?;
-        }
-        for f in &planned {
-            if f.special {
-                continue;
-            }
-            // As fio: a trim is a discard of a block device's range (BLKDISCARD), which a
-            // regular file refuses (fio 3.33 fails there with ENOTTY at the first trim);
-            // fio's falloc engine trims a file by punching a hole.
-            if o.rw.trims() && !f.is_block_device && o.ioengine != Engine::Falloc {
-                return Err(in_job(EngineError::path(
+        Ok(())
+    }
+
+    /// One planned file: a trim's target, the destructive-write guard, the directory it
+    /// needs, and the facts of each target directory (once).
+    fn check_file(&mut self, job: &Job, f: &PlannedFile, writes: bool) -> Result<(), EngineError> {
+        let o = &job.options;
+        // As fio: a trim is a discard of a block device's range (BLKDISCARD), which a
+        // regular file refuses (fio 3.33 fails there with ENOTTY at the first trim);
+        // fio's falloc engine trims a file by punching a hole.
+        if o.rw.trims() && !f.is_block_device && o.ioengine != Engine::Falloc {
+            return Err(EngineError::InJob {
+                origin: job.origin.to_string(),
+                inner: Box::new(EngineError::path(
                     &f.path,
                     format!(
                         "is not a block device: rw={} discards a block device's blocks (give filename=/dev/..., or use ioengine=falloc to punch holes in a file)",
                         o.rw.fio_name()
                     ),
-                )));
-            }
-            if f.is_block_device && writes {
-                if let Some(reason) = sinkrate_sys::guard::block_device_in_use(
-                    &sinkrate_sys::SysRoot::live(),
-                    &f.path,
-                )
-                .map_err(|e| EngineError::io(&f.path, e))?
-                {
-                    if !opts.force_device_write {
-                        let what = if o.rw.trims() && !o.rw.writes() {
-                            "trim (discard)"
-                        } else {
-                            "write to"
-                        };
-                        return Err(EngineError::Refused(format!(
-                            "refusing to {what} {}: {reason} (--allow-mounted-write or --force writes anyway and destroys it)",
-                            f.path.display()
-                        )));
-                    }
-                    notices.push(format!(
-                        "writing to {} although {reason} (--force)",
+                )),
+            });
+        }
+        if f.is_block_device && writes {
+            if let Some(reason) =
+                sinkrate_sys::guard::block_device_in_use(&sinkrate_sys::SysRoot::live(), &f.path)
+                    .map_err(|e| EngineError::io(&f.path, e))?
+            {
+                if !self.opts.force_device_write {
+                    let what = if o.rw.trims() && !o.rw.writes() {
+                        "trim (discard)"
+                    } else {
+                        "write to"
+                    };
+                    return Err(EngineError::Refused(format!(
+                        "refusing to {what} {}: {reason} (--allow-mounted-write or --force writes anyway and destroys it)",
                         f.path.display()
-                    ));
+                    )));
                 }
-            }
-            // Missing directories on the way are made when the job starts, as fio makes
-            // them; a file standing where one is needed cannot become one.
-            if !f.is_block_device && f.existing_size.is_none() {
-                let nearest = files::existing_parent(&f.path);
-                if !nearest.is_dir() {
-                    return Err(EngineError::path(
-                        &nearest,
-                        "is a file, and the job's file would need it to be a directory (check filename= and directory=)",
-                    ));
-                }
-            }
-            let dir = if f.is_block_device {
-                f.path.clone()
-            } else {
-                files::existing_parent(&f.path)
-            };
-            if !seen_dirs.contains(&dir) {
-                seen_dirs.push(dir.clone());
-                targets.push(host::target_facts(&f.path, f.is_block_device));
-                // A device node sits on devtmpfs; its data does not.
-                if o.direct && !f.is_block_device {
-                    if let Some(fs) = host::memory_backed_fs(&f.path) {
-                        warnings.push(Warning {
-                            id: "direct.no_device".into(),
-                            job: Some(o.name.clone()),
-                            text: format!(
-                                "direct=1 on {fs} ({}): {fs} accepts O_DIRECT but keeps data in memory, so this measures RAM, not storage",
-                                dir.display()
-                            ),
-                        });
-                    }
-                }
+                self.notices.push(format!(
+                    "writing to {} although {reason} (--force)",
+                    f.path.display()
+                ));
             }
         }
+        // Missing directories on the way are made when the job starts, as fio makes
+        // them; a file standing where one is needed cannot become one.
+        if !f.is_block_device && f.existing_size.is_none() {
+            let nearest = files::existing_parent(&f.path);
+            if !nearest.is_dir() {
+                return Err(EngineError::path(
+                    &nearest,
+                    "is a file, and the job's file would need it to be a directory (check filename= and directory=)",
+                ));
+            }
+        }
+        let dir = if f.is_block_device {
+            f.path.clone()
+        } else {
+            files::existing_parent(&f.path)
+        };
+        if self.seen_dirs.contains(&dir) {
+            return Ok(());
+        }
+        self.targets
+            .push(host::target_facts(&f.path, f.is_block_device));
+        // A device node sits on devtmpfs; its data does not.
+        if o.direct && !f.is_block_device {
+            if let Some(fs) = host::memory_backed_fs(&f.path) {
+                self.warnings.push(Warning {
+                    id: "direct.no_device".into(),
+                    job: Some(o.name.clone()),
+                    text: format!(
+                        "direct=1 on {fs} ({}): {fs} accepts O_DIRECT but keeps data in memory, so this measures RAM, not storage",
+                        dir.display()
+                    ),
+                });
+            }
+        }
+        self.seen_dirs.push(dir);
+        Ok(())
+    }
+
+    /// Adds the bytes a job's files will allocate to their file system's total.
+    fn count_space(&mut self, job: &Job, planned: &[PlannedFile]) {
+        let o = &job.options;
         // A job that goes on past ENOSPC on its writes (continue_on_error with
         // ignore_error=,ENOSPC, as fio's enospc-pressure.fio) means to fill the file system.
         let fills_the_fs = o.fill_device
@@ -234,50 +284,51 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
                 sinkrate_jobspec::error_policy::ErrorKind::Write,
                 libc::ENOSPC,
             );
-        if (!o.ioengine.is_file_operation()
+        let allocates = !o.ioengine.is_file_operation()
             || o.ioengine == Engine::Ftruncate
-            || o.ioengine == Engine::Falloc)
-            && !fills_the_fs
-        {
-            let need = files::bytes_to_allocate(&planned);
-            if need > 0 {
-                if let Some(first) = planned.iter().find(|f| !f.is_block_device) {
-                    let dir = files::existing_parent(&first.path);
-                    let dev = std::fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
-                    let entry = needed_by_fs.entry(dev).or_insert((dir, 0));
-                    // numjobs clones with a shared filename= need the space once.
-                    if o.filename.is_none() || job.clone_index == 0 {
-                        entry.1 += need;
-                    }
-                }
+            || o.ioengine == Engine::Falloc;
+        let need = files::bytes_to_allocate(planned);
+        if !allocates || fills_the_fs || need == 0 {
+            return;
+        }
+        if let Some(first) = planned.iter().find(|f| !f.is_block_device) {
+            let dir = files::existing_parent(&first.path);
+            let dev = std::fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
+            let entry = self.needed_by_fs.entry(dev).or_insert((dir, 0));
+            // numjobs clones with a shared filename= need the space once.
+            if o.filename.is_none() || job.clone_index == 0 {
+                entry.1 += need;
             }
         }
-        jobs.push((job.clone(), planned));
     }
-    let needs = crate::resources::needs(&jobs);
-    if let Some(available) = host::read_meminfo().mem_available_bytes {
-        crate::resources::check_memory(&needs, available)?;
-    }
-    crate::resources::ensure_descriptors(&needs)?;
-    for (dir, need) in needed_by_fs.values() {
-        let free = files::free_bytes(dir)?;
-        if *need > free {
-            return Err(EngineError::path(
-                dir,
-                format!(
-                    "not enough free space: the jobs need {} and the file system has {} (lower size=, or free space)",
-                    sinkrate_units::fio::bytes_iec(*need as f64),
-                    sinkrate_units::fio::bytes_iec(free as f64)
-                ),
-            ));
+
+    /// The checks over every job together: memory, descriptors, free space per file system.
+    fn finish(self) -> Result<PreparedRun, EngineError> {
+        let needs = crate::resources::needs(&self.jobs);
+        if let Some(available) = host::read_meminfo().mem_available_bytes {
+            crate::resources::check_memory(&needs, available)?;
         }
+        crate::resources::ensure_descriptors(&needs)?;
+        for (dir, need) in self.needed_by_fs.values() {
+            let free = files::free_bytes(dir)?;
+            if *need > free {
+                return Err(EngineError::path(
+                    dir,
+                    format!(
+                        "not enough free space: the jobs need {} and the file system has {} (lower size=, or free space)",
+                        sinkrate_units::fio::bytes_iec(*need as f64),
+                        sinkrate_units::fio::bytes_iec(free as f64)
+                    ),
+                ));
+            }
+        }
+        Ok(PreparedRun {
+            jobs: self.jobs,
+            targets: self.targets,
+            warnings: self.warnings,
+            notices: self.notices,
+        })
     }
-    Ok(PreparedRun {
-        jobs,
-        targets,
-        warnings,
-        notices,
-    })
 }
 
 /// Runs a prepared job set to the end (or to Ctrl-C) and returns everything measured.
@@ -301,10 +352,139 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         .iter()
         .map(|_| Arc::new(JobProgress::default()))
         .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let status_thread =
+        spawn_status_line(opts.show_status, &prepared.jobs, &progress, clock, &done);
+    let agg_log = if opts.bandwidth_log {
+        match crate::agg_log::spawn(&opts.base_dir, progress.clone(), clock, done.clone()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                run.warnings
+                    .push(log_not_written(format!("--bandwidth-log: {e}")));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let shared = crate::schedule::Shared {
+        clock,
+        stop: opts.stop.clone(),
+        progress: progress.clone(),
+        force_device_write: opts.force_device_write,
+        keep_files: opts.keep_files,
+        unix_start_ms,
+        debug: opts.debug,
+    };
+    let outcomes = match &opts.status_reports {
+        None => crate::schedule::run_all(prepared.jobs, &shared),
+        Some(reports) => run_reporting(prepared.jobs, &shared, reports, &run, &disks, &done),
+    };
+    done.store(true, Ordering::Relaxed);
+    if let Some(t) = status_thread {
+        let _ = t.join();
+    }
+    match agg_log.map(|t| t.join()) {
+        Some(Ok(Ok(paths))) => run.notices.extend(
+            paths
+                .iter()
+                .map(|p| format!("--bandwidth-log: wrote log {}", p.display())),
+        ),
+        Some(Ok(Err(e))) => run
+            .warnings
+            .push(log_not_written(format!("--bandwidth-log: {e}"))),
+        Some(Err(_)) => run.warnings.push(log_not_written(
+            "--bandwidth-log: the log writer stopped unexpectedly".into(),
+        )),
+        None => {}
+    }
+    run.interrupted = opts.stop.load(Ordering::Relaxed);
+    run.elapsed_ns = clock.now_ns();
+    run.disk_util = disks.so_far();
+    let dirty_limit = host::dirty_threshold_bytes();
+    for outcome in outcomes.into_iter().flatten() {
+        run.notices.extend(outcome.notices.iter().cloned());
+        honesty_warnings(&outcome, dirty_limit, &mut run.warnings);
+        for p in &outcome.log_files {
+            run.notices.push(format!(
+                "job '{}': wrote log {}",
+                outcome.result.name,
+                p.display()
+            ));
+        }
+        run.jobs.push(outcome.result);
+    }
+    run
+}
+
+fn log_not_written(text: String) -> Warning {
+    Warning {
+        id: "log.not_written".into(),
+        job: None,
+        text,
+    }
+}
+
+/// fio's `--eta`: a thread drawing the status line every half second until `done`.
+fn spawn_status_line(
+    show: StatusLine,
+    jobs: &[(Job, Vec<PlannedFile>)],
+    progress: &[Arc<JobProgress>],
+    clock: Clock,
+    done: &Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let terminal = std::io::stderr().is_terminal();
+    let status = match show {
+        StatusLine::Always => true,
+        StatusLine::Auto => terminal,
+        StatusLine::Never => false,
+    };
+    if !status {
+        return None;
+    }
+    let views_meta = view_meta(jobs);
+    let progress = progress.to_vec();
+    let done = done.clone();
+    Some(std::thread::spawn(move || {
+        let mut prev = Vec::new();
+        let mut stderr = std::io::stderr();
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let views: Vec<JobView> = progress
+                .iter()
+                .zip(&views_meta)
+                .map(|(p, m)| JobView {
+                    progress: p,
+                    reads: m.0,
+                    writes: m.1,
+                    runtime_ns: m.2,
+                    total_bytes: m.3,
+                    segment: m.4,
+                })
+                .collect();
+            let line = status_line(&views, clock.now_ns(), &mut prev);
+            // Off a terminal (--eta=always into a log), as fio: lines ended by a carriage
+            // return, no escape codes.
+            let _ = if terminal {
+                write!(stderr, "\r{line}\x1b[K")
+            } else {
+                write!(stderr, "{line}\r")
+            };
+            let _ = stderr.flush();
+        }
+        let _ = if terminal {
+            write!(stderr, "\r\x1b[K")
+        } else {
+            writeln!(stderr)
+        };
+    }))
+}
+
+/// What the status line needs of each job: reads, writes, its runtime, its bytes (for the
+/// ETA) and its stonewall segment.
+fn view_meta(jobs: &[(Job, Vec<PlannedFile>)]) -> Vec<(bool, bool, Option<u64>, u64, usize)> {
     let mut segment = 0usize;
-    let views_meta: Vec<(bool, bool, Option<u64>, u64, usize)> = prepared
-        .jobs
-        .iter()
+    jobs.iter()
         .enumerate()
         .map(|(i, (j, files))| {
             if i > 0 && j.options.stonewall {
@@ -328,151 +508,52 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
                 .filter(|_| o.time_based || o.runtime.is_some());
             (o.rw.reads(), o.rw.writes(), runtime, bytes, segment)
         })
-        .collect();
-    let done = Arc::new(AtomicBool::new(false));
-    let terminal = std::io::stderr().is_terminal();
-    let status = match opts.show_status {
-        StatusLine::Always => true,
-        StatusLine::Auto => terminal,
-        StatusLine::Never => false,
-    };
-    let status_thread = if status {
-        let progress = progress.clone();
-        let done = done.clone();
-        Some(std::thread::spawn(move || {
-            let mut prev = Vec::new();
-            let mut stderr = std::io::stderr();
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(500));
-                let views: Vec<JobView> = progress
-                    .iter()
-                    .zip(&views_meta)
-                    .map(|(p, m)| JobView {
-                        progress: p,
-                        reads: m.0,
-                        writes: m.1,
-                        runtime_ns: m.2,
-                        total_bytes: m.3,
-                        segment: m.4,
-                    })
-                    .collect();
-                let line = status_line(&views, clock.now_ns(), &mut prev);
-                // Off a terminal (--eta=always into a log), as fio: lines ended by a carriage
-                // return, no escape codes.
-                let _ = if terminal {
-                    write!(stderr, "\r{line}\x1b[K")
-                } else {
-                    write!(stderr, "{line}\r")
-                };
-                let _ = stderr.flush();
-            }
-            let _ = if terminal {
-                write!(stderr, "\r\x1b[K")
-            } else {
-                writeln!(stderr)
-            };
-        }))
-    } else {
-        None
-    };
+        .collect()
+}
 
-    let agg_log = if opts.bandwidth_log {
-        match crate::agg_log::spawn(&opts.base_dir, progress.clone(), clock, done.clone()) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                run.warnings.push(Warning {
-                    id: "log.not_written".into(),
-                    job: None,
-                    text: format!("--bandwidth-log: {e}"),
-                });
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let shared = crate::schedule::Shared {
-        clock,
-        stop: opts.stop.clone(),
-        progress: progress.clone(),
-        force_device_write: opts.force_device_write,
-        keep_files: opts.keep_files,
-        unix_start_ms,
-        debug: opts.debug,
-    };
-    let outcomes = match &opts.status_reports {
-        None => crate::schedule::run_all(prepared.jobs, &shared),
-        Some(reports) => {
-            let bases: Vec<sinkrate_model::JobResult> = prepared
-                .jobs
-                .iter()
-                .enumerate()
-                .map(|(i, (job, _))| sinkrate_model::JobResult {
-                    name: job.options.name.clone(),
-                    group: job.group,
-                    job_number: i as u32 + 1,
-                    pid: std::process::id(),
-                    options: job.options.clone(),
-                    written_options: job.written.clone(),
-                    written_globals: job.written_globals.clone(),
-                    ..Default::default()
-                })
-                .collect();
-            for p in &progress {
-                p.snapshots_on.store(true, Ordering::Relaxed);
-            }
-            let template = run.clone();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    crate::status_reports::report_until_done(
-                        reports, &template, &bases, &progress, &disks, clock, &done,
-                    )
-                });
-                let outcomes = crate::schedule::run_all(prepared.jobs, &shared);
-                done.store(true, Ordering::Relaxed);
-                outcomes
-            })
-        }
-    };
-    done.store(true, Ordering::Relaxed);
-    if let Some(t) = status_thread {
-        let _ = t.join();
+/// Runs the jobs with `--status-interval`'s reports written beside them until they end.
+fn run_reporting(
+    jobs: Vec<(Job, Vec<PlannedFile>)>,
+    shared: &crate::schedule::Shared,
+    reports: &crate::status_reports::StatusReports,
+    run: &BenchRun,
+    disks: &crate::disk_util::DiskWatch,
+    done: &AtomicBool,
+) -> Vec<Option<WorkerOutcome>> {
+    let bases: Vec<sinkrate_model::JobResult> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, (job, _))| sinkrate_model::JobResult {
+            name: job.options.name.clone(),
+            group: job.group,
+            job_number: i as u32 + 1,
+            pid: std::process::id(),
+            options: job.options.clone(),
+            written_options: job.written.clone(),
+            written_globals: job.written_globals.clone(),
+            ..Default::default()
+        })
+        .collect();
+    for p in &shared.progress {
+        p.snapshots_on.store(true, Ordering::Relaxed);
     }
-    match agg_log.map(|t| t.join()) {
-        Some(Ok(Ok(paths))) => run.notices.extend(
-            paths
-                .iter()
-                .map(|p| format!("--bandwidth-log: wrote log {}", p.display())),
-        ),
-        Some(Ok(Err(e))) => run.warnings.push(Warning {
-            id: "log.not_written".into(),
-            job: None,
-            text: format!("--bandwidth-log: {e}"),
-        }),
-        Some(Err(_)) => run.warnings.push(Warning {
-            id: "log.not_written".into(),
-            job: None,
-            text: "--bandwidth-log: the log writer stopped unexpectedly".into(),
-        }),
-        None => {}
-    }
-    run.interrupted = opts.stop.load(Ordering::Relaxed);
-    run.elapsed_ns = clock.now_ns();
-    run.disk_util = disks.so_far();
-    let dirty_limit = host::dirty_threshold_bytes();
-    for outcome in outcomes.into_iter().flatten() {
-        run.notices.extend(outcome.notices.iter().cloned());
-        honesty_warnings(&outcome, dirty_limit, &mut run.warnings);
-        for p in &outcome.log_files {
-            run.notices.push(format!(
-                "job '{}': wrote log {}",
-                outcome.result.name,
-                p.display()
-            ));
-        }
-        run.jobs.push(outcome.result);
-    }
-    run
+    let template = run.clone();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            crate::status_reports::report_until_done(
+                reports,
+                &template,
+                &bases,
+                &shared.progress,
+                disks,
+                shared.clock,
+                done,
+            )
+        });
+        let outcomes = crate::schedule::run_all(jobs, shared);
+        done.store(true, Ordering::Relaxed);
+        outcomes
+    })
 }
 
 fn honesty_warnings(

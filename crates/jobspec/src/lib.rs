@@ -332,8 +332,20 @@ impl Resolver {
     }
 }
 
-/// Contradictions that fio refuses too; checked before any I/O.
+/// Contradictions that fio refuses too; checked before any I/O, one concern at a time.
 pub fn validate(o: &JobOptions) -> Result<(), String> {
+    validate_size(o)?;
+    validate_engine(o)?;
+    validate_layout(o)?;
+    validate_queue(o)?;
+    validate_direction(o)?;
+    validate_rates(o)?;
+    validate_sync(o)?;
+    validate_verify(o)
+}
+
+/// The job's size against its blocks.
+fn validate_size(o: &JobOptions) -> Result<(), String> {
     let max_bs = max_block_size(o);
     if let Some(options::SizeSpec::Bytes(size)) = o.size {
         if size == 0 {
@@ -345,6 +357,11 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// What one engine needs (cpuio's load, exec's program, nbd's export) or refuses.
+fn validate_engine(o: &JobOptions) -> Result<(), String> {
     match o.ioengine {
         options::Engine::Cpuio => {
             if o.cpuload.is_none() {
@@ -370,6 +387,11 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             o.ioengine.fio_name()
         ));
     }
+    Ok(())
+}
+
+/// Zones and the written data's shape.
+fn validate_layout(o: &JobOptions) -> Result<(), String> {
     if o.zones.mode == zones::ZoneMode::None && o.zones.size > 0 {
         return Err(
             "zonesize= without zonemode=strided: fio 3.33 refuses it too (add zonemode=strided, or leave zonesize out)"
@@ -389,6 +411,11 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             if o.zero_buffers { "zero_buffers" } else { "verify" }
         ));
     }
+    Ok(())
+}
+
+/// How I/Os are queued and submitted: iodepth_low, openfiles, priorities, offload.
+fn validate_queue(o: &JobOptions) -> Result<(), String> {
     if let Some(low) = o.behaviour.iodepth_low {
         if low < o.iodepth && o.ioengine.is_async() {
             return Err(format!(
@@ -429,6 +456,11 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             o.ioengine.fio_name()
         ));
     }
+    Ok(())
+}
+
+/// Which directions and patterns an engine or mode can take.
+fn validate_direction(o: &JobOptions) -> Result<(), String> {
     if o.ioengine.is_metadata()
         && !matches!(
             o.rw.direction,
@@ -480,6 +512,11 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Rate floors under their ceilings; steady state's window.
+fn validate_rates(o: &JobOptions) -> Result<(), String> {
     for d in 0..3 {
         if o.rate[d] > 0 && o.rate_min[d] > o.rate[d] {
             return Err(format!(
@@ -508,6 +545,11 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Direct I/O's alignment and the sync cadence.
+fn validate_sync(o: &JobOptions) -> Result<(), String> {
     if o.direct {
         for d in 0..3 {
             if o.bsrange.is_none() && o.bssplit.is_none() && o.bs[d] % 512 != 0 {
@@ -521,7 +563,7 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
     if o.fsync > 0 && o.fdatasync > 0 {
         return Err("fsync= and fdatasync= are both set: choose one".into());
     }
-    validate_verify(o)
+    Ok(())
 }
 
 /// The block header a verify method writes into each block.

@@ -352,30 +352,11 @@ pub fn search(
     stop: Arc<AtomicBool>,
     progress: &mut dyn FnMut(&Event),
 ) -> Result<SearchReport, SearchError> {
-    let (label, dir) = match &cfg.workload {
-        Workload::Record(s) => {
-            sinkrate_record::session::preflight(s)?;
-            (s.label.clone(), s.record.dir.clone())
-        }
-        Workload::Job { dir, file, .. } => (format!("job file {}", file.display()), dir.clone()),
-        Workload::Exec { argv, dir, .. } => (argv.join(" "), dir.clone()),
-    };
+    let (label, dir) = workload_label(cfg)?;
     let base_session = match &cfg.workload {
         Workload::Record(s) => Some(s.as_ref()),
         _ => None,
     };
-    if base_session.is_none() {
-        for (given, flag) in [
-            (cfg.max_loss.is_some(), "--max-loss"),
-            (cfg.power_switch.is_some(), "--power-cut"),
-        ] {
-            if given {
-                return Err(SearchError::Workload(format!(
-                    "{flag} needs the recording in process (record flags after --): a job's or your own recorder's syncs are not seen"
-                )));
-            }
-        }
-    }
     let started = Instant::now();
     let Plan {
         len,
@@ -396,7 +377,6 @@ pub fn search(
     let budget_s = (cfg.budget.as_secs_f64() - proof_s).max(0.0);
     let runs = cfg.runs.max(1);
     let (planned, estimate_s) = fit_budget(&all, &len, runs, budget_s);
-    let chosen = &all[..planned];
     if estimate_s > budget_s {
         notes.push(format!(
             "--budget {:.0} s is shorter than the baseline and one candidate with their confirmation runs{} ({:.0} s)",
@@ -406,157 +386,30 @@ pub fn search(
         ));
     }
     progress(&Event::Plan {
-        candidates: chosen.len(),
+        candidates: planned,
         estimate_s: estimate_s + proof_s,
         budget_s: cfg.budget.as_secs_f64(),
     });
-    let mut trials: Vec<Vec<Trial>> = vec![Vec::new(); all.len()];
-    let mut interrupted = false;
-    let confirmations = |t: &[Trial]| t.iter().filter(|t| t.confirmation).count();
-    let mut run_one = |k: usize,
-                       confirmation: bool,
-                       trials: &mut Vec<Vec<Trial>>|
-     -> Result<bool, SearchError> {
-        let c = &all[k];
-        let seconds = if confirmation {
-            len.confirm(c)
-        } else {
-            len.screen(c)
-        };
-        // A run of any candidate but the baseline is given up on once it drops more frames
-        // than the best candidate's worst run so far: it is already clearly worse, and a
-        // leader that fails its full-length run frees the time for the next.
-        let bar: Option<u64> = (k != 0)
-            .then(|| {
-                trials
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, t)| *j != k && !t.is_empty() && t.iter().all(|t| !t.stopped_early))
-                    .filter(|(_, t)| t.iter().all(|t| t.verdict != Verdict::Failed))
-                    .map(|(_, t)| t.iter().map(|t| t.frames_dropped).max().unwrap_or(0))
-                    .min()
-            })
-            .flatten();
-        let _settings = settings_for_the_run(&cfg.journal, c)?;
-        progress(&Event::Run {
-            label: c.label.clone(),
-            run: trials[k].len() + 1,
-            seconds,
-            confirmation,
-        });
-        let mut give_up = |dropped: u64| bar.is_some_and(|bar| dropped > bar);
-        let Some(mut trial) = crate::workload::run(
-            &cfg.workload,
-            c,
-            Duration::from_secs_f64(seconds),
-            &stop,
-            &mut give_up,
-        )?
-        else {
-            return Ok(false);
-        };
-        // A run as long as a confirmation run is one, whatever it was started as.
-        trial.confirmation =
-            !trial.stopped_early && (confirmation || seconds >= len.confirm(c) - 1e-9);
-        progress(&Event::Ran {
-            label: c.label.clone(),
-            trial: Box::new(trial.clone()),
-        });
-        trials[k].push(trial);
-        Ok(true)
+    let mut runner = Runner {
+        cfg,
+        all: &all,
+        len: &len,
+        stop: &stop,
+        progress,
+        trials: vec![Vec::new(); all.len()],
+        interrupted: false,
+        failed: None,
     };
-    let failure = |t: &Trial| {
-        (t.verdict == Verdict::Failed).then(|| {
-            t.error
-                .clone()
-                .unwrap_or_else(|| "the workload failed".into())
-        })
-    };
-    let mut failed = None;
-    for k in 0..planned {
-        if !run_one(k, k == 0, &mut trials)? {
-            interrupted = true;
-            break;
-        }
-        // The baseline is what every candidate is compared with: if it fails, stop.
-        if let Some(why) = trials[0].first().and_then(failure).filter(|_| k == 0) {
-            failed = Some(format!(
-                "the workload as configured failed, so nothing can be compared: {why}"
-            ));
-            break;
-        }
-    }
-    if failed.is_none()
-        && !interrupted
-        && trials
-            .iter()
-            .flatten()
-            .all(|t| t.verdict == Verdict::Failed)
-    {
-        let why = trials
-            .iter()
-            .flatten()
-            .find_map(failure)
-            .unwrap_or_default();
-        failed = Some(format!("every candidate failed: {why}"));
-    }
+    runner.screen(planned)?;
     let fits = |seconds: f64| started.elapsed().as_secs_f64() + seconds <= budget_s;
-    let mut left_unconfirmed = false;
-    let mut next_extra = planned;
-    while !interrupted && failed.is_none() {
-        let ranked = rank(&all, &trials, &objective);
-        // A leader given up on during screening is not confirmed: it was clearly worse.
-        let leader = ranked
-            .iter()
-            .copied()
-            .find(|k| trials[*k].iter().all(|t| !t.stopped_early))
-            .unwrap_or(0);
-        // The leader and the baseline it is compared with, in turn (the one with fewer
-        // full-length runs; the leader on a tie), so a leader that changes does not starve
-        // the baseline of its runs.
-        let next = [leader, 0]
-            .into_iter()
-            .filter(|k| confirmations(&trials[*k]) < runs)
-            .min_by_key(|k| confirmations(&trials[*k]));
-        if let Some(k) = next {
-            if !fits(run_s(len.confirm(&all[k]))) {
-                left_unconfirmed = true;
-                break;
-            }
-            if !run_one(k, true, &mut trials)? {
-                interrupted = true;
-            }
-            continue;
-        }
-        // Both confirmed: a candidate left out is screened if there is time to confirm it
-        // too, should it lead.
-        if let Some(extra) = all.get(next_extra) {
-            if fits(run_s(len.screen(extra)) + runs as f64 * run_s(len.confirm(extra))) {
-                if !run_one(next_extra, false, &mut trials)? {
-                    interrupted = true;
-                }
-                next_extra += 1;
-                continue;
-            }
-        }
-        // Then the runners-up that were not clearly worse, best first, get their full-length
-        // runs while time is left.
-        let runner_up = ranked.iter().copied().find(|k| {
-            *k != leader
-                && confirmations(&trials[*k]) < runs
-                && trials[*k]
-                    .iter()
-                    .all(|t| !t.stopped_early && t.verdict != Verdict::Failed)
-        });
-        match runner_up {
-            Some(k) if fits(run_s(len.confirm(&all[k]))) => {
-                if !run_one(k, true, &mut trials)? {
-                    interrupted = true;
-                }
-            }
-            _ => break,
-        }
-    }
+    let (next_extra, left_unconfirmed) = runner.confirm(planned, runs, &objective, fits)?;
+    let Runner {
+        trials,
+        mut interrupted,
+        failed,
+        progress,
+        ..
+    } = runner;
     for c in &all[next_extra..] {
         notes.push(format!("not tried within the budget: {}", c.label));
     }
@@ -625,6 +478,209 @@ pub fn search(
     };
     report.max_loss_met = report.loss_bound_met();
     Ok(report)
+}
+
+/// The workload's label and directory; `--max-loss` and `--power-cut` refused where the
+/// recording is not in this process (its syncs would not be seen).
+fn workload_label(cfg: &SearchConfig) -> Result<(String, std::path::PathBuf), SearchError> {
+    let (label, dir) = match &cfg.workload {
+        Workload::Record(s) => {
+            sinkrate_record::session::preflight(s)?;
+            return Ok((s.label.clone(), s.record.dir.clone()));
+        }
+        Workload::Job { dir, file, .. } => (format!("job file {}", file.display()), dir.clone()),
+        Workload::Exec { argv, dir, .. } => (argv.join(" "), dir.clone()),
+    };
+    for (given, flag) in [
+        (cfg.max_loss.is_some(), "--max-loss"),
+        (cfg.power_switch.is_some(), "--power-cut"),
+    ] {
+        if given {
+            return Err(SearchError::Workload(format!(
+                "{flag} needs the recording in process (record flags after --): a job's or your own recorder's syncs are not seen"
+            )));
+        }
+    }
+    Ok((label, dir))
+}
+
+/// How many of a candidate's runs were full-length.
+fn confirmations(t: &[Trial]) -> usize {
+    t.iter().filter(|t| t.confirmation).count()
+}
+
+/// Why a failed run failed.
+fn failure(t: &Trial) -> Option<String> {
+    (t.verdict == Verdict::Failed).then(|| {
+        t.error
+            .clone()
+            .unwrap_or_else(|| "the workload failed".into())
+    })
+}
+
+/// Runs the candidates' trials: the screening pass, then full-length runs while the budget
+/// lasts. Stops at the first interruption or when the baseline fails.
+struct Runner<'a, 'p> {
+    cfg: &'a SearchConfig,
+    all: &'a [Candidate],
+    len: &'a Lengths,
+    stop: &'a Arc<AtomicBool>,
+    progress: &'p mut dyn FnMut(&Event),
+    /// Each candidate's runs so far, in the order of `all`.
+    trials: Vec<Vec<Trial>>,
+    interrupted: bool,
+    failed: Option<String>,
+}
+
+impl Runner<'_, '_> {
+    /// One run of candidate `k`, its settings applied for the run and put back after.
+    /// `Ok(false)` when it was interrupted.
+    fn run_one(&mut self, k: usize, confirmation: bool) -> Result<bool, SearchError> {
+        let c = &self.all[k];
+        let seconds = if confirmation {
+            self.len.confirm(c)
+        } else {
+            self.len.screen(c)
+        };
+        // A run of any candidate but the baseline is given up on once it drops more frames
+        // than the best candidate's worst run so far: it is already clearly worse, and a
+        // leader that fails its full-length run frees the time for the next.
+        let bar: Option<u64> = (k != 0)
+            .then(|| {
+                self.trials
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, t)| *j != k && !t.is_empty() && t.iter().all(|t| !t.stopped_early))
+                    .filter(|(_, t)| t.iter().all(|t| t.verdict != Verdict::Failed))
+                    .map(|(_, t)| t.iter().map(|t| t.frames_dropped).max().unwrap_or(0))
+                    .min()
+            })
+            .flatten();
+        let _settings = settings_for_the_run(&self.cfg.journal, c)?;
+        (self.progress)(&Event::Run {
+            label: c.label.clone(),
+            run: self.trials[k].len() + 1,
+            seconds,
+            confirmation,
+        });
+        let mut give_up = |dropped: u64| bar.is_some_and(|bar| dropped > bar);
+        let Some(mut trial) = crate::workload::run(
+            &self.cfg.workload,
+            c,
+            Duration::from_secs_f64(seconds),
+            self.stop,
+            &mut give_up,
+        )?
+        else {
+            return Ok(false);
+        };
+        // A run as long as a confirmation run is one, whatever it was started as.
+        trial.confirmation =
+            !trial.stopped_early && (confirmation || seconds >= self.len.confirm(c) - 1e-9);
+        (self.progress)(&Event::Ran {
+            label: c.label.clone(),
+            trial: Box::new(trial.clone()),
+        });
+        self.trials[k].push(trial);
+        Ok(true)
+    }
+
+    /// The screening pass: the baseline's full-length run, then one screening run of each
+    /// of the first `planned` candidates. Fails the search when the baseline (or every
+    /// candidate) fails.
+    fn screen(&mut self, planned: usize) -> Result<(), SearchError> {
+        for k in 0..planned {
+            if !self.run_one(k, k == 0)? {
+                self.interrupted = true;
+                break;
+            }
+            // The baseline is what every candidate is compared with: if it fails, stop.
+            if let Some(why) = self.trials[0].first().and_then(failure).filter(|_| k == 0) {
+                self.failed = Some(format!(
+                    "the workload as configured failed, so nothing can be compared: {why}"
+                ));
+                break;
+            }
+        }
+        let every_run_failed = self
+            .trials
+            .iter()
+            .flatten()
+            .all(|t| t.verdict == Verdict::Failed);
+        if self.failed.is_none() && !self.interrupted && every_run_failed {
+            let why = self
+                .trials
+                .iter()
+                .flatten()
+                .find_map(failure)
+                .unwrap_or_default();
+            self.failed = Some(format!("every candidate failed: {why}"));
+        }
+        Ok(())
+    }
+
+    /// Full-length runs while `fits` says the budget has time: the leader and the
+    /// baseline, candidates left out of screening, then the runners-up. Returns the first
+    /// candidate never tried and whether the leader and baseline were left unconfirmed.
+    fn confirm(
+        &mut self,
+        planned: usize,
+        runs: usize,
+        objective: &crate::rank::Objective,
+        fits: impl Fn(f64) -> bool,
+    ) -> Result<(usize, bool), SearchError> {
+        let mut next_extra = planned;
+        while !self.interrupted && self.failed.is_none() {
+            let ranked = rank(self.all, &self.trials, objective);
+            let trials = &self.trials;
+            // A leader given up on during screening is not confirmed: it was clearly worse.
+            let leader = ranked
+                .iter()
+                .copied()
+                .find(|k| trials[*k].iter().all(|t| !t.stopped_early))
+                .unwrap_or(0);
+            // The leader and the baseline it is compared with, in turn (the one with fewer
+            // full-length runs; the leader on a tie), so a leader that changes does not
+            // starve the baseline of its runs.
+            let next = [leader, 0]
+                .into_iter()
+                .filter(|k| confirmations(&trials[*k]) < runs)
+                .min_by_key(|k| confirmations(&trials[*k]));
+            if let Some(k) = next {
+                if !fits(run_s(self.len.confirm(&self.all[k]))) {
+                    return Ok((next_extra, true));
+                }
+                self.interrupted = !self.run_one(k, true)?;
+                continue;
+            }
+            // Both confirmed: a candidate left out is screened if there is time to confirm
+            // it too, should it lead.
+            if let Some(extra) = self.all.get(next_extra) {
+                let len = self.len;
+                if fits(run_s(len.screen(extra)) + runs as f64 * run_s(len.confirm(extra))) {
+                    self.interrupted = !self.run_one(next_extra, false)?;
+                    next_extra += 1;
+                    continue;
+                }
+            }
+            // Then the runners-up that were not clearly worse, best first, get their
+            // full-length runs while time is left.
+            let runner_up = ranked.iter().copied().find(|k| {
+                *k != leader
+                    && confirmations(&trials[*k]) < runs
+                    && trials[*k]
+                        .iter()
+                        .all(|t| !t.stopped_early && t.verdict != Verdict::Failed)
+            });
+            match runner_up {
+                Some(k) if fits(run_s(self.len.confirm(&self.all[k]))) => {
+                    self.interrupted = !self.run_one(k, true)?;
+                }
+                _ => break,
+            }
+        }
+        Ok((next_extra, false))
+    }
 }
 
 #[cfg(test)]

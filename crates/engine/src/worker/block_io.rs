@@ -28,13 +28,8 @@ pub(super) fn run_block_io(
     outcome: &mut WorkerOutcome,
 ) -> Result<(), EngineError> {
     let o = &setup.job.options;
-    // fio: randrepeat makes every generator repeat; allrandrepeat does so even without it.
-    let seed = if o.randrepeat || o.behaviour.allrandrepeat {
-        o.randseed.wrapping_add(setup.job_number as u64 * 7919)
-    } else {
-        setup.clock.now_ns() ^ std::process::id() as u64
-    };
-    let mut rng = Rng::new(seed);
+    let seed = job_seed(setup);
+    let rng = Rng::new(seed);
     // As fio's job threads: prio/prioclass is the thread's own priority, which the kernel
     // gives every I/O issued without one of its own.
     if let Some(ioprio) = o.priorities.job_ioprio() {
@@ -55,38 +50,13 @@ pub(super) fn run_block_io(
     } else {
         1
     };
-    let made = if o.coordination.offload {
-        backend::Offload::new(depth, setup.clock, o.ioengine == Engine::Null)
-            .map(|b| Box::new(b) as Box<dyn backend::Backend>)
-    } else if let (Engine::Nbd, Some(uri)) = (o.ioengine, &o.uri) {
-        backend::Nbd::connect(uri).map(|b| Box::new(b) as Box<dyn backend::Backend>)
-    } else {
-        backend::for_engine(o.ioengine, depth)
-    };
-    let mut backend = made.map_err(|e| {
-        EngineError::job(
-            &o.name,
-            format!("cannot start ioengine={}: {e}", o.ioengine.fio_name()),
-        )
-    })?;
-    // The trace was read and checked when the run was prepared; read again here, where the
-    // job's I/Os are made.
-    let replay_cursor = match &o.read_iolog {
-        Some(path) => {
-            let redirect = o.replay_redirect.as_deref().map(std::path::Path::new);
-            let trace = crate::replay::Trace::load(std::path::Path::new(path), redirect)
-                .map_err(|e| EngineError::job(&o.name, e))?;
-            Some(super::replaying::ReplayCursor::new(
-                trace,
-                !o.replay_no_stall,
-            ))
-        }
-        None => None,
-    };
+    let mut backend = start_backend(setup, depth)?;
+    let replay = replay_cursor(o)?;
+    let mut rng = rng;
     let mut files = Vec::with_capacity(setup.files.len());
     let opened = open_files(setup, outcome, &mut rng, backend.as_mut(), &mut files)
         .and_then(|()| JobLogs::open(o, setup.job_number, setup.unix_start_ms));
-    let logs = match opened {
+    let mut logs = match opened {
         Ok(logs) => logs,
         Err(e) => {
             for i in 0..files.len() {
@@ -96,7 +66,6 @@ pub(super) fn run_block_io(
             return Err(e);
         }
     };
-    let mut logs = logs;
     if let Some(t) = &mut logs.iolog {
         let now = setup.clock.now_ns();
         for f in &files {
@@ -107,16 +76,161 @@ pub(super) fn run_block_io(
     if let Some(ticket) = &setup.start_gate {
         ticket.ready_and_wait(&setup.stop);
     }
+    let now = setup.clock.now_ns();
+    let mut lp = new_loop(
+        setup,
+        Started {
+            files,
+            logs,
+            rng,
+            seed,
+            depth,
+            flow,
+            replay,
+            now,
+        },
+    );
+    if !lp.ramping {
+        lp.begin_measured(now);
+    } else {
+        setup.progress.set_phase(Phase::Ramping);
+    }
+    let cpu_before = thread_rusage();
+    let helpers_before = backend.helper_cpu_ns();
+    let loop_result = if depth > 1 {
+        lp.run_queued(backend.as_mut(), depth)
+    } else {
+        lp.run_sync(backend.as_mut())
+    };
+    if let Err((errno, text)) = loop_result {
+        lp.error = Some((errno, text));
+    }
+    end_of_job(&mut lp, backend.as_mut());
+    let end = lp.clock.now_ns();
+    let cpu_after = thread_rusage();
+    let helpers_after = backend.helper_cpu_ns();
+    let runtime = end.saturating_sub(lp.start_ns).max(1);
+    lp.finish_samples(end);
+    outcome.result.flush = flush_buffered_writes(setup, &mut lp, backend.as_mut(), runtime);
+    store_results(&mut lp, outcome, runtime);
+    let res = &mut outcome.result;
+    if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
+        let used = b.since(&a);
+        let usr = used.user_ns + helpers_after.0.saturating_sub(helpers_before.0);
+        let sys = used.system_ns + helpers_after.1.saturating_sub(helpers_before.1);
+        res.usr_cpu_pct = 100.0 * usr as f64 / runtime as f64;
+        res.sys_cpu_pct = 100.0 * sys as f64 / runtime as f64;
+        res.ctx_switches = used.context_switches;
+        res.minor_faults = used.minor_faults;
+        res.major_faults = used.major_faults;
+    }
+    let mut logs = std::mem::take(&mut lp.logs);
+    if let Some(t) = &mut logs.iolog {
+        let now = lp.clock.now_ns();
+        for f in &lp.files {
+            t.file_event(now, &f.plan.path, "close");
+        }
+    }
+    let finished_logs = logs.finish();
+    for i in 0..lp.files.len() {
+        backend.detach_file(i);
+    }
+    setup
+        .debug
+        .io_event(format_args!("close ioengine {}", o.ioengine.fio_name()));
+    drop(backend);
+    cleanup(setup, &mut lp.files, outcome);
+    outcome.log_files = finished_logs?;
+    Ok(())
+}
+
+/// The seed of the job's generators.
+fn job_seed(setup: &WorkerSetup) -> u64 {
+    let o = &setup.job.options;
+    // fio: randrepeat makes every generator repeat; allrandrepeat does so even without it.
+    if o.randrepeat || o.behaviour.allrandrepeat {
+        o.randseed.wrapping_add(setup.job_number as u64 * 7919)
+    } else {
+        setup.clock.now_ns() ^ std::process::id() as u64
+    }
+}
+
+/// The engine's backend: offload's submitter threads, an NBD connection or the engine's own.
+fn start_backend(
+    setup: &WorkerSetup,
+    depth: u32,
+) -> Result<Box<dyn backend::Backend>, EngineError> {
+    let o = &setup.job.options;
+    let made = if o.coordination.offload {
+        backend::Offload::new(depth, setup.clock, o.ioengine == Engine::Null)
+            .map(|b| Box::new(b) as Box<dyn backend::Backend>)
+    } else if let (Engine::Nbd, Some(uri)) = (o.ioengine, &o.uri) {
+        backend::Nbd::connect(uri).map(|b| Box::new(b) as Box<dyn backend::Backend>)
+    } else {
+        backend::for_engine(o.ioengine, depth)
+    };
+    made.map_err(|e| {
+        EngineError::job(
+            &o.name,
+            format!("cannot start ioengine={}: {e}", o.ioengine.fio_name()),
+        )
+    })
+}
+
+/// A read_iolog job's trace, ready to replay.
+fn replay_cursor(
+    o: &sinkrate_jobspec::JobOptions,
+) -> Result<Option<super::replaying::ReplayCursor>, EngineError> {
+    // The trace was read and checked when the run was prepared; read again here, where the
+    // job's I/Os are made.
+    Ok(match &o.read_iolog {
+        Some(path) => {
+            let redirect = o.replay_redirect.as_deref().map(std::path::Path::new);
+            let trace = crate::replay::Trace::load(std::path::Path::new(path), redirect)
+                .map_err(|e| EngineError::job(&o.name, e))?;
+            Some(super::replaying::ReplayCursor::new(
+                trace,
+                !o.replay_no_stall,
+            ))
+        }
+        None => None,
+    })
+}
+
+/// What the job has when its loop starts.
+struct Started {
+    files: Vec<super::open::OpenFile>,
+    logs: JobLogs,
+    rng: Rng,
+    seed: u64,
+    depth: u32,
+    flow: Option<crate::flow::FlowMember>,
+    replay: Option<super::replaying::ReplayCursor>,
+    now: u64,
+}
+
+/// The job's loop, every counter at zero and every clock at `now`.
+fn new_loop(setup: &WorkerSetup, started: Started) -> Loop<'_> {
+    let o = &setup.job.options;
+    let Started {
+        files,
+        logs,
+        rng,
+        seed,
+        depth,
+        flow,
+        replay,
+        now,
+    } = started;
     // A replay ends with its trace, not with a pass over the files.
-    let pass_bytes = match replay_cursor {
+    let pass_bytes = match replay {
         Some(_) => u64::MAX,
         None => o
             .io_size
             .unwrap_or_else(|| files.iter().map(|f| f.plan.region_len).sum()),
     };
-    let now = setup.clock.now_ns();
     let ramp_ns = o.ramp_time.as_nanos() as u64;
-    let mut lp = Loop {
+    Loop {
         o,
         clock: setup.clock,
         contents: {
@@ -202,29 +316,18 @@ pub(super) fn run_block_io(
         ignored_errors: (0, 0),
         filled: None,
         bad_blocks: (0, None),
-        replay: replay_cursor,
+        replay,
         command_prio: super::priority::CommandPriority::new(&o.priorities, seed),
         job_ioprio: o.priorities.job_ioprio().unwrap_or(0),
         prio_latency: super::priority::PriorityLatency::new(&o.priorities, o.lat_percentiles),
         records_slat: (o.ioengine.is_async() || !o.coordination.offload)
             && !o.behaviour.disable_slat,
-    };
-    if !lp.ramping {
-        lp.begin_measured(now);
-    } else {
-        setup.progress.set_phase(Phase::Ramping);
     }
-    let cpu_before = thread_rusage();
-    let helpers_before = backend.helper_cpu_ns();
-    let loop_result = if depth > 1 {
-        lp.run_queued(backend.as_mut(), depth)
-    } else {
-        lp.run_sync(backend.as_mut())
-    };
-    if let Err((errno, text)) = loop_result {
-        lp.error = Some((errno, text));
-    }
-    // End-of-job syncs count in the job's runtime, as in fio.
+}
+
+/// End-of-job syncs (they count in the job's runtime, as in fio), then verify's read-back.
+fn end_of_job(lp: &mut Loop, backend: &mut dyn backend::Backend) {
+    let o = lp.o;
     if lp.error.is_none() && (o.end_fsync || o.fsync_on_close) && o.rw.writes() {
         for i in (0..lp.files.len()).filter(|&i| lp.files[i].plan.takes_syncs) {
             let t0 = lp.clock.now_ns();
@@ -239,16 +342,21 @@ pub(super) fn run_block_io(
         }
     }
     if lp.error.is_none() {
-        if let Err(e) = lp.verify_at_end(backend.as_mut()) {
+        if let Err(e) = lp.verify_at_end(backend) {
             lp.error = Some(e);
         }
     }
-    let end = lp.clock.now_ns();
-    let cpu_after = thread_rusage();
-    let helpers_after = backend.helper_cpu_ns();
-    let runtime = end.saturating_sub(lp.start_ns).max(1);
-    lp.finish_samples(end);
+}
 
+/// Buffered writes still in the page cache at the end: flushed and timed, so that the
+/// job's rate can be set beside what the device took (sinkrate's honest flush).
+fn flush_buffered_writes(
+    setup: &WorkerSetup,
+    lp: &mut Loop,
+    backend: &mut dyn backend::Backend,
+    runtime: u64,
+) -> Option<FlushResult> {
+    let o = lp.o;
     let buffered_writes = o.rw.writes()
         && !o.direct
         && o.sync == SyncMode::None
@@ -262,28 +370,33 @@ pub(super) fn run_block_io(
         )
         && lp.tally[1].bytes > 0
         && lp.files.iter().any(|f| !f.plan.special);
-    if buffered_writes && lp.error.is_none() {
-        setup.progress.set_phase(Phase::Flushing);
-        let unwritten = (setup.read_meminfo)();
-        let t0 = lp.clock.now_ns();
-        for i in 0..lp.files.len() {
-            let _ = backend.sync_file(i, lp.files[i].fd, false);
-        }
-        let flush_ns = lp.clock.now_ns() - t0;
-        let written_regions: u64 = lp
-            .files
-            .iter()
-            .filter(|f| f.written)
-            .map(|f| f.plan.region_len)
-            .sum();
-        outcome.result.flush = Some(FlushResult {
-            footprint_bytes: lp.tally[1].bytes.min(written_regions),
-            unwritten_at_end_bytes: unwritten,
-            flush_ns,
-            device_bytes_per_s: lp.tally[1].bytes as f64 * 1e9 / (runtime + flush_ns) as f64,
-        });
+    if !buffered_writes || lp.error.is_some() {
+        return None;
     }
+    setup.progress.set_phase(Phase::Flushing);
+    let unwritten = (setup.read_meminfo)();
+    let t0 = lp.clock.now_ns();
+    for i in 0..lp.files.len() {
+        let _ = backend.sync_file(i, lp.files[i].fd, false);
+    }
+    let flush_ns = lp.clock.now_ns() - t0;
+    let written_regions: u64 = lp
+        .files
+        .iter()
+        .filter(|f| f.written)
+        .map(|f| f.plan.region_len)
+        .sum();
+    Some(FlushResult {
+        footprint_bytes: lp.tally[1].bytes.min(written_regions),
+        unwritten_at_end_bytes: unwritten,
+        flush_ns,
+        device_bytes_per_s: lp.tally[1].bytes as f64 * 1e9 / (runtime + flush_ns) as f64,
+    })
+}
 
+/// The loop's tallies, histograms and states into the job's result.
+fn store_results(lp: &mut Loop, outcome: &mut WorkerOutcome, runtime: u64) {
+    let o = lp.o;
     for (d, tally) in lp.tally.iter().enumerate() {
         let r = &mut lp.results[d];
         r.io_bytes = tally.bytes;
@@ -316,16 +429,6 @@ pub(super) fn run_block_io(
     }
     res.sync = std::mem::take(&mut lp.sync);
     res.sync_file_ranges = lp.sync_file_ranges;
-    if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
-        let used = b.since(&a);
-        let usr = used.user_ns + helpers_after.0.saturating_sub(helpers_before.0);
-        let sys = used.system_ns + helpers_after.1.saturating_sub(helpers_before.1);
-        res.usr_cpu_pct = 100.0 * usr as f64 / runtime as f64;
-        res.sys_cpu_pct = 100.0 * sys as f64 / runtime as f64;
-        res.ctx_switches = used.context_switches;
-        res.minor_faults = used.minor_faults;
-        res.major_faults = used.major_faults;
-    }
     res.iodepth_level = shares(&lp.depth_hist);
     res.iodepth_submit = shares(&lp.submit_hist);
     res.iodepth_complete = shares(&lp.complete_hist);
@@ -352,22 +455,4 @@ pub(super) fn run_block_io(
         res.error = errno;
         res.error_text = Some(text);
     }
-    let mut logs = std::mem::take(&mut lp.logs);
-    if let Some(t) = &mut logs.iolog {
-        let now = lp.clock.now_ns();
-        for f in &lp.files {
-            t.file_event(now, &f.plan.path, "close");
-        }
-    }
-    let finished_logs = logs.finish();
-    for i in 0..lp.files.len() {
-        backend.detach_file(i);
-    }
-    setup
-        .debug
-        .io_event(format_args!("close ioengine {}", o.ioengine.fio_name()));
-    drop(backend);
-    cleanup(setup, &mut lp.files, outcome);
-    outcome.log_files = finished_logs?;
-    Ok(())
 }

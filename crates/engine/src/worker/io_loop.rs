@@ -21,6 +21,25 @@ use crate::progress::{JobProgress, Phase};
 use crate::rng::Rng;
 use std::sync::atomic::AtomicBool;
 
+/// The queued loop's I/Os in flight: a buffer per slot, what each slot holds (the I/O,
+/// when it was prepared, when submitted), the free slots, the batch not yet committed.
+pub(super) struct Queue {
+    bufs: Vec<AlignedBuf>,
+    slots: Vec<(Planned, u64, u64)>,
+    free: Vec<usize>,
+    batch: Vec<usize>,
+    completions: Vec<Completion>,
+    inflight: usize,
+}
+
+impl Queue {
+    /// After an engine error the ring's state is unknown: the buffers must outlive any
+    /// I/O the kernel may still do, so they are leaked rather than freed.
+    fn abandon(self) {
+        std::mem::forget(self.bufs);
+    }
+}
+
 /// Counters of the measured phase for one direction, kept locally in the hot loop.
 #[derive(Default)]
 pub(super) struct Tally {
@@ -752,28 +771,7 @@ impl Loop<'_> {
         depth: u32,
     ) -> Result<(), LoopError> {
         let depth = depth as usize;
-        let max_bs = self.bs.iter().map(BlockSizes::max).max().unwrap_or(4096) as usize;
-        let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(max_bs)).collect();
-        for b in &mut bufs {
-            self.contents.initial_fill(b.as_mut_slice(), &mut self.rng);
-        }
-        let mut slots: Vec<(Planned, u64, u64)> = vec![
-            (
-                Planned {
-                    dir: IoDir::Read,
-                    file: 0,
-                    offset: 0,
-                    len: 0,
-                    ioprio: 0,
-                },
-                0,
-                0
-            );
-            depth
-        ];
-        let mut free: Vec<usize> = (0..depth).rev().collect();
-        let mut batch: Vec<usize> = Vec::with_capacity(depth);
-        let mut completions: Vec<Completion> = Vec::with_capacity(depth);
+        let mut q = self.new_queue(depth);
         // fio's iodepth_batch_complete_max: not given (or below the minimum), it is
         // iodepth_batch_complete_min, so by default one completion is taken per reap and
         // the queue is refilled one I/O at a time, as fio's.
@@ -783,7 +781,6 @@ impl Loop<'_> {
             .max(self.o.iodepth_batch_complete_min)
             .max(1) as usize;
         let batch_submit = (self.o.iodepth_batch_submit.max(1) as usize).min(depth);
-        let mut inflight = 0usize;
         let mut issuing = true;
         // The first error stops issuing; the I/Os already in flight are still reaped before
         // returning, because the kernel writes into their buffers until they complete.
@@ -798,7 +795,7 @@ impl Loop<'_> {
 
         let floors = self.has_rate_floor();
         loop {
-            if inflight == 0 {
+            if q.inflight == 0 {
                 if let Some(count) = think_due.take() {
                     self.think_pause(count);
                 }
@@ -820,7 +817,7 @@ impl Loop<'_> {
             }
             while issuing
                 && think_due.is_none()
-                && inflight + batch.len() < depth.min(self.depth_cap as usize)
+                && q.inflight + q.batch.len() < depth.min(self.depth_cap as usize)
             {
                 if self.flow.as_mut().is_some_and(|f| f.held_back()) {
                     held = true;
@@ -833,12 +830,11 @@ impl Loop<'_> {
                         (p, self.rate_due(p.dir.index(), p.len as u64))
                     }
                 };
-                let d = p.dir.index();
                 if let Some(due) = due {
                     // As fio's rate limiting (io_u_quiesce): the I/Os in flight complete
                     // before the job sleeps until its next slot, so their completion is
                     // seen when it happens, not when the sleep ends.
-                    if inflight + batch.len() > 0 && self.clock.now_ns() < due {
+                    if q.inflight + q.batch.len() > 0 && self.clock.now_ns() < due {
                         paced = Some((p, Some(due)));
                         quiesce = true;
                         break;
@@ -848,73 +844,22 @@ impl Loop<'_> {
                         break;
                     }
                 }
-                let Some(slot) = free.pop() else { break };
-                if p.dir.is_write() {
-                    self.contents.before_write(
-                        bufs[slot].as_mut_slice(),
-                        p.len,
-                        p.offset,
-                        &mut self.rng,
-                    );
-                    if let Some(v) = &mut self.verify {
-                        v.stamp(&mut bufs[slot].as_mut_slice()[..p.len], p.file, p.offset);
-                    }
-                }
-                let req = IoRequest {
-                    fd: self.files[p.file].fd,
-                    file_index: p.file,
-                    dir: p.dir,
-                    offset: p.offset,
-                    len: p.len,
-                    buf: bufs[slot].as_mut_ptr(),
-                    tag: slot as u64,
-                    ioprio: self.sqe_ioprio(&p),
-                };
-                let prep = self.clock.now_ns();
-                self.trace_io(&p, prep);
-                self.trace_stages(
-                    &["fill", "prep", "queue"],
-                    &p,
-                    bufs[slot].as_slice().as_ptr(),
-                );
-                slots[slot] = (p, prep, prep);
-                self.issued_total[d] += 1;
-                self.issued_bytes[d] += p.len as u64;
-                self.count_toward_pass(&p);
-                match backend.submit(&req) {
-                    Ok(Submitted::Queued) => {
-                        batch.push(slot);
-                        self.think_issued();
-                    }
-                    Ok(Submitted::Done(n)) => {
-                        self.think_issued();
-                        self.think_completed();
-                        let done = self.clock.now_ns();
-                        free.push(slot);
-                        self.trace_stages(&["complete"], &p, bufs[slot].as_slice().as_ptr());
-                        let checked = self
-                            .complete(&p, n as i64, prep, prep, done)
-                            .and_then(|()| self.check_read(&p, n as i64, bufs[slot].as_slice()));
-                        if let Err(e) = checked {
-                            failure.get_or_insert(e);
-                            issuing = false;
-                        }
+                let Some(slot) = q.free.pop() else { break };
+                match self.submit_queued(backend, &mut q, slot, p) {
+                    Ok(None) => {}
+                    Ok(Some(e)) => {
+                        failure.get_or_insert(e);
+                        issuing = false;
                     }
                     Err(e) => {
-                        free.push(slot);
-                        failure.get_or_insert((
-                            e.raw_os_error().unwrap_or(libc::EIO),
-                            format!("submit: {e}"),
-                        ));
+                        failure.get_or_insert(e);
                         issuing = false;
                         break;
                     }
                 }
-                if batch.len() >= batch_submit {
-                    if let Err(e) = self.commit(backend, &mut batch, &mut slots, &mut inflight) {
-                        // The ring's state is unknown: the buffers must outlive any I/O the
-                        // kernel may still do, so they are leaked rather than freed.
-                        std::mem::forget(bufs);
+                if q.batch.len() >= batch_submit {
+                    if let Err(e) = self.commit(backend, &mut q) {
+                        q.abandon();
                         return Err(e);
                     }
                 }
@@ -924,13 +869,13 @@ impl Loop<'_> {
                 // As fio's loop: one I/O per turn, then the thinktime check.
                 think_due = self.think_due();
             }
-            if !batch.is_empty() {
-                if let Err(e) = self.commit(backend, &mut batch, &mut slots, &mut inflight) {
-                    std::mem::forget(bufs);
+            if !q.batch.is_empty() {
+                if let Err(e) = self.commit(backend, &mut q) {
+                    q.abandon();
                     return Err(e);
                 }
             }
-            if inflight == 0 {
+            if q.inflight == 0 {
                 if issuing {
                     if let (true, Some(f)) = (held, &self.flow) {
                         f.pause();
@@ -939,49 +884,32 @@ impl Loop<'_> {
                 }
                 break;
             }
-            let full = inflight >= depth.min(self.depth_cap as usize);
+            let full = q.inflight >= depth.min(self.depth_cap as usize);
 
             // As fio does: reap only once the queue is full (or no more I/O will be issued),
             // which keeps the device at the requested depth. A rate-limited job also looks
             // for completions without waiting, so its latencies are not held back.
             let min = if held || quiesce || think_due.is_some() {
-                inflight
+                q.inflight
             } else if !issuing || full {
-                (self.o.iodepth_batch_complete_min.max(1) as usize).min(inflight)
+                (self.o.iodepth_batch_complete_min.max(1) as usize).min(q.inflight)
             } else if rate_limited {
                 0
             } else {
                 continue;
             };
             quiesce = false;
-            completions.clear();
-            if let Err(e) = backend.reap(min, reap_max, &mut completions) {
-                std::mem::forget(bufs);
-                return Err((e.raw_os_error().unwrap_or(libc::EIO), format!("reap: {e}")));
-            }
-            if completions.is_empty() {
-                continue;
-            }
-            let done = self.clock.now_ns();
-            if !self.ramping {
-                self.complete_hist[batch_bucket(completions.len() as u32)] += 1;
-            }
-            for c in completions.drain(..) {
-                let slot = c.tag as usize;
-                let (p, prep, submit) = slots[slot];
-                let (submit, done) = c.times.unwrap_or((submit, done));
-                inflight -= 1;
-                free.push(slot);
-                self.trace_stages(&["complete"], &p, bufs[slot].as_slice().as_ptr());
-                let checked = self
-                    .complete(&p, c.result, prep, submit, done)
-                    .and_then(|()| self.check_read(&p, c.result, bufs[slot].as_slice()));
-                if let Err(e) = checked {
+            match self.reap_queued(backend, &mut q, min, reap_max) {
+                Err(e) => {
+                    q.abandon();
+                    return Err(e);
+                }
+                Ok((0, _)) => continue,
+                Ok((_, Some(e))) => {
                     failure.get_or_insert(e);
                     issuing = false;
                 }
-                self.count_write_for_sync(&p);
-                self.think_completed();
+                Ok((_, None)) => {}
             }
             if think_due.is_none() {
                 think_due = self.think_due();
@@ -993,12 +921,144 @@ impl Loop<'_> {
         }
     }
 
+    /// One I/O into a free slot of the queue: its buffer filled, submitted, and completed
+    /// at once when the engine did it inline. `Err` when it could not be submitted (stop
+    /// issuing); `Ok(Some)` when an inline completion failed its checks.
+    #[inline]
+    fn submit_queued(
+        &mut self,
+        backend: &mut dyn Backend,
+        q: &mut Queue,
+        slot: usize,
+        p: Planned,
+    ) -> Result<Option<LoopError>, LoopError> {
+        let d = p.dir.index();
+        if p.dir.is_write() {
+            self.contents
+                .before_write(q.bufs[slot].as_mut_slice(), p.len, p.offset, &mut self.rng);
+            if let Some(v) = &mut self.verify {
+                v.stamp(&mut q.bufs[slot].as_mut_slice()[..p.len], p.file, p.offset);
+            }
+        }
+        let req = IoRequest {
+            fd: self.files[p.file].fd,
+            file_index: p.file,
+            dir: p.dir,
+            offset: p.offset,
+            len: p.len,
+            buf: q.bufs[slot].as_mut_ptr(),
+            tag: slot as u64,
+            ioprio: self.sqe_ioprio(&p),
+        };
+        let prep = self.clock.now_ns();
+        self.trace_io(&p, prep);
+        self.trace_stages(
+            &["fill", "prep", "queue"],
+            &p,
+            q.bufs[slot].as_slice().as_ptr(),
+        );
+        q.slots[slot] = (p, prep, prep);
+        self.issued_total[d] += 1;
+        self.issued_bytes[d] += p.len as u64;
+        self.count_toward_pass(&p);
+        match backend.submit(&req) {
+            Ok(Submitted::Queued) => {
+                q.batch.push(slot);
+                self.think_issued();
+                Ok(None)
+            }
+            Ok(Submitted::Done(n)) => {
+                self.think_issued();
+                self.think_completed();
+                let done = self.clock.now_ns();
+                q.free.push(slot);
+                self.trace_stages(&["complete"], &p, q.bufs[slot].as_slice().as_ptr());
+                let checked = self
+                    .complete(&p, n as i64, prep, prep, done)
+                    .and_then(|()| self.check_read(&p, n as i64, q.bufs[slot].as_slice()));
+                Ok(checked.err())
+            }
+            Err(e) => {
+                q.free.push(slot);
+                Err((
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                    format!("submit: {e}"),
+                ))
+            }
+        }
+    }
+
+    /// Reaps at least `min` completions (at most `max`) and accounts for each: the count
+    /// reaped and the first completion that failed its checks. `Err` when the engine could
+    /// not reap (the queue's state is then unknown).
+    #[inline]
+    fn reap_queued(
+        &mut self,
+        backend: &mut dyn Backend,
+        q: &mut Queue,
+        min: usize,
+        reap_max: usize,
+    ) -> Result<(usize, Option<LoopError>), LoopError> {
+        q.completions.clear();
+        if let Err(e) = backend.reap(min, reap_max, &mut q.completions) {
+            return Err((e.raw_os_error().unwrap_or(libc::EIO), format!("reap: {e}")));
+        }
+        let reaped = q.completions.len();
+        if reaped == 0 {
+            return Ok((0, None));
+        }
+        let mut failure = None;
+        let done = self.clock.now_ns();
+        if !self.ramping {
+            self.complete_hist[batch_bucket(q.completions.len() as u32)] += 1;
+        }
+        for c in q.completions.drain(..) {
+            let slot = c.tag as usize;
+            let (p, prep, submit) = q.slots[slot];
+            let (submit, done) = c.times.unwrap_or((submit, done));
+            q.inflight -= 1;
+            q.free.push(slot);
+            self.trace_stages(&["complete"], &p, q.bufs[slot].as_slice().as_ptr());
+            let checked = self
+                .complete(&p, c.result, prep, submit, done)
+                .and_then(|()| self.check_read(&p, c.result, q.bufs[slot].as_slice()));
+            if let Err(e) = checked {
+                failure.get_or_insert(e);
+            }
+            self.count_write_for_sync(&p);
+            self.think_completed();
+        }
+        Ok((reaped, failure))
+    }
+
+    /// The queue's slots, one aligned buffer each, filled as the job's first buffers are.
+    fn new_queue(&mut self, depth: usize) -> Queue {
+        let max_bs = self.bs.iter().map(BlockSizes::max).max().unwrap_or(4096) as usize;
+        let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(max_bs)).collect();
+        for b in &mut bufs {
+            self.contents.initial_fill(b.as_mut_slice(), &mut self.rng);
+        }
+        let empty = Planned {
+            dir: IoDir::Read,
+            file: 0,
+            offset: 0,
+            len: 0,
+            ioprio: 0,
+        };
+        Queue {
+            bufs,
+            slots: vec![(empty, 0, 0); depth],
+            free: (0..depth).rev().collect(),
+            batch: Vec::with_capacity(depth),
+            completions: Vec::with_capacity(depth),
+            inflight: 0,
+        }
+    }
+
     pub(super) fn commit(
         &mut self,
         backend: &mut dyn Backend,
-        batch: &mut Vec<usize>,
-        slots: &mut [(Planned, u64, u64)],
-        inflight: &mut usize,
+        q: &mut Queue,
     ) -> Result<(), LoopError> {
         backend.commit().map_err(|e| {
             (
@@ -1007,15 +1067,15 @@ impl Loop<'_> {
             )
         })?;
         let now = self.clock.now_ns();
-        *inflight += batch.len();
+        q.inflight += q.batch.len();
         if !self.ramping {
-            self.submit_hist[batch_bucket(batch.len() as u32)] += 1;
-            self.depth_hist[iodepth_bucket(*inflight as u32)] += batch.len() as u64;
+            self.submit_hist[batch_bucket(q.batch.len() as u32)] += 1;
+            self.depth_hist[iodepth_bucket(q.inflight as u32)] += q.batch.len() as u64;
         }
-        for &slot in batch.iter() {
-            slots[slot].2 = now;
+        for &slot in q.batch.iter() {
+            q.slots[slot].2 = now;
         }
-        batch.clear();
+        q.batch.clear();
         Ok(())
     }
 }
