@@ -161,7 +161,7 @@ pub const OPTIONS: &[Declared] = &[
     o("loops", &[], Job, Int, "1", "Number of times to run the job"),
     o("offset", &[], Job, Size, "0", "Where in the file I/O starts (or a percentage)"),
     o("offset_increment", &[], Job, Size, "0", "How much further each numjobs clone starts"),
-    o("unlink", &[], Job, Bool, "0", "Remove the job's files when it is done"),
+    o("unlink", &[], Job, Bool, "1", "Remove the files the job created when it is done (fio's default is 0; sinkrate removes what it made unless unlink=0 or --keep)"),
     o("kb_base", &[], Job, Choice(&[("1024", "4k is 4096, 4KiB is 4000 (the default)"), ("1000", "4k is 4000, 4KiB is 4096")]), "1024", "Whether 'k' means 1000 or 1024"),
     // The I/O pattern.
     o("rw", &["readwrite"], Job, Choice(RW), "read", "Direction and order of the I/O (':N' skips, as fio)"),
@@ -426,6 +426,47 @@ mod tests {
                     "{name}={value}: {got:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn each_declared_default_is_what_a_job_starts_with() {
+        // Given as its declared default, an option leaves a job as it was: the table's
+        // defaults (what --cmdhelp says) are the ones a job runs with. Some options keep
+        // whether they were given at all, which the comparison leaves out.
+        let start = crate::JobOptions::default();
+        let mut differ = Vec::new();
+        for o in OPTIONS.iter().filter(|o| !o.default.is_empty()) {
+            let mut job = crate::JobOptions::default();
+            let got = job.apply(o.name, Some(o.default));
+            assert!(got.is_ok(), "{}={}: {got:?}", o.name, o.default);
+            forget_what_was_given(&mut job);
+            if job != start {
+                differ.push(o.name);
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "defaults that are not the job's: {differ:?}"
+        );
+    }
+
+    /// The fields that say whether an option was given besides what it is: each set to
+    /// "not given" where that means the same as its default.
+    fn forget_what_was_given(job: &mut crate::JobOptions) {
+        job.ioengine_requested = None;
+        // Not given, files are named $jobname.$jobnum.$filenum.
+        if job.filename_format.as_deref() == Some("$jobname.$jobnum.$filenum") {
+            job.filename_format = None;
+        }
+        // Not given, the files the job made are removed (unless --keep).
+        if job.unlink == Some(true) {
+            job.unlink = None;
+        }
+        // Not given, it is 1; unless thinktime_iotime is given, which then alone sets the
+        // pauses (as fio's).
+        if job.thinktime_blocks == Some(1) {
+            job.thinktime_blocks = None;
         }
     }
 
