@@ -42,6 +42,9 @@ const TIME_LIMIT: Duration = Duration::from_secs(1);
 const MEMORY_LIMIT: usize = 256 << 20;
 /// Fewer than this many inputs for a target means the corpus was not committed.
 const MIN_INPUTS: usize = 20;
+/// More than this many means a fuzzing run's corpus was committed unminimised (each
+/// target's minimised corpus holds 129 to 1,442 inputs).
+const MAX_INPUTS: usize = 2_000;
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -68,6 +71,13 @@ fn every_committed_input_is_answered_quickly_without_panic() {
             .map(|e| e.expect("a corpus directory entry").path())
             .collect();
         inputs.sort();
+        assert!(
+            inputs.len() <= MAX_INPUTS,
+            "{}: {} inputs, more than {MAX_INPUTS}: minimise it (cargo +nightly fuzz cmin -s none {} -- -set_cover_merge=1)",
+            dir.display(),
+            inputs.len(),
+            target.name
+        );
         if let Ok(found) = std::fs::read_dir(regressions_dir(target.name)) {
             inputs.extend(found.flatten().map(|e| e.path()));
         }
