@@ -72,7 +72,8 @@ checks_pid=$!
 # record --ram-limit and --dirty-limit), fs.protected_symlinks, watch's throttling test;
 # and what is planned or judged from the settings in force (a tune dry run, check's note on
 # the first writeback, sync_file_range's control run, which lane A's lowered dirty limits
-# would flush, bench's warning that a buffered job fit under the dirty limit). Two of them at once would see each other's values as the originals,
+# would flush, bench's warning that a buffered job fit under the dirty limit, emulate's
+# buffered writes that the page cache absorbs). Two of them at once would see each other's values as the originals,
 # or find a setting held by the other. A run
 # is a module (`tune`), or a module with tests left out (`-suite::page_cache_`), or test
 # names (`suite::page_cache_`). A module's filter skips the modules whose names end in its
@@ -81,10 +82,11 @@ lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watc
   "adversarial::a_second_interrupt_ adversarial::a_default_report_name_planted_"
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
   "round_trip::tune_results_" "check" "bench_fio_sync_range"
-  "bench_devices::honest_numbers_")
+  "bench_devices::honest_numbers_" "emulate::buffered_writes_")
 lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
-  "power_cut" "leftovers" "old_kernels" "verify" "emulate" "audit" "docs_links"
+  "power_cut" "leftovers" "old_kernels" "verify"
+  "emulate -emulate::buffered_writes_" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing")
 lane_c=("capacity" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
