@@ -337,15 +337,17 @@ fn bandwidth_log_holds_all_jobs_together() {
             })
             .collect();
         assert!(values.len() >= 4, "{name}: {text}");
-        // Whole windows inside the run: not the first (the jobs' start) nor the last (their
-        // end).
-        for v in &values[1..3] {
-            let expected = if name == "write" { 8192.0 } else { 0.0 };
-            assert!(
-                (*v as f64 - expected).abs() <= 0.05 * 8192.0,
-                "{name}: {values:?}"
-            );
-        }
+        // The whole windows (all but the last, the jobs' end) together: a window in which a
+        // busy machine held the jobs back is followed by one in which their pacers catch up
+        // (7,542 then 8,830 KiB/s once), so one window alone says how the CPU went, the
+        // windows together what the jobs did.
+        let whole = &values[..values.len() - 1];
+        let mean = whole.iter().sum::<u64>() as f64 / whole.len() as f64;
+        let expected = if name == "write" { 8192.0 } else { 0.0 };
+        assert!(
+            (mean - expected).abs() <= 0.05 * 8192.0,
+            "{name}: {values:?}"
+        );
     }
 }
 

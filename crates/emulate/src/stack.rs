@@ -1068,9 +1068,10 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
         let _ = std::fs::remove_file(backing);
     }
     if let Some(spec) = &state.spec {
-        if state.created_mountpoint && problems.is_empty() {
-            let _ = std::fs::remove_dir(&spec.mountpoint);
-        }
+        settle_mountpoint(
+            &spec.mountpoint,
+            state.created_mountpoint && problems.is_empty(),
+        );
     }
     if problems.is_empty() {
         let _ = std::fs::remove_dir_all(&state.state_dir);
@@ -1078,6 +1079,30 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
     } else {
         let _ = state.save();
         Err(step("down", problems.join("; ")))
+    }
+}
+
+/// The last step of a teardown. A mount(8) that a killed owner had started can finish
+/// while its device is taken down (the owner is gone, its mount is not): what got mounted
+/// meanwhile is unmounted, and a mountpoint the stack made is removed, after which no
+/// mount can land there (the kernel refuses a mount on a removed directory).
+fn settle_mountpoint(mountpoint: &Path, remove: bool) {
+    for _ in 0..20 {
+        if is_mountpoint(mountpoint) {
+            let _ = run("umount", Command::new("umount").arg("-l").arg(mountpoint));
+        }
+        let settled = if remove {
+            match std::fs::remove_dir(mountpoint) {
+                Ok(()) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            }
+        } else {
+            !is_mountpoint(mountpoint)
+        };
+        if settled {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
