@@ -60,11 +60,30 @@ fn accounting_is_exact_and_matches_the_files() {
                 "25",
                 "--duration",
                 "1s",
+                // A pool that holds the whole run (50 frames a stream): no frame can be
+                // dropped however slowly this host's disk takes O_DSYNC writes, so the
+                // accounting is exact on any machine. Whether it kept up is the disk's
+                // business (the slow-card tests judge that); it is printed.
+                "--buffers",
+                "64",
                 "--keep",
             ],
         );
-        assert_eq!(code, Some(0), "{label}: {stderr}");
-        assert_eq!(v["verdict"], "keeps_up");
+        eprintln!("{label}: verdict {}", v["verdict"]);
+        assert!(
+            matches!(code, Some(0) | Some(1)),
+            "{label}: exit {code:?}: {stderr}"
+        );
+        assert!(
+            v["verdict"] == "keeps_up" || v["verdict"] == "falling_behind",
+            "{label}: {}",
+            v["verdict"]
+        );
+        assert_eq!(
+            totals(&v, "frames_dropped"),
+            0,
+            "{label}: the pool holds the run"
+        );
         assert_eq!(
             totals(&v, "frames_offered"),
             100,
