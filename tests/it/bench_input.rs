@@ -1070,3 +1070,92 @@ fn cmdhelp_lists_every_option_each_one_fio_has() {
         assert!(known, "{name} is not an option of fio's");
     }
 }
+
+/// The option table's defaults and ranges are fio's: each option's `--cmdhelp` is compared
+/// with what the fio beside says of it. fio's "no default" is a zeroed field, which is
+/// sinkrate's "0" or none; fio's "0" for a text or time option is sinkrate's none. Where
+/// sinkrate departs on purpose, the option is named with why.
+#[test]
+fn cmdhelp_defaults_and_ranges_are_fios() {
+    if !common::fio_or_skip("cmdhelp_defaults_and_ranges_are_fios") {
+        return;
+    }
+    // Deliberate departures, each said in --cmdhelp or the README.
+    let departs = [
+        // sinkrate removes the files it made unless unlink=0 or --keep.
+        "unlink",
+        // sinkrate's jobs are always threads of one process.
+        "thread",
+        // sinkrate times with the monotonic clock, whatever is asked.
+        "clocksource",
+        // fio 3.33's nbd engine prints "read" as uri's default, a slip in its help.
+        "uri",
+        // sinkrate's verify header is 64 bytes, fio's minimum interval 80.
+        "verify_interval",
+    ];
+    let field = |text: &str, label: &str| -> Option<String> {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == label).then(|| v.trim().to_string())
+        })
+    };
+    let (_, all, _) = common::sinkrate_out(&["bench", "--cmdhelp"]);
+    let mut compared = 0;
+    let mut differ = Vec::new();
+    for name in all
+        .lines()
+        .filter_map(|l| l.split(':').next())
+        .map(str::trim)
+    {
+        let (_, ours, _) = common::sinkrate_out(&["bench", "--cmdhelp", name]);
+        let out = std::process::Command::new("fio")
+            .arg(format!("--cmdhelp={name}"))
+            .output()
+            .expect("fio runs");
+        let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
+        if theirs.trim().is_empty() || departs.contains(&name) {
+            // An engine's option or one newer than this fio: --enghelp says no defaults.
+            continue;
+        }
+        compared += 1;
+        let our_default = field(&ours, "default").unwrap_or_default();
+        let their_default = field(&theirs, "default").unwrap_or_default();
+        let same_default = our_default == their_default
+            || (their_default == "no default" && ["", "0"].contains(&our_default.as_str()))
+            || (their_default == "0" && our_default.is_empty());
+        if !same_default {
+            differ.push(format!(
+                "{name}: default {our_default:?}, fio's {their_default:?}"
+            ));
+        }
+        // fio: "min=0, max=100" (max=-1: no bound; floats for percentiles).
+        let their_range = field(&theirs, "range").and_then(|r| {
+            let (min, max) = r.split_once(',')?;
+            let min: f64 = min.trim().strip_prefix("min=")?.parse().ok()?;
+            let max: f64 = max.trim().strip_prefix("max=")?.parse().ok()?;
+            Some((min, (max >= 0.0).then_some(max)))
+        });
+        let our_range = field(&ours, "range").map(|r| match r.split_once(" to ") {
+            Some((min, max)) => (min.parse::<f64>().unwrap_or(-1.0), max.parse::<f64>().ok()),
+            None => (
+                r.trim_end_matches(" or more")
+                    .parse::<f64>()
+                    .unwrap_or(-1.0),
+                None,
+            ),
+        });
+        match (our_range, their_range) {
+            // A bounded range of fio's is sinkrate's too.
+            (ours, Some((min, Some(max)))) if ours != Some((min, Some(max))) => {
+                differ.push(format!("{name}: range {ours:?}, fio's {min} to {max}"))
+            }
+            // sinkrate's range lies within fio's: what sinkrate takes, fio takes.
+            (Some((lo, hi)), Some((min, None))) if lo < min => differ.push(format!(
+                "{name}: range from {lo} to {hi:?}, fio's from {min}"
+            )),
+            _ => {}
+        }
+    }
+    assert!(compared > 120, "{compared} options compared");
+    assert!(differ.is_empty(), "not fio's: {differ:#?}");
+}

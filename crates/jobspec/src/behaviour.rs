@@ -42,7 +42,10 @@ pub enum FileService {
     Random,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `Default` is every field unset; a job's defaults are the option table's, which an
+/// older result missing a field reads too.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default = "Behaviour::declared")]
 pub struct Behaviour {
     pub random_generator: RandomGenerator,
     pub disable_lat: bool,
@@ -53,7 +56,6 @@ pub struct Behaviour {
     pub create_on_open: bool,
     /// Jobs lay out their files one at a time (fio's default), so that files written at
     /// once do not interleave on the storage.
-    #[serde(default = "crate::options::yes")]
     pub create_serialize: bool,
     pub openfiles: Option<u32>,
     /// fio's low-water mark; sinkrate takes only iodepth_low >= iodepth (refill at once).
@@ -66,26 +68,12 @@ pub struct Behaviour {
     pub allrandrepeat: bool,
 }
 
-impl Default for Behaviour {
-    fn default() -> Self {
-        Behaviour {
-            random_generator: RandomGenerator::default(),
-            disable_lat: false,
-            disable_clat: false,
-            disable_slat: false,
-            fadvise_hint: FadviseHint::default(),
-            create_on_open: false,
-            create_serialize: true,
-            openfiles: None,
-            iodepth_low: None,
-            file_service: FileService::default(),
-            file_service_every: 1,
-            allrandrepeat: false,
-        }
-    }
-}
-
 impl Behaviour {
+    /// The option table's defaults.
+    fn declared() -> Self {
+        crate::JobOptions::default().behaviour
+    }
+
     pub fn apply(&mut self, key: &str, value: Option<&str>) -> Result<(), ApplyError> {
         match key {
             // sinkrate's jobs always are threads of one process (README: deliberate

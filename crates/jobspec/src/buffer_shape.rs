@@ -19,7 +19,10 @@ pub enum DedupeMode {
     WorkingSet,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `Default` is every field unset; a job's defaults are the option table's, which an
+/// older result missing a field reads too.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default = "BufferShape::declared")]
 pub struct BufferShape {
     /// Percent of each chunk that is the fixed pattern (zeros, or buffer_pattern).
     pub compress_percentage: u32,
@@ -32,28 +35,17 @@ pub struct BufferShape {
     pub dedupe_global: bool,
 }
 
-impl Default for BufferShape {
-    fn default() -> Self {
-        BufferShape {
-            compress_percentage: 0,
-            compress_chunk: 512,
-            dedupe_percentage: 0,
-            dedupe_mode: DedupeMode::Repeat,
-            dedupe_working_set_percentage: 5,
-            dedupe_global: false,
-        }
-    }
-}
-
+/// A whole percentage; the option table's range keeps it within 0 to 100.
 fn percent(key: &str, value: Option<&str>) -> Result<u32, ApplyError> {
-    let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
-    if n > 100 {
-        return Err(bad(key, format!("{n} is out of range (expected 0 to 100)")));
-    }
-    Ok(n as u32)
+    Ok(parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32)
 }
 
 impl BufferShape {
+    /// The option table's defaults.
+    fn declared() -> Self {
+        crate::JobOptions::default().buffer_shape
+    }
+
     pub fn apply(&mut self, key: &str, value: Option<&str>, kb: KbBase) -> Result<(), ApplyError> {
         match key {
             "buffer_compress_percentage" => self.compress_percentage = percent(key, value)?,
@@ -103,8 +95,9 @@ mod tests {
         assert!(s.shapes());
         assert_eq!(s.compress_chunk, 4096);
         assert_eq!(s.dedupe_mode, DedupeMode::WorkingSet);
-        assert!(s
-            .apply("dedupe_percentage", Some("101"), KbBase::Compat1024)
+        // The option table's range, checked as the job takes the option.
+        assert!(crate::JobOptions::default()
+            .apply("dedupe_percentage", Some("101"))
             .is_err());
         assert!(s
             .apply("dedupe_mode", Some("often"), KbBase::Compat1024)

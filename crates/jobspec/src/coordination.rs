@@ -55,17 +55,8 @@ impl Coordination {
                 self.wait_for = Some(v.to_string());
             }
             "flow" => {
-                let v = need(key, value)?.trim();
-                let n = parse_int(v).map_err(|e| bad(key, e))?;
-                if n > FLOW_MAX_WEIGHT {
-                    return Err(bad(
-                        key,
-                        format!(
-                            "{n} is out of range (expected a weight of 0 to {FLOW_MAX_WEIGHT})"
-                        ),
-                    ));
-                }
-                self.flow = n;
+                // The option table's range: 0 to 1000, fio's.
+                self.flow = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
             }
             "flow_id" => self.flow_id = parse_int(need(key, value)?).map_err(|e| bad(key, e))?,
             "flow_sleep" => {
@@ -110,7 +101,10 @@ mod tests {
         assert_eq!(c.flow_sleep, Duration::from_millis(1));
         assert_eq!(c.exit_what, ExitWhat::Stonewall);
         assert!(c.offload && c.exitall);
-        assert!(c.apply("flow", Some("2000")).is_err());
+        // The option table's range, checked as the job takes the option.
+        assert!(crate::JobOptions::default()
+            .apply("flow", Some("2000"))
+            .is_err());
         assert!(c.apply("exit_what", Some("some")).is_err());
         assert!(c.apply("io_submit_mode", Some("later")).is_err());
         assert!(c.apply("wait_for", Some(" ")).is_err());

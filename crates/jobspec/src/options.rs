@@ -23,16 +23,18 @@ pub const WRITE: usize = 1;
 /// ioengine=falloc).
 pub const TRIM: usize = 2;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pattern {
+    #[default]
     Sequential,
     Random,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
+    #[default]
     Read,
     Write,
     Mixed,
@@ -42,7 +44,7 @@ pub enum Direction {
     TrimWrite,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadWrite {
     pub pattern: Pattern,
     pub direction: Direction,
@@ -143,10 +145,11 @@ impl SyncFileRange {
 }
 
 /// The I/O engines sinkrate has a backend for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     Sync,
+    #[default]
     Psync,
     Vsync,
     Pvsync,
@@ -217,34 +220,38 @@ impl Engine {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SyncMode {
+    #[default]
     None,
     Sync,
     Dsync,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Fallocate {
     None,
+    #[default]
     Native,
     Posix,
     Keep,
     Truncate,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RateProcess {
+    #[default]
     Linear,
     Poisson,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinktimeBlocksType {
+    #[default]
     Complete,
     Issue,
 }
@@ -255,6 +262,12 @@ pub enum ThinktimeBlocksType {
 pub enum SizeSpec {
     Bytes(u64),
     Percent(f64),
+}
+
+impl Default for SizeSpec {
+    fn default() -> Self {
+        SizeSpec::Bytes(0)
+    }
 }
 
 /// Steady-state detection (`ss=iops:10%`, `ss=bw_slope:0.1%`).
@@ -283,313 +296,274 @@ pub struct LogRequest {
     pub prefix: String,
 }
 
-/// Every option of one job, typed and with fio's defaults.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobOptions {
-    pub name: String,
-    pub description: Option<String>,
-    pub filename: Option<String>,
-    pub directory: Option<String>,
-    pub size: Option<SizeSpec>,
-    pub io_size: Option<u64>,
-    pub filesize: Option<(u64, u64)>,
-    pub nrfiles: u32,
-    /// fio's `filename_format`, with `$jobname`, `$jobnum`, `$filenum` expanded per file.
-    pub filename_format: Option<String>,
-    /// Stop after this many I/Os (fio's `number_ios`).
-    pub number_ios: Option<u64>,
-    pub numjobs: u32,
-    pub group_reporting: bool,
-    pub stonewall: bool,
-    pub new_group: bool,
-    pub loops: u32,
-    pub offset: SizeSpec,
-    /// offset_increment: each numjobs clone starts this much further than the one before
-    /// (fio's offset + offset_increment * subjob number).
-    #[serde(default = "no_offset")]
-    pub offset_increment: SizeSpec,
-    /// `None` when the job did not say: sinkrate then removes the files it created.
-    pub unlink: Option<bool>,
-    pub kb_base: KbBase,
-    pub rw: ReadWrite,
-    pub rwmixread: f64,
-    /// Per direction: read, write, trim.
-    #[serde(with = "crate::serde_directions")]
-    pub bs: [u64; 3],
-    pub bsrange: Option<[(u64, u64); 2]>,
-    pub bssplit: Option<[Vec<(u64, f64)>; 2]>,
-    pub blockalign: Option<[u64; 2]>,
-    pub ioengine: Engine,
-    /// The engine name as written, when it was mapped to another backend (libaio -> io_uring).
-    pub ioengine_requested: Option<String>,
-    pub iodepth: u32,
-    pub iodepth_batch_submit: u32,
-    pub iodepth_batch_complete_min: u32,
-    pub iodepth_batch_complete_max: u32,
-    pub direct: bool,
-    pub sync: SyncMode,
-    pub fsync: u64,
-    pub fdatasync: u64,
-    /// fio's sync_file_range: the range written since the last call is synced every N
-    /// writes with these flags.
-    #[serde(default)]
-    pub sync_file_range: Option<SyncFileRange>,
-    pub end_fsync: bool,
-    pub fsync_on_close: bool,
-    pub fallocate: Fallocate,
-    pub pre_read: bool,
-    pub invalidate: bool,
-    pub overwrite: bool,
-    pub norandommap: bool,
-    /// fio's random_distribution per direction (read, write); `None` is uniform.
-    #[serde(default)]
-    pub random_distribution: Option<[RandomDistribution; 2]>,
-    /// `sequence:` distributions advance by their length each cycle (newer fio's option).
-    #[serde(default)]
-    pub random_sequence_stride: bool,
-    /// The `:N` of `rw=MODE:N`.
-    #[serde(default)]
-    pub offset_modifier: OffsetModifier,
-    #[serde(default)]
-    pub rw_sequencer: RwSequencer,
-    pub randseed: u64,
-    pub randrepeat: bool,
-    #[serde(
-        rename = "runtime_s",
-        alias = "runtime",
-        with = "sinkrate_units::serde_seconds::opt_seconds"
-    )]
-    pub runtime: Option<Duration>,
-    pub time_based: bool,
-    #[serde(
-        rename = "ramp_time_s",
-        alias = "ramp_time",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub ramp_time: Duration,
-    #[serde(
-        rename = "startdelay_s",
-        alias = "startdelay",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub startdelay: Duration,
-    #[serde(with = "crate::serde_directions")]
-    pub rate: [u64; 3],
-    #[serde(with = "crate::serde_directions")]
-    pub rate_iops: [u64; 3],
-    #[serde(with = "crate::serde_directions")]
-    pub rate_min: [u64; 3],
-    #[serde(default, with = "crate::serde_directions")]
-    pub rate_iops_min: [u64; 3],
-    /// fio's rate_cycle: the window, in ms, over which rate_min and rate_iops_min are
-    /// averaged once the first 2 s are over.
-    #[serde(default = "fio_default_rate_cycle_ms")]
-    pub rate_cycle_ms: u64,
-    pub rate_process: RateProcess,
-    #[serde(
-        rename = "thinktime_s",
-        alias = "thinktime",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub thinktime: Duration,
-    #[serde(
-        rename = "thinktime_spin_s",
-        alias = "thinktime_spin",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub thinktime_spin: Duration,
-    /// fio's thinktime_blocks: the pause comes after this many blocks. Not given, it is 1,
-    /// unless thinktime_iotime is given: then only the time rule pauses (as fio's).
-    #[serde(default)]
-    pub thinktime_blocks: Option<u64>,
-    /// fio's thinktime_iotime: the pause also comes after this long of I/O.
-    #[serde(
-        default,
-        rename = "thinktime_iotime_s",
-        alias = "thinktime_iotime",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub thinktime_iotime: Duration,
-    pub thinktime_blocks_type: ThinktimeBlocksType,
-    #[serde(
-        rename = "max_latency_s",
-        alias = "max_latency",
-        with = "sinkrate_units::serde_seconds::opt_seconds"
-    )]
-    pub max_latency: Option<Duration>,
-    #[serde(
-        rename = "latency_target_s",
-        alias = "latency_target",
-        with = "sinkrate_units::serde_seconds::opt_seconds"
-    )]
-    pub latency_target: Option<Duration>,
-    #[serde(
-        rename = "latency_window_s",
-        alias = "latency_window",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub latency_window: Duration,
-    pub latency_percentile: f64,
-    pub ss: Option<SteadyState>,
-    #[serde(
-        rename = "ss_dur_s",
-        alias = "ss_dur",
-        with = "sinkrate_units::serde_seconds::opt_seconds"
-    )]
-    pub ss_dur: Option<Duration>,
-    #[serde(
-        rename = "ss_ramp_s",
-        alias = "ss_ramp",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub ss_ramp: Duration,
-    /// How often the steady-state metric is measured (fio's ss_interval, 1 s).
-    #[serde(
-        default = "one_second",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub ss_interval: Duration,
-    pub zero_buffers: bool,
-    pub refill_buffers: bool,
-    pub scramble_buffers: bool,
-    pub buffer_pattern: Option<Vec<u8>>,
-    // The verify options came later: results written before them read as without them.
-    /// fio's verify=: how written blocks are checked when read back.
-    #[serde(default)]
-    pub verify: Option<VerifyMethod>,
-    /// Read back and check what was written once the writing ends (fio's default: yes).
-    #[serde(default = "fio_default_do_verify")]
-    pub do_verify: bool,
-    /// Check every N blocks written, as they go (0: only at the end).
-    #[serde(default)]
-    pub verify_backlog: u64,
-    /// Stop at the first bad block instead of checking them all.
-    #[serde(default)]
-    pub verify_fatal: bool,
-    #[serde(default)]
-    pub verify_pattern: Option<Vec<u8>>,
-    /// verify_interval: a header every this many bytes of a block (0: one per block).
-    #[serde(default)]
-    pub verify_interval: u64,
-    pub write_bw_log: Option<LogRequest>,
-    /// write_iolog: the file the job's issued I/Os are appended to (fio's iolog v3).
-    #[serde(default)]
-    pub write_iolog: Option<String>,
-    /// fill_device / fill_fs: write until the storage is full (ENOSPC or EDQUOT ends the
-    /// job, as fio's).
-    #[serde(default)]
-    pub fill_device: bool,
-    /// read_iolog: the trace the job's I/Os come from, instead of its pattern options.
-    #[serde(default)]
-    pub read_iolog: Option<String>,
-    /// replay_no_stall: replay as fast as the I/O goes, not at the trace's times.
-    #[serde(default)]
-    pub replay_no_stall: bool,
-    /// replay_redirect: every replayed I/O goes to this file or device.
-    #[serde(default)]
-    pub replay_redirect: Option<String>,
-    pub write_lat_log: Option<LogRequest>,
-    pub write_iops_log: Option<LogRequest>,
-    pub log_avg_msec: u64,
-    pub log_unix_epoch: bool,
-    /// log_offset: each per-I/O log entry carries the I/O's offset (before the priority).
-    #[serde(default)]
-    pub log_offset: bool,
-    /// log_max_value: averaged latency log entries are the window's largest.
-    #[serde(default)]
-    pub log_max_value: bool,
-    /// write_hist_log: fio's completion-latency histogram log (PREFIX_clat_hist.N.log),
-    /// one line per direction every log_hist_msec.
-    #[serde(default)]
-    pub write_hist_log: Option<LogRequest>,
-    #[serde(default)]
-    pub log_hist_msec: u64,
-    /// log_hist_coarseness: each histogram line sums 2^N of fio's 1856 bins (0 to 6).
-    #[serde(default)]
-    pub log_hist_coarseness: u8,
-    /// per_job_logs=0: logs are named PREFIX_KIND.log, without the job number, and
-    /// appended to (jobs with the same prefix share them), as fio's.
-    #[serde(default = "yes")]
-    pub per_job_logs: bool,
-    pub percentile_list: Vec<f64>,
-    /// cpuio: percent of each cycle spent busy (fio's mandatory cpuload=).
-    #[serde(default)]
-    pub cpuload: Option<u32>,
-    /// cpuio: busy time per cycle, in microseconds (fio's cpuchunks=, 50000).
-    #[serde(default = "default_cpuchunks")]
-    pub cpuchunks_us: u64,
-    /// cpuio: sort numbers instead of spinning (fio's cpumode=qsort).
-    #[serde(default)]
-    pub cpumode_qsort: bool,
-    /// cpuio: end once the I/O jobs running beside it are done.
-    #[serde(default)]
-    pub exit_on_io_done: bool,
-    /// exec: the program and its arguments (`%r` runtime in seconds, `%n` job name).
-    #[serde(default)]
-    pub program: Option<String>,
-    #[serde(default)]
-    pub arguments: Option<String>,
-    /// nbd: the server's NBD URI (`nbd://host:port/export`, `nbd+unix:///export?socket=PATH`).
-    #[serde(default)]
-    pub uri: Option<String>,
-    /// exec: from SIGTERM to SIGKILL at the end of the runtime (fio's grace_time=, 1 s).
-    #[serde(
-        default = "default_grace",
-        with = "sinkrate_units::serde_seconds::seconds"
-    )]
-    pub grace_time: Duration,
-    /// exec: the program's output goes to NAME.stdout and NAME.stderr (fio's default).
-    #[serde(default = "yes")]
-    pub std_redirect: bool,
-    /// Which latencies get percentiles in the output, as fio's options of these names.
-    #[serde(default = "yes")]
-    pub clat_percentiles: bool,
-    #[serde(default)]
-    pub lat_percentiles: bool,
-    #[serde(default)]
-    pub slat_percentiles: bool,
-    /// wait_for, flow, exitall and io_submit_mode.
-    #[serde(default)]
-    pub coordination: Coordination,
-    /// Generator, measurements switched off, hints, file opening and serving order.
-    #[serde(default)]
-    pub behaviour: Behaviour,
-    /// Compressibility and deduplication of written data.
-    #[serde(default)]
-    pub buffer_shape: BufferShape,
-    /// zonemode=strided and its zonesize, zonerange, zoneskip.
-    #[serde(default)]
-    pub zones: Zones,
-    /// continue_on_error and ignore_error.
-    #[serde(default)]
-    pub error_policy: crate::error_policy::ErrorPolicy,
-    /// prio, prioclass, the cmdprio options and log_prio.
-    #[serde(default)]
-    pub priorities: crate::priority::Priorities,
+/// Declares [`JobOptions`] and `JobOptions::unset`, a job with every field at its type's
+/// zero (none, 0, false, the variant marked `#[default]`): what the option table's defaults
+/// are applied to. A macro because a type has one `Default`, and the job's is the table's:
+/// the field list is written once, here, and nowhere else.
+macro_rules! job_options {
+    (
+        $(#[$attr:meta])*
+        pub struct JobOptions {
+            $( $(#[$field_attr:meta])* pub $field:ident : $ty:ty, )*
+        }
+    ) => {
+        $(#[$attr])*
+        pub struct JobOptions {
+            $( $(#[$field_attr])* pub $field: $ty, )*
+        }
+
+        impl JobOptions {
+            fn unset() -> Self {
+                JobOptions {
+                    $( $field: Default::default(), )*
+                }
+            }
+        }
+    };
 }
 
-fn no_offset() -> SizeSpec {
-    SizeSpec::Bytes(0)
-}
-
-pub(crate) fn yes() -> bool {
-    true
-}
-
-fn fio_default_rate_cycle_ms() -> u64 {
-    1000
-}
-
-fn default_cpuchunks() -> u64 {
-    50_000
-}
-
-fn one_second() -> Duration {
-    Duration::from_secs(1)
-}
-
-fn default_grace() -> Duration {
-    Duration::from_secs(1)
+job_options! {
+    /// Every option of one job, typed and with fio's defaults.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    // A result written before an option existed reads it as its default.
+    #[serde(default)]
+    pub struct JobOptions {
+        pub name: String,
+        pub description: Option<String>,
+        pub filename: Option<String>,
+        pub directory: Option<String>,
+        pub size: Option<SizeSpec>,
+        pub io_size: Option<u64>,
+        pub filesize: Option<(u64, u64)>,
+        pub nrfiles: u32,
+        /// fio's `filename_format`, with `$jobname`, `$jobnum`, `$filenum` expanded per file.
+        pub filename_format: Option<String>,
+        /// Stop after this many I/Os (fio's `number_ios`).
+        pub number_ios: Option<u64>,
+        pub numjobs: u32,
+        pub group_reporting: bool,
+        pub stonewall: bool,
+        pub new_group: bool,
+        pub loops: u32,
+        pub offset: SizeSpec,
+        /// offset_increment: each numjobs clone starts this much further than the one before
+        /// (fio's offset + offset_increment * subjob number).
+        pub offset_increment: SizeSpec,
+        /// `None` when the job did not say: sinkrate then removes the files it created.
+        pub unlink: Option<bool>,
+        pub kb_base: KbBase,
+        pub rw: ReadWrite,
+        pub rwmixread: f64,
+        /// Per direction: read, write, trim.
+        #[serde(with = "crate::serde_directions")]
+        pub bs: [u64; 3],
+        pub bsrange: Option<[(u64, u64); 2]>,
+        pub bssplit: Option<[Vec<(u64, f64)>; 2]>,
+        pub blockalign: Option<[u64; 2]>,
+        pub ioengine: Engine,
+        /// The engine name as written, when it was mapped to another backend (libaio -> io_uring).
+        pub ioengine_requested: Option<String>,
+        pub iodepth: u32,
+        pub iodepth_batch_submit: u32,
+        pub iodepth_batch_complete_min: u32,
+        pub iodepth_batch_complete_max: u32,
+        pub direct: bool,
+        pub sync: SyncMode,
+        pub fsync: u64,
+        pub fdatasync: u64,
+        /// fio's sync_file_range: the range written since the last call is synced every N
+        /// writes with these flags.
+        pub sync_file_range: Option<SyncFileRange>,
+        pub end_fsync: bool,
+        pub fsync_on_close: bool,
+        pub fallocate: Fallocate,
+        pub pre_read: bool,
+        pub invalidate: bool,
+        pub overwrite: bool,
+        pub norandommap: bool,
+        /// fio's random_distribution per direction (read, write); `None` is uniform.
+        pub random_distribution: Option<[RandomDistribution; 2]>,
+        /// `sequence:` distributions advance by their length each cycle (newer fio's option).
+        pub random_sequence_stride: bool,
+        /// The `:N` of `rw=MODE:N`.
+        pub offset_modifier: OffsetModifier,
+        pub rw_sequencer: RwSequencer,
+        pub randseed: u64,
+        pub randrepeat: bool,
+        #[serde(
+            rename = "runtime_s",
+            alias = "runtime",
+            with = "sinkrate_units::serde_seconds::opt_seconds"
+        )]
+        pub runtime: Option<Duration>,
+        pub time_based: bool,
+        #[serde(
+            rename = "ramp_time_s",
+            alias = "ramp_time",
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub ramp_time: Duration,
+        #[serde(
+            rename = "startdelay_s",
+            alias = "startdelay",
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub startdelay: Duration,
+        #[serde(with = "crate::serde_directions")]
+        pub rate: [u64; 3],
+        #[serde(with = "crate::serde_directions")]
+        pub rate_iops: [u64; 3],
+        #[serde(with = "crate::serde_directions")]
+        pub rate_min: [u64; 3],
+        #[serde(with = "crate::serde_directions")]
+        pub rate_iops_min: [u64; 3],
+        /// fio's rate_cycle: the window, in ms, over which rate_min and rate_iops_min are
+        /// averaged once the first 2 s are over.
+        pub rate_cycle_ms: u64,
+        pub rate_process: RateProcess,
+        #[serde(
+            rename = "thinktime_s",
+            alias = "thinktime",
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub thinktime: Duration,
+        #[serde(
+            rename = "thinktime_spin_s",
+            alias = "thinktime_spin",
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub thinktime_spin: Duration,
+        /// fio's thinktime_blocks: the pause comes after this many blocks. Not given, it is 1,
+        /// unless thinktime_iotime is given: then only the time rule pauses (as fio's).
+        pub thinktime_blocks: Option<u64>,
+        /// fio's thinktime_iotime: the pause also comes after this long of I/O.
+        #[serde(
+            rename = "thinktime_iotime_s",
+            alias = "thinktime_iotime",
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub thinktime_iotime: Duration,
+        pub thinktime_blocks_type: ThinktimeBlocksType,
+        #[serde(
+            rename = "max_latency_s",
+            alias = "max_latency",
+            with = "sinkrate_units::serde_seconds::opt_seconds"
+        )]
+        pub max_latency: Option<Duration>,
+        #[serde(
+            rename = "latency_target_s",
+            alias = "latency_target",
+            with = "sinkrate_units::serde_seconds::opt_seconds"
+        )]
+        pub latency_target: Option<Duration>,
+        #[serde(
+            rename = "latency_window_s",
+            alias = "latency_window",
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub latency_window: Duration,
+        pub latency_percentile: f64,
+        pub ss: Option<SteadyState>,
+        #[serde(
+            rename = "ss_dur_s",
+            alias = "ss_dur",
+            with = "sinkrate_units::serde_seconds::opt_seconds"
+        )]
+        pub ss_dur: Option<Duration>,
+        #[serde(
+            rename = "ss_ramp_s",
+            alias = "ss_ramp",
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub ss_ramp: Duration,
+        /// How often the steady-state metric is measured (fio's ss_interval, 1 s).
+        #[serde(
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub ss_interval: Duration,
+        pub zero_buffers: bool,
+        pub refill_buffers: bool,
+        pub scramble_buffers: bool,
+        pub buffer_pattern: Option<Vec<u8>>,
+        // The verify options came later: results written before them read as without them.
+        /// fio's verify=: how written blocks are checked when read back.
+        pub verify: Option<VerifyMethod>,
+        /// Read back and check what was written once the writing ends (fio's default: yes).
+        pub do_verify: bool,
+        /// Check every N blocks written, as they go (0: only at the end).
+        pub verify_backlog: u64,
+        /// Stop at the first bad block instead of checking them all.
+        pub verify_fatal: bool,
+        pub verify_pattern: Option<Vec<u8>>,
+        /// verify_interval: a header every this many bytes of a block (0: one per block).
+        pub verify_interval: u64,
+        pub write_bw_log: Option<LogRequest>,
+        /// write_iolog: the file the job's issued I/Os are appended to (fio's iolog v3).
+        pub write_iolog: Option<String>,
+        /// fill_device / fill_fs: write until the storage is full (ENOSPC or EDQUOT ends the
+        /// job, as fio's).
+        pub fill_device: bool,
+        /// read_iolog: the trace the job's I/Os come from, instead of its pattern options.
+        pub read_iolog: Option<String>,
+        /// replay_no_stall: replay as fast as the I/O goes, not at the trace's times.
+        pub replay_no_stall: bool,
+        /// replay_redirect: every replayed I/O goes to this file or device.
+        pub replay_redirect: Option<String>,
+        pub write_lat_log: Option<LogRequest>,
+        pub write_iops_log: Option<LogRequest>,
+        pub log_avg_msec: u64,
+        pub log_unix_epoch: bool,
+        /// log_offset: each per-I/O log entry carries the I/O's offset (before the priority).
+        pub log_offset: bool,
+        /// log_max_value: averaged latency log entries are the window's largest.
+        pub log_max_value: bool,
+        /// write_hist_log: fio's completion-latency histogram log (PREFIX_clat_hist.N.log),
+        /// one line per direction every log_hist_msec.
+        pub write_hist_log: Option<LogRequest>,
+        pub log_hist_msec: u64,
+        /// log_hist_coarseness: each histogram line sums 2^N of fio's 1856 bins (0 to 6).
+        pub log_hist_coarseness: u8,
+        /// per_job_logs=0: logs are named PREFIX_KIND.log, without the job number, and
+        /// appended to (jobs with the same prefix share them), as fio's.
+        pub per_job_logs: bool,
+        pub percentile_list: Vec<f64>,
+        /// cpuio: percent of each cycle spent busy (fio's mandatory cpuload=).
+        pub cpuload: Option<u32>,
+        /// cpuio: busy time per cycle, in microseconds (fio's cpuchunks=, 50000).
+        pub cpuchunks_us: u64,
+        /// cpuio: sort numbers instead of spinning (fio's cpumode=qsort).
+        pub cpumode_qsort: bool,
+        /// cpuio: end once the I/O jobs running beside it are done.
+        pub exit_on_io_done: bool,
+        /// exec: the program and its arguments (`%r` runtime in seconds, `%n` job name).
+        pub program: Option<String>,
+        pub arguments: Option<String>,
+        /// nbd: the server's NBD URI (`nbd://host:port/export`, `nbd+unix:///export?socket=PATH`).
+        pub uri: Option<String>,
+        /// exec: from SIGTERM to SIGKILL at the end of the runtime (fio's grace_time=, 1 s).
+        #[serde(
+            with = "sinkrate_units::serde_seconds::seconds"
+        )]
+        pub grace_time: Duration,
+        /// exec: the program's output goes to NAME.stdout and NAME.stderr (fio's default).
+        pub std_redirect: bool,
+        /// Which latencies get percentiles in the output, as fio's options of these names.
+        pub clat_percentiles: bool,
+        pub lat_percentiles: bool,
+        pub slat_percentiles: bool,
+        /// wait_for, flow, exitall and io_submit_mode.
+        pub coordination: Coordination,
+        /// Generator, measurements switched off, hints, file opening and serving order.
+        pub behaviour: Behaviour,
+        /// Compressibility and deduplication of written data.
+        pub buffer_shape: BufferShape,
+        /// zonemode=strided and its zonesize, zonerange, zoneskip.
+        pub zones: Zones,
+        /// continue_on_error and ignore_error.
+        pub error_policy: crate::error_policy::ErrorPolicy,
+        /// prio, prioclass, the cmdprio options and log_prio.
+        pub priorities: crate::priority::Priorities,
+    }
 }
 
 pub const DEFAULT_PERCENTILES: [f64; 17] = [
@@ -611,139 +585,45 @@ impl JobOptions {
 }
 
 impl Default for JobOptions {
+    /// fio's defaults, as the option table declares them: each declared default applied to
+    /// an unset job, in the table's order.
     fn default() -> Self {
-        JobOptions {
-            name: String::new(),
-            description: None,
-            filename: None,
-            directory: None,
-            size: None,
-            io_size: None,
-            filesize: None,
-            nrfiles: 1,
-            filename_format: None,
-            number_ios: None,
-            numjobs: 1,
-            group_reporting: false,
-            stonewall: false,
-            new_group: false,
-            loops: 1,
-            offset: SizeSpec::Bytes(0),
-            offset_increment: SizeSpec::Bytes(0),
-            unlink: None,
-            kb_base: KbBase::Compat1024,
-            rw: ReadWrite {
-                pattern: Pattern::Sequential,
-                direction: Direction::Read,
-            },
-            rwmixread: 50.0,
-            bs: [4096; 3],
-            bsrange: None,
-            bssplit: None,
-            blockalign: None,
-            ioengine: Engine::Psync,
-            ioengine_requested: None,
-            iodepth: 1,
-            iodepth_batch_submit: 1,
-            iodepth_batch_complete_min: 1,
-            iodepth_batch_complete_max: 0,
-            direct: false,
-            sync: SyncMode::None,
-            fsync: 0,
-            fdatasync: 0,
-            sync_file_range: None,
-            end_fsync: false,
-            fsync_on_close: false,
-            fallocate: Fallocate::Native,
-            pre_read: false,
-            invalidate: true,
-            overwrite: false,
-            norandommap: false,
-            random_distribution: None,
-            random_sequence_stride: false,
-            offset_modifier: OffsetModifier::default(),
-            rw_sequencer: RwSequencer::Sequential,
-            randseed: 0x89,
-            randrepeat: true,
-            runtime: None,
-            time_based: false,
-            ramp_time: Duration::ZERO,
-            startdelay: Duration::ZERO,
-            rate: [0; 3],
-            rate_iops: [0; 3],
-            rate_min: [0; 3],
-            rate_iops_min: [0; 3],
-            rate_cycle_ms: fio_default_rate_cycle_ms(),
-            rate_process: RateProcess::Linear,
-            thinktime: Duration::ZERO,
-            thinktime_spin: Duration::ZERO,
-            thinktime_blocks: None,
-            thinktime_iotime: Duration::ZERO,
-            thinktime_blocks_type: ThinktimeBlocksType::Complete,
-            max_latency: None,
-            latency_target: None,
-            latency_window: Duration::ZERO,
-            latency_percentile: 100.0,
-            ss: None,
-            ss_dur: None,
-            ss_ramp: Duration::ZERO,
-            ss_interval: one_second(),
-            zero_buffers: false,
-            refill_buffers: false,
-            scramble_buffers: true,
-            buffer_pattern: None,
-            verify: None,
-            do_verify: true,
-            verify_backlog: 0,
-            verify_fatal: false,
-            verify_pattern: None,
-            verify_interval: 0,
-            write_bw_log: None,
-            write_iolog: None,
-            read_iolog: None,
-            fill_device: false,
-            replay_no_stall: false,
-            replay_redirect: None,
-            write_lat_log: None,
-            write_iops_log: None,
-            log_avg_msec: 0,
-            log_unix_epoch: false,
-            log_offset: false,
-            log_max_value: false,
-            per_job_logs: true,
-            write_hist_log: None,
-            log_hist_msec: 0,
-            log_hist_coarseness: 0,
-            percentile_list: DEFAULT_PERCENTILES.to_vec(),
-            cpuload: None,
-            cpuchunks_us: default_cpuchunks(),
-            cpumode_qsort: false,
-            exit_on_io_done: false,
-            program: None,
-            arguments: None,
-            uri: None,
-            grace_time: default_grace(),
-            std_redirect: true,
-            clat_percentiles: true,
-            lat_percentiles: false,
-            slat_percentiles: false,
-            coordination: Coordination::default(),
-            behaviour: Behaviour::default(),
-            buffer_shape: BufferShape::default(),
-            zones: Zones::default(),
-            error_policy: Default::default(),
-            priorities: Default::default(),
+        let mut job = JobOptions::unset();
+        for option in crate::table::OPTIONS
+            .iter()
+            .filter(|o| !o.default.is_empty())
+        {
+            // The table's tests apply each default; one that a parser refused would leave
+            // its field unset, which they catch.
+            let applied = job.apply(option.name, Some(option.default));
+            debug_assert!(applied.is_ok(), "{}={}", option.name, option.default);
         }
+        job.forget_what_was_given();
+        job
+    }
+}
+
+impl JobOptions {
+    /// Clears the fields that say whether an option was given besides what it is, where
+    /// "not given" means the same as its default: a job starts with none given.
+    pub(crate) fn forget_what_was_given(&mut self) {
+        self.ioengine_requested = None;
+        // Not given, files are named $jobname.$jobnum.$filenum.
+        self.filename_format = None;
+        // Not given, the files the job made are removed (unless --keep).
+        self.unlink = None;
+        // Not given, it is 1; unless thinktime_iotime is given, which then alone sets the
+        // pauses (as fio's).
+        self.thinktime_blocks = None;
+        // Steady state is judged only when ss_dur is given; then, without ss=, with the
+        // table's default metric (fio's iops_slope:0.01%).
+        self.ss = None;
     }
 }
 
 /// All option names sinkrate takes, aliases included, sorted: the option table's.
 pub fn supported_names() -> Vec<&'static str> {
     crate::table::all_names()
-}
-
-fn fio_default_do_verify() -> bool {
-    true
 }
 
 /// fio's `verify=` methods that sinkrate implements.
@@ -1084,6 +964,9 @@ impl JobOptions {
         let Some(declared) = crate::table::find(key) else {
             return Err(ApplyError::Unsupported);
         };
+        if let Some(v) = value {
+            declared.check_range(v).map_err(|e| bad(key, e))?;
+        }
         match declared.part {
             Part::Job => {}
             Part::Coordination => self.coordination.apply(key, value)?,
@@ -1151,24 +1034,11 @@ impl JobOptions {
                 });
             }
             "nrfiles" => {
-                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
-                if n == 0 || n > 1_000_000 {
-                    return Err(bad(
-                        key,
-                        format!("{n} is out of range (expected 1 to 1000000)"),
-                    ));
-                }
-                self.nrfiles = n as u32;
+                // The table's range keeps it within u32.
+                self.nrfiles = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32;
             }
             "numjobs" => {
-                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
-                if n == 0 || n > 4096 {
-                    return Err(bad(
-                        key,
-                        format!("{n} is out of range (expected 1 to 4096)"),
-                    ));
-                }
-                self.numjobs = n as u32;
+                self.numjobs = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32;
             }
             "filename_format" => {
                 let v = need(key, value)?.trim();
@@ -1195,12 +1065,6 @@ impl JobOptions {
             }
             "cpuload" => {
                 let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
-                if n == 0 || n > 100 {
-                    return Err(bad(
-                        key,
-                        format!("{n} is out of range (expected 1 to 100 percent)"),
-                    ));
-                }
                 self.cpuload = Some(n as u32);
             }
             "cpuchunks" => {
@@ -1255,14 +1119,7 @@ impl JobOptions {
             "stonewall" | "wait_for_previous" => self.stonewall = flag(key, value)?,
             "new_group" => self.new_group = flag(key, value)?,
             "loops" => {
-                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
-                if n == 0 || n > u32::MAX as u64 {
-                    return Err(bad(
-                        key,
-                        format!("{n} is out of range (expected 1 or more)"),
-                    ));
-                }
-                self.loops = n as u32;
+                self.loops = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32;
             }
             "offset" | "offset_increment" => {
                 let v = need(key, value)?;
@@ -1392,14 +1249,7 @@ impl JobOptions {
             }
             "ioengine" => return self.apply_engine(need(key, value)?).map(Some),
             "iodepth" => {
-                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
-                if n == 0 || n > 65536 {
-                    return Err(bad(
-                        key,
-                        format!("{n} is out of range (expected 1 to 65536)"),
-                    ));
-                }
-                self.iodepth = n as u32;
+                self.iodepth = parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u32;
             }
             "iodepth_batch" | "iodepth_batch_submit" => {
                 self.iodepth_batch_submit = parse_int(need(key, value)?)
@@ -1572,7 +1422,12 @@ impl JobOptions {
                 self.ss = Some(parse_ss(need(key, value)?).map_err(|e| bad(key, e))?)
             }
             "ss_dur" | "steadystate_duration" => {
-                self.ss_dur = Some(secs(need(key, value)?).map_err(|e| bad(key, e))?)
+                self.ss_dur = Some(secs(need(key, value)?).map_err(|e| bad(key, e))?);
+                // Given without ss=, the window judges fio's default metric (the table's).
+                if self.ss.is_none() {
+                    let default = crate::table::find("ss").map_or("", |o| o.default);
+                    self.ss = Some(parse_ss(default).map_err(|e| bad("ss", e))?);
+                }
             }
             "ss_ramp" | "steadystate_ramp_time" => {
                 self.ss_ramp = secs(need(key, value)?).map_err(|e| bad(key, e))?
@@ -1642,11 +1497,8 @@ impl JobOptions {
                 self.log_hist_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
             }
             "log_hist_coarseness" => {
-                let n = parse_int(need(key, value)?).map_err(|e| bad(key, e))?;
-                if n > 6 {
-                    return Err(bad(key, format!("{n} is out of range (expected 0 to 6)")));
-                }
-                self.log_hist_coarseness = n as u8;
+                self.log_hist_coarseness =
+                    parse_int(need(key, value)?).map_err(|e| bad(key, e))? as u8;
             }
             "clat_percentiles" => self.clat_percentiles = flag(key, value)?,
             "lat_percentiles" => self.lat_percentiles = flag(key, value)?,

@@ -72,8 +72,9 @@ pub struct Priorities {
 impl Priorities {
     pub fn apply(&mut self, key: &str, value: Option<&str>, kb: KbBase) -> Result<(), ApplyError> {
         match key {
-            "prio" => self.prio = Some(ranged(key, need(key, value)?, 0, 7)?),
-            "prioclass" => self.prioclass = Some(ranged(key, need(key, value)?, 0, 3)?),
+            // The option table's ranges keep both within u8: prio 0 to 7, prioclass 0 to 3.
+            "prio" => self.prio = Some(whole(key, value)? as u8),
+            "prioclass" => self.prioclass = Some(whole(key, value)? as u8),
             "cmdprio_percentage" => {
                 self.cmdprio_percentage =
                     read_write(key, need(key, value)?, self.cmdprio_percentage, |v| {
@@ -224,8 +225,8 @@ fn in_range(text: &str, lo: u64, hi: u64) -> Result<u8, String> {
     Ok(v as u8)
 }
 
-fn ranged(key: &str, text: &str, lo: u64, hi: u64) -> Result<u8, ApplyError> {
-    in_range(text, lo, hi).map_err(|e| bad(key, e))
+fn whole(key: &str, value: Option<&str>) -> Result<u64, ApplyError> {
+    parse_int(need(key, value)?).map_err(|e| bad(key, e))
 }
 
 /// `read[,write]`: one value applies to both, an empty one keeps what was set; a trim
@@ -331,7 +332,9 @@ mod tests {
         for bad in ["4k/10/1", "4k", "4k/10/4/0", "4k/10/1/8"] {
             assert!(with(&[("cmdprio_bssplit", bad)]).is_err(), "{bad}");
         }
-        assert!(with(&[("prio", "8")]).is_err());
-        assert!(with(&[("prioclass", "4")]).is_err());
+        // The option table's ranges, checked as the job takes the options.
+        let mut job = crate::JobOptions::default();
+        assert!(job.apply("prio", Some("8")).is_err());
+        assert!(job.apply("prioclass", Some("4")).is_err());
     }
 }

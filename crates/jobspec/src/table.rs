@@ -58,9 +58,61 @@ pub struct Declared {
     pub aliases: &'static [&'static str],
     pub part: Part,
     pub kind: Kind,
-    /// fio's default, as fio's `--cmdhelp` says it; empty when there is none.
+    /// fio's default, as fio's `--cmdhelp` says it; empty when there is none. A job's
+    /// defaults are these, applied in the table's order (`JobOptions::default`).
     pub default: &'static str,
     pub help: &'static str,
+    /// The whole numbers an integer option takes, inclusive ([`NO_MAX`]: no upper bound);
+    /// checked before its parser sees the value (a list's parser checks each of its
+    /// values, and fractions, itself). None: the kind's own (a percentage's 0 to
+    /// 100, a boolean's 0 and 1) or the parser's.
+    pub range: Option<(u64, u64)>,
+}
+
+/// No upper bound to a declared range.
+pub const NO_MAX: u64 = u64::MAX;
+
+impl Declared {
+    /// The same option, taking only `min..=max`.
+    const fn range(self, min: u64, max: u64) -> Declared {
+        Declared {
+            range: Some((min, max)),
+            ..self
+        }
+    }
+
+    /// The values the option takes, as `--cmdhelp` shows them: the declared range, or the
+    /// kind's own (a percentage 0 to 100, a boolean 0 or 1).
+    pub fn effective_range(&self) -> Option<(u64, u64)> {
+        self.range.or(match self.kind {
+            Kind::Percent => Some((0, 100)),
+            Kind::Bool => Some((0, 1)),
+            _ => None,
+        })
+    }
+
+    /// Refuses a whole number outside the declared range, in one wording for every
+    /// option. A value that is not a plain number is left to the option's parser.
+    pub fn check_range(&self, value: &str) -> Result<(), String> {
+        let Some((min, max)) = self.range else {
+            return Ok(());
+        };
+        match sinkrate_units::fio::parse_int(value) {
+            Ok(n) if n < min || n > max => Err(format!(
+                "{n} is out of range (expected {})",
+                describe_range(min, max)
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn describe_range(min: u64, max: u64) -> String {
+    if max == NO_MAX {
+        format!("{min} or more")
+    } else {
+        format!("{min} to {max}")
+    }
 }
 
 const fn o(
@@ -78,6 +130,7 @@ const fn o(
         kind,
         default,
         help,
+        range: None,
     }
 }
 
@@ -152,13 +205,13 @@ pub const OPTIONS: &[Declared] = &[
     o("size", &[], Job, Size, "", "Total bytes of I/O per job (or a percentage of a device)"),
     o("io_size", &["io_limit"], Job, Size, "", "Bytes of I/O to do, when not the same as size"),
     o("filesize", &[], Job, Size, "", "Size of each file (a range gives each file its own)"),
-    o("nrfiles", &[], Job, Int, "1", "Number of files per job"),
+    o("nrfiles", &[], Job, Int, "1", "Number of files per job").range(1, 1_000_000),
     o("number_ios", &[], Job, Int, "0", "Stop after this many I/Os (0: no limit)"),
-    o("numjobs", &[], Job, Int, "1", "Number of clones of this job"),
+    o("numjobs", &[], Job, Int, "1", "Number of clones of this job").range(1, 4096),
     o("group_reporting", &[], Job, Bool, "0", "Report the jobs of a group together"),
     o("stonewall", &["wait_for_previous"], Job, Bool, "0", "Wait for the jobs before this one to finish"),
     o("new_group", &[], Job, Bool, "0", "Start a new reporting group"),
-    o("loops", &[], Job, Int, "1", "Number of times to run the job"),
+    o("loops", &[], Job, Int, "1", "Number of times to run the job").range(1, u32::MAX as u64),
     o("offset", &[], Job, Size, "0", "Where in the file I/O starts (or a percentage)"),
     o("offset_increment", &[], Job, Size, "0", "How much further each numjobs clone starts"),
     o("unlink", &[], Job, Bool, "1", "Remove the files the job created when it is done (fio's default is 0; sinkrate removes what it made unless unlink=0 or --keep)"),
@@ -173,17 +226,17 @@ pub const OPTIONS: &[Declared] = &[
     o("bssplit", &[], Job, Text, "", "Mix of block sizes: size/percent:size/percent"),
     o("blockalign", &["ba"], Job, SizePerDirection, "", "Alignment of random offsets"),
     o("norandommap", &[], Job, Bool, "0", "Random offsets may repeat before every block is visited"),
-    o("randseed", &[], Job, Int, "137", "Seed of the random generators"),
+    o("randseed", &[], Job, Int, "0x89", "Seed of the random generators"),
     o("randrepeat", &[], Job, Bool, "1", "The same random sequence on every run"),
     o("random_distribution", &[], Job, Text, "random", "random, zipf:T, pareto:T, normal:P, zoned:..., zoned_abs:..."),
     o("random_sequence_stride", &[], Job, Bool, "0", "Random offsets stride over the file before repeating"),
     // The engine and its queue.
     o("ioengine", &[], Job, Choice(ENGINES), "psync", "How the job does its I/O"),
-    o("iodepth", &[], Job, Int, "1", "I/Os in flight on a queued engine"),
+    o("iodepth", &[], Job, Int, "1", "I/Os in flight on a queued engine").range(1, 65536),
     o("iodepth_batch_submit", &["iodepth_batch"], Job, Int, "1", "I/Os submitted at once"),
     o("iodepth_batch_complete_min", &["iodepth_batch_complete"], Job, Int, "1", "Completions to wait for at least"),
     o("iodepth_batch_complete_max", &[], Job, Int, "", "Completions to reap at most (the minimum when not given)"),
-    o("cpuload", &[], Job, Percent, "", "cpuio: share of a CPU to use"),
+    o("cpuload", &[], Job, Percent, "", "cpuio: share of a CPU to use").range(1, 100),
     o("cpuchunks", &[], Job, Int, "50000", "cpuio: length of each busy stretch in microseconds"),
     o("cpumode", &[], Job, Choice(&[("noop", "a busy loop (the default)"), ("qsort", "sorting")]), "noop", "cpuio: how the CPU is kept busy"),
     o("exit_on_io_done", &[], Job, Bool, "0", "cpuio: stop when the other jobs' I/O is done"),
@@ -231,8 +284,8 @@ pub const OPTIONS: &[Declared] = &[
     o("clat_percentiles", &[], Job, Bool, "1", "Percentiles of completion latency"),
     o("lat_percentiles", &[], Job, Bool, "0", "Percentiles of total latency"),
     o("slat_percentiles", &[], Job, Bool, "0", "Percentiles of submission latency"),
-    o("percentile_list", &[], Job, Text, "1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.95:99.99", "Which percentiles, ':'-separated"),
-    o("ss", &["steadystate"], Job, Text, "", "Stop at steady state: iops, bw, lat (or _slope) and a limit"),
+    o("percentile_list", &[], Job, Text, "1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.95:99.99", "Which percentiles, ':'-separated").range(0, 100),
+    o("ss", &["steadystate"], Job, Text, "iops_slope:0.01%", "Stop at steady state: iops, bw, lat (or _slope) and a limit"),
     o("ss_dur", &["steadystate_duration"], Job, Time("s"), "", "Window in which steady state is judged"),
     o("ss_ramp", &["steadystate_ramp_time"], Job, Time("s"), "0", "Time before steady state is judged"),
     o("ss_interval", &["steadystate_check_interval"], Job, Time("s"), "1", "Steady-state sample period"),
@@ -259,14 +312,14 @@ pub const OPTIONS: &[Declared] = &[
     o("per_job_logs", &[], Job, Bool, "1", "A log file per job"),
     o("write_hist_log", &[], Job, Text, "", "Write latency histogram logs with this prefix"),
     o("log_hist_msec", &[], Job, Int, "0", "Period of the histogram log"),
-    o("log_hist_coarseness", &[], Job, Int, "0", "Merge 2^N histogram bins"),
+    o("log_hist_coarseness", &[], Job, Int, "0", "Merge 2^N histogram bins").range(0, 6),
     o("write_iolog", &[], Job, Text, "", "Record the job's I/Os in this iolog"),
     o("read_iolog", &[], Job, Text, "", "Replay the I/Os of this iolog"),
     o("replay_no_stall", &[], Job, Bool, "0", "Replay without the trace's timing"),
     o("replay_redirect", &[], Job, Text, "", "Replay every I/O to this file or device"),
     // Jobs together.
     o("wait_for", &[], Coordination, Text, "", "Start after the named job finished"),
-    o("flow", &[], Coordination, Int, "0", "Weight in a flow group"),
+    o("flow", &[], Coordination, Int, "0", "Weight in a flow group").range(0, crate::coordination::FLOW_MAX_WEIGHT),
     o("flow_id", &[], Coordination, Int, "0", "The flow group"),
     o("flow_sleep", &[], Coordination, Time("us"), "0", "Pause when ahead of the flow group"),
     o("exitall", &[], Coordination, Bool, "0", "End the other jobs when this one finishes"),
@@ -290,11 +343,11 @@ pub const OPTIONS: &[Declared] = &[
     o("allrandrepeat", &["allrand_repeatable"], Behaviour, Bool, "0", "Every random generator repeats between runs"),
     o("clocksource", &[], Behaviour, Choice(&[("clock_gettime", "the monotonic clock"), ("cpu", "accepted: sinkrate times with the monotonic clock")]), "clock_gettime", "How time is read"),
     // Buffer contents.
-    o("buffer_compress_percentage", &[], BufferShape, Percent, "0", "How far the written data compresses"),
+    o("buffer_compress_percentage", &[], BufferShape, Percent, "0", "How far the written data compresses").range(0, 100),
     o("buffer_compress_chunk", &[], BufferShape, Size, "512", "Size of the compressible stretches"),
-    o("dedupe_percentage", &[], BufferShape, Percent, "0", "Share of writes that repeat earlier data"),
+    o("dedupe_percentage", &[], BufferShape, Percent, "0", "Share of writes that repeat earlier data").range(0, 100),
     o("dedupe_mode", &[], BufferShape, Choice(&[("repeat", "the last unique write again (the default)"), ("working_set", "one of a working set")]), "repeat", "What a deduplicable write repeats"),
-    o("dedupe_working_set_percentage", &[], BufferShape, Percent, "5", "Size of the working set"),
+    o("dedupe_working_set_percentage", &[], BufferShape, Percent, "5", "Size of the working set").range(0, 100),
     o("dedupe_global", &[], BufferShape, Bool, "0", "Deduplicate across the jobs"),
     // Zones.
     o("zonemode", &[], Zones, Choice(&[("none", "no zones (the default)"), ("strided", "I/O in zones, skipping between them")]), "none", "How I/O moves through zones"),
@@ -305,8 +358,8 @@ pub const OPTIONS: &[Declared] = &[
     o("continue_on_error", &[], ErrorPolicy, Choice(&[("none", "stop at the first error (the default)"), ("read", "go on past read errors"), ("write", "go on past write errors"), ("io", "go on past read and write errors"), ("verify", "go on past verify errors"), ("all", "go on past any error")]), "none", "Which errors a job goes on past"),
     o("ignore_error", &[], ErrorPolicy, Text, "", "Errors to go on past, per read,write,verify: ':'-separated names or numbers"),
     // Priorities.
-    o("prio", &[], Priority, Int, "", "I/O priority level of the job, 0 to 7"),
-    o("prioclass", &[], Priority, Int, "", "I/O priority class of the job: 1 real-time, 2 best-effort, 3 idle"),
+    o("prio", &[], Priority, Int, "", "I/O priority level of the job, 0 to 7").range(0, 7),
+    o("prioclass", &[], Priority, Int, "", "I/O priority class of the job: 1 real-time, 2 best-effort, 3 idle").range(0, 3),
     o("cmdprio_percentage", &[], Priority, Int, "", "Share of I/Os issued with their own priority"),
     o("cmdprio_class", &[], Priority, Int, "", "The class of those I/Os"),
     o("cmdprio", &[], Priority, Int, "", "The level of those I/Os"),
@@ -364,6 +417,9 @@ pub fn help_one(name: &str) -> Option<String> {
     let _ = writeln!(out, "{:>20}: {}", "type", o.kind.describe());
     if !o.default.is_empty() {
         let _ = writeln!(out, "{:>20}: {}", "default", o.default);
+    }
+    if let Some((min, max)) = o.effective_range() {
+        let _ = writeln!(out, "{:>20}: {}", "range", describe_range(min, max));
     }
     if let Kind::Choice(values) = o.kind {
         for (i, (value, what)) in values.iter().enumerate() {
@@ -430,44 +486,120 @@ mod tests {
     }
 
     #[test]
-    fn each_declared_default_is_what_a_job_starts_with() {
-        // Given as its declared default, an option leaves a job as it was: the table's
-        // defaults (what --cmdhelp says) are the ones a job runs with. Some options keep
-        // whether they were given at all, which the comparison leaves out.
+    fn each_declared_default_is_taken_and_changes_nothing_given_again() {
+        // A job's defaults are the table's, applied in order to an unset job. Each must be
+        // a value its parser takes (one refused would leave its field unset), and given
+        // again it must leave a default job as it was: no later default undoes an earlier
+        // one, and no option's default means something else given alone.
         let start = crate::JobOptions::default();
         let mut differ = Vec::new();
         for o in OPTIONS.iter().filter(|o| !o.default.is_empty()) {
             let mut job = crate::JobOptions::default();
             let got = job.apply(o.name, Some(o.default));
             assert!(got.is_ok(), "{}={}: {got:?}", o.name, o.default);
-            forget_what_was_given(&mut job);
+            job.forget_what_was_given();
             if job != start {
                 differ.push(o.name);
             }
         }
-        assert!(
-            differ.is_empty(),
-            "defaults that are not the job's: {differ:?}"
-        );
+        assert!(differ.is_empty(), "defaults that undo another: {differ:?}");
     }
 
-    /// The fields that say whether an option was given besides what it is: each set to
-    /// "not given" where that means the same as its default.
-    fn forget_what_was_given(job: &mut crate::JobOptions) {
-        job.ioengine_requested = None;
-        // Not given, files are named $jobname.$jobnum.$filenum.
-        if job.filename_format.as_deref() == Some("$jobname.$jobnum.$filenum") {
-            job.filename_format = None;
+    #[test]
+    fn each_range_holds_its_default_and_is_checked_in_one_wording() {
+        for o in OPTIONS {
+            let Some((min, max)) = o.range else { continue };
+            assert!(
+                matches!(o.kind, Kind::Int | Kind::Percent) || o.name == "percentile_list",
+                "{}",
+                o.name
+            );
+            if !o.default.is_empty() {
+                assert_eq!(o.check_range(o.default), Ok(()), "{}", o.name);
+            }
+            let mut job = crate::JobOptions::default();
+            let above = (max != NO_MAX).then(|| (max + 1).to_string());
+            let below = (min > 0).then(|| (min - 1).to_string());
+            for v in above.iter().chain(below.iter()) {
+                let got = job.apply(o.name, Some(v));
+                assert!(
+                    matches!(&got, Err(crate::options::ApplyError::BadValue(m)) if m.contains("out of range (expected")),
+                    "{}={v}: {got:?}",
+                    o.name
+                );
+            }
+            assert!(
+                job.apply(o.name, Some(&min.to_string())).is_ok(),
+                "{}",
+                o.name
+            );
         }
-        // Not given, the files the job made are removed (unless --keep).
-        if job.unlink == Some(true) {
-            job.unlink = None;
-        }
-        // Not given, it is 1; unless thinktime_iotime is given, which then alone sets the
-        // pauses (as fio's).
-        if job.thinktime_blocks == Some(1) {
-            job.thinktime_blocks = None;
-        }
+    }
+
+    #[test]
+    fn a_job_starts_with_fios_defaults() {
+        // Spot checks of what the table's defaults make, field by field.
+        let job = crate::JobOptions::default();
+        assert_eq!(job.bs, [4096; 3]);
+        assert_eq!(
+            (job.nrfiles, job.numjobs, job.loops, job.iodepth),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(job.rwmixread, 50.0);
+        assert_eq!(job.randseed, 0x89);
+        assert!(job.randrepeat && job.invalidate && job.do_verify && job.per_job_logs);
+        assert!(!job.direct && job.scramble_buffers && job.clat_percentiles);
+        assert_eq!(job.rate_cycle_ms, 1000);
+        assert_eq!(job.cpuchunks_us, 50_000);
+        assert_eq!(job.grace_time, std::time::Duration::from_secs(1));
+        assert_eq!(job.ss_interval, std::time::Duration::from_secs(1));
+        assert_eq!(job.latency_percentile, 100.0);
+        assert_eq!(
+            job.percentile_list,
+            crate::options::DEFAULT_PERCENTILES.to_vec()
+        );
+        assert!(job.behaviour.create_serialize);
+        assert_eq!(job.behaviour.file_service_every, 1);
+        assert_eq!(job.buffer_shape.compress_chunk, 512);
+        assert_eq!(job.buffer_shape.dedupe_working_set_percentage, 5);
+        assert_eq!(job.offset_modifier.random_every, 1);
+        // Not given: sinkrate removes what it made, names files as fio does, pauses
+        // after every block.
+        assert_eq!(
+            (
+                job.unlink,
+                job.filename_format.as_deref(),
+                job.thinktime_blocks
+            ),
+            (None, None, None)
+        );
+        // Steady state is judged only with ss_dur, then by fio's default metric.
+        assert_eq!(job.ss, None);
+        let mut window = crate::JobOptions::default();
+        window.apply("ss_dur", Some("30")).expect("ss_dur");
+        let mut both = crate::JobOptions::default();
+        both.apply("ss", Some("iops_slope:0.01%")).expect("ss");
+        both.apply("ss_dur", Some("30")).expect("ss_dur");
+        assert_eq!(window, both);
+        let mut other = crate::JobOptions::default();
+        other.apply("ss", Some("bw:5%")).expect("ss");
+        other.apply("ss_dur", Some("30")).expect("ss_dur");
+        assert_ne!(other.ss, both.ss, "a given ss= stays");
+    }
+
+    #[test]
+    fn an_older_result_missing_fields_reads_them_as_the_tables_defaults() {
+        let mut value = serde_json::to_value(crate::JobOptions::default()).expect("json");
+        let fields = value.as_object_mut().expect("an object");
+        fields.remove("per_job_logs");
+        fields.remove("grace_time");
+        fields.remove("buffer_shape");
+        fields["behaviour"]
+            .as_object_mut()
+            .expect("behaviour")
+            .remove("create_serialize");
+        let job: crate::JobOptions = serde_json::from_value(value).expect("reads");
+        assert_eq!(job, crate::JobOptions::default());
     }
 
     #[test]
@@ -490,6 +622,10 @@ mod tests {
         assert!(bs.contains("bs: Block size of each I/O"), "{bs}");
         assert!(bs.contains("alias: blocksize"), "{bs}");
         assert!(bs.contains("default: 4096"), "{bs}");
+        let iodepth = help_one("iodepth").expect("iodepth");
+        assert!(iodepth.contains("range: 1 to 65536"), "{iodepth}");
+        let loops = help_one("loops").expect("loops");
+        assert!(loops.contains("range: 1 to 4294967295"), "{loops}");
         let rw = help_one("rw").expect("rw");
         assert!(rw.contains("valid values: read"), "{rw}");
         assert!(rw.contains("randtrimwrite"), "{rw}");

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 /// How unit prefixes in sizes are read (fio's `kb_base`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum KbBase {
     /// fio's default "compatibility mode": `k`/`kb` are 1024, `kib` is 1000.
+    #[default]
     Compat1024,
     /// `kb_base=1000`: `k`/`kb` are 1000, `kib` is 1024 (SI/IEC).
     Si1000,
