@@ -29,7 +29,6 @@ pub(super) fn run_block_io(
 ) -> Result<(), EngineError> {
     let o = &setup.job.options;
     let seed = job_seed(setup);
-    let rng = Rng::new(seed);
     // As fio's job threads: prio/prioclass is the thread's own priority, which the kernel
     // gives every I/O issued without one of its own.
     if let Some(ioprio) = o.priorities.job_ioprio() {
@@ -52,7 +51,7 @@ pub(super) fn run_block_io(
     };
     let mut backend = start_backend(setup, depth)?;
     let replay = replay_cursor(o)?;
-    let mut rng = rng;
+    let mut rng = Rng::new(seed);
     let mut files = Vec::with_capacity(setup.files.len());
     let opened = open_files(setup, outcome, &mut rng, backend.as_mut(), &mut files)
         .and_then(|()| JobLogs::open(o, setup.job_number, setup.unix_start_ms));

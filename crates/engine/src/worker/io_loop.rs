@@ -281,6 +281,29 @@ impl Loop<'_> {
         }
     }
 
+    /// A planned I/O's request, its buffer filled first when it writes (the job's data,
+    /// then a verify header): one way for the loop that waits on each I/O and the queue.
+    #[inline]
+    fn prepare(&mut self, p: &Planned, buf: &mut AlignedBuf, tag: u64) -> IoRequest {
+        if p.dir.is_write() {
+            self.contents
+                .before_write(buf.as_mut_slice(), p.len, p.offset, &mut self.rng);
+            if let Some(v) = &mut self.verify {
+                v.stamp(&mut buf.as_mut_slice()[..p.len], p.file, p.offset);
+            }
+        }
+        IoRequest {
+            fd: self.files[p.file].fd,
+            file_index: p.file,
+            dir: p.dir,
+            offset: p.offset,
+            len: p.len,
+            buf: buf.as_mut_ptr(),
+            tag,
+            ioprio: self.sqe_ioprio(p),
+        }
+    }
+
     /// The priority an I/O carries to the kernel: its own with cmdprio; otherwise none, and
     /// the thread's (prio/prioclass) applies.
     #[inline]
@@ -697,23 +720,7 @@ impl Loop<'_> {
             if !self.wait_for_rate(d, p.len as u64) {
                 break;
             }
-            if p.dir.is_write() {
-                self.contents
-                    .before_write(buf.as_mut_slice(), p.len, p.offset, &mut self.rng);
-                if let Some(v) = &mut self.verify {
-                    v.stamp(&mut buf.as_mut_slice()[..p.len], p.file, p.offset);
-                }
-            }
-            let req = IoRequest {
-                fd: self.files[p.file].fd,
-                file_index: p.file,
-                dir: p.dir,
-                offset: p.offset,
-                len: p.len,
-                buf: buf_ptr,
-                tag: 0,
-                ioprio: self.sqe_ioprio(&p),
-            };
+            let req = self.prepare(&p, &mut buf, 0);
             let t0 = self.clock.now_ns();
             self.trace_io(&p, t0);
             self.trace_stages(&["fill", "prep", "queue"], &p, buf_ptr);
@@ -933,23 +940,7 @@ impl Loop<'_> {
         p: Planned,
     ) -> Result<Option<LoopError>, LoopError> {
         let d = p.dir.index();
-        if p.dir.is_write() {
-            self.contents
-                .before_write(q.bufs[slot].as_mut_slice(), p.len, p.offset, &mut self.rng);
-            if let Some(v) = &mut self.verify {
-                v.stamp(&mut q.bufs[slot].as_mut_slice()[..p.len], p.file, p.offset);
-            }
-        }
-        let req = IoRequest {
-            fd: self.files[p.file].fd,
-            file_index: p.file,
-            dir: p.dir,
-            offset: p.offset,
-            len: p.len,
-            buf: q.bufs[slot].as_mut_ptr(),
-            tag: slot as u64,
-            ioprio: self.sqe_ioprio(&p),
-        };
+        let req = self.prepare(&p, &mut q.bufs[slot], slot as u64);
         let prep = self.clock.now_ns();
         self.trace_io(&p, prep);
         self.trace_stages(
