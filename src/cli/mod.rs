@@ -961,6 +961,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub warnings_fatal: bool,
 
+    /// Say sinkrate's notes and warnings on standard error even when it is not a terminal.
+    /// They are always in the results (the text's closing lines, the JSON's notices and
+    /// warnings); standard error otherwise stays as silent as fio's
+    #[arg(long)]
+    pub notes: bool,
+
     /// Run only the job file's section of this name (may be given more than once), as fio
     #[arg(long, value_name = "NAME")]
     pub section: Vec<String>,

@@ -1,6 +1,7 @@
 //! `sinkrate bench`: fio job files and options in, fio-compatible results out, with the
 //! honesty warnings fio does not give.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -140,16 +141,23 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let options = run_options(&args, stop, status_reports, debug);
     let prepared = sinkrate_engine::prepare(&set, &options)?;
     let announced = prepared.notices().len();
-    // A job fio runs without a word runs without a word: what fio would do silently stays in
-    // the results (JSON `notices`, `--parse-only`), off standard error.
+    // Standard error stays as silent as fio's (harnesses take any line there for a
+    // failure): sinkrate's notes and warnings are in the results, and said there too on a
+    // terminal, or with --notes, unless the text on standard output says them already.
+    let text_on_stdout = formats.contains(&OutputFormat::Normal) && args.output.is_none();
+    let say_on_stderr = args.notes || (std::io::stderr().is_terminal() && !text_on_stdout);
+    // What fio would do without a word stays in the JSON's notices and `--parse-only`.
     let silent: std::collections::HashSet<String> = set
         .notices
         .iter()
         .filter(|n| n.informational)
         .map(|n| n.to_string())
         .collect();
-    for n in prepared.notices().iter().filter(|n| !silent.contains(*n)) {
-        eprintln!("sinkrate: note: {n}");
+    let worth_saying = |n: &&String| !silent.contains(*n);
+    if say_on_stderr {
+        for n in prepared.notices().iter().filter(worth_saying) {
+            eprintln!("sinkrate: note: {n}");
+        }
     }
     let sampler = start_sampler(&args, &set, &prepared)?;
     let run = sinkrate_engine::execute(prepared, &options);
@@ -159,16 +167,20 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         let summary = analyse(&out.timeline, out.settings);
         (out, interval, summary)
     });
-    for n in run.notices.iter().skip(announced) {
-        eprintln!("sinkrate: note: {n}");
+    if say_on_stderr {
+        for n in run.notices.iter().skip(announced).filter(worth_saying) {
+            eprintln!("sinkrate: note: {n}");
+        }
     }
+    let notes: Vec<String> = run.notices.iter().filter(worth_saying).cloned().collect();
     let result = BenchResult {
         run: &run,
         sampled: sampled.as_ref().map(|(s, i, sum)| (s, *i, sum)),
+        notes: &notes,
     };
     let mut out = std::mem::take(&mut *interim.lock().unwrap_or_else(|p| p.into_inner()));
     out.extend(render(&formats, &result)?);
-    if !formats.contains(&OutputFormat::Normal) {
+    if say_on_stderr {
         for w in &run.warnings {
             eprintln!("sinkrate: warning [{}]: {}", w.id, w.text);
         }
@@ -232,7 +244,11 @@ fn status_reports(
         sinkrate_engine::StatusReports {
             every,
             emit: Box::new(move |run: &sinkrate_model::BenchRun| {
-                let result = BenchResult { run, sampled: None };
+                let result = BenchResult {
+                    run,
+                    sampled: None,
+                    notes: &[],
+                };
                 match render(&formats, &result) {
                     Ok(out) if to_file => gathered
                         .lock()

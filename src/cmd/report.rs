@@ -139,10 +139,15 @@ fn check_png(page: &sinkrate_report::figures::Page, dir: &Path, force: bool) -> 
 fn write_png(page: &sinkrate_report::figures::Page, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("--png {}: cannot create the directory", dir.display()))?;
-    let written = sinkrate_report::png::write_all(page, dir)?;
+    let pictures = sinkrate_report::png::render_all(page)?;
+    for picture in &pictures {
+        let path = dir.join(&picture.file_name);
+        sinkrate_sys::output::result(&path, &picture.png)
+            .with_context(|| format!("--png {}: cannot write", path.display()))?;
+    }
     eprintln!(
         "sinkrate: wrote {} PNG file(s) into {}",
-        written.len(),
+        pictures.len(),
         dir.display()
     );
     Ok(())

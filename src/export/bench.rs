@@ -15,6 +15,9 @@ use super::Exporter;
 pub struct BenchResult<'a> {
     pub run: &'a BenchRun,
     pub sampled: Option<(&'a SamplerOutput, Duration, &'a Summary)>,
+    /// The run's notices worth saying (not those fio would keep quiet about): the text's
+    /// closing lines.
+    pub notes: &'a [String],
 }
 
 pub struct BenchText;
@@ -29,6 +32,9 @@ impl Exporter<BenchResult<'_>> for BenchText {
         let mut out = sinkrate_bench_output::text::render(r.run);
         if let Some((s, _, summary)) = r.sampled {
             out.push_str(&sampler_line(s, summary));
+        }
+        for n in r.notes {
+            out.push_str(&format!("note: {n}\n"));
         }
         Ok(out.into_bytes())
     }

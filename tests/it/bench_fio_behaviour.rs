@@ -3,6 +3,7 @@
 //! create_on_open, file_service_type; iodepth_low and openfiles where sinkrate differs.
 
 use crate::common;
+use crate::common::FioOutput;
 
 use std::path::Path;
 use std::process::Command;
@@ -78,11 +79,11 @@ fn switched_off_measurements_are_absent_as_in_fio() {
 
 fn run_in(fio: bool, dir: &Path, args: &[&str]) {
     let status = if fio {
-        Command::new("fio")
+        Ok(Command::new("fio")
             .current_dir(dir)
             .args(args)
-            .stdout(std::process::Stdio::null())
-            .status()
+            .fio_output()
+            .status)
     } else {
         Command::new(common::sinkrate_path())
             .current_dir(dir)

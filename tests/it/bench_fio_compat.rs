@@ -2,6 +2,7 @@
 //! tolerance (both tools run here, one after the other, on the same files).
 
 use crate::common;
+use crate::common::FioOutput;
 
 use common::{fio_json, fio_or_skip, sinkrate_json};
 
@@ -533,8 +534,7 @@ fn directory_lists_spread_clones_as_fio_does() {
                 .current_dir(d.path())
                 .args(["--output-format=terse"])
                 .args(args)
-                .output()
-                .expect("fio runs")
+                .fio_output()
                 .status
                 .success()
         } else {
@@ -855,8 +855,7 @@ fn percentile_options_shape_the_output_as_in_fio() {
         let fio_text = std::process::Command::new("fio")
             .current_dir(d.path())
             .args(&args)
-            .output()
-            .expect("fio runs");
+            .fio_output();
         let our_text = common::sinkrate()
             .current_dir(d.path())
             .args(&args)

@@ -15,11 +15,7 @@ use common::{fio_or_skip, sinkrate_path};
 fn run(fio: bool, dir: &Path, job: &str) -> (Option<i32>, serde_json::Value, String, Duration) {
     std::fs::write(dir.join("job.fio"), job).expect("job file");
     let mut cmd = if fio {
-        // fio 3.33 itself hangs at times in offload mode (0% CPU, no end): held to a limit,
-        // so the test can say so and run it again instead of waiting forever.
-        let mut c = Command::new("timeout");
-        c.args(["--signal=KILL", FIO_LIMIT_S, "fio"]);
-        c
+        Command::new("fio")
     } else {
         let mut c = Command::new(sinkrate_path());
         c.args(["bench", "--eta=never"]);
@@ -29,10 +25,12 @@ fn run(fio: bool, dir: &Path, job: &str) -> (Option<i32>, serde_json::Value, Str
         .arg("--output-format=json")
         .arg("job.fio");
     let t0 = Instant::now();
-    let out = cmd.output().expect("runs");
+    // fio 3.33 itself hangs at times in offload mode (0% CPU, no end): held to a limit, so
+    // the test can say so and run it again instead of waiting forever.
+    let (out, hung) = common::output_within(&mut cmd, FIO_LIMIT);
     let took = t0.elapsed();
     (
-        out.status.code(),
+        if hung { FIO_HUNG } else { out.status.code() },
         common::json_after_text(&out.stdout),
         String::from_utf8_lossy(&out.stderr).into_owned(),
         took,
@@ -41,9 +39,9 @@ fn run(fio: bool, dir: &Path, job: &str) -> (Option<i32>, serde_json::Value, Str
 
 type Outcome = (Option<i32>, serde_json::Value, String, Duration);
 
-/// Seconds a fio run of these jobs (2 s at most) may take before it counts as hung.
-const FIO_LIMIT_S: &str = "60";
-/// timeout's exit code when it had to kill fio.
+/// How long a run of these jobs (2 s at most) may take before it counts as hung.
+const FIO_LIMIT: Duration = Duration::from_secs(60);
+/// The exit code a run held to the limit is given: killed.
 const FIO_HUNG: Option<i32> = Some(137);
 
 /// Runs fio and sinkrate on `job` at the same time, each in its own directory.
@@ -275,7 +273,10 @@ fn offload_keeps_the_schedule_and_counts_the_queueing_as_fio_does() {
             break;
         }
         // The peer's own hang, not sinkrate's: said, and fio is run again.
-        eprintln!("fio hung in offload mode and was killed after {FIO_LIMIT_S} s; running fio again ({again} of 2)");
+        eprintln!(
+            "fio hung in offload mode and was killed after {} s; running fio again ({again} of 2)",
+            FIO_LIMIT.as_secs()
+        );
         let d = tempfile::tempdir().expect("tmp");
         fio = run(true, d.path(), text);
     }
@@ -339,4 +340,38 @@ fn create_serialize_lays_out_one_file_at_a_time() {
         b.0 >= a.1 || a.0 >= b.1,
         "the layouts overlapped: a {a:?}, b {b:?}"
     );
+}
+
+/// A fio that outlives its limit is killed with the job processes it forked into sessions
+/// of their own, so a hung peer fails a test instead of hanging the suite.
+#[test]
+fn a_hung_fio_is_killed_with_its_jobs() {
+    if !fio_or_skip("a_hung_fio_is_killed_with_its_jobs") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let name = format!("--name=hung{}", std::process::id());
+    let t0 = Instant::now();
+    let (_, hung) = common::output_within(
+        Command::new("fio").current_dir(d.path()).args([
+            name.as_str(),
+            "--filename=h",
+            "--size=1m",
+            "--rw=read",
+            "--time_based",
+            "--runtime=60",
+        ]),
+        Duration::from_secs(2),
+    );
+    assert!(hung);
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    // No process of that job is left.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&name))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -11,6 +11,15 @@ use common::{fio_json, sinkrate_json};
 
 /// The values of a log, per line.
 fn values(dir: &Path, prefix: &str, kind: &str) -> Vec<u64> {
+    column(dir, prefix, kind, 1)
+}
+
+/// The times of a log's lines, in ms.
+fn times(dir: &Path, prefix: &str, kind: &str) -> Vec<u64> {
+    column(dir, prefix, kind, 0)
+}
+
+fn column(dir: &Path, prefix: &str, kind: &str, index: usize) -> Vec<u64> {
     std::fs::read_to_string(dir.join(format!("{prefix}_{kind}.1.log")))
         .unwrap_or_else(|e| panic!("{prefix}_{kind}: {e}"))
         .lines()
@@ -18,7 +27,7 @@ fn values(dir: &Path, prefix: &str, kind: &str) -> Vec<u64> {
             let cols: Vec<&str> = l.split(", ").collect();
             assert_eq!(cols.len(), 5, "{kind}: {l}");
             assert_eq!(cols[2], "0", "{kind}: a read's direction: {l}");
-            cols[1].parse().expect("value")
+            cols[index].parse().expect("a number")
         })
         .collect()
 }
@@ -76,6 +85,12 @@ fn averaged_logs_hold_each_windows_average_as_fios_do() {
         // Two whole windows of rates; latencies also log the last, partial window.
         let lines = if matches!(kind, "bw" | "iops") { 2 } else { 3 };
         assert_eq!((ours.len(), theirs.len()), (lines, lines), "{kind}");
+        // Whole windows end on the ticks of the job's clock, 1000 and 2000 ms, however late
+        // the I/O that closed them (fio's helper thread wakes within a few ms of each).
+        let our_times = times(our_dir.path(), "l", kind);
+        let their_times = times(fio_dir.path(), "l", kind);
+        eprintln!("{kind} times: {our_times:?}, fio's {their_times:?}");
+        assert_eq!(our_times[..2], [1000, 2000], "{kind}");
         let expected = match kind {
             "bw" => 2000.0,
             "iops" => 500.0,

@@ -3,6 +3,7 @@
 //! same time (a paced job uses little CPU), so both see the same machine.
 
 use crate::common;
+use crate::common::FioOutput;
 
 use std::path::Path;
 
@@ -125,8 +126,7 @@ fn rate_min_fails_a_job_that_cannot_hold_it_as_fio_does() {
             .current_dir(fd.path())
             .arg("--output-format=json")
             .args(args)
-            .output()
-            .expect("fio runs");
+            .fio_output();
         let ours = common::sinkrate()
             .current_dir(sd.path())
             .args(args)

@@ -8,6 +8,7 @@
 //! where it does not), and a non-zero exit.
 
 use crate::common;
+use crate::common::FioOutput;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -275,8 +276,7 @@ fn bench_eio_at_a_fixed_offset_as_fio_reports_it() {
         let fio = Command::new("fio")
             .current_dir(cwd.path())
             .args(&job)
-            .output()
-            .expect("fio runs");
+            .fio_output();
         let text = String::from_utf8_lossy(&fio.stdout);
         let fio_v: serde_json::Value =
             serde_json::from_str(&text[text.find('{').expect("fio JSON")..]).expect("fio JSON");

@@ -6,6 +6,7 @@
 //! `--png` files decoded and looked at; `--report` on the commands; bad input one line each.
 
 use crate::common;
+use crate::common::FioOutput;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -340,8 +341,7 @@ fn every_run_kind_renders_in_chromium() {
                 "--filename=fio.data",
                 "--output-format=json",
             ])
-            .output()
-            .expect("fio runs");
+            .fio_output();
         assert!(out.status.success());
         std::fs::write(&fio, out.stdout).expect("fio json");
         kinds.push(("fio", fio, &["job_latency_cdf"]));

@@ -3,6 +3,7 @@
 //! passes; devices guarded like bench's writes; bad input.
 
 use crate::common;
+use crate::common::FioOutput;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -160,8 +161,7 @@ fn a_stale_block_fio_verify_passes_is_found() {
             ])
             .arg(format!("--filename={}", file.display()))
             .args(extra)
-            .output()
-            .expect("fio runs")
+            .fio_output()
     };
     let (f1, f2) = (d.path().join("fio-run1"), d.path().join("fio-run2"));
     assert!(fio_job(&f1, &["--do_verify=0"]).status.success());

@@ -1,8 +1,9 @@
-//! The main charts as PNG files for tickets and slides, drawn with plotters into a bitmap
+//! The main charts as PNG images for tickets and slides, drawn with plotters into a bitmap
 //! with a vendored font (DejaVu Sans Mono, `assets/fonts`) through ab_glyph: pure Rust, no
-//! fontconfig or freetype, so static builds draw the same pictures.
-
-use std::path::{Path, PathBuf};
+//! fontconfig or freetype, so static builds draw the same pictures. The bitmap is encoded
+//! by the `png` crate here and the bytes handed back: the command writes them as it writes
+//! every output (plotters' own file encoder would open the path itself, and brings a whole
+//! image library, JPEG decoder included, into the board build).
 
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -27,14 +28,20 @@ const COLOURS: [RGBColor; 10] = [
 
 #[derive(Debug, thiserror::Error)]
 pub enum PngError {
-    #[error("{path}: {what}")]
-    Write { path: String, what: String },
+    #[error("{chart}: {what}")]
+    Draw { chart: String, what: String },
     #[error("the vendored font cannot be read")]
     Font,
 }
 
-/// Writes each chart of `page` as `DIR/ID.png`; returns the files written.
-pub fn write_all(page: &Page, dir: &Path) -> Result<Vec<PathBuf>, PngError> {
+/// One chart's picture: its file name (`ID.png`) and the PNG's bytes.
+pub struct Picture {
+    pub file_name: String,
+    pub png: Vec<u8>,
+}
+
+/// Each chart of `page` with a series, drawn and encoded as PNG.
+pub fn render_all(page: &Page) -> Result<Vec<Picture>, PngError> {
     static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let ok = *REGISTERED.get_or_init(|| {
         plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
@@ -42,19 +49,37 @@ pub fn write_all(page: &Page, dir: &Path) -> Result<Vec<PathBuf>, PngError> {
     if !ok {
         return Err(PngError::Font);
     }
-    let mut written = Vec::new();
+    let mut pictures = Vec::new();
     for chart in &page.charts {
         if chart.series.is_empty() {
             continue;
         }
-        let path = dir.join(format!("{}.png", chart.id));
-        draw(page, chart, &path).map_err(|what| PngError::Write {
-            path: path.display().to_string(),
+        let failed = |what: String| PngError::Draw {
+            chart: chart.id.to_string(),
             what,
-        })?;
-        written.push(path);
+        };
+        let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
+        if !draw(page, chart, &mut rgb).map_err(failed)? {
+            continue;
+        }
+        pictures.push(Picture {
+            file_name: format!("{}.png", chart.id),
+            png: encode(&rgb).map_err(|e| failed(e.to_string()))?,
+        });
     }
-    Ok(written)
+    Ok(pictures)
+}
+
+/// An RGB bitmap of WIDTH x HEIGHT as PNG.
+fn encode(rgb: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, WIDTH, HEIGHT);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(rgb)?;
+    writer.finish()?;
+    Ok(bytes)
 }
 
 /// A series' points on the chart's axes (log axes as log10), split at gaps, at most a
@@ -111,7 +136,8 @@ fn decimate(seg: Vec<(f64, f64)>, x0: f64, x1: f64) -> Vec<(f64, f64)> {
     out
 }
 
-fn draw(page: &Page, chart: &Chart, path: &Path) -> Result<(), String> {
+/// Draws `chart` into `rgb`; false when it has no point to draw.
+fn draw(page: &Page, chart: &Chart, rgb: &mut [u8]) -> Result<bool, String> {
     let all: Vec<Vec<Vec<(f64, f64)>>> = (0..chart.series.len())
         .map(|i| segments(page, chart, i))
         .collect();
@@ -124,7 +150,7 @@ fn draw(page: &Page, chart: &Chart, path: &Path) -> Result<(), String> {
         y1 = y1.max(*y);
     }
     if x0 > x1 {
-        return Ok(());
+        return Ok(false);
     }
     if !chart.y_log {
         y0 = y0.min(0.0);
@@ -140,7 +166,7 @@ fn draw(page: &Page, chart: &Chart, path: &Path) -> Result<(), String> {
     if x1 - x0 < 1e-9 {
         x1 = x0 + 1.0;
     }
-    let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    let root = BitMapBackend::with_buffer(rgb, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut c = ChartBuilder::on(&root)
         .caption(&chart.title, ("sans-serif", 20))
@@ -241,5 +267,5 @@ fn draw(page: &Page, chart: &Chart, path: &Path) -> Result<(), String> {
         .draw()
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())?;
-    Ok(())
+    Ok(true)
 }

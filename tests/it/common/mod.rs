@@ -245,8 +245,7 @@ pub fn fio_json(dir: &Path, args: &[&str]) -> serde_json::Value {
         // First: given after job options, fio prints a job line before the JSON.
         .arg("--output-format=json")
         .args(args)
-        .output()
-        .expect("fio runs");
+        .fio_output();
     assert!(
         out.status.success(),
         "fio failed: {}",
@@ -702,5 +701,109 @@ impl RecordArgs {
                     .flat_map(|(flag, value)| [*flag, value.as_str()]),
             )
             .collect()
+    }
+}
+
+/// How long a run of fio (the peer) may take in a test before it counts as hung: the
+/// longest fio job here is seconds; fio 3.33 itself hangs at times (offload mode).
+pub const FIO_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs `cmd` with its output captured, within `limit`. Returns its output and whether it
+/// had to be killed. fio forks each job into a session of its own (setsid): killing only the
+/// process started (as timeout(1) does) leaves a hung job holding the output pipe open and
+/// the test waiting forever. So the whole tree, every descendant found under /proc, is
+/// killed.
+pub fn output_within(
+    cmd: &mut Command,
+    limit: std::time::Duration,
+) -> (std::process::Output, bool) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = std::time::Instant::now();
+    let mut hung = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waits") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            hung = true;
+            for pid in process_tree(child.id()) {
+                // SAFETY: kill(2) on a process id found under /proc; no memory is involved.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+            break child.wait().expect("waits");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let output = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
+    (output, hung)
+}
+
+/// `pid` and all its descendants, from /proc's children lists.
+fn process_tree(pid: u32) -> Vec<u32> {
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", tree[i]));
+        for task in tasks.into_iter().flatten().flatten() {
+            let children = std::fs::read_to_string(task.path().join("children"));
+            tree.extend(
+                children
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+        i += 1;
+    }
+    tree
+}
+
+/// A run of the fio beside, held to [`FIO_LIMIT`]: `.output()` that cannot hang a test.
+pub trait FioOutput {
+    fn fio_output(&mut self) -> std::process::Output;
+}
+
+impl FioOutput for Command {
+    fn fio_output(&mut self) -> std::process::Output {
+        let (output, hung) = output_within(self, FIO_LIMIT);
+        assert!(
+            !hung,
+            "fio hung and was killed with its jobs after {} s: {:?}",
+            FIO_LIMIT.as_secs(),
+            self
+        );
+        output
     }
 }

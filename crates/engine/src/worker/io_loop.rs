@@ -438,7 +438,7 @@ impl Loop<'_> {
             }
         }
         if done_ns >= self.next_sample_ns {
-            self.take_samples(done_ns);
+            self.take_samples(done_ns, true);
         }
         Ok(())
     }

@@ -25,6 +25,17 @@ pub(super) fn sample_period_ns(o: &JobOptions) -> u64 {
     o.bw_sample_period_ns()
 }
 
+/// The first tick of a `period` grid after `now`, the grid running through `due`: fio's
+/// helper thread samples rates and closes averaged log windows on fixed ticks from the
+/// job's start, so one sample taken late (after a slow I/O) does not move the ones after it.
+pub(super) fn next_tick(due: u64, period: u64, now: u64) -> u64 {
+    let period = period.max(1);
+    if now < due {
+        return due;
+    }
+    due + ((now - due) / period + 1) * period
+}
+
 pub(super) fn steady_state_criterion(ss: &sinkrate_jobspec::options::SteadyState) -> String {
     let metric = match ss.metric {
         SteadyMetric::Iops => "iops",
@@ -91,11 +102,18 @@ impl Loop<'_> {
         }
     }
 
-    /// Writes the `log_avg_msec` window ending `now`: per direction, the mean (or largest)
-    /// of each latency, and with `rates` the window's bandwidth and IOPS; then starts the
-    /// next window. fio writes a last partial window for latency logs, not for rates.
-    pub(super) fn flush_log_window(&mut self, now: u64, rates: bool) {
-        let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
+    /// Writes the `log_avg_msec` window closed at `now`: per direction, the mean (or
+    /// largest) of each latency, and `on_tick` the window's bandwidth and IOPS too; then
+    /// starts the next window. A window closed on its tick is logged at the tick, as fio's
+    /// helper thread logs it (500, 1000, 1500 ms, however late the I/O that noticed it);
+    /// the job's last, partial window is logged at the job's end, latencies only, as fio's.
+    pub(super) fn flush_log_window(&mut self, now: u64, on_tick: bool) {
+        let at = if on_tick {
+            self.log_window_end.min(now)
+        } else {
+            now
+        };
+        let t_ms = (at - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
         let w = std::mem::take(&mut self.log_window);
         let max = self.logs.max_value;
         let span = now.saturating_sub(w.start_ns).max(1) as f64;
@@ -110,7 +128,7 @@ impl Loop<'_> {
                     l.entry(t_ms, v, dir, 0, 0, 0);
                 }
             }
-            if rates && active {
+            if on_tick && active {
                 if let Some(l) = &mut self.logs.bw {
                     l.entry(
                         t_ms,
@@ -127,11 +145,12 @@ impl Loop<'_> {
             }
         }
         self.log_window.start_ns = now;
-        self.log_window_end = now + self.logs.avg_msec * 1_000_000;
+        self.log_window_end = next_tick(self.log_window_end, self.logs.avg_msec * 1_000_000, now);
     }
 
-    /// Closes the current sampling interval(s) up to `now`.
-    pub(super) fn take_samples(&mut self, now: u64) {
+    /// Closes the current sampling interval(s) up to `now`, and with `close_log_window` the
+    /// averaged logs' window whose tick has come.
+    pub(super) fn take_samples(&mut self, now: u64, close_log_window: bool) {
         let span = now - self.last_sample_ns;
         if span == 0 {
             return;
@@ -158,11 +177,17 @@ impl Loop<'_> {
             t.window_bytes = 0;
             t.window_ios = 0;
         }
-        if self.logs.avg_msec > 0 && now >= self.log_window_end {
+        // A tick at the runtime's end is the job's end, which closes no rate window.
+        let tick_before_end = self.end_ns.is_none_or(|end| self.log_window_end < end);
+        if close_log_window
+            && self.logs.avg_msec > 0
+            && now >= self.log_window_end
+            && tick_before_end
+        {
             self.flush_log_window(now, true);
         }
         self.last_sample_ns = now;
-        self.next_sample_ns = now + sample_period_ns(self.o);
+        self.next_sample_ns = next_tick(self.next_sample_ns, sample_period_ns(self.o), now);
         if self.o.ss.is_some() && now >= self.ss_next_ns {
             self.steady_state_tick(now);
         }
@@ -290,9 +315,13 @@ impl Loop<'_> {
         self.lt_window.reset();
     }
 
+    /// The job's end: its last samples, and the averaged logs' last window. The end closes
+    /// no rate window (fio's helper thread logs rates on its ticks while the job runs; a
+    /// tick at the job's last instant finds it gone): latencies log their last, partial
+    /// window, as fio's.
     pub(super) fn finish_samples(&mut self, end: u64) {
         if end > self.last_sample_ns + SAMPLE_PERIOD_NS / 2 {
-            self.take_samples(end);
+            self.take_samples(end, false);
         }
         if self.logs.avg_msec > 0 && !self.ramping {
             self.flush_log_window(end, false);
