@@ -113,8 +113,11 @@ fn the_prometheus_file_parses() {
         &prom.to_string_lossy(),
         "--csv",
         &csv.to_string_lossy(),
+        "--output-format",
+        "json",
     ]);
     assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let text = std::fs::read_to_string(&prom).expect("prom file");
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
         .expect("valid textfile");
@@ -135,8 +138,15 @@ fn the_prometheus_file_parses() {
     let rows = std::fs::read_to_string(&csv).expect("csv");
     let lines: Vec<&str> = rows.lines().collect();
     assert!(lines[0].starts_with("t_s,mem_available_bytes"));
-    assert!(lines.len() >= 5);
-    assert_eq!(lines[1].split(',').count(), lines[0].split(',').count());
+    // A row for every sample the run took (how many fit in 500 ms is the CPU's business:
+    // a busy machine gave 3 where an idle one gives 5).
+    let samples = v["summary"]["samples"].as_u64().expect("samples") as usize;
+    eprintln!("{samples} samples in 500 ms");
+    assert!(samples >= 1);
+    assert_eq!(lines.len() - 1, samples, "{rows}");
+    for row in &lines[1..] {
+        assert_eq!(row.split(',').count(), lines[0].split(',').count(), "{row}");
+    }
 }
 
 #[test]
