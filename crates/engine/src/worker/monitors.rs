@@ -250,7 +250,9 @@ impl Loop<'_> {
         let interval_ns = self.o.ss_interval.as_nanos().max(1) as u64;
         // The interval ending now began at the previous tick (the job's start for the first).
         let interval_start = self.ss_next_ns.saturating_sub(interval_ns);
-        self.ss_next_ns = now + interval_ns;
+        // On the same grid as the samples and the averaged logs' windows: an interval and
+        // the log window of the same span close at the same sample.
+        self.ss_next_ns = next_tick(self.ss_next_ns, interval_ns, now);
         let (lat_sum, lat_count) = std::mem::take(&mut self.ss_lat);
         // IOPS and bandwidth per second whatever the interval; latency as the interval's mean.
         let value = match ss.metric {
