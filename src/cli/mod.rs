@@ -946,9 +946,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bandwidth_log: bool,
 
-    /// fio's --debug: io (each I/O's stages) and/or file (files set up, opened, closed), a
-    /// line each on standard output in fio's format
-    #[arg(long, value_name = "io,file")]
+    /// fio's --debug: io (each I/O's stages), file (files set up, opened, closed) and mem
+    /// (the memory and descriptors the set was planned to need), a line each on standard
+    /// output in fio's format
+    #[arg(long, value_name = "io,file,mem")]
     pub debug: Option<String>,
 
     /// Print the results so far (cumulative from each job's start) every TIME, in the

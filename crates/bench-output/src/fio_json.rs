@@ -172,7 +172,7 @@ fn latency_buckets(
 
 /// Per group: summed bytes per second of each direction (for `bw_agg`).
 pub(crate) fn group_rates(
-    jobs: &[(JobResult, u32)],
+    jobs: &[crate::groups::Reported<'_>],
 ) -> std::collections::HashMap<(u32, usize), f64> {
     let mut m = std::collections::HashMap::new();
     for (j, _) in jobs {

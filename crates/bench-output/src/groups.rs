@@ -1,22 +1,29 @@
 //! fio's group_reporting: jobs of a reporting group that asked for it are summed into one
 //! entry named after the group's first job.
 
+use std::borrow::Cow;
+
 use sinkrate_model::JobResult;
 
-pub fn apply_group_reporting(jobs: &[JobResult]) -> Vec<(JobResult, u32)> {
-    let mut out: Vec<(JobResult, u32)> = Vec::new();
+/// One reported entry and how many jobs it sums. A job reported alone is borrowed, not
+/// copied: a result holds its latency histograms, and a set of thousands of jobs would
+/// otherwise hold each twice while it is rendered.
+pub type Reported<'a> = (Cow<'a, JobResult>, u32);
+
+pub fn apply_group_reporting(jobs: &[JobResult]) -> Vec<Reported<'_>> {
+    let mut out: Vec<Reported<'_>> = Vec::new();
     for job in jobs {
         if job.options.group_reporting {
             if let Some((merged, count)) = out
                 .iter_mut()
                 .find(|(j, _)| j.group == job.group && j.options.group_reporting)
             {
-                merge_into(merged, job);
+                merge_into(merged.to_mut(), job);
                 *count += 1;
                 continue;
             }
         }
-        out.push((job.clone(), 1));
+        out.push((Cow::Borrowed(job), 1));
     }
     out
 }

@@ -382,7 +382,7 @@ pub fn render(run: &BenchRun) -> String {
     out
 }
 
-fn group_status(out: &mut String, jobs: &[(JobResult, u32)]) {
+fn group_status(out: &mut String, jobs: &[crate::groups::Reported<'_>]) {
     let mut groups: Vec<u32> = jobs.iter().map(|(j, _)| j.group).collect();
     groups.dedup();
     for g in groups {

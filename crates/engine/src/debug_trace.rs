@@ -1,8 +1,9 @@
-//! fio's `--debug=io,file`: a line per event on standard output, in fio's shape
+//! fio's `--debug=io,file,mem`: a line per event on standard output, in fio's shape
 //! (`io       4242  queue: io_u 0x7f..: off=0x1000,len=0x1000,ddir=1,file=data`): the kind,
 //! the job's thread id (fio's job process id), and the event. `io` tells each I/O as it is
 //! filled in, prepared, queued and completed; `file` tells the files set up, opened and
-//! closed.
+//! closed; `mem` tells the memory and descriptors the set was planned to need, the figure
+//! the run is refused by when it does not fit.
 
 use std::fmt::Display;
 use std::io::Write;
@@ -12,19 +13,21 @@ use std::path::Path;
 pub struct DebugTrace {
     pub io: bool,
     pub file: bool,
+    pub mem: bool,
 }
 
 impl DebugTrace {
-    /// fio's `--debug=` list; sinkrate has its `io` and `file` kinds.
+    /// fio's `--debug=` list; sinkrate has its `io`, `file` and `mem` kinds.
     pub fn parse(list: &str) -> Result<DebugTrace, String> {
         let mut t = DebugTrace::default();
         for kind in list.split(',').map(str::trim).filter(|k| !k.is_empty()) {
             match kind {
                 "io" => t.io = true,
                 "file" => t.file = true,
+                "mem" => t.mem = true,
                 other => {
                     return Err(format!(
-                        "--debug={other}: sinkrate has fio's io and file debug output (use --debug=io, --debug=file or --debug=io,file)"
+                        "--debug={other}: sinkrate has fio's io, file and mem debug output (use --debug=io, --debug=file, --debug=mem or a list such as --debug=io,file)"
                     ))
                 }
             }
@@ -59,6 +62,13 @@ impl DebugTrace {
                     shown(file)
                 ),
             );
+        }
+    }
+
+    #[inline]
+    pub fn mem(&self, text: impl Display) {
+        if self.mem {
+            emit("mem", text);
         }
     }
 

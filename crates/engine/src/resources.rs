@@ -34,10 +34,14 @@ pub struct Needs {
 }
 
 /// One job's memory: its I/O buffers (one per I/O in flight, each of the largest block
-/// size, and the 1 MiB chunk that lays out its files), its latency histograms (submission,
-/// completion and total per direction, and one for syncs) and the rest of its state.
+/// size, and the 1 MiB chunk that lays out its files when it reads or overwrites them),
+/// its latency histograms (submission, completion and total per direction, and one for
+/// syncs) and the rest of its state.
 fn job_bytes(job: &Job) -> u64 {
     let o = &job.options;
+    // A job that only writes makes its files as it goes: no chunk to lay them out.
+    let lays_out = o.rw.reads() || o.overwrite || o.ioengine == Engine::Mmap;
+    let layout_chunk: u64 = if lays_out { 1 << 20 } else { 0 };
     let directions = u64::from(o.rw.reads()) + u64::from(o.rw.writes()) + u64::from(o.rw.trims());
     let histograms = 3 * directions.max(1) + 1;
     let in_flight = if o.ioengine.is_async() {
@@ -47,7 +51,7 @@ fn job_bytes(job: &Job) -> u64 {
     };
     in_flight
         .saturating_mul(max_block_size(o))
-        .saturating_add(1 << 20)
+        .saturating_add(layout_chunk)
         .saturating_add(histograms * PER_HISTOGRAM_BYTES)
         .saturating_add(PER_JOB_BASE_BYTES)
 }

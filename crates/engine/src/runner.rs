@@ -305,7 +305,16 @@ impl Preparation<'_> {
     /// The checks over every job together: memory, descriptors, free space per file system.
     fn finish(self) -> Result<PreparedRun, EngineError> {
         let needs = crate::resources::needs(&self.jobs);
-        if let Some(available) = host::read_meminfo().mem_available_bytes {
+        let available = host::read_meminfo().mem_available_bytes;
+        self.opts.debug.mem(format_args!(
+            "planned: {} job(s) at once need {} bytes of memory ({} mapped by page_fault) and {} descriptors; {} bytes available",
+            needs.jobs,
+            needs.memory_bytes,
+            needs.mapped_bytes,
+            needs.descriptors,
+            available.map_or_else(|| "?".to_string(), |a| a.to_string())
+        ));
+        if let Some(available) = available {
             crate::resources::check_memory(&needs, available)?;
         }
         crate::resources::ensure_descriptors(&needs)?;
