@@ -121,7 +121,12 @@ pub fn run_options(
         read_only: args.readonly,
         base_dir: PathBuf::from("."),
         force_device_write: args.force,
-        keep_files: args.keep,
+        // fio keeps the files a job made unless it says unlink=1.
+        made_files: if args.keep {
+            sinkrate_engine::runner::MadeFiles::Kept
+        } else {
+            sinkrate_engine::runner::MadeFiles::KeptUnlessUnlinked
+        },
         stop,
         show_status: match args.eta.as_str() {
             "always" => StatusLine::Always,

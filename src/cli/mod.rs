@@ -976,7 +976,8 @@ pub struct BenchArgs {
     #[arg(long, alias = "allow-mounted-write")]
     pub force: bool,
 
-    /// Keep the files sinkrate created (by default they are removed at the end and on Ctrl-C)
+    /// Keep the files the jobs make even where a job says unlink=1 (as fio, a job keeps
+    /// them by default; a run stopped by Ctrl-C or killed removes those it made)
     #[arg(long)]
     pub keep: bool,
 

@@ -189,7 +189,13 @@ fn honest_numbers_on_a_real_filesystem() {
             // Buffered, no fsync, smaller than the dirty limit: both warnings, and the flush.
             let v = common::sinkrate_json(
                 fs.path(),
-                &["--name=b", "--rw=write", "--bs=1m", "--size=64m"],
+                &[
+                    "--name=b",
+                    "--rw=write",
+                    "--bs=1m",
+                    "--size=64m",
+                    "--unlink=1",
+                ],
             );
             let ids: Vec<&str> = v["warnings"]
                 .as_array()
@@ -215,6 +221,7 @@ fn honest_numbers_on_a_real_filesystem() {
                     "--bs=1m",
                     "--size=64m",
                     "--end_fsync=1",
+                    "--unlink=1",
                 ],
             );
             let ids: Vec<&str> = v["warnings"]

@@ -315,3 +315,95 @@ fn iodepth_low_and_openfiles_below_what_sinkrate_does_are_refused() {
         common::refuses(d.path(), &args, &[expect]);
     }
 }
+
+/// Files stay as fio's (`unlink=0` by default): the same files after a "pre" job in fio's
+/// directory and in sinkrate's; a "post" job reads and verifies what the pre job wrote; the
+/// same job file runs again into its own kept file; `unlink=1` removes it. A user's file at
+/// a job's default name, or a kept file the user replaced since, is refused and left as it
+/// was.
+#[test]
+fn files_stay_as_fios_and_only_a_kept_file_is_written_again() {
+    if !fio_or_skip("files_stay_as_fios_and_only_a_kept_file_is_written_again") {
+        return;
+    }
+    let pre = [
+        "--name=pre",
+        "--rw=write",
+        "--bs=64k",
+        "--size=1m",
+        "--verify=crc32c",
+        "--do_verify=0",
+    ];
+    let post = [
+        "--name=pre",
+        "--rw=read",
+        "--bs=64k",
+        "--size=1m",
+        "--verify=crc32c",
+    ];
+    let (f, s) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    fio_json(f.path(), &pre);
+    let wrote = sinkrate_json(s.path(), &pre);
+    // fio also saves its verify state (verify_state_save=1), which sinkrate does not yet.
+    let fios: Vec<String> = common::files_in(f.path())
+        .into_iter()
+        .filter(|n| !n.ends_with("-verify.state"))
+        .collect();
+    assert_eq!(common::files_in(s.path()), fios);
+    assert_eq!(fios, ["pre.0.0"]);
+    let kept_note = wrote["notices"]
+        .as_array()
+        .expect("notices")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.starts_with("kept 1 file(s) the jobs made, 1.00MiB in all (pre.0.0)"));
+    assert!(kept_note.is_some(), "{}", wrote["notices"]);
+    // The post job reads and verifies what the pre job left, in each tool's directory.
+    for (dir, v) in [
+        (f.path(), fio_json(f.path(), &post)),
+        (s.path(), sinkrate_json(s.path(), &post)),
+    ] {
+        assert_eq!(v["jobs"][0]["error"], 0, "{}", dir.display());
+        assert_eq!(v["jobs"][0]["read"]["io_bytes"], 1 << 20);
+    }
+    // The same job file again: it writes into its own kept file.
+    sinkrate_json(s.path(), &pre);
+    assert_eq!(common::files_in(s.path()), ["pre.0.0"]);
+    // unlink=1 removes it, kept from an earlier run as it is.
+    let unlinked = [&pre[..], &["--unlink=1"]].concat();
+    sinkrate_json(s.path(), &unlinked);
+    assert!(common::files_in(s.path()).is_empty());
+
+    // A user's file at the default name: refused, untouched (fio would write into it).
+    let users = s.path().join("pre.0.0");
+    std::fs::write(&users, b"a user's own").expect("write");
+    let refused = common::sinkrate()
+        .current_dir(s.path())
+        .args(pre)
+        .output()
+        .expect("runs");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("was there before this run"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert_eq!(std::fs::read(&users).expect("read"), b"a user's own");
+    std::fs::remove_file(&users).expect("remove");
+    // A kept file the user replaced since (removed and written anew): a user's again.
+    sinkrate_json(s.path(), &pre);
+    std::fs::remove_file(&users).expect("remove");
+    std::fs::write(&users, b"replaced").expect("write");
+    for args in [&pre[..], &unlinked[..]] {
+        let refused = common::sinkrate()
+            .current_dir(s.path())
+            .args(args)
+            .output()
+            .expect("runs");
+        assert_eq!(refused.status.code(), Some(2), "{args:?}");
+    }
+    assert_eq!(std::fs::read(&users).expect("read"), b"replaced");
+}

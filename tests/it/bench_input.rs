@@ -446,13 +446,12 @@ fn run_example(path: &std::path::Path) -> Outcome {
         }
         other => panic!("{name}: exit {other:?} (a hang ends as a timeout): {stderr}"),
     };
-    // A job file with unlink=0 keeps what it made (as fio's; the delete examples lay out
-    // 200 files a job and may not delete them all within the shrunk runtime).
-    let keeps = job_text
+    // A job file with unlink=1 removes what it made; without it the files stay, as fio's.
+    let removes = job_text
         .lines()
-        .any(|l| matches!(l.trim(), "unlink=0" | "unlink=false"));
+        .any(|l| matches!(l.trim(), "unlink=1" | "unlink=true"));
     assert!(
-        keeps || common::files_in(&work).is_empty(),
+        !removes || common::files_in(&work).is_empty(),
         "{name} left {:?}",
         common::files_in(&work)
     );
@@ -526,7 +525,7 @@ fn run_measured(
 #[test]
 fn memory_stays_within_what_was_planned_and_a_set_that_does_not_fit_is_refused_before_any_file() {
     let d = tempfile::tempdir().expect("tempdir");
-    let mut jobs = String::from("[global]\nrw=write\nsize=64k\n");
+    let mut jobs = String::from("[global]\nrw=write\nsize=64k\nunlink=1\n");
     for i in 0..1000 {
         jobs.push_str(&format!("[j{i}]\n"));
     }
@@ -1097,8 +1096,6 @@ fn cmdhelp_defaults_and_ranges_are_fios() {
     }
     // Deliberate departures, each said in --cmdhelp or the README.
     let departs = [
-        // sinkrate removes the files it made unless unlink=0 or --keep.
-        "unlink",
         // sinkrate's jobs are always threads of one process.
         "thread",
         // sinkrate times with the monotonic clock, whatever is asked.

@@ -149,7 +149,8 @@ fn max_latency_ends_the_job_with_an_error() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["jobs"][0]["error"], libc::ETIMEDOUT);
     assert!(String::from_utf8_lossy(&out.stderr).contains("max_latency"));
-    assert!(common::files_in(d.path()).is_empty());
+    // The job's file stays, as fio's does (no unlink=1).
+    assert_eq!(common::files_in(d.path()), ["m.0.0"]);
 }
 
 #[test]

@@ -23,6 +23,8 @@ fn ctrl_c_writes_partial_results_and_cleans_up() {
             "--size=32m",
             "--time_based",
             "--runtime=60",
+            // A job that removes its files (bench keeps them by default, as fio).
+            "--unlink=1",
         ])
         .arg("--output-format=json")
         .arg(format!("--output={}", out_file.display()))

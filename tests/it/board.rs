@@ -48,6 +48,7 @@ fn every_board_command_runs_with_nothing_on_path() {
             "--bs=1m",
             "--size=16m",
             "--end_fsync=1",
+            "--unlink=1",
             "--output-format=json",
         ],
     );

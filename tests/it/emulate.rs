@@ -302,6 +302,7 @@ fn io_errors_end_a_job_cleanly_with_io_in_flight() {
                     "--bs=64k",
                     "--size=16m",
                     "--direct=1",
+                    "--unlink=1",
                     "--output-format=json",
                 ])
                 .args(engine)

@@ -144,6 +144,8 @@ fn bench_the_card_fills_mid_run() {
             "--size=48m",
             "--rate=8m",
             "--fallocate=none",
+            // Removes its file, at the fault too (bench keeps files by default, as fio).
+            "--unlink=1",
         ]);
         std::thread::sleep(Duration::from_secs(2));
         fill(card.path());
@@ -316,6 +318,7 @@ fn bench_and_record_eio_at_random() {
             "--bs=64k",
             "--direct=1",
             "--size=32m",
+            "--unlink=1",
         ]);
         assert_eq!(code, Some(1), "{stderr}");
         let (err, bytes) = bench_job(&v);

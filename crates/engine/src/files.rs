@@ -27,6 +27,10 @@ pub struct PlannedFile {
     pub takes_syncs: bool,
     /// Size the file had before the run (None: it did not exist).
     pub existing_size: Option<u64>,
+    /// It existed because an earlier run made it and kept it, and is still that file: the
+    /// job may write into it and, with `unlink=1`, remove it (any other existing file it
+    /// writes into must be named by the job or allowed by --force, and is never removed).
+    pub kept_from_earlier: bool,
 }
 
 impl PlannedFile {
@@ -167,6 +171,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             special: char_or_fifo || export.is_some(),
             takes_syncs: !char_or_fifo,
             existing_size,
+            kept_from_earlier: false,
         });
     }
     Ok(planned)
@@ -195,6 +200,7 @@ fn diskless_file(o: &sinkrate_jobspec::JobOptions) -> Result<PlannedFile, Engine
         special: true,
         takes_syncs: false,
         existing_size: Some(size),
+        kept_from_earlier: false,
     })
 }
 

@@ -97,7 +97,7 @@ pub fn sustained_write(
             read_only: false,
             base_dir: dir.to_path_buf(),
             force_device_write: false,
-            keep_files: false,
+            made_files: crate::runner::MadeFiles::Removed,
             stop: stop.clone(),
             show_status: crate::runner::StatusLine::Never,
             bandwidth_log: false,

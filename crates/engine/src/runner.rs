@@ -26,8 +26,8 @@ pub struct RunOptions {
     pub base_dir: PathBuf,
     /// Write to block devices even if mounted or holding data.
     pub force_device_write: bool,
-    /// Keep files sinkrate created.
-    pub keep_files: bool,
+    /// What becomes of the files the jobs make.
+    pub made_files: MadeFiles,
     /// Set by Ctrl-C; workers stop at the next I/O and the partial results are kept.
     pub stop: Arc<AtomicBool>,
     /// When to draw the live status line on stderr.
@@ -41,6 +41,19 @@ pub struct RunOptions {
     /// fio's --readonly: nothing is created, extended, laid out or written, by any job
     /// (a replayed trace's writes included); refused while planning, before any I/O.
     pub read_only: bool,
+}
+
+/// What becomes of the files a job makes once it is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MadeFiles {
+    /// sinkrate's own sessions (check, tune, the probes): removed, unless the job says
+    /// `unlink=0`.
+    Removed,
+    /// `sinkrate bench`, as fio: kept (and remembered, so that a later run may write into
+    /// them again), unless the job says `unlink=1`.
+    KeptUnlessUnlinked,
+    /// `--keep`: kept, whatever the job says.
+    Kept,
 }
 
 /// fio's `--eta`: the status line on a terminal (auto), always, or never.
@@ -83,6 +96,8 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
         uring_missing: None,
         iologs: Vec::new(),
     };
+    // The files earlier runs made and kept (fio's unlink=0): a job may write into them again.
+    let kept = sinkrate_sys::kept::load();
     for job in &set.jobs {
         let job = effective_job(job)?;
         prep.check_job(&job)?;
@@ -95,7 +110,13 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
             continue;
         }
         let o = &job.options;
-        let planned = files::plan_files(&job, &opts.base_dir).map_err(in_job)?;
+        let mut planned = files::plan_files(&job, &opts.base_dir).map_err(in_job)?;
+        for f in planned.iter_mut() {
+            f.kept_from_earlier = f.existing_size.is_some()
+                && !f.is_block_device
+                && !f.special
+                && kept.holds(&f.path);
+        }
         let writes = o.rw.modifies() || o.overwrite || o.ioengine.changes_files();
         existing_files_hold(&job, writes, &planned, opts.force_device_write).map_err(in_job)?;
         if opts.read_only {
@@ -381,7 +402,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         stop: opts.stop.clone(),
         progress: progress.clone(),
         force_device_write: opts.force_device_write,
-        keep_files: opts.keep_files,
+        made_files: opts.made_files,
         unix_start_ms,
         debug: opts.debug,
     };
@@ -411,7 +432,9 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
     run.elapsed_ns = clock.now_ns();
     run.disk_util = disks.so_far();
     let dirty_limit = host::dirty_threshold_bytes();
-    for outcome in outcomes.into_iter().flatten() {
+    let outcomes: Vec<WorkerOutcome> = outcomes.into_iter().flatten().collect();
+    keep_what_the_jobs_left(&outcomes, &mut run.notices);
+    for outcome in outcomes {
         run.notices.extend(outcome.notices.iter().cloned());
         honesty_warnings(&outcome, dirty_limit, &mut run.warnings);
         for p in &outcome.log_files {
@@ -424,6 +447,45 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         run.jobs.push(outcome.result);
     }
     run
+}
+
+/// Lists the files the jobs left in place as kept (one write for the run), so that a later
+/// run may write into them again, and tells how many: fio keeps its files silently, but a
+/// run that filled a card should say where the space went.
+fn keep_what_the_jobs_left(outcomes: &[WorkerOutcome], notices: &mut Vec<String>) {
+    let mut kept: Vec<&std::path::Path> = outcomes
+        .iter()
+        .flat_map(|o| o.kept_files.iter().map(PathBuf::as_path))
+        .collect();
+    kept.sort();
+    kept.dedup();
+    if kept.is_empty() {
+        return;
+    }
+    sinkrate_sys::kept::keep_all(kept.iter().copied());
+    // Listed as kept: no longer this run's to remove, were it stopped from here on.
+    for p in &kept {
+        sinkrate_sys::owned::forget(p);
+    }
+    let bytes: u64 = kept
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let named = match kept.as_slice() {
+        [one] => crate::debug_trace::shown(one).to_string(),
+        [first, ..] => format!(
+            "{} and {} more",
+            crate::debug_trace::shown(first),
+            kept.len() - 1
+        ),
+        [] => return,
+    };
+    notices.push(format!(
+        "kept {} file(s) the jobs made, {} in all ({named}), as fio does; unlink=1 in a job removes its files",
+        kept.len(),
+        sinkrate_units::fio::bytes_iec(bytes as f64)
+    ));
 }
 
 fn log_not_written(text: String) -> Warning {
@@ -672,8 +734,9 @@ fn existing_files_hold(
         let Some(size) = f.existing_size else {
             continue;
         };
-        // This process made it (an earlier job or trial, with unlink=0): not a user's file.
-        if sinkrate_sys::owned::made_by_this_run(&f.path) {
+        // This process made it (an earlier job or trial, with unlink=0), or an earlier run
+        // made and kept it and it is still that file: not a user's file.
+        if f.kept_from_earlier || sinkrate_sys::owned::made_by_this_run(&f.path) {
             continue;
         }
         let changes = writes || (size < f.needed_size() && !o.ioengine.is_file_operation());

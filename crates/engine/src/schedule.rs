@@ -21,7 +21,7 @@ pub(crate) struct Shared {
     pub stop: Arc<AtomicBool>,
     pub progress: Vec<Arc<crate::progress::JobProgress>>,
     pub force_device_write: bool,
-    pub keep_files: bool,
+    pub made_files: crate::runner::MadeFiles,
     pub unix_start_ms: u64,
     pub debug: crate::debug_trace::DebugTrace,
 }
@@ -94,7 +94,7 @@ pub(crate) fn run_all(
                     stop: job_stop[i].clone(),
                     progress: shared.progress[i].clone(),
                     force_device_write: shared.force_device_write,
-                    keep_files: shared.keep_files,
+                    made_files: shared.made_files,
                     unix_start_ms: shared.unix_start_ms,
                     debug: shared.debug,
                     read_meminfo: crate::host::unwritten_bytes,

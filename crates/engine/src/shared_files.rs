@@ -1,6 +1,7 @@
 //! Files that several jobs of one run use (the same `filename=`, across stonewalls and
 //! `wait_for`): the last job to close one removes it, and only if it was not there before
-//! the run, so a later job reads what an earlier one wrote, as in fio.
+//! the run (or an earlier run made and kept it), so a later job reads what an earlier one
+//! wrote, as in fio.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,8 @@ pub struct SharedFiles {
 #[derive(Debug)]
 struct Users {
     remaining: usize,
-    existed_before: bool,
+    /// There before the run and not kept by an earlier one: never removed.
+    not_sinkrates: bool,
 }
 
 impl SharedFiles {
@@ -35,7 +37,7 @@ impl SharedFiles {
                     .entry(f.path.clone())
                     .or_insert(Users {
                         remaining: 0,
-                        existed_before: f.existing_size.is_some(),
+                        not_sinkrates: f.existing_size.is_some() && !f.kept_from_earlier,
                     })
                     .remaining += 1;
             }
@@ -73,8 +75,9 @@ impl SharedFiles {
 
     /// Creates `path`, a file the plan found absent, unless a job of this run already did:
     /// exclusively (a file or symlink that appeared at the name since the plan is never
-    /// opened), listed among the run's own files when `owned` (the run removes it).
-    pub fn create(&self, path: &Path, owned: bool) -> std::io::Result<()> {
+    /// opened), listed among the run's own files (a killed run's are removed by the next;
+    /// the run itself removes it, or lists it as kept, at its end).
+    pub fn create(&self, path: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         let mut created = self
             .created
@@ -85,12 +88,7 @@ impl SharedFiles {
         }
         let mut how = std::fs::OpenOptions::new();
         how.write(true).custom_flags(libc::O_CLOEXEC);
-        let made = if owned {
-            sinkrate_sys::owned::create_new(path, &mut how)
-        } else {
-            how.create_new(true).open(path)
-        };
-        match made {
+        match sinkrate_sys::owned::create_new(path, &mut how) {
             Ok(_) => {
                 created.insert(path.to_path_buf());
                 Ok(())
@@ -113,8 +111,8 @@ impl SharedFiles {
         }
     }
 
-    /// One job is done with `path`: whether it was the last to use a file the run made
-    /// (a path no other job planned counts as this job's alone).
+    /// One job is done with `path`: whether it was the last to use a file the run made or
+    /// an earlier run kept (a path no other job planned counts as this job's alone).
     pub fn release(&self, path: &Path, created_by_this_job: bool) -> bool {
         let Ok(mut users) = self.users.lock() else {
             return false;
@@ -122,7 +120,7 @@ impl SharedFiles {
         match users.get_mut(path) {
             Some(u) => {
                 u.remaining = u.remaining.saturating_sub(1);
-                u.remaining == 0 && !u.existed_before
+                u.remaining == 0 && !u.not_sinkrates
             }
             None => created_by_this_job,
         }

@@ -610,7 +610,8 @@ impl JobOptions {
         self.ioengine_requested = None;
         // Not given, files are named $jobname.$jobnum.$filenum.
         self.filename_format = None;
-        // Not given, the files the job made are removed (unless --keep).
+        // Not given, the run decides: bench keeps the files (fio's 0), sinkrate's own
+        // sessions remove theirs.
         self.unlink = None;
         // Not given, it is 1; unless thinktime_iotime is given, which then alone sets the
         // pauses (as fio's).

@@ -214,7 +214,7 @@ pub const OPTIONS: &[Declared] = &[
     o("loops", &[], Job, Int, "1", "Number of times to run the job").range(1, u32::MAX as u64),
     o("offset", &[], Job, Size, "0", "Where in the file I/O starts (or a percentage)"),
     o("offset_increment", &[], Job, Size, "0", "How much further each numjobs clone starts"),
-    o("unlink", &[], Job, Bool, "1", "Remove the files the job created when it is done (fio's default is 0; sinkrate removes what it made unless unlink=0 or --keep)"),
+    o("unlink", &[], Job, Bool, "0", "Remove the job's files when it is done (kept by default, as fio's, and remembered so that a later run may write into them again; sinkrate's own sessions remove theirs)"),
     o("kb_base", &[], Job, Choice(&[("1024", "4k is 4096, 4KiB is 4000 (the default)"), ("1000", "4k is 4000, 4KiB is 4096")]), "1024", "Whether 'k' means 1000 or 1024"),
     // The I/O pattern.
     o("rw", &["readwrite"], Job, Choice(RW), "read", "Direction and order of the I/O (':N' skips, as fio)"),
@@ -563,8 +563,8 @@ mod tests {
         assert_eq!(job.buffer_shape.compress_chunk, 512);
         assert_eq!(job.buffer_shape.dedupe_working_set_percentage, 5);
         assert_eq!(job.offset_modifier.random_every, 1);
-        // Not given: sinkrate removes what it made, names files as fio does, pauses
-        // after every block.
+        // Not given: the run's way with the files (bench keeps them, sinkrate's sessions
+        // remove them), files named as fio does, a pause after every block.
         assert_eq!(
             (
                 job.unlink,

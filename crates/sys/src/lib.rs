@@ -12,6 +12,7 @@ pub mod files;
 pub mod guard;
 pub mod host;
 pub mod input;
+pub mod kept;
 pub mod kmsg;
 pub mod mounts;
 pub mod output;

@@ -204,7 +204,7 @@ fn job_trial(
         read_only: false,
         base_dir: dir.to_path_buf(),
         force_device_write: false,
-        keep_files: false,
+        made_files: sinkrate_engine::runner::MadeFiles::Removed,
         stop: stop.clone(),
         show_status: sinkrate_engine::runner::StatusLine::Never,
         bandwidth_log: false,

@@ -26,16 +26,15 @@ pub(super) fn run_file_operations(
     let clock = setup.clock;
     let mut created_here: Vec<std::path::PathBuf> = Vec::new();
     let remove = super::open::removes_its_files(setup);
-    if remove {
-        // Tracked once, before any is made and outside the timed loop.
-        sinkrate_sys::owned::track_all(
-            setup
-                .files
-                .iter()
-                .filter(|f| f.existing_size.is_none())
-                .map(|f| f.path.as_path()),
-        );
-    }
+    // Tracked once, before any is made and outside the timed loop: a killed run's files
+    // are removed by the next run, kept or not.
+    sinkrate_sys::owned::track_all(
+        setup
+            .files
+            .iter()
+            .filter(|f| f.existing_size.is_none())
+            .map(|f| f.path.as_path()),
+    );
     let dirs = o.ioengine.on_directories();
     if !matches!(o.ioengine, Engine::Filecreate | Engine::Dircreate) {
         // stat and delete need their targets: create the missing ones first, as fio does.
@@ -52,9 +51,7 @@ pub(super) fn run_file_operations(
                         .open(&f.path)
                         .and_then(|file| file.metadata())
                         .map_err(|e| EngineError::io(&f.path, e))?;
-                    if remove {
-                        sinkrate_sys::owned::made(&f.path, &made);
-                    }
+                    sinkrate_sys::owned::made(&f.path, &made);
                 }
                 created_here.push(f.path.clone());
             }
@@ -120,7 +117,7 @@ pub(super) fn run_file_operations(
             ));
             break;
         }
-        if remove && o.ioengine == Engine::Filecreate && f.existing_size.is_none() {
+        if o.ioengine == Engine::Filecreate && f.existing_size.is_none() {
             // Outside the timed call: the file's identity, so only this file is removed.
             if let Ok(meta) = std::fs::symlink_metadata(&f.path) {
                 sinkrate_sys::owned::made(&f.path, &meta);
@@ -160,6 +157,17 @@ pub(super) fn run_file_operations(
         // Also the names tracked up front that the loop never reached.
         for f in setup.files.iter().filter(|f| f.existing_size.is_none()) {
             sinkrate_sys::owned::forget(&f.path);
+        }
+    } else {
+        if !dirs {
+            outcome.kept_files.extend(created_here);
+        }
+        // The names tracked up front that are not kept files: directories, and names the
+        // loop never reached or deleted.
+        for f in setup.files.iter().filter(|f| f.existing_size.is_none()) {
+            if dirs || !f.path.exists() {
+                sinkrate_sys::owned::forget(&f.path);
+            }
         }
     }
     Ok(())

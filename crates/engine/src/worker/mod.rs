@@ -47,7 +47,7 @@ pub struct WorkerSetup {
     pub stop: Arc<AtomicBool>,
     pub progress: Arc<JobProgress>,
     pub force_device_write: bool,
-    pub keep_files: bool,
+    pub made_files: crate::runner::MadeFiles,
     pub unix_start_ms: u64,
     pub read_meminfo: fn() -> Option<u64>,
     /// The I/O jobs (not cpuio or exec) of this job's stonewall segment still running.
@@ -69,6 +69,9 @@ pub struct WorkerOutcome {
     pub notices: Vec<String>,
     pub direct_fell_back: bool,
     pub removed_files: Vec<std::path::PathBuf>,
+    /// Files the job made, or found kept by an earlier run, and leaves in place: the run
+    /// lists them as kept once every job is done.
+    pub kept_files: Vec<std::path::PathBuf>,
     pub log_files: Vec<std::path::PathBuf>,
 }
 

@@ -102,6 +102,7 @@ pub(super) fn lay_out(
             special: false,
             takes_syncs: true,
             existing_size: None,
+            kept_from_earlier: false,
         },
         created: false,
         seq_pos: [0; 3],
@@ -239,7 +240,7 @@ pub(super) fn open_files(
             if !plan.is_block_device && !plan.special && !existed {
                 setup
                     .shared_files
-                    .create(path, removes_its_files(setup))
+                    .create(path)
                     .map_err(|e| EngineError::io(path, e))?;
             }
             Ok(())
@@ -257,7 +258,7 @@ pub(super) fn open_files(
             create(setup)?;
             if let Err(e) = lay_out(path, size_now, plan.needed_size(), rng, &setup.stop) {
                 // A half-written file sinkrate created is sinkrate's to remove.
-                if !existed && !setup.keep_files {
+                if !existed && setup.made_files != crate::runner::MadeFiles::Kept {
                     let _ = sinkrate_sys::owned::remove(path);
                 }
                 return Err(e);
@@ -365,16 +366,50 @@ fn advise_access(fd: i32, o: &sinkrate_jobspec::JobOptions) {
     unsafe { libc::posix_fadvise(fd, 0, 0, advice) };
 }
 
-/// Whether the job removes the files it creates (neither `unlink=0` nor `--keep`).
+/// Whether the job removes the files it creates: what it says (`unlink=`), else the run's
+/// way (sinkrate's sessions remove them, bench keeps them as fio does); never with --keep.
 pub(super) fn removes_its_files(setup: &WorkerSetup) -> bool {
-    match setup.job.options.unlink {
-        Some(explicit) => explicit && !setup.keep_files,
-        None => !setup.keep_files,
+    use crate::runner::MadeFiles;
+    match (setup.made_files, setup.job.options.unlink) {
+        (MadeFiles::Kept, _) => false,
+        (_, Some(explicit)) => explicit,
+        (MadeFiles::Removed, None) => true,
+        (MadeFiles::KeptUnlessUnlinked, None) => false,
     }
 }
 
-/// Removes the files this job created, unless the job or the user keeps them. Files that
-/// existed before the run are never removed.
+/// The end of the job's use of one file: the last job of the run to use a file the run
+/// made removes it, or an earlier run's kept file, when the job removes its files; a file
+/// it leaves is listed as kept (a user's file that was there is neither).
+fn give_up(
+    setup: &WorkerSetup,
+    plan: &PlannedFile,
+    created: bool,
+    remove: bool,
+    outcome: &mut WorkerOutcome,
+) {
+    let path = &plan.path;
+    let last = setup.shared_files.release(path, created);
+    let ours = created || plan.kept_from_earlier || plan.existing_size.is_none();
+    if remove && last {
+        let removed = if plan.kept_from_earlier {
+            sinkrate_sys::kept::remove(path).unwrap_or(false)
+        } else {
+            sinkrate_sys::owned::remove(path).unwrap_or(false)
+        };
+        if removed {
+            outcome.removed_files.push(path.clone());
+        }
+        sinkrate_sys::owned::forget(path);
+    } else if !remove && ours && path.exists() {
+        // Still the run's to remove if it is killed before it ends; once every job is done
+        // the run lists it as kept and lets it go.
+        outcome.kept_files.push(path.clone());
+    }
+}
+
+/// Removes the files this job created (or an earlier run kept), unless the job or the
+/// user keeps them. A user's file that was there before the run is never removed.
 pub(super) fn cleanup(setup: &WorkerSetup, files: &mut Vec<OpenFile>, outcome: &mut WorkerOutcome) {
     let remove = removes_its_files(setup);
     if !files.is_empty() {
@@ -390,17 +425,12 @@ pub(super) fn cleanup(setup: &WorkerSetup, files: &mut Vec<OpenFile>, outcome: &
                 crate::debug_trace::shown(&path)
             ));
         }
+        let plan = f.plan.clone();
         drop(f);
         if block {
             continue;
         }
-        let last = setup.shared_files.release(&path, created);
-        if remove && last && sinkrate_sys::owned::remove(&path).unwrap_or(false) {
-            outcome.removed_files.push(path.clone());
-        }
-        if last || !remove {
-            sinkrate_sys::owned::forget(&path);
-        }
+        give_up(setup, &plan, created, remove, outcome);
     }
 }
 
@@ -412,9 +442,6 @@ pub(super) fn release_unopened(setup: &WorkerSetup, outcome: &mut WorkerOutcome)
         .iter()
         .filter(|f| !f.is_block_device && !f.special)
     {
-        let last = setup.shared_files.release(&plan.path, false);
-        if remove && last && sinkrate_sys::owned::remove(&plan.path).unwrap_or(false) {
-            outcome.removed_files.push(plan.path.clone());
-        }
+        give_up(setup, plan, false, remove, outcome);
     }
 }
