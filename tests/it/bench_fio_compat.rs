@@ -866,7 +866,8 @@ fn percentile_options_shape_the_output_as_in_fio() {
 }
 
 /// fio's `buffer_pattern` syntax, side by side: hex (an odd digit count gets a leading 0),
-/// quoted text, 32-bit decimal numbers (little-endian) and any sequence of them; the files
+/// quoted text, 32-bit decimal numbers (little-endian) and any sequence of them, pieces
+/// run together as fio splits them (`"abcd"-120xdeadface`, `0xff0x14`); the files
 /// both tools write hold the same bytes. A file's contents (`'name'`, its first 512 bytes
 /// as fio's); a file that cannot be read is named.
 #[test]
@@ -888,6 +889,9 @@ fn buffer_pattern_syntax_writes_fios_bytes() {
         "-12",
         "0xde\"ab\"12",
         "0x0102030405",
+        // A number ends where a 0x begins; a 0 before an x starts the next hex number.
+        "\"abcd\"-120xdeadface",
+        "0xff0x14",
     ] {
         let arg = format!("--buffer_pattern={pattern}");
         let fio_file = "--filename=fio.dat";

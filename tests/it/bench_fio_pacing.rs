@@ -10,17 +10,62 @@ use std::path::Path;
 use common::{fio_json, fio_or_skip, sinkrate_json};
 
 /// fio's and sinkrate's JSON for the same job, run at once in their own directories.
-fn side_by_side(job: &[String]) -> (serde_json::Value, serde_json::Value) {
+fn side_by_side_json(job: &[String]) -> (serde_json::Value, serde_json::Value) {
     let (a, b) = (
         tempfile::tempdir().expect("tempdir"),
         tempfile::tempdir().expect("tempdir"),
     );
     let args: Vec<&str> = job.iter().map(String::as_str).collect();
+    std::thread::scope(|s| {
+        let fio = s.spawn(|| fio_json(a.path(), &args));
+        let ours = sinkrate_json(b.path(), &args);
+        (fio.join().expect("fio thread"), ours)
+    })
+}
+
+/// One tool's run of a paced job: its JSON, and the median of its 250 ms windows of
+/// bandwidth (B/s) and IOPS from its own logs.
+struct PacedRun {
+    json: serde_json::Value,
+    median_bw: f64,
+    median_iops: f64,
+}
+
+/// The median of the values in a log of averaged windows (fio's bandwidth in KiB/s, IOPS).
+fn median_window(dir: &Path, file: &str) -> f64 {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut values: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.split(", ").nth(1).and_then(|v| v.parse().ok()))
+        .collect();
+    assert!(values.len() >= 4, "{file}: {values:?}");
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// fio's and sinkrate's runs of the same job, at once in their own directories, each
+/// logging its bandwidth and IOPS in 250 ms windows.
+fn paced_side_by_side(job: &[String]) -> (PacedRun, PacedRun) {
+    let (a, b) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let logs = [
+        "--write_bw_log=paced",
+        "--write_iops_log=paced",
+        "--log_avg_msec=250",
+    ];
+    let args: Vec<&str> = job.iter().map(String::as_str).chain(logs).collect();
     let run = |dir: &Path, fio: bool| {
-        if fio {
+        let json = if fio {
             fio_json(dir, &args)
         } else {
             sinkrate_json(dir, &args)
+        };
+        PacedRun {
+            json,
+            median_bw: median_window(dir, "paced_bw.1.log") * 1024.0,
+            median_iops: median_window(dir, "paced_iops.1.log"),
         }
     };
     std::thread::scope(|s| {
@@ -58,13 +103,19 @@ fn within(share: f64, a: f64, b: f64) -> bool {
     (a - b).abs() <= share * b
 }
 
-/// A pacer is never ahead of the rate asked (what the pacing decides: at most 2% over), and
-/// not behind fio run beside it on the same job, at the same moment, by more than a tenth
-/// (the fault this guards against, the issued bytes counted twice per queued I/O, gave half
-/// the rate). How near the rate each comes depends on the CPU the machine has spare (3%
-/// under beside other tests once, with fio at the rate): `bench/pacing` prints that figure.
-fn paced_as_asked(sinkrate: f64, fio: f64, asked: f64) -> bool {
-    sinkrate <= asked * 1.02 && sinkrate >= 0.9 * fio.min(asked)
+/// A pacer is never ahead of the rate asked over the run (what the pacing decides: at most
+/// 2% over), and its typical window is not behind fio's beside it, at the same moment, by
+/// more than a tenth (the fault this guards against, the issued bytes counted twice per
+/// queued I/O, gave half the rate in every window). The median window, not the run's
+/// average: a busy machine starves a window or two, most near the end where a paced job
+/// cannot catch up (once 0.89 of fio's average on a busy core); how near the rate the
+/// whole run comes is `bench/pacing`'s figure.
+fn paced_as_asked(ours: &PacedRun, fio: &PacedRun, key: &str, asked: f64) -> bool {
+    let (average, median, fios) = match key {
+        "bw_bytes" => (write(&ours.json, "bw_bytes"), ours.median_bw, fio.median_bw),
+        _ => (write(&ours.json, "iops"), ours.median_iops, fio.median_iops),
+    };
+    average <= asked * 1.02 && median >= 0.9 * fios.min(asked)
 }
 
 #[test]
@@ -75,12 +126,15 @@ fn rate_holds_at_every_depth_on_queued_engines_as_in_fio() {
     // 10 MiB/s in 64 KiB writes: once counted twice per queued I/O, it gave half.
     for engine in ["io_uring", "libaio", "null"] {
         for depth in [1, 4, 32] {
-            let (fio, ours) = side_by_side(&job(engine, depth, &["--bs=64k", "--rate=10m"]));
-            let (f, s) = (write(&fio, "bw_bytes"), write(&ours, "bw_bytes"));
+            let (fio, ours) = paced_side_by_side(&job(engine, depth, &["--bs=64k", "--rate=10m"]));
             let want = 10.0 * 1048576.0;
             assert!(
-                paced_as_asked(s, f, want),
-                "{engine} depth {depth}: sinkrate {s} B/s, fio {f} B/s, asked {want}"
+                paced_as_asked(&ours, &fio, "bw_bytes", want),
+                "{engine} depth {depth}: sinkrate {} B/s (median window {}), fio {} B/s (median window {}), asked {want}",
+                write(&ours.json, "bw_bytes"),
+                ours.median_bw,
+                write(&fio.json, "bw_bytes"),
+                fio.median_bw
             );
         }
     }
@@ -92,21 +146,27 @@ fn rate_iops_and_poisson_arrivals_as_in_fio() {
         return;
     }
     for engine in ["io_uring", "libaio", "null"] {
-        let (fio, ours) = side_by_side(&job(engine, 4, &["--bs=4k", "--rate_iops=500"]));
-        let (f, s) = (write(&fio, "iops"), write(&ours, "iops"));
+        let (fio, ours) = paced_side_by_side(&job(engine, 4, &["--bs=4k", "--rate_iops=500"]));
         assert!(
-            paced_as_asked(s, f, 500.0),
-            "{engine}: sinkrate {s} IOPS, fio {f}"
+            paced_as_asked(&ours, &fio, "iops", 500.0),
+            "{engine}: sinkrate {} IOPS (median window {}), fio {} (median window {})",
+            write(&ours.json, "iops"),
+            ours.median_iops,
+            write(&fio.json, "iops"),
+            fio.median_iops
         );
     }
     // Poisson arrivals: the same mean, so the counts agree within their noise (a 2 s run of
     // a mean of 500/s has a standard deviation near 2%).
-    let (fio, ours) = side_by_side(&job(
+    let (fio, ours) = paced_side_by_side(&job(
         "io_uring",
         4,
         &["--bs=4k", "--rate_iops=500", "--rate_process=poisson"],
     ));
-    let (f, s) = (write(&fio, "total_ios"), write(&ours, "total_ios"));
+    let (f, s) = (
+        write(&fio.json, "total_ios"),
+        write(&ours.json, "total_ios"),
+    );
     assert!(within(0.1, s, f), "poisson: sinkrate {s} I/Os, fio {f}");
 }
 
@@ -331,7 +391,7 @@ fn a_pause_past_the_runtime_ends_the_job_as_fios_does() {
     ]
     .map(String::from)
     .into();
-    let (fio, ours) = side_by_side(&job);
+    let (fio, ours) = side_by_side_json(&job);
     for (who, v) in [("fio", &fio), ("sinkrate", &ours)] {
         let (writes, ms) = (
             v["jobs"][0]["write"]["total_ios"].as_u64(),

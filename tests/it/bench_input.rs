@@ -773,10 +773,41 @@ fn showcmd_minimal_max_jobs_and_warnings_fatal_as_fio_has_them() {
         &["--minimal", "--name=m", "--ioengine=null", "--size=1m"],
     );
     assert_eq!(code, Some(0), "{err}");
+    // fio's version form, which consumers check for, with the tool that wrote it after it.
     assert!(
-        out.starts_with("3;sinkrate-") && out.contains(";m;"),
+        out.starts_with("3;fio-3.33-sinkrate-") && out.contains(";m;"),
         "{out}"
     );
+    if common::have("fio") {
+        // Every percentile label as fio's, an idle direction's too (`1.000000%=0`, then
+        // `0%=0` for the slots past the list).
+        let labels = |line: &str| -> Vec<String> {
+            line.trim()
+                .split(';')
+                .filter_map(|f| f.split_once("%=").map(|(label, _)| label.to_string()))
+                .collect()
+        };
+        let fio = common::run(
+            "fio",
+            &["--minimal", "--name=m", "--ioengine=null", "--size=1m"],
+        );
+        assert_eq!(labels(&out), labels(&fio), "{fio}");
+        assert_eq!(labels(&out).len(), 40, "read and write, 20 slots each");
+        // A flag given without a value is left out of "job options", as fio leaves it out.
+        let d = tempfile::tempdir().expect("tempdir");
+        let job = [
+            "--name=t",
+            "--ioengine=null",
+            "--size=1m",
+            "--time_based",
+            "--runtime=100ms",
+        ];
+        let options = |v: serde_json::Value| v["jobs"][0]["job options"].clone();
+        assert_eq!(
+            options(common::sinkrate_json(d.path(), &job)),
+            options(common::fio_json(d.path(), &job))
+        );
+    }
     let (code, out, _) = common::sinkrate_sub(
         "bench",
         &[

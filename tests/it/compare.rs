@@ -245,7 +245,29 @@ fn fio_json_and_sinkrate_bench_json_compare_side_by_side() {
     );
     std::fs::write(&f1, serde_json::to_vec(&fio).expect("json")).expect("write");
     std::fs::write(&f2, serde_json::to_vec(&ours).expect("json")).expect("write");
+    // The same job by both tools: one configuration, one row that names both tools.
     let (code, out, err) = compare(&[s(&f1), s(&f2), "--output-format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{out}");
+    assert_eq!(rows[0]["kind"], "fio + bench");
+    assert_eq!(rows[0]["runs"], 2);
+    assert!(
+        out.contains("1 run(s) by fio, 1 by sinkrate bench, of the same job"),
+        "{out}"
+    );
+    // A label per file splits them, a row per tool.
+    let (code, out, err) = compare(&[
+        s(&f1),
+        s(&f2),
+        "--label",
+        "fio",
+        "--label",
+        "sinkrate",
+        "--output-format",
+        "json",
+    ]);
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     let rows = v["rows"].as_array().expect("rows");

@@ -5,7 +5,6 @@
 use indexmap::IndexMap;
 use sinkrate_model::{
     BenchRun, DirectionResult, Envelope, JobResult, RunKind, IODEPTH_LABELS, IODEPTH_SUBMIT_LABELS,
-    TOOL_VERSION,
 };
 use sinkrate_stats::{BucketUnit, LatencyRecorder};
 
@@ -216,7 +215,7 @@ pub fn job_object(
         error: reported_error(job),
         eta: 0,
         elapsed: job.elapsed_ns.div_ceil(1_000_000_000),
-        job_options: job.written_options.iter().cloned().collect(),
+        job_options: as_fio_prints(&job.written_options),
         read: direction_object(&job.read, lists, rate(0), plus),
         write: direction_object(&job.write, lists, rate(1), plus),
         trim: direction_object(&job.trim, lists, rate(2), plus),
@@ -284,12 +283,25 @@ pub fn job_object(
     }
 }
 
+/// Options as fio's JSON lists them: as written, but a flag given without a value
+/// (`time_based`) is left out, as fio 3.33 leaves it out (`time_based=1` is listed).
+fn as_fio_prints<'a, I>(written: I) -> IndexMap<String, String>
+where
+    I: IntoIterator<Item = &'a (String, String)>,
+{
+    written
+        .into_iter()
+        .filter(|(_, value)| !value.is_empty())
+        .cloned()
+        .collect()
+}
+
 /// The whole run as one typed document, fio's keys inside the run envelope.
 pub fn run_document(run: &BenchRun, plus: bool) -> BenchRunDoc {
     let merged = apply_group_reporting(&run.jobs);
     let rates = group_rates(&merged);
     let report = BenchReport {
-        fio_version: format!("sinkrate-{TOOL_VERSION}"),
+        fio_version: sinkrate_model::fio_version_string(),
         timestamp: run.started_unix_ms / 1000,
         time: ctime(run.started_unix_ms),
         elapsed_ns: run.elapsed_ns,
@@ -311,7 +323,7 @@ pub fn run_document(run: &BenchRun, plus: bool) -> BenchRunDoc {
         global_options: run
             .jobs
             .first()
-            .map(|j| j.written_globals.iter().cloned().collect())
+            .map(|j| as_fio_prints(&j.written_globals))
             .unwrap_or_default(),
         jobs: merged
             .iter()

@@ -1,6 +1,6 @@
 //! fio's terse format, version 3: one semicolon-separated line per job, latencies in usec.
 
-use sinkrate_model::{BenchRun, DirectionResult, TOOL_VERSION};
+use sinkrate_model::{BenchRun, DirectionResult};
 use sinkrate_stats::BucketUnit;
 
 use crate::format::ms;
@@ -23,13 +23,14 @@ fn direction(fields: &mut Vec<String>, d: &DirectionResult, list: &[f64], group_
         fields.push(format!("{:.6}", us(s.mean_ns)));
         fields.push(format!("{:.6}", us(s.stddev_ns)));
         if std::ptr::eq(rec, &d.clat) {
+            // fio's 20 slots: the list's labels (with 0 for an idle direction), then `0%=0`.
             for i in 0..20 {
-                match s.percentiles_ns.get(i) {
-                    Some((p, v)) if s.count > 0 => {
+                match (list.get(i), s.percentiles_ns.get(i)) {
+                    (Some(_), Some((p, v))) if s.count > 0 => {
                         fields.push(format!("{p:.6}%={}", us(*v as f64) as u64))
                     }
-                    Some((p, _)) => fields.push(format!("{p:.6}%=0")),
-                    None => fields.push("0%=0".into()),
+                    (Some(p), _) => fields.push(format!("{p:.6}%=0")),
+                    (None, _) => fields.push("0%=0".into()),
                 }
             }
         }
@@ -59,7 +60,7 @@ pub fn render(run: &BenchRun) -> String {
         let list = &job.options.percentile_list;
         let mut f: Vec<String> = vec![
             "3".into(),
-            format!("sinkrate-{TOOL_VERSION}"),
+            sinkrate_model::fio_version_string(),
             job.name.clone(),
             job.group.to_string(),
             job.error.to_string(),

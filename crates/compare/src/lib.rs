@@ -121,9 +121,16 @@ pub fn compare(
             run.file.clone(),
             Vec::new(),
         ));
+        // fio's run of a job and sinkrate bench's of the same job are one configuration:
+        // their options are normalised alike (fio's JSON form), the tool is not one of them.
+        let family = if run.kind == "fio" {
+            "bench"
+        } else {
+            &run.kind
+        };
         let key = match cfg.labels.get(i) {
             Some(label) => label.clone(),
-            None => format!("{}:{:?}", run.kind, run.config),
+            None => format!("{family}:{:?}", run.config),
         };
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, g)) => g.push(run),
@@ -158,6 +165,15 @@ pub fn compare(
             groups[0].1.len()
         ));
     }
+    for (label, (_, runs)) in labels.iter().zip(&groups) {
+        let by_fio = runs.iter().filter(|r| r.kind == "fio").count();
+        if by_fio > 0 && by_fio < runs.len() {
+            notes.push(format!(
+                "{label}: {by_fio} run(s) by fio, {} by sinkrate bench, of the same job",
+                runs.len() - by_fio
+            ));
+        }
+    }
     let base_runs = groups[baseline].1.clone();
     let rows = groups
         .into_iter()
@@ -165,8 +181,15 @@ pub fn compare(
         .enumerate()
         .map(|(i, ((_, runs), label))| {
             let against = (i != baseline).then(|| significance(&base_runs, &runs, &label));
+            let mut kinds: Vec<&str> = Vec::new();
+            for r in &runs {
+                if !kinds.contains(&r.kind.as_str()) {
+                    kinds.push(&r.kind);
+                }
+            }
             Row {
-                kind: runs[0].kind.clone(),
+                // Which tools made the row's runs: `fio + bench` when both did.
+                kind: kinds.join(" + "),
                 files: runs.iter().map(|r| r.file.clone()).collect(),
                 runs: runs.len(),
                 config: runs[0].config.clone(),
@@ -556,6 +579,31 @@ mod tests {
         let (lo, hi) = w.change_ci_pct.expect("relative");
         assert!(lo < -45.0 && hi > -55.0, "{w:?}");
         assert!(s.text.contains("drops fewer frames"), "{}", s.text);
+    }
+
+    #[test]
+    fn fios_run_and_sinkrates_of_the_same_job_are_one_row_that_names_both_tools() {
+        let as_tool = |file: &str, kind: &str| Run {
+            kind: kind.into(),
+            ..run(file, "direct", 0, 1.0)
+        };
+        let runs = vec![
+            as_tool("fio.json", "fio"),
+            as_tool("ours.json", "bench"),
+            as_tool("other.json", "record"),
+        ];
+        let r = compare(runs, &cfg(), Vec::new()).expect("compares");
+        assert_eq!(r.rows.len(), 2, "{:?}", r.rows);
+        assert_eq!(r.rows[0].kind, "fio + bench");
+        assert_eq!(r.rows[0].runs, 2);
+        assert_eq!(r.rows[1].kind, "record");
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.ends_with("1 run(s) by fio, 1 by sinkrate bench, of the same job")),
+            "{:?}",
+            r.notes
+        );
     }
 
     #[test]

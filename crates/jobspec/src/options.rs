@@ -831,14 +831,22 @@ const MAX_PATTERN_BYTES: usize = 512;
 /// digit count gets a leading 0), `"text"` (its bytes as written), `'file'` (the file's
 /// first 512 bytes, the name relative to the current directory) and decimal numbers of a
 /// 32-bit int (little-endian: the bytes a positive one needs, four for a negative one), as
-/// in `0xdeadface"abcd"-12`.
+/// in `0xdeadface"abcd"-12`. Pieces follow one another with nothing between them; a number
+/// ends where a `0x` begins (`"abcd"-120xdeadface` is "abcd", -12, 0xdeadface).
 fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
     let t = text.trim();
     let mut out = Vec::new();
     let mut rest = t;
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
-            let digits = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+            let mut digits = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+            // As fio's: in `0xff0x14` the 0 before the second x starts the next number.
+            if digits > 1
+                && after.as_bytes()[digits - 1] == b'0'
+                && matches!(after.as_bytes().get(digits), Some(b'x' | b'X'))
+            {
+                digits -= 1;
+            }
             if digits == 0 {
                 return Err(format!("'{t}': 0x without hexadecimal digits"));
             }
@@ -873,7 +881,17 @@ fn parse_buffer_pattern(text: &str) -> Result<Vec<u8>, String> {
             out.extend_from_slice(&bytes);
             rest = &after[end + 1..];
         } else if rest.starts_with('-') || rest.starts_with(|c: char| c.is_ascii_digit()) {
-            let len = 1 + rest[1..].bytes().take_while(u8::is_ascii_digit).count();
+            // As fio's: a decimal number ends where the next `0x` starts (`-120xdeadface` is
+            // -12 and then 0xdeadface), wherever in the rest that is.
+            let before_hex = rest
+                .to_ascii_lowercase()
+                .find("0x")
+                .filter(|at| *at > 0)
+                .unwrap_or(rest.len());
+            let len = 1 + rest[1..before_hex]
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .count();
             let number = &rest[..len];
             let v: i32 = number.parse().map_err(|_| {
                 format!("'{number}' in '{t}' is not a number fio takes (a 32-bit int)")

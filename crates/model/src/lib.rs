@@ -34,6 +34,17 @@ use sinkrate_stats::{LatencyRecorder, SampleSummary};
 pub const SCHEMA: &str = "sinkrate.run/1";
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The fio release whose outputs `sinkrate bench` writes (JSON keys, terse fields, logs).
+pub const FIO_FORMAT_VERSION: &str = "3.33";
+
+/// `"fio version"` in bench's JSON and terse output: fio's own form, `fio-MAJOR.MINOR`, so
+/// that a consumer checking for it (`^fio-\d+\.\d+`) reads the output, with a suffix
+/// that says which tool wrote it, as fio built from git says its commit
+/// (`fio-3.33-sinkrate-0.2.0`).
+pub fn fio_version_string() -> String {
+    format!("fio-{FIO_FORMAT_VERSION}-sinkrate-{TOOL_VERSION}")
+}
+
 /// Facts about the machine a run happened on.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostFacts {
