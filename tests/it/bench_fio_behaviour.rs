@@ -407,3 +407,30 @@ fn files_stay_as_fios_and_only_a_kept_file_is_written_again() {
     }
     assert_eq!(std::fs::read(&users).expect("read"), b"replaced");
 }
+
+/// A sync engine's total latency includes the I/O's making ready (fio's start_time to
+/// issue), so `lat` is above `clat` in each tool, and neither has submission latency.
+#[test]
+fn a_sync_engines_lat_is_above_its_clat_as_fios() {
+    if !fio_or_skip("a_sync_engines_lat_is_above_its_clat_as_fios") {
+        return;
+    }
+    let [fio, ours] = both_json(&[
+        "--name=s",
+        "--ioengine=psync",
+        "--rw=write",
+        "--bs=64k",
+        "--size=16m",
+        "--unlink=1",
+    ]);
+    for (who, v) in [("fio", &fio), ("sinkrate", &ours)] {
+        let w = &v["jobs"][0]["write"];
+        let (lat, clat) = (
+            w["lat_ns"]["mean"].as_f64().expect("lat"),
+            w["clat_ns"]["mean"].as_f64().expect("clat"),
+        );
+        assert!(lat > clat, "{who}: lat {lat} ns, clat {clat} ns");
+        assert_eq!(w["slat_ns"]["N"], 0, "{who}");
+        assert_eq!(w["lat_ns"]["N"], w["clat_ns"]["N"], "{who}");
+    }
+}

@@ -385,3 +385,145 @@ fn standard_error_is_as_silent_as_fios_and_notes_stay_in_the_results() {
         );
     }
 }
+
+/// fio's bin of a latency (64 per power of two above 127 ns), written out by the test so
+/// that sinkrate's own is not what checks it.
+fn fio_bin_of(ns: u64) -> u64 {
+    let msb = 63 - ns.max(1).leading_zeros();
+    if msb <= 6 {
+        return ns;
+    }
+    let shift = msb - 6;
+    ((u64::from(shift) + 1) << 6) + ((ns >> shift) & 63)
+}
+
+/// json+ as fio writes it: `bins` for slat, clat and lat wherever their percentiles are on,
+/// keyed by fio's bin values. The write clat bins hold exactly the job's own per-I/O clat
+/// log binned as fio bins it; a key names a bin as fio's run of the same job names it;
+/// fio's `fio_jsonplus_clat2csv` turns the document into CSV with every latency's columns
+/// filled, and validates them against it.
+#[test]
+fn json_plus_bins_are_fios_for_every_latency() {
+    if !common::fio_or_skip("json_plus_bins_are_fios_for_every_latency") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tempdir");
+    let job = [
+        "--name=p",
+        "--ioengine=io_uring",
+        "--iodepth=4",
+        "--rw=write",
+        "--bs=4k",
+        "--size=4m",
+        "--slat_percentiles=1",
+        "--lat_percentiles=1",
+        "--write_lat_log=p",
+        "--unlink=1",
+    ];
+    let ours_path = d.path().join("ours.json");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args(job)
+        .arg("--output-format=json+")
+        .arg(format!("--output={}", ours_path.display()))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&ours_path).expect("json+")).expect("json");
+    let write = &ours["jobs"][0]["write"];
+    for lat in ["slat_ns", "clat_ns", "lat_ns"] {
+        let total: u64 = write[lat]["bins"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{lat} bins in {}", write[lat]))
+            .values()
+            .filter_map(serde_json::Value::as_u64)
+            .sum();
+        assert_eq!(total, 1024, "{lat}");
+    }
+    // The clat bins against the per-I/O clat log.
+    let mut from_log = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(d.path().join("p_clat.1.log"))
+        .expect("clat log")
+        .lines()
+    {
+        let ns: u64 = line
+            .split(", ")
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .expect("clat");
+        *from_log.entry(fio_bin_of(ns)).or_insert(0u64) += 1;
+    }
+    let mut from_bins = std::collections::BTreeMap::new();
+    for (key, count) in write["clat_ns"]["bins"].as_object().expect("bins") {
+        let key: u64 = key.parse().expect("a number");
+        *from_bins.entry(fio_bin_of(key)).or_insert(0u64) += count.as_u64().expect("count");
+    }
+    assert_eq!(from_bins, from_log);
+    // A bin's name is fio's: the same key for the same bin in fio's json+ of the same job.
+    let fio_dir = tempfile::tempdir().expect("tempdir");
+    let fio = common::fio_json(
+        fio_dir.path(),
+        &[&job[..], &["--output-format=json+"]].concat(),
+    );
+    let fio_keys: std::collections::BTreeMap<u64, u64> = ["slat_ns", "clat_ns", "lat_ns"]
+        .iter()
+        .flat_map(|lat| {
+            fio["jobs"][0]["write"][lat]["bins"]
+                .as_object()
+                .map(|b| b.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default()
+        })
+        .filter_map(|k| k.parse::<u64>().ok())
+        .map(|k| (fio_bin_of(k), k))
+        .collect();
+    let mut shared = 0;
+    for lat in ["slat_ns", "clat_ns", "lat_ns"] {
+        for key in write[lat]["bins"].as_object().expect("bins").keys() {
+            let key: u64 = key.parse().expect("a number");
+            if let Some(theirs) = fio_keys.get(&fio_bin_of(key)) {
+                assert_eq!(key, *theirs, "{lat}: bin {}", fio_bin_of(key));
+                shared += 1;
+            }
+        }
+    }
+    assert!(shared > 0, "no bin in common with fio's run");
+    // fio's own reader: every latency's columns, validated against the document.
+    let csv = d.path().join("p.csv");
+    for validate in [false, true] {
+        let mut cmd = std::process::Command::new("fio_jsonplus_clat2csv");
+        cmd.arg(&ours_path).arg(&csv);
+        if validate {
+            cmd.arg("--validate");
+        }
+        let out = cmd.output().expect("fio_jsonplus_clat2csv runs");
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = std::fs::read_to_string(d.path().join("p_job0.csv")).expect("CSV");
+    let header: Vec<&str> = text.lines().next().expect("header").split(", ").collect();
+    let filled = |column: &str| {
+        let at = header
+            .iter()
+            .position(|h| h.trim() == column)
+            .unwrap_or_else(|| panic!("{column} in {header:?}"));
+        text.lines()
+            .skip(1)
+            .any(|l| l.split(',').nth(at).is_some_and(|v| !v.trim().is_empty()))
+    };
+    for column in [
+        "write_slat_ns_count",
+        "write_clat_ns_count",
+        "write_lat_ns_count",
+    ] {
+        assert!(filled(column), "{column} is empty");
+    }
+}

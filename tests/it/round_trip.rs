@@ -193,8 +193,13 @@ fn find_max_results_round_trip() {
         "json",
     ]);
     let run: Envelope<FindMaxReport> = round_trip(&bytes, RunKind::FindMax);
-    assert_eq!(run.result.max, Some(64.0));
-    assert!(run.result.at_limit);
+    // What the search found depends on the CPU spare (null writes: 64, the limit, on a
+    // quiet machine; 63 once beside a busy core); the result reads back whole either way,
+    // and says it reached the limit exactly when it did.
+    let max = run.result.max.expect("a largest count that kept up");
+    assert!((1.0..=64.0).contains(&max), "{max}");
+    assert_eq!(run.result.at_limit, max == 64.0);
+    assert!(!run.result.probes.is_empty());
 }
 
 #[test]

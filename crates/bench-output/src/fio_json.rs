@@ -25,7 +25,9 @@ pub fn ctime(unix_ms: u64) -> String {
 
 pub use sinkrate_model::envelope::rfc3339;
 
-fn latency_object(rec: &LatencyRecorder, percentiles: Option<&[f64]>, bins: bool) -> FioLatency {
+/// One latency's object: its summary, the percentiles when they are on, and with json+
+/// (`plus`) fio's bins beside them (fio writes bins wherever it writes percentiles).
+fn latency_object(rec: &LatencyRecorder, percentiles: Option<&[f64]>, plus: bool) -> FioLatency {
     let s = rec.summary(percentiles.unwrap_or(&[]));
     FioLatency {
         min: s.min_ns,
@@ -41,8 +43,8 @@ fn latency_object(rec: &LatencyRecorder, percentiles: Option<&[f64]>, bins: bool
                     .map(|(q, v)| (format!("{q:.6}"), *v))
                     .collect()
             }),
-        bins: (bins && s.count > 0).then(|| {
-            rec.bins()
+        bins: (plus && percentiles.is_some() && s.count > 0).then(|| {
+            rec.fio_bins()
                 .into_iter()
                 .map(|(value, count)| (value.to_string(), count))
                 .collect()
@@ -93,10 +95,10 @@ fn direction_object(
         total_ios: d.total_ios,
         short_ios: d.short_ios,
         drop_ios: 0,
-        slat_ns: latency_object(&d.slat, lists.slat, false),
+        slat_ns: latency_object(&d.slat, lists.slat, plus),
         clat_ns: latency_object(&d.clat, lists.clat, plus),
-        lat_ns: latency_object(&d.lat, lists.lat, false),
-        prios: priority_objects(d, lists),
+        lat_ns: latency_object(&d.lat, lists.lat, plus),
+        prios: priority_objects(d, lists, plus),
         bw_min: kib(bws.min).round() as u64,
         bw_max: kib(bws.max).round() as u64,
         bw_agg: if group_bw > 0.0 {
@@ -116,7 +118,7 @@ fn direction_object(
 }
 
 /// fio's `prios`: the priorities that had I/Os, when there were two or more.
-fn priority_objects(d: &DirectionResult, lists: PercentileLists) -> Vec<FioPriority> {
+fn priority_objects(d: &DirectionResult, lists: PercentileLists, plus: bool) -> Vec<FioPriority> {
     let seen = d.seen_priorities();
     if seen.len() < 2 {
         return Vec::new();
@@ -126,7 +128,7 @@ fn priority_objects(d: &DirectionResult, lists: PercentileLists) -> Vec<FioPrior
             // lat_percentiles makes the per-priority figure total latency, as fio's.
             let total = lists.lat.is_some();
             let list = if total { lists.lat } else { lists.clat };
-            let latency = Some(latency_object(&p.latency, list, false));
+            let latency = Some(latency_object(&p.latency, list, plus));
             FioPriority {
                 prioclass: ioprio_class(p.ioprio),
                 prio: ioprio_level(p.ioprio),
@@ -221,7 +223,7 @@ pub fn job_object(
         trim: direction_object(&job.trim, lists, rate(2), plus),
         sync: FioSync {
             total_ios: job.sync.count().saturating_sub(job.sync_file_ranges),
-            lat_ns: latency_object(&job.sync, Some(p), false),
+            lat_ns: latency_object(&job.sync, Some(p), plus),
         },
         job_runtime: ms(runtime),
         usr_cpu: job.usr_cpu_pct,

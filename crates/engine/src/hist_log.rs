@@ -4,36 +4,12 @@
 //! a time with coarseness N). A line is written by the first completion once log_hist_msec
 //! has passed since the last, as fio's; no partial window at the end. fio's
 //! `fiologparser_hist.py` reads these files.
-//!
-//! The binning is written out here because it is fio's own layout (64 bins per power of
-//! two above 64 ns, 29 groups), which the HDR histogram behind the job's figures does not
-//! share and no crate provides.
 
 use std::io::Write;
 
+use sinkrate_stats::fio_bins::{plat_index, PLAT_NR};
+
 use crate::logs::LogFile;
-
-/// Bits of a latency kept exact within a power of two: 64 bins per group.
-const PLAT_BITS: u32 = 6;
-const PLAT_VAL: u64 = 1 << PLAT_BITS;
-/// fio's FIO_IO_U_PLAT_NR: 29 groups of 64 bins.
-pub const PLAT_NR: usize = 29 * PLAT_VAL as usize;
-
-/// The bin of a latency in ns: values up to 127 are their own bin; above, the six bits
-/// after the highest set bit choose one of the 64 bins of that power of two.
-pub fn plat_index(ns: u64) -> usize {
-    if ns == 0 {
-        return 0;
-    }
-    let msb = 63 - ns.leading_zeros();
-    if msb <= PLAT_BITS {
-        return ns as usize;
-    }
-    let dropped = msb - PLAT_BITS;
-    let base = ((dropped + 1) as usize) << PLAT_BITS;
-    let within = ((ns >> dropped) & (PLAT_VAL - 1)) as usize;
-    (base + within).min(PLAT_NR - 1)
-}
 
 pub struct HistLog {
     file: LogFile,
@@ -85,29 +61,5 @@ impl HistLog {
 
     pub fn finish(self) -> Result<std::path::PathBuf, crate::error::EngineError> {
         self.file.finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bins_are_fios() {
-        // fio's layout: exact up to 127, then 64 bins per power of two.
-        assert_eq!(plat_index(0), 0);
-        assert_eq!(plat_index(127), 127);
-        assert_eq!(plat_index(128), 128);
-        assert_eq!(plat_index(129), 128);
-        assert_eq!(plat_index(130), 129);
-        assert_eq!(plat_index(256), 192);
-        assert_eq!(plat_index(u64::MAX), PLAT_NR - 1);
-        // Every bin below the top is reached, in order.
-        let mut last = 0;
-        for ns in (0..1u64 << 20).step_by(7) {
-            let i = plat_index(ns);
-            assert!(i >= last && i < PLAT_NR);
-            last = i;
-        }
     }
 }

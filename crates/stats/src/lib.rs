@@ -3,6 +3,7 @@
 //! so the summary is exact and the percentiles are within the histogram's precision.
 
 pub mod bootstrap;
+pub mod fio_bins;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -170,7 +171,25 @@ impl LatencyRecorder {
             .map_or(0, |h| h.count_between(0, value.saturating_sub(1)))
     }
 
-    /// Raw histogram bins as (upper bound in ns, count) for `json+` output.
+    /// The counts in fio's 1856 bins, as (the bin's value, fio's midpoint; count) for the
+    /// bins that hold any, in order: json+'s `bins`. Exact, not an approximation: each HDR
+    /// bucket lies inside one fio bin ([`fio_bins`]).
+    pub fn fio_bins(&self) -> Vec<(u64, u64)> {
+        let mut counts: Vec<(usize, u64)> = Vec::new();
+        for v in self.histogram.iter().flat_map(|h| h.iter_recorded()) {
+            let index = fio_bins::plat_index(v.value_iterated_to());
+            match counts.last_mut() {
+                Some((last, n)) if *last == index => *n += v.count_since_last_iteration(),
+                _ => counts.push((index, v.count_since_last_iteration())),
+            }
+        }
+        counts
+            .into_iter()
+            .map(|(index, n)| (fio_bins::plat_value(index), n))
+            .collect()
+    }
+
+    /// Raw histogram bins as (upper bound in ns, count): sinkrate's own finer histogram.
     pub fn bins(&self) -> Vec<(u64, u64)> {
         self.histogram
             .iter()

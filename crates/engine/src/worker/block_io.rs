@@ -319,8 +319,7 @@ fn new_loop(setup: &WorkerSetup, started: Started) -> Loop<'_> {
         command_prio: super::priority::CommandPriority::new(&o.priorities, seed),
         job_ioprio: o.priorities.job_ioprio().unwrap_or(0),
         prio_latency: super::priority::PriorityLatency::new(&o.priorities, o.lat_percentiles),
-        records_slat: (o.ioengine.is_async() || !o.coordination.offload)
-            && !o.behaviour.disable_slat,
+        records_slat: o.ioengine.is_async() && !o.behaviour.disable_slat,
     }
 }
 

@@ -720,6 +720,10 @@ impl Loop<'_> {
             if !self.wait_for_rate(d, p.len as u64) {
                 break;
             }
+            // As fio's: total latency from when the I/O is being made ready (its buffer's
+            // scramble, the request), completion latency from its issue; a sync engine's
+            // `lat` is that much above its `clat`.
+            let started = self.clock.now_ns();
             let req = self.prepare(&p, &mut buf, 0);
             let t0 = self.clock.now_ns();
             self.trace_io(&p, t0);
@@ -749,7 +753,7 @@ impl Loop<'_> {
                 self.depth_hist[0] += 1;
             }
             self.trace_stages(&["complete"], &p, buf_ptr);
-            self.complete(&p, result, t0, submitted, now)?;
+            self.complete(&p, result, started, submitted, now)?;
             self.check_read(&p, result, buf.as_slice())?;
             self.count_write_for_sync(&p);
             if p.dir.is_write() {
