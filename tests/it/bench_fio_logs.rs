@@ -548,17 +548,6 @@ fn per_io_logs_and_priorities_as_fios() {
     );
 }
 
-/// fio's latency bin of a value (its documented layout: exact to 127 ns, then 64 bins per
-/// power of two), checked on fio's own logs below before it judges sinkrate's.
-fn fio_bin(ns: u64) -> usize {
-    let msb = 63 - ns.max(1).leading_zeros();
-    if msb <= 6 {
-        return ns as usize;
-    }
-    let shift = msb - 6;
-    ((((shift + 1) as usize) << 6) + ((ns >> shift) & 63) as usize).min(1855)
-}
-
 /// `write_hist_log` with `log_hist_msec` (and `log_hist_coarseness`): the columns fio
 /// writes, a line per direction each window holding the window's completions, in fio's
 /// bins: each tool's histogram lines hold the same latencies as its own per-I/O clat log.
@@ -605,7 +594,7 @@ fn histogram_logs_are_fios_bins() {
         let held: u64 = histogram.iter().sum();
         let mut from_clat = vec![0u64; 1856];
         for l in rows(dir, "h_clat.1.log").iter().take(held as usize) {
-            from_clat[fio_bin(l[1].parse().expect("clat"))] += 1;
+            from_clat[common::fio_bin(l[1].parse().expect("clat")) as usize] += 1;
         }
         let apart: u64 = histogram
             .iter()

@@ -386,17 +386,6 @@ fn standard_error_is_as_silent_as_fios_and_notes_stay_in_the_results() {
     }
 }
 
-/// fio's bin of a latency (64 per power of two above 127 ns), written out by the test so
-/// that sinkrate's own is not what checks it.
-fn fio_bin_of(ns: u64) -> u64 {
-    let msb = 63 - ns.max(1).leading_zeros();
-    if msb <= 6 {
-        return ns;
-    }
-    let shift = msb - 6;
-    ((u64::from(shift) + 1) << 6) + ((ns >> shift) & 63)
-}
-
 /// json+ as fio writes it: `bins` for slat, clat and lat wherever their percentiles are on,
 /// keyed by fio's bin values. The write clat bins hold exactly the job's own per-I/O clat
 /// log binned as fio bins it; a key names a bin as fio's run of the same job names it;
@@ -456,12 +445,12 @@ fn json_plus_bins_are_fios_for_every_latency() {
             .nth(1)
             .and_then(|v| v.parse().ok())
             .expect("clat");
-        *from_log.entry(fio_bin_of(ns)).or_insert(0u64) += 1;
+        *from_log.entry(common::fio_bin(ns)).or_insert(0u64) += 1;
     }
     let mut from_bins = std::collections::BTreeMap::new();
     for (key, count) in write["clat_ns"]["bins"].as_object().expect("bins") {
         let key: u64 = key.parse().expect("a number");
-        *from_bins.entry(fio_bin_of(key)).or_insert(0u64) += count.as_u64().expect("count");
+        *from_bins.entry(common::fio_bin(key)).or_insert(0u64) += count.as_u64().expect("count");
     }
     assert_eq!(from_bins, from_log);
     // A bin's name is fio's: the same key for the same bin in fio's json+ of the same job.
@@ -479,14 +468,14 @@ fn json_plus_bins_are_fios_for_every_latency() {
                 .unwrap_or_default()
         })
         .filter_map(|k| k.parse::<u64>().ok())
-        .map(|k| (fio_bin_of(k), k))
+        .map(|k| (common::fio_bin(k), k))
         .collect();
     let mut shared = 0;
     for lat in ["slat_ns", "clat_ns", "lat_ns"] {
         for key in write[lat]["bins"].as_object().expect("bins").keys() {
             let key: u64 = key.parse().expect("a number");
-            if let Some(theirs) = fio_keys.get(&fio_bin_of(key)) {
-                assert_eq!(key, *theirs, "{lat}: bin {}", fio_bin_of(key));
+            if let Some(theirs) = fio_keys.get(&common::fio_bin(key)) {
+                assert_eq!(key, *theirs, "{lat}: bin {}", common::fio_bin(key));
                 shared += 1;
             }
         }

@@ -197,18 +197,10 @@ impl KeptList {
         }
     }
 
-    /// The directory, made if absent, and trusted only if it is a real directory of this
-    /// user's that nobody else can write: the list lets a run write into the files it names.
+    /// The directory, when it is private (the list lets a run write into the files it
+    /// names): [`crate::owned::private_dir`].
     fn trusted_dir(&self) -> Option<&Path> {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir);
-        let m = std::fs::symlink_metadata(&self.dir).ok()?;
-        // SAFETY: geteuid cannot fail.
-        let me = unsafe { libc::geteuid() };
-        (m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0).then_some(self.dir.as_path())
+        crate::owned::private_dir(&self.dir).then_some(self.dir.as_path())
     }
 
     /// The list as it is now (empty when there is none, or its directory is not trusted).

@@ -94,19 +94,27 @@ fn journal_path() -> PathBuf {
     journal_dir().join(std::process::id().to_string())
 }
 
-/// The journal directory, made if absent, and trusted only if it is a real directory of this
-/// user's that nobody else can write: the sweep removes the files its journals name.
-fn trusted_dir() -> Option<PathBuf> {
+/// `dir`, made (0700) if absent, and whether it is to be trusted: a real directory of this
+/// user's that nobody else can write. What sinkrate keeps there (the journals the sweep
+/// removes files by, the list of kept files a run may write into) must be its own.
+pub(crate) fn private_dir(dir: &Path) -> bool {
     use std::os::unix::fs::DirBuilderExt;
-    let dir = journal_dir();
     let _ = std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&dir);
-    let m = std::fs::symlink_metadata(&dir).ok()?;
+        .create(dir);
+    let Ok(m) = std::fs::symlink_metadata(dir) else {
+        return false;
+    };
     // SAFETY: geteuid cannot fail.
     let me = unsafe { libc::geteuid() };
-    (m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0).then_some(dir)
+    m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0
+}
+
+/// The journal directory, when it is private ([`private_dir`]).
+fn trusted_dir() -> Option<PathBuf> {
+    let dir = journal_dir();
+    private_dir(&dir).then_some(dir)
 }
 
 /// Appends records to this process's journal: `+path` to be made, `=dev ino path` made (its
