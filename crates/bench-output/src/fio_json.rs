@@ -68,7 +68,7 @@ impl<'a> PercentileLists<'a> {
         PercentileLists {
             // fio measures submission latency only where submitting and completing differ
             // (the queued engines), and has no percentiles of it elsewhere.
-            slat: on(o.slat_percentiles && o.ioengine.is_async()),
+            slat: on(o.slat_percentiles && o.submits_apart()),
             clat: on(o.clat_percentiles),
             lat: on(o.lat_percentiles),
         }

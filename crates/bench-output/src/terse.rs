@@ -10,29 +10,43 @@ fn us(ns: f64) -> f64 {
     ns / 1000.0
 }
 
-fn direction(fields: &mut Vec<String>, d: &DirectionResult, list: &[f64], group_bw: f64) {
+fn direction(
+    fields: &mut Vec<String>,
+    d: &DirectionResult,
+    options: &sinkrate_jobspec::JobOptions,
+    group_bw: f64,
+) {
     let bw_kib = d.bw_bytes_per_s() / 1024.0;
     fields.push((d.io_bytes / 1024).to_string());
     fields.push(format!("{}", bw_kib.round() as u64));
     fields.push(format!("{}", d.iops().round() as u64));
     fields.push(ms(d.runtime_ns).to_string());
     for rec in [&d.slat, &d.clat] {
-        let s = rec.summary(list);
+        let s = rec.summary(&[]);
         fields.push(format!("{}", us(s.min_ns as f64) as u64));
         fields.push(format!("{}", us(s.max_ns as f64) as u64));
         fields.push(format!("{:.6}", us(s.mean_ns)));
         fields.push(format!("{:.6}", us(s.stddev_ns)));
-        if std::ptr::eq(rec, &d.clat) {
-            // fio's 20 slots: the list's labels (with 0 for an idle direction), then `0%=0`.
-            for i in 0..20 {
-                match (list.get(i), s.percentiles_ns.get(i)) {
-                    (Some(_), Some((p, v))) if s.count > 0 => {
-                        fields.push(format!("{p:.6}%={}", us(*v as f64) as u64))
-                    }
-                    (Some(p), _) => fields.push(format!("{p:.6}%=0")),
-                    (None, _) => fields.push("0%=0".into()),
-                }
+    }
+    // fio's 20 percentile slots hold total latency's with lat_percentiles, else completion
+    // latency's with clat_percentiles, else none: the list's labels (with 0 for an idle
+    // direction), then `0%=0`.
+    let list = options.percentile_list.as_slice();
+    let (list, shown) = if options.lat_percentiles {
+        (list, &d.lat)
+    } else if options.clat_percentiles {
+        (list, &d.clat)
+    } else {
+        (&[][..], &d.clat)
+    };
+    let s = shown.summary(list);
+    for i in 0..20 {
+        match (list.get(i), s.percentiles_ns.get(i)) {
+            (Some(_), Some((p, v))) if s.count > 0 => {
+                fields.push(format!("{p:.6}%={}", us(*v as f64) as u64))
             }
+            (Some(p), _) => fields.push(format!("{p:.6}%=0")),
+            (None, _) => fields.push("0%=0".into()),
         }
     }
     let s = d.lat.summary(&[]);
@@ -57,7 +71,6 @@ pub fn render(run: &BenchRun) -> String {
     let mut out = String::new();
     let merged = apply_group_reporting(&run.jobs);
     for (job, _) in &merged {
-        let list = &job.options.percentile_list;
         let mut f: Vec<String> = vec![
             "3".into(),
             sinkrate_model::fio_version_string(),
@@ -72,8 +85,8 @@ pub fn render(run: &BenchRun) -> String {
                 .map(|(j, _)| j.direction(d).bw_bytes_per_s())
                 .sum()
         };
-        direction(&mut f, &job.read, list, group(0));
-        direction(&mut f, &job.write, list, group(1));
+        direction(&mut f, &job.read, &job.options, group(0));
+        direction(&mut f, &job.write, &job.options, group(1));
         f.push(format!("{:.6}%", job.usr_cpu_pct));
         f.push(format!("{:.6}%", job.sys_cpu_pct));
         f.push(job.ctx_switches.to_string());

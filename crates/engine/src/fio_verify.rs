@@ -51,7 +51,7 @@ impl VerifyState {
             seq: 0,
             backlog: o.verify_backlog,
             at_end: o.do_verify,
-            interval: o.verify_interval as usize,
+            interval: sinkrate_jobspec::verify_interval(o) as usize,
             // As fio: a read job checks what it reads only with do_verify.
             reads_only: !o.rw.writes() && o.do_verify,
         })
@@ -125,6 +125,11 @@ impl VerifyState {
         if self.backlog > 0 {
             self.recent.push((file, offset));
         }
+    }
+
+    /// Whether `verify_backlog` writes were issued since the last backlog check.
+    pub fn backlog_is_due(&self) -> bool {
+        self.backlog > 0 && self.recent.len() as u64 >= self.backlog
     }
 
     /// The blocks a backlog check reads now (every `verify_backlog` writes), or none.

@@ -132,9 +132,9 @@ impl JobLogs {
                 format!("{prefix}_{kind}.{job_number}.log")
             })
         };
-        let log = |prefix: &str, kind: &str| {
+        let log = |request: &sinkrate_jobspec::options::LogRequest, kind: &str| {
             LogFile::create(
-                name(prefix, kind),
+                name(request.prefix_for(&o.name), kind),
                 o.log_offset,
                 o.priorities.log_prio,
                 shared,
@@ -150,22 +150,22 @@ impl JobLogs {
             logs.iolog = Some(crate::iolog::IoTrace::open(std::path::Path::new(path))?);
         }
         if let Some(l) = &o.write_bw_log {
-            logs.bw = Some(log(&l.prefix, "bw")?);
+            logs.bw = Some(log(l, "bw")?);
         }
         if let Some(l) = &o.write_iops_log {
-            logs.iops = Some(log(&l.prefix, "iops")?);
+            logs.iops = Some(log(l, "iops")?);
         }
         if let Some(l) = &o.write_hist_log {
             logs.hist = Some(crate::hist_log::HistLog::new(
-                log(&l.prefix, "clat_hist")?,
+                log(l, "clat_hist")?,
                 o.log_hist_msec,
                 o.log_hist_coarseness,
             ));
         }
         if let Some(l) = &o.write_lat_log {
-            logs.lat = Some(log(&l.prefix, "lat")?);
-            logs.clat = Some(log(&l.prefix, "clat")?);
-            logs.slat = Some(log(&l.prefix, "slat")?);
+            logs.lat = Some(log(l, "lat")?);
+            logs.clat = Some(log(l, "clat")?);
+            logs.slat = Some(log(l, "slat")?);
         }
         Ok(logs)
     }

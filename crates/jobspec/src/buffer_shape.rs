@@ -6,8 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::fio_numbers::parse_size;
 use crate::options::{bad, flag, need, one_of, ApplyError};
-use sinkrate_units::fio::{parse_int, parse_size, KbBase};
+use sinkrate_units::fio::{parse_int, KbBase};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use sinkrate_units::fio::{parse_size, KbBase};
+use crate::fio_numbers::parse_size;
+use sinkrate_units::fio::KbBase;
 
 /// fio's `random_distribution=`, for one data direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ pub mod coordination;
 pub mod distribution;
 pub mod engines;
 pub mod error_policy;
+mod fio_numbers;
 pub mod grammar;
 mod keyword_math;
 pub mod options;
@@ -273,7 +274,17 @@ impl Resolver {
     }
 
     fn apply(&mut self, options: &mut JobOptions, raw: &RawOption) -> Result<(), SpecError> {
-        match options.apply(&raw.key, raw.value.as_deref()) {
+        let applied = options.apply(&raw.key, raw.value.as_deref());
+        for read in fio_numbers::take_read_as_fio() {
+            if applied.is_ok() {
+                self.notices.push(Notice {
+                    origin: raw.origin.clone(),
+                    text: format!("option '{}': {read}", raw.key),
+                    informational: false,
+                });
+            }
+        }
+        match applied {
             Ok(Applied::Set) => Ok(()),
             Ok(Applied::NoEffect(why)) => {
                 self.notices.push(Notice {
@@ -615,12 +626,6 @@ fn validate_verify(o: &JobOptions) -> Result<(), String> {
             "verify={name} writes a {VERIFY_HEADER_BYTES}-byte header into every block: bs must be {VERIFY_HEADER_BYTES} or more"
         ));
     }
-    if o.verify_backlog > 0 && o.iodepth > 1 && o.ioengine.is_async() {
-        return Err(format!(
-            "verify_backlog={} at iodepth={}: sinkrate checks as it goes only at iodepth=1 (leave verify_backlog out to check at the end, or set iodepth=1)",
-            o.verify_backlog, o.iodepth
-        ));
-    }
     if o.ioengine == options::Engine::Null {
         return Err(format!(
             "verify={name} with ioengine=null: nothing is stored to read back (use a real ioengine)"
@@ -632,29 +637,24 @@ fn validate_verify(o: &JobOptions) -> Result<(), String> {
             o.rw.fio_name()
         ));
     }
-    if o.verify_interval > 0 {
+    let interval = verify_interval(o);
+    if interval > 0 {
         if method == options::VerifyMethod::Pattern {
             return Err("verify_interval with verify=pattern: a pattern block has no headers to space out (use a checksum method, or leave verify_interval out)".into());
         }
-        if o.verify_interval < VERIFY_HEADER_BYTES {
+        if interval < VERIFY_HEADER_BYTES {
             return Err(format!(
                 "verify_interval={}: each interval holds a {VERIFY_HEADER_BYTES}-byte header (use {VERIFY_HEADER_BYTES} or more)",
-                o.verify_interval
+                interval
             ));
         }
         let sizes = block_sizes(o);
-        if let Some(bs) = sizes.iter().find(|bs| **bs % o.verify_interval != 0) {
+        if let Some(bs) = sizes.iter().find(|bs| **bs % interval != 0) {
             return Err(format!(
                 "verify_interval={} does not divide the block size {bs} (fio needs it to divide every block evenly)",
-                o.verify_interval
+                interval
             ));
         }
-    }
-    if o.rw.reads() && o.rw.writes() {
-        return Err(format!(
-            "verify={name} with rw={}: sinkrate verifies jobs that only write (fio's verify of mixed jobs reads back what the job itself wrote; split the job, or use sinkrate verify)",
-            o.rw.fio_name()
-        ));
     }
     Ok(())
 }
@@ -673,6 +673,12 @@ fn block_sizes(o: &JobOptions) -> Vec<u64> {
     } else {
         vec![o.bs[d]]
     }
+}
+
+/// The verify_interval a job uses: as fio's, at most its smallest block (a larger one is
+/// cut to it); 0 when not given (a header per block).
+pub fn verify_interval(o: &JobOptions) -> u64 {
+    o.verify_interval.min(min_block_size(o))
 }
 
 /// The smallest block size the verified direction can have.

@@ -6,8 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::fio_numbers::parse_size;
 use crate::options::{bad, flag, need, per_direction, ApplyError};
-use sinkrate_units::fio::{parse_int, parse_percent, parse_size, KbBase};
+use sinkrate_units::fio::{parse_int, parse_percent, KbBase};
 
 /// The kernel's real-time class, the one fio's logs mark with 1 when `log_prio` is off.
 pub const CLASS_RT: u8 = 1;

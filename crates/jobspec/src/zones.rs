@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::fio_numbers::parse_size;
 use crate::options::{bad, need, one_of, ApplyError};
-use sinkrate_units::fio::{parse_size, KbBase};
+use sinkrate_units::fio::KbBase;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

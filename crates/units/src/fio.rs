@@ -48,6 +48,33 @@ pub fn parse_size(text: &str, kb_base: KbBase) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
+/// Parses a size as fio's job files are read: like [`parse_size`], except that text after
+/// the number that does not start with a letter or `%` is ignored, as fio's number parser
+/// ignores it (`65536)` is 65536, `512/25` is 512). Returns the ignored text too, so that
+/// the caller can say what was not read.
+pub fn parse_size_as_fio(text: &str, kb_base: KbBase) -> Result<(u64, Option<String>), String> {
+    let t = text.trim();
+    if let Some((value, rest)) = split_number(t) {
+        let ignored = rest
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_ascii_alphabetic() && c != '%');
+        let hex = t.starts_with("0x") || t.starts_with("0X");
+        if ignored && !hex {
+            if !value.is_finite() || value >= u64::MAX as f64 {
+                return Err(format!("'{t}' is too large (a size is less than 16 EiB)"));
+            }
+            return Ok((value.round() as u64, Some(rest.to_string())));
+        }
+        // A unit ends at one of fio's separators (`1k:25` is 1k).
+        if let Some(at) = rest.find([':', '-', ',', '/']).filter(|_| !hex) {
+            let used = &t[..t.len() - rest.len() + at];
+            return parse_size(used, kb_base).map(|bytes| (bytes, Some(rest[at..].to_string())));
+        }
+    }
+    parse_size(t, kb_base).map(|bytes| (bytes, None))
+}
+
 fn size_multiplier(suffix: &str, kb_base: KbBase) -> Option<u64> {
     let s = suffix.trim().to_ascii_lowercase();
     if s.is_empty() || s == "b" {
@@ -206,6 +233,28 @@ mod tests {
         assert_eq!(parse_size("100b", c), Ok(100));
         // Found by fuzzing: a suffix starting with a multi-byte character.
         assert!(parse_size("4\u{29a}", c).is_err());
+    }
+
+    #[test]
+    fn a_job_files_size_ignores_what_fio_ignores() {
+        let c = KbBase::Compat1024;
+        assert_eq!(
+            parse_size_as_fio("65536)", c),
+            Ok((65536, Some(")".to_string())))
+        );
+        assert_eq!(
+            parse_size_as_fio("512/25", c),
+            Ok((512, Some("/25".to_string())))
+        );
+        assert_eq!(parse_size_as_fio("4k", c), Ok((4096, None)));
+        assert_eq!(
+            parse_size_as_fio("1k:25:2k", c),
+            Ok((1024, Some(":25:2k".to_string())))
+        );
+        assert_eq!(parse_size_as_fio("0x10", c), Ok((16, None)));
+        // A letter fio does not know is still refused: a typo, not punctuation.
+        assert!(parse_size_as_fio("4x", c).is_err());
+        assert!(parse_size_as_fio(")", c).is_err());
     }
 
     #[test]

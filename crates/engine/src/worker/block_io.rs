@@ -254,6 +254,7 @@ fn new_loop(setup: &WorkerSetup, started: Started) -> Loop<'_> {
         file_bytes: 0,
         pass_bytes,
         pass_issued: 0,
+        pass_cut_short: false,
         passes_done: 0,
         start_ns: now,
         ramp_end_ns: now + ramp_ns,
@@ -308,6 +309,7 @@ fn new_loop(setup: &WorkerSetup, started: Started) -> Loop<'_> {
         submit_hist: [0; 7],
         complete_hist: [0; 7],
         rng,
+        bs_rngs: block_size_generators(o, seed),
         random_seed: seed,
         sequencer_ios: 0,
         flow,
@@ -319,8 +321,24 @@ fn new_loop(setup: &WorkerSetup, started: Started) -> Loop<'_> {
         command_prio: super::priority::CommandPriority::new(&o.priorities, seed),
         job_ioprio: o.priorities.job_ioprio().unwrap_or(0),
         prio_latency: super::priority::PriorityLatency::new(&o.priorities, o.lat_percentiles),
-        records_slat: o.ioengine.is_async() && !o.behaviour.disable_slat,
+        records_slat: o.submits_apart() && !o.behaviour.disable_slat,
     }
+}
+
+/// The per-direction block-size generators (see `Loop::bs_rngs`).
+fn block_size_generators(o: &sinkrate_jobspec::JobOptions, seed: u64) -> [Rng; 3] {
+    let read = seed ^ 0x6273_5f72_6561_6400;
+    let write = if o.verify.is_some() {
+        read
+    } else {
+        seed ^ 0x6273_5f77_7269_7400
+    };
+    let trim = if o.rw.direction == sinkrate_jobspec::options::Direction::TrimWrite {
+        write
+    } else {
+        seed ^ 0x6273_5f74_7269_6d00
+    };
+    [Rng::new(read), Rng::new(write), Rng::new(trim)]
 }
 
 /// End-of-job syncs (they count in the job's runtime, as in fio), then verify's read-back.

@@ -138,7 +138,7 @@ impl Loop<'_> {
             }
         };
         let d = dir.index();
-        let bs = self.bs[d].pick(&mut self.rng);
+        let bs = self.bs[d].pick(&mut self.bs_rngs[d]);
         // During ramp_time a pass does not end, so more than a pass may have been issued.
         let remaining = self.pass_bytes.saturating_sub(self.pass_issued);
         let modifier = self.o.offset_modifier;
@@ -159,6 +159,7 @@ impl Loop<'_> {
             .min()
             .unwrap_or(1)
             .max(1);
+        let next_min_bs = self.bs[d].min();
         let f = &mut self.files[file];
         let strided = self.strided;
         // zonemode=strided: the I/O stays in the current zone until zonesize bytes are done
@@ -217,7 +218,9 @@ impl Loop<'_> {
         let trimmed_here = (self.o.rw.direction == Direction::TrimWrite && dir == IoDir::Write)
             .then(|| f.last_start[IoDir::Trim.index()]);
         let (offset, mut len) = if let Some(at) = trimmed_here {
-            (at, bs.min(region - at.min(region)))
+            // fio's trimwrite writes what it just trimmed: the trim's place and length.
+            let trimmed_len = f.seq_pos[IoDir::Trim.index()].saturating_sub(at);
+            (at, trimmed_len.min(region - at.min(region)))
         } else if !random_now {
             match (self.o.rw.pattern, self.o.rw_sequencer) {
                 (Pattern::Random, RwSequencer::Identical) => {
@@ -257,13 +260,50 @@ impl Loop<'_> {
                     }
                 };
                 (idx * bs, bs)
+            } else if !fixed && mapped && self.o.blockalign.is_none() && region / range_size > 0 {
+                // Sizes that vary: fio's map at the smallest size. A random untouched
+                // block, the next one past it if touched, the I/O shortened where it
+                // meets a touched one, so that a pass touches every block once.
+                let blocks = region / range_size;
+                let map = f
+                    .random_map
+                    .get_or_insert_with(|| super::random_map::RandomMap::new(blocks));
+                let first = match map.next_free(self.rng.below(blocks)) {
+                    Some(b) => b,
+                    None => {
+                        map.restart();
+                        self.rng.below(blocks)
+                    }
+                };
+                let touched = map.touch_run(first, bs.div_ceil(range_size));
+                (first * range_size, (touched * range_size).min(bs))
             } else {
                 let slots = region.saturating_sub(bs) / align + 1;
                 (self.rng.below(slots) * align, bs.min(region))
             }
         };
+        // A random trim where the last pair was (norandommap): as fio's, the last write's
+        // start is moved off it so that the write of this pair still follows.
+        if self.o.rw.direction == Direction::TrimWrite
+            && dir == IoDir::Trim
+            && f.last_start[d] == offset
+        {
+            f.last_start[IoDir::Write.index()] = f.last_start[IoDir::Write.index()].wrapping_sub(1);
+        }
         f.seq_pos[d] = offset + len;
         f.last_start[d] = offset;
+        // Holes (rw=read:512k) past which the next block would not fit end the pass, as
+        // fio's (it wraps to the start only when the hole itself passes the end).
+        if self.o.rw.pattern == Pattern::Sequential
+            && modifier.add > 0
+            && trimmed_here.is_none()
+            && !self.o.time_based
+        {
+            let next = f.seq_pos[d].saturating_add(modifier.add as u64);
+            if next < region && next.saturating_add(next_min_bs) > region {
+                self.pass_cut_short = true;
+            }
+        }
         f.zone_bytes += len;
         self.file_bytes += len;
         if !self.ramping && len > remaining && remaining > 0 {

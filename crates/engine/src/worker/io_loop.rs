@@ -54,6 +54,10 @@ pub(super) struct Loop<'a> {
     pub(super) o: &'a JobOptions,
     pub(super) clock: Clock,
     pub(super) rng: Rng,
+    /// Block sizes are drawn from one generator per direction, as fio's: with verify the
+    /// read's and the write's are seeded alike (a later read job draws the sizes the
+    /// writing job drew, block for block), and trimwrite's trim is seeded as its write.
+    pub(super) bs_rngs: [Rng; 3],
     /// The job's seed (randseed and the job's number with randrepeat, the clock without):
     /// the random map's order starts from it, so clones and runs differ as fio's do.
     pub(super) random_seed: u64,
@@ -70,6 +74,9 @@ pub(super) struct Loop<'a> {
     /// Bytes per pass (io_size, or the sum of the files' regions).
     pub(super) pass_bytes: u64,
     pub(super) pass_issued: u64,
+    /// The pass ends before its bytes are done: a sequential job with holes whose next
+    /// block would cross the end of its file (fio's does not wrap then, it ends the pass).
+    pub(super) pass_cut_short: bool,
     pub(super) passes_done: u32,
     /// Measured-phase start (after ramp), run-clock ns.
     pub(super) start_ns: u64,
@@ -247,13 +254,17 @@ impl Loop<'_> {
                 return true;
             }
         }
-        if self.pass_issued >= self.pass_bytes {
+        if self.pass_issued >= self.pass_bytes || self.pass_cut_short {
             self.passes_done += 1;
             self.pass_issued = 0;
+            self.pass_cut_short = false;
             for f in &mut self.files {
                 f.seq_pos = [0; 3];
                 if let Some(p) = &mut f.perm {
                     p.restart();
+                }
+                if let Some(m) = &mut f.random_map {
+                    m.restart();
                 }
             }
             let time_based = self.o.time_based && self.end_ns.is_some();
@@ -273,7 +284,7 @@ impl Loop<'_> {
                 self.debug
                     .io(stage, buf, p.offset, p.len, p.dir.index(), path);
                 // fio's queued engines have a prep step of their own, and say how it went.
-                if *stage == "prep" && self.o.ioengine.is_async() {
+                if *stage == "prep" && self.o.submits_apart() {
                     self.debug
                         .io_event(format_args!("prep: io_u {buf:p}: ret=0"));
                 }
@@ -804,11 +815,31 @@ impl Loop<'_> {
         // A thinktime pause due (the count it was due at): the queue drains, then it pauses.
         let mut think_due: Option<u64> = None;
 
+        // verify_backlog: when that many writes were issued, the queue drains and the job
+        // reads them back before it issues more, as fio's verify_backlog at any depth.
+        let mut check_buf = self.verify.as_ref().filter(|v| v.backlog > 0).map(|_| {
+            AlignedBuf::new(self.bs.iter().map(BlockSizes::max).max().unwrap_or(4096) as usize)
+        });
+        let mut backlog_due = false;
+
         let floors = self.has_rate_floor();
         loop {
             if q.inflight == 0 {
                 if let Some(count) = think_due.take() {
                     self.think_pause(count);
+                }
+                if std::mem::take(&mut backlog_due) && failure.is_none() {
+                    let due = self
+                        .verify
+                        .as_mut()
+                        .map(|v| v.backlog_due())
+                        .unwrap_or_default();
+                    if let Some(check) = check_buf.as_mut() {
+                        if let Err(e) = self.verify_blocks(due, check, backend) {
+                            failure.get_or_insert(e);
+                            issuing = false;
+                        }
+                    }
                 }
             }
             let now = self.clock.now_ns();
@@ -828,6 +859,7 @@ impl Loop<'_> {
             }
             while issuing
                 && think_due.is_none()
+                && !backlog_due
                 && q.inflight + q.batch.len() < depth.min(self.depth_cap as usize)
             {
                 if self.flow.as_mut().is_some_and(|f| f.held_back()) {
@@ -879,6 +911,7 @@ impl Loop<'_> {
                 }
                 // As fio's loop: one I/O per turn, then the thinktime check.
                 think_due = self.think_due();
+                backlog_due = self.verify.as_ref().is_some_and(|v| v.backlog_is_due());
             }
             if !q.batch.is_empty() {
                 if let Err(e) = self.commit(backend, &mut q) {
@@ -887,7 +920,7 @@ impl Loop<'_> {
                 }
             }
             if q.inflight == 0 {
-                if issuing {
+                if issuing || backlog_due {
                     if let (true, Some(f)) = (held, &self.flow) {
                         f.pause();
                     }
@@ -900,7 +933,7 @@ impl Loop<'_> {
             // As fio does: reap only once the queue is full (or no more I/O will be issued),
             // which keeps the device at the requested depth. A rate-limited job also looks
             // for completions without waiting, so its latencies are not held back.
-            let min = if held || quiesce || think_due.is_some() {
+            let min = if held || quiesce || think_due.is_some() || backlog_due {
                 q.inflight
             } else if !issuing || full {
                 (self.o.iodepth_batch_complete_min.max(1) as usize).min(q.inflight)

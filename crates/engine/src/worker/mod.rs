@@ -10,6 +10,7 @@ mod monitors;
 mod open;
 mod pacing;
 mod priority;
+mod random_map;
 mod range_sync;
 mod replaying;
 mod side_load;

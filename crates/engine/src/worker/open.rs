@@ -28,6 +28,8 @@ pub(super) struct OpenFile {
     pub(super) created: bool,
     pub(super) seq_pos: [u64; 3],
     pub(super) perm: Option<Permutation>,
+    /// With block sizes that vary: the pass's touched blocks of the smallest size.
+    pub(super) random_map: Option<super::random_map::RandomMap>,
     /// Per direction, for a non-uniform random_distribution (made at the first random I/O).
     pub(super) samplers: [Option<BlockSampler>; 3],
     /// Where the last I/O of each direction started (rw_sequencer=identical repeats it;
@@ -107,6 +109,7 @@ pub(super) fn lay_out(
         created: false,
         seq_pos: [0; 3],
         perm: None,
+        random_map: None,
         samplers: [None, None, None],
         last_start: [NO_START; 3],
         written: false,
@@ -213,6 +216,7 @@ pub(super) fn open_files(
             created: false,
             seq_pos: [0; 3],
             perm: None,
+            random_map: None,
             samplers: [None, None, None],
             last_start: [NO_START; 3],
             written: false,
@@ -307,6 +311,7 @@ pub(super) fn open_files(
             created: !existed,
             seq_pos: [0; 3],
             perm: None,
+            random_map: None,
             samplers: [None, None, None],
             last_start: [NO_START; 3],
             written: false,
