@@ -101,6 +101,18 @@ fn offset_modifiers_on_sequential_modes_match_fio_exactly() {
         assert_eq!(fio.len(), 64, "{mode}");
         assert_eq!(ours, fio, "{mode}");
     }
+    // Holes past which the next block does not fit end the pass (fio's t0007): 8 blocks
+    // of 16k, each after a 8k hole, in 200k.
+    let args = [
+        "--name=holes",
+        "--filename=data",
+        "--size=200k",
+        "--bs=16k",
+        "--rw=read:8k",
+    ];
+    let fio = run_logged("fio", &args);
+    assert_eq!(fio.len(), 8);
+    assert_eq!(run_logged("sinkrate", &args), fio);
 }
 
 /// `zonemode=strided`: zonesize bytes in a zone, then zonerange + zoneskip on, back to the
@@ -162,6 +174,44 @@ fn strided_zones_place_io_as_fios_do() {
         ours.iter().all(|x| x % (512 << 10) < 256 << 10),
         "within zonerange"
     );
+    // With the random map, each zone's blocks are visited once before any again, as fio's
+    // (its t/strided.py): a zone of 16 blocks, 4 passes over it per zone, from offset=
+    // on the null engine too.
+    for engine in ["--ioengine=psync", "--ioengine=null"] {
+        let args = [
+            "--name=zones",
+            "--filename=data",
+            "--size=1m",
+            "--offset=256k",
+            "--bs=4k",
+            "--rw=randread",
+            "--zonemode=strided",
+            "--zonerange=64k",
+            "--zonesize=256k",
+            engine,
+        ];
+        for (tool, offsets) in [
+            ("fio", run_logged("fio", &args)),
+            ("sinkrate", run_logged("sinkrate", &args)),
+        ] {
+            assert_eq!(offsets.len(), 256, "{tool} {engine}");
+            for (n, visit) in offsets.chunks(16).enumerate() {
+                let zone_start = (256 << 10) + (n as u64 / 4) * (64 << 10);
+                let mut blocks: Vec<u64> = visit
+                    .iter()
+                    .map(|o| {
+                        assert!(
+                            (zone_start..zone_start + (64 << 10)).contains(o),
+                            "{tool} {engine}: {o} outside the zone at {zone_start}"
+                        );
+                        (o - zone_start) / 4096
+                    })
+                    .collect();
+                blocks.sort_unstable();
+                assert_eq!(blocks, (0..16).collect::<Vec<u64>>(), "{tool} {engine}");
+            }
+        }
+    }
     // fio 3.33 refuses a zonesize without zonemode=strided; so does sinkrate, in one line.
     let d = tempfile::tempdir().expect("tempdir");
     common::refuses(

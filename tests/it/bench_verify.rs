@@ -56,6 +56,8 @@ fn verify_reads_back_what_was_written_as_fio_does() {
         ],
         // An interval above the block size is cut to it, as fio's.
         &["--rw=write", "--verify=md5", "--verify_interval=1m"],
+        // fio replays the offsets instead of keeping a record: the same blocks are read.
+        &["--rw=randwrite", "--verify=md5", "--experimental_verify=1"],
     ];
     for case in cases {
         let args: Vec<&str> = base.iter().chain(case.iter()).copied().collect();
@@ -166,6 +168,49 @@ fn a_later_read_job_checks_what_an_earlier_job_wrote_in_both_tools() {
         assert_ne!(v["jobs"][0]["error"].as_i64(), Some(0), "{tool} found it");
         assert!(!out.status.success(), "{tool}");
     }
+}
+
+/// verify_dump: a bad block's bytes as read are kept as `NAME.OFFSET.received` in the
+/// current directory, as fio keeps them; the file holds what the storage holds there (read
+/// apart from sinkrate), and a file already at that name is left as it was.
+#[test]
+fn verify_dump_keeps_the_bad_blocks_bytes_beside_and_never_over_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let job = [
+        "--name=d",
+        "--filename=dumped",
+        "--size=256k",
+        "--bs=4k",
+        "--verify=crc32c",
+    ];
+    let pre: Vec<&str> = job
+        .iter()
+        .copied()
+        .chain(["--rw=write", "--do_verify=0"])
+        .collect();
+    sinkrate_json(dir.path(), &pre);
+    let path = dir.path().join("dumped");
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[8192 + 100] ^= 0x01;
+    std::fs::write(&path, &bytes).expect("write");
+    std::fs::write(dir.path().join("dumped.8192.received"), b"the user's").expect("write");
+    let out = common::sinkrate()
+        .current_dir(dir.path())
+        .args(job)
+        .args(["--rw=read", "--verify_fatal=1", "--verify_dump=1"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("dumped.8192-2.received"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.path().join("dumped.8192.received")).expect("read"),
+        b"the user's"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("dumped.8192-2.received")).expect("read"),
+        bytes[8192..8192 + 4096]
+    );
 }
 
 fn bench(args: &[&str]) -> (Option<i32>, String, String) {

@@ -192,10 +192,31 @@ fn diskless_file(o: &sinkrate_jobspec::JobOptions) -> Result<PlannedFile, Engine
             ),
         ));
     }
+    // The null engine's I/O goes nowhere, but its offsets are fio's: the region starts at
+    // offset= and holds size= bytes, within filesize= when that is given (the file's end).
+    // (page_fault maps the region itself, from its start.)
+    let file_end = o.filesize.map(|f| f.1);
+    let offset = match (o.ioengine, o.offset) {
+        (Engine::Null, SizeSpec::Bytes(b)) => b,
+        (Engine::Null, SizeSpec::Percent(p)) => {
+            (file_end.unwrap_or(size) as f64 * p / 100.0) as u64
+        }
+        _ => 0,
+    };
+    let region_len = match file_end {
+        Some(end) if o.ioengine == Engine::Null => size.min(end.saturating_sub(offset)),
+        _ => size,
+    };
+    if region_len == 0 {
+        return Err(EngineError::job(
+            &o.name,
+            format!("offset {offset} is beyond the job's filesize"),
+        ));
+    }
     Ok(PlannedFile {
         path: PathBuf::from(format!("({})", o.ioengine.fio_name())),
-        region_start: 0,
-        region_len: size,
+        region_start: offset,
+        region_len,
         is_block_device: false,
         special: true,
         // fio's null engine takes fsync= and end_fsync (it completes them at once, and

@@ -506,6 +506,9 @@ job_options! {
         pub verify_backlog: u64,
         /// Stop at the first bad block instead of checking them all.
         pub verify_fatal: bool,
+        /// verify_dump: a bad block's bytes as read are kept in a file
+        /// (`NAME.OFFSET.received` in the current directory), as fio's.
+        pub verify_dump: bool,
         pub verify_pattern: Option<Vec<u8>>,
         /// verify_interval: a header every this many bytes of a block (0: one per block).
         pub verify_interval: u64,
@@ -1497,6 +1500,14 @@ impl JobOptions {
                 self.verify_backlog = parse_int(need(key, value)?).map_err(|e| bad(key, e))?
             }
             "verify_fatal" => self.verify_fatal = flag(key, value)?,
+            "verify_dump" => self.verify_dump = flag(key, value)?,
+            "experimental_verify" => {
+                if flag(key, value)? {
+                    return Ok(Some(Applied::NoEffect(
+                        "sinkrate reads back the blocks its record of the writes names, which are the blocks fio's replay of the offsets reads",
+                    )));
+                }
+            }
             "verify_pattern" => {
                 self.verify_pattern =
                     Some(parse_buffer_pattern(need(key, value)?).map_err(|e| bad(key, e))?);

@@ -299,6 +299,8 @@ pub const OPTIONS: &[Declared] = &[
     o("do_verify", &[], Job, Bool, "1", "Read back and check after the writing"),
     o("verify_backlog", &[], Job, Int, "0", "Check every this many written blocks"),
     o("verify_fatal", &[], Job, Bool, "0", "Stop at the first bad block"),
+    o("verify_dump", &[], Job, Bool, "0", "Keep a bad block's bytes in NAME.OFFSET.received"),
+    o("experimental_verify", &[], Job, Bool, "0", "Verify by replaying the offsets (the same blocks are read back)"),
     o("verify_pattern", &[], Job, Text, "", "Pattern written and checked"),
     o("verify_interval", &[], Job, Int, "", "A header every this many bytes of a block"),
     // Logs and traces.

@@ -174,6 +174,9 @@ impl Loop<'_> {
                         f.zone_base = 0;
                     }
                     f.seq_pos = [0; 3];
+                    // A new zone, a new random map over its blocks, as fio's.
+                    f.perm = None;
+                    f.random_map = None;
                 }
                 (f.zone_base, z.range.min(f.plan.region_len - f.zone_base))
             }
@@ -243,9 +246,8 @@ impl Loop<'_> {
             // The random map visits blocks of bs; a blockalign other than bs places
             // I/Os between them, and fio then draws offsets freely (as norandommap).
             // fio's lfsr visits every block once per pass without a map too.
-            let mapped = (!self.o.norandommap
-                || self.o.behaviour.random_generator == RandomGenerator::Lfsr)
-                && strided.is_none();
+            let mapped =
+                !self.o.norandommap || self.o.behaviour.random_generator == RandomGenerator::Lfsr;
             if fixed && align == bs && mapped && region / bs > 0 {
                 let nblocks = region / bs;
                 let seed = self.random_seed ^ file as u64;

@@ -602,10 +602,35 @@ impl Loop<'_> {
             };
             let data = &buf.as_slice()[..result as usize];
             if let Some(why) = v.check(data, offset, w) {
+                let why = self.dump_if_asked(file, offset, data, why);
                 self.bad_block(file, offset, len, &why)?;
             }
         }
         Ok(())
+    }
+
+    /// verify_dump: the bad block's bytes as read go to `NAME.OFFSET.received` in the
+    /// current directory, as fio's, under a name of their own (`NAME.OFFSET-2.received`
+    /// when that is taken: a file already there is never written); what is wrong with the
+    /// block then names the file.
+    fn dump_if_asked(&self, file: usize, offset: u64, data: &[u8], why: String) -> String {
+        if !self.o.verify_dump {
+            return why;
+        }
+        let path = &self.files[file].plan.path;
+        let name = path
+            .file_name()
+            .map_or_else(|| "block".into(), |n| n.to_string_lossy().into_owned());
+        let dumped = sinkrate_sys::output::new_file(
+            std::path::Path::new("."),
+            &format!("{name}.{offset}"),
+            "received",
+            |_| Ok(data.to_vec()),
+        );
+        match dumped {
+            Ok(at) => format!("{why}; the bytes read are in {}", at.display()),
+            Err(e) => format!("{why}; the bytes read could not be kept: {e}"),
+        }
     }
 
     /// A bad block ends the job with EILSEQ, as in fio, unless continue_on_error goes on
@@ -653,6 +678,7 @@ impl Loop<'_> {
         let Some(why) = v.check_read(&data[..result as usize], p.offset) else {
             return Ok(());
         };
+        let why = self.dump_if_asked(p.file, p.offset, &data[..result as usize], why);
         let non_fatal = self
             .o
             .error_policy
