@@ -196,12 +196,32 @@ fn a_probe_killed_half_way_is_put_back_by_the_next_verify() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("test setup");
-        // At 8 MB/s: about 4 s saving what it will overwrite, then as long writing.
-        std::thread::sleep(Duration::from_secs(6));
-        assert!(
-            child.try_wait().expect("test setup").is_none(),
-            "still probing at 6 s"
-        );
+        // At 8 MB/s: about 4 s saving what it will overwrite, then as long writing. It is
+        // killed once its writes reach the card, however long a busy machine takes to get
+        // there (the card's backing file's mtime says when), and before it ends.
+        let modified = || {
+            std::fs::metadata(&backing)
+                .and_then(|m| m.modified())
+                .expect("test setup")
+        };
+        let untouched = modified();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(
+                child.try_wait().expect("test setup").is_none(),
+                "still probing when its first writes landed"
+            );
+            if modified() != untouched {
+                // Some of its writes, not all: half a second at 8 MB/s.
+                std::thread::sleep(Duration::from_millis(500));
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the probe wrote nothing in 120 s"
+            );
+        }
         child.kill().expect("test setup");
         child.wait().expect("test setup");
         assert_ne!(sha256(&backing), before, "the killed probe left its writes");
