@@ -516,3 +516,69 @@ fn json_plus_bins_are_fios_for_every_latency() {
         assert!(filled(column), "{column} is empty");
     }
 }
+
+/// unified_rw_reporting, beside fio: `mixed` alone (read, write and trim left out) sums
+/// the directions; `both` writes all four; terse puts the sum in the read slot and has no
+/// write slot; the text has a `mixed:` block and a `MIXED:` group line.
+#[test]
+fn unified_rw_reporting_sums_the_directions_as_fio_does() {
+    let base = [
+        "--name=u",
+        "--rw=randrw",
+        "--size=2m",
+        "--bs=4k",
+        "--ioengine=null",
+    ];
+    for mode in ["mixed", "both"] {
+        let arg = format!("--unified_rw_reporting={mode}");
+        let args: Vec<&str> = base.iter().copied().chain([arg.as_str()]).collect();
+        let fio_dir = tempfile::tempdir().expect("tempdir");
+        let ours_dir = tempfile::tempdir().expect("tempdir");
+        let fio = common::fio_json(fio_dir.path(), &args);
+        let ours = sinkrate_json(ours_dir.path(), &args);
+        let keys = |v: &serde_json::Value| -> Vec<&str> {
+            ["read", "write", "trim", "mixed"]
+                .into_iter()
+                .filter(|k| v["jobs"][0].get(*k).is_some())
+                .collect()
+        };
+        assert_eq!(keys(&ours), keys(&fio), "{mode}");
+        let j = &ours["jobs"][0];
+        assert_eq!(j["mixed"]["io_bytes"], 2 << 20, "{mode}");
+        assert_eq!(j["mixed"]["total_ios"], 512, "{mode}");
+        assert_eq!(j["mixed"]["clat_ns"]["N"], 512, "{mode}");
+    }
+    let terse = |tool: &str| -> usize {
+        let d = tempfile::tempdir().expect("tempdir");
+        let mut all: Vec<&str> = base.to_vec();
+        all.extend(["--unified_rw_reporting=mixed", "--output-format=terse"]);
+        let out = if tool == "fio" {
+            std::process::Command::new("fio")
+                .current_dir(d.path())
+                .args(&all)
+                .fio_output()
+        } else {
+            sinkrate()
+                .current_dir(d.path())
+                .args(&all)
+                .output()
+                .expect("runs")
+        };
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = text.lines().find(|l| l.starts_with("3;")).unwrap_or("");
+        // The null engine has no disk: no utilisation fields at the end.
+        line.split(';').count()
+    };
+    assert_eq!(terse("sinkrate"), terse("fio"));
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = sinkrate()
+        .current_dir(d.path())
+        .args(base)
+        .arg("--unified_rw_reporting=1")
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("  mixed: IOPS="), "{text}");
+    assert!(text.contains("  MIXED: bw="), "{text}");
+    assert!(!text.contains("  read: IOPS="), "{text}");
+}

@@ -151,11 +151,11 @@ fn a_later_read_job_checks_what_an_earlier_job_wrote_in_both_tools() {
         bytes[(2 << 20) + 1000] ^= 0x40;
         std::fs::write(&path, &bytes).expect("write");
         let out = if tool == "fio" {
-            Command::new("fio")
+            Ok(Command::new("fio")
                 .current_dir(dir.path())
                 .arg("--output-format=json")
                 .args(&post)
-                .output()
+                .fio_output())
         } else {
             common::sinkrate()
                 .current_dir(dir.path())

@@ -3,6 +3,7 @@
 //! scripts written for fio's JSON read ours. Units are in the key names, as in fio.
 
 use indexmap::IndexMap;
+use sinkrate_jobspec::options::UnifiedReporting;
 use sinkrate_model::{
     BenchRun, DirectionResult, Envelope, JobResult, RunKind, IODEPTH_LABELS, IODEPTH_SUBMIT_LABELS,
 };
@@ -86,6 +87,7 @@ fn direction_object(
     let iops = d.iops_summary();
     let kib = |v: f64| v / 1024.0;
     FioDirection {
+        folded: false,
         io_bytes: d.io_bytes,
         io_kbytes: d.io_bytes / 1024,
         bw_bytes: bw.round() as u64,
@@ -210,6 +212,7 @@ pub fn job_object(
         .max(job.write.runtime_ns)
         .max(job.trim.runtime_ns);
     let rate = |d: usize| rates.get(&(job.group, d)).copied().unwrap_or(0.0);
+    let folded = o.unified_rw_reporting == UnifiedReporting::Mixed;
     FioJob {
         jobname: job.name.clone(),
         groupid: job.group,
@@ -218,9 +221,26 @@ pub fn job_object(
         eta: 0,
         elapsed: job.elapsed_ns.div_ceil(1_000_000_000),
         job_options: as_fio_prints(&job.written_options),
-        read: direction_object(&job.read, lists, rate(0), plus),
-        write: direction_object(&job.write, lists, rate(1), plus),
-        trim: direction_object(&job.trim, lists, rate(2), plus),
+        read: FioDirection {
+            folded,
+            ..direction_object(&job.read, lists, rate(0), plus)
+        },
+        write: FioDirection {
+            folded,
+            ..direction_object(&job.write, lists, rate(1), plus)
+        },
+        trim: FioDirection {
+            folded,
+            ..direction_object(&job.trim, lists, rate(2), plus)
+        },
+        mixed: (o.unified_rw_reporting != UnifiedReporting::Split).then(|| {
+            direction_object(
+                &crate::mixed_direction(job),
+                lists,
+                rate(0) + rate(1) + rate(2),
+                plus,
+            )
+        }),
         sync: FioSync {
             total_ios: job.sync.count().saturating_sub(job.sync_file_ranges),
             lat_ns: latency_object(&job.sync, Some(p), plus),

@@ -37,3 +37,12 @@ impl OutputFormat {
         Ok(out)
     }
 }
+
+/// fio's unified_rw_reporting: a job's reads, writes and trims summed into one direction,
+/// "mixed" (the largest of their runtimes, as fio's sum).
+pub fn mixed_direction(job: &sinkrate_model::JobResult) -> sinkrate_model::DirectionResult {
+    let mut mixed = job.read.clone();
+    mixed.merge(&job.write);
+    mixed.merge(&job.trim);
+    mixed
+}

@@ -1,5 +1,6 @@
 //! fio's terse format, version 3: one semicolon-separated line per job, latencies in usec.
 
+use sinkrate_jobspec::options::UnifiedReporting;
 use sinkrate_model::{BenchRun, DirectionResult};
 use sinkrate_stats::BucketUnit;
 
@@ -85,8 +86,15 @@ pub fn render(run: &BenchRun) -> String {
                 .map(|(j, _)| j.direction(d).bw_bytes_per_s())
                 .sum()
         };
-        direction(&mut f, &job.read, &job.options, group(0));
-        direction(&mut f, &job.write, &job.options, group(1));
+        // unified_rw_reporting=mixed: the directions summed in the read slot, and no write
+        // slot, as fio's terse.
+        if job.options.unified_rw_reporting == UnifiedReporting::Mixed {
+            let mixed = crate::mixed_direction(job);
+            direction(&mut f, &mixed, &job.options, group(0) + group(1) + group(2));
+        } else {
+            direction(&mut f, &job.read, &job.options, group(0));
+            direction(&mut f, &job.write, &job.options, group(1));
+        }
         f.push(format!("{:.6}%", job.usr_cpu_pct));
         f.push(format!("{:.6}%", job.sys_cpu_pct));
         f.push(job.ctx_switches.to_string());

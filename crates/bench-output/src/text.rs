@@ -3,6 +3,7 @@
 use sinkrate_jobspec::priority::ioprio_name;
 use std::fmt::Write;
 
+use sinkrate_jobspec::options::UnifiedReporting;
 use sinkrate_model::{BenchRun, DirectionResult, JobResult, IODEPTH_LABELS, IODEPTH_SUBMIT_LABELS};
 use sinkrate_stats::{BucketUnit, LatencyRecorder, LatencySummary};
 
@@ -248,20 +249,28 @@ pub fn render(run: &BenchRun) -> String {
         if let Some(t) = &job.error_text {
             let _ = writeln!(out, "  error: {t}");
         }
-        for (d, (name, r)) in [
-            ("read", &job.read),
-            ("write", &job.write),
-            ("trim", &job.trim),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        let rate = |d: usize| rates.get(&(job.group, d)).copied().unwrap_or(0.0);
+        let lists = crate::fio_json::PercentileLists::of(o);
+        if o.unified_rw_reporting != UnifiedReporting::Mixed {
+            for (d, (name, r)) in [
+                ("read", &job.read),
+                ("write", &job.write),
+                ("trim", &job.trim),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                direction_block(&mut out, name, r, rate(d), lists);
+            }
+        }
+        if o.unified_rw_reporting != UnifiedReporting::Split {
+            let mixed = crate::mixed_direction(job);
             direction_block(
                 &mut out,
-                name,
-                r,
-                rates.get(&(job.group, d)).copied().unwrap_or(0.0),
-                crate::fio_json::PercentileLists::of(o),
+                "mixed",
+                &mixed,
+                rate(0) + rate(1) + rate(2),
+                lists,
             );
         }
         if job.files_done > 0 {
@@ -387,13 +396,34 @@ fn group_status(out: &mut String, jobs: &[crate::groups::Reported<'_>]) {
     groups.dedup();
     for g in groups {
         let _ = writeln!(out, "Run status group {g} (all jobs):");
-        for (d, label) in ["READ", "WRITE", "TRIM"].into_iter().enumerate() {
-            let dirs: Vec<&DirectionResult> = jobs
-                .iter()
+        // A group whose jobs report their directions summed (unified_rw_reporting=mixed)
+        // has one line, MIXED, as fio's.
+        let mixed = jobs.iter().any(|(j, _)| {
+            j.group == g && j.options.unified_rw_reporting == UnifiedReporting::Mixed
+        });
+        let summed: Vec<DirectionResult> = if mixed {
+            jobs.iter()
                 .filter(|(j, _)| j.group == g)
-                .map(|(j, _)| j.direction(d))
-                .filter(|d| d.total_ios > 0)
-                .collect();
+                .map(|(j, _)| crate::mixed_direction(j))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let labels: &[&str] = if mixed {
+            &["MIXED"]
+        } else {
+            &["READ", "WRITE", "TRIM"]
+        };
+        for (d, label) in labels.iter().enumerate() {
+            let dirs: Vec<&DirectionResult> = if mixed {
+                summed.iter().filter(|d| d.total_ios > 0).collect()
+            } else {
+                jobs.iter()
+                    .filter(|(j, _)| j.group == g)
+                    .map(|(j, _)| j.direction(d))
+                    .filter(|d| d.total_ios > 0)
+                    .collect()
+            };
             if dirs.is_empty() {
                 continue;
             }

@@ -263,8 +263,15 @@ fn bench_runs(file: &str, kind: &str, out: &BenchReport, started_ms: u64) -> Vec
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             config.insert("job".into(), j.jobname.clone());
-            // The direction that did the work: writes when there were any.
-            let d = if j.write.io_bytes > 0 || j.read.io_bytes == 0 {
+            // The direction that did the work: writes when there were any; the directions
+            // summed when the run reported only that (unified_rw_reporting=mixed).
+            let only_mixed = j
+                .mixed
+                .as_ref()
+                .filter(|_| j.write.io_bytes == 0 && j.read.io_bytes == 0);
+            let d = if let Some(m) = only_mixed {
+                m
+            } else if j.write.io_bytes > 0 || j.read.io_bytes == 0 {
                 &j.write
             } else {
                 &j.read

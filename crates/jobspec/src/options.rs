@@ -288,6 +288,16 @@ pub enum SteadyMetric {
     Lat,
 }
 
+/// fio's unified_rw_reporting: a job's directions reported apart, summed into one
+/// ("mixed"), or both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UnifiedReporting {
+    #[default]
+    Split,
+    Mixed,
+    Both,
+}
+
 /// A log that a job writes in fio's log format.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogRequest {
@@ -354,6 +364,7 @@ job_options! {
         pub number_ios: Option<u64>,
         pub numjobs: u32,
         pub group_reporting: bool,
+        pub unified_rw_reporting: UnifiedReporting,
         pub stonewall: bool,
         pub new_group: bool,
         pub loops: u32,
@@ -1149,6 +1160,21 @@ impl JobOptions {
                 )?
             }
             "group_reporting" => self.group_reporting = flag(key, value)?,
+            "unified_rw_reporting" => {
+                use UnifiedReporting::{Both, Mixed, Split};
+                self.unified_rw_reporting = one_of(
+                    key,
+                    value,
+                    &[
+                        ("none", Split),
+                        ("0", Split),
+                        ("mixed", Mixed),
+                        ("1", Mixed),
+                        ("both", Both),
+                        ("2", Both),
+                    ],
+                )?
+            }
             "stonewall" | "wait_for_previous" => self.stonewall = flag(key, value)?,
             "new_group" => self.new_group = flag(key, value)?,
             "loops" => {

@@ -209,6 +209,7 @@ pub const OPTIONS: &[Declared] = &[
     o("number_ios", &[], Job, Int, "0", "Stop after this many I/Os (0: no limit)"),
     o("numjobs", &[], Job, Int, "1", "Number of clones of this job").range(1, 4096),
     o("group_reporting", &[], Job, Bool, "0", "Report the jobs of a group together"),
+    o("unified_rw_reporting", &[], Job, Choice(&[("none", "reads, writes and trims apart (the default)"), ("mixed", "the directions summed into one, 'mixed'"), ("both", "apart, and summed"), ("0", "none"), ("1", "mixed"), ("2", "both")]), "none", "Report the directions apart, summed, or both"),
     o("stonewall", &["wait_for_previous"], Job, Bool, "0", "Wait for the jobs before this one to finish"),
     o("new_group", &[], Job, Bool, "0", "Start a new reporting group"),
     o("loops", &[], Job, Int, "1", "Number of times to run the job").range(1, u32::MAX as u64),

@@ -81,9 +81,16 @@ pub struct FioJob {
     pub elapsed: u64,
     #[serde(rename = "job options")]
     pub job_options: IndexMap<String, String>,
+    /// Left out when unified_rw_reporting=mixed folds them into `mixed`, as fio's.
+    #[serde(skip_serializing_if = "FioDirection::is_folded")]
     pub read: FioDirection,
+    #[serde(skip_serializing_if = "FioDirection::is_folded")]
     pub write: FioDirection,
+    #[serde(skip_serializing_if = "FioDirection::is_folded")]
     pub trim: FioDirection,
+    /// unified_rw_reporting=mixed or both: the directions summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mixed: Option<FioDirection>,
     pub sync: FioSync,
     /// Milliseconds.
     pub job_runtime: u64,
@@ -116,6 +123,9 @@ pub struct FioJob {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FioDirection {
+    /// Reported inside `mixed` instead (unified_rw_reporting=mixed): not written.
+    #[serde(skip)]
+    pub folded: bool,
     pub io_bytes: u64,
     pub io_kbytes: u64,
     pub bw_bytes: u64,
@@ -267,5 +277,11 @@ impl FioLatency {
             .iter()
             .find(|(k, _)| k.parse::<f64>().is_ok_and(|q| (q - p).abs() < 1e-6))
             .map(|(_, v)| *v)
+    }
+}
+
+impl FioDirection {
+    pub fn is_folded(&self) -> bool {
+        self.folded
     }
 }

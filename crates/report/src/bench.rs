@@ -174,8 +174,13 @@ fn percentile_cdf(d: &FioDirection) -> (Vec<f64>, Vec<f64>) {
 pub fn table(out: &BenchReport) -> Table {
     let mut rows = Vec::new();
     for j in &out.jobs {
-        for (dir, d) in [("read", &j.read), ("write", &j.write)] {
-            if d.io_bytes == 0 {
+        // unified_rw_reporting=mixed: fio writes the directions summed, "mixed", alone.
+        let mixed = j.mixed.iter().map(|m| ("mixed", m));
+        for (dir, d) in [("read", &j.read), ("write", &j.write)]
+            .into_iter()
+            .chain(mixed)
+        {
+            if d.io_bytes == 0 || (dir == "mixed" && (j.read.io_bytes + j.write.io_bytes) > 0) {
                 continue;
             }
             let p = |q| {
@@ -218,9 +223,17 @@ pub fn table(out: &BenchReport) -> Table {
 
 pub fn headline(out: &BenchReport, ours: bool, extras: &Extras) -> Headline {
     let (mut read, mut write) = (0u64, 0u64);
+    let mut mixed = 0u64;
     for j in &out.jobs {
         read += j.read.bw_bytes;
         write += j.write.bw_bytes;
+        if let Some(m) = j
+            .mixed
+            .as_ref()
+            .filter(|_| j.read.io_bytes + j.write.io_bytes == 0)
+        {
+            mixed += m.bw_bytes;
+        }
     }
     let who = if ours {
         "sinkrate bench".to_string()
@@ -230,6 +243,9 @@ pub fn headline(out: &BenchReport, ours: bool, extras: &Extras) -> Headline {
     let mut parts = Vec::new();
     if write > 0 {
         parts.push(format!("write {:.1} MB/s", write as f64 / 1e6));
+    }
+    if mixed > 0 {
+        parts.push(format!("reads and writes {:.1} MB/s", mixed as f64 / 1e6));
     }
     if read > 0 {
         parts.push(format!("read {:.1} MB/s", read as f64 / 1e6));
