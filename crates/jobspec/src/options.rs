@@ -520,6 +520,9 @@ job_options! {
         /// verify_dump: a bad block's bytes as read are kept in a file
         /// (`NAME.OFFSET.received` in the current directory), as fio's.
         pub verify_dump: bool,
+        /// serialize_overlap: an I/O waits while one in flight overlaps it and either is a
+        /// write, as fio's.
+        pub serialize_overlap: bool,
         pub verify_pattern: Option<Vec<u8>>,
         /// verify_interval: a header every this many bytes of a block (0: one per block).
         pub verify_interval: u64,
@@ -1527,6 +1530,7 @@ impl JobOptions {
             }
             "verify_fatal" => self.verify_fatal = flag(key, value)?,
             "verify_dump" => self.verify_dump = flag(key, value)?,
+            "serialize_overlap" | "serialise_overlap" => self.serialize_overlap = flag(key, value)?,
             "experimental_verify" => {
                 if flag(key, value)? {
                     return Ok(Some(Applied::NoEffect(

@@ -328,6 +328,7 @@ pub const OPTIONS: &[Declared] = &[
     o("exitall", &[], Coordination, Bool, "0", "End the other jobs when this one finishes"),
     o("exit_what", &[], Coordination, Choice(&[("group", "its group (the default)"), ("stonewall", "the jobs up to the next stonewall"), ("all", "every job")]), "group", "Which jobs exitall ends"),
     o("exitall_on_error", &[], Coordination, Bool, "0", "End the other jobs when this one fails"),
+    o("serialize_overlap", &["serialise_overlap"], Job, Bool, "0", "An I/O that overlaps a write in flight (or a write one in flight) waits for it"),
     o("io_submit_mode", &[], Coordination, Choice(&[("inline", "the job submits its own I/Os (the default)"), ("offload", "a pool of submitters does")]), "inline", "Who submits a queued engine's I/Os"),
     // How the job runs.
     o("thread", &["threads"], Behaviour, Bool, "1", "Jobs as threads (always, in sinkrate)"),

@@ -33,6 +33,21 @@ pub(super) struct Queue {
 }
 
 impl Queue {
+    /// Whether an I/O in flight (submitted or batched) overlaps `p` where either writes:
+    /// serialize_overlap holds `p` back until it completes, as fio's.
+    fn overlaps_in_flight(&self, p: &Planned) -> bool {
+        let end = p.offset + p.len as u64;
+        (0..self.slots.len())
+            .filter(|slot| !self.free.contains(slot))
+            .map(|slot| &self.slots[slot].0)
+            .any(|x| {
+                x.file == p.file
+                    && (x.dir.is_write() || p.dir.is_write())
+                    && x.offset < end
+                    && p.offset < x.offset + x.len as u64
+            })
+    }
+
     /// After an engine error the ring's state is unknown: the buffers must outlive any
     /// I/O the kernel may still do, so they are leaked rather than freed.
     fn abandon(self) {
@@ -847,6 +862,8 @@ impl Loop<'_> {
             AlignedBuf::new(self.bs.iter().map(BlockSizes::max).max().unwrap_or(4096) as usize)
         });
         let mut backlog_due = false;
+        // serialize_overlap: the planned I/O (held in `paced`) waits for a completion.
+        let mut overlapped = false;
 
         let floors = self.has_rate_floor();
         loop {
@@ -913,6 +930,11 @@ impl Loop<'_> {
                         break;
                     }
                 }
+                if self.o.serialize_overlap && q.overlaps_in_flight(&p) {
+                    paced = Some((p, None));
+                    overlapped = true;
+                    break;
+                }
                 let Some(slot) = q.free.pop() else { break };
                 match self.submit_queued(backend, &mut q, slot, p) {
                     Ok(None) => {}
@@ -961,7 +983,7 @@ impl Loop<'_> {
             // for completions without waiting, so its latencies are not held back.
             let min = if held || quiesce || think_due.is_some() || backlog_due {
                 q.inflight
-            } else if !issuing || full {
+            } else if !issuing || full || overlapped {
                 (self.o.iodepth_batch_complete_min.max(1) as usize).min(q.inflight)
             } else if rate_limited {
                 0
@@ -969,6 +991,7 @@ impl Loop<'_> {
                 continue;
             };
             quiesce = false;
+            overlapped = false;
             match self.reap_queued(backend, &mut q, min, reap_max) {
                 Err(e) => {
                     q.abandon();
@@ -1171,5 +1194,54 @@ fn read_one(
         if let Some(c) = out.drain(..).find(|c| c.tag == VERIFY_TAG) {
             return c.result;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(dir: IoDir, offset: u64, len: usize) -> Planned {
+        Planned {
+            dir,
+            file: 0,
+            offset,
+            len,
+            ioprio: 0,
+        }
+    }
+
+    #[test]
+    fn an_overlap_counts_only_in_flight_and_only_with_a_write() {
+        let q = Queue {
+            bufs: Vec::new(),
+            // Slot 0 in flight (a write of 4k at 8k), slot 1 free (a write at 0), slot 2
+            // in flight (a read of 4k at 64k).
+            slots: vec![
+                (io(IoDir::Write, 8192, 4096), 0, 0),
+                (io(IoDir::Write, 0, 4096), 0, 0),
+                (io(IoDir::Read, 65536, 4096), 0, 0),
+            ],
+            free: vec![1],
+            batch: Vec::new(),
+            completions: Vec::new(),
+            inflight: 2,
+        };
+        assert!(q.overlaps_in_flight(&io(IoDir::Read, 10240, 512)));
+        assert!(q.overlaps_in_flight(&io(IoDir::Write, 4096, 8192)));
+        assert!(
+            !q.overlaps_in_flight(&io(IoDir::Read, 4096, 4096)),
+            "ends where it starts"
+        );
+        assert!(
+            !q.overlaps_in_flight(&io(IoDir::Write, 0, 4096)),
+            "slot 1 is free"
+        );
+        assert!(
+            !q.overlaps_in_flight(&io(IoDir::Read, 65536, 4096)),
+            "two reads"
+        );
+        // As fio's check: a trim is not a write.
+        assert!(!q.overlaps_in_flight(&io(IoDir::Trim, 65536, 4096)));
     }
 }
