@@ -929,6 +929,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "OPTION", num_args = 0..=1, default_missing_value = "all")]
     pub cmdhelp: Option<String>,
 
+    /// Print a compressed log (a .fz file of log_store_compressed) as its text lines, and
+    /// exit (fio's --inflate-log)
+    #[arg(long = "inflate-log", value_name = "FILE")]
+    pub inflate_log: Option<PathBuf>,
+
     /// Terse, semicolon-separated results (fio's --minimal: --output-format=terse)
     #[arg(long)]
     pub minimal: bool,

@@ -90,6 +90,15 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if args.showcmd {
         return show_command(&args);
     }
+    if let Some(file) = &args.inflate_log {
+        let text = sinkrate_engine::logs::inflate_log(file).map_err(|e| anyhow!(e))?;
+        let mut out = std::io::stdout().lock();
+        return match std::io::Write::write_all(&mut out, text.as_bytes()) {
+            // A reader that stopped early (`| head`) is not an error.
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+            _ => Ok(ExitCode::SUCCESS),
+        };
+    }
     if let Some(v) = args.terse_version.filter(|v| *v != 3) {
         return Err(anyhow!(
             "--terse-version={v}: sinkrate writes terse version 3, fio's default (use --terse-version=3 or leave it out)"

@@ -612,3 +612,72 @@ fn histogram_logs_are_fios_bins() {
     let lines = rows(our_dir.path(), "h_clat_hist.1.log");
     assert!(!lines.is_empty() && lines.iter().all(|l| l.len() == 3 + 464));
 }
+
+/// log_store_compressed: the logs are kept as fio's `.fz` (zlib streams of fio's binary
+/// samples). fio's own `--inflate-log` turns sinkrate's back into the very lines sinkrate
+/// writes uncompressed, and sinkrate's `--inflate-log` reads fio's as fio does.
+#[test]
+fn compressed_logs_are_fios_both_ways() {
+    let job = [
+        "--name=z",
+        "--ioengine=null",
+        "--size=8m",
+        "--bs=64k",
+        "--rw=write",
+        "--write_lat_log=z",
+        "--log_offset=1",
+        "--log_compression=4k",
+    ];
+    let stored: Vec<&str> = job
+        .iter()
+        .copied()
+        .chain(["--log_store_compressed=1"])
+        .collect();
+    let inflate = |tool: &str, dir: &Path, file: &str| -> String {
+        let out = if tool == "fio" {
+            std::process::Command::new("fio")
+                .current_dir(dir)
+                .arg(format!("--inflate-log={file}"))
+                .output()
+        } else {
+            std::process::Command::new(common::sinkrate_path())
+                .current_dir(dir)
+                .args(["bench", &format!("--inflate-log={file}")])
+                .output()
+        }
+        .expect("runs");
+        assert!(
+            out.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("text")
+    };
+    // sinkrate's compressed log, read by fio, is sinkrate's plain log line for line.
+    let plain = tempfile::tempdir().expect("tmp");
+    let packed = tempfile::tempdir().expect("tmp");
+    sinkrate_json(plain.path(), &job);
+    sinkrate_json(packed.path(), &stored);
+    let lines = std::fs::read_to_string(plain.path().join("z_clat.1.log")).expect("log");
+    assert_eq!(lines.lines().count(), 128);
+    assert!(!packed.path().join("z_clat.1.log").exists());
+    let by_fio = inflate("fio", packed.path(), "z_clat.1.log.fz");
+    assert_eq!(by_fio.lines().count(), 128);
+    let offsets = |t: &str| -> Vec<String> {
+        t.lines()
+            .map(|l| l.split(", ").nth(4).unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(offsets(&by_fio), offsets(&lines));
+    assert_eq!(
+        inflate("sinkrate", packed.path(), "z_clat.1.log.fz"),
+        by_fio
+    );
+    // fio's compressed log, read by sinkrate, is what fio reads from it.
+    let theirs = tempfile::tempdir().expect("tmp");
+    fio_json(theirs.path(), &stored);
+    assert_eq!(
+        inflate("sinkrate", theirs.path(), "z_clat.1.log.fz"),
+        inflate("fio", theirs.path(), "z_clat.1.log.fz")
+    );
+}

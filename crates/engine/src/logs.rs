@@ -27,7 +27,14 @@ pub struct LogFile {
     failed: Option<std::io::Error>,
     with_offset: bool,
     with_prio: bool,
+    /// log_store_compressed: entries are fio's binary samples, written as one gzip member
+    /// per chunk of this many bytes (fio's `.fz`); 0 writes text lines.
+    compressed_chunk: usize,
 }
+
+/// fio's flags in a binary sample's direction word (iolog.h).
+const LOG_OFFSET_SAMPLE_BIT: u32 = 0x8000_0000;
+const LOG_PRIO_SAMPLE_BIT: u32 = 0x4000_0000;
 
 impl LogFile {
     /// A job's own log, or with `shared` one appended to, as fio's per_job_logs=0.
@@ -50,13 +57,25 @@ impl LogFile {
             failed: None,
             with_offset,
             with_prio,
+            compressed_chunk: 0,
         })
+    }
+
+    /// Stores the entries as fio's compressed log: gzip members of `chunk` bytes of binary
+    /// samples each (fio's log_compression with log_store_compressed).
+    pub(crate) fn stored_compressed(mut self, chunk: u64) -> LogFile {
+        self.compressed_chunk = (chunk as usize).clamp(1, FLUSH_AT);
+        self
     }
 
     #[inline]
     /// One line; `d` is fio's direction code (0 read, 1 write, 2 trim), `ioprio` the I/O's
     /// priority (0 for averaged entries, as fio's).
     pub fn entry(&mut self, time_ms: u64, value: u64, d: u8, bs: u64, offset: u64, ioprio: u16) {
+        if self.compressed_chunk > 0 {
+            self.sample(time_ms, value, d, bs, offset, ioprio);
+            return;
+        }
         let line = &mut self.pending;
         // Writing into a Vec cannot fail.
         let _ = write!(line, "{time_ms}, {value}, {d}, {bs}, ");
@@ -81,7 +100,48 @@ impl LogFile {
         }
     }
 
+    /// One entry as fio's `struct io_sample` (with `io_sample_offset`'s offset after it):
+    /// time, value, direction word, priority, 2 bytes of padding, block size; little
+    /// endian, as fio writes it on the boards sinkrate runs on.
+    fn sample(&mut self, time_ms: u64, value: u64, d: u8, bs: u64, offset: u64, ioprio: u16) {
+        let mut word = u32::from(d);
+        if self.with_offset {
+            word |= LOG_OFFSET_SAMPLE_BIT;
+        }
+        if self.with_prio {
+            word |= LOG_PRIO_SAMPLE_BIT;
+        }
+        let s = &mut self.pending;
+        s.extend_from_slice(&time_ms.to_le_bytes());
+        s.extend_from_slice(&value.to_le_bytes());
+        s.extend_from_slice(&word.to_le_bytes());
+        s.extend_from_slice(&ioprio.to_le_bytes());
+        s.extend_from_slice(&[0, 0]);
+        s.extend_from_slice(&bs.to_le_bytes());
+        if self.with_offset {
+            s.extend_from_slice(&offset.to_le_bytes());
+        }
+        if self.pending.len() >= self.compressed_chunk {
+            self.flush();
+        }
+    }
+
     fn flush(&mut self) {
+        if self.compressed_chunk > 0 && !self.pending.is_empty() {
+            // One zlib stream per chunk, as fio's: streams of several jobs appended to one
+            // log (per_job_logs=0) stay whole.
+            let mut gz =
+                flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            let member = gz.write_all(&self.pending).and_then(|()| gz.finish());
+            match member {
+                Ok(bytes) => self.pending = bytes,
+                Err(e) => {
+                    self.failed.get_or_insert(e);
+                    self.pending.clear();
+                    return;
+                }
+            }
+        }
         // A failed log write must not stop the measurement; it is reported at the end.
         if let Err(e) = self.out.write_all(&self.pending) {
             self.failed.get_or_insert(e);
@@ -125,20 +185,31 @@ impl JobLogs {
         unix_start_ms: u64,
     ) -> Result<JobLogs, EngineError> {
         let shared = !o.per_job_logs;
+        // fio's compressed logs are the text log's name and `.fz`.
+        let stored_compressed = o.log_compression > 0 && o.log_store_compressed;
         let name = |prefix: &str, kind: &str| {
-            PathBuf::from(if shared {
+            let mut name = if shared {
                 format!("{prefix}_{kind}.log")
             } else {
                 format!("{prefix}_{kind}.{job_number}.log")
-            })
+            };
+            if stored_compressed && kind != "clat_hist" {
+                name.push_str(".fz");
+            }
+            PathBuf::from(name)
         };
         let log = |request: &sinkrate_jobspec::options::LogRequest, kind: &str| {
-            LogFile::create(
+            let file = LogFile::create(
                 name(request.prefix_for(&o.name), kind),
                 o.log_offset,
                 o.priorities.log_prio,
                 shared,
-            )
+            )?;
+            Ok::<_, EngineError>(if stored_compressed && kind != "clat_hist" {
+                file.stored_compressed(o.log_compression)
+            } else {
+                file
+            })
         };
         let mut logs = JobLogs {
             avg_msec: o.log_avg_msec,
@@ -233,4 +304,103 @@ pub struct Window {
     pub ios: [u64; 3],
     /// Run-clock ns the window began.
     pub start_ns: u64,
+}
+
+/// The largest compressed log `inflate_log` reads: a bound on what an endless or hostile
+/// input can make it hold.
+const INFLATE_LIMIT: u64 = 4 << 30;
+
+/// fio's `--inflate-log`: a compressed log (`.fz`, gzip members of binary samples) as the
+/// text lines the uncompressed log would hold.
+pub fn inflate_log(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut packed = Vec::new();
+    file.take(INFLATE_LIMIT + 1)
+        .read_to_end(&mut packed)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // zlib streams one after another, as fio writes them (fio's reader also takes gzip).
+    let mut raw = Vec::new();
+    let mut rest = packed.as_slice();
+    while !rest.is_empty() && (raw.len() as u64) <= INFLATE_LIMIT {
+        let limit = INFLATE_LIMIT + 1 - raw.len() as u64;
+        let used = if rest.starts_with(&[0x1f, 0x8b]) {
+            let mut d = flate2::bufread::GzDecoder::new(rest);
+            (&mut d).take(limit).read_to_end(&mut raw).map(|_| {
+                // What the member took of the input: the decoder's reader, advanced.
+                rest.len() - d.into_inner().len()
+            })
+        } else {
+            let mut d = flate2::read::ZlibDecoder::new(rest);
+            (&mut d)
+                .take(limit)
+                .read_to_end(&mut raw)
+                .map(|_| d.total_in() as usize)
+        }
+        .map_err(|e| format!("{}: not a compressed fio log ({e})", path.display()))?;
+        if used == 0 {
+            break;
+        }
+        rest = &rest[used.min(rest.len())..];
+    }
+    if raw.len() as u64 > INFLATE_LIMIT {
+        return Err(format!(
+            "{}: inflates to more than {} GiB",
+            path.display(),
+            INFLATE_LIMIT >> 30
+        ));
+    }
+    let word = |at: usize| {
+        raw.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let Some(first) = word(16) else {
+        return Ok(String::new());
+    };
+    let with_offset = first & LOG_OFFSET_SAMPLE_BIT != 0;
+    let with_prio = first & LOG_PRIO_SAMPLE_BIT != 0;
+    let size = if with_offset { 40 } else { 32 };
+    if raw.len() % size != 0 {
+        return Err(format!(
+            "{}: {} bytes of samples are not whole {size}-byte samples",
+            path.display(),
+            raw.len()
+        ));
+    }
+    let u64_at = |s: &[u8], at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&s[at..at + 8]);
+        u64::from_le_bytes(b)
+    };
+    let mut text = String::with_capacity(raw.len());
+    for s in raw.chunks_exact(size) {
+        let d = u32::from_le_bytes([s[16], s[17], s[18], s[19]])
+            & !(LOG_OFFSET_SAMPLE_BIT | LOG_PRIO_SAMPLE_BIT);
+        let ioprio = u16::from_le_bytes([s[20], s[21]]);
+        let _ = write!(
+            text_writer(&mut text),
+            "{}, {}, {d}, {}, ",
+            u64_at(s, 0),
+            u64_at(s, 8),
+            u64_at(s, 24)
+        );
+        if with_offset {
+            let _ = write!(text_writer(&mut text), "{}, ", u64_at(s, 32));
+        }
+        if with_prio {
+            let _ = writeln!(text_writer(&mut text), "0x{ioprio:04x}");
+        } else {
+            let _ = writeln!(
+                text_writer(&mut text),
+                "{}",
+                u8::from(ioprio_class(ioprio) == CLASS_RT)
+            );
+        }
+    }
+    Ok(text)
+}
+
+/// `write!` into a String through `std::fmt::Write` (this module writes bytes elsewhere).
+fn text_writer(s: &mut String) -> &mut dyn std::fmt::Write {
+    s
 }

@@ -333,6 +333,13 @@ impl Resolver {
                 informational: true,
             });
         }
+        if o.log_compression > 0 && !o.log_store_compressed {
+            self.notices.push(Notice {
+                origin: origin.clone(),
+                text: "log_compression has no effect without log_store_compressed: sinkrate writes each log line to its file as it goes, so no log is held in memory to compress".into(),
+                informational: true,
+            });
+        }
         if o.time_based && o.runtime.is_none() {
             self.notices.push(Notice {
                 origin: origin.clone(),
@@ -352,7 +359,11 @@ pub fn validate(o: &JobOptions) -> Result<(), String> {
     validate_direction(o)?;
     validate_rates(o)?;
     validate_sync(o)?;
-    validate_verify(o)
+    validate_verify(o)?;
+    if o.log_compression > 0 && o.log_store_compressed && o.write_hist_log.is_some() {
+        return Err("log_store_compressed with write_hist_log: sinkrate stores the bandwidth, IOPS and latency logs compressed, not the histogram log (leave one out)".into());
+    }
+    Ok(())
 }
 
 /// The job's size against its blocks.

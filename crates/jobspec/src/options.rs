@@ -542,6 +542,11 @@ job_options! {
         pub write_iops_log: Option<LogRequest>,
         pub log_avg_msec: u64,
         pub log_unix_epoch: bool,
+        /// log_compression: bytes of log entries per compressed chunk (0: none).
+        pub log_compression: u64,
+        /// log_store_compressed: with log_compression, the logs are kept compressed as
+        /// fio's `.fz` files (gzip members of fio's binary samples).
+        pub log_store_compressed: bool,
         /// log_offset: each per-I/O log entry carries the I/O's offset (before the priority).
         pub log_offset: bool,
         /// log_max_value: averaged latency log entries are the window's largest.
@@ -1560,6 +1565,10 @@ impl JobOptions {
                 self.log_avg_msec = parse_int(need(key, value)?).map_err(|e| bad(key, e))?
             }
             "log_unix_epoch" => self.log_unix_epoch = flag(key, value)?,
+            "log_compression" => {
+                self.log_compression = parse_size(need(key, value)?, kb).map_err(|e| bad(key, e))?
+            }
+            "log_store_compressed" => self.log_store_compressed = flag(key, value)?,
             "log_offset" => self.log_offset = flag(key, value)?,
             "log_max_value" => self.log_max_value = flag(key, value)?,
             "per_job_logs" => self.per_job_logs = flag(key, value)?,
