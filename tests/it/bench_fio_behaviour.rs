@@ -434,3 +434,30 @@ fn a_sync_engines_lat_is_above_its_clat_as_fios() {
         assert_eq!(w["lat_ns"]["N"], w["clat_ns"]["N"], "{who}");
     }
 }
+
+/// Clones sharing one file need it as far as the furthest clone reaches (offset_increment),
+/// not as far as the first: a set whose last clone would write past the free space is
+/// refused before any file, in one line naming the job, the file system's free space read
+/// apart from sinkrate (statvfs by `stat -f`).
+#[test]
+fn clones_of_one_file_need_the_space_their_furthest_reaches() {
+    let d = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    let dir = d.path().to_str().expect("utf8");
+    let fs = common::run("stat", &["-f", "-c", "%a %S", dir]);
+    let mut fields = fs.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
+    let free = fields.next().unwrap_or(0) * fields.next().unwrap_or(0);
+    assert!(free > 0, "{fs}");
+    let step = format!("--offset_increment={}", free / 2);
+    common::refuses(
+        d.path(),
+        &[
+            "--name=stripes",
+            "--filename=shared",
+            "--rw=write",
+            "--size=1m",
+            "--numjobs=4",
+            &step,
+        ],
+        &["stripes", "not enough free space"],
+    );
+}

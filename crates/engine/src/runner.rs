@@ -153,8 +153,9 @@ fn effective_job(job: &Job) -> Result<std::borrow::Cow<'_, Job>, EngineError> {
 struct Preparation<'a> {
     opts: &'a RunOptions,
     jobs: Vec<(Job, Vec<PlannedFile>)>,
-    /// Per file system (its device number): a directory on it and the bytes to allocate.
-    needed_by_fs: HashMap<u64, (PathBuf, u64)>,
+    /// Per file system (its device number): a directory on it and the bytes to allocate
+    /// for each file, and the job that reaches furthest in it (named when it does not fit).
+    needed_by_fs: HashMap<u64, (PathBuf, SpaceByFile)>,
     targets: Vec<TargetFacts>,
     warnings: Vec<Warning>,
     notices: Vec<String>,
@@ -163,6 +164,10 @@ struct Preparation<'a> {
     uring_missing: Option<Option<String>>,
     iologs: Vec<String>,
 }
+
+/// Per file: the bytes to allocate, as far as its furthest region reaches, and the origin of
+/// the job that reaches there.
+type SpaceByFile = HashMap<PathBuf, (u64, String)>;
 
 impl Preparation<'_> {
     /// What one job needs before its files are planned: its own write_iolog, io_uring,
@@ -312,13 +317,20 @@ impl Preparation<'_> {
         if !allocates || fills_the_fs || need == 0 {
             return;
         }
-        if let Some(first) = planned.iter().find(|f| !f.is_block_device) {
-            let dir = files::existing_parent(&first.path);
+        // Per file, the furthest any job's region reaches: numjobs clones with a shared
+        // filename= need the space once, as far as the furthest clone's region (offset=,
+        // offset_increment=) reaches.
+        for f in planned.iter().filter(|f| !f.is_block_device && !f.special) {
+            let dir = files::existing_parent(&f.path);
             let dev = std::fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
-            let entry = self.needed_by_fs.entry(dev).or_insert((dir, 0));
-            // numjobs clones with a shared filename= need the space once.
-            if o.filename.is_none() || job.clone_index == 0 {
-                entry.1 += need;
+            let need = f.needed_size().saturating_sub(f.existing_size.unwrap_or(0));
+            let entry = self
+                .needed_by_fs
+                .entry(dev)
+                .or_insert_with(|| (dir, HashMap::new()));
+            let furthest = entry.1.entry(f.path.clone()).or_insert((0, String::new()));
+            if need > furthest.0 {
+                *furthest = (need, job.origin.to_string());
             }
         }
     }
@@ -339,17 +351,28 @@ impl Preparation<'_> {
             crate::resources::check_memory(&needs, available)?;
         }
         crate::resources::ensure_descriptors(&needs)?;
-        for (dir, need) in self.needed_by_fs.values() {
+        for (dir, by_file) in self.needed_by_fs.values() {
+            let need: u64 = by_file.values().map(|(bytes, _)| bytes).sum();
             let free = files::free_bytes(dir)?;
-            if *need > free {
-                return Err(EngineError::path(
+            if need > free {
+                // Named after the job that needs the most, as other refusals of a job are.
+                let origin = by_file
+                    .values()
+                    .max_by_key(|(bytes, _)| *bytes)
+                    .map(|(_, origin)| origin.clone())
+                    .unwrap_or_default();
+                let too_little = EngineError::path(
                     dir,
                     format!(
                         "not enough free space: the jobs need {} and the file system has {} (lower size=, or free space)",
-                        sinkrate_units::fio::bytes_iec(*need as f64),
+                        sinkrate_units::fio::bytes_iec(need as f64),
                         sinkrate_units::fio::bytes_iec(free as f64)
                     ),
-                ));
+                );
+                return Err(EngineError::InJob {
+                    origin,
+                    inner: Box::new(too_little),
+                });
             }
         }
         Ok(PreparedRun {
