@@ -954,8 +954,15 @@ fn a_path_that_is_not_utf8_is_used_or_refused_never_a_panic() {
             .output()
             .expect("sinkrate runs");
         let err = String::from_utf8_lossy(&out.stderr);
+        // A recording's verdict may be "falls behind" (exit 1) on a slow or busy machine:
+        // it ran, which is what this test is about.
+        let ran = match out.status.code() {
+            Some(0) => true,
+            Some(1) => args[0] == "record",
+            _ => false,
+        };
         assert!(
-            matches!(out.status.code(), Some(0 | 2)) && !err.contains("panicked"),
+            (ran || out.status.code() == Some(2)) && !err.contains("panicked"),
             "{args:?}: {:?} {err}",
             out.status.code()
         );
