@@ -84,7 +84,14 @@ fn averaged_logs_hold_each_windows_average_as_fios_do() {
         let ours = values(our_dir.path(), "l", kind);
         // Two whole windows of rates; latencies also log the last, partial window.
         let lines = if matches!(kind, "bw" | "iops") { 2 } else { 3 };
-        assert_eq!((ours.len(), theirs.len()), (lines, lines), "{kind}");
+        assert_eq!(ours.len(), lines, "{kind}: {ours:?}");
+        // fio's helper thread may find the job still running at its tick on the runtime's
+        // end (seen beside a busy core) and log a window there too; sinkrate's end closes
+        // none, as fio's does when its job is gone by that tick.
+        assert!(
+            (lines..=lines + 1).contains(&theirs.len()),
+            "{kind}: fio's {theirs:?}"
+        );
         // Whole windows end on the ticks of the job's clock, 1000 and 2000 ms, however late
         // the I/O that closed them (fio's helper thread wakes within a few ms of each).
         let our_times = times(our_dir.path(), "l", kind);

@@ -97,6 +97,11 @@ impl Declared {
         let Some((min, max)) = self.range else {
             return Ok(());
         };
+        // The default is always taken: fio's defaults may lie outside the range its parser
+        // checks (log_compression's 0, off), because fio never parses them.
+        if value.trim() == self.default {
+            return Ok(());
+        }
         match sinkrate_units::fio::parse_int(value) {
             Ok(n) if n < min || n > max => Err(format!(
                 "{n} is out of range (expected {})",
@@ -311,7 +316,7 @@ pub const OPTIONS: &[Declared] = &[
     o("log_avg_msec", &[], Job, Int, "0", "Average the logs over windows of this many ms"),
     o("log_max_value", &[], Job, Bool, "0", "Log the largest value of a window, not the mean"),
     o("log_unix_epoch", &[], Job, Bool, "0", "Log times as Unix milliseconds"),
-    o("log_compression", &[], Job, Size, "0", "Compress the logs in chunks of this size (with log_store_compressed, stored so: NAME.log.fz)"),
+    o("log_compression", &[], Job, Int, "0", "Compress the logs in chunks of this size (with log_store_compressed, stored so: NAME.log.fz)").range(1024, 512 << 20),
     o("log_store_compressed", &[], Job, Bool, "0", "Keep the logs compressed as fio's .fz files (read them with --inflate-log)"),
     o("log_offset", &[], Job, Bool, "0", "Log each I/O's offset"),
     o("per_job_logs", &[], Job, Bool, "1", "A log file per job"),
