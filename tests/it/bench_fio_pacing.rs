@@ -522,9 +522,17 @@ fn thinktime_pauses_where_fios_loop_pauses() {
             // fio, the peer, is printed: its bursts by time came out [3, 18, 20, 14] beside
             // other tests once. sinkrate's are asserted.
             eprintln!("{case:?}: fio's bursts {theirs:?}");
+            // The first two bursts are the schedule's (300 ms of I/O at 50/s, plus what the
+            // rate owes for a pause). After them the run's end, by time, cuts the last
+            // burst, and a busy machine's slower I/Os may reach 300 ms of I/O time before
+            // it and pause once more ([21, 21, 5, 8] beside a busy core): no later burst
+            // is longer than the schedule's.
             let b = ours;
             assert!(
-                b.len() == 3 && b[0].abs_diff(21) <= 1 && b[1].abs_diff(21) <= 2,
+                b.len() >= 3
+                    && b[0].abs_diff(21) <= 1
+                    && b[1].abs_diff(21) <= 2
+                    && b[2..].iter().all(|n| *n <= 22),
                 "{case:?}: sinkrate's bursts {b:?} (fio's {theirs:?})"
             );
         }
