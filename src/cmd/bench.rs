@@ -93,7 +93,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if let Some(file) = &args.inflate_log {
         let text = sinkrate_engine::logs::inflate_log(file).map_err(|e| anyhow!(e))?;
         let mut out = std::io::stdout().lock();
-        return match std::io::Write::write_all(&mut out, text.as_bytes()) {
+        return match std::io::Write::write_all(&mut out, &text) {
             // A reader that stopped early (`| head`) is not an error.
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
             _ => Ok(ExitCode::SUCCESS),

@@ -32,6 +32,26 @@ pub struct LogFile {
     compressed_chunk: usize,
 }
 
+/// One text line of a log: `time, value, direction, block size, [offset,] priority`, the
+/// priority in hex with log_prio (`with_prio`), else 1 for a real-time I/O and 0 otherwise.
+fn write_entry(
+    out: &mut Vec<u8>,
+    [time_ms, value, d, bs]: [u64; 4],
+    offset: Option<u64>,
+    with_prio: Option<u16>,
+    ioprio: u16,
+) {
+    // Writing into a Vec cannot fail.
+    let _ = write!(out, "{time_ms}, {value}, {d}, {bs}, ");
+    if let Some(offset) = offset {
+        let _ = write!(out, "{offset}, ");
+    }
+    let _ = match with_prio {
+        Some(p) => writeln!(out, "0x{p:04x}"),
+        None => writeln!(out, "{}", u8::from(ioprio_class(ioprio) == CLASS_RT)),
+    };
+}
+
 /// fio's flags in a binary sample's direction word (iolog.h).
 const LOG_OFFSET_SAMPLE_BIT: u32 = 0x8000_0000;
 const LOG_PRIO_SAMPLE_BIT: u32 = 0x4000_0000;
@@ -76,17 +96,13 @@ impl LogFile {
             self.sample(time_ms, value, d, bs, offset, ioprio);
             return;
         }
-        let line = &mut self.pending;
-        // Writing into a Vec cannot fail.
-        let _ = write!(line, "{time_ms}, {value}, {d}, {bs}, ");
-        if self.with_offset {
-            let _ = write!(line, "{offset}, ");
-        }
-        let _ = if self.with_prio {
-            writeln!(line, "0x{ioprio:04x}")
-        } else {
-            writeln!(line, "{}", u8::from(ioprio_class(ioprio) == CLASS_RT))
-        };
+        write_entry(
+            &mut self.pending,
+            [time_ms, value, u64::from(d), bs],
+            self.with_offset.then_some(offset),
+            self.with_prio.then_some(ioprio),
+            ioprio,
+        );
         if self.pending.len() >= FLUSH_AT {
             self.flush();
         }
@@ -312,7 +328,7 @@ const INFLATE_LIMIT: u64 = 4 << 30;
 
 /// fio's `--inflate-log`: a compressed log (`.fz`, gzip members of binary samples) as the
 /// text lines the uncompressed log would hold.
-pub fn inflate_log(path: &std::path::Path) -> Result<String, String> {
+pub fn inflate_log(path: &std::path::Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
     let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut packed = Vec::new();
@@ -355,7 +371,7 @@ pub fn inflate_log(path: &std::path::Path) -> Result<String, String> {
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
     let Some(first) = word(16) else {
-        return Ok(String::new());
+        return Ok(Vec::new());
     };
     let with_offset = first & LOG_OFFSET_SAMPLE_BIT != 0;
     let with_prio = first & LOG_PRIO_SAMPLE_BIT != 0;
@@ -372,35 +388,18 @@ pub fn inflate_log(path: &std::path::Path) -> Result<String, String> {
         b.copy_from_slice(&s[at..at + 8]);
         u64::from_le_bytes(b)
     };
-    let mut text = String::with_capacity(raw.len());
+    let mut text = Vec::with_capacity(raw.len());
     for s in raw.chunks_exact(size) {
         let d = u32::from_le_bytes([s[16], s[17], s[18], s[19]])
             & !(LOG_OFFSET_SAMPLE_BIT | LOG_PRIO_SAMPLE_BIT);
         let ioprio = u16::from_le_bytes([s[20], s[21]]);
-        let _ = write!(
-            text_writer(&mut text),
-            "{}, {}, {d}, {}, ",
-            u64_at(s, 0),
-            u64_at(s, 8),
-            u64_at(s, 24)
+        write_entry(
+            &mut text,
+            [u64_at(s, 0), u64_at(s, 8), u64::from(d), u64_at(s, 24)],
+            with_offset.then(|| u64_at(s, 32)),
+            with_prio.then_some(ioprio),
+            ioprio,
         );
-        if with_offset {
-            let _ = write!(text_writer(&mut text), "{}, ", u64_at(s, 32));
-        }
-        if with_prio {
-            let _ = writeln!(text_writer(&mut text), "0x{ioprio:04x}");
-        } else {
-            let _ = writeln!(
-                text_writer(&mut text),
-                "{}",
-                u8::from(ioprio_class(ioprio) == CLASS_RT)
-            );
-        }
     }
     Ok(text)
-}
-
-/// `write!` into a String through `std::fmt::Write` (this module writes bytes elsewhere).
-fn text_writer(s: &mut String) -> &mut dyn std::fmt::Write {
-    s
 }

@@ -153,9 +153,8 @@ fn effective_job(job: &Job) -> Result<std::borrow::Cow<'_, Job>, EngineError> {
 struct Preparation<'a> {
     opts: &'a RunOptions,
     jobs: Vec<(Job, Vec<PlannedFile>)>,
-    /// Per file system (its device number): a directory on it and the bytes to allocate
-    /// for each file, and the job that reaches furthest in it (named when it does not fit).
-    needed_by_fs: HashMap<u64, (PathBuf, SpaceByFile)>,
+    /// Per file system (its device number): what the jobs' files will allocate there.
+    needed_by_fs: HashMap<u64, FsNeed>,
     targets: Vec<TargetFacts>,
     warnings: Vec<Warning>,
     notices: Vec<String>,
@@ -165,9 +164,18 @@ struct Preparation<'a> {
     iologs: Vec<String>,
 }
 
-/// Per file: the bytes to allocate, as far as its furthest region reaches, and the origin of
-/// the job that reaches there.
-type SpaceByFile = HashMap<PathBuf, (u64, String)>;
+/// The bytes the jobs' files will allocate on one file system.
+#[derive(Default)]
+struct FsNeed {
+    /// A directory on it (for statvfs and the refusal's wording).
+    dir: PathBuf,
+    /// Files of a job's own (generated names): summed.
+    own_bytes: u64,
+    /// Named files, which jobs may share: each as far as its furthest region reaches.
+    shared: HashMap<PathBuf, u64>,
+    /// The job that needs the most, and its origin, named when the space does not do.
+    largest: (u64, String),
+}
 
 impl Preparation<'_> {
     /// What one job needs before its files are planned: its own write_iolog, io_uring,
@@ -317,21 +325,30 @@ impl Preparation<'_> {
         if !allocates || fills_the_fs || need == 0 {
             return;
         }
-        // Per file, the furthest any job's region reaches: numjobs clones with a shared
-        // filename= need the space once, as far as the furthest clone's region (offset=,
-        // offset_increment=) reaches.
+        let Some(first) = planned.iter().find(|f| !f.is_block_device) else {
+            return;
+        };
+        let dir = files::existing_parent(&first.path);
+        let dev = std::fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
+        let fs = self.needed_by_fs.entry(dev).or_insert_with(|| FsNeed {
+            dir,
+            ..FsNeed::default()
+        });
+        if need > fs.largest.0 {
+            fs.largest = (need, job.origin.to_string());
+        }
+        if o.filename.is_none() {
+            // The job's own files: no other job allocates them.
+            fs.own_bytes += need;
+            return;
+        }
+        // Named files may be shared (numjobs clones, other jobs naming them): each needs
+        // the space once, as far as the furthest region in it reaches (offset=,
+        // offset_increment=).
         for f in planned.iter().filter(|f| !f.is_block_device && !f.special) {
-            let dir = files::existing_parent(&f.path);
-            let dev = std::fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
             let need = f.needed_size().saturating_sub(f.existing_size.unwrap_or(0));
-            let entry = self
-                .needed_by_fs
-                .entry(dev)
-                .or_insert_with(|| (dir, HashMap::new()));
-            let furthest = entry.1.entry(f.path.clone()).or_insert((0, String::new()));
-            if need > furthest.0 {
-                *furthest = (need, job.origin.to_string());
-            }
+            let furthest = fs.shared.entry(f.path.clone()).or_insert(0);
+            *furthest = (*furthest).max(need);
         }
     }
 
@@ -351,16 +368,13 @@ impl Preparation<'_> {
             crate::resources::check_memory(&needs, available)?;
         }
         crate::resources::ensure_descriptors(&needs)?;
-        for (dir, by_file) in self.needed_by_fs.values() {
-            let need: u64 = by_file.values().map(|(bytes, _)| bytes).sum();
+        for fs in self.needed_by_fs.values() {
+            let need = fs.own_bytes + fs.shared.values().sum::<u64>();
+            let dir = &fs.dir;
             let free = files::free_bytes(dir)?;
             if need > free {
                 // Named after the job that needs the most, as other refusals of a job are.
-                let origin = by_file
-                    .values()
-                    .max_by_key(|(bytes, _)| *bytes)
-                    .map(|(_, origin)| origin.clone())
-                    .unwrap_or_default();
+                let origin = fs.largest.1.clone();
                 let too_little = EngineError::path(
                     dir,
                     format!(
