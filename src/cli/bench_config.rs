@@ -136,5 +136,11 @@ pub fn run_options(
         bandwidth_log: args.bandwidth_log,
         status_reports,
         debug,
+        aux_dir: Some(args.aux_path.clone().unwrap_or_else(|| PathBuf::from("."))),
+        trigger: sinkrate_engine::verify_state::Trigger {
+            after: args.trigger_timeout,
+            file: args.trigger_file.clone(),
+            command: args.trigger.clone(),
+        },
     }
 }

@@ -986,6 +986,26 @@ pub struct BenchArgs {
     #[arg(long)]
     pub keep: bool,
 
+    /// Save and load the jobs' verify states (verify_state_save, verify_state_load) in DIR
+    /// instead of the current directory (fio's --aux-path)
+    #[arg(long = "aux-path", value_name = "DIR")]
+    pub aux_path: Option<PathBuf>,
+
+    /// Stop every job TIME after the start, as a power cut would, saving the writing jobs'
+    /// verify states (fio's --trigger-timeout; seconds without a unit)
+    #[arg(long = "trigger-timeout", value_name = "TIME", value_parser = values::duration_value)]
+    pub trigger_timeout: Option<std::time::Duration>,
+
+    /// Stop every job once FILE exists, saving the writing jobs' verify states (fio's
+    /// --trigger-file)
+    #[arg(long = "trigger-file", value_name = "FILE")]
+    pub trigger_file: Option<PathBuf>,
+
+    /// Run COMMAND (with sh -c) once a trigger has stopped the jobs and their states are
+    /// saved: a power switch, a reboot (fio's --trigger)
+    #[arg(long = "trigger", value_name = "COMMAND")]
+    pub trigger: Option<String>,
+
     /// When to show the live status line: auto (on a terminal), always, never
     #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub eta: String,

@@ -122,6 +122,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         ],
         &job_files,
     )?;
+    check_trigger_flags(&args)?;
     let set = load_jobs(&args)?;
     check_job_limits(&args, &set)?;
     if args.parse_only {
@@ -218,6 +219,29 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--aux-path` and the trigger flags, before any job is read.
+fn check_trigger_flags(args: &BenchArgs) -> Result<()> {
+    if let Some(dir) = &args.aux_path {
+        if !dir.is_dir() {
+            return Err(anyhow!(
+                "--aux-path {}: not a directory (verify states are saved and loaded there; make it first)",
+                dir.display()
+            ));
+        }
+    }
+    if args.trigger_timeout.is_some_and(|t| t.is_zero()) {
+        return Err(anyhow!(
+            "--trigger-timeout=0: the trigger would fire before any write (give a time after the start, e.g. --trigger-timeout=10s)"
+        ));
+    }
+    if args.trigger.is_some() && args.trigger_timeout.is_none() && args.trigger_file.is_none() {
+        return Err(anyhow!(
+            "--trigger runs its command when a trigger fires: give --trigger-timeout or --trigger-file too"
+        ));
+    }
+    Ok(())
 }
 
 /// `--max-jobs` and `--warnings-fatal`, asked of the jobs as parsed, before any runs.

@@ -347,13 +347,10 @@ fn files_stay_as_fios_and_only_a_kept_file_is_written_again() {
     );
     fio_json(f.path(), &pre);
     let wrote = sinkrate_json(s.path(), &pre);
-    // fio also saves its verify state (verify_state_save=1), which sinkrate does not yet.
-    let fios: Vec<String> = common::files_in(f.path())
-        .into_iter()
-        .filter(|n| !n.ends_with("-verify.state"))
-        .collect();
+    // Both also save the job's verify state (verify_state_save=1, fio's default).
+    let fios = common::files_in(f.path());
     assert_eq!(common::files_in(s.path()), fios);
-    assert_eq!(fios, ["pre.0.0"]);
+    assert_eq!(fios, ["local-pre-0-verify.state", "pre.0.0"]);
     let kept_note = wrote["notices"]
         .as_array()
         .expect("notices")
@@ -371,11 +368,15 @@ fn files_stay_as_fios_and_only_a_kept_file_is_written_again() {
     }
     // The same job file again: it writes into its own kept file.
     sinkrate_json(s.path(), &pre);
-    assert_eq!(common::files_in(s.path()), ["pre.0.0"]);
-    // unlink=1 removes it, kept from an earlier run as it is.
+    assert_eq!(
+        common::files_in(s.path()),
+        ["local-pre-0-verify.state", "pre.0.0"]
+    );
+    // unlink=1 removes it, kept from an earlier run as it is; the state stays, as fio's.
     let unlinked = [&pre[..], &["--unlink=1"]].concat();
     sinkrate_json(s.path(), &unlinked);
-    assert!(common::files_in(s.path()).is_empty());
+    assert_eq!(common::files_in(s.path()), ["local-pre-0-verify.state"]);
+    std::fs::remove_file(s.path().join("local-pre-0-verify.state")).expect("remove");
 
     // A user's file at the default name: refused, untouched (fio would write into it).
     let users = s.path().join("pre.0.0");

@@ -58,6 +58,18 @@ fn verify_reads_back_what_was_written_as_fio_does() {
         &["--rw=write", "--verify=md5", "--verify_interval=1m"],
         // fio replays the offsets instead of keeping a record: the same blocks are read.
         &["--rw=randwrite", "--verify=md5", "--experimental_verify=1"],
+        // Every other checksum fio has, the SHA-512 family with its larger header.
+        &["--rw=randwrite", "--verify=crc64"],
+        &["--rw=write", "--verify=crc32"],
+        &["--rw=randwrite", "--verify=crc16"],
+        &["--rw=write", "--verify=crc7"],
+        &["--rw=randwrite", "--verify=xxhash"],
+        &["--rw=write", "--verify=sha1"],
+        &["--rw=randwrite", "--verify=sha512", "--verify_interval=512"],
+        &["--rw=write", "--verify=sha3-224"],
+        &["--rw=randwrite", "--verify=sha3-256"],
+        &["--rw=write", "--verify=sha3-384"],
+        &["--rw=randwrite", "--verify=sha3-512", "--bs=128"],
     ];
     for case in cases {
         let args: Vec<&str> = base.iter().chain(case.iter()).copied().collect();
@@ -214,7 +226,11 @@ fn verify_dump_keeps_the_bad_blocks_bytes_beside_and_never_over_a_file() {
 }
 
 fn bench(args: &[&str]) -> (Option<i32>, String, String) {
+    // In a directory of its own, as fio_failing's fio: a writing verify job saves its state
+    // (local-NAME-0-verify.state) in the working directory.
+    let cwd = tempfile::tempdir().expect("tempdir");
     let out = Command::new(common::sinkrate_path())
+        .current_dir(cwd.path())
         .arg("bench")
         .args(args)
         .output()
@@ -331,8 +347,12 @@ fn verify_refusals_name_what_would_be_accepted() {
     let d = format!("--directory={}", dir.path().display());
     for (args, says) in [
         (
-            vec!["--rw=write", "--verify=sha1"],
-            "crc32c, crc32c-intel, md5, sha256, pattern, meta or null",
+            vec!["--rw=write", "--verify=sha384"],
+            "md5, crc64, crc32, crc32c, crc16, crc7, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, pattern, meta, crc32c-intel or null",
+        ),
+        (
+            vec!["--rw=write", "--bs=64", "--verify=sha512"],
+            "verify=sha512 writes a 96-byte header into every block: bs must be 96 or more",
         ),
         (
             vec!["--rw=write", "--verify=pattern"],
@@ -483,4 +503,189 @@ fn read_only_verify_checks_every_interval_written_earlier() {
         "fio finds the same interval: {}",
         String::from_utf8_lossy(&bad.stderr)
     );
+}
+
+/// A verify state file read by the test itself from fio 3.33's `struct thread_io_list`
+/// (verify-state.h), so that the same reader checks fio's files and sinkrate's: (name,
+/// iodepth, files, writes issued, completions as (file, offset)).
+fn read_state(path: &Path) -> (String, u32, u32, u64, Vec<(u64, u64)>) {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+    assert_eq!(u64_at(0), 3, "version 3");
+    assert_eq!(u64_at(8) as usize, b.len() - 24, "the header's size");
+    // fio's crc32c: Castagnoli from all ones, without the final inversion.
+    assert_eq!(u64_at(16), u64::from(!crc32c::crc32c(&b[24..])), "crc32c");
+    let rec = 24;
+    let name_bytes = &b[rec + 88..rec + 152];
+    let name_end = name_bytes.iter().position(|c| *c == 0).unwrap_or(64);
+    let kept = u64_at(rec) as usize;
+    (
+        String::from_utf8_lossy(&name_bytes[..name_end]).into_owned(),
+        u32_at(rec + 8),
+        u32_at(rec + 12),
+        u64_at(rec + 16),
+        (0..kept)
+            .map(|i| (u64_at(rec + 152 + 16 * i), u64_at(rec + 160 + 16 * i)))
+            .collect(),
+    )
+}
+
+/// fio's power-cut workflow, in both tools: a writing job with verify is cut by
+/// --trigger-timeout; its state (writes issued, the last completion) is saved in
+/// --aux-path, in fio's layout (read by one reader for both tools' files), before the
+/// trigger command runs (the command copies it); a read job of the same name with
+/// verify_state_load reads back exactly the blocks written and passes; the same read job
+/// without the state checks the whole size and fails on the blocks never written.
+#[test]
+fn a_trigger_saves_the_write_state_and_the_loaded_state_ends_the_reads_in_both_tools() {
+    let job = [
+        "--name=cut",
+        "--filename=data",
+        "--bs=4k",
+        "--size=4m",
+        "--verify=crc32c",
+    ];
+    for tool in ["fio", "sinkrate"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let aux = dir.path().join("aux");
+        std::fs::create_dir(&aux).expect("aux");
+        let aux_flag = format!("--aux-path={}", aux.display());
+        let run = |extra: &[&str]| {
+            let mut cmd = if tool == "fio" {
+                Command::new("fio")
+            } else {
+                let mut c = Command::new(common::sinkrate_path());
+                c.args(["bench", "--eta=never"]);
+                c
+            };
+            cmd.current_dir(dir.path())
+                .arg("--output-format=json")
+                .arg(&aux_flag)
+                .args(job)
+                .args(extra);
+            let out = if tool == "fio" {
+                cmd.fio_output()
+            } else {
+                cmd.output().expect("sinkrate runs")
+            };
+            (out.status.code(), common::json_after_text(&out.stdout))
+        };
+        let (code, pre) = run(&[
+            "--rw=write",
+            "--do_verify=0",
+            "--rate=1m",
+            "--trigger-timeout=1",
+            "--trigger=cp aux/local-cut-0-verify.state copied",
+        ]);
+        assert_eq!(code, Some(0), "{tool}: {pre}");
+        let (_, _, written, _) = figures(&pre);
+        let blocks = written / 4096;
+        // Cut short: 1 MiB/s for about a second of a 4 MiB job.
+        assert!(blocks > 0 && blocks < 1024, "{tool}: {blocks} blocks");
+        let state = aux.join("local-cut-0-verify.state");
+        let (name, depth, files, issued, completions) = read_state(&state);
+        assert_eq!((name.as_str(), depth, files), ("cut", 1, 1), "{tool}");
+        // sinkrate saves once the job has stopped: its state is its results' count. fio
+        // saves from its helper thread while the write in flight may still complete, so
+        // its results may count one write more.
+        if tool == "sinkrate" {
+            assert_eq!(issued, blocks, "{tool}");
+        } else {
+            assert!(
+                issued == blocks || issued + 1 == blocks,
+                "{tool}: {issued} {blocks}"
+            );
+        }
+        assert_eq!(completions, vec![(0, (issued - 1) * 4096)], "{tool}");
+        assert_eq!(
+            std::fs::read(dir.path().join("copied")).expect("the trigger command ran"),
+            std::fs::read(&state).expect("state"),
+            "{tool}: the state was saved before the trigger command ran"
+        );
+
+        let (code, post) = run(&["--rw=read", "--verify_state_load=1"]);
+        let (error, read, _, ios) = figures(&post);
+        assert_eq!((code, error), (Some(0), 0), "{tool}: {post}");
+        assert_eq!((read, ios), (issued * 4096, issued), "{tool}");
+
+        let (code, unbounded) = run(&["--rw=read", "--verify_fatal=1"]);
+        assert_ne!(
+            code,
+            Some(0),
+            "{tool}: without the state the unwritten blocks fail"
+        );
+        assert_ne!(figures(&unbounded).0, 0, "{tool}: {unbounded}");
+    }
+}
+
+/// What stops a state from being saved or loaded is said in one line before any I/O.
+#[test]
+fn verify_state_and_trigger_refusals_are_one_line_before_any_io() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = format!("--directory={}", dir.path().display());
+    let aux = format!("--aux-path={}", dir.path().display());
+    let damaged = dir.path().join("local-r-0-verify.state");
+    // Version 3, then a size that is not the file's.
+    let mut bytes = vec![0u8; 200];
+    bytes[0] = 3;
+    bytes[8] = 7;
+    std::fs::write(&damaged, bytes).expect("write");
+    let missing = format!("--aux-path={}", dir.path().join("nowhere").display());
+    let read = [
+        "--name=r",
+        "--rw=read",
+        "--verify=crc32c",
+        "--verify_state_load=1",
+    ];
+    for (args, says) in [
+        (
+            vec![
+                "--name=q",
+                "--rw=read",
+                "--verify=crc32c",
+                "--verify_state_load=1",
+                aux.as_str(),
+            ],
+            "local-q-0-verify.state: No such file",
+        ),
+        (
+            [&read[..], &[aux.as_str()]].concat(),
+            "is not a verify state: the header gives",
+        ),
+        (
+            vec!["--name=w", "--rw=write", missing.as_str()],
+            "--aux-path",
+        ),
+        (
+            vec!["--name=w", "--rw=write", "--trigger=true"],
+            "give --trigger-timeout or --trigger-file too",
+        ),
+        (
+            vec!["--name=w", "--rw=write", "--trigger-timeout=0"],
+            "--trigger-timeout=0",
+        ),
+    ] {
+        let all: Vec<&str> = ["--size=64k", d.as_str()]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        let (code, _, err) = bench(&all);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert_eq!(common::files_in(dir.path()), vec!["local-r-0-verify.state"]);
+    // A state that cannot be written where it goes refuses the writing job up front.
+    let (code, _, err) = bench(&[
+        "--name=w",
+        "--rw=write",
+        "--size=64k",
+        "--verify=crc32c",
+        &d,
+        "--aux-path=/proc",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("verify_state_save=0"), "{err}");
+    assert_eq!(common::files_in(dir.path()), vec!["local-r-0-verify.state"]);
 }

@@ -8,14 +8,15 @@
 //! block it reads on its own terms (magic, header checksum, offset, data), as fio's verify
 //! of data an earlier job or run wrote.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use md5::Digest as _;
 use sinkrate_jobspec::options::VerifyMethod;
 use sinkrate_jobspec::JobOptions;
 
-const HEADER: usize = sinkrate_jobspec::VERIFY_HEADER_BYTES as usize;
 const MAGIC: &[u8; 4] = b"SRvf";
+/// Where the header's checksum of the data starts; the fields before it are sinkrate's.
+const DIGEST_AT: usize = 32;
 
 /// One block as it was last written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +39,12 @@ pub struct VerifyState {
     interval: usize,
     /// The job only reads: each block read is checked as it arrives.
     pub reads_only: bool,
+    /// Bytes of the header at the start of each piece (the method's).
+    header: usize,
+    /// The offsets of the last writes completed in each file, the newest last, at most
+    /// iodepth each: what a saved verify state keeps (fio's `last_write_comp`).
+    completed: BTreeMap<usize, VecDeque<u64>>,
+    depth: usize,
 }
 
 impl VerifyState {
@@ -54,6 +61,9 @@ impl VerifyState {
             interval: sinkrate_jobspec::verify_interval(o) as usize,
             // As fio: a read job checks what it reads only with do_verify.
             reads_only: !o.rw.writes() && o.do_verify,
+            header: method.header_bytes() as usize,
+            completed: BTreeMap::new(),
+            depth: o.iodepth.max(1) as usize,
         })
     }
 
@@ -86,19 +96,20 @@ impl VerifyState {
 
     /// One header and its data: the pattern after the header when there is one.
     fn stamp_piece(&self, piece: &mut [u8], offset: u64) {
+        let header = self.header;
         if !self.pattern.is_empty() {
-            fill_pattern(&mut piece[HEADER..], &self.pattern);
+            fill_pattern(&mut piece[header..], &self.pattern);
         }
-        let sum = checksum(self.method, &piece[HEADER..]);
+        let sum = checksum(self.method, &piece[header..]);
         let len = piece.len() as u32;
-        let h = &mut piece[..HEADER];
+        let h = &mut piece[..header];
         h.fill(0);
         h[..4].copy_from_slice(MAGIC);
         h[4] = method_id(self.method);
         h[8..12].copy_from_slice(&len.to_le_bytes());
         h[16..24].copy_from_slice(&offset.to_le_bytes());
         h[24..32].copy_from_slice(&self.seq.to_le_bytes());
-        h[32..32 + sum.len()].copy_from_slice(&sum);
+        h[DIGEST_AT..DIGEST_AT + sum.len()].copy_from_slice(&sum);
         let crc = crc32c::crc32c(&h[..]);
         h[12..16].copy_from_slice(&crc.to_le_bytes());
     }
@@ -124,6 +135,39 @@ impl VerifyState {
             .insert((file, offset), Written { len, seq: self.seq });
         if self.backlog > 0 {
             self.recent.push((file, offset));
+        }
+    }
+
+    /// A write to `file` at `offset` completed.
+    pub fn write_completed(&mut self, file: usize, offset: u64) {
+        let last = self.completed.entry(file).or_default();
+        if last.len() == self.depth {
+            last.pop_front();
+        }
+        last.push_back(offset);
+    }
+
+    /// The job's write state as fio saves it: writes issued, and each file's last
+    /// completions, the newest first.
+    pub fn write_state(
+        &self,
+        name: &str,
+        index: u64,
+        files: usize,
+        seed: u64,
+    ) -> sinkrate_formats::fio_verify_state::JobWriteState {
+        sinkrate_formats::fio_verify_state::JobWriteState {
+            name: name.to_string(),
+            index,
+            iodepth: self.depth as u32,
+            files: files as u32,
+            writes_issued: self.seq,
+            completions: self
+                .completed
+                .iter()
+                .flat_map(|(f, offsets)| offsets.iter().rev().map(move |o| (*f as u64, *o)))
+                .collect(),
+            random_state: [seed, 0, 0, 0, 0, 0],
         }
     }
 
@@ -189,21 +233,21 @@ impl VerifyState {
     }
 
     fn check_piece(&self, piece: &[u8], offset: u64, seq: Option<u64>) -> Option<String> {
-        if piece.len() < HEADER {
+        let header = self.header;
+        if piece.len() < header {
             return Some(format!(
                 "short read: {} bytes, less than a header",
                 piece.len()
             ));
         }
-        let h = &piece[..HEADER];
+        let h = &piece[..header];
         if &h[..4] != MAGIC {
             return Some(format!(
                 "bad magic header {:02x?}, wanted {MAGIC:02x?}",
                 &h[..4]
             ));
         }
-        let mut copy = [0u8; HEADER];
-        copy.copy_from_slice(h);
+        let mut copy = h.to_vec();
         copy[12..16].fill(0);
         if crc32c::crc32c(&copy) != le32(h, 12) {
             return Some("the block's header does not match its own checksum".into());
@@ -222,17 +266,17 @@ impl VerifyState {
         if h[4] != method_id(self.method) || le32(h, 8) as usize != piece.len() {
             return Some("the header names another method or length".into());
         }
-        let data = &piece[HEADER..];
+        let data = &piece[header..];
         if !self.pattern.is_empty() {
             if let Some(i) = pattern_mismatch(data, &self.pattern) {
                 return Some(format!(
                     "pattern mismatch at byte {} of the block",
-                    i + HEADER
+                    i + header
                 ));
             }
         }
         let sum = checksum(self.method, data);
-        (h[32..32 + sum.len()] != sum[..])
+        (h[DIGEST_AT..DIGEST_AT + sum.len()] != sum[..])
             .then(|| format!("{} mismatch in the block's data", self.method.fio_name()))
     }
 }
@@ -254,14 +298,71 @@ fn method_id(m: VerifyMethod) -> u8 {
         VerifyMethod::Sha256 => 3,
         VerifyMethod::Pattern => 4,
         VerifyMethod::Meta => 5,
+        VerifyMethod::Crc64 => 6,
+        VerifyMethod::Crc32 => 7,
+        VerifyMethod::Crc16 => 8,
+        VerifyMethod::Crc7 => 9,
+        VerifyMethod::Xxhash => 10,
+        VerifyMethod::Sha1 => 11,
+        VerifyMethod::Sha512 => 12,
+        VerifyMethod::Sha3_224 => 13,
+        VerifyMethod::Sha3_256 => 14,
+        VerifyMethod::Sha3_384 => 15,
+        VerifyMethod::Sha3_512 => 16,
     }
 }
 
+/// fio's crc32 (`crc/crc32.c`): the POSIX cksum polynomial, not reflected, starting from 0
+/// and without cksum's final inversion or length, so no catalogue entry is exactly it.
+const FIO_CRC32: crc::Algorithm<u32> = crc::Algorithm {
+    width: 32,
+    poly: 0x04c1_1db7,
+    init: 0,
+    refin: false,
+    refout: false,
+    xorout: 0,
+    // CRC-32/CKSUM's check value (0x765e7680) with its final inversion undone.
+    check: 0x89a1_897f,
+    residue: 0,
+};
+
+/// fio's crc32c (`crc/crc32c.c`): Castagnoli from all ones, without the final inversion
+/// the standard one ends with.
+pub fn fio_crc32c(data: &[u8]) -> u32 {
+    !crc32c::crc32c(data)
+}
+
+/// fio's seed for XXH32 (`verify.c`: `XXH32_init(1)`).
+const FIO_XXHASH_SEED: u32 = 1;
+
+static CRC7: crc::Crc<u8> = crc::Crc::<u8>::new(&crc::CRC_7_MMC);
+static CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_ARC);
+static CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&FIO_CRC32);
+static CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+
+/// The method's checksum of `data`, as fio computes it for the same bytes: crc32c without
+/// its final inversion, crc7 the
+/// MMC CRC-7 (`crc/crc7.c`), crc16 CRC-16/ARC (`crc/crc16.c`), crc64 the Jones
+/// polynomial reflected from 0 (`crc/crc64.c`, the catalogue's CRC-64/REDIS), xxhash
+/// XXH32 seeded with 1; the digests are the standard ones.
 fn checksum(m: VerifyMethod, data: &[u8]) -> Vec<u8> {
     match m {
-        VerifyMethod::Crc32c => crc32c::crc32c(data).to_le_bytes().to_vec(),
+        VerifyMethod::Crc32c => fio_crc32c(data).to_le_bytes().to_vec(),
         VerifyMethod::Md5 => md5::Md5::digest(data).to_vec(),
         VerifyMethod::Sha256 => sha2::Sha256::digest(data).to_vec(),
+        VerifyMethod::Sha512 => sha2::Sha512::digest(data).to_vec(),
+        VerifyMethod::Sha1 => sha1::Sha1::digest(data).to_vec(),
+        VerifyMethod::Sha3_224 => sha3::Sha3_224::digest(data).to_vec(),
+        VerifyMethod::Sha3_256 => sha3::Sha3_256::digest(data).to_vec(),
+        VerifyMethod::Sha3_384 => sha3::Sha3_384::digest(data).to_vec(),
+        VerifyMethod::Sha3_512 => sha3::Sha3_512::digest(data).to_vec(),
+        VerifyMethod::Crc7 => vec![CRC7.checksum(data)],
+        VerifyMethod::Crc16 => CRC16.checksum(data).to_le_bytes().to_vec(),
+        VerifyMethod::Crc32 => CRC32.checksum(data).to_le_bytes().to_vec(),
+        VerifyMethod::Crc64 => CRC64.checksum(data).to_le_bytes().to_vec(),
+        VerifyMethod::Xxhash => xxhash_rust::xxh32::xxh32(data, FIO_XXHASH_SEED)
+            .to_le_bytes()
+            .to_vec(),
         VerifyMethod::Pattern | VerifyMethod::Meta => Vec::new(),
     }
 }
@@ -318,13 +419,7 @@ mod tests {
 
     #[test]
     fn every_method_passes_its_own_block_and_catches_a_flipped_bit() {
-        for m in [
-            VerifyMethod::Crc32c,
-            VerifyMethod::Md5,
-            VerifyMethod::Sha256,
-            VerifyMethod::Pattern,
-            VerifyMethod::Meta,
-        ] {
+        for (m, _, _) in sinkrate_jobspec::options::VERIFY_METHODS.iter().copied() {
             let mut v = state(m);
             let mut block: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
             v.stamp(&mut block, 0, 8192);
@@ -337,6 +432,38 @@ mod tests {
                 m != VerifyMethod::Meta,
                 "{m:?}: meta checks the header only"
             );
+        }
+    }
+
+    #[test]
+    fn the_checksums_are_the_numbers_fios_own_code_computes() {
+        // Computed by fio 3.33's crc/crc32c.c, crc7.c, crc16.c, crc32.c, crc64.c and xxhash.c (with
+        // verify.c's seed 1), built from fio's source, on the catalogue's check string and
+        // on a 4096-byte block of (i * 7) as u8.
+        let block: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
+        let expected: [(VerifyMethod, u64, u64); 6] = [
+            (VerifyMethod::Crc32c, 0x1cf9_6d7c, 0x3feb_c590),
+            (VerifyMethod::Crc7, 0x75, 0x40),
+            (VerifyMethod::Crc16, 0xbb3d, 0x7ace),
+            (VerifyMethod::Crc32, 0x89a1_897f, 0x49ff_c1c9),
+            (
+                VerifyMethod::Crc64,
+                0xe9c6_d914_c4b8_d9ca,
+                0x12c9_967c_c093_edd4,
+            ),
+            (VerifyMethod::Xxhash, 0xf261_918c, 0xa6fc_b557),
+        ];
+        let as_number = |bytes: Vec<u8>| {
+            let mut w = [0u8; 8];
+            w[..bytes.len()].copy_from_slice(&bytes);
+            u64::from_le_bytes(w)
+        };
+        for (m, check, of_block) in expected {
+            assert_eq!(as_number(checksum(m, b"123456789")), check, "{m:?}");
+            assert_eq!(as_number(checksum(m, &block)), of_block, "{m:?}");
+        }
+        for (m, _, _) in sinkrate_jobspec::options::VERIFY_METHODS {
+            assert_eq!(checksum(*m, &block).len() as u64, m.digest_bytes(), "{m:?}");
         }
     }
 

@@ -28,6 +28,7 @@ pub mod shared_files;
 pub mod start_gate;
 pub mod status;
 pub mod status_reports;
+pub mod verify_state;
 pub mod worker;
 
 pub use error::EngineError;

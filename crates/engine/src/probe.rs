@@ -103,6 +103,8 @@ pub fn sustained_write(
             bandwidth_log: false,
             status_reports: None,
             debug: Default::default(),
+            aux_dir: None,
+            trigger: Default::default(),
         };
         let prepared = prepare(&set, &run_options).map_err(|e| e.to_string())?;
         let run = execute(prepared, &run_options);

@@ -41,6 +41,11 @@ pub struct RunOptions {
     /// fio's --readonly: nothing is created, extended, laid out or written, by any job
     /// (a replayed trace's writes included); refused while planning, before any I/O.
     pub read_only: bool,
+    /// fio's --aux-path: where verify states are saved and loaded (fio: the current
+    /// directory). None for sinkrate's own sessions, which keep no state.
+    pub aux_dir: Option<PathBuf>,
+    /// fio's --trigger-timeout, --trigger-file and --trigger.
+    pub trigger: crate::verify_state::Trigger,
 }
 
 /// What becomes of the files a job makes once it is done.
@@ -70,6 +75,8 @@ pub struct PreparedRun {
     targets: Vec<TargetFacts>,
     warnings: Vec<Warning>,
     notices: Vec<String>,
+    /// Each job's verify state plan, in job order.
+    verify_states: Vec<crate::verify_state::VerifyStatePlan>,
 }
 
 impl PreparedRun {
@@ -95,6 +102,7 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
         seen_dirs: Vec::new(),
         uring_missing: None,
         iologs: Vec::new(),
+        verify_states: Vec::new(),
     };
     // The files earlier runs made and kept (fio's unlink=0): a job may write into them again.
     let kept = sinkrate_sys::kept::load();
@@ -105,6 +113,14 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
             origin: job.origin.to_string(),
             inner: Box::new(e),
         };
+        let state = crate::verify_state::plan(
+            &job,
+            prep.jobs.len(),
+            opts.aux_dir.as_deref(),
+            opts.read_only,
+        )
+        .map_err(in_job)?;
+        prep.verify_states.push(state);
         if job.options.ioengine.is_side_load() {
             prep.jobs.push((job.into_owned(), Vec::new()));
             continue;
@@ -162,6 +178,7 @@ struct Preparation<'a> {
     /// Why io_uring cannot run here, asked once.
     uring_missing: Option<Option<String>>,
     iologs: Vec<String>,
+    verify_states: Vec<crate::verify_state::VerifyStatePlan>,
 }
 
 /// The bytes the jobs' files will allocate on one file system.
@@ -394,6 +411,7 @@ impl Preparation<'_> {
             targets: self.targets,
             warnings: self.warnings,
             notices: self.notices,
+            verify_states: self.verify_states,
         })
     }
 }
@@ -434,6 +452,8 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
     } else {
         None
     };
+    let triggered = Arc::new(AtomicBool::new(false));
+    let trigger_watch = opts.trigger.watch(clock, triggered.clone(), done.clone());
     let shared = crate::schedule::Shared {
         clock,
         stop: opts.stop.clone(),
@@ -442,6 +462,8 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         made_files: opts.made_files,
         unix_start_ms,
         debug: opts.debug,
+        triggered,
+        verify_states: prepared.verify_states,
     };
     let outcomes = match &opts.status_reports {
         None => crate::schedule::run_all(prepared.jobs, &shared),
@@ -467,6 +489,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
     }
     run.interrupted = opts.stop.load(Ordering::Relaxed);
     run.elapsed_ns = clock.now_ns();
+    let fired = trigger_watch.and_then(|t| t.join().ok().flatten());
     run.disk_util = disks.so_far();
     let dirty_limit = host::dirty_threshold_bytes();
     let outcomes: Vec<WorkerOutcome> = outcomes.into_iter().flatten().collect();
@@ -482,6 +505,33 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
             ));
         }
         run.jobs.push(outcome.result);
+    }
+    // fio runs the trigger command once the jobs are stopped and their states saved.
+    if let Some(why) = fired {
+        run.notices.push(format!(
+            "the trigger fired ({why}) at {:.3} s: every job was stopped there",
+            run.elapsed_ns as f64 / 1e9
+        ));
+        match opts.trigger.run_command() {
+            Some(Ok(status)) if status.success() => run.notices.push(format!(
+                "ran the trigger command `{}`",
+                opts.trigger.command.as_deref().unwrap_or_default()
+            )),
+            Some(Ok(status)) => run.warnings.push(Warning {
+                id: "trigger.command_failed".into(),
+                job: None,
+                text: format!(
+                    "the trigger command `{}` failed ({status})",
+                    opts.trigger.command.as_deref().unwrap_or_default()
+                ),
+            }),
+            Some(Err(why)) => run.warnings.push(Warning {
+                id: "trigger.command_failed".into(),
+                job: None,
+                text: why,
+            }),
+            None => {}
+        }
     }
     run
 }

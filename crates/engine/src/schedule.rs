@@ -24,6 +24,18 @@ pub(crate) struct Shared {
     pub made_files: crate::runner::MadeFiles,
     pub unix_start_ms: u64,
     pub debug: crate::debug_trace::DebugTrace,
+    /// Set when fio's trigger fires: every job ends at once, no later job starts, and the
+    /// run is not interrupted (its results are whole up to that moment).
+    pub triggered: Arc<AtomicBool>,
+    /// Each job's verify state plan, in job order.
+    pub verify_states: Vec<crate::verify_state::VerifyStatePlan>,
+}
+
+impl Shared {
+    /// Whether every job must end now: Ctrl-C, or the trigger.
+    fn ending(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.triggered.load(Ordering::Relaxed)
+    }
 }
 
 /// Runs every job to its end and returns their outcomes in job order (a job that could not
@@ -49,7 +61,7 @@ pub(crate) fn run_all(
     let mut slots: Vec<Option<(Job, Vec<PlannedFile>)>> = jobs.into_iter().map(Some).collect();
     let mut end_everything = false;
     for segment in segments(&meta) {
-        if shared.stop.load(Ordering::Relaxed) {
+        if shared.ending() {
             break;
         }
         if end_everything {
@@ -97,6 +109,7 @@ pub(crate) fn run_all(
                     made_files: shared.made_files,
                     unix_start_ms: shared.unix_start_ms,
                     debug: shared.debug,
+                    verify_state: shared.verify_states.get(i).cloned().unwrap_or_default(),
                     read_meminfo: crate::host::unwritten_bytes,
                     io_jobs_running: io_jobs_running.clone(),
                     flow: flows.get(&i).cloned(),
@@ -150,7 +163,7 @@ pub(crate) fn run_all(
                 Err(mpsc::RecvTimeoutError::Timeout) => None,
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             };
-            if shared.stop.load(Ordering::Relaxed) {
+            if shared.ending() {
                 for &i in running.iter().chain(&pending) {
                     job_stop[i].store(true, Ordering::Relaxed);
                 }

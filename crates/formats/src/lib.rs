@@ -3,6 +3,7 @@
 //! the bytes in; the fuzz targets feed these parsers any bytes at all.
 
 pub mod capacity_tag;
+pub mod fio_verify_state;
 pub mod signature;
 pub mod superblock;
 pub mod undo_journal;

@@ -588,9 +588,6 @@ fn validate_sync(o: &JobOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// The block header a verify method writes into each block.
-pub const VERIFY_HEADER_BYTES: u64 = 64;
-
 /// What an NBD export cannot do that a file can: the engine speaks only the NBD protocol.
 fn validate_nbd(o: &JobOptions) -> Result<(), String> {
     if o.uri.is_none() {
@@ -632,9 +629,10 @@ fn validate_verify(o: &JobOptions) -> Result<(), String> {
     if method == options::VerifyMethod::Pattern && o.verify_pattern.is_none() {
         return Err("verify=pattern needs verify_pattern= (the bytes every block holds, e.g. verify_pattern=0xdeadbeef)".into());
     }
-    if method != options::VerifyMethod::Pattern && min_block_size(o) < VERIFY_HEADER_BYTES {
+    let header = method.header_bytes();
+    if min_block_size(o) < header {
         return Err(format!(
-            "verify={name} writes a {VERIFY_HEADER_BYTES}-byte header into every block: bs must be {VERIFY_HEADER_BYTES} or more"
+            "verify={name} writes a {header}-byte header into every block: bs must be {header} or more"
         ));
     }
     if o.ioengine == options::Engine::Null {
@@ -653,10 +651,9 @@ fn validate_verify(o: &JobOptions) -> Result<(), String> {
         if method == options::VerifyMethod::Pattern {
             return Err("verify_interval with verify=pattern: a pattern block has no headers to space out (use a checksum method, or leave verify_interval out)".into());
         }
-        if interval < VERIFY_HEADER_BYTES {
+        if interval < header {
             return Err(format!(
-                "verify_interval={}: each interval holds a {VERIFY_HEADER_BYTES}-byte header (use {VERIFY_HEADER_BYTES} or more)",
-                interval
+                "verify_interval={interval}: each interval holds a {header}-byte verify={name} header (use {header} or more)"
             ));
         }
         let sizes = block_sizes(o);

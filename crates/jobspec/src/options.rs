@@ -520,6 +520,12 @@ job_options! {
         /// verify_dump: a bad block's bytes as read are kept in a file
         /// (`NAME.OFFSET.received` in the current directory), as fio's.
         pub verify_dump: bool,
+        /// verify_state_save: a writing job with verify saves its write state (writes
+        /// issued, the last completions) when it ends, in fio's file and layout.
+        pub verify_state_save: bool,
+        /// verify_state_load: a verifying read job loads the state the writing job of the
+        /// same name saved, and stops where that job's writes stopped.
+        pub verify_state_load: bool,
         /// serialize_overlap: an I/O waits while one in flight overlaps it and either is a
         /// write, as fio's.
         pub serialize_overlap: bool,
@@ -668,45 +674,138 @@ pub fn supported_names() -> Vec<&'static str> {
     crate::table::all_names()
 }
 
-/// fio's `verify=` methods that sinkrate implements.
+/// fio's `verify=` methods, every one fio 3.33 offers. The checksums are fio's own
+/// algorithms (the same polynomials, initial values and seeds as fio's `crc/` code), so a
+/// block's checksum is the number fio would compute for the same bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
 pub enum VerifyMethod {
+    #[serde(rename = "crc32c")]
     Crc32c,
+    #[serde(rename = "md5")]
     Md5,
+    #[serde(rename = "crc64")]
+    Crc64,
+    #[serde(rename = "crc32")]
+    Crc32,
+    #[serde(rename = "crc16")]
+    Crc16,
+    #[serde(rename = "crc7")]
+    Crc7,
+    #[serde(rename = "xxhash")]
+    Xxhash,
+    #[serde(rename = "sha1")]
+    Sha1,
+    #[serde(rename = "sha256")]
     Sha256,
+    #[serde(rename = "sha512")]
+    Sha512,
+    #[serde(rename = "sha3-224")]
+    Sha3_224,
+    #[serde(rename = "sha3-256")]
+    Sha3_256,
+    #[serde(rename = "sha3-384")]
+    Sha3_384,
+    #[serde(rename = "sha3-512")]
+    Sha3_512,
     /// Only the verify_pattern, no header.
+    #[serde(rename = "pattern")]
     Pattern,
     /// The header alone (offset, sequence, its own checksum).
+    #[serde(rename = "meta")]
     Meta,
 }
+
+/// Every method with its fio name and what it checks, in fio's order: the option table's
+/// choices and the parser's names come from here.
+pub const VERIFY_METHODS: &[(VerifyMethod, &str, &str)] = &[
+    (VerifyMethod::Md5, "md5", "an MD5 of each block"),
+    (VerifyMethod::Crc64, "crc64", "a crc64 of each block"),
+    (VerifyMethod::Crc32, "crc32", "a crc32 of each block"),
+    (VerifyMethod::Crc32c, "crc32c", "a crc32c of each block"),
+    (VerifyMethod::Crc16, "crc16", "a crc16 of each block"),
+    (VerifyMethod::Crc7, "crc7", "a crc7 of each block"),
+    (VerifyMethod::Sha1, "sha1", "a SHA-1 of each block"),
+    (VerifyMethod::Sha256, "sha256", "a SHA-256 of each block"),
+    (VerifyMethod::Sha512, "sha512", "a SHA-512 of each block"),
+    (
+        VerifyMethod::Sha3_224,
+        "sha3-224",
+        "a SHA3-224 of each block",
+    ),
+    (
+        VerifyMethod::Sha3_256,
+        "sha3-256",
+        "a SHA3-256 of each block",
+    ),
+    (
+        VerifyMethod::Sha3_384,
+        "sha3-384",
+        "a SHA3-384 of each block",
+    ),
+    (
+        VerifyMethod::Sha3_512,
+        "sha3-512",
+        "a SHA3-512 of each block",
+    ),
+    (VerifyMethod::Xxhash, "xxhash", "an xxhash32 of each block"),
+    (VerifyMethod::Pattern, "pattern", "verify_pattern alone"),
+    (VerifyMethod::Meta, "meta", "the header alone"),
+];
 
 impl VerifyMethod {
     /// `None` for fio's `verify=0`/`null` (no checking).
     pub fn parse(text: &str) -> Result<Option<VerifyMethod>, String> {
-        Ok(Some(match text.trim().to_ascii_lowercase().as_str() {
+        let name = text.trim().to_ascii_lowercase();
+        match name.as_str() {
             "0" | "null" | "none" => return Ok(None),
-            "crc32c" | "crc32c-intel" => VerifyMethod::Crc32c,
-            "md5" => VerifyMethod::Md5,
-            "sha256" => VerifyMethod::Sha256,
-            "pattern" => VerifyMethod::Pattern,
-            "meta" => VerifyMethod::Meta,
-            other => {
-                return Err(format!(
-                    "verify={other} is not one sinkrate has (it verifies with crc32c, crc32c-intel, md5, sha256, pattern, meta or null)"
-                ))
-            }
-        }))
+            "crc32c-intel" => return Ok(Some(VerifyMethod::Crc32c)),
+            _ => {}
+        }
+        VERIFY_METHODS
+            .iter()
+            .find(|(_, n, _)| *n == name)
+            .map(|(m, _, _)| Some(*m))
+            .ok_or_else(|| {
+                let names: Vec<&str> = VERIFY_METHODS.iter().map(|(_, n, _)| *n).collect();
+                format!(
+                    "verify={name} is not one of fio's methods ({}, crc32c-intel or null)",
+                    names.join(", ")
+                )
+            })
     }
 
     pub fn fio_name(self) -> &'static str {
+        VERIFY_METHODS
+            .iter()
+            .find(|(m, _, _)| *m == self)
+            .map_or("meta", |(_, n, _)| n)
+    }
+
+    /// Bytes of the checksum the method keeps in each header (0: pattern and meta).
+    pub fn digest_bytes(self) -> u64 {
         match self {
-            VerifyMethod::Crc32c => "crc32c",
-            VerifyMethod::Md5 => "md5",
-            VerifyMethod::Sha256 => "sha256",
-            VerifyMethod::Pattern => "pattern",
-            VerifyMethod::Meta => "meta",
+            VerifyMethod::Crc7 => 1,
+            VerifyMethod::Crc16 => 2,
+            VerifyMethod::Crc32 | VerifyMethod::Crc32c | VerifyMethod::Xxhash => 4,
+            VerifyMethod::Crc64 => 8,
+            VerifyMethod::Md5 => 16,
+            VerifyMethod::Sha1 => 20,
+            VerifyMethod::Sha3_224 => 28,
+            VerifyMethod::Sha256 | VerifyMethod::Sha3_256 => 32,
+            VerifyMethod::Sha3_384 => 48,
+            VerifyMethod::Sha512 | VerifyMethod::Sha3_512 => 64,
+            VerifyMethod::Pattern | VerifyMethod::Meta => 0,
         }
+    }
+
+    /// The header the method writes at the start of each block (or verify_interval): 32
+    /// bytes of sinkrate's fields and the checksum, at least 64 bytes (as fio's header
+    /// size depends on its method, from 40 to 104 bytes). `pattern` writes none.
+    pub fn header_bytes(self) -> u64 {
+        if self == VerifyMethod::Pattern {
+            return 0;
+        }
+        (32 + self.digest_bytes()).max(64)
     }
 }
 
@@ -1535,6 +1634,8 @@ impl JobOptions {
             }
             "verify_fatal" => self.verify_fatal = flag(key, value)?,
             "verify_dump" => self.verify_dump = flag(key, value)?,
+            "verify_state_save" => self.verify_state_save = flag(key, value)?,
+            "verify_state_load" => self.verify_state_load = flag(key, value)?,
             "serialize_overlap" | "serialise_overlap" => self.serialize_overlap = flag(key, value)?,
             "experimental_verify" => {
                 if flag(key, value)? {

@@ -301,11 +301,13 @@ pub const OPTIONS: &[Declared] = &[
     o("scramble_buffers", &[], Job, Bool, "1", "Vary each write's data cheaply"),
     o("buffer_pattern", &[], Job, Text, "", "Data to write: 0xHEX, \"text\", numbers, 'file', joined"),
     // Verify.
-    o("verify", &[], Job, Choice(&[("crc32c", "a crc32c of each block"), ("crc32c-intel", "the same"), ("md5", "an MD5 of each block"), ("sha256", "a SHA-256 of each block"), ("pattern", "verify_pattern alone"), ("meta", "the header alone"), ("null", "no verification"), ("0", "no verification")]), "", "Check what was written"),
+    o("verify", &[], Job, Choice(&[("md5", "an MD5 of each block"), ("crc64", "a crc64 of each block"), ("crc32", "a crc32 of each block"), ("crc32c", "a crc32c of each block"), ("crc32c-intel", "the same"), ("crc16", "a crc16 of each block"), ("crc7", "a crc7 of each block"), ("sha1", "a SHA-1 of each block"), ("sha256", "a SHA-256 of each block"), ("sha512", "a SHA-512 of each block"), ("sha3-224", "a SHA3-224 of each block"), ("sha3-256", "a SHA3-256 of each block"), ("sha3-384", "a SHA3-384 of each block"), ("sha3-512", "a SHA3-512 of each block"), ("xxhash", "an xxhash32 of each block"), ("pattern", "verify_pattern alone"), ("meta", "the header alone"), ("null", "no verification"), ("0", "no verification")]), "", "Check what was written"),
     o("do_verify", &[], Job, Bool, "1", "Read back and check after the writing"),
     o("verify_backlog", &[], Job, Int, "0", "Check every this many written blocks"),
     o("verify_fatal", &[], Job, Bool, "0", "Stop at the first bad block"),
     o("verify_dump", &[], Job, Bool, "0", "Keep a bad block's bytes in NAME.OFFSET.received"),
+    o("verify_state_save", &[], Job, Bool, "1", "Save a writing job's state when it ends (--aux-path or the current directory)"),
+    o("verify_state_load", &[], Job, Bool, "0", "Verify only what the saved state says was written"),
     o("experimental_verify", &[], Job, Bool, "0", "Verify by replaying the offsets (the same blocks are read back)"),
     o("verify_pattern", &[], Job, Text, "", "Pattern written and checked"),
     o("verify_interval", &[], Job, Int, "", "A header every this many bytes of a block"),
@@ -451,6 +453,25 @@ mod tests {
         let mut unique = names.clone();
         unique.dedup();
         assert_eq!(names, unique);
+    }
+
+    #[test]
+    fn verify_choices_are_every_method_the_parser_takes() {
+        let Some(Declared {
+            kind: Kind::Choice(choices),
+            ..
+        }) = find("verify")
+        else {
+            panic!("verify is a choice");
+        };
+        for (method, name, what) in crate::options::VERIFY_METHODS {
+            assert!(choices.contains(&(name, what)), "{name} in the table");
+            assert_eq!(crate::options::VerifyMethod::parse(name), Ok(Some(*method)));
+            assert_eq!(method.fio_name(), *name);
+        }
+        for (name, _) in *choices {
+            assert!(crate::options::VerifyMethod::parse(name).is_ok(), "{name}");
+        }
     }
 
     #[test]

@@ -210,6 +210,8 @@ fn job_trial(
         bandwidth_log: false,
         status_reports: None,
         debug: Default::default(),
+        aux_dir: None,
+        trigger: Default::default(),
     };
     let prepared = sinkrate_engine::prepare(jobs, &options)
         .map_err(|e| SearchError::Workload(format!("--job: {e}")))?;

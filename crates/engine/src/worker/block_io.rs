@@ -105,6 +105,7 @@ pub(super) fn run_block_io(
         lp.error = Some((errno, text));
     }
     end_of_job(&mut lp, backend.as_mut());
+    save_verify_state(setup, &mut lp, seed, outcome);
     let end = lp.clock.now_ns();
     let cpu_after = thread_rusage();
     let helpers_after = backend.helper_cpu_ns();
@@ -141,6 +142,23 @@ pub(super) fn run_block_io(
     cleanup(setup, &mut lp.files, outcome);
     outcome.log_files = finished_logs?;
     Ok(())
+}
+
+/// verify_state_save: the job's write state, saved as it ends (after its verify phase, as
+/// fio's). A state that cannot be saved fails the job: a later verify_state_load would
+/// otherwise check against an older run's.
+fn save_verify_state(setup: &WorkerSetup, lp: &mut Loop, seed: u64, outcome: &mut WorkerOutcome) {
+    let (Some(path), Some(v)) = (&setup.verify_state.save_to, &lp.verify) else {
+        return;
+    };
+    let o = &setup.job.options;
+    let state = v.write_state(&o.name, setup.verify_state.index, lp.files.len(), seed);
+    match crate::verify_state::save(path, &state) {
+        Ok(note) => outcome.notices.push(note),
+        Err(why) => {
+            lp.error.get_or_insert((libc::EIO, why));
+        }
+    }
 }
 
 /// The seed of the job's generators.
@@ -322,6 +340,7 @@ fn new_loop(setup: &WorkerSetup, started: Started) -> Loop<'_> {
         job_ioprio: o.priorities.job_ioprio().unwrap_or(0),
         prio_latency: super::priority::PriorityLatency::new(&o.priorities, o.lat_percentiles),
         records_slat: o.submits_apart() && !o.behaviour.disable_slat,
+        saved_writes: setup.verify_state.loaded.clone(),
     }
 }
 

@@ -164,6 +164,8 @@ pub(super) struct Loop<'a> {
     pub(super) job_ioprio: u16,
     /// With cmdprio: latencies per priority (fio's `prios`).
     pub(super) prio_latency: Option<super::priority::PriorityLatency>,
+    /// verify_state_load: how far the writing job got; the reads stop there.
+    pub(super) saved_writes: Option<sinkrate_formats::fio_verify_state::JobWriteState>,
 }
 
 pub(super) type LoopError = (i32, String);
@@ -341,6 +343,19 @@ impl Loop<'_> {
         }
     }
 
+    /// verify_state_load: whether the read `p` goes past what the writing job completed
+    /// (fio's verify_state_should_stop); the job's reads end there.
+    fn past_saved_writes(&self, p: &Planned) -> bool {
+        self.saved_writes.as_ref().is_some_and(|s| {
+            p.dir == IoDir::Read
+                && s.read_goes_past(
+                    self.issued_total[IoDir::Read.index()],
+                    p.file as u64,
+                    p.offset,
+                )
+        })
+    }
+
     /// Accounts one finished I/O. Returns an error for a failed I/O or a broken max_latency.
     #[inline]
     pub(super) fn complete(
@@ -395,6 +410,11 @@ impl Loop<'_> {
         let n = result as u64;
         if p.dir != IoDir::Read {
             self.files[p.file].written = true;
+        }
+        if p.dir == IoDir::Write {
+            if let Some(v) = &mut self.verify {
+                v.write_completed(p.file, p.offset);
+            }
         }
         if self.ramping {
             return Ok(());
@@ -768,6 +788,9 @@ impl Loop<'_> {
             }
             self.sync_if_due(backend)?;
             let p = self.plan_next();
+            if self.past_saved_writes(&p) {
+                break;
+            }
             let d = p.dir.index();
             if !self.wait_for_rate(d, p.len as u64) {
                 break;
@@ -913,6 +936,10 @@ impl Loop<'_> {
                     Some(planned) => planned,
                     None => {
                         let p = self.plan_next();
+                        if self.past_saved_writes(&p) {
+                            issuing = false;
+                            break;
+                        }
                         (p, self.rate_due(p.dir.index(), p.len as u64))
                     }
                 };

@@ -61,6 +61,8 @@ pub struct WorkerSetup {
     pub start_gate: Option<crate::start_gate::GateTicket>,
     /// --debug=io,file.
     pub debug: crate::debug_trace::DebugTrace,
+    /// verify_state_save and verify_state_load: where the job's state goes, what it loaded.
+    pub verify_state: crate::verify_state::VerifyStatePlan,
 }
 
 /// What a worker reports besides the results.
