@@ -102,6 +102,11 @@ fn a_power_cut_loses_what_was_not_synced_and_the_files_agree() {
                     "{mode:?}: 3 s at 30 fps: {s}"
                 );
                 assert_eq!(s["frames_durable_lost"], 0, "{mode:?}: {s}");
+                // An O_DSYNC write returns once its frame is on the card: every frame
+                // believed written survived, however far behind a busy CPU left the writer.
+                if mode.contains(&"dsync") {
+                    assert_eq!(survived, believed, "{mode:?}: {s}");
+                }
                 // The file on the card, read here: the frames counted, or one more whose write
                 // reached the card at the cut but returned after it.
                 let file = Path::new(v["streams"][0]["file"].as_str().expect("file"));
@@ -118,15 +123,13 @@ fn a_power_cut_loses_what_was_not_synced_and_the_files_agree() {
                 lost.push(s["recording_lost_s"].as_f64().expect("recording lost"));
             }
             // buffered: 30 s dirty_expire, nothing committed; fdatasync 0.5 s: at most the last
-            // half second or so; dsync: the frame in flight.
+            // half second or so. How little dsync loses (the frame in flight, plus the frames
+            // a busy CPU left waiting for the writer: 0.25 s once beside other work) is a
+            // figure of the machine's spare CPU: bench/record prints it for every mode.
             assert!(lost[0] > 2.5, "buffered keeps almost nothing: {lost:?}");
             assert!(
                 lost[1] < 1.2,
                 "fdatasync 0.5 s loses under a second: {lost:?}"
-            );
-            assert!(
-                lost[2] < 0.2,
-                "dsync loses the frame in flight at most: {lost:?}"
             );
             // The card is back in service, mounted and writable.
             std::fs::write(card.path().join("after"), b"ok").expect("the card takes writes again");
