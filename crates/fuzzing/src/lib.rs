@@ -146,7 +146,7 @@ pub fn proc_files(data: &[u8]) {
 
 /// Bytes read from a device: an ext4 superblock, a FAT/exFAT boot sector, the signatures at
 /// its start and end, a capacity probe's sector tag, a verify block header and an undo
-/// journal.
+/// journal; and fio's verify state file, which `verify_state_load` reads.
 pub fn disk_headers(data: &[u8]) {
     let _ = sinkrate_formats::superblock::parse_ext4(data);
     // An image from its first byte: the superblock sits at 1024.
@@ -170,6 +170,10 @@ pub fn disk_headers(data: &[u8]) {
     };
     let _ = sinkrate_formats::verify_block::check(data, &expected);
     let _ = sinkrate_formats::undo_journal::parse(data);
+    if let Ok(state) = sinkrate_formats::fio_verify_state::decode(data) {
+        let _ = state.read_goes_past(u64::MAX, u64::MAX, u64::MAX);
+        let _ = state.read_goes_past(0, 0, 0);
+    }
 }
 
 /// A result file as `sinkrate report` and `sinkrate compare` read it: parsed, turned into
