@@ -715,8 +715,8 @@ pub enum VerifyMethod {
     Meta,
 }
 
-/// Every method with its fio name and what it checks, in fio's order: the option table's
-/// choices and the parser's names come from here.
+/// Every method with its fio name and what it checks, in fio's order: the parser's names
+/// and `fio_name` come from here, and the option table's choices are tested against it.
 pub const VERIFY_METHODS: &[(VerifyMethod, &str, &str)] = &[
     (VerifyMethod::Md5, "md5", "an MD5 of each block"),
     (VerifyMethod::Crc64, "crc64", "a crc64 of each block"),
