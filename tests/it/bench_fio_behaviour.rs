@@ -462,3 +462,43 @@ fn clones_of_one_file_need_the_space_their_furthest_reaches() {
         &["stripes", "not enough free space"],
     );
 }
+
+/// A job that reads and writes chooses each I/O's direction as fio's does, from fio's own
+/// generator seeded as fio seeds it: the same count of reads and writes as fio, to the I/O,
+/// for any rwmixread, any randseed, each numjobs clone (its own seed), with verify's
+/// read-backs not counted (fio's harness test t0008 expects 16,568 KiB written).
+#[test]
+fn reads_and_writes_of_a_mixed_job_are_fios_count_for_count() {
+    if !fio_or_skip("reads_and_writes_of_a_mixed_job_are_fios_count_for_count") {
+        return;
+    }
+    let base = ["--name=mix", "--bs=4k", "--size=32m"];
+    for case in [
+        &["--rw=randrw", "--rwmixread=70"][..],
+        &["--rw=readwrite", "--rwmixread=13", "--randseed=1234"],
+        &["--rw=randrw", "--numjobs=2"],
+        &[
+            "--rw=readwrite",
+            "--verify=crc32c",
+            "--verify_backlog=1",
+            "--direct=1",
+        ],
+    ] {
+        let args: Vec<&str> = base.iter().chain(case).copied().collect();
+        let [fio, ours] = both_json(&args);
+        let ios = |v: &serde_json::Value| -> Vec<(u64, u64)> {
+            v["jobs"]
+                .as_array()
+                .expect("jobs")
+                .iter()
+                .map(|j| {
+                    (
+                        j["read"]["total_ios"].as_u64().expect("reads"),
+                        j["write"]["total_ios"].as_u64().expect("writes"),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(ios(&ours), ios(&fio), "{case:?}");
+    }
+}

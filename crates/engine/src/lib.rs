@@ -21,6 +21,7 @@ pub mod progress;
 pub mod replay;
 pub mod resources;
 pub(crate) use sinkrate_platform::rng;
+pub mod fio_rand;
 pub mod fio_verify;
 pub mod runner;
 mod schedule;

@@ -341,6 +341,8 @@ fn new_loop(setup: &WorkerSetup, started: Started) -> Loop<'_> {
         prio_latency: super::priority::PriorityLatency::new(&o.priorities, o.lat_percentiles),
         records_slat: o.submits_apart() && !o.behaviour.disable_slat,
         saved_writes: setup.verify_state.loaded.clone(),
+        rwmix: (o.rw.direction == sinkrate_jobspec::options::Direction::Mixed)
+            .then(|| super::rwmix::RwMix::new(o, setup.job_number, seed)),
     }
 }
 

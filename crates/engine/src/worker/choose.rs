@@ -120,13 +120,11 @@ impl Loop<'_> {
             Direction::Read => IoDir::Read,
             Direction::Write => IoDir::Write,
             Direction::Trim => IoDir::Trim,
-            Direction::Mixed => {
-                if self.rng.unit() * 100.0 >= self.o.rwmixread {
-                    IoDir::Write
-                } else {
-                    IoDir::Read
-                }
-            }
+            // Made with the loop for every mixed job.
+            Direction::Mixed => self
+                .rwmix
+                .as_mut()
+                .map_or(IoDir::Read, super::rwmix::RwMix::next),
             // fio's trimwrite: trim where the last write started, then write there.
             Direction::TrimWrite => {
                 let last = &self.files[file].last_start;

@@ -164,6 +164,8 @@ pub(super) struct Loop<'a> {
     pub(super) job_ioprio: u16,
     /// With cmdprio: latencies per priority (fio's `prios`).
     pub(super) prio_latency: Option<super::priority::PriorityLatency>,
+    /// A job that reads and writes: the direction of each I/O, as fio's.
+    pub(super) rwmix: Option<super::rwmix::RwMix>,
     /// verify_state_load: how far the writing job got; the reads stop there.
     pub(super) saved_writes: Option<sinkrate_formats::fio_verify_state::JobWriteState>,
 }

@@ -13,6 +13,7 @@ mod priority;
 mod random_map;
 mod range_sync;
 mod replaying;
+mod rwmix;
 mod side_load;
 mod snapshot;
 
