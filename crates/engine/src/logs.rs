@@ -186,8 +186,10 @@ pub struct JobLogs {
     pub avg_msec: u64,
     /// log_max_value: an averaged latency entry is the window's largest, not its mean.
     pub max_value: bool,
-    /// Added to every timestamp: the run start in Unix ms with log_unix_epoch, else 0.
-    pub time_base_ms: u64,
+    /// log_unix_epoch: the run's start in Unix ms; each timestamp is then that plus the
+    /// run clock's time (a job that starts later, by wait_for or a stonewall, logs its own
+    /// Unix times), else it counts from the job's start.
+    pub unix_base_ms: Option<u64>,
     /// write_iolog: every I/O as issued, for fio's read_iolog.
     pub iolog: Option<crate::iolog::IoTrace>,
     /// write_hist_log: completion latency histograms every log_hist_msec.
@@ -230,7 +232,7 @@ impl JobLogs {
         let mut logs = JobLogs {
             avg_msec: o.log_avg_msec,
             max_value: o.log_max_value,
-            time_base_ms: if o.log_unix_epoch { unix_start_ms } else { 0 },
+            unix_base_ms: o.log_unix_epoch.then_some(unix_start_ms),
             ..JobLogs::default()
         };
         if let Some(path) = &o.write_iolog {

@@ -55,6 +55,15 @@ pub(super) fn steady_state_criterion(ss: &sinkrate_jobspec::options::SteadyState
 }
 
 impl Loop<'_> {
+    /// A log line's time in ms at run-clock `at`: from the job's start, or the Unix time
+    /// with log_unix_epoch.
+    fn log_time_ms(&self, at: u64) -> u64 {
+        match self.logs.unix_base_ms {
+            Some(base) => base + at / 1_000_000,
+            None => at.saturating_sub(self.start_ns) / 1_000_000,
+        }
+    }
+
     /// The log entries of one finished I/O: per I/O without `log_avg_msec` (bandwidth as
     /// fio's, the I/O's bytes * 10^6 over its completion latency in ns; IOPS 1), else its
     /// latencies into the window.
@@ -66,7 +75,7 @@ impl Loop<'_> {
         p: &Planned,
         now: u64,
     ) {
-        let t_ms = (now - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
+        let t_ms = self.log_time_ms(now);
         let dir = d as u8;
         // As the slat figure: a synchronous engine's I/O has no submission latency of its
         // own, and fio's slat log stays empty for it.
@@ -113,7 +122,7 @@ impl Loop<'_> {
         } else {
             now
         };
-        let t_ms = (at - self.start_ns) / 1_000_000 + self.logs.time_base_ms;
+        let t_ms = self.log_time_ms(at);
         let w = std::mem::take(&mut self.log_window);
         let max = self.logs.max_value;
         let span = now.saturating_sub(w.start_ns).max(1) as f64;
