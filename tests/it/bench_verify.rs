@@ -670,10 +670,7 @@ fn verify_state_and_trigger_refusals_are_one_line_before_any_io() {
             .into_iter()
             .chain(args.iter().copied())
             .collect();
-        let (code, _, err) = bench(&all);
-        assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        common::refuses(dir.path(), &all, &[says]);
     }
     assert_eq!(common::files_in(dir.path()), vec!["local-r-0-verify.state"]);
     // A state that cannot be written where it goes refuses the writing job up front.
