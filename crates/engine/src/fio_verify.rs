@@ -326,12 +326,6 @@ const FIO_CRC32: crc::Algorithm<u32> = crc::Algorithm {
     residue: 0,
 };
 
-/// fio's crc32c (`crc/crc32c.c`): Castagnoli from all ones, without the final inversion
-/// the standard one ends with.
-pub fn fio_crc32c(data: &[u8]) -> u32 {
-    !crc32c::crc32c(data)
-}
-
 /// fio's seed for XXH32 (`verify.c`: `XXH32_init(1)`).
 const FIO_XXHASH_SEED: u32 = 1;
 
@@ -347,7 +341,9 @@ static CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
 /// XXH32 seeded with 1; the digests are the standard ones.
 fn checksum(m: VerifyMethod, data: &[u8]) -> Vec<u8> {
     match m {
-        VerifyMethod::Crc32c => fio_crc32c(data).to_le_bytes().to_vec(),
+        VerifyMethod::Crc32c => sinkrate_formats::fio_verify_state::fio_crc32c(data)
+            .to_le_bytes()
+            .to_vec(),
         VerifyMethod::Md5 => md5::Md5::digest(data).to_vec(),
         VerifyMethod::Sha256 => sha2::Sha256::digest(data).to_vec(),
         VerifyMethod::Sha512 => sha2::Sha512::digest(data).to_vec(),

@@ -157,8 +157,9 @@ impl JobWriteState {
     }
 }
 
-/// fio's crc32c: the standard one's final inversion undone.
-fn fio_crc32c(data: &[u8]) -> u32 {
+/// fio's crc32c (`crc/crc32c.c`): Castagnoli from all ones, without the final inversion
+/// the standard one ends with. fio's verify headers and state files both use it.
+pub fn fio_crc32c(data: &[u8]) -> u32 {
     !crc32c::crc32c(data)
 }
 
