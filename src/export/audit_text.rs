@@ -109,6 +109,9 @@ pub fn header_text(a: &Audit, stream_label: &str) -> String {
             u.controller_max_mbps.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
         ));
     }
+    if let Some(line) = health_line(&a.health) {
+        s.push_str(&format!("health     {line}\n"));
+    }
     let m = &a.memory;
     if let (Some(avail), Some(total)) = (m.available_bytes, m.total_bytes) {
         s.push_str(&format!(
@@ -124,6 +127,65 @@ pub fn header_text(a: &Audit, stream_label: &str) -> String {
         a.stream_bytes_per_s / 1e6
     ));
     s
+}
+
+/// The card's or drive's own account in one line: who made it, what it claims, how worn it
+/// says it is.
+pub fn health_line(h: &sinkrate_model::health::CardHealth) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(c) = &h.mmc {
+        let mut who: Vec<String> = Vec::new();
+        who.extend(c.manufacturer.clone());
+        who.extend(c.name.clone());
+        who.extend(c.kind.as_deref().map(|k| match k {
+            "SD" => "SD card".to_string(),
+            "MMC" => "eMMC".to_string(),
+            other => other.to_string(),
+        }));
+        parts.push(who.join(" "));
+        parts.extend(c.date.as_ref().map(|d| format!("made {d}")));
+        if let Some(st) = &c.sd_status {
+            parts.push(st.label());
+            parts.extend(st.au_bytes.map(|au| {
+                if au >= 1 << 20 {
+                    format!("AU {} MiB", au >> 20)
+                } else {
+                    format!("AU {} KiB", au >> 10)
+                }
+            }));
+        }
+        parts.extend(c.life_time.and_then(|l| l.used_percent()).map(|(lo, hi)| {
+            if lo >= 100 {
+                "life time estimate exceeded".to_string()
+            } else {
+                format!("life used {lo}-{hi}%")
+            }
+        }));
+        parts.extend(
+            c.pre_eol
+                .map(|p| format!("pre-EOL {}", format!("{p:?}").to_lowercase())),
+        );
+    }
+    if let Some(sm) = &h.smart {
+        let mut who = sm.model.clone().unwrap_or_else(|| sm.device.clone());
+        if let Some(p) = &sm.protocol {
+            who.push_str(&format!(" ({p})"));
+        }
+        parts.push(who);
+        parts.extend(
+            sm.percentage_used
+                .map(|p| format!("{p}% of rated endurance used")),
+        );
+        parts.extend(
+            sm.written_bytes
+                .map(|b| format!("{:.1} TB written in its life", b as f64 / 1e12)),
+        );
+        parts.extend(
+            sm.passed
+                .map(|p| format!("SMART {}", if p { "passed" } else { "FAILED" })),
+        );
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 pub fn text(a: &Audit, stream_label: &str, colour: bool) -> String {

@@ -335,17 +335,15 @@ fn masked(mut v: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn json_snapshots_of_the_fixtures() {
-    for name in [
-        "arm-sbc-usb3-drive-on-usb2",
-        "jetson-emmc-usb3-drive",
-        "x86-laptop-nvme",
+    for (name, target) in [
+        ("arm-sbc-usb3-drive-on-usb2", "/media/usb0"),
+        ("jetson-emmc-usb3-drive", "/media/usb0"),
+        ("x86-laptop-nvme", "/srv/videos"),
+        ("rpi4-sd-card-v30", "/"),
+        ("emmc-worn", "/"),
+        ("usb-ssd-smart", "/media/rec"),
     ] {
         let root = fixture(name);
-        let target = if name == "x86-laptop-nvme" {
-            "/srv/videos"
-        } else {
-            "/media/usb0"
-        };
         let (code, v, stderr) = audit(&[target, "--sysroot", root.to_str().expect("utf8")]);
         assert_eq!(code, Some(0), "{name}: {stderr}");
         let got = masked(v);

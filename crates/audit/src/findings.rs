@@ -80,6 +80,7 @@ pub fn judge(a: &Audit) -> Vec<Finding> {
     mount_options(&mut r);
     ext4(&mut r);
     device(&mut r);
+    card(&mut r);
     usb(&mut r);
     memory(&mut r);
     space(&mut r);
@@ -449,7 +450,14 @@ fn device(r: &mut Rules) {
         let flash = physical
             .as_ref()
             .is_some_and(|d| d.bus.is_removable_flash());
-        let erase = if flash { 4u64 << 20 } else { 1u64 << 20 };
+        // The card's own allocation unit when it states one; 4 MiB, most SD cards' erase
+        // block, for other flash.
+        let card_au = card_allocation_unit(r.a);
+        let erase = card_au.unwrap_or(if flash { 4u64 << 20 } else { 1u64 << 20 });
+        let boundary = match card_au {
+            Some(au) => format!("the card's {} allocation unit", size_label(au)),
+            None => format!("a {} boundary", size_label(erase)),
+        };
         // The partition's own name: under dm or a loop it is the member's, not the mount's.
         let owner = if dev.partition.is_some() {
             Some(&dev)
@@ -463,14 +471,16 @@ fn device(r: &mut Rules) {
                 "part.misaligned",
                 if flash || p.start_bytes % 4096 != 0 { Severity::Warn } else { Severity::Info },
                 format!(
-                    "partition {name} starts at sector {} ({} KiB), not on a {} MiB boundary",
+                    "partition {name} starts at sector {} ({} KiB), not on {boundary}",
                     p.start_bytes / 512,
                     p.start_bytes / 1024,
-                    erase >> 20
                 ),
                 format!("/sys/class/block/{name}/start = {}", p.start_bytes / 512),
                 "Flash erases in large blocks (4 MiB on most SD cards); a partition that does not start on one makes every large write straddle two erase blocks and costs the card extra internal copying.",
-                &[format!("back up the data, then repartition with the first partition at 4 MiB (destroys every partition on /dev/{disk}): parted -a optimal /dev/{disk} mklabel msdos mkpart primary 4MiB 100%")],
+                &[{
+                    let at = size_label(erase.max(4 << 20));
+                    format!("back up the data, then repartition with the first partition at {at} (destroys every partition on /dev/{disk}): parted -a optimal /dev/{disk} mklabel msdos mkpart primary {} 100%", at.replace(' ', ""))
+                }],
                 &[],
                 None,
             );
@@ -478,7 +488,7 @@ fn device(r: &mut Rules) {
             r.add(
                 "part.aligned",
                 Severity::Ok,
-                format!("partition {name} starts on a {} MiB boundary", erase >> 20),
+                format!("partition {name} starts on {boundary}"),
                 format!("/sys/class/block/{name}/start = {}", p.start_bytes / 512),
                 "Large writes map onto whole erase blocks.",
                 &[],
@@ -505,6 +515,236 @@ fn device(r: &mut Rules) {
                     "/etc/udev/rules.d/60-sinkrate.rules: ACTION==\"add|change\", KERNEL==\"{}\", ATTR{{queue/max_sectors_kb}}=\"{want}\"",
                     phys.disk
                 )],
+                None,
+            );
+        }
+    }
+}
+
+/// "4 MiB", "512 KiB", "12 MiB".
+fn size_label(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
+/// The allocation unit the card states: its SD Status register's, else the erase size the
+/// kernel prefers for it (an SD card's AU, an eMMC's high-capacity erase group).
+fn card_allocation_unit(a: &Audit) -> Option<u64> {
+    let card = a.health.mmc.as_ref()?;
+    card.sd_status
+        .as_ref()
+        .and_then(|s| s.au_bytes)
+        .or(card.preferred_erase_bytes)
+        .filter(|au| *au >= 4096)
+}
+
+fn card(r: &mut Rules) {
+    let health = r.a.health.clone();
+    if let Some(card) = &health.mmc {
+        let node =
+            r.a.devices
+                .iter()
+                .find(|d| d.bus == Bus::Mmc)
+                .map(|d| d.sysfs_path.clone())
+                .unwrap_or_default();
+        let who = [
+            card.manufacturer
+                .clone()
+                .or(card.manfid.map(|m| format!("manufacturer 0x{m:06x}"))),
+            card.name.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+        let mut what = vec![card.kind.clone().unwrap_or_else(|| "MMC".into())];
+        what.extend(card.date.as_ref().map(|d| format!("made {d}")));
+        let classes = card.sd_status.as_ref().map(|s| s.label());
+        r.add(
+            "card.identity",
+            Severity::Ok,
+            format!(
+                "{} ({}){}",
+                if who.is_empty() {
+                    "the card"
+                } else {
+                    who.as_str()
+                },
+                what.join(", "),
+                classes
+                    .as_ref()
+                    .map(|c| format!(": {c}"))
+                    .unwrap_or_default()
+            ),
+            format!(
+                "{node}/device: name, manfid, date{}",
+                if card.ssr_hex.is_some() {
+                    ", ssr (SD Status)"
+                } else {
+                    ""
+                }
+            ),
+            "What the card says it is: the figures below are held to it.",
+            &[],
+            &[],
+            None,
+        );
+        if let Some((class, claimed)) = card.sd_status.as_ref().and_then(|s| s.claimed_write()) {
+            if let Some(measured) = r.a.measured_write_bytes_per_s {
+                if measured < 0.9 * claimed {
+                    r.add(
+                        "card.class_not_reached",
+                        Severity::Warn,
+                        format!(
+                            "the card claims {class} ({:.0} MB/s sustained); sustained {:.1} MB/s here",
+                            claimed / 1e6,
+                            measured / 1e6
+                        ),
+                        format!("{node}/device/ssr; check's sustained write (direct I/O, fsync'd)"),
+                        "A card that does not reach its class is worn, counterfeit, or runs in a slower bus mode than it supports (a UHS card in a slot or reader without UHS). A recorder sized for the class will drop frames.",
+                        &["compare with the same card in a UHS reader on a PC, and check the slot's bus mode: cat /sys/kernel/debug/mmc0/ios (timing spec)".to_string()],
+                        &["replace the card with one whose class is met on this board (sinkrate check on the new card)".to_string()],
+                        None,
+                    );
+                }
+            }
+            let stream = r.a.stream_bytes_per_s;
+            if stream > 0.0 && claimed < stream {
+                r.add(
+                    "card.class_below_stream",
+                    Severity::Warn,
+                    format!(
+                        "the card's best class, {class}, promises {:.0} MB/s; the stream needs {:.1} MB/s",
+                        claimed / 1e6,
+                        stream / 1e6
+                    ),
+                    format!("{node}/device/ssr"),
+                    "The class is the sustained rate a card guarantees while recording; a stream above it relies on the card doing better than it promises, which ends when the card is full, worn or warm.",
+                    &["choose a card whose class is above the stream (V30 for up to 30 MB/s)".to_string()],
+                    &[],
+                    None,
+                );
+            }
+        }
+        if let Some(lt) = card.life_time {
+            if let Some((low, high)) = lt.used_percent() {
+                let evidence = format!(
+                    "{node}/device/life_time = 0x{:02x} 0x{:02x} (type A, type B)",
+                    lt.typ_a, lt.typ_b
+                );
+                let (severity, title) = if lt.typ_a.max(lt.typ_b) > 10 {
+                    (
+                        Severity::Critical,
+                        "the eMMC is past its rated life (life time estimate exceeded)".to_string(),
+                    )
+                } else if low >= 80 {
+                    (
+                        Severity::Warn,
+                        format!("the eMMC has used {low}-{high}% of its rated life"),
+                    )
+                } else {
+                    (
+                        Severity::Ok,
+                        format!("the eMMC has used {low}-{high}% of its rated life"),
+                    )
+                };
+                r.add(
+                    "card.life_time",
+                    severity,
+                    title,
+                    evidence,
+                    "JEDEC's life-time estimate counts the erase cycles used of those the memory is rated for. Past it, writes slow down and the device can turn read-only or lose data.",
+                    &if severity == Severity::Ok {
+                        Vec::new()
+                    } else {
+                        vec!["plan the board's replacement; lower the bytes written per day (noatime, a longer ext4 commit interval, fewer small syncs)".to_string()]
+                    },
+                    &[],
+                    None,
+                );
+            }
+        }
+        if let Some(eol) = card.pre_eol {
+            use sinkrate_model::health::PreEol;
+            let (severity, title) = match eol {
+                PreEol::Urgent => (
+                    Severity::Critical,
+                    "the eMMC's reserved blocks are 90% used (pre-EOL urgent)",
+                ),
+                PreEol::Warning => (
+                    Severity::Warn,
+                    "the eMMC's reserved blocks are 80% used (pre-EOL warning)",
+                ),
+                PreEol::Normal => (
+                    Severity::Ok,
+                    "the eMMC's reserved blocks are in normal use (pre-EOL normal)",
+                ),
+                PreEol::NotDefined => {
+                    (Severity::Ok, "the eMMC does not report its reserved blocks")
+                }
+            };
+            if eol != PreEol::NotDefined {
+                r.add(
+                    "card.pre_eol",
+                    severity,
+                    title.to_string(),
+                    format!("{node}/device/pre_eol_info"),
+                    "Worn blocks are replaced from a reserve; once it is used up the device turns read-only.",
+                    &if severity == Severity::Ok {
+                        Vec::new()
+                    } else {
+                        vec!["back up what the device holds and plan its replacement".to_string()]
+                    },
+                    &[],
+                    None,
+                );
+            }
+        }
+    }
+    if let Some(smart) = &health.smart {
+        let who = smart.model.clone().unwrap_or_else(|| smart.device.clone());
+        if smart.passed == Some(false) {
+            r.add(
+                "smart.failed",
+                Severity::Critical,
+                format!("{who}: SMART's overall assessment is FAILED"),
+                format!(
+                    "smartctl --json -a {}: smart_status.passed = false",
+                    smart.device
+                ),
+                "The drive predicts its own failure.",
+                &["back up what the drive holds and replace it".to_string()],
+                &[],
+                None,
+            );
+        }
+        if let Some(used) = smart.percentage_used {
+            let severity = if used >= 100 {
+                Severity::Critical
+            } else if used >= 80 {
+                Severity::Warn
+            } else {
+                Severity::Ok
+            };
+            r.add(
+                "smart.wear",
+                severity,
+                format!("{who} has used {used}% of its rated endurance"),
+                format!(
+                    "smartctl --json -a {}: {}",
+                    smart.device,
+                    smart.percentage_used_source.clone().unwrap_or_default()
+                ),
+                "The rated endurance is the writes the maker warrants; past it, the drive may slow down, turn read-only or lose data.",
+                &if severity == Severity::Ok {
+                    Vec::new()
+                } else {
+                    vec!["plan the drive's replacement; lower the bytes written per day (noatime, a longer ext4 commit interval, fewer small syncs)".to_string()]
+                },
+                &[],
                 None,
             );
         }
@@ -931,5 +1171,92 @@ mod settings_tests {
         assert!(f(&["move the camera to another root hub"])
             .settings()
             .is_empty());
+    }
+}
+
+#[cfg(test)]
+mod card_tests {
+    use super::*;
+    use crate::{audit, judge_for, Options, SysRoot};
+
+    fn fixture_audit(tree: &str, path: &str, stream: f64) -> Audit {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysroot")
+            .join(tree);
+        audit(
+            std::path::Path::new(path),
+            &Options {
+                root: SysRoot::at(&base),
+                stream_bytes_per_s: stream,
+            },
+        )
+        .expect("fixture audit")
+    }
+
+    fn severity_of(a: &Audit, id: &str) -> Option<Severity> {
+        a.findings.iter().find(|f| f.id == id).map(|f| f.severity)
+    }
+
+    #[test]
+    fn a_card_that_does_not_reach_its_class_is_named_with_both_figures() {
+        let mut a = fixture_audit("rpi4-sd-card-v30", "/", 3e6);
+        assert_eq!(severity_of(&a, "card.identity"), Some(Severity::Ok));
+        // Without a measured rate there is nothing to hold the class to.
+        assert_eq!(severity_of(&a, "card.class_not_reached"), None);
+        a.measured_write_bytes_per_s = Some(11.8e6);
+        judge_for(&mut a, 3e6);
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.id == "card.class_not_reached")
+            .expect("class finding");
+        assert_eq!(f.severity, Severity::Warn);
+        assert!(
+            f.title.contains("claims V30 (30 MB/s sustained)") && f.title.contains("11.8 MB/s"),
+            "{}",
+            f.title
+        );
+        // 28 MB/s is within the 10% a filesystem's overhead may take.
+        a.measured_write_bytes_per_s = Some(28e6);
+        judge_for(&mut a, 3e6);
+        assert_eq!(severity_of(&a, "card.class_not_reached"), None);
+        // A stream above the best class the card claims.
+        judge_for(&mut a, 50e6);
+        assert_eq!(
+            severity_of(&a, "card.class_below_stream"),
+            Some(Severity::Warn)
+        );
+    }
+
+    #[test]
+    fn the_partition_is_held_to_the_cards_own_allocation_unit() {
+        let a = fixture_audit("rpi4-sd-card-v30", "/", 3e6);
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.id == "part.misaligned")
+            .expect("misaligned");
+        assert!(
+            f.title.contains("the card's 4 MiB allocation unit"),
+            "{}",
+            f.title
+        );
+        let a = fixture_audit("emmc-worn", "/", 3e6);
+        assert!(a
+            .findings
+            .iter()
+            .any(|f| f.id == "part.aligned" && f.title.contains("512 KiB allocation unit")));
+    }
+
+    #[test]
+    fn a_worn_emmc_and_a_worn_drive_are_warned_of() {
+        let a = fixture_audit("emmc-worn", "/", 3e6);
+        assert_eq!(severity_of(&a, "card.life_time"), Some(Severity::Warn));
+        assert_eq!(severity_of(&a, "card.pre_eol"), Some(Severity::Warn));
+        let a = fixture_audit("usb-ssd-smart", "/media/rec", 3e6);
+        assert_eq!(severity_of(&a, "smart.wear"), Some(Severity::Warn));
+        let smart = a.health.smart.as_ref().expect("smart");
+        assert_eq!(smart.written_bytes, Some(299_067_162_755 * 512));
+        assert_eq!(smart.power_on_hours, Some(14210));
     }
 }

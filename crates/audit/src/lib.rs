@@ -137,6 +137,9 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         None
     };
     let swap = sinkrate_sys::swaps::read(root, physical.map(|d| d.disk.as_str()));
+    let health = physical
+        .map(|d| sinkrate_sys::health::read(root, d, &mut notes))
+        .unwrap_or_default();
     let mut a = Audit {
         target,
         filesystem,
@@ -144,6 +147,8 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         memory,
         space,
         swap,
+        health,
+        measured_write_bytes_per_s: None,
         stream_bytes_per_s: opts.stream_bytes_per_s,
         findings: Vec::new(),
         notes,

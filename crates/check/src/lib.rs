@@ -186,7 +186,7 @@ pub fn run(
     recording.record.dir = cfg.path.clone();
     recording.record.duration = std::time::Duration::from_secs(plan.record_s);
     let requested = recording.record.requested_bytes_per_s();
-    let a = audit(&cfg.path, requested).map_err(CheckError::Audit)?;
+    let mut a = audit(&cfg.path, requested).map_err(CheckError::Audit)?;
     if let Some(why) = unwritable(&a, &cfg.path) {
         return Ok(not_writable(cfg, plan, a, why, started, started_ms));
     }
@@ -227,6 +227,11 @@ pub fn run(
         },
     };
     recording.sustained_bytes_per_s = raw_write.bytes_per_s;
+    // The card's claimed class is held to the rate just measured.
+    if raw_write.bytes_per_s.is_some() {
+        a.measured_write_bytes_per_s = raw_write.bytes_per_s;
+        sinkrate_audit::judge_for(&mut a, requested);
+    }
     phase(Phase {
         name: &format!("recording test ({})", recording.label),
         expected_s: plan.record_s + 2,

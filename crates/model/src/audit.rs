@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::facts::{BlockDevice, FsSpace, Memory, SwapArea, Target, UsbPath};
+use crate::health::CardHealth;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ext4Super {
@@ -44,6 +45,13 @@ pub struct Audit {
     pub memory: Memory,
     pub space: Option<FsSpace>,
     pub swap: Vec<SwapArea>,
+    /// What the card or drive says of itself: identity, claimed classes, wear.
+    #[serde(default)]
+    pub health: CardHealth,
+    /// The sustained write rate measured on the target (check's), bytes per second: what
+    /// the card's claimed class is held to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_write_bytes_per_s: Option<f64>,
     /// The stream rate the findings were judged against, bytes per second.
     #[serde(default)]
     pub stream_bytes_per_s: f64,

@@ -15,6 +15,7 @@ pub mod document;
 pub mod envelope;
 pub mod facts;
 pub mod fio;
+pub mod health;
 pub mod paths;
 pub mod record;
 pub mod search;

@@ -10,6 +10,7 @@ pub mod device;
 pub mod disks;
 pub mod files;
 pub mod guard;
+pub mod health;
 pub mod host;
 pub mod input;
 pub mod kept;
