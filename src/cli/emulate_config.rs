@@ -176,6 +176,22 @@ fn device_model(args: &EmulateUpArgs, size: u64) -> Result<sinkrate_emulate::sta
         }
         d.bad_sectors = Some((at, n));
     }
+    if let Some(w) = &args.wear_out {
+        let (bytes, mode) = w.split_once(':').unwrap_or((w, "read-only"));
+        let after = units::parse_size(bytes).map_err(|e| anyhow!("--wear-out {w}: {e}"))?;
+        if after == 0 {
+            return Err(anyhow!(
+                "--wear-out {w}: the bytes before the card wears out must be above zero (e.g. 2G:read-only)"
+            ));
+        }
+        if sinkrate_emulate::WearMode::parse(mode).is_none() {
+            return Err(anyhow!(
+                "--wear-out {w}: '{mode}' is not a way to wear out (accepted: {})",
+                sinkrate_emulate::WearMode::NAMES
+            ));
+        }
+        d.wear_out = Some((after, mode.to_string()));
+    }
     if let Some(f) = &args.fake_capacity {
         let claimed = units::parse_size(f).map_err(|e| anyhow!("--fake-capacity: {e}"))?;
         if claimed <= size {

@@ -498,6 +498,8 @@ pub struct RecordArgs {
     /// dirty_background_ratio of SIZE) are set for the run and restored after (needs root)
     #[arg(long, value_name = "SIZE")]
     pub ram_limit: Option<String>,
+    #[command(flatten)]
+    pub endurance: EnduranceArgs,
     /// Set vm.dirty_bytes to SIZE (background: half) for the run, restored after (needs root)
     #[arg(long, value_name = "SIZE")]
     pub dirty_limit: Option<String>,
@@ -727,6 +729,8 @@ pub struct CheckArgs {
     /// Write mode of the recording test: buffered, direct, dsync, uring
     #[arg(long, value_enum, default_value_t = WriteModeArg::Buffered)]
     pub write_mode: WriteModeArg,
+    #[command(flatten)]
+    pub endurance: EnduranceArgs,
     /// Where the full JSON report goes (default: sinkrate-check-DATE-TIME.json in the
     /// current directory, or in /tmp when that is not writable)
     #[arg(long, value_name = "FILE")]
@@ -748,6 +752,19 @@ pub struct CheckArgs {
     /// (e.g. -- --streams 3 --fps 25 --bitrate 8M --buffers 8)
     #[arg(last = true, value_name = "RECORD_FLAGS")]
     pub record_flags: Vec<String>,
+}
+
+/// The card's endurance and the recorder's duty cycle, for the lifetime estimate.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EnduranceArgs {
+    /// The card's endurance, for how long it lasts at this recording: bytes written with a
+    /// unit (40TB, 500GB, 2TiB) or hours of video at a bitrate as cards are rated
+    /// (20000h@26M); default: what the device says of itself (SMART, an emulated card)
+    #[arg(long, value_name = "BYTES|HOURSh@BITRATE")]
+    pub endurance: Option<String>,
+    /// Hours a day the recorder records, for the lifetime estimate (above 0, at most 24)
+    #[arg(long, value_name = "HOURS", default_value_t = 24.0)]
+    pub hours_per_day: f64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -879,6 +896,12 @@ pub struct EmulateUpArgs {
     /// them fails with EIO once the device is ready (after mkfs and mount)
     #[arg(long, value_name = "OFFSET+LENGTH")]
     pub bad_sectors: Option<String>,
+    /// Device model: the card wears out after BYTES written once it is ready (mkfs and mount
+    /// not counted), as MODE says: read-only (every later write refused, as many SD cards
+    /// do at end of life; the default), errors (writes fail ever more often, all of them at
+    /// twice BYTES) or stale (writes succeed and are lost: reads return earlier data)
+    #[arg(long, value_name = "BYTES[:MODE]")]
+    pub wear_out: Option<String>,
     /// What the counterfeit does with writes past what it holds: wrap (overwrite the start)
     /// or drop (lose them; reads give zeros)
     #[arg(long, value_name = "MODE", default_value = "wrap", value_parser = ["wrap", "drop"])]

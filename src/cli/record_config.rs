@@ -232,8 +232,11 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
     if record.write_size == Some(0) {
         return Err(anyhow!("--write-size: must be above zero (e.g. 4K)"));
     }
+    let (endurance, hours_per_day) = super::values::endurance(&args.endurance)?;
     Ok(Session {
         power_switch: None,
+        endurance,
+        hours_per_day,
         record,
         label,
         dirty_limits: dirty_limits(args)?,

@@ -167,3 +167,66 @@ pub fn value_name(v: impl clap::ValueEnum) -> String {
         .map(|p| p.get_name().to_string())
         .unwrap_or_default()
 }
+
+/// `--endurance` and `--hours-per-day` as the recording session takes them. An endurance
+/// needs its unit: a bare number could be bytes, gigabytes or hours.
+pub fn endurance(
+    args: &super::EnduranceArgs,
+) -> Result<(Option<sinkrate_model::health::Endurance>, f64)> {
+    let hours = args.hours_per_day;
+    if !(hours > 0.0 && hours <= 24.0) {
+        return Err(anyhow::anyhow!(
+            "--hours-per-day {hours}: a day has 24 hours (give more than 0, at most 24)"
+        ));
+    }
+    let Some(text) = args.endurance.as_deref() else {
+        return Ok((None, hours));
+    };
+    let bad = |why: &str| {
+        anyhow::anyhow!(
+            "--endurance {text}: {why} (give bytes with a unit, e.g. 40TB or 2TiB, or hours of video at a bitrate, e.g. 20000h@26M)"
+        )
+    };
+    let t = text.trim();
+    let bytes = if let Some((h, rate)) = t.split_once('@') {
+        let h = h
+            .strip_suffix('h')
+            .ok_or_else(|| bad("hours end in h"))?
+            .parse::<f64>()
+            .map_err(|_| bad("the hours are not a number"))?;
+        let bits = sinkrate_units::product::parse_bitrate(rate).map_err(|e| bad(&e))?;
+        h * 3600.0 * bits as f64 / 8.0
+    } else {
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| bad("a number needs its unit"))?;
+        let (number, unit) = t.split_at(split);
+        let number: f64 = number.parse().map_err(|_| bad("not a number"))?;
+        let scale: f64 = match unit.trim() {
+            "PB" => 1e15,
+            "TB" => 1e12,
+            "GB" => 1e9,
+            "MB" => 1e6,
+            "PiB" => (1u64 << 50) as f64,
+            "TiB" => (1u64 << 40) as f64,
+            "GiB" => (1u64 << 30) as f64,
+            "MiB" => (1u64 << 20) as f64,
+            _ => {
+                return Err(bad(
+                    "the unit is one of TB, GB, MB, PB or TiB, GiB, MiB, PiB",
+                ))
+            }
+        };
+        number * scale
+    };
+    if !(bytes >= 1.0 && bytes.is_finite()) {
+        return Err(bad("it must be above zero"));
+    }
+    Ok((
+        Some(sinkrate_model::health::Endurance {
+            remaining_bytes: bytes as u64,
+            source: format!("--endurance {text}"),
+        }),
+        hours,
+    ))
+}

@@ -80,6 +80,15 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         &[],
     )?;
     let mut recording = recording(&args)?;
+    // check's own --endurance and --hours-per-day, where the record flags after -- did not
+    // give them.
+    let (endurance, hours_per_day) = crate::cli::values::endurance(&args.endurance)?;
+    if recording.endurance.is_none() {
+        recording.endurance = endurance;
+    }
+    if hours_per_day != sinkrate_record::session::DEFAULT_HOURS_PER_DAY {
+        recording.hours_per_day = hours_per_day;
+    }
     if let Err(e) = std::fs::metadata(&args.path) {
         return Err(anyhow!(
             "{}: {e} (give a directory on the storage to check)",

@@ -166,6 +166,22 @@ pub fn health_line(h: &sinkrate_model::health::CardHealth) -> Option<String> {
                 .map(|p| format!("pre-EOL {}", format!("{p:?}").to_lowercase())),
         );
     }
+    if let Some(e) = &h.emulated {
+        let bytes = sinkrate_units::product::bytes_si;
+        parts.push(if e.worn_out {
+            format!(
+                "emulated card worn out after {} ({})",
+                bytes(e.worn_out_after_bytes.unwrap_or(e.written_bytes)),
+                e.mode
+            )
+        } else {
+            format!(
+                "emulated card, {} of its {} endurance written",
+                bytes(e.written_bytes),
+                bytes(e.endurance_bytes)
+            )
+        });
+    }
     if let Some(sm) = &h.smart {
         let mut who = sm.model.clone().unwrap_or_else(|| sm.device.clone());
         if let Some(p) = &sm.protocol {

@@ -238,4 +238,21 @@ fn recording(s: &mut String, c: &CheckReport, r: &RecordReport) {
     {
         row(s, "device wrote while recording", mbs(d));
     }
+    if let Some(h) = super::audit_text::health_line(&a.health) {
+        row(s, "card health", h);
+    }
+    if let Some(l) = r
+        .lifetime
+        .as_ref()
+        .filter(|_| c.verdict != Verdict::NotStorage)
+    {
+        if let Some(wa) = l.write_amplification {
+            row(
+                s,
+                "write amplification",
+                format!("{wa:.2}x (the device's bytes over the recorder's)"),
+            );
+        }
+        row(s, "card lifetime", l.line());
+    }
 }

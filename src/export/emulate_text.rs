@@ -68,6 +68,16 @@ impl Exporter<State> for UpText {
                     errors.display()
                 ));
             }
+            if spec.device.wear_out.is_some() {
+                text.push_str(&format!(
+                    "  wear         counted from now (the device's account: {})\n",
+                    state
+                        .device_stats
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| "-".into())
+                ));
+            }
         }
         text.push_str(&format!(
             "  set up in    {:.2} s\n",
@@ -164,6 +174,17 @@ fn model_lines(spec: &Spec) -> Vec<String> {
         v.push(format!(
             "bad sectors: {} at byte {at} fail with EIO once the device is ready",
             sinkrate_units::fio::bytes_iec(n as f64)
+        ));
+    }
+    if let Some((after, mode)) = &d.wear_out {
+        v.push(format!(
+            "wears out after {} written once ready: {}",
+            sinkrate_units::fio::bytes_iec(*after as f64),
+            match mode.as_str() {
+                "errors" => "writes fail ever more often, all of them at twice that",
+                "stale" => "writes are then lost, reads return earlier data",
+                _ => "it turns read-only, every later write refused",
+            }
         ));
     }
     if let Some(claimed) = d.claimed_bytes {

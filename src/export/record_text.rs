@@ -97,6 +97,15 @@ impl Exporter<RecordRun> for RecordText {
             ),
             (None, _) => "data at risk on a power cut: not bounded by the recorder, which never asked the device to make its writes durable (no --fdatasync-every, not dsync): a cut loses what the page cache and the card's cache hold\n".into(),
         });
+        if let Some(l) = &r.lifetime {
+            t.push_str(&format!(
+                "card lifetime: {}{}\n",
+                l.line(),
+                l.write_amplification
+                    .map(|wa| format!("; write amplification {wa:.2}x"))
+                    .unwrap_or_default()
+            ));
+        }
         if let Some(cut) = &r.power_cut {
             t.push_str(&power_cut_text(cut));
         }

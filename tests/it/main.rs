@@ -31,6 +31,7 @@ mod check;
 mod compare;
 mod docs_links;
 mod emulate;
+mod endurance;
 mod faults;
 mod leftovers;
 mod old_kernels;

@@ -521,6 +521,11 @@ fn device(r: &mut Rules) {
     }
 }
 
+/// Seconds as HH:MM:SS.
+fn clock(s: u64) -> String {
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
 /// "4 MiB", "512 KiB", "12 MiB".
 fn size_label(bytes: u64) -> String {
     if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
@@ -703,6 +708,54 @@ fn card(r: &mut Rules) {
                 );
             }
         }
+    }
+    if let Some(e) = &health.emulated {
+        let used = e.written_bytes as f64 / e.endurance_bytes.max(1) as f64;
+        let bytes = sinkrate_units::product::bytes_si;
+        let (severity, title) = if e.worn_out {
+            (
+                Severity::Critical,
+                format!(
+                    "the emulated card wore out after {} written{} ({})",
+                    bytes(e.worn_out_after_bytes.unwrap_or(e.written_bytes)),
+                    e.worn_out_at_ms
+                        .map(|ms| format!(", {} after it was set up", clock(ms / 1000)))
+                        .unwrap_or_default(),
+                    match e.mode.as_str() {
+                        "errors" => "its writes fail ever more often",
+                        "stale" => "its writes are lost, reads return earlier data",
+                        _ => "it is read-only",
+                    }
+                ),
+            )
+        } else {
+            (
+                if used >= 0.8 { Severity::Warn } else { Severity::Ok },
+                format!(
+                    "the emulated card has written {} of the {} it takes before it wears out ({:.0}%)",
+                    bytes(e.written_bytes),
+                    bytes(e.endurance_bytes),
+                    used * 100.0
+                ),
+            )
+        };
+        r.add(
+            "card.wear",
+            severity,
+            title,
+            format!(
+                "the emulated card's own account (sinkrate emulate up --wear-out {}:{})",
+                e.endurance_bytes, e.mode
+            ),
+            "A card at the end of its life turns read-only, fails writes or silently keeps old data; a recorder on it loses everything from then on.",
+            &if severity == Severity::Ok {
+                Vec::new()
+            } else {
+                vec!["replace the card (here: sinkrate emulate down, then up again)".to_string()]
+            },
+            &[],
+            None,
+        );
     }
     if let Some(smart) = &health.smart {
         let who = smart.model.clone().unwrap_or_else(|| smart.device.clone());

@@ -137,9 +137,7 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         None
     };
     let swap = sinkrate_sys::swaps::read(root, physical.map(|d| d.disk.as_str()));
-    let health = physical
-        .map(|d| sinkrate_sys::health::read(root, d, &mut notes))
-        .unwrap_or_default();
+    let health = sinkrate_sys::health::read(root, &devices, &mut notes);
     let mut a = Audit {
         target,
         filesystem,

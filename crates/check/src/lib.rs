@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use sinkrate_audit::device::Bus;
 use sinkrate_audit::{Audit, AuditReport, Severity, StreamRate, SysRoot};
-use sinkrate_engine::probe::sustained_write;
+use sinkrate_engine::probe::{sustained_write, ProbeError};
 pub use sinkrate_model::check::{CheckReport, CheckRun, Plan, RawWrite};
 use sinkrate_model::{Envelope, RunError, RunKind, Verdict};
 use sinkrate_record::config::WriteMode;
@@ -58,6 +58,18 @@ pub fn audit(path: &Path, bytes_per_s: f64) -> Result<Audit, String> {
             stream_bytes_per_s: bytes_per_s,
         },
     )
+}
+
+/// What an emulated card says of itself after the test's writes (it counts them, and may
+/// have worn out under them), judged again. A real card's registers do not change that fast,
+/// and smartctl is not run twice.
+fn refresh_health(a: &mut Audit, path: &Path, stream_bytes_per_s: f64) {
+    if a.health.emulated.is_none() {
+        return;
+    }
+    let (health, _) = sinkrate_sys::health::of_path(path);
+    a.health = health;
+    sinkrate_audit::judge_for(a, stream_bytes_per_s);
 }
 
 /// Why the target cannot take a write test, if it cannot.
@@ -200,14 +212,28 @@ pub fn run(
     let sustained = if sinkrate_audit::mounts::is_storage(&a.target.fs_type) {
         sustained_write(&cfg.path, plan.sustained_s, stop.clone())
     } else {
-        Err(format!(
+        Err(ProbeError::Failed(format!(
             "{} is {}, memory rather than a device: a sustained rate there would be RAM's",
             a.target.mount_point, a.target.fs_type
-        ))
+        )))
     };
     if stop.load(Ordering::Relaxed) {
         return Err(CheckError::Interrupted);
     }
+    // A device that failed under the sustained write has answered the question: no
+    // recording is tried on it.
+    if let Err(failure @ ProbeError::DeviceFailed { .. }) = &sustained {
+        refresh_health(&mut a, &cfg.path, requested);
+        let why = failure.to_string();
+        let mut run = not_writable(cfg, plan, a, why.clone(), started, started_ms);
+        run.result.raw_write.error = Some(why.clone());
+        run.error = Some(RunError {
+            what: why,
+            at_s: None,
+        });
+        return Ok(run);
+    }
+    let sustained = sustained.map_err(|e| e.to_string());
     let raw_write = match sustained {
         Ok(m) => RawWrite {
             bytes_per_s: Some(m.bytes_per_s),
@@ -241,6 +267,7 @@ pub fn run(
         return Err(CheckError::Interrupted);
     }
     let verdict = record.result.verdict;
+    refresh_health(&mut a, &cfg.path, requested);
     let mut notes = notes(&a, cfg, plan);
     if let Some(m) = &raw_write.measured {
         notes.extend(m.notes.iter().cloned());

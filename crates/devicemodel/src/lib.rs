@@ -31,6 +31,63 @@ pub struct Settings {
     /// `armed_file` exists (a filesystem is made and mounted first).
     pub bad_range: Option<(u64, u64)>,
     pub armed_file: Option<PathBuf>,
+    /// The card wears out after this many bytes written once `armed_file` exists (mkfs and
+    /// mount are not counted), in the given way.
+    pub wear_out: Option<WearOut>,
+}
+
+/// How a card at the end of its life behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WearMode {
+    /// Every later write fails (many SD cards lock themselves read-only).
+    ReadOnly,
+    /// Writes fail ever more often: none at the threshold, all at twice it.
+    Errors,
+    /// Writes succeed and are lost: reads return what was there before.
+    Stale,
+}
+
+impl WearMode {
+    pub const NAMES: &'static str = "read-only, errors, stale";
+
+    pub fn parse(text: &str) -> Option<WearMode> {
+        match text {
+            "read-only" => Some(WearMode::ReadOnly),
+            "errors" => Some(WearMode::Errors),
+            "stale" => Some(WearMode::Stale),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WearMode::ReadOnly => "read-only",
+            WearMode::Errors => "errors",
+            WearMode::Stale => "stale",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WearOut {
+    pub after_bytes: u64,
+    pub mode: WearMode,
+}
+
+impl WearOut {
+    /// The chance that a write fails once `written` bytes have been written (armed).
+    pub fn failure_chance(&self, written: u64) -> f64 {
+        if written < self.after_bytes {
+            return 0.0;
+        }
+        match self.mode {
+            WearMode::ReadOnly => 1.0,
+            WearMode::Stale => 0.0,
+            WearMode::Errors => {
+                ((written - self.after_bytes) as f64 / self.after_bytes.max(1) as f64).min(1.0)
+            }
+        }
+    }
 }
 
 impl Settings {
@@ -41,7 +98,7 @@ impl Settings {
     }
 }
 
-pub const KEYS: &str = "size, file, write-rate, read-rate, service-time-us, gc-pause-us, gc-every, gc-random, slc-bytes, slc-rate, volatile-cache, real-size, fake-mode, power-cut-file, stats-file, bad-offset, bad-length, armed-file";
+pub const KEYS: &str = "size, file, write-rate, read-rate, service-time-us, gc-pause-us, gc-every, gc-random, slc-bytes, slc-rate, volatile-cache, real-size, fake-mode, power-cut-file, stats-file, bad-offset, bad-length, armed-file, wear-out-bytes, wear-out-mode";
 
 #[derive(Debug, Default)]
 pub struct SettingsBuilder {
@@ -146,6 +203,24 @@ impl SettingsBuilder {
                 }
             },
             armed_file: self.get("armed-file").map(PathBuf::from),
+            wear_out: match (self.number("wear-out-bytes")?, self.get("wear-out-mode")) {
+                (Some(after_bytes), mode) if after_bytes > 0 => Some(WearOut {
+                    after_bytes,
+                    mode: match mode {
+                        None => WearMode::ReadOnly,
+                        Some(m) => WearMode::parse(m).ok_or_else(|| {
+                            format!("wear-out-mode={m}: accepted: {}", WearMode::NAMES)
+                        })?,
+                    },
+                }),
+                (None, None) => None,
+                _ => {
+                    return Err(
+                        "wear-out-bytes= is required with wear-out-mode= (bytes, above zero)"
+                            .into(),
+                    )
+                }
+            },
         })
     }
 }
@@ -183,6 +258,28 @@ mod tests {
         assert!(s.timing.gc.is_some_and(|g| g.random));
         assert_eq!(s.fake.map(|f| f.mode), Some(FakeMode::Wrap));
         assert_eq!(s.volatile_cache_bytes, Some(4 << 20));
+    }
+
+    #[test]
+    fn a_card_wears_out_in_the_way_it_is_told() {
+        let mut b = SettingsBuilder::default();
+        b.set("size", "100").unwrap();
+        b.set("write-rate", "10").unwrap();
+        b.set("wear-out-bytes", "1000").unwrap();
+        let w = b.build().unwrap().wear_out.unwrap();
+        assert_eq!(w.mode, WearMode::ReadOnly);
+        assert_eq!((w.failure_chance(999), w.failure_chance(1000)), (0.0, 1.0));
+        b.set("wear-out-mode", "errors").unwrap();
+        let w = b.build().unwrap().wear_out.unwrap();
+        assert_eq!(w.failure_chance(1500), 0.5);
+        assert_eq!(w.failure_chance(5000), 1.0);
+        b.set("wear-out-mode", "stale").unwrap();
+        assert_eq!(
+            b.build().unwrap().wear_out.unwrap().failure_chance(5000),
+            0.0
+        );
+        b.set("wear-out-mode", "melts").unwrap();
+        assert!(b.build().unwrap_err().contains("read-only, errors, stale"));
     }
 
     #[test]

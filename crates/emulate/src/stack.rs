@@ -90,6 +90,10 @@ pub struct DeviceModel {
     /// device is ready (after mkfs and mount).
     #[serde(default)]
     pub bad_sectors: Option<(u64, u64)>,
+    /// The card wears out after this many bytes written once it is ready, in this way
+    /// (read-only, errors, stale).
+    #[serde(default)]
+    pub wear_out: Option<(u64, String)>,
 }
 
 impl DeviceModel {
@@ -100,6 +104,13 @@ impl DeviceModel {
             || self.volatile_cache_bytes > 0
             || self.claimed_bytes.is_some()
             || self.bad_sectors.is_some()
+            || self.wear_out.is_some()
+    }
+
+    /// Whether the device has behaviour that must wait until it is ready (mkfs and mount
+    /// done): bad sectors and wear are armed then.
+    pub fn armed_later(&self) -> bool {
+        self.bad_sectors.is_some() || self.wear_out.is_some()
     }
 }
 
@@ -472,6 +483,14 @@ fn validate_device(spec: &Spec) -> Result<(), EmulateError> {
             )));
         }
     }
+    if let Some((after, mode)) = &d.wear_out {
+        if *after == 0 || sinkrate_devicemodel::WearMode::parse(mode).is_none() {
+            return Err(EmulateError::Usage(format!(
+                "--wear-out: {after} bytes, '{mode}': the bytes must be above zero and the mode one of {}",
+                sinkrate_devicemodel::WearMode::NAMES
+            )));
+        }
+    }
     if d.volatile_cache_bytes >= spec.size_bytes {
         return Err(EmulateError::Usage(format!(
             "--volatile-cache: {} bytes must be below the device's size",
@@ -653,6 +672,12 @@ fn plugin_args(
     if let Some((at, n)) = d.bad_sectors {
         a.push(format!("bad-offset={at}"));
         a.push(format!("bad-length={n}"));
+    }
+    if let Some((after, mode)) = &d.wear_out {
+        a.push(format!("wear-out-bytes={after}"));
+        a.push(format!("wear-out-mode={mode}"));
+    }
+    if d.armed_later() {
         a.push(format!("armed-file={}", armed.display()));
     }
     if d.claimed_bytes.is_some() {
@@ -745,7 +770,7 @@ fn start_nbdkit(spec: &Spec, state: &mut State) -> Result<PathBuf, EmulateError>
                 .args(plugin_args(spec, backing.as_deref(), &stats, &cut, &armed));
             state.device_stats = Some(stats);
             state.power_cut_file = Some(cut);
-            if spec.device.bad_sectors.is_some() {
+            if spec.device.armed_later() {
                 state.errors_file = Some(armed);
             }
         }
@@ -857,7 +882,7 @@ fn make_and_mount(spec: &Spec, state: &mut State, loop_dev: &str) -> Result<(), 
         tools::mkfs_tool(&spec.fs).ok_or_else(|| step("mkfs", "unsupported filesystem"))?;
     let mut mk = Command::new(mkfs);
     match spec.fs.as_str() {
-        "ext4" => mk.args(["-q", "-F", "-E", "nodiscard"]),
+        "ext4" => mk.args(["-q", "-F", "-E", "nodiscard,lazy_itable_init=0"]),
         "xfs" => mk.args(["-q", "-f", "-K"]),
         "btrfs" => mk.args(["-q", "-f", "-K"]),
         "f2fs" => mk.args(["-q", "-f"]),

@@ -54,13 +54,44 @@ fn device_written_bytes(devices: &[String]) -> Option<u64> {
     sinkrate_sys::disks::written_bytes(&sinkrate_sys::SysRoot::live(), &names)
 }
 
+/// Why the sustained write has no figure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbeError {
+    /// It could not run (a job it could not set up, every method refused).
+    Failed(String),
+    /// The device failed under it (EIO, or EROFS from a card or filesystem turned
+    /// read-only): when, and after how many bytes.
+    DeviceFailed {
+        what: String,
+        after_bytes: u64,
+        after_s: f64,
+    },
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeError::Failed(why) => f.write_str(why),
+            ProbeError::DeviceFailed {
+                what,
+                after_bytes,
+                after_s,
+            } => write!(
+                f,
+                "the device failed {after_s:.1} s into the sustained write, after {} written: {what}",
+                sinkrate_units::product::bytes_si(*after_bytes)
+            ),
+        }
+    }
+}
+
 /// Writes for at most `seconds` (the file is sized so that no offset is written twice:
 /// up to a quarter of the free space, at most 8 GiB), then fsyncs; the rate counts the fsync.
 pub fn sustained_write(
     dir: &Path,
     seconds: u64,
     stop: Arc<AtomicBool>,
-) -> Result<SustainedWrite, String> {
+) -> Result<SustainedWrite, ProbeError> {
     let target: TargetFacts = crate::host::target_facts(dir, false);
     let devices = crate::host::device_names(std::slice::from_ref(&target));
     let free = crate::files::free_bytes(dir).unwrap_or(u64::MAX);
@@ -92,7 +123,7 @@ pub fn sustained_write(
             },
             &LiveContext,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| ProbeError::Failed(e.to_string()))?;
         let run_options = RunOptions {
             read_only: false,
             base_dir: dir.to_path_buf(),
@@ -106,18 +137,28 @@ pub fn sustained_write(
             aux_dir: None,
             trigger: Default::default(),
         };
-        let prepared = prepare(&set, &run_options).map_err(|e| e.to_string())?;
+        let prepared =
+            prepare(&set, &run_options).map_err(|e| ProbeError::Failed(e.to_string()))?;
         let run = execute(prepared, &run_options);
         let after = device_written_bytes(&devices);
         let job = run
             .jobs
             .first()
-            .ok_or_else(|| "the sustained write did not run".to_string())?;
+            .ok_or_else(|| ProbeError::Failed("the sustained write did not run".to_string()))?;
         if job.error != 0 {
             let why = job
                 .error_text
                 .clone()
                 .unwrap_or_else(|| std::io::Error::from_raw_os_error(job.error).to_string());
+            // A device that fails writes fails them buffered too: trying again only writes
+            // more to a card at the end of its life.
+            if job.error == libc::EIO || job.error == libc::EROFS {
+                return Err(ProbeError::DeviceFailed {
+                    what: why,
+                    after_bytes: job.write.io_bytes,
+                    after_s: job.write.runtime_ns as f64 / 1e9,
+                });
+            }
             tried.push(why);
             continue;
         }
@@ -173,5 +214,5 @@ pub fn sustained_write(
             notes,
         });
     }
-    Err(tried.join("; "))
+    Err(ProbeError::Failed(tried.join("; ")))
 }

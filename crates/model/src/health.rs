@@ -14,11 +14,159 @@ pub struct CardHealth {
     /// What smartctl read from a SATA, NVMe or USB device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smart: Option<SmartHealth>,
+    /// An emulated card (`sinkrate emulate up --wear-out`): its own account of its wear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<EmulatedWear>,
 }
 
 impl CardHealth {
     pub fn is_empty(&self) -> bool {
-        self.mmc.is_none() && self.smart.is_none()
+        self.mmc.is_none() && self.smart.is_none() && self.emulated.is_none()
+    }
+
+    /// What the device has left to write, from its own account: an emulated card's
+    /// endurance less what it wrote, or SMART's bytes written extrapolated to 100% of the
+    /// rated endurance. None when it does not say (an eMMC's estimate is in 10% steps of an
+    /// endurance it does not state in bytes).
+    pub fn remaining_endurance(&self) -> Option<Endurance> {
+        if let Some(e) = &self.emulated {
+            return Some(Endurance {
+                remaining_bytes: e.endurance_bytes.saturating_sub(e.written_bytes),
+                source: format!(
+                    "the emulated card ({} before it wears out, {} written)",
+                    sinkrate_units::product::bytes_si(e.endurance_bytes),
+                    sinkrate_units::product::bytes_si(e.written_bytes)
+                ),
+            });
+        }
+        let s = self.smart.as_ref()?;
+        let (used, written) = (s.percentage_used?, s.written_bytes?);
+        if used == 0 || written == 0 {
+            return None;
+        }
+        let rated = written as f64 * 100.0 / f64::from(used);
+        Some(Endurance {
+            remaining_bytes: (rated - written as f64).max(0.0) as u64,
+            source: format!(
+                "SMART: {} written at {used}% of the rated endurance, so about {} rated in all",
+                sinkrate_units::product::bytes_si(written),
+                sinkrate_units::product::bytes_si(rated as u64)
+            ),
+        })
+    }
+}
+
+/// An emulated card's wear, as its device model counts it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmulatedWear {
+    /// The bytes it takes before it wears out (`--wear-out BYTES`).
+    pub endurance_bytes: u64,
+    /// `read-only`, `errors` or `stale`.
+    pub mode: String,
+    /// Written since it was made ready.
+    pub written_bytes: u64,
+    pub worn_out: bool,
+    /// When it wore out: milliseconds after it was made ready, and what it had written.
+    pub worn_out_at_ms: Option<u64>,
+    pub worn_out_after_bytes: Option<u64>,
+}
+
+/// Bytes a device can still take before its rated end, and where the figure comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Endurance {
+    pub remaining_bytes: u64,
+    pub source: String,
+}
+
+/// How long the device lasts at a recording's measured device write rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lifetime {
+    /// Bytes the device wrote per hour of recording (its own count, so the filesystem's
+    /// journal and metadata are in it).
+    pub device_bytes_per_hour: f64,
+    /// The duty cycle assumed.
+    pub hours_per_day: f64,
+    pub device_bytes_per_day: f64,
+    /// The device's bytes over the recorder's: what the filesystem and the device add.
+    pub write_amplification: Option<f64>,
+    pub endurance: Option<Endurance>,
+    /// Days until the endurance is used up at this rate; None without an endurance.
+    pub days: Option<f64>,
+}
+
+impl Lifetime {
+    /// The estimate from a recording's figures.
+    pub fn estimate(
+        device_bytes: u64,
+        app_bytes: u64,
+        recording_s: f64,
+        hours_per_day: f64,
+        endurance: Option<Endurance>,
+    ) -> Option<Lifetime> {
+        if recording_s <= 0.0 || device_bytes == 0 {
+            return None;
+        }
+        let per_hour = device_bytes as f64 / recording_s * 3600.0;
+        let per_day = per_hour * hours_per_day;
+        let days = endurance
+            .as_ref()
+            .map(|e| e.remaining_bytes as f64 / per_day.max(1.0));
+        Some(Lifetime {
+            device_bytes_per_hour: per_hour,
+            hours_per_day,
+            device_bytes_per_day: per_day,
+            write_amplification: (app_bytes > 0).then(|| device_bytes as f64 / app_bytes as f64),
+            endurance,
+            days,
+        })
+    }
+
+    /// One line for a person: the time, or what is missing for it.
+    pub fn line(&self) -> String {
+        let per_day = format!(
+            "{} a day written to the device at {} h of recording a day",
+            sinkrate_units::product::bytes_si(self.device_bytes_per_day as u64),
+            trim_float(self.hours_per_day)
+        );
+        match (&self.endurance, self.days) {
+            (Some(e), _) if e.remaining_bytes == 0 => format!(
+                "none left: the endurance is used up ({per_day}; endurance from {})",
+                e.source
+            ),
+            (Some(e), Some(days)) => format!(
+                "{} at this recording ({per_day}; endurance from {})",
+                duration_words(days),
+                e.source
+            ),
+            _ => format!(
+                "unknown: {per_day}; give --endurance (the card's rated bytes written, e.g. 40TB, or hours of video at a bitrate as cards are rated, e.g. 20000h@26M) to turn it into time"
+            ),
+        }
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// "2.3 years", "5 months", "12 days", "3.5 hours".
+pub fn duration_words(days: f64) -> String {
+    if days >= 365.0 {
+        format!("{:.1} years", days / 365.25)
+    } else if days >= 60.0 {
+        format!("{:.0} months", days / 30.44)
+    } else if days >= 2.0 {
+        format!("{days:.0} days")
+    } else if days * 24.0 >= 1.0 {
+        format!("{:.1} hours", days * 24.0)
+    } else if days * 24.0 * 60.0 >= 1.0 {
+        format!("{:.0} minutes", days * 24.0 * 60.0)
+    } else {
+        format!("{:.0} seconds", days * 86400.0)
     }
 }
 
@@ -155,6 +303,59 @@ impl PreEol {
             3 => Some(PreEol::Urgent),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifetime_is_the_endurance_over_the_bytes_a_day() {
+        // 1 MB/s for an hour of recording, 12 hours a day, 43.2 GB of endurance left.
+        let e = Endurance {
+            remaining_bytes: 43_200_000_000,
+            source: "given".into(),
+        };
+        let l = Lifetime::estimate(3_600_000_000, 3_000_000_000, 3600.0, 12.0, Some(e)).unwrap();
+        assert_eq!(l.device_bytes_per_day, 43_200_000_000.0);
+        assert_eq!(l.days, Some(1.0));
+        assert_eq!(l.write_amplification, Some(1.2));
+        assert!(
+            l.line().starts_with("24.0 hours at this recording"),
+            "{}",
+            l.line()
+        );
+        let l = Lifetime::estimate(3_600_000_000, 0, 3600.0, 24.0, None).unwrap();
+        assert!(l.line().contains("86.4 GB a day") && l.line().contains("give --endurance"));
+        assert_eq!(duration_words(900.0), "2.5 years");
+    }
+
+    #[test]
+    fn smart_and_emulated_cards_say_what_they_have_left() {
+        let smart = CardHealth {
+            smart: Some(SmartHealth {
+                percentage_used: Some(25),
+                written_bytes: Some(10_000_000_000_000),
+                ..SmartHealth::default()
+            }),
+            ..CardHealth::default()
+        };
+        let e = smart.remaining_endurance().unwrap();
+        assert_eq!(e.remaining_bytes, 30_000_000_000_000);
+        assert!(e.source.contains("about 40.0 TB rated"), "{}", e.source);
+        let emulated = CardHealth {
+            emulated: Some(EmulatedWear {
+                endurance_bytes: 3_000_000_000,
+                written_bytes: 1_000_000_000,
+                ..EmulatedWear::default()
+            }),
+            ..CardHealth::default()
+        };
+        assert_eq!(
+            emulated.remaining_endurance().unwrap().remaining_bytes,
+            2_000_000_000
+        );
     }
 }
 

@@ -316,6 +316,51 @@ pub struct RecordReport {
     /// `--power-cut-at`: what the cut cost.
     #[serde(default)]
     pub power_cut: Option<PowerCutReport>,
+    /// The device failed under the recording (the kernel reported it): when, after how
+    /// many bytes, and in the kernel's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_failure: Option<DeviceFailure>,
+    /// How long the device lasts at this recording's device write rate, and its write
+    /// amplification; null for a recording that wrote nothing.
+    #[serde(default)]
+    pub lifetime: Option<crate::health::Lifetime>,
+}
+
+/// A failure of the recording's device that the kernel reported: a card turned read-only or
+/// worn out, I/O errors on writeback that no write call returned.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeviceFailure {
+    /// Seconds into the recording when the first message was seen (to the sampler's
+    /// interval).
+    pub at_s: f64,
+    /// What the devices had written from the start of the recording to then (diskstats).
+    pub device_written_bytes: Option<u64>,
+    /// The kernel's first messages, oldest first.
+    pub messages: Vec<String>,
+    /// How many such messages there were in all.
+    pub count: u64,
+}
+
+impl DeviceFailure {
+    /// One line: the moment, the bytes, the kernel's first words.
+    pub fn line(&self) -> String {
+        let t = self.at_s.max(0.0) as u64;
+        format!(
+            "the device failed at {:02}:{:02}:{:02} into the recording{}: the kernel reported \"{}\"{}",
+            t / 3600,
+            t / 60 % 60,
+            t % 60,
+            self.device_written_bytes
+                .map(|b| format!(", after {} written to it", sinkrate_units::product::bytes_si(b)))
+                .unwrap_or_default(),
+            self.messages.first().map(String::as_str).unwrap_or(""),
+            if self.count > 1 {
+                format!(" and {} more messages like it", self.count - 1)
+            } else {
+                String::new()
+            }
+        )
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

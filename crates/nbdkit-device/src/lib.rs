@@ -67,6 +67,30 @@ struct State {
     read_bytes: u64,
     flushes: u64,
     stats_written: Option<Instant>,
+    wear: Wear,
+}
+
+/// The card's wear: bytes written since the device was made ready (mkfs and mount not
+/// counted), when it wore out, and what its writes have met since.
+#[derive(Default)]
+struct Wear {
+    armed_at: Option<Instant>,
+    written: u64,
+    worn_out_ms: Option<u64>,
+    worn_out_written: u64,
+    failed_writes: u64,
+    lost_bytes: u64,
+    rng: u64,
+}
+
+impl Wear {
+    /// A uniform draw in [0, 1) (xorshift64*: the plugin needs chance, not cryptography).
+    fn draw(&mut self) -> f64 {
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        (self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 struct Device {
@@ -139,6 +163,56 @@ impl Device {
         Ok(())
     }
 
+    /// A write of `len` bytes meets the card's wear: Err when a worn card refuses it, false
+    /// when a stale one takes it without storing it. The write that crosses the threshold is
+    /// the last one stored.
+    fn wear(&self, st: &mut State, len: u64) -> Result<bool> {
+        let Some(w) = self.settings.wear_out else {
+            return Ok(true);
+        };
+        if st.wear.armed_at.is_none() {
+            if self
+                .settings
+                .armed_file
+                .as_ref()
+                .is_some_and(|f| !f.exists())
+            {
+                return Ok(true);
+            }
+            st.wear.armed_at = Some(Instant::now());
+        }
+        let before = st.wear.written;
+        if before >= w.after_bytes && st.wear.worn_out_ms.is_none() {
+            st.wear.worn_out_ms = st.wear.armed_at.map(|t| t.elapsed().as_millis() as u64);
+            st.wear.worn_out_written = before;
+            self.write_stats(st, true);
+        }
+        let chance = w.failure_chance(before);
+        if chance > 0.0 && (chance >= 1.0 || st.wear.draw() < chance) {
+            st.wear.failed_writes += 1;
+            // The first refusal is in the account at once; later ones as it is rewritten.
+            let first = st.wear.failed_writes == 1;
+            self.write_stats(st, first);
+            return Err(nbdkit::Error::new(
+                if w.mode == sinkrate_devicemodel::WearMode::ReadOnly {
+                    libc::EROFS
+                } else {
+                    libc::EIO
+                },
+                format!(
+                    "the card is worn out ({} written): write refused",
+                    st.wear.written
+                ),
+            ));
+        }
+        st.wear.written += len;
+        if before >= w.after_bytes && w.mode == sinkrate_devicemodel::WearMode::Stale {
+            st.wear.lost_bytes += len;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     /// A request that touches the bad sectors fails, once they are armed.
     fn check_bad(&self, offset: u64, len: usize) -> Result<()> {
         let s = &self.settings;
@@ -164,7 +238,7 @@ impl Device {
         }
         st.stats_written = Some(Instant::now());
         let text = format!(
-            "{{\"busy_ns\": {}, \"gc_pauses\": {}, \"written_bytes\": {}, \"read_bytes\": {}, \"flushes\": {}, \"cache_held_bytes\": {}, \"cache_lost_bytes\": {}, \"slc_used_bytes\": {}, \"power_cut\": {}, \"power_cuts\": {}}}\n",
+            "{{\"busy_ns\": {}, \"gc_pauses\": {}, \"written_bytes\": {}, \"read_bytes\": {}, \"flushes\": {}, \"cache_held_bytes\": {}, \"cache_lost_bytes\": {}, \"slc_used_bytes\": {}, \"power_cut\": {}, \"power_cuts\": {}, \"wear_written_bytes\": {}, \"worn_out\": {}, \"worn_out_at_ms\": {}, \"worn_out_after_bytes\": {}, \"wear_failed_writes\": {}, \"wear_lost_bytes\": {}}}\n",
             st.timeline.busy_ns,
             st.timeline.gc_pauses,
             st.written_bytes,
@@ -174,7 +248,13 @@ impl Device {
             st.cache_lost_bytes,
             st.timeline.slc_used_bytes(),
             st.power_cut,
-            st.power_cuts
+            st.power_cuts,
+            st.wear.written,
+            st.wear.worn_out_ms.is_some(),
+            st.wear.worn_out_ms.map_or("null".to_string(), |m| m.to_string()),
+            st.wear.worn_out_ms.map_or("null".to_string(), |_| st.wear.worn_out_written.to_string()),
+            st.wear.failed_writes,
+            st.wear.lost_bytes
         );
         write_atomically(path, &text);
     }
@@ -257,6 +337,10 @@ impl Server for Card {
             read_bytes: 0,
             flushes: 0,
             stats_written: None,
+            wear: Wear {
+                rng: seed | 1,
+                ..Wear::default()
+            },
         };
         let _ = DEVICE.set(Device {
             settings,
@@ -314,6 +398,11 @@ impl Server for Card {
         let dev = device()?;
         dev.check_bad(offset, buf.len())?;
         dev.serve(false, |st, now| {
+            let keep = dev.wear(st, buf.len() as u64)?;
+            if !keep {
+                st.written_bytes += buf.len() as u64;
+                return Ok(st.timeline.write(now, buf.len() as u64));
+            }
             for p in pieces(dev.settings.fake, offset, buf.len()) {
                 let Some(at) = p.media_offset else {
                     continue;

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sinkrate_model::health::{Endurance, Lifetime};
+use sinkrate_model::record::DeviceFailure;
 use sinkrate_model::{Envelope, RunError, RunKind, TargetFacts};
 use sinkrate_sampler::{analyse, Sample, Sampler, SamplerConfig, SamplerOutput};
 use sinkrate_stats::{LatencyDistribution, LatencyRecorder};
@@ -39,7 +41,15 @@ pub struct Session {
     pub board_ram_bytes: Option<u64>,
     /// What `record.power_cut_at` cuts (an emulated card), supplied by the caller.
     pub power_switch: Option<std::sync::Arc<dyn crate::power_cut::PowerSwitch>>,
+    /// The endurance the user gave (`--endurance`); without it, what the device says of
+    /// itself (SMART, an emulated card's), if anything.
+    pub endurance: Option<Endurance>,
+    /// The recorder's duty cycle for the lifetime estimate (`--hours-per-day`).
+    pub hours_per_day: f64,
 }
+
+/// The duty cycle assumed when none is given: a recorder that never stops.
+pub const DEFAULT_HOURS_PER_DAY: f64 = 24.0;
 
 /// What a board with `ram` bytes has available to programs, about: what its kernel, page
 /// tables and the system's own services leave (a quarter of a small board's memory).
@@ -294,6 +304,12 @@ pub fn run(
         }
         None => None,
     };
+    // What the device has left when the recording starts, when the user did not say: its
+    // own account (SMART, an emulated card's).
+    let endurance = s.endurance.clone().or_else(|| {
+        let (health, _) = sinkrate_sys::health::of_path(&cfg.dir);
+        health.remaining_endurance()
+    });
     let devices = sinkrate_sys::host::device_names(std::slice::from_ref(&target));
     let sampler = Sampler::start(
         SamplerConfig {
@@ -380,6 +396,7 @@ pub fn run(
         }),
     );
     report.power_cut = power_cut;
+    report.lifetime = lifetime(&report, &sampled, s.hours_per_day, endurance);
     let mut run = Envelope::new(
         RunKind::Record,
         sinkrate_sys::host::host_facts(),
@@ -388,7 +405,7 @@ pub fn run(
     );
     run.error = run.result.errors.first().map(|e| RunError {
         what: e.clone(),
-        at_s: None,
+        at_s: run.result.device_failure.as_ref().map(|f| f.at_s),
     });
     run.interrupted = interrupted;
     run.notices = sampled.notes.clone();
@@ -613,7 +630,19 @@ fn judge(
         mean(window.iter().filter_map(|x| x.disk_util_pct)).map(|u| u / 100.0);
     let device_rate_while_busy = rate_while_busy(&window);
     let final_flush_s = results.iter().map(|r| r.final_sync_ns).max().unwrap_or(0) as f64 / 1e9;
-    let errors: Vec<String> = results.iter().filter_map(|r| r.error.clone()).collect();
+    let device_failure = device_failure(sampled);
+    let mut errors: Vec<String> = results.iter().filter_map(|r| r.error.clone()).collect();
+    // The device's failure is the cause of the write errors after it: one line says both.
+    if let Some(f) = &device_failure {
+        let line = match errors.first() {
+            Some(first) => format!("{}; then the recording's write failed: {first}", f.line()),
+            None => f.line(),
+        };
+        match errors.first_mut() {
+            Some(first) => *first = line,
+            None => errors.push(line),
+        }
+    }
     let settings = sampled.settings;
     let evidence = Evidence {
         duration_s: elapsed_s,
@@ -758,7 +787,65 @@ fn judge(
             timeline: sampled.timeline.clone(),
         },
         power_cut: None,
+        device_failure,
+        lifetime: None,
     }
+}
+
+/// How long the device lasts at this recording: the bytes the devices wrote over the whole
+/// run (the final flush included, so that data the page cache still held at the window's
+/// end counts) per second of recording.
+fn lifetime(
+    report: &crate::report::RecordReport,
+    sampled: &SamplerOutput,
+    hours_per_day: f64,
+    endurance: Option<Endurance>,
+) -> Option<Lifetime> {
+    if report.config.write_mode == WriteMode::Null {
+        return None;
+    }
+    // Up to a failure of the device, what it took in the time it worked.
+    let (until_ns, seconds) = match &report.device_failure {
+        Some(f) => ((f.at_s * 1e9) as u64, f.at_s),
+        None => (u64::MAX, report.totals.duration_s),
+    };
+    let device_bytes = device_bytes_until(sampled, until_ns)?;
+    // The recorder's bytes in the same time, at its mean rate.
+    let app_bytes =
+        (report.totals.bytes_written as f64 * (seconds / report.totals.duration_s).min(1.0)) as u64;
+    Lifetime::estimate(device_bytes, app_bytes, seconds, hours_per_day, endurance)
+}
+
+/// The bytes the sampled devices wrote from the start up to `until_ns`, from the sampler's
+/// rates over its intervals; None when it had no disk series.
+fn device_bytes_until(sampled: &SamplerOutput, until_ns: u64) -> Option<u64> {
+    let mut written = 0.0;
+    let mut seen = false;
+    let mut prev_ns = None;
+    for x in sampled.timeline.iter().take_while(|x| x.t_ns <= until_ns) {
+        if let (Some(rate), Some(prev)) = (x.disk_write_bytes_per_s, prev_ns) {
+            written += rate * x.t_ns.saturating_sub(prev) as f64 / 1e9;
+            seen = true;
+        }
+        prev_ns = Some(x.t_ns);
+    }
+    seen.then_some(written as u64)
+}
+
+/// What the kernel said of the recording's devices failing, with when it was seen and what
+/// the devices had written by then (the sampler's rates over its samples up to then).
+fn device_failure(sampled: &SamplerOutput) -> Option<DeviceFailure> {
+    let (first_ns, _) = sampled.device_failures.first()?;
+    Some(DeviceFailure {
+        at_s: *first_ns as f64 / 1e9,
+        device_written_bytes: device_bytes_until(sampled, *first_ns),
+        messages: sampled
+            .device_failures
+            .iter()
+            .map(|(_, m)| m.clone())
+            .collect(),
+        count: sampled.device_failure_count,
+    })
 }
 
 /// Each stream's bytes on disk, measured before its files are removed (unless kept).

@@ -55,6 +55,9 @@ pub struct SamplerConfig {
     pub root: sinkrate_sys::SysRoot,
     /// The memory the timeline's budget is sized to; None: this machine's MemTotal.
     pub memory_bytes: Option<u64>,
+    /// Whether to watch the kernel log for failures of `devices` (a card turning read-only,
+    /// I/O errors on writeback that no write call returns).
+    pub device_failures: bool,
 }
 
 impl Default for SamplerConfig {
@@ -65,6 +68,7 @@ impl Default for SamplerConfig {
             hogs: false,
             root: sinkrate_sys::SysRoot::live(),
             memory_bytes: None,
+            device_failures: false,
         }
     }
 }
@@ -76,6 +80,7 @@ impl SamplerConfig {
         SamplerConfig {
             devices,
             hogs: true,
+            device_failures: true,
             ..SamplerConfig::default()
         }
     }
@@ -97,7 +102,16 @@ pub struct SamplerCore {
     hogs: Option<HogTracker>,
     last_hog_scan: Option<Instant>,
     pub top_hog: Option<(String, f64)>,
+    kernel_log: Option<sinkrate_sys::kmsg::KernelLog>,
+    /// The kernel's first messages on a failure of the sampled devices (when seen, ns from
+    /// the start), at most [`MAX_DEVICE_FAILURES`], and how many there were in all.
+    pub device_failures: Vec<(u64, String)>,
+    pub device_failure_count: u64,
 }
+
+/// The kernel's messages on device failures kept for the report (a failing card logs
+/// thousands, rate-limited).
+pub const MAX_DEVICE_FAILURES: usize = 8;
 
 /// Whole disks with hardware behind them (not loop, ram, dm), from the system layer.
 pub fn physical_disks() -> Vec<String> {
@@ -135,9 +149,23 @@ impl SamplerCore {
         } else {
             config.devices.clone()
         };
+        let kernel_log = if config.device_failures && root.is_live() {
+            let log = sinkrate_sys::kmsg::KernelLog::mark();
+            if log.is_none() {
+                notes.push(
+                    "the kernel log (/dev/kmsg) cannot be read by this user: failures the kernel reports on the device (I/O errors in writeback, a card turned read-only) are seen only where a write call returns them".into(),
+                );
+            }
+            log
+        } else {
+            None
+        };
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         SamplerCore {
+            kernel_log,
+            device_failures: Vec::new(),
+            device_failure_count: 0,
             meminfo,
             vmstat,
             diskstats,
@@ -200,6 +228,16 @@ impl SamplerCore {
         }
         let mut sample = sample::derive(&raw, self.prev.as_ref(), self.page_size);
         self.prev = Some(raw);
+        if let Some(log) = self.kernel_log.as_mut() {
+            for message in log.since() {
+                if sinkrate_sys::kmsg::reports_device_failure(&message, &self.devices) {
+                    self.device_failure_count += 1;
+                    if self.device_failures.len() < MAX_DEVICE_FAILURES {
+                        self.device_failures.push((t_ns, message));
+                    }
+                }
+            }
+        }
         if let Some(h) = self.hogs.as_mut() {
             let due = self
                 .last_hog_scan
@@ -230,6 +268,10 @@ pub struct SamplerOutput {
     pub devices: Vec<String>,
     pub notes: Vec<String>,
     pub hogs: Vec<Hog>,
+    /// The kernel's first messages on failures of the sampled devices, with when they were
+    /// seen (ns from the start), and their count.
+    pub device_failures: Vec<(u64, String)>,
+    pub device_failure_count: u64,
 }
 
 impl SamplerOutput {
@@ -284,6 +326,8 @@ impl Sampler {
                     devices: core.devices().to_vec(),
                     notes,
                     hogs: core.top_hogs(10),
+                    device_failures: std::mem::take(&mut core.device_failures),
+                    device_failure_count: core.device_failure_count,
                 }
             })
             .ok();

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::root::SysRoot;
 use sinkrate_model::facts::{BlockDevice, Bus};
-use sinkrate_model::health::{CardHealth, LifeTime, MmcCard, PreEol, SdStatus, SmartHealth};
+use sinkrate_model::health::{
+    CardHealth, EmulatedWear, LifeTime, MmcCard, PreEol, SdStatus, SmartHealth,
+};
 
 /// How long smartctl may take before it is stopped: it talks to the drive, and a drive
 /// behind a bridge that does not answer can hold it for minutes.
@@ -16,18 +18,66 @@ pub const SMARTCTL_TIMEOUT: Duration = Duration::from_secs(10);
 /// More than smartctl's JSON for any drive (a few tens of KiB).
 const SMARTCTL_BYTES: u64 = 4 << 20;
 
-/// The health facts of `device` (the physical one under a target), and notes on what could
-/// not be read.
-pub fn read(root: &SysRoot, device: &BlockDevice, notes: &mut Vec<String>) -> CardHealth {
-    let mut health = CardHealth::default();
-    match device.bus {
-        Bus::Mmc => health.mmc = Some(mmc_card(root, &device.sysfs_path, notes)),
-        Bus::Sata | Bus::Nvme | Bus::Usb | Bus::Scsi => {
-            health.smart = smart(root, &device.disk, notes);
+/// The health facts of the device under a target (`chain`: the mounted device first, then
+/// what it stands on), and notes on what could not be read.
+pub fn read(root: &SysRoot, chain: &[BlockDevice], notes: &mut Vec<String>) -> CardHealth {
+    let mut health = CardHealth {
+        emulated: chain.iter().find_map(|d| emulated_wear(root, d)),
+        ..CardHealth::default()
+    };
+    let physical = chain
+        .iter()
+        .find(|d| !matches!(d.bus, Bus::Loop | Bus::Dm | Bus::Md));
+    match physical.map(|d| (d.bus, d)) {
+        Some((Bus::Mmc, d)) => health.mmc = Some(mmc_card(root, &d.sysfs_path, notes)),
+        Some((Bus::Sata | Bus::Nvme | Bus::Usb | Bus::Scsi, d)) => {
+            health.smart = smart(root, &d.disk, notes);
         }
         _ => {}
     }
     health
+}
+
+/// The health facts of the device `path` is stored on (the live system), with notes.
+pub fn of_path(path: &std::path::Path) -> (CardHealth, Vec<String>) {
+    let root = SysRoot::live();
+    let mut notes = Vec::new();
+    let chain = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| crate::mounts::resolve(&root, &p.to_string_lossy()).ok())
+        .and_then(|t| crate::device::sysfs_dir(&root, t.major, t.minor, &t.source))
+        .map(|sys| crate::device::chain(&root, &sys))
+        .unwrap_or_default();
+    let health = read(&root, &chain, &mut notes);
+    (health, notes)
+}
+
+/// A loop device over an emulated card's export (`STATE/fuse/disk`, `sinkrate emulate
+/// up`): the card's wear as its device model counts it (`STATE/device.json`), when the
+/// card was given an endurance (`--wear-out`).
+fn emulated_wear(root: &SysRoot, d: &BlockDevice) -> Option<EmulatedWear> {
+    use serde_json::Value;
+    let backing = d.loop_backing_file.as_deref()?;
+    let state_dir = backing.strip_suffix("/fuse/disk")?;
+    let read = |name: &str| -> Option<Value> {
+        let bytes =
+            crate::input::read_capped(&root.host_path(&format!("{state_dir}/{name}")), 1 << 20)
+                .ok()?;
+        serde_json::from_slice(&bytes).ok()
+    };
+    let state = read("state.json")?;
+    let wear = state["spec"]["device"]["wear_out"].as_array()?;
+    let endurance_bytes = wear.first()?.as_u64()?;
+    let mode = wear.get(1)?.as_str()?.to_string();
+    let stats = read("device.json").unwrap_or(Value::Null);
+    Some(EmulatedWear {
+        endurance_bytes,
+        mode,
+        written_bytes: stats["wear_written_bytes"].as_u64().unwrap_or(0),
+        worn_out: stats["worn_out"].as_bool().unwrap_or(false),
+        worn_out_at_ms: stats["worn_out_at_ms"].as_u64(),
+        worn_out_after_bytes: stats["worn_out_after_bytes"].as_u64(),
+    })
 }
 
 fn hex_u32(text: &str) -> Option<u32> {

@@ -141,6 +141,19 @@ pub fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
+/// An amount written as the product prints it for a person: megabytes, gigabytes or
+/// terabytes (1000-based) as they grow (`64 MB`, `3.1 GB`, `40.0 TB`).
+pub fn bytes_si(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e12 {
+        format!("{:.1} TB", b / 1e12)
+    } else if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else {
+        format!("{:.0} MB", b / 1e6)
+    }
+}
+
 #[cfg(test)]
 mod format_tests {
     #[test]
@@ -148,5 +161,8 @@ mod format_tests {
         assert_eq!(super::mb_per_s(20e6), "20.0 MB/s");
         assert_eq!(super::mb_per_s(3_416_000.0), "3.4 MB/s");
         assert_eq!(super::gib(1 << 30), "1.00 GiB");
+        assert_eq!(super::bytes_si(64_000_000), "64 MB");
+        assert_eq!(super::bytes_si(3_100_000_000), "3.1 GB");
+        assert_eq!(super::bytes_si(40_000_000_000_000), "40.0 TB");
     }
 }

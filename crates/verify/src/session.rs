@@ -363,7 +363,13 @@ pub fn run(
         Err((done, e)) => {
             let mut r = empty_report(cfg, &path, is_device, &plan);
             r.verdict = VerifyVerdict::Failed;
-            r.verdict_text = format!("writing failed: {e}");
+            // The moment the device refused: a card at the end of its life turns read-only
+            // after some amount written, which is the figure its user needs.
+            r.verdict_text = format!(
+                "writing failed after {} written, {:.1} s into the test: {e}",
+                sinkrate_units::product::bytes_si(done.bytes),
+                done.seconds
+            );
             // What was written before the fault, as the figures up to it.
             r.write = Some(done);
             if let Some(left) = cleanup.remove_now() {
