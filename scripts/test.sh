@@ -95,13 +95,15 @@ lane_c=("capacity" "report"
   "bench_fio_behaviour" "bench_fio_compat" "bench_fio_coordination" "bench_fio_engines"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"
-  "bench_verify" "endurance -endurance::check_on_" "@checks" "qemu")
+  "bench_verify" "endurance -endurance::check_on_ -endurance::a_soak_" "@checks" "qemu")
+# A soak of ten minutes: it mostly waits on its paced camera, beside the other lanes.
+lane_d=("endurance::a_soak_")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
 listed=$("$it_bin" --list 2>/dev/null | grep -c ': test$')
 # Every module is in a lane (a new module must be given one); the count of tests run, checked
 # below, finds a test left out of every lane or run twice.
 for m in $modules; do
-  n=$(printf '%s\n' "${lane_a[@]}" "${lane_b[@]}" "${lane_c[@]}" | tr ' ' '\n' | sed 's/::.*//' | grep -cx -- "$m" || true)
+  n=$(printf '%s\n' "${lane_a[@]}" "${lane_b[@]}" "${lane_c[@]}" "${lane_d[@]}" | tr ' ' '\n' | sed 's/::.*//' | grep -cx -- "$m" || true)
   if [ "$n" = 0 ]; then
     echo "FAIL: tests/it/$m.rs is in no lane of scripts/test.sh" >&2
     exit 1
@@ -165,8 +167,10 @@ run_lane B "${lane_b[@]}" &
 pid_b=$!
 run_lane C "${lane_c[@]}" &
 pid_c=$!
+run_lane D "${lane_d[@]}" &
+pid_d=$!
 failed=0
-for pid in $pid_a $pid_b $pid_c; do
+for pid in $pid_a $pid_b $pid_c $pid_d; do
   wait "$pid" || failed=1
 done
 # The board build as shipped, of the largest of the board targets: static, smoke-run and

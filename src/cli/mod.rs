@@ -508,6 +508,11 @@ pub struct RecordArgs {
     /// sinkrate emulate up --volatile-cache only)
     #[arg(long, value_name = "TIME", value_parser = values::duration_value)]
     pub power_cut_at: Option<std::time::Duration>,
+    /// A soak: read every closed segment back from the device this often (e.g. 10m), each
+    /// frame's header and checksum checked, so that a card returning stale or corrupt data
+    /// fails the run when it happens (needs --segment-time or --segment-size)
+    #[arg(long, value_name = "TIME", value_parser = values::duration_value)]
+    pub verify_every: Option<std::time::Duration>,
     /// Search the largest value that still keeps up for --duration: streams, bitrate or fps
     /// (bisection to 5%, confirmed by a second run), next to the device's raw direct-write rate
     #[arg(long, value_name = "WHAT", value_enum)]

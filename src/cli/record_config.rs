@@ -212,8 +212,28 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
         frame_records: true,
         segments,
         power_cut_at: args.power_cut_at,
+        verify_every: args.verify_every,
         run_tag: 0,
     };
+    if let Some(every) = record.verify_every {
+        if every.is_zero() || every >= record.duration {
+            return Err(anyhow!(
+                "--verify-every {}s: must be above 0 and shorter than --duration {}s (the segments closed in the run are read back at that interval)",
+                every.as_secs_f64(),
+                record.duration.as_secs_f64()
+            ));
+        }
+        if !record.segments.segmented() {
+            return Err(anyhow!(
+                "--verify-every reads back closed segments: give --segment-time or --segment-size too"
+            ));
+        }
+        if record.write_mode == sinkrate_record::config::WriteMode::Null {
+            return Err(anyhow!(
+                "--verify-every and --write-mode null: nothing is written to read back"
+            ));
+        }
+    }
     if let Some(at) = record.power_cut_at {
         if at.is_zero() || at >= record.duration {
             return Err(anyhow!(

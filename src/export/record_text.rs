@@ -97,6 +97,33 @@ impl Exporter<RecordRun> for RecordText {
             ),
             (None, _) => "data at risk on a power cut: not bounded by the recorder, which never asked the device to make its writes durable (no --fdatasync-every, not dsync): a cut loses what the page cache and the card's cache hold\n".into(),
         });
+        if r.windows.len() > 1 && r.totals.duration_s >= 600.0 {
+            t.push_str("\nwindow               rate   worst write   frames\n");
+            for w in &r.windows {
+                t.push_str(&format!(
+                    "{:>8}-{:<8} {:>9}   {:>8.1} ms  {:>7}\n",
+                    clock(w.start_s),
+                    clock(w.end_s),
+                    format!("{:.1} MB/s", w.written_bytes_per_s / 1e6),
+                    w.worst_write_ns as f64 / 1e6,
+                    w.frames_written
+                ));
+            }
+        }
+        if let Some(v) = &r.soak {
+            t.push_str(&format!(
+                "read back during the recording: {} closed segment(s), {:.1} MB, every {:.0} s{}{}\n",
+                v.segments_verified,
+                v.bytes_verified as f64 / 1e6,
+                v.every_s,
+                if v.segments_deleted_first > 0 {
+                    format!("; {} deleted by loop recording before their turn", v.segments_deleted_first)
+                } else {
+                    String::new()
+                },
+                if v.failure.is_some() { "; one did not read back as written (below)" } else { "" }
+            ));
+        }
         if let Some(l) = &r.lifetime {
             t.push_str(&format!(
                 "card lifetime: {}{}\n",
@@ -155,4 +182,10 @@ fn power_cut_text(cut: &PowerCutReport) -> String {
         }
     }
     t
+}
+
+/// Seconds as H:MM:SS.
+fn clock(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }

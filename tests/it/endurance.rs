@@ -335,3 +335,144 @@ fn bad_endurance_and_duty_cycles_get_one_line() {
         assert!(line.contains(expect), "{line}");
     }
 }
+
+/// A soak's run: exit code, JSON, and the kernel's account of its peak memory and CPU.
+fn soak_run(
+    dir: &str,
+    seconds: u64,
+    every: &str,
+) -> (Option<i32>, serde_json::Value, libc::rusage) {
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let json = out_dir.path().join("soak.json");
+    let duration = format!("{seconds}s");
+    let record = RecordArgs::on(dir)
+        .with("--frame-size", "16k")
+        .with("--duration", &duration)
+        .with("--segment-time", "30s")
+        .with("--verify-every", every);
+    let mut args = record.args();
+    args.push("--keep");
+    let file = std::fs::File::create(&json).expect("json file");
+    let mut cmd = Command::new(sinkrate_path());
+    cmd.current_dir(out_dir.path()).args(&args).stdout(file);
+    let (code, usage) = common::run_with_usage(&mut cmd);
+    let v = serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("JSON");
+    (code, v, usage)
+}
+
+#[test]
+fn a_soak_of_ten_minutes_reads_every_closed_segment_back_in_flat_memory() {
+    with_root(
+        "a_soak_of_ten_minutes_reads_every_closed_segment_back_in_flat_memory",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&["--write-rate", "100M", "--size", "1G"]);
+            let dir = card.path().to_str().expect("utf8").to_string();
+            let (_, short, short_usage) = soak_run(&dir, 60, "20s");
+            for f in common::files_in(card.path()) {
+                if f.starts_with("sinkrate-record-") {
+                    std::fs::remove_file(card.path().join(f)).expect("remove");
+                }
+            }
+            let (code, v, usage) = soak_run(&dir, 600, "60s");
+            assert_ne!(code, Some(2), "{}", v["errors"]);
+            assert_ne!(v["verdict"], "failed", "{}", v["verdict_text"]);
+            let soak = &v["soak"];
+            assert!(soak["failure"].is_null(), "{soak}");
+            // Every segment but the last was closed during the run and read back: the files
+            // on the card (kept) and their sizes are the filesystem's count.
+            let mut files: Vec<String> = common::files_in(card.path())
+                .into_iter()
+                .filter(|f| f.starts_with("sinkrate-record-cam0-"))
+                .collect();
+            files.sort();
+            assert!(files.len() >= 19, "{files:?}");
+            let closed_bytes: u64 = files[..files.len() - 1]
+                .iter()
+                .map(|f| std::fs::metadata(card.path().join(f)).expect("size").len())
+                .sum();
+            assert_eq!(
+                soak["segments_verified"].as_u64(),
+                Some(files.len() as u64 - 1),
+                "{soak}"
+            );
+            assert_eq!(
+                soak["bytes_verified"].as_u64(),
+                Some(closed_bytes),
+                "{soak}"
+            );
+            // Six windows of 100 s that hold every frame written.
+            let windows = v["windows"].as_array().expect("windows");
+            assert_eq!(windows.len(), 6, "{windows:?}");
+            let in_windows: u64 = windows
+                .iter()
+                .map(|w| w["bytes_written"].as_u64().expect("bytes"))
+                .sum();
+            assert_eq!(Some(in_windows), v["totals"]["bytes_written"].as_u64());
+            // Flat: ten times as long costs no more than a few MB of memory more (frame
+            // records and the sampler's timeline, both bounded), and little CPU.
+            let grew_kb = usage.ru_maxrss - short_usage.ru_maxrss;
+            assert!(
+                grew_kb < 16 * 1024,
+                "peak memory {} KiB for 600 s against {} KiB for 60 s",
+                usage.ru_maxrss,
+                short_usage.ru_maxrss
+            );
+            let cpu_s = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) as f64;
+            assert!(cpu_s < 60.0, "{cpu_s} s of CPU for a 600 s recording");
+            assert!(
+                short["soak"]["segments_verified"].as_u64() >= Some(1),
+                "{short}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_soak_on_a_card_that_loses_data_fails_when_it_happens_not_at_the_end() {
+    with_root(
+        "a_soak_on_a_card_that_loses_data_fails_when_it_happens_not_at_the_end",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&[
+                "--write-rate",
+                "100M",
+                "--size",
+                "512M",
+                "--wear-out",
+                "16M:stale",
+            ]);
+            let dir = card.path().to_str().expect("utf8").to_string();
+            let (code, v, stderr) = run(&RecordArgs::on(&dir)
+                .with("--duration", "30s")
+                .with("--segment-time", "2s")
+                .with("--verify-every", "3s")
+                .args());
+            assert_eq!(code, Some(2), "{stderr}");
+            assert_eq!(v["verdict"], "failed", "{v}");
+            let failure = &v["soak"]["failure"];
+            assert!(
+                failure["holds"]
+                    .as_str()
+                    .is_some_and(|h| h.starts_with("zeros")),
+                "{failure}"
+            );
+            // 64 KiB frames at 30 fps reach 16 MiB after about 8.5 s: found a segment and a
+            // pass later, well before the 30 s are over.
+            let found = failure["found_at_s"].as_f64().expect("found");
+            assert!(found < 25.0, "found at {found} s");
+            assert!(v["soak"]["segments_verified"].as_u64() >= Some(2), "{v}");
+            assert!(
+                card_account(&card)["wear_lost_bytes"].as_u64() > Some(0),
+                "the card lost data"
+            );
+            let errors = error_lines(&stderr);
+            assert_eq!(errors.len(), 1, "{stderr}");
+            assert!(
+                errors[0].contains("did not read back as written"),
+                "{}",
+                errors[0]
+            );
+        },
+    );
+}

@@ -253,6 +253,12 @@ pub fn run(
         },
     };
     recording.sustained_bytes_per_s = raw_write.bytes_per_s;
+    // A drive's SMART account, read by the audit, is the recording's endurance when the
+    // user gave none (smartctl is not run a second time); an emulated card's is read when
+    // the recording starts, after the sustained write's bytes.
+    if recording.endurance.is_none() && a.health.emulated.is_none() {
+        recording.endurance = a.health.remaining_endurance();
+    }
     // The card's claimed class is held to the rate just measured.
     if raw_write.bytes_per_s.is_some() {
         a.measured_write_bytes_per_s = raw_write.bytes_per_s;

@@ -171,9 +171,36 @@ pub struct RecordConfig {
         default
     )]
     pub power_cut_at: Option<Duration>,
+    /// A soak: every closed segment is read back from the device this often, its frames'
+    /// headers and checksums checked (frames then carry headers).
+    #[serde(
+        rename = "verify_every_s",
+        with = "sinkrate_units::serde_seconds::opt_seconds",
+        default
+    )]
+    pub verify_every: Option<Duration>,
     /// Tells this run's frame headers from any other's (set by the session).
     #[serde(skip)]
     pub run_tag: u64,
+}
+
+impl RecordConfig {
+    /// Whether frames carry headers (to be found and checked when read back).
+    pub fn stamps_frames(&self) -> bool {
+        self.power_cut_at.is_some() || self.verify_every.is_some()
+    }
+
+    /// The length of the windows a long recording is summarised in: an hour from two
+    /// hours on (slow hours show SLC cache exhaustion, heat, garbage collection), else a
+    /// sixth of the run, at least a minute.
+    pub fn window(&self) -> Duration {
+        let d = self.duration.as_secs();
+        if d >= 7200 {
+            Duration::from_secs(3600)
+        } else {
+            Duration::from_secs((d / 6).max(60))
+        }
+    }
 }
 
 /// Custom streams in words: "2 stream(s) x 30 fps".
@@ -324,6 +351,67 @@ pub struct RecordReport {
     /// amplification; null for a recording that wrote nothing.
     #[serde(default)]
     pub lifetime: Option<crate::health::Lifetime>,
+    /// The recording in windows (an hour each from two hours on): rate and worst write.
+    #[serde(default)]
+    pub windows: Vec<Window>,
+    /// `--verify-every`: what was read back during the recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<SoakVerify>,
+}
+
+/// A window of a long recording: what it wrote and its worst write.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Window {
+    /// The window's start and end, seconds from the start.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub frames_written: u64,
+    pub bytes_written: u64,
+    pub written_bytes_per_s: f64,
+    /// The slowest frame write (first write call to last) that ended in the window.
+    pub worst_write_ns: u64,
+}
+
+/// `--verify-every`: the closed segments read back during the recording.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SoakVerify {
+    pub every_s: f64,
+    pub segments_verified: u64,
+    pub bytes_verified: u64,
+    /// Segments loop recording deleted before their turn came.
+    pub segments_deleted_first: u64,
+    /// The first segment that did not read back as written, if any.
+    pub failure: Option<SegmentFailure>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SegmentFailure {
+    pub stream: String,
+    pub file: String,
+    /// When it was found, seconds from the start.
+    pub found_at_s: f64,
+    /// Where the first bad byte is in the file, and the frame expected there.
+    pub offset: u64,
+    pub frame: Option<u64>,
+    /// What the bytes there are: zeros, another run's frame, a frame whose payload does
+    /// not match its checksum, no frame at all, or too short.
+    pub holds: String,
+}
+
+impl SegmentFailure {
+    pub fn line(&self) -> String {
+        let t = self.found_at_s.max(0.0) as u64;
+        format!(
+            "{} did not read back as written (found at {:02}:{:02}:{:02} into the recording): from byte {}{} it holds {}",
+            self.file,
+            t / 3600,
+            t / 60 % 60,
+            t % 60,
+            self.offset,
+            self.frame.map(|f| format!(" (frame {f})")).unwrap_or_default(),
+            self.holds
+        )
+    }
 }
 
 /// A failure of the recording's device that the kernel reported: a card turned read-only or

@@ -268,6 +268,7 @@ mod tests {
                     loop_fill_pct: None,
                 },
                 power_cut_at: None,
+                verify_every: None,
                 run_tag: 0,
             },
             label: "test".into(),

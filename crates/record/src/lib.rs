@@ -10,6 +10,7 @@ pub mod run;
 pub mod segments;
 pub mod session;
 mod sink;
+pub mod soak;
 pub mod stream;
 mod uring_sink;
 pub mod verdict;

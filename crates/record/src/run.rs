@@ -131,6 +131,7 @@ fn merge(mut produced: StreamResult, written: StreamResult) -> StreamResult {
     produced.error = produced.error.or(written.error);
     produced.frames.extend(written.frames);
     produced.syncs = written.syncs;
+    produced.windows = written.windows;
     produced.frames.sort_by_key(|f| f.frame);
     produced
 }
@@ -148,6 +149,8 @@ pub struct Recording {
     pub halt: Arc<AtomicBool>,
     /// Set to end the recording at a power cut.
     pub ended: Arc<AtomicBool>,
+    /// Segments closed and not yet read back (`--verify-every`).
+    pub closed: Arc<std::sync::Mutex<Vec<crate::stream::ClosedSegment>>>,
 }
 
 impl Recording {
@@ -289,6 +292,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
     };
     let halt = Arc::new(AtomicBool::new(false));
     let ended = Arc::new(AtomicBool::new(false));
+    let closed = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut handles = Vec::new();
     let mut failed = Vec::new();
     for group in groups {
@@ -300,6 +304,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
             halt: halt.clone(),
             ended: ended.clone(),
             clock,
+            closed: closed.clone(),
         };
         let thread_name = if group.len() == 1 {
             format!("sinkrate-{}", names[0])
@@ -328,5 +333,6 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
         clock,
         halt,
         ended,
+        closed,
     }
 }

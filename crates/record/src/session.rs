@@ -323,6 +323,18 @@ pub fn run(
     record_cfg.frame_records = true;
     record_cfg.run_tag = started_unix_ms ^ (u64::from(std::process::id()) << 40);
     let recording = crate::run::start(&record_cfg, stop.clone());
+    let verifier = cfg.verify_every.map(|every| {
+        crate::soak::Verifier::start(
+            crate::soak::VerifierLinks {
+                closed: recording.closed.clone(),
+                clock: recording.clock,
+                halt: recording.halt.clone(),
+                stop: stop.clone(),
+            },
+            every,
+            record_cfg.run_tag,
+        )
+    });
     let cutter = match (&s.power_switch, cfg.power_cut_at) {
         (Some(switch), Some(at)) => {
             Some(PowerCutTimer::start(switch.clone(), at, &recording, &stop))
@@ -335,6 +347,9 @@ pub fn run(
     let clock = recording.clock;
     let halted = recording.halt.clone();
     let mut results = recording.join();
+    // The segments closed since the verifier's last pass are read before the files are
+    // settled (and removed, unless kept).
+    let soak = verifier.map(crate::soak::Verifier::finish);
     let recording_elapsed = clock.elapsed();
     let cut = cutter.and_then(PowerCutTimer::join);
     let mut post_cut_notes = Vec::new();
@@ -387,7 +402,10 @@ pub fn run(
         &target,
         results,
         &on_disk,
-        &sampled,
+        Watched {
+            sampled: &sampled,
+            soak,
+        },
         elapsed_s,
         s.dirty_limits.map(|(d, b)| DirtyLimits {
             dirty_bytes: d,
@@ -604,16 +622,24 @@ fn rate_while_busy(window: &[&Sample]) -> Option<f64> {
     (busy_s >= 1.0 && written >= 4e6).then(|| written / busy_s)
 }
 
+/// What watched the recording from beside the streams: the sampler, and the verifier of
+/// closed segments (`--verify-every`).
+struct Watched<'a> {
+    sampled: &'a SamplerOutput,
+    soak: Option<crate::soak::SoakVerify>,
+}
+
 /// From the streams' results and the sampler's timeline to the typed report. Pure: no I/O.
 fn judge(
     s: &Session,
     target: &TargetFacts,
     results: Vec<StreamResult>,
     on_disk: &[Option<u64>],
-    sampled: &SamplerOutput,
+    watched: Watched,
     elapsed_s: f64,
     dirty_limits: Option<DirtyLimits>,
 ) -> RecordReport {
+    let Watched { sampled, soak } = watched;
     let cfg = &s.record;
     let requested = cfg.requested_bytes_per_s();
     let summary = analyse(&sampled.timeline, sampled.settings);
@@ -642,6 +668,10 @@ fn judge(
             Some(first) => *first = line,
             None => errors.push(line),
         }
+    }
+    // A segment that read back wrong (--verify-every) is the soak's answer, first.
+    if let Some(failure) = soak.as_ref().and_then(|v| v.failure.as_ref()) {
+        errors.insert(0, failure.line());
     }
     let settings = sampled.settings;
     let evidence = Evidence {
@@ -789,7 +819,42 @@ fn judge(
         power_cut: None,
         device_failure,
         lifetime: None,
+        windows: windows(&results, cfg.window(), elapsed_s),
+        soak,
     }
+}
+
+/// The streams' windows summed: frames, bytes, rate and worst write of each.
+fn windows(
+    results: &[StreamResult],
+    window: Duration,
+    elapsed_s: f64,
+) -> Vec<sinkrate_model::record::Window> {
+    let len_s = window.as_secs_f64().max(1.0);
+    let n = results.iter().map(|r| r.windows.len()).max().unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            let start_s = i as f64 * len_s;
+            let end_s = ((i + 1) as f64 * len_s).min(elapsed_s.max(start_s));
+            let mut w = sinkrate_model::record::Window {
+                start_s,
+                end_s,
+                ..Default::default()
+            };
+            for c in results.iter().filter_map(|r| r.windows.get(i)) {
+                w.frames_written += c.frames;
+                w.bytes_written += c.bytes;
+                w.worst_write_ns = w.worst_write_ns.max(c.worst_ns);
+            }
+            let span = end_s - start_s;
+            w.written_bytes_per_s = if span > 0.0 {
+                w.bytes_written as f64 / span
+            } else {
+                0.0
+            };
+            w
+        })
+        .collect()
 }
 
 /// How long the device lasts at this recording: the bytes the devices wrote over the whole

@@ -75,6 +75,26 @@ pub struct StreamResult {
     pub frames: Vec<FrameRecord>,
     /// Every completed periodic fdatasync (bounded like `frames`).
     pub syncs: Vec<SyncPoint>,
+    /// The frames written in each window of `RecordConfig::window` (by when their write
+    /// ended): count, bytes and the slowest write. Kept as the writer goes, so a soak of
+    /// days is summarised whole, not only the frames `frames` holds.
+    pub windows: Vec<WindowCount>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WindowCount {
+    pub frames: u64,
+    pub bytes: u64,
+    pub worst_ns: u64,
+}
+
+/// A segment the writer closed, for `--verify-every` to read back.
+#[derive(Debug, Clone)]
+pub struct ClosedSegment {
+    pub stream: String,
+    pub path: PathBuf,
+    /// The bytes the writer put in it.
+    pub bytes: u64,
 }
 
 /// A filled capture buffer on its way to the writer.
@@ -107,6 +127,8 @@ pub(crate) struct Shared {
     /// Set at a power cut: the cameras stop, and no error after it fails the run.
     pub ended: Arc<AtomicBool>,
     pub clock: Instant,
+    /// Segments closed and not yet read back (`--verify-every`).
+    pub closed: Arc<std::sync::Mutex<Vec<ClosedSegment>>>,
 }
 
 impl Shared {

@@ -16,7 +16,8 @@ use crate::config::{RecordConfig, StreamSpec, WriteMode};
 use crate::segments::Segments;
 use crate::sink::Sink;
 use crate::stream::{
-    Frame, FrameRecord, Shared, Stall, StreamProgress, StreamResult, SyncPoint, MAX_FRAME_RECORDS,
+    Frame, FrameRecord, Shared, Stall, StreamProgress, StreamResult, SyncPoint, WindowCount,
+    MAX_FRAME_RECORDS,
 };
 use crate::uring_sink::{drain_eventfd, DoneFrame, PendingFrame, UringSink};
 
@@ -35,6 +36,8 @@ pub(crate) struct StreamWriter<'a> {
     segments: Segments,
     null: bool,
     interval_ns: u64,
+    /// `RecordConfig::window`, in ns.
+    window_ns: u64,
     max_frame: usize,
     since_sync_frames: u64,
     last_sync: Duration,
@@ -67,6 +70,7 @@ impl<'a> StreamWriter<'a> {
             output: None,
             null,
             interval_ns: (1e9 / spec.fps) as u64,
+            window_ns: cfg.window().as_nanos() as u64,
             max_frame: spec.sizes.max_bytes() as usize,
             since_sync_frames: 0,
             last_sync: shared.clock.elapsed(),
@@ -188,6 +192,17 @@ impl<'a> StreamWriter<'a> {
             }
             None => 0,
         };
+        if self.cfg.verify_every.is_some() && !self.null {
+            shared
+                .closed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(crate::stream::ClosedSegment {
+                    stream: self.spec.name.clone(),
+                    path: self.segments.current.clone(),
+                    bytes,
+                });
+        }
         let next = self.segments.rotate(bytes, now_ns).to_path_buf();
         // The old output closes (its descriptors) before the next opens.
         self.output = None;
@@ -199,7 +214,7 @@ impl<'a> StreamWriter<'a> {
     /// With `--power-cut-at`, the frame's header, so it can be found and checked after the
     /// cut. Stamped when the writer takes the frame, outside the write call's timing.
     fn stamp(&mut self, frame: &Frame) {
-        if self.cfg.power_cut_at.is_none() {
+        if !self.cfg.stamps_frames() {
             return;
         }
         let Some(bytes) = self.buffers[frame.buffer]
@@ -371,6 +386,14 @@ impl<'a> StreamWriter<'a> {
             Ok(()) => {
                 r.frames_written += 1;
                 r.bytes_written += frame.size;
+                let window = (t1 / self.window_ns.max(1)) as usize;
+                if r.windows.len() <= window {
+                    r.windows.resize(window + 1, WindowCount::default());
+                }
+                let w = &mut r.windows[window];
+                w.frames += 1;
+                w.bytes += frame.size;
+                w.worst_ns = w.worst_ns.max(t1.saturating_sub(t0));
                 if self.cfg.frame_records && r.frames.len() < MAX_FRAME_RECORDS {
                     r.frames.push(FrameRecord {
                         frame: frame.index,
