@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use values::{FindMaxArg, OutputFormat, PreallocArg, When, WriteModeArg, Writers};
+use values::{FindMaxArg, ObjectiveArg, OutputFormat, PreallocArg, When, WriteModeArg, Writers};
 
 pub const BENCH_EXAMPLES: &str = "\
 Examples:
@@ -341,6 +341,11 @@ pub struct TuneSearchArgs {
     /// count what survived (PATH on an emulated card with a volatile write cache)
     #[arg(long)]
     pub power_cut: bool,
+    /// What ranks the candidates that keep up: latency (the worst write first) or wear (the
+    /// fewest bytes the device writes per hour of recording: journal mode, commit interval,
+    /// noatime, preallocation, write size and fsync cadence move it)
+    #[arg(long, value_enum, default_value_t = ObjectiveArg::Latency)]
+    pub objective: ObjectiveArg,
     /// text or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,

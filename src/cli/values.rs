@@ -105,6 +105,15 @@ impl From<PreallocArg> for sinkrate_record::config::PreallocMode {
     }
 }
 
+/// `tune search --objective`: what ranks the candidates that keep up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ObjectiveArg {
+    /// The worst write, then lateness, throttling, CPU and data at risk
+    Latency,
+    /// The device's bytes per hour of recording (what wears the card), then latency
+    Wear,
+}
+
 /// `--find-max`: what the search varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FindMaxArg {

@@ -138,10 +138,14 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             p.clone()
         }
         None => {
-            let stamp =
-                chrono::DateTime::from_timestamp_millis(sinkrate_sys::host::unix_ms_now() as i64)
-                    .map(|t| t.format("%Y%m%d-%H%M%S").to_string())
-                    .unwrap_or_default();
+            let stamp = sinkrate_model::envelope::utc(sinkrate_sys::host::unix_ms_now())
+                .map(|t| {
+                    format!(
+                        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+                        t.year, t.month, t.day, t.hour, t.minute, t.second
+                    )
+                })
+                .unwrap_or_default();
             let dir = default_report_dir();
             sinkrate_sys::output::new_file(&dir, &format!("sinkrate-check-{stamp}"), "json", |p| {
                 run.result.report_file = Some(p.display().to_string());

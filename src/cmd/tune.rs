@@ -188,6 +188,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     };
     let cfg = sinkrate_tune::search::SearchConfig {
         max_loss: args.max_loss,
+        wear: args.objective == crate::cli::values::ObjectiveArg::Wear,
         power_switch,
         workload,
         runs: args.runs,

@@ -132,6 +132,40 @@ fn trailer(r: &CompareReport) -> Vec<String> {
     lines
 }
 
+/// Soaks side by side: a line per window, each row's rate and worst write.
+fn windows_text(r: &CompareReport) -> String {
+    if r.windows.is_empty() {
+        return String::new();
+    }
+    let clock = |s: f64| {
+        let s = s.max(0.0) as u64;
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    };
+    let mut out = String::from("\nwindow by window (rate MB/s, worst write ms):\n");
+    for w in &r.windows {
+        let cells: Vec<String> = w
+            .rows
+            .iter()
+            .zip(&r.rows)
+            .map(|(f, row)| match f {
+                Some(f) => format!(
+                    "{}: {:.2} MB/s, {:.1} ms",
+                    row.label, f.written_mb_s, f.worst_write_ms
+                ),
+                None => format!("{}: -", row.label),
+            })
+            .collect();
+        out.push_str(&format!(
+            "  {}-{}  {}\n",
+            clock(w.start_s),
+            clock(w.end_s),
+            cells.join("   ")
+        ));
+    }
+    out.push('\n');
+    out
+}
+
 pub struct CompareText;
 
 impl Exporter<Envelope<CompareReport>> for CompareText {
@@ -179,6 +213,7 @@ impl Exporter<Envelope<CompareReport>> for CompareText {
             out.push_str(&v);
             out.push('\n');
         }
+        out.push_str(&windows_text(r));
         for t in trailer(r) {
             out.push_str(&t);
             out.push('\n');

@@ -56,9 +56,18 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
 
 /// One line per candidate, best first: drops, worst write, lateness, CPU, data at risk.
 fn ranked_table(r: &SearchReport, s: &mut String) {
+    let wear = r.rank_by == "wear";
     s.push_str(&format!(
-        "{:<4} {:<62} {:>8} {:>11} {:>10} {:>8} {:>16} {:>6}\n",
-        "rank", "candidate", "drops", "worst write", "p99 late", "CPU s", "data at risk", "runs"
+        "{:<4} {:<62} {:>8} {:>11} {:>10} {:>8} {:>16} {:>6}{}\n",
+        "rank",
+        "candidate",
+        "drops",
+        "worst write",
+        "p99 late",
+        "CPU s",
+        "data at risk",
+        "runs",
+        if wear { "  device per hour" } else { "" }
     ));
     let ms = |v: Option<f64>, width: usize| match v {
         Some(v) => format!("{:>w$.1} ms", v, w = width - 3),
@@ -88,8 +97,13 @@ fn ranked_table(r: &SearchReport, s: &mut String) {
             (None, None) => "?".into(),
         };
         let over = if objective.within_loss(c) { " " } else { ">" };
+        let per_hour = match (wear, c.device_bytes_per_hour) {
+            (false, _) => String::new(),
+            (true, Some(b)) => format!("  {:>10.2} GB", b / 1e9),
+            (true, None) => format!("  {:>13}", "-"),
+        };
         s.push_str(&format!(
-            "{:<4} {:<62} {:>8} {} {} {:>8.2} {:>16}{over}{:>6}\n",
+            "{:<4} {:<62} {:>8} {} {} {:>8.2} {:>16}{over}{:>6}{per_hour}\n",
             i + 1,
             c.candidate.label,
             drops,

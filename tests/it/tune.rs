@@ -473,9 +473,20 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
             assert_eq!(v["kind"], "tune_search");
             let ranked = v["ranked"].as_array().expect("ranked");
             assert!(ranked.len() >= 4, "{out}");
+            assert_eq!(v["rank_by"], "latency");
             for c in ranked {
                 let trials = c["trials"].as_array().expect("trials");
                 assert!(!trials.is_empty(), "{c}");
+                // What each run cost the card, for --objective wear: the device's bytes
+                // per hour of recording, at least the recording's own (80 KiB x 60 fps).
+                assert!(
+                    trials
+                        .iter()
+                        .filter(|t| t["verdict"] != "failed")
+                        .all(|t| t["device_bytes_per_hour"].as_f64()
+                            > Some(0.5 * 81920.0 * 60.0 * 3600.0)),
+                    "{c}"
+                );
                 // Every run lasted past the first flush (6 s here, 2 s with 100/100),
                 // unless stopped as already worse than the best.
                 assert!(
@@ -1016,6 +1027,21 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
             assert_eq!(code, Some(2));
             assert!(
                 err.contains("--max-loss needs the recording in process"),
+                "{err}"
+            );
+            // So does ranking by the device's bytes per hour of recording.
+            let (code, _, err) = tune(&[
+                "search",
+                path,
+                "--objective",
+                "wear",
+                "--exec",
+                "--",
+                "true",
+            ]);
+            assert_eq!(code, Some(2));
+            assert!(
+                err.contains("--objective wear needs the recording in process"),
                 "{err}"
             );
             restore_to(&original);

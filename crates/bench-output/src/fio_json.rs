@@ -18,9 +18,25 @@ use crate::format::ms;
 use crate::groups::apply_group_reporting;
 use sinkrate_jobspec::priority::{ioprio_class, ioprio_hint, ioprio_level};
 
+/// C's ctime(3) form, as fio prints its times: `Thu Nov 26 23:05:31 2026`.
 pub fn ctime(unix_ms: u64) -> String {
-    chrono::DateTime::from_timestamp_millis(unix_ms as i64)
-        .map(|t| t.format("%a %b %e %H:%M:%S %Y").to_string())
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    sinkrate_model::envelope::utc(unix_ms)
+        .map(|t| {
+            format!(
+                "{} {} {:>2} {:02}:{:02}:{:02} {}",
+                DAYS[t.weekday as usize % 7],
+                MONTHS[(t.month as usize + 11) % 12],
+                t.day,
+                t.hour,
+                t.minute,
+                t.second,
+                t.year
+            )
+        })
         .unwrap_or_default()
 }
 
@@ -364,4 +380,13 @@ pub fn run_document(run: &BenchRun, plus: bool) -> BenchRunDoc {
     doc.notices = run.notices.clone();
     doc.warnings = run.warnings.clone();
     doc
+}
+
+#[cfg(test)]
+mod ctime_tests {
+    #[test]
+    fn ctime_is_cs_form() {
+        assert_eq!(super::ctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(super::ctime(1_795_734_331_000), "Thu Nov 26 23:05:31 2026");
+    }
 }

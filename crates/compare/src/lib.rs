@@ -58,6 +58,65 @@ pub struct CompareReport {
     /// Inputs that could not be read, one line each.
     pub unreadable: Vec<String>,
     pub notes: Vec<String>,
+    /// Long recordings (soaks) side by side, window by window: empty unless a row's runs
+    /// have two windows or more.
+    #[serde(default)]
+    pub windows: Vec<WindowRow>,
+}
+
+/// One window of the soaks compared: each row's rate (mean over its runs) and worst write
+/// (the worst of its runs); None where a row's runs did not last that long.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowRow {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub rows: Vec<Option<WindowFigures>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowFigures {
+    pub written_mb_s: f64,
+    pub worst_write_ms: f64,
+}
+
+/// The rows' windows side by side, when any run has two windows or more.
+fn window_rows(groups: &[(String, Vec<Run>)]) -> Vec<WindowRow> {
+    let n = groups
+        .iter()
+        .flat_map(|(_, runs)| runs.iter().map(|r| r.windows.len()))
+        .max()
+        .unwrap_or(0);
+    if n < 2 {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|i| {
+            let first = groups
+                .iter()
+                .flat_map(|(_, runs)| runs.iter().filter_map(|r| r.windows.get(i)))
+                .next();
+            WindowRow {
+                start_s: first.map_or(0.0, |w| w.start_s),
+                end_s: first.map_or(0.0, |w| w.end_s),
+                rows: groups
+                    .iter()
+                    .map(|(_, runs)| {
+                        let ws: Vec<&sinkrate_model::record::Window> =
+                            runs.iter().filter_map(|r| r.windows.get(i)).collect();
+                        (!ws.is_empty()).then(|| WindowFigures {
+                            written_mb_s: ws.iter().map(|w| w.written_bytes_per_s).sum::<f64>()
+                                / ws.len() as f64
+                                / 1e6,
+                            worst_write_ms: ws
+                                .iter()
+                                .map(|w| w.worst_write_ns as f64 / 1e6)
+                                .fold(0.0, f64::max),
+                        })
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 pub struct CompareConfig {
@@ -175,6 +234,7 @@ pub fn compare(
         }
     }
     let base_runs = groups[baseline].1.clone();
+    let windows = window_rows(&groups);
     let rows = groups
         .into_iter()
         .zip(labels)
@@ -204,6 +264,7 @@ pub fn compare(
         rows,
         unreadable,
         notes,
+        windows,
     })
 }
 
@@ -482,6 +543,7 @@ mod tests {
                 ..Metrics::default()
             },
             seconds: Vec::new(),
+            windows: Vec::new(),
         }
     }
 
@@ -615,5 +677,37 @@ mod tests {
         };
         let e = compare(runs, &c, Vec::new()).expect_err("no such baseline");
         assert!(e.to_string().contains("card A, card B"), "{e}");
+    }
+
+    #[test]
+    fn two_soaks_are_set_side_by_side_window_by_window() {
+        let window = |i: u64, rate: f64, worst_ms: u64| sinkrate_model::record::Window {
+            start_s: i as f64 * 3600.0,
+            end_s: (i + 1) as f64 * 3600.0,
+            written_bytes_per_s: rate,
+            worst_write_ns: worst_ms * 1_000_000,
+            ..Default::default()
+        };
+        let soak = |file: &str, mode: &str, slow_hour: u64| Run {
+            windows: (0..3)
+                .map(|i| window(i, 3e6, if i == slow_hour { 1900 } else { 400 }))
+                .collect(),
+            ..run(file, mode, 0, 1.0)
+        };
+        let r = compare(
+            vec![soak("a.json", "direct", 1), soak("b.json", "buffered", 2)],
+            &cfg(),
+            Vec::new(),
+        )
+        .expect("compares");
+        assert_eq!(r.windows.len(), 3);
+        let worst = |w: usize, row: usize| r.windows[w].rows[row].map(|f| f.worst_write_ms);
+        assert_eq!((worst(1, 0), worst(1, 1)), (Some(1900.0), Some(400.0)));
+        assert_eq!((worst(2, 0), worst(2, 1)), (Some(400.0), Some(1900.0)));
+        assert_eq!(r.windows[0].rows[0].map(|f| f.written_mb_s), Some(3.0));
+        // Short recordings have no windows to set side by side.
+        let r =
+            compare(vec![run("a.json", "direct", 0, 1.0)], &cfg(), Vec::new()).expect("compares");
+        assert!(r.windows.is_empty());
     }
 }

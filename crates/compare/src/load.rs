@@ -57,6 +57,8 @@ pub struct Run {
     pub config: BTreeMap<String, String>,
     pub metrics: Metrics,
     pub seconds: Vec<Second>,
+    /// A long recording's windows (rate and worst write of each), to set soaks side by side.
+    pub windows: Vec<sinkrate_model::record::Window>,
 }
 
 /// The runs of a document read from `name`.
@@ -208,6 +210,7 @@ pub fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
         config,
         metrics,
         seconds: seconds(r),
+        windows: r.windows.clone(),
     }
 }
 
@@ -297,6 +300,7 @@ fn bench_runs(file: &str, kind: &str, out: &BenchReport, started_ms: u64) -> Vec
                     ..Metrics::default()
                 },
                 seconds: Vec::new(),
+                windows: Vec::new(),
             }
         })
         .collect()

@@ -272,10 +272,47 @@ struct Head {
 }
 
 /// Milliseconds since the epoch as RFC 3339 in UTC, e.g. `2026-11-22T12:44:33.120Z`.
+// Formatted field by field: chrono's strftime engine (its format-string parser) cost the
+// board binary tens of KB for three fixed formats.
 pub fn rfc3339(unix_ms: u64) -> String {
-    chrono::DateTime::from_timestamp_millis(unix_ms as i64)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    utc(unix_ms)
+        .map(|t| {
+            format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                t.year, t.month, t.day, t.hour, t.minute, t.second, t.millisecond
+            )
+        })
         .unwrap_or_default()
+}
+
+/// A UTC instant's calendar fields (chrono's calendar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Utc {
+    pub year: i32,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+    pub millisecond: u32,
+    /// 0 = Monday.
+    pub weekday: u32,
+}
+
+/// Milliseconds since the epoch in UTC, field by field; None out of chrono's range.
+pub fn utc(unix_ms: u64) -> Option<Utc> {
+    use chrono::{Datelike, Timelike};
+    let t = chrono::DateTime::from_timestamp_millis(i64::try_from(unix_ms).ok()?)?;
+    Some(Utc {
+        year: t.year(),
+        month: t.month(),
+        day: t.day(),
+        hour: t.hour(),
+        minute: t.minute(),
+        second: t.second(),
+        millisecond: t.timestamp_subsec_millis(),
+        weekday: t.weekday().num_days_from_monday(),
+    })
 }
 
 #[cfg(test)]

@@ -122,6 +122,9 @@ pub struct Trial {
     /// What stopped the run, when its verdict is failed.
     #[serde(default)]
     pub error: Option<String>,
+    /// Bytes the device wrote per hour of recording (record workloads): what wears the card.
+    #[serde(default)]
+    pub device_bytes_per_hour: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +146,9 @@ pub struct Scored {
     /// recorder never asked the device (nothing bounds what a power cut loses).
     #[serde(default)]
     pub unacknowledged_worst_s: Option<f64>,
+    /// The median over the runs of the device's bytes per hour of recording.
+    #[serde(default)]
+    pub device_bytes_per_hour: Option<f64>,
 }
 
 /// What "better" means for a search: the full-length runs a candidate needs to be proven,
@@ -152,6 +158,9 @@ pub struct Scored {
 pub struct Objective {
     pub runs: usize,
     pub max_loss_s: Option<f64>,
+    /// `--objective wear`: among the candidates that keep up, the fewest device bytes per
+    /// hour of recording come first (before latency).
+    pub wear: bool,
 }
 
 impl Objective {
@@ -234,6 +243,14 @@ pub struct SearchReport {
     /// run exits 1 when false). Null without a bound.
     #[serde(default)]
     pub max_loss_met: Option<bool>,
+    /// What ranks the candidates that keep up: `latency` (the worst write first) or `wear`
+    /// (the device's bytes per hour first).
+    #[serde(default = "latency_objective")]
+    pub rank_by: String,
+}
+
+fn latency_objective() -> String {
+    "latency".into()
 }
 
 impl SearchReport {
@@ -248,6 +265,7 @@ impl SearchReport {
         Objective {
             runs: self.runs_per_candidate,
             max_loss_s: self.max_loss_s,
+            wear: self.rank_by == "wear",
         }
     }
 

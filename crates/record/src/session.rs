@@ -363,7 +363,24 @@ pub fn run(
         )),
         _ => None,
     };
-    let sampled = sampler.stop();
+    let mut sampled = sampler.stop();
+    // The kernel's reports on the devices, timed on the recording's clock (the sampler's
+    // thread starts its own a moment apart).
+    if let Some(started) = sampled.started {
+        for (seen_ns, _) in sampled.device_failures.iter_mut() {
+            *seen_ns = (started + Duration::from_nanos(*seen_ns))
+                .saturating_duration_since(clock)
+                .as_nanos() as u64;
+        }
+    }
+    // A power cut this run made fails the device on purpose: what the kernel reports from
+    // then on is the cut's doing, counted by `after_the_cut`, not a failure of the card.
+    if let Some(cut) = &cut {
+        sampled
+            .device_failures
+            .retain(|(seen_ns, _)| *seen_ns < cut.at_ns);
+        sampled.device_failure_count = sampled.device_failures.len() as u64;
+    }
     let interrupted = stop.load(Ordering::Relaxed);
     // Ended early by Ctrl-C, a failed stream or a power cut: judged over the time it recorded.
     let elapsed_s = if let Some(cut) = &cut {

@@ -156,6 +156,7 @@ fn check_segment(seg: &ClosedSegment, run_tag: u64) -> Checked {
 fn scan(file: std::fs::File, bytes: u64, run_tag: u64) -> Checked {
     let mut r = std::io::BufReader::with_capacity(1 << 20, file);
     let mut offset = 0u64;
+    // The lowest frame number the next frame may have.
     let mut expected: Option<u64> = None;
     let mut head = [0u8; HEADER_LEN];
     let mut payload = Vec::new();
@@ -182,7 +183,9 @@ fn scan(file: std::fs::File, bytes: u64, run_tag: u64) -> Checked {
         if h.run_tag != run_tag {
             return bad("a frame of another recording: stale data the card returned".into());
         }
-        if expected.is_some_and(|n| h.frame != n) {
+        // Frames the camera dropped were never written: numbers may skip forward, never
+        // back or repeat.
+        if expected.is_some_and(|n| h.frame < n) {
             return bad(format!(
                 "frame {} of this recording, out of place: a misdirected write",
                 h.frame
@@ -248,6 +251,14 @@ mod tests {
     fn a_segment_read_back_whole_passes_and_each_fault_is_named() {
         let (t, n) = segment(&[frame(10, 7), frame(11, 7), frame(12, 7)]);
         assert!(matches!(check(&t, n), Checked::Whole));
+        // Frames 12 to 20 dropped by the camera were never written: whole all the same.
+        let (t, n) = segment(&[frame(10, 7), frame(11, 7), frame(21, 7)]);
+        assert!(matches!(check(&t, n), Checked::Whole));
+        // A frame written again further on is out of place.
+        let (t, n) = segment(&[frame(10, 7), frame(11, 7), frame(11, 7)]);
+        assert!(
+            matches!(check(&t, n), Checked::Bad { holds, .. } if holds.contains("out of place"))
+        );
         // Stale: the card returned an earlier recording's frame in the middle.
         let (t, n) = segment(&[frame(10, 7), frame(11, 3), frame(12, 7)]);
         match check(&t, n) {

@@ -272,6 +272,8 @@ pub struct SamplerOutput {
     /// seen (ns from the start), and their count.
     pub device_failures: Vec<(u64, String)>,
     pub device_failure_count: u64,
+    /// The instant the samples' times count from (their `t_ns` is since then).
+    pub started: Option<Instant>,
 }
 
 impl SamplerOutput {
@@ -328,6 +330,7 @@ impl Sampler {
                     hogs: core.top_hogs(10),
                     device_failures: std::mem::take(&mut core.device_failures),
                     device_failure_count: core.device_failure_count,
+                    started: Some(core.started),
                 }
             })
             .ok();

@@ -42,6 +42,12 @@ pub(crate) fn score(candidate: Candidate, trials: Vec<Trial>, screened_only: boo
             .map(|t| t.unacknowledged_worst_s)
             .try_fold(0.0f64, |worst, s| s.map(|s| worst.max(s)))
             .filter(|_| !trials.is_empty()),
+        device_bytes_per_hour: median(
+            trials
+                .iter()
+                .filter_map(|t| t.device_bytes_per_hour)
+                .collect(),
+        ),
         candidate,
         trials,
         screened_only,
@@ -55,9 +61,25 @@ fn fell_behind(s: &Scored) -> usize {
         .count()
 }
 
+/// Device bytes per hour within this share of each other are a tie: a journal's commits
+/// and the sampler's interval move the count a few percent from run to run.
+const WEAR_NOISE_SHARE: f64 = 0.05;
+
+/// Fewer device bytes per hour first, by bands of [`WEAR_NOISE_SHARE`]; unknown last.
+fn wear(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
+    let band = |x: f64| (x.max(1.0).ln() / (1.0 + WEAR_NOISE_SHARE).ln()) as i64;
+    match (a, b) {
+        (Some(x), Some(y)) => band(x).cmp(&band(y)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    }
+}
+
 /// The objective, in order: no failed run; within `--max-loss` (when given); no dropped
 /// frames (and no falling behind); the lowest worst write, then p99 lateness (when known);
-/// the least throttling; the least writer + flusher CPU; the least data at risk.
+/// the least throttling; the least writer + flusher CPU; the least data at risk. With
+/// `--objective wear`, the fewest device bytes per hour come before latency.
 pub(crate) fn better(a: &Scored, b: &Scored, objective: &Objective) -> std::cmp::Ordering {
     let runs = objective.runs;
     let failed = |s: &Scored| s.trials.iter().any(|t| t.verdict == Verdict::Failed);
@@ -89,6 +111,12 @@ pub(crate) fn better(a: &Scored, b: &Scored, objective: &Objective) -> std::cmp:
         // Equally free of drops: the one proven in its full-length runs comes before one
         // that only looked better in fewer (it is confirmed next, if time is left).
         .then(confirmed(b).cmp(&confirmed(a)))
+        // --objective wear: of those that keep up, the fewest device bytes per hour.
+        .then(if objective.wear {
+            wear(a.device_bytes_per_hour, b.device_bytes_per_hour)
+        } else {
+            std::cmp::Ordering::Equal
+        })
         .then(latency(a.worst_write_ms, b.worst_write_ms))
         .then(latency(a.p99_lateness_ms, b.p99_lateness_ms))
         .then(opt(throttled(a), throttled(b)))
@@ -208,6 +236,7 @@ mod tests {
     const THREE_RUNS: Objective = Objective {
         runs: 3,
         max_loss_s: None,
+        wear: false,
     };
 
     fn trial(dropped: u64, worst_ms: f64, confirmation: bool) -> Trial {
@@ -230,6 +259,7 @@ mod tests {
             confirmation,
             stopped_early: false,
             error: None,
+            device_bytes_per_hour: None,
         }
     }
 
@@ -276,6 +306,7 @@ mod tests {
         let bound = Objective {
             runs: 3,
             max_loss_s: Some(1.0),
+            wear: false,
         };
         let mut all = [unbounded.clone(), too_slow.clone(), within.clone()];
         all.sort_by(|a, b| better(a, b, &bound));
@@ -287,5 +318,33 @@ mod tests {
         let mut all = [within, too_slow, unbounded];
         all.sort_by(|a, b| better(a, b, &THREE_RUNS));
         assert_ne!(all[0].candidate.label, "fdatasync 0.5 s");
+    }
+
+    #[test]
+    fn for_wear_the_fewest_device_bytes_come_first_among_those_that_keep_up() {
+        let with = |dropped: u64, worst_ms: f64, per_hour: f64| {
+            let mut t = trial(dropped, worst_ms, true);
+            t.device_bytes_per_hour = Some(per_hour);
+            t
+        };
+        let fast = scored("commit=5", vec![with(0, 2.0, 13.0e9); 3]);
+        let frugal = scored("commit=60", vec![with(0, 40.0, 10.9e9); 3]);
+        let frugal_drops = scored("data=writeback", vec![with(4, 2.0, 9.0e9); 3]);
+        let wear = Objective {
+            wear: true,
+            ..THREE_RUNS
+        };
+        let mut all = [fast.clone(), frugal_drops.clone(), frugal.clone()];
+        all.sort_by(|a, b| better(a, b, &wear));
+        let order: Vec<&str> = all.iter().map(|s| s.candidate.label.as_str()).collect();
+        assert_eq!(order, ["commit=60", "commit=5", "data=writeback"]);
+        // By latency, the other way round among those that keep up.
+        let mut all = [fast, frugal_drops, frugal];
+        all.sort_by(|a, b| better(a, b, &THREE_RUNS));
+        assert_eq!(all[0].candidate.label, "commit=5");
+        // Within 5% is a tie, left to latency.
+        let a = scored("a", vec![with(0, 2.0, 10.0e9)]);
+        let b = scored("b", vec![with(0, 40.0, 10.2e9)]);
+        assert_eq!(better(&a, &b, &wear), std::cmp::Ordering::Less);
     }
 }

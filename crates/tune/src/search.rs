@@ -42,6 +42,8 @@ pub struct SearchConfig {
     pub journal: Journal,
     /// `--max-loss`: the most recording a power cut may cost (record workloads).
     pub max_loss: Option<Duration>,
+    /// `--objective wear`: rank what keeps up by the device's bytes per hour of recording.
+    pub wear: bool,
     /// `--power-cut`: the emulated card under the directory, to cut the power of the
     /// winner's and the baseline's recordings once each and count what they lost.
     pub power_switch: Option<Arc<dyn sinkrate_record::power_cut::PowerSwitch>>,
@@ -367,6 +369,7 @@ pub fn search(
     let objective = crate::rank::Objective {
         runs: cfg.runs.max(1),
         max_loss_s: cfg.max_loss.map(|d| d.as_secs_f64()),
+        wear: cfg.wear,
     };
     // The power cuts at the end (the winner's and the baseline's) come out of the budget.
     let proof_s = if cfg.power_switch.is_some() {
@@ -475,6 +478,7 @@ pub fn search(
         max_loss_s: objective.max_loss_s,
         power_cuts,
         max_loss_met: None,
+        rank_by: if objective.wear { "wear" } else { "latency" }.into(),
     };
     report.max_loss_met = report.loss_bound_met();
     Ok(report)
@@ -494,10 +498,11 @@ fn workload_label(cfg: &SearchConfig) -> Result<(String, std::path::PathBuf), Se
     for (given, flag) in [
         (cfg.max_loss.is_some(), "--max-loss"),
         (cfg.power_switch.is_some(), "--power-cut"),
+        (cfg.wear, "--objective wear"),
     ] {
         if given {
             return Err(SearchError::Workload(format!(
-                "{flag} needs the recording in process (record flags after --): a job's or your own recorder's syncs are not seen"
+                "{flag} needs the recording in process (record flags after --): what a job or your own recorder asks of the device (its syncs, its bytes per hour of recording) is not seen"
             )));
         }
     }
@@ -703,6 +708,7 @@ mod tests {
             confirmation: true,
             stopped_early: false,
             error: None,
+            device_bytes_per_hour: None,
         };
         let candidate = Candidate {
             label: label.into(),

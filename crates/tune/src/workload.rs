@@ -167,6 +167,7 @@ fn failed_trial(error: String) -> Trial {
         confirmation: false,
         stopped_early: false,
         error: Some(error),
+        device_bytes_per_hour: None,
     }
 }
 
@@ -188,6 +189,7 @@ fn record_trial(run: &sinkrate_record::report::RecordRun) -> Trial {
         confirmation: false,
         stopped_early: false,
         error: run.error.as_ref().map(|e| e.what.clone()),
+        device_bytes_per_hour: r.lifetime.as_ref().map(|l| l.device_bytes_per_hour),
     }
 }
 
@@ -270,6 +272,7 @@ fn job_trial(
         confirmation: false,
         stopped_early: false,
         error,
+        device_bytes_per_hour: None,
     })
 }
 
@@ -411,5 +414,6 @@ fn exec_trial(
         confirmation: false,
         stopped_early: false,
         error,
+        device_bytes_per_hour: None,
     })
 }
