@@ -510,15 +510,25 @@ fn thinktime_pauses_where_fios_loop_pauses() {
         let (theirs, ours) = (&seen[2 * c], &seen[2 * c + 1]);
         let starts = expected_start[c];
         // The block rules are counts, the same in every run; the last burst and, by time,
-        // each burst's edge can move by an I/O with the machine's timing.
-        let head = |b: &[usize]| b[..starts.len().min(b.len())].to_vec();
-        if c < 4 {
-            assert_eq!(head(theirs), starts, "{case:?}: fio's bursts {theirs:?}");
-            assert_eq!(
-                head(ours),
-                starts,
-                "{case:?}: sinkrate's bursts {ours:?}, fio's {theirs:?}"
+        // each burst's edge can move by an I/O with the machine's timing, and how many
+        // bursts fit in the 1.1 s follows the CPU a busy machine leaves the job (three
+        // instead of ten once): every burst that came is held to the rule, and at least two
+        // (a pause between them) must come.
+        let held = |b: &[usize], who: &str| {
+            let n = starts.len().min(b.len());
+            assert!(
+                n >= 2 || starts.len() < 2,
+                "{case:?}: {who}'s bursts {b:?}: fewer than two"
             );
+            assert_eq!(
+                b[..n],
+                starts[..n],
+                "{case:?}: {who}'s bursts {b:?}, fio's {theirs:?}"
+            );
+        };
+        if c < 4 {
+            held(theirs, "fio");
+            held(ours, "sinkrate");
         } else {
             // fio, the peer, is printed: its bursts by time came out [3, 18, 20, 14] beside
             // other tests once. The schedule (300 ms of I/O at 50/s, plus what the rate owes

@@ -13,9 +13,7 @@ use sinkrate_platform::rng::Rng;
 
 use crate::config::{RecordConfig, StreamSpec, WriteMode};
 use crate::frames::FrameSource;
-use crate::stream::{
-    Frame, FrameRecord, Shared, StreamProgress, StreamResult, MAX_DROP_TIMES, MAX_FRAME_RECORDS,
-};
+use crate::stream::{Frame, FrameRecord, Shared, StreamProgress, StreamResult, MAX_DROP_TIMES};
 use crate::writer::{drive, StreamWriter};
 /// The camera side of one stream.
 struct Camera<'a> {
@@ -44,6 +42,7 @@ fn producer(
         ..StreamResult::default()
     };
     let end_ns = cfg.duration.as_nanos() as u64;
+    let frame_cap = crate::stream::frame_record_cap(cfg, spec.fps);
     let mut source = FrameSource::new(
         spec.sizes.clone(),
         cfg.seed.wrapping_add(cam.index as u64 * 7919),
@@ -96,7 +95,7 @@ fn producer(
                 if result.drop_times_s.len() < MAX_DROP_TIMES {
                     result.drop_times_s.push(capture_ns as f64 / 1e9);
                 }
-                if cfg.frame_records && result.frames.len() < MAX_FRAME_RECORDS {
+                if cfg.frame_records && result.frames.len() < frame_cap {
                     result.frames.push(FrameRecord {
                         frame: k,
                         size,

@@ -38,6 +38,8 @@ pub(crate) struct StreamWriter<'a> {
     interval_ns: u64,
     /// `RecordConfig::window`, in ns.
     window_ns: u64,
+    /// Per-frame records kept (`frame_record_cap`).
+    frame_cap: usize,
     max_frame: usize,
     since_sync_frames: u64,
     last_sync: Duration,
@@ -71,6 +73,7 @@ impl<'a> StreamWriter<'a> {
             null,
             interval_ns: (1e9 / spec.fps) as u64,
             window_ns: cfg.window().as_nanos() as u64,
+            frame_cap: crate::stream::frame_record_cap(cfg, spec.fps),
             max_frame: spec.sizes.max_bytes() as usize,
             since_sync_frames: 0,
             last_sync: shared.clock.elapsed(),
@@ -394,7 +397,7 @@ impl<'a> StreamWriter<'a> {
                 w.frames += 1;
                 w.bytes += frame.size;
                 w.worst_ns = w.worst_ns.max(t1.saturating_sub(t0));
-                if self.cfg.frame_records && r.frames.len() < MAX_FRAME_RECORDS {
+                if self.cfg.frame_records && r.frames.len() < self.frame_cap {
                     r.frames.push(FrameRecord {
                         frame: frame.index,
                         size: frame.size,

@@ -307,7 +307,7 @@ impl Sampler {
                 let settings = read_vm_settings();
                 let mut core = SamplerCore::new(&config);
                 let memory = config.memory_bytes.or_else(|| core.mem_total_bytes());
-                let mut timeline = Timeline::for_memory(memory, expected_samples);
+                let mut timeline = Timeline::for_run(memory, expected_samples, expected);
                 let start = Instant::now();
                 let mut k: u32 = 0;
                 while !flag.load(Ordering::Relaxed) {

@@ -10,6 +10,11 @@ use crate::sample::Sample;
 /// than 64 MiB (about four hours at ten samples a second before the first halving).
 const MIN_BUDGET_BYTES: u64 = 1 << 20;
 const MAX_BUDGET_BYTES: u64 = 64 << 20;
+/// A soak's budget (a run of two hours or more): about an hour at ten samples a second
+/// before the first halving, so its memory is flat from then on, not only after four hours.
+const SOAK_BUDGET_BYTES: u64 = 16 << 20;
+/// The length from which a run is a soak.
+pub const SOAK_FROM: std::time::Duration = std::time::Duration::from_secs(7200);
 
 #[derive(Debug, Clone)]
 pub struct Timeline {
@@ -34,7 +39,20 @@ pub fn budget_bytes(mem_total_bytes: Option<u64>) -> u64 {
 impl Timeline {
     /// A timeline whose budget is a 64th of `mem_total_bytes` (or the maximum when unknown).
     pub fn for_memory(mem_total_bytes: Option<u64>, expected_samples: usize) -> Timeline {
-        let budget = budget_bytes(mem_total_bytes);
+        Timeline::for_run(mem_total_bytes, expected_samples, std::time::Duration::ZERO)
+    }
+
+    /// As [`Timeline::for_memory`], for a run expected to last `expected`: a soak's budget is
+    /// at most [`SOAK_BUDGET_BYTES`].
+    pub fn for_run(
+        mem_total_bytes: Option<u64>,
+        expected_samples: usize,
+        expected: std::time::Duration,
+    ) -> Timeline {
+        let mut budget = budget_bytes(mem_total_bytes);
+        if expected >= SOAK_FROM {
+            budget = budget.min(SOAK_BUDGET_BYTES);
+        }
         let max = (budget as usize / std::mem::size_of::<Sample>()).max(16);
         Timeline::with_limit(max, expected_samples, budget)
     }
@@ -125,6 +143,18 @@ fn merge(into: &mut Sample, later: Sample) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_soak_keeps_a_smaller_timeline_so_its_memory_is_flat_sooner() {
+        let hour = std::time::Duration::from_secs(3600);
+        let short = Timeline::for_run(Some(24 << 30), 36_000, hour);
+        let soak = Timeline::for_run(Some(24 << 30), 288_000, 8 * hour);
+        assert_eq!(short.budget_bytes, MAX_BUDGET_BYTES);
+        assert_eq!(soak.budget_bytes, SOAK_BUDGET_BYTES);
+        // A small board's budget is smaller still, soak or not.
+        let board = Timeline::for_run(Some(512 << 20), 288_000, 8 * hour);
+        assert_eq!(board.budget_bytes, 8 << 20);
+    }
 
     fn sample(t: u64, dirty: u64, throttled: bool) -> Sample {
         Sample {

@@ -797,14 +797,25 @@ pub trait FioOutput {
 
 impl FioOutput for Command {
     fn fio_output(&mut self) -> std::process::Output {
-        let (output, hung) = output_within(self, FIO_LIMIT);
-        assert!(
-            !hung,
-            "fio hung and was killed with its jobs after {} s: {:?}",
+        // fio 3.33 hangs now and then on its own (seen with an 8 MiB verify job beside other
+        // tests): the peer's fault, not the comparison's. A hung run is run once more; a
+        // second hang fails the test.
+        for attempt in 1..=2 {
+            let (output, hung) = output_within(self, FIO_LIMIT);
+            if !hung {
+                return output;
+            }
+            eprintln!(
+                "note: fio hung and was killed with its jobs after {} s (attempt {attempt}): {:?}",
+                FIO_LIMIT.as_secs(),
+                self
+            );
+        }
+        panic!(
+            "fio hung twice, each time killed after {} s: {:?}",
             FIO_LIMIT.as_secs(),
             self
         );
-        output
     }
 }
 
