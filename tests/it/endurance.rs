@@ -336,12 +336,14 @@ fn bad_endurance_and_duty_cycles_get_one_line() {
     }
 }
 
-/// A soak's run: exit code, JSON, and the kernel's account of its peak memory and CPU.
+/// A soak's run: exit code, JSON, the kernel's account of its peak memory and CPU, and its
+/// peak memory (VmHWM) `early` into the run, read from /proc while it runs.
 fn soak_run(
     dir: &str,
     seconds: u64,
     every: &str,
-) -> (Option<i32>, serde_json::Value, libc::rusage) {
+    early: std::time::Duration,
+) -> (Option<i32>, serde_json::Value, libc::rusage, u64) {
     let out_dir = tempfile::tempdir().expect("tempdir");
     let json = out_dir.path().join("soak.json");
     let duration = format!("{seconds}s");
@@ -355,9 +357,33 @@ fn soak_run(
     let file = std::fs::File::create(&json).expect("json file");
     let mut cmd = Command::new(sinkrate_path());
     cmd.current_dir(out_dir.path()).args(&args).stdout(file);
-    let (code, usage) = common::run_with_usage(&mut cmd);
+    // Reaped by wait4 below.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd.spawn().expect("runs");
+    let pid = child.id() as i32;
+    let peak_early = std::thread::spawn(move || {
+        std::thread::sleep(early);
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0)
+    });
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for this child alone.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child's pid; `status` and `usage` are valid for writes.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4");
+    let code = {
+        use std::os::unix::process::ExitStatusExt;
+        std::process::ExitStatus::from_raw(status).code()
+    };
     let v = serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("JSON");
-    (code, v, usage)
+    (code, v, usage, peak_early.join().unwrap_or(0))
 }
 
 #[test]
@@ -368,13 +394,8 @@ fn a_soak_of_ten_minutes_reads_every_closed_segment_back_in_flat_memory() {
         || {
             let card = SlowDev::new(&["--write-rate", "100M", "--size", "1G"]);
             let dir = card.path().to_str().expect("utf8").to_string();
-            let (_, short, short_usage) = soak_run(&dir, 60, "20s");
-            for f in common::files_in(card.path()) {
-                if f.starts_with("sinkrate-record-") {
-                    std::fs::remove_file(card.path().join(f)).expect("remove");
-                }
-            }
-            let (code, v, usage) = soak_run(&dir, 600, "60s");
+            let (code, v, usage, early_kb) =
+                soak_run(&dir, 600, "60s", std::time::Duration::from_secs(120));
             assert_ne!(code, Some(2), "{}", v["errors"]);
             assert_ne!(v["verdict"], "failed", "{}", v["verdict_text"]);
             let soak = &v["soak"];
@@ -409,21 +430,19 @@ fn a_soak_of_ten_minutes_reads_every_closed_segment_back_in_flat_memory() {
                 .map(|w| w["bytes_written"].as_u64().expect("bytes"))
                 .sum();
             assert_eq!(Some(in_windows), v["totals"]["bytes_written"].as_u64());
-            // Flat: ten times as long costs no more than a few MB of memory more (frame
-            // records and the sampler's timeline, both bounded), and little CPU.
-            let grew_kb = usage.ru_maxrss - short_usage.ru_maxrss;
+            // Flat: the peak memory at the end of ten minutes is no more than a few MB above
+            // the peak after two (frame records and the sampler's timeline, both bounded),
+            // and the run takes little CPU.
+            assert!(early_kb > 0, "the recorder's memory at 2 minutes was read");
+            let grew_kb =
+                usage.ru_maxrss.max(0) as u64 - early_kb.min(usage.ru_maxrss.max(0) as u64);
             assert!(
                 grew_kb < 16 * 1024,
-                "peak memory {} KiB for 600 s against {} KiB for 60 s",
-                usage.ru_maxrss,
-                short_usage.ru_maxrss
+                "peak memory {} KiB at the end against {early_kb} KiB at 2 minutes",
+                usage.ru_maxrss
             );
             let cpu_s = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) as f64;
             assert!(cpu_s < 60.0, "{cpu_s} s of CPU for a 600 s recording");
-            assert!(
-                short["soak"]["segments_verified"].as_u64() >= Some(1),
-                "{short}"
-            );
         },
     );
 }
