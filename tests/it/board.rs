@@ -69,7 +69,30 @@ fn every_board_command_runs_with_nothing_on_path() {
         ],
     );
     let v = json_of(&out, "record");
-    assert_eq!(v["verdict"], "keeps_up", "{}", v["streams"]);
+    // The run itself, not whether this machine's /tmp kept up with it (a stalled disk drops
+    // frames, rightly): it ended without an error, and every frame offered was written or
+    // counted as dropped.
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "record: {}",
+        v["verdict_text"]
+    );
+    assert_ne!(v["verdict"], "failed", "{}", v["verdict_text"]);
+    let streams = v["streams"].as_array().expect("streams");
+    assert!(!streams.is_empty());
+    for s in streams {
+        assert!(s["error"].is_null(), "{s}");
+        assert!(s["frames_offered"].as_u64() >= Some(30), "{s}");
+        assert_eq!(
+            s["frames_written"]
+                .as_u64()
+                .zip(s["frames_dropped"].as_u64())
+                .map(|(w, d)| w + d),
+            s["frames_offered"].as_u64(),
+            "{s}"
+        );
+        assert!(s["frames_written"].as_u64() > Some(0), "{s}");
+    }
 
     let out = with_empty_path(
         d.path(),

@@ -70,6 +70,37 @@ fn fill(dir: &Path) {
     );
 }
 
+/// Fills the card once the run under test is writing to it: a file of its own whose name
+/// starts with `prefix` holds data. A fixed wait would fill a card that a slow or busy
+/// machine had not started writing to yet (the run would then refuse the full card rather
+/// than meet it mid-run), and a preallocated file (check's sustained write) holds its space
+/// however full the card gets.
+fn fill_once_writing(dir: &Path, prefix: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !run_is_writing(dir, prefix) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no file {prefix}* written in {} in 120 s",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fill(dir);
+}
+
+/// A file named `prefix`... (or one in a directory) with blocks allocated.
+fn run_is_writing(dir: &Path, prefix: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| match e.metadata() {
+        Ok(m) if m.is_dir() => run_is_writing(&e.path(), prefix),
+        Ok(m) => e.file_name().to_string_lossy().starts_with(prefix) && m.blocks() > 0,
+        Err(_) => false,
+    })
+}
+
 fn free_bytes(dir: &Path) -> u64 {
     let out = common::run("stat", &["-f", "-c", "%a %S", dir.to_str().expect("utf8")]);
     let mut it = out
@@ -105,8 +136,7 @@ fn record_the_card_fills_mid_run() {
         let card = SlowDev::new(&["--write-rate", "200M", "--size", "96M"]);
         let dir = card.path().to_str().expect("utf8").to_string();
         let child = start(&RecordArgs::on(&dir).with("--duration", "6s").args());
-        std::thread::sleep(Duration::from_secs(2));
-        fill(card.path());
+        fill_once_writing(card.path(), "sinkrate-record-");
         let (code, v, stderr) = finish(child);
         assert_eq!(code, Some(2), "{stderr}");
         assert_eq!(v["verdict"], "failed", "{v}");
@@ -147,8 +177,7 @@ fn bench_the_card_fills_mid_run() {
             // Removes its file, at the fault too (bench keeps files by default, as fio).
             "--unlink=1",
         ]);
-        std::thread::sleep(Duration::from_secs(2));
-        fill(card.path());
+        fill_once_writing(card.path(), "fill.");
         let (code, v, stderr) = finish(child);
         assert_ne!(code, Some(0), "{stderr}");
         let job = &v["jobs"][0];
@@ -514,8 +543,7 @@ fn check_the_card_fails_or_fills() {
             "--progress",
             "never",
         ]);
-        std::thread::sleep(Duration::from_secs(2));
-        fill(card.path());
+        fill_once_writing(card.path(), "sinkrate-record-");
         let (code, v, stderr) = finish(child);
         assert_eq!(code, Some(2), "{stderr}");
         assert!(
@@ -650,8 +678,7 @@ fn verify_and_tune_the_card_fills_mid_run() {
                 tune_search(&dir)
             };
             let child = start(&args);
-            std::thread::sleep(Duration::from_secs(3));
-            fill(card.path());
+            fill_once_writing(card.path(), "sinkrate-");
             let (code, v, stderr) = finish(child);
             assert_eq!(code, Some(2), "{command}: {stderr}");
             assert!(

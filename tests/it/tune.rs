@@ -478,15 +478,20 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
                 let trials = c["trials"].as_array().expect("trials");
                 assert!(!trials.is_empty(), "{c}");
                 // What each run cost the card, for --objective wear: the device's bytes
-                // per hour of recording, at least the recording's own (80 KiB x 60 fps).
-                assert!(
-                    trials
-                        .iter()
-                        .filter(|t| t["verdict"] != "failed")
-                        .all(|t| t["device_bytes_per_hour"].as_f64()
-                            > Some(0.5 * 81920.0 * 60.0 * 3600.0)),
-                    "{c}"
-                );
+                // per hour of recording, at least the 80 KiB frames the run wrote (those
+                // offered, less those a busy machine dropped) in its time, all fsync'd at
+                // its end.
+                for t in trials.iter().filter(|t| t["verdict"] != "failed") {
+                    let written = t["frames_offered"].as_u64().expect("offered")
+                        - t["frames_dropped"].as_u64().expect("dropped");
+                    let per_hour = written as f64 * 81920.0
+                        / t["duration_s"].as_f64().expect("duration")
+                        * 3600.0;
+                    assert!(
+                        written == 0 || t["device_bytes_per_hour"].as_f64() > Some(0.9 * per_hour),
+                        "{per_hour} B/h written: {t}"
+                    );
+                }
                 // Every run lasted past the first flush (6 s here, 2 s with 100/100),
                 // unless stopped as already worse than the best.
                 assert!(

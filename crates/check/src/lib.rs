@@ -220,10 +220,15 @@ pub fn run(
     if stop.load(Ordering::Relaxed) {
         return Err(CheckError::Interrupted);
     }
-    // A device that failed under the sustained write has answered the question: no
-    // recording is tried on it.
-    if let Err(failure @ ProbeError::DeviceFailed { .. }) = &sustained {
-        refresh_health(&mut a, &cfg.path, requested);
+    // A device that failed under the sustained write has answered the question, and a card
+    // that filled under it (another program's files) leaves no room to answer it: no
+    // recording is tried on either.
+    if let Err(failure @ (ProbeError::DeviceFailed { .. } | ProbeError::WriteFailed { .. })) =
+        &sustained
+    {
+        if matches!(failure, ProbeError::DeviceFailed { .. }) {
+            refresh_health(&mut a, &cfg.path, requested);
+        }
         let why = failure.to_string();
         let mut run = not_writable(cfg, plan, a, why.clone(), started, started_ms);
         run.result.raw_write.error = Some(why.clone());

@@ -66,6 +66,13 @@ pub enum ProbeError {
         after_bytes: u64,
         after_s: f64,
     },
+    /// A write failed for a reason of the filesystem's (ENOSPC: the card filled; a quota):
+    /// the run's failure, not a method to give up for another.
+    WriteFailed {
+        what: String,
+        after_bytes: u64,
+        after_s: f64,
+    },
 }
 
 impl std::fmt::Display for ProbeError {
@@ -81,12 +88,49 @@ impl std::fmt::Display for ProbeError {
                 "the device failed {after_s:.1} s into the sustained write, after {} written: {what}",
                 sinkrate_units::product::bytes_si(*after_bytes)
             ),
+            ProbeError::WriteFailed {
+                what,
+                after_bytes,
+                after_s,
+            } => write!(
+                f,
+                "the sustained write failed {after_s:.1} s in, after {} written: {what}",
+                sinkrate_units::product::bytes_si(*after_bytes)
+            ),
         }
     }
 }
 
 /// Writes for at most `seconds` (the file is sized so that no offset is written twice:
 /// up to a quarter of the free space, at most 8 GiB), then fsyncs; the rate counts the fsync.
+/// What a sustained write's error `errno` ends, or None when the buffered method is worth a
+/// try: only O_DIRECT refused (EINVAL: an alignment, or a filesystem without it) is. A
+/// device that fails writes fails them buffered too, and a full card or a quota fails the
+/// same way, after writing to it again.
+fn write_failure(
+    direct: bool,
+    errno: i32,
+    why: &str,
+    (after_bytes, after_s): (u64, f64),
+) -> Option<ProbeError> {
+    let what = why.to_string();
+    if errno == libc::EIO || errno == libc::EROFS {
+        return Some(ProbeError::DeviceFailed {
+            what,
+            after_bytes,
+            after_s,
+        });
+    }
+    if direct && matches!(errno, libc::EINVAL | libc::EOPNOTSUPP) {
+        return None;
+    }
+    Some(ProbeError::WriteFailed {
+        what,
+        after_bytes,
+        after_s,
+    })
+}
+
 pub fn sustained_write(
     dir: &Path,
     seconds: u64,
@@ -150,14 +194,9 @@ pub fn sustained_write(
                 .error_text
                 .clone()
                 .unwrap_or_else(|| std::io::Error::from_raw_os_error(job.error).to_string());
-            // A device that fails writes fails them buffered too: trying again only writes
-            // more to a card at the end of its life.
-            if job.error == libc::EIO || job.error == libc::EROFS {
-                return Err(ProbeError::DeviceFailed {
-                    what: why,
-                    after_bytes: job.write.io_bytes,
-                    after_s: job.write.runtime_ns as f64 / 1e9,
-                });
+            let after = (job.write.io_bytes, job.write.runtime_ns as f64 / 1e9);
+            if let Some(failure) = write_failure(direct, job.error, &why, after) {
+                return Err(failure);
             }
             tried.push(why);
             continue;
@@ -215,4 +254,34 @@ pub fn sustained_write(
         });
     }
     Err(ProbeError::Failed(tried.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_o_direct_refused_is_tried_again_buffered() {
+        let after = (3_000_000, 0.4);
+        assert!(write_failure(true, libc::EINVAL, "refused", after).is_none());
+        assert!(write_failure(true, libc::EOPNOTSUPP, "refused", after).is_none());
+        // Buffered, EINVAL is the run's end: there is no method left.
+        assert!(matches!(
+            write_failure(false, libc::EINVAL, "x", after),
+            Some(ProbeError::WriteFailed { .. })
+        ));
+        for errno in [libc::EIO, libc::EROFS] {
+            assert!(matches!(
+                write_failure(true, errno, "x", after),
+                Some(ProbeError::DeviceFailed { .. })
+            ));
+        }
+        // A card that filled is not written to a second time.
+        let full = write_failure(true, libc::ENOSPC, "No space left on device", after)
+            .expect("ends the run");
+        assert_eq!(
+            full.to_string(),
+            "the sustained write failed 0.4 s in, after 3 MB written: No space left on device"
+        );
+    }
 }
