@@ -14,12 +14,11 @@ pub fn features() -> Vec<&'static str> {
     if cfg!(target_os = "linux") {
         features.push("io_uring");
     }
-    features.extend([
-        "html-report",
-        "png-report",
-        "watch-tui",
-        "emulate (needs nbdkit)",
-    ]);
+    features.push("html-report");
+    if cfg!(feature = "png-report") {
+        features.push("png-report");
+    }
+    features.extend(["watch-tui", "emulate (needs nbdkit)"]);
     features
 }
 

@@ -100,6 +100,9 @@ fn guard_output(output: &Path, inputs: &[PathBuf], force: bool) -> Result<()> {
 /// `--png DIR` before anything is written: a directory (or a name one can be made at),
 /// whose chart files are new unless --force.
 fn check_png(page: &sinkrate_report::figures::Page, dir: &Path, force: bool) -> Result<()> {
+    if !cfg!(feature = "png-report") {
+        return Err(anyhow!("{NO_PNG}"));
+    }
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
             return Err(anyhow!(
@@ -136,6 +139,15 @@ fn check_png(page: &sinkrate_report::figures::Page, dir: &Path, force: bool) -> 
     Ok(())
 }
 
+/// What a build without the PNG charts says to `--png` (board builds).
+const NO_PNG: &str = "--png: this build has no PNG charts (board builds leave them out to fit their 5 MB budget); the HTML report holds the same charts";
+
+#[cfg(not(feature = "png-report"))]
+fn write_png(_: &sinkrate_report::figures::Page, _: &Path) -> Result<()> {
+    Err(anyhow!("{NO_PNG}"))
+}
+
+#[cfg(feature = "png-report")]
 fn write_png(page: &sinkrate_report::figures::Page, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("--png {}: cannot create the directory", dir.display()))?;

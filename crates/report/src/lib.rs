@@ -7,6 +7,7 @@ pub mod bench;
 pub mod charts;
 pub mod figures;
 pub mod html;
+#[cfg(feature = "png")]
 pub mod png;
 pub mod recording;
 pub mod sections;
