@@ -26,6 +26,7 @@ impl Exporter<CheckRun> for CheckText {
         if let Some(rec) = &c.record {
             recording(&mut s, c, &rec.result);
         }
+        test_cost(&mut s, c);
         self.findings(&mut s, c);
         Ok(s.into_bytes())
     }
@@ -146,10 +147,15 @@ fn sustained(s: &mut String, c: &CheckReport) {
             s,
             "sustained write, page cache excluded",
             format!(
-                "{}   ({}, {:.1} s; headroom {:.1}x the stream{})",
+                "{}   ({}, {:.1} s{}; headroom {:.1}x the stream{})",
                 mbs(m.bytes_per_s),
                 m.method.label(),
                 m.seconds,
+                if m.stopped_steady {
+                    ", ended once steady"
+                } else {
+                    ""
+                },
                 m.bytes_per_s / requested,
                 m.device_bytes_written
                     .map(|d| format!("; the device counted {:.0} MB", d as f64 / 1e6))
@@ -159,6 +165,35 @@ fn sustained(s: &mut String, c: &CheckReport) {
         (None, Some(e)) => row(s, "sustained write", format!("not measured: {e}")),
         _ => {}
     }
+}
+
+/// What the check's own writes cost the card, by the device's count.
+fn test_cost(s: &mut String, c: &CheckReport) {
+    let Some(total) = c
+        .device_bytes_written
+        .filter(|_| c.verdict != Verdict::NotStorage)
+    else {
+        return;
+    };
+    let bytes = sinkrate_units::product::bytes_si;
+    let sustained = c
+        .raw_write
+        .measured
+        .as_ref()
+        .and_then(|m| m.device_bytes_written);
+    let recorded = c
+        .record
+        .as_ref()
+        .and_then(|r| r.result.totals.device_bytes_written);
+    let parts = match (sustained, recorded) {
+        (Some(a), Some(b)) => format!(" (sustained write {}, recording {})", bytes(a), bytes(b)),
+        _ => String::new(),
+    };
+    row(
+        s,
+        "this check wrote to the device",
+        format!("{}{parts}", bytes(total)),
+    );
 }
 
 /// The recording test's figures: drops and write times, the worst stall and when it came,

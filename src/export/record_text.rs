@@ -83,10 +83,17 @@ impl Exporter<RecordRun> for RecordText {
             ));
         }
         t.push_str(&format!(
-            "\npage cache: peak dirty+writeback {:.0} MB, writers throttled {:.1} s; device wrote {:.1} MB/s on average while recording; the final fsync took {:.2} s\n",
+            "\npage cache: peak dirty+writeback {:.0} MB, writers throttled {:.1} s; device wrote {:.1} MB/s on average while recording{}; the final fsync took {:.2} s\n",
             r.sampler.summary.peak_dirty_writeback_bytes.unwrap_or(0) as f64 / 1e6,
             r.sampler.summary.throttled_seconds,
             r.totals.device_bytes_per_s.unwrap_or(0.0) / 1e6,
+            r.totals
+                .device_bytes_written
+                .map(|b| format!(
+                    ", {} in all with the final flush",
+                    sinkrate_units::product::bytes_si(b)
+                ))
+                .unwrap_or_default(),
             r.totals.final_flush_s
         ));
         t.push_str(&match (r.totals.unacknowledged_worst_s, c.write_mode) {

@@ -42,6 +42,12 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
             s.push_str(&format!("\n{}\n", c.text));
         }
         winner_commands(r, &mut s);
+        if let Some(d) = r.device_bytes_written {
+            s.push_str(&format!(
+                "the search's runs wrote {} to the device (its own count)\n",
+                sinkrate_units::product::bytes_si(d)
+            ));
+        }
         for n in &r.notes {
             s.push_str(&format!("note: {n}\n"));
         }

@@ -53,6 +53,13 @@ fn header(run: &SuiteRun, out: &mut String) {
         },
         super::mmss(r.elapsed_s)
     ));
+    if let Some(d) = r.device_bytes_written {
+        out.push_str(&format!(
+            "written to {}'s device meanwhile: {} (its own count)\n",
+            r.dir,
+            sinkrate_units::product::bytes_si(d)
+        ));
+    }
     if let Some(m) = &r.made_on {
         out.push_str(&format!("devices made: {m}\n"));
     }

@@ -39,9 +39,12 @@ impl Exporter<VerifyReport> for VerifyText {
         if let Some(w) = &r.write {
             writeln!(
                 o,
-                "  written   {} at {} (fsync at the end)",
+                "  written   {} at {} (fsync at the end){}",
                 size(w.bytes),
-                mbs(w.bytes_per_s)
+                mbs(w.bytes_per_s),
+                r.device_bytes_written
+                    .map(|d| format!("; the device counted {}", size(d)))
+                    .unwrap_or_default()
             )?;
         }
         if let (Some(p), Some(m)) = (&r.read, r.read_method) {

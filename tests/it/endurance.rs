@@ -156,6 +156,9 @@ fn verify_on_a_card_that_keeps_stale_data_finds_where_it_started() {
                 "16M:stale",
             ]);
             let dir = card.path().to_str().expect("utf8").to_string();
+            let before = card_account(&card)["wear_written_bytes"]
+                .as_u64()
+                .expect("bytes");
             let (code, v, stderr) = run(&[
                 "verify",
                 &dir,
@@ -169,6 +172,14 @@ fn verify_on_a_card_that_keeps_stale_data_finds_where_it_started() {
             assert_eq!(code, Some(1), "{stderr}");
             assert_ne!(v["verdict"], "ok", "{v}");
             let account = card_account(&card);
+            // What the write cost the card, as the kernel counted it: the 48 MiB and the
+            // filesystem's own, no more than the card itself took in.
+            let took = account["wear_written_bytes"].as_u64().expect("bytes") - before;
+            let counted = v["device_bytes_written"].as_u64().expect("counted");
+            assert!(
+                counted >= 48 << 20 && counted <= took + (1 << 20),
+                "the kernel counted {counted}, the card took {took}"
+            );
             let lost = account["wear_lost_bytes"].as_u64().expect("lost");
             assert!(lost > 0, "{account}");
             // The first bad block lies where the card stopped keeping data: 16 MiB of its
@@ -219,6 +230,63 @@ fn check_on_a_card_that_wears_out_names_its_health_and_the_moment() {
     );
 }
 
+/// Check's sustained write ends once the card's rate has held, and check says what its
+/// test cost the card, by the kernel's count, against the emulated card's own.
+#[test]
+fn a_check_says_what_its_test_cost_the_card() {
+    with_root("a_check_says_what_its_test_cost_the_card", TOOLS, || {
+        let card = SlowDev::new(&["--write-rate", "50M", "--size", "1G", "--wear-out", "100G"]);
+        let dir = card.path().to_str().expect("utf8").to_string();
+        let before = card_account(&card)["wear_written_bytes"]
+            .as_u64()
+            .expect("bytes");
+        let (code, v, stderr) = run(&["check", &dir, "--quick", "--output-format", "json"]);
+        assert!(matches!(code, Some(0 | 1)), "{stderr}");
+        let took = card_account(&card)["wear_written_bytes"]
+            .as_u64()
+            .expect("bytes")
+            - before;
+        let m = &v["raw_write"]["measured"];
+        let seconds = m["seconds"].as_f64().expect("seconds");
+        // Steady or not is the machine's (a busy one makes the card's rate uneven); ended
+        // early means steady, and steady is never before 2 s.
+        if m["stopped_steady"] == true {
+            assert!((2.0..3.9).contains(&seconds), "{m}");
+        } else {
+            assert!(seconds >= 3.9, "{m}");
+        }
+        eprintln!(
+            "sustained write: {seconds:.1} s, steady: {}",
+            m["stopped_steady"]
+        );
+        // The parts: the sustained write's bytes all reached the card, and the recording's.
+        let sustained = m["device_bytes_written"].as_u64().expect("sustained");
+        assert!(
+            sustained >= m["bytes_written"].as_u64().expect("bytes"),
+            "{m}"
+        );
+        let recording = v["record"]["totals"]["device_bytes_written"]
+            .as_u64()
+            .expect("recording");
+        assert!(
+            recording
+                >= v["record"]["totals"]["bytes_written"]
+                    .as_u64()
+                    .expect("written"),
+            "{}",
+            v["record"]["totals"]
+        );
+        // The whole, as the kernel counted it, against what the card itself took in (the
+        // audit's reads and the filesystem's writes between the phases are the card's too).
+        let total = v["device_bytes_written"].as_u64().expect("total");
+        assert_eq!(total, sustained + recording);
+        assert!(
+            total <= took && took - total < took / 20 + (4 << 20),
+            "the kernel counted {total}, the card took {took}"
+        );
+    });
+}
+
 #[test]
 fn the_lifetime_is_the_cards_endurance_over_what_the_recording_writes_a_day() {
     with_root(
@@ -235,7 +303,9 @@ fn the_lifetime_is_the_cards_endurance_over_what_the_recording_writes_a_day() {
                 .with("--frame-size", "256k")
                 .with("--hours-per-day", "8")
                 .args());
-            assert_eq!(code, Some(0), "{stderr}");
+            // Kept up or dropped frames (a busy machine's), the lifetime is of what was
+            // written.
+            assert!(matches!(code, Some(0 | 1)), "{stderr}");
             let after = card_account(&card)["wear_written_bytes"]
                 .as_u64()
                 .expect("bytes");
@@ -259,6 +329,16 @@ fn the_lifetime_is_the_cards_endurance_over_what_the_recording_writes_a_day() {
                 (days - remaining / (per_hour * 8.0)).abs() < 1e-6 * days,
                 "{l}"
             );
+            // The recording's cost as the kernel counted it, the card's own count beside.
+            let counted = v["totals"]["device_bytes_written"]
+                .as_u64()
+                .expect("counted");
+            assert!(
+                counted <= after - before
+                    && after - before - counted < (after - before) / 20 + (1 << 20),
+                "the kernel counted {counted}, the card took {}",
+                after - before
+            );
             let wa = l["write_amplification"].as_f64().expect("wa");
             assert!(
                 (0.9..1.5).contains(&wa),
@@ -269,7 +349,7 @@ fn the_lifetime_is_the_cards_endurance_over_what_the_recording_writes_a_day() {
                 .with("--duration", "2s")
                 .with("--endurance", "20000h@26M")
                 .args());
-            assert_eq!(code, Some(0), "{stderr}");
+            assert!(matches!(code, Some(0 | 1)), "{stderr}");
             assert_eq!(
                 v["lifetime"]["endurance"]["remaining_bytes"].as_f64(),
                 Some(20000.0 * 3600.0 * 26e6 / 8.0),
@@ -400,21 +480,21 @@ fn a_soak_of_ten_minutes_reads_every_closed_segment_back_in_flat_memory() {
             assert_ne!(v["verdict"], "failed", "{}", v["verdict_text"]);
             let soak = &v["soak"];
             assert!(soak["failure"].is_null(), "{soak}");
-            // Every segment but the last was closed during the run and read back: the files
-            // on the card (kept) and their sizes are the filesystem's count.
+            // Every segment was read back, the last once the recording ended: the files on
+            // the card (kept) and their sizes are the filesystem's count.
             let mut files: Vec<String> = common::files_in(card.path())
                 .into_iter()
                 .filter(|f| f.starts_with("sinkrate-record-cam0-"))
                 .collect();
             files.sort();
             assert!(files.len() >= 19, "{files:?}");
-            let closed_bytes: u64 = files[..files.len() - 1]
+            let closed_bytes: u64 = files
                 .iter()
                 .map(|f| std::fs::metadata(card.path().join(f)).expect("size").len())
                 .sum();
             assert_eq!(
                 soak["segments_verified"].as_u64(),
-                Some(files.len() as u64 - 1),
+                Some(files.len() as u64),
                 "{soak}"
             );
             assert_eq!(

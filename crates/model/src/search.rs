@@ -125,6 +125,9 @@ pub struct Trial {
     /// Bytes the device wrote per hour of recording (record workloads): what wears the card.
     #[serde(default)]
     pub device_bytes_per_hour: Option<f64>,
+    /// Bytes the device wrote in this run, its final flush included (record workloads).
+    #[serde(default)]
+    pub device_bytes_written: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,6 +250,11 @@ pub struct SearchReport {
     /// (the device's bytes per hour first).
     #[serde(default = "latency_objective")]
     pub rank_by: String,
+    /// What the search cost the card: the bytes the device wrote in every run whose
+    /// device was counted (record workloads; power-cut proofs not included). None when no
+    /// run was.
+    #[serde(default)]
+    pub device_bytes_written: Option<u64>,
 }
 
 fn latency_objective() -> String {
@@ -254,6 +262,15 @@ fn latency_objective() -> String {
 }
 
 impl SearchReport {
+    /// The sum of the runs' device bytes (see `device_bytes_written`).
+    pub fn runs_device_bytes(&self) -> Option<u64> {
+        self.ranked
+            .iter()
+            .flat_map(|c| &c.trials)
+            .filter_map(|t| t.device_bytes_written)
+            .reduce(|a, b| a + b)
+    }
+
     pub fn winner(&self) -> Option<&Scored> {
         self.ranked
             .first()

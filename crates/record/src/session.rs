@@ -431,6 +431,9 @@ pub fn run(
         }),
     );
     report.power_cut = power_cut;
+    if report.config.write_mode != WriteMode::Null {
+        report.totals.device_bytes_written = device_bytes_until(&sampled, u64::MAX);
+    }
     report.lifetime = lifetime(&report, &sampled, s.hours_per_day, endurance);
     let mut run = Envelope::new(
         RunKind::Record,
@@ -813,6 +816,8 @@ fn judge(
             requested_bytes_per_s: requested,
             written_bytes_per_s: sum(|r| r.bytes_written) as f64 / elapsed_s,
             device_bytes_per_s,
+            // Set once the run's final flush has been counted.
+            device_bytes_written: None,
             device_busy_fraction,
             device_rate_while_busy_bytes_per_s: device_rate_while_busy,
             writer_cpu_s: sum(|r| r.writer_cpu_ns) as f64 / 1e9,

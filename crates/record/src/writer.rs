@@ -459,6 +459,30 @@ impl<'a> StreamWriter<'a> {
             let file = self.result.file.display().to_string();
             self.result.error.get_or_insert(format!("{file}: {e}"));
         }
+        // The last segment, closed now, is read back too (after a power cut what the card
+        // holds is the power-cut report's to judge, and a failed stream's file is not whole).
+        if self.cfg.verify_every.is_some()
+            && self.cfg.power_cut_at.is_none()
+            && !self.null
+            && self.result.error.is_none()
+        {
+            let bytes = match self.output.as_ref() {
+                Some(Output::Sync(s)) => Some(s.offset),
+                Some(Output::Uring(u)) => Some(u.file.offset),
+                None => None,
+            };
+            if let Some(bytes) = bytes {
+                shared
+                    .closed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(crate::stream::ClosedSegment {
+                        stream: self.spec.name.clone(),
+                        path: self.segments.current.clone(),
+                        bytes,
+                    });
+            }
+        }
         let r = &mut self.result;
         r.final_sync_ns = t0.elapsed().as_nanos() as u64;
         r.writer_busy_ns = self.busy_ns;

@@ -8,11 +8,18 @@ use std::io::Read;
 pub use sinkrate_model::timeline::Hog;
 use sinkrate_procparse::pid::{parse_io, parse_stat};
 
+/// The ended processes whose totals are kept, the busiest: a soak of hours on a busy
+/// machine sees thousands of processes come and go, and keeping each one's figures (and its
+/// last counters) would grow the recorder's memory without end.
+const KEPT_ENDED: usize = 64;
+
 #[derive(Default)]
 pub struct HogTracker {
     last_ticks: HashMap<u32, u64>,
     last_written: HashMap<u32, u64>,
     totals: HashMap<u32, Hog>,
+    /// The processes the last scan found.
+    alive: std::collections::HashSet<u32>,
     buf: Vec<u8>,
     io_buf: Vec<u8>,
     ticks_per_s: f64,
@@ -33,6 +40,7 @@ impl HogTracker {
         let entries = std::fs::read_dir("/proc").ok()?;
         let mut top: Option<(u32, f64)> = None;
         self.flusher_pct = 0.0;
+        self.alive.clear();
         for e in entries.flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
                 continue;
@@ -48,6 +56,7 @@ impl HogTracker {
                 continue;
             };
             let Some(st) = parse_stat(text) else { continue };
+            self.alive.insert(pid);
             let ticks = st.utime + st.stime;
             let prev = self.last_ticks.insert(pid, ticks);
             let written = read_write_bytes(pid, &mut self.io_buf);
@@ -86,6 +95,7 @@ impl HogTracker {
                 top = Some((pid, pct));
             }
         }
+        self.forget_ended();
         let (pid, pct) = top?;
         Some((
             self.totals
@@ -94,6 +104,27 @@ impl HogTracker {
                 .unwrap_or_default(),
             pct,
         ))
+    }
+
+    /// Drops the counters of processes that have ended, and the totals of all but the
+    /// busiest [`KEPT_ENDED`] of them.
+    fn forget_ended(&mut self) {
+        let alive = &self.alive;
+        self.last_ticks.retain(|pid, _| alive.contains(pid));
+        self.last_written.retain(|pid, _| alive.contains(pid));
+        if self.totals.len() <= alive.len() + 2 * KEPT_ENDED {
+            return;
+        }
+        let mut ended: Vec<(u32, f64)> = self
+            .totals
+            .iter()
+            .filter(|(pid, _)| !alive.contains(pid))
+            .map(|(pid, h)| (*pid, h.cpu_seconds))
+            .collect();
+        ended.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (pid, _) in ended.into_iter().skip(KEPT_ENDED) {
+            self.totals.remove(&pid);
+        }
     }
 
     /// The flusher threads' CPU over the last scan's interval, percent of one core.
@@ -119,4 +150,48 @@ fn read_write_bytes(pid: u32, buf: &mut Vec<u8>) -> Option<u64> {
     let mut f = std::fs::File::open(format!("/proc/{pid}/io")).ok()?;
     f.read_to_end(buf).ok()?;
     parse_io(std::str::from_utf8(buf).ok()?).map(|io| io.write_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hog(pid: u32, cpu_seconds: f64) -> Hog {
+        Hog {
+            pid,
+            name: format!("p{pid}"),
+            cpu_seconds,
+            peak_cpu_pct: 0.0,
+            write_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn ended_processes_are_forgotten_but_the_busiest() {
+        let mut t = HogTracker::default();
+        // 10,000 processes came and went; 3 are alive.
+        for pid in 1..=10_000 {
+            t.last_ticks.insert(pid, 1);
+            t.last_written.insert(pid, 1);
+            t.totals.insert(pid, hog(pid, f64::from(pid)));
+        }
+        t.alive.extend([5, 6, 7]);
+        t.forget_ended();
+        assert_eq!(t.last_ticks.len(), 3);
+        assert_eq!(t.last_written.len(), 3);
+        assert_eq!(t.totals.len(), 3 + KEPT_ENDED);
+        // The live ones stay whatever their CPU; the busiest of the ended ones stay.
+        assert!([5, 6, 7, 10_000, 9_937]
+            .iter()
+            .all(|p| t.totals.contains_key(p)));
+        assert!(!t.totals.contains_key(&9_936));
+        assert_eq!(t.top(1)[0].pid, 10_000);
+        // Few enough: nothing is dropped from the totals.
+        let mut t = HogTracker::default();
+        for pid in 1..=20 {
+            t.totals.insert(pid, hog(pid, 1.0));
+        }
+        t.forget_ended();
+        assert_eq!(t.totals.len(), 20);
+    }
 }

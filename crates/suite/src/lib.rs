@@ -337,6 +337,7 @@ pub fn run(
     sinkrate_record::session::restore_left_over_settings()?;
     let started = Instant::now();
     let started_ms = sinkrate_sys::host::unix_ms_now();
+    let device_count = sinkrate_sys::disks::WrittenSince::start(&cfg.dir, false);
     let estimate = estimate_s(cfg);
     let mut ctx = Ctx {
         cfg,
@@ -383,6 +384,7 @@ pub fn run(
         settings_changed: ctx.settings_changed,
         notes,
         run_files: ctx.run_files,
+        device_bytes_written: device_count.bytes(),
     };
     Ok(Envelope::new(
         RunKind::Suite,

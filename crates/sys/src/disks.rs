@@ -25,6 +25,34 @@ pub fn written_bytes(root: &SysRoot, devices: &[&str]) -> Option<u64> {
     (seen > 0).then_some(total)
 }
 
+/// The devices' own count of the bytes written since a start: what a run cost them (other
+/// writers to them count too).
+pub struct WrittenSince {
+    devices: Vec<String>,
+    before: Option<u64>,
+}
+
+impl WrittenSince {
+    /// From now, for the devices behind `path`: a directory's filesystem, or the block
+    /// device itself. None of them (tmpfs, a network mount) counts nothing.
+    pub fn start(path: &std::path::Path, is_block_device: bool) -> WrittenSince {
+        let facts = crate::host::target_facts(path, is_block_device);
+        let devices = crate::host::device_names(std::slice::from_ref(&facts));
+        let before = Self::written(&devices);
+        WrittenSince { devices, before }
+    }
+
+    fn written(devices: &[String]) -> Option<u64> {
+        let names: Vec<&str> = devices.iter().map(String::as_str).collect();
+        written_bytes(&SysRoot::live(), &names)
+    }
+
+    /// Bytes written since the start; None without a device.
+    pub fn bytes(&self) -> Option<u64> {
+        Some(Self::written(&self.devices)?.saturating_sub(self.before?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

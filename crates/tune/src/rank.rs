@@ -260,6 +260,7 @@ mod tests {
             stopped_early: false,
             error: None,
             device_bytes_per_hour: None,
+            device_bytes_written: None,
         }
     }
 

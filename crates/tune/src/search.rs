@@ -479,8 +479,10 @@ pub fn search(
         power_cuts,
         max_loss_met: None,
         rank_by: if objective.wear { "wear" } else { "latency" }.into(),
+        device_bytes_written: None,
     };
     report.max_loss_met = report.loss_bound_met();
+    report.device_bytes_written = report.runs_device_bytes();
     Ok(report)
 }
 
@@ -709,6 +711,7 @@ mod tests {
             stopped_early: false,
             error: None,
             device_bytes_per_hour: None,
+            device_bytes_written: None,
         };
         let candidate = Candidate {
             label: label.into(),

@@ -168,6 +168,7 @@ fn failed_trial(error: String) -> Trial {
         stopped_early: false,
         error: Some(error),
         device_bytes_per_hour: None,
+        device_bytes_written: None,
     }
 }
 
@@ -190,6 +191,7 @@ fn record_trial(run: &sinkrate_record::report::RecordRun) -> Trial {
         stopped_early: false,
         error: run.error.as_ref().map(|e| e.what.clone()),
         device_bytes_per_hour: r.lifetime.as_ref().map(|l| l.device_bytes_per_hour),
+        device_bytes_written: t.device_bytes_written,
     }
 }
 
@@ -273,6 +275,7 @@ fn job_trial(
         stopped_early: false,
         error,
         device_bytes_per_hour: None,
+        device_bytes_written: None,
     })
 }
 
@@ -415,5 +418,6 @@ fn exec_trial(
         stopped_early: false,
         error,
         device_bytes_per_hour: None,
+        device_bytes_written: None,
     })
 }

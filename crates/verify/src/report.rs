@@ -123,6 +123,11 @@ pub struct VerifyReport {
     pub blocks: u64,
     /// None for `--read-only`.
     pub write: Option<Phase>,
+    /// What the write cost the device: the bytes it counted as written from the first
+    /// block to the final fsync (diskstats; other writers to it count too). None for
+    /// `--read-only`, or where no device was found behind the path.
+    #[serde(default)]
+    pub device_bytes_written: Option<u64>,
     pub read: Option<Phase>,
     pub read_method: Option<ReadMethod>,
     pub counts: Counts,

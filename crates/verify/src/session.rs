@@ -357,7 +357,18 @@ pub fn run(
     };
     // Armed by write_phase once it has created the file: only this run's own file is removed.
     let remove = (!is_device && !cfg.keep).then_some(&mut cleanup);
-    let write = match write_phase(&path, is_device, &plan, remove, stop, on_progress) {
+    // What the write costs the device: a new file's directory's devices, or the device.
+    let device_count = sinkrate_sys::disks::WrittenSince::start(
+        if is_device {
+            &path
+        } else {
+            path.parent().unwrap_or(&path)
+        },
+        is_device,
+    );
+    let written = write_phase(&path, is_device, &plan, remove, stop, on_progress);
+    let device_bytes_written = device_count.bytes();
+    let write = match written {
         Ok(w) => w,
         Err((_, VerifyError::Interrupted)) => return Err(VerifyError::Interrupted),
         Err((done, e)) => {
@@ -372,13 +383,15 @@ pub fn run(
             );
             // What was written before the fault, as the figures up to it.
             r.write = Some(done);
+            r.device_bytes_written = device_bytes_written;
             if let Some(left) = cleanup.remove_now() {
                 r.verdict_text.push_str(&format!("; {left}"));
             }
             return Ok(r);
         }
     };
-    let report = read_phase(cfg, &path, is_device, &plan, Some(write), stop, on_progress);
+    let mut report = read_phase(cfg, &path, is_device, &plan, Some(write), stop, on_progress);
+    report.device_bytes_written = device_bytes_written;
     drop(cleanup);
     Ok(report)
 }
@@ -518,6 +531,7 @@ fn empty_report(cfg: &Config, path: &Path, is_device: bool, plan: &Plan) -> Veri
         block_size_bytes: plan.block_size as u64,
         blocks: plan.blocks,
         write: None,
+        device_bytes_written: None,
         read: None,
         read_method: None,
         counts: Counts::default(),

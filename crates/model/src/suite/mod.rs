@@ -35,4 +35,8 @@ pub struct SuiteReport {
     /// The JSON of every run, where `runs_dir` was given.
     #[serde(default)]
     pub run_files: Vec<String>,
+    /// What the suite cost the directory's device: the bytes it counted as written over the
+    /// suite (diskstats; other writers count too). None without a device (tmpfs).
+    #[serde(default)]
+    pub device_bytes_written: Option<u64>,
 }
