@@ -597,7 +597,17 @@ fn a_trigger_saves_the_write_state_and_the_loaded_state_ends_the_reads_in_both_t
                 "{tool}: {issued} {blocks}"
             );
         }
-        assert_eq!(completions, vec![(0, (issued - 1) * 4096)], "{tool}");
+        // The last completion is the last write issued; fio's helper thread, saving while
+        // a busy machine holds the job, may find it a write behind.
+        let last = (issued - 1) * 4096;
+        if tool == "sinkrate" {
+            assert_eq!(completions, vec![(0, last)], "{tool}");
+        } else {
+            assert!(
+                completions == vec![(0, last)] || completions == vec![(0, last - 4096)],
+                "{tool}: {completions:?} after {issued} issued"
+            );
+        }
         assert_eq!(
             std::fs::read(dir.path().join("copied")).expect("the trigger command ran"),
             std::fs::read(&state).expect("state"),
