@@ -32,15 +32,17 @@ echo "== cargo test"
 # emulate's device models (a cdylib that cargo test does not link; emulate finds it beside
 # the sinkrate binary the tests run).
 cargo build --locked --workspace --profile test-release
-cargo test --locked --workspace --profile test-release --no-run
-# The integration test binary, run directly by the lanes below: cargo would wait for the
-# build directory that the checks started next hold.
+# The integration test binary first: the soak (lane D, ten minutes) starts as soon as it is
+# built, beside the build of the crates' unit tests. The lanes run it directly: cargo would
+# wait for the build directory that the checks started next hold.
+cargo test --locked --workspace --profile test-release --test it --no-run
 it_bin=$(cargo test --locked --workspace --profile test-release --test it --no-run \
   --message-format=json 2>/dev/null | grep '"kind":\["test"\]' | grep '"name":"it"' |
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 [ -x "$it_bin" ] || { echo "FAIL: the tests/it binary was not built" >&2; exit 1; }
 # The integration tests are one binary (tests/it), run in four lanes at once, each lane a
-# list of runs one after another (lane D, the ten-minute soak, from before the unit tests). Most tests wait on paced writers and emulated cards, so
+# list of runs one after another (lane D, the ten-minute soak, from before the unit tests
+# are built). Most tests wait on paced writers and emulated cards, so
 # lanes overlap those waits on two cores. Every test that changes a setting of the whole
 # machine runs in lane A, one run after another: the writeback sysctls through the settings
 # journal (tune apply and search, also in faults; suite's page-cache and power-cut suites;
@@ -142,6 +144,7 @@ run_lane D "${lane_d[@]}" &
 pid_d=$!
 # The crates' unit tests, the fuzz corpus replay and the binary's own unit tests.
 unit_rc=0
+cargo test --locked --workspace --profile test-release --no-run || unit_rc=$?
 cargo test --locked --workspace --profile test-release --lib --bins --test corpus -- --test-threads=2 || unit_rc=$?
 # The checks that build for no test run here (clippy, the POSIX port's check, the ARM
 # binaries of tests/it/qemu.rs) run beside the integration tests, at a lower priority: those

@@ -255,7 +255,7 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
     let (endurance, hours_per_day) = super::values::endurance(&args.endurance)?;
     Ok(Session {
         power_switch: None,
-        endurance,
+        endurance: sinkrate_record::session::EnduranceFrom::given(endurance),
         hours_per_day,
         record,
         label,

@@ -83,8 +83,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     // check's own --endurance and --hours-per-day, where the record flags after -- did not
     // give them.
     let (endurance, hours_per_day) = crate::cli::values::endurance(&args.endurance)?;
-    if recording.endurance.is_none() {
-        recording.endurance = endurance;
+    if let (sinkrate_record::session::EnduranceFrom::Device, Some(e)) =
+        (&recording.endurance, endurance)
+    {
+        recording.endurance = sinkrate_record::session::EnduranceFrom::Known(Some(e));
     }
     if hours_per_day != sinkrate_record::session::DEFAULT_HOURS_PER_DAY {
         recording.hours_per_day = hours_per_day;

@@ -137,10 +137,7 @@ fn windows_text(r: &CompareReport) -> String {
     if r.windows.is_empty() {
         return String::new();
     }
-    let clock = |s: f64| {
-        let s = s.max(0.0) as u64;
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    };
+    let clock = sinkrate_units::product::h_mm_ss;
     let mut out = String::from("\nwindow by window (rate MB/s, worst write ms):\n");
     for w in &r.windows {
         let cells: Vec<String> = w

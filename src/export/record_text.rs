@@ -109,8 +109,8 @@ impl Exporter<RecordRun> for RecordText {
             for w in &r.windows {
                 t.push_str(&format!(
                     "{:>8}-{:<8} {:>9}   {:>8.1} ms  {:>7}\n",
-                    clock(w.start_s),
-                    clock(w.end_s),
+                    sinkrate_units::product::h_mm_ss(w.start_s),
+                    sinkrate_units::product::h_mm_ss(w.end_s),
                     format!("{:.1} MB/s", w.written_bytes_per_s / 1e6),
                     w.worst_write_ns as f64 / 1e6,
                     w.frames_written
@@ -189,10 +189,4 @@ fn power_cut_text(cut: &PowerCutReport) -> String {
         }
     }
     t
-}
-
-/// Seconds as H:MM:SS.
-fn clock(s: f64) -> String {
-    let s = s.max(0.0) as u64;
-    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }

@@ -36,6 +36,13 @@ fn card_account(card: &SlowDev) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(stats).expect("stats")).expect("stats JSON")
 }
 
+/// The bytes the emulated card has taken in so far, by its own count.
+fn card_took(card: &SlowDev) -> u64 {
+    card_account(card)["wear_written_bytes"]
+        .as_u64()
+        .expect("the card counts the bytes written to it")
+}
+
 /// The lines of stderr that say an error (notes and warnings aside).
 fn error_lines(stderr: &str) -> Vec<&str> {
     stderr
@@ -142,6 +149,54 @@ fn record_on_a_card_whose_errors_rise_fails() {
 }
 
 #[test]
+fn verify_on_a_card_that_turns_read_only_fails_and_reads_back_what_it_wrote() {
+    with_root(
+        "verify_on_a_card_that_turns_read_only_fails_and_reads_back_what_it_wrote",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&[
+                "--write-rate",
+                "200M",
+                "--size",
+                "256M",
+                "--wear-out",
+                "16M:read-only",
+            ]);
+            let dir = card.path().to_str().expect("utf8").to_string();
+            let (code, v, stderr) = run(&[
+                "verify",
+                &dir,
+                "--size",
+                "48M",
+                "--block-size",
+                "1M",
+                "--output-format",
+                "json",
+            ]);
+            assert_eq!(code, Some(2), "{stderr}");
+            assert_eq!(v["verdict"], "failed", "{v}");
+            let text = v["verdict_text"].as_str().expect("text");
+            assert!(text.starts_with("writing failed after"), "{text}");
+            // The blocks written before the card refused read back from it as written: 16
+            // MiB of its life once ready (the filesystem's own writes since take a little).
+            let written = v["write"]["bytes"].as_u64().expect("written");
+            let before = written / (1 << 20);
+            assert!((8..=16).contains(&before), "{v}");
+            assert_eq!(v["counts"]["ok"].as_u64(), Some(before), "{v}");
+            assert!(
+                text.contains(&format!(
+                    "the {before} blocks written before it read back as written"
+                )),
+                "{text}"
+            );
+            let account = card_account(&card);
+            assert_eq!(account["worn_out"], true, "{account}");
+            assert_eq!(error_lines(&stderr).len(), 1, "{stderr}");
+        },
+    );
+}
+
+#[test]
 fn verify_on_a_card_that_keeps_stale_data_finds_where_it_started() {
     with_root(
         "verify_on_a_card_that_keeps_stale_data_finds_where_it_started",
@@ -156,9 +211,7 @@ fn verify_on_a_card_that_keeps_stale_data_finds_where_it_started() {
                 "16M:stale",
             ]);
             let dir = card.path().to_str().expect("utf8").to_string();
-            let before = card_account(&card)["wear_written_bytes"]
-                .as_u64()
-                .expect("bytes");
+            let before = card_took(&card);
             let (code, v, stderr) = run(&[
                 "verify",
                 &dir,
@@ -237,15 +290,10 @@ fn a_check_says_what_its_test_cost_the_card() {
     with_root("a_check_says_what_its_test_cost_the_card", TOOLS, || {
         let card = SlowDev::new(&["--write-rate", "50M", "--size", "1G", "--wear-out", "100G"]);
         let dir = card.path().to_str().expect("utf8").to_string();
-        let before = card_account(&card)["wear_written_bytes"]
-            .as_u64()
-            .expect("bytes");
+        let before = card_took(&card);
         let (code, v, stderr) = run(&["check", &dir, "--quick", "--output-format", "json"]);
         assert!(matches!(code, Some(0 | 1)), "{stderr}");
-        let took = card_account(&card)["wear_written_bytes"]
-            .as_u64()
-            .expect("bytes")
-            - before;
+        let took = card_took(&card) - before;
         let m = &v["raw_write"]["measured"];
         let seconds = m["seconds"].as_f64().expect("seconds");
         // Steady or not is the machine's (a busy one makes the card's rate uneven); ended
@@ -296,9 +344,7 @@ fn the_lifetime_is_the_cards_endurance_over_what_the_recording_writes_a_day() {
             let card =
                 SlowDev::new(&["--write-rate", "200M", "--size", "512M", "--wear-out", "4G"]);
             let dir = card.path().to_str().expect("utf8").to_string();
-            let before = card_account(&card)["wear_written_bytes"]
-                .as_u64()
-                .expect("bytes");
+            let before = card_took(&card);
             let (code, v, stderr) = run(&RecordArgs::on(&dir)
                 .with("--frame-size", "256k")
                 .with("--hours-per-day", "8")
@@ -306,9 +352,7 @@ fn the_lifetime_is_the_cards_endurance_over_what_the_recording_writes_a_day() {
             // Kept up or dropped frames (a busy machine's), the lifetime is of what was
             // written.
             assert!(matches!(code, Some(0 | 1)), "{stderr}");
-            let after = card_account(&card)["wear_written_bytes"]
-                .as_u64()
-                .expect("bytes");
+            let after = card_took(&card);
             let l = &v["lifetime"];
             // The recording's bytes an hour, as the card itself counted them.
             let duration = v["totals"]["duration_s"].as_f64().expect("duration");

@@ -467,13 +467,51 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
             let _restore = RestoreAtEnd;
             apply_cycle("500", "100");
             let before = vm_snapshot();
-            let (code, out, err) = quick_search(card.path().to_str().expect("utf8"), &[]);
+            // Ranked for the card's life: of the candidates that keep up, the fewest device
+            // bytes per hour first (latency's ranking has its end-to-end test in the
+            // --max-loss search below and in faults).
+            let (code, out, err) = quick_search(
+                card.path().to_str().expect("utf8"),
+                &["--objective", "wear"],
+            );
             assert_eq!(code, Some(0), "{err}");
             let v: serde_json::Value = serde_json::from_str(&out).expect("json");
             assert_eq!(v["kind"], "tune_search");
             let ranked = v["ranked"].as_array().expect("ranked");
             assert!(ranked.len() >= 4, "{out}");
-            assert_eq!(v["rank_by"], "latency");
+            assert_eq!(v["rank_by"], "wear");
+            // Neighbours that both kept up in every run, proven by as many runs: the device
+            // bytes per hour in 5% bands do not rise (the bands are the ranker's noise).
+            let kept_up = |c: &serde_json::Value| {
+                c["trials"].as_array().is_some_and(|t| {
+                    t.iter()
+                        .all(|t| t["verdict"] == "keeps_up" && t["frames_dropped"] == 0)
+                })
+            };
+            let confirmations = |c: &serde_json::Value| {
+                c["trials"].as_array().map_or(0, |t| {
+                    t.iter().filter(|t| t["confirmation"] == true).count()
+                })
+            };
+            let band = |c: &serde_json::Value| {
+                c["device_bytes_per_hour"]
+                    .as_f64()
+                    .map(|x| (x.max(1.0).ln() / 1.05f64.ln()) as i64)
+            };
+            let mut compared = 0;
+            for pair in ranked.windows(2) {
+                let (a, b) = (&pair[0], &pair[1]);
+                if kept_up(a) && kept_up(b) && confirmations(a).min(1) == confirmations(b).min(1) {
+                    let (Some(x), Some(y)) = (band(a), band(b)) else {
+                        panic!("a recording's candidates have device bytes: {a} {b}");
+                    };
+                    assert!(x <= y, "ranked for wear: {a}\nbefore {b}");
+                    compared += 1;
+                }
+            }
+            eprintln!("{compared} neighbours compared for wear");
+            // The text says what the search cost the card.
+            assert!(v["device_bytes_written"].as_u64() > Some(0), "{out}");
             for c in ranked {
                 let trials = c["trials"].as_array().expect("trials");
                 assert!(!trials.is_empty(), "{c}");

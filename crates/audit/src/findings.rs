@@ -521,11 +521,6 @@ fn device(r: &mut Rules) {
     }
 }
 
-/// Seconds as HH:MM:SS.
-fn clock(s: u64) -> String {
-    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-}
-
 /// "4 MiB", "512 KiB", "12 MiB".
 fn size_label(bytes: u64) -> String {
     if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
@@ -719,7 +714,10 @@ fn card(r: &mut Rules) {
                     "the emulated card wore out after {} written{} ({})",
                     bytes(e.worn_out_after_bytes.unwrap_or(e.written_bytes)),
                     e.worn_out_at_ms
-                        .map(|ms| format!(", {} after it was set up", clock(ms / 1000)))
+                        .map(|ms| format!(
+                            ", {} after it was set up",
+                            sinkrate_units::product::hh_mm_ss((ms / 1000) as f64)
+                        ))
                         .unwrap_or_default(),
                     match e.mode.as_str() {
                         "errors" => "its writes fail ever more often",

@@ -14,7 +14,7 @@ use sinkrate_engine::probe::{sustained_write, ProbeError};
 pub use sinkrate_model::check::{CheckReport, CheckRun, Plan, RawWrite};
 use sinkrate_model::{Envelope, RunError, RunKind, Verdict};
 use sinkrate_record::config::WriteMode;
-use sinkrate_record::session::{self, Session, SessionError};
+use sinkrate_record::session::{self, EnduranceFrom, Session, SessionError};
 
 #[derive(Debug, Clone)]
 pub struct CheckConfig {
@@ -262,8 +262,8 @@ pub fn run(
     // A drive's SMART account, read by the audit, is the recording's endurance when the
     // user gave none (smartctl is not run a second time); an emulated card's is read when
     // the recording starts, after the sustained write's bytes.
-    if recording.endurance.is_none() && a.health.emulated.is_none() {
-        recording.endurance = a.health.remaining_endurance();
+    if recording.endurance == EnduranceFrom::Device && a.health.emulated.is_none() {
+        recording.endurance = EnduranceFrom::Known(a.health.remaining_endurance());
     }
     // The card's claimed class is held to the rate just measured.
     if raw_write.bytes_per_s.is_some() {

@@ -400,13 +400,10 @@ pub struct SegmentFailure {
 
 impl SegmentFailure {
     pub fn line(&self) -> String {
-        let t = self.found_at_s.max(0.0) as u64;
         format!(
-            "{} did not read back as written (found at {:02}:{:02}:{:02} into the recording): from byte {}{} it holds {}",
+            "{} did not read back as written (found at {} into the recording): from byte {}{} it holds {}",
             self.file,
-            t / 3600,
-            t / 60 % 60,
-            t % 60,
+            sinkrate_units::product::hh_mm_ss(self.found_at_s),
             self.offset,
             self.frame.map(|f| format!(" (frame {f})")).unwrap_or_default(),
             self.holds
@@ -432,14 +429,14 @@ pub struct DeviceFailure {
 impl DeviceFailure {
     /// One line: the moment, the bytes, the kernel's first words.
     pub fn line(&self) -> String {
-        let t = self.at_s.max(0.0) as u64;
         format!(
-            "the device failed at {:02}:{:02}:{:02} into the recording{}: the kernel reported \"{}\"{}",
-            t / 3600,
-            t / 60 % 60,
-            t % 60,
+            "the device failed at {} into the recording{}: the kernel reported \"{}\"{}",
+            sinkrate_units::product::hh_mm_ss(self.at_s),
             self.device_written_bytes
-                .map(|b| format!(", after {} written to it", sinkrate_units::product::bytes_si(b)))
+                .map(|b| format!(
+                    ", after {} written to it",
+                    sinkrate_units::product::bytes_si(b)
+                ))
                 .unwrap_or_default(),
             self.messages.first().map(String::as_str).unwrap_or(""),
             if self.count > 1 {

@@ -276,7 +276,7 @@ mod tests {
             board_ram_bytes: None,
             sustained_bytes_per_s: None,
             power_switch: None,
-            endurance: None,
+            endurance: crate::session::EnduranceFrom::Known(None),
             hours_per_day: crate::session::DEFAULT_HOURS_PER_DAY,
         }
     }

@@ -41,11 +41,28 @@ pub struct Session {
     pub board_ram_bytes: Option<u64>,
     /// What `record.power_cut_at` cuts (an emulated card), supplied by the caller.
     pub power_switch: Option<std::sync::Arc<dyn crate::power_cut::PowerSwitch>>,
-    /// The endurance the user gave (`--endurance`); without it, what the device says of
-    /// itself (SMART, an emulated card's), if anything.
-    pub endurance: Option<Endurance>,
+    /// Where the lifetime estimate takes the device's endurance from.
+    pub endurance: EnduranceFrom,
     /// The recorder's duty cycle for the lifetime estimate (`--hours-per-day`).
     pub hours_per_day: f64,
+}
+
+/// Where a recording's lifetime estimate takes the device's endurance from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnduranceFrom {
+    /// Given (`--endurance`), or already read of the device by the caller (check's audit);
+    /// None when the device keeps no account of its own.
+    Known(Option<Endurance>),
+    /// The device's own account, read as the recording starts (SMART through smartctl,
+    /// bounded by 10 s; an emulated card's).
+    Device,
+}
+
+impl EnduranceFrom {
+    /// The user's endurance when given, else the device's.
+    pub fn given(endurance: Option<Endurance>) -> EnduranceFrom {
+        endurance.map_or(EnduranceFrom::Device, |e| EnduranceFrom::Known(Some(e)))
+    }
 }
 
 /// The duty cycle assumed when none is given: a recorder that never stops.
@@ -306,10 +323,12 @@ pub fn run(
     };
     // What the device has left when the recording starts, when the user did not say: its
     // own account (SMART, an emulated card's).
-    let endurance = s.endurance.clone().or_else(|| {
-        let (health, _) = sinkrate_sys::health::of_path(&cfg.dir);
-        health.remaining_endurance()
-    });
+    let endurance = match &s.endurance {
+        EnduranceFrom::Known(e) => e.clone(),
+        EnduranceFrom::Device => sinkrate_sys::health::of_path(&cfg.dir)
+            .0
+            .remaining_endurance(),
+    };
     let devices = sinkrate_sys::host::device_names(std::slice::from_ref(&target));
     let sampler = Sampler::start(
         SamplerConfig {

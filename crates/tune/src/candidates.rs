@@ -11,6 +11,11 @@ use sinkrate_settings::Setting;
 /// The user's session with `candidate`'s recorder changes.
 pub fn session_for(candidate: &Candidate, base: &Session) -> Session {
     let mut s = base.clone();
+    // A trial's lifetime is read for its device bytes per hour, which needs no endurance:
+    // the device's account is not asked for in every run (smartctl may take 10 s).
+    if s.endurance == sinkrate_record::session::EnduranceFrom::Device {
+        s.endurance = sinkrate_record::session::EnduranceFrom::Known(None);
+    }
     for c in &candidate.recorder {
         match c {
             RecorderChange::WriteMode { mode } => s.record.write_mode = *mode,

@@ -154,8 +154,31 @@ pub fn bytes_si(bytes: u64) -> String {
     }
 }
 
+/// A moment in a recording as the product prints it: HH:MM:SS, whole seconds (a negative
+/// time as zero; the hours grow past two digits for runs of days).
+pub fn hh_mm_ss(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// As [`hh_mm_ss`] with the hours unpadded (H:MM:SS), for a table's columns of windows.
+pub fn h_mm_ss(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
 #[cfg(test)]
 mod format_tests {
+    #[test]
+    fn moments_print_as_clock_times() {
+        use super::{h_mm_ss, hh_mm_ss};
+        assert_eq!(hh_mm_ss(873.9), "00:14:33");
+        assert_eq!(hh_mm_ss(-1.0), "00:00:00");
+        assert_eq!(hh_mm_ss(100.0 * 3600.0 + 61.0), "100:01:01");
+        assert_eq!(h_mm_ss(7200.0), "2:00:00");
+        assert_eq!(h_mm_ss(59.99), "0:00:59");
+    }
+
     #[test]
     fn rates_and_sizes_print_as_the_product_prints_them() {
         assert_eq!(super::mb_per_s(20e6), "20.0 MB/s");

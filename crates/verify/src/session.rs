@@ -303,6 +303,7 @@ pub fn run(
             &path,
             is_device,
             &plan,
+            plan.blocks,
             None,
             stop,
             on_progress,
@@ -372,7 +373,23 @@ pub fn run(
         Ok(w) => w,
         Err((_, VerifyError::Interrupted)) => return Err(VerifyError::Interrupted),
         Err((done, e)) => {
-            let mut r = empty_report(cfg, &path, is_device, &plan);
+            // The blocks written before the refusal, read back from the device: a card that
+            // turns read-only at the end of its life should still hold them.
+            let before = done.bytes / plan.block_size as u64;
+            let mut r = if before > 0 {
+                read_phase(
+                    cfg,
+                    &path,
+                    is_device,
+                    &plan,
+                    before,
+                    None,
+                    stop,
+                    on_progress,
+                )
+            } else {
+                empty_report(cfg, &path, is_device, &plan)
+            };
             r.verdict = VerifyVerdict::Failed;
             // The moment the device refused: a card at the end of its life turns read-only
             // after some amount written, which is the figure its user needs.
@@ -381,6 +398,20 @@ pub fn run(
                 sinkrate_units::product::bytes_si(done.bytes),
                 done.seconds
             );
+            if before > 0 {
+                let c = &r.counts;
+                r.verdict_text.push_str(&match (c.ok + c.bad(), c.bad()) {
+                    (checked, 0) if checked == before => format!(
+                        "; the {before} blocks written before it read back as written"
+                    ),
+                    (checked, 0) => format!(
+                        "; {checked} of the {before} blocks written before it read back as written before reading stopped"
+                    ),
+                    (checked, bad) => format!(
+                        "; {bad} of the {checked} blocks written before it that were read back did not read back as written"
+                    ),
+                });
+            }
             // What was written before the fault, as the figures up to it.
             r.write = Some(done);
             r.device_bytes_written = device_bytes_written;
@@ -390,7 +421,16 @@ pub fn run(
             return Ok(r);
         }
     };
-    let mut report = read_phase(cfg, &path, is_device, &plan, Some(write), stop, on_progress);
+    let mut report = read_phase(
+        cfg,
+        &path,
+        is_device,
+        &plan,
+        plan.blocks,
+        Some(write),
+        stop,
+        on_progress,
+    );
     report.device_bytes_written = device_bytes_written;
     drop(cleanup);
     Ok(report)
@@ -542,11 +582,15 @@ fn empty_report(cfg: &Config, path: &Path, is_device: bool, plan: &Plan) -> Veri
     }
 }
 
+/// Reads back and checks blocks `0..upto` of `plan` (all of them, or those written before
+/// a write failed).
+#[allow(clippy::too_many_arguments)]
 fn read_phase(
     cfg: &Config,
     path: &Path,
     is_device: bool,
     plan: &Plan,
+    upto: u64,
     write: Option<Phase>,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(Progress),
@@ -568,7 +612,7 @@ fn read_phase(
     } else {
         ReadMethod::DroppedPageCache
     });
-    let total = plan.blocks * plan.block_size as u64;
+    let total = upto * plan.block_size as u64;
     let started = Instant::now();
     let mut last_report = started;
     let mut failure = None;
@@ -584,7 +628,7 @@ fn read_phase(
     std::thread::scope(|scope| {
         let file = &f;
         scope.spawn(move || {
-            for b in 0..plan.blocks {
+            for b in 0..upto {
                 let Ok(mut buf) = empty_rx.recv() else { return };
                 let offset = b * plan.block_size as u64;
                 let got = read_block(file, &mut buf.as_mut_slice()[..plan.block_size], offset)
