@@ -32,18 +32,45 @@ echo "== cargo test"
 # emulate's device models (a cdylib that cargo test does not link; emulate finds it beside
 # the sinkrate binary the tests run).
 cargo build --locked --workspace --profile test-release
-# The integration test binary first: the soak (lane D, ten minutes) starts as soon as it is
-# built, beside the build of the crates' unit tests. The lanes run it directly: cargo would
-# wait for the build directory that the checks started next hold.
+lanes_dir="$PWD/target/test-lanes"
+rm -rf "$lanes_dir"
+mkdir -p "$lanes_dir"
+# The soaks (tests/soak, lane D: ten minutes of recording) first, as soon as their small
+# binary is built, beside every build and run after them: the longest run of the suite,
+# mostly waiting on its paced camera. Each lane's binary is run directly: cargo would wait
+# for the build directory that the builds and checks after it hold.
+cargo test --locked --workspace --profile test-release --test soak --no-run
+soak_bin=$(cargo test --locked --workspace --profile test-release --test soak --no-run \
+  --message-format=json 2>/dev/null | grep '"kind":\["test"\]' | grep '"name":"soak"' |
+  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+[ -x "$soak_bin" ] || { echo "FAIL: the tests/soak binary was not built" >&2; exit 1; }
+soak_listed=$("$soak_bin" --list 2>/dev/null | grep -c ': test$')
+(
+  export SINKRATE_STATE_DIR="$state_dir/D"
+  log="$lanes_dir/D.log"
+  start=$SECONDS
+  rc=0
+  if "$soak_bin" --test-threads=2 >"$log" 2>&1; then
+    echo "== tests/soak, lane D ($((SECONDS - start)) s)"
+  else
+    echo "== tests/soak, lane D FAILED ($((SECONDS - start)) s):"
+    cat "$log"
+    rc=1
+  fi
+  sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$log" |
+    awk '{s+=$1+$2+$3} END {print s+0}' >"$log.count"
+  exit "$rc"
+) &
+pid_d=$!
+# The integration tests' binary, beside the soak.
 cargo test --locked --workspace --profile test-release --test it --no-run
 it_bin=$(cargo test --locked --workspace --profile test-release --test it --no-run \
   --message-format=json 2>/dev/null | grep '"kind":\["test"\]' | grep '"name":"it"' |
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 [ -x "$it_bin" ] || { echo "FAIL: the tests/it binary was not built" >&2; exit 1; }
-# The integration tests are one binary (tests/it), run in four lanes at once, each lane a
-# list of runs one after another (lane D, the ten-minute soak, from before the unit tests
-# are built). Most tests wait on paced writers and emulated cards, so
-# lanes overlap those waits on two cores. Every test that changes a setting of the whole
+# The integration tests are one binary (tests/it), run in three lanes at once (A to C,
+# beside the soaks of lane D), each lane a list of runs one after another. Most tests wait
+# on paced writers and emulated cards, so lanes overlap those waits on two cores. Every test that changes a setting of the whole
 # machine runs in lane A, one run after another: the writeback sysctls through the settings
 # journal (tune apply and search, also in faults; suite's page-cache and power-cut suites;
 # record --ram-limit and --dirty-limit), fs.protected_symlinks, watch's throttling test;
@@ -72,23 +99,18 @@ lane_c=("capacity" "report"
   "bench_fio_behaviour" "bench_fio_compat" "bench_fio_coordination" "bench_fio_engines"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"
-  "bench_verify" "endurance -endurance::check_on_ -endurance::a_soak_" "@checks" "qemu")
-# A soak of ten minutes: it mostly waits on its paced camera, beside the other lanes.
-lane_d=("endurance::a_soak_")
+  "bench_verify" "endurance -endurance::check_on_" "@checks" "qemu")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
-listed=$("$it_bin" --list 2>/dev/null | grep -c ': test$')
+listed=$(($("$it_bin" --list 2>/dev/null | grep -c ': test$') + soak_listed))
 # Every module is in a lane (a new module must be given one); the count of tests run, checked
 # below, finds a test left out of every lane or run twice.
 for m in $modules; do
-  n=$(printf '%s\n' "${lane_a[@]}" "${lane_b[@]}" "${lane_c[@]}" "${lane_d[@]}" | tr ' ' '\n' | sed 's/::.*//' | grep -cx -- "$m" || true)
+  n=$(printf '%s\n' "${lane_a[@]}" "${lane_b[@]}" "${lane_c[@]}" | tr ' ' '\n' | sed 's/::.*//' | grep -cx -- "$m" || true)
   if [ "$n" = 0 ]; then
     echo "FAIL: tests/it/$m.rs is in no lane of scripts/test.sh" >&2
     exit 1
   fi
 done
-lanes_dir="$PWD/target/test-lanes"
-rm -rf "$lanes_dir"
-mkdir -p "$lanes_dir"
 # Runs one lane's runs in order; writes each run's output and the count of tests it ran.
 # A failed run does not stop the lane (every failure of the suite is shown at once); the
 # lane's status is then 1.
@@ -138,10 +160,6 @@ run_lane() {
   done
   return $lane_rc
 }
-# The soak first, beside everything after it: it is the longest run of the suite and
-# mostly waits on its paced camera.
-run_lane D "${lane_d[@]}" &
-pid_d=$!
 # The crates' unit tests, the fuzz corpus replay and the binary's own unit tests.
 unit_rc=0
 cargo test --locked --workspace --profile test-release --no-run || unit_rc=$?
@@ -208,7 +226,7 @@ fi
 ran=$(cat "$lanes_dir"/*.count | awk '{s+=$1} END {print s+0}')
 rm -rf "$lanes_dir"
 if [ "$ran" != "$listed" ]; then
-  echo "FAIL: tests/it lists $listed tests, the lanes ran $ran" >&2
+  echo "FAIL: tests/it and tests/soak list $listed tests, the lanes ran $ran" >&2
   exit 1
 fi
 

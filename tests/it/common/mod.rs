@@ -829,3 +829,42 @@ pub fn fio_bin(ns: u64) -> u64 {
     let shift = msb - 6;
     (((u64::from(shift) + 1) << 6) + ((ns >> shift) & 63)).min(1855)
 }
+
+/// `sinkrate ARGS` in a directory of its own (check leaves its report where it runs): exit
+/// code, the JSON on stdout, stderr.
+pub fn run_json(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(sinkrate_path())
+        .current_dir(cwd.path())
+        .args(args)
+        .output()
+        .expect("sinkrate runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("valid JSON on stdout ({e}); stderr: {stderr}"));
+    (out.status.code(), json, stderr)
+}
+
+/// The emulated card's own account of itself (its device model's stats file).
+pub fn card_account(card: &SlowDev) -> serde_json::Value {
+    let listed = card.listed();
+    let stats = listed["state"]["device_stats"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the card lists its stats file: {listed}"));
+    serde_json::from_slice(&std::fs::read(stats).expect("stats")).expect("stats JSON")
+}
+
+/// The bytes the emulated card has taken in so far, by its own count.
+pub fn card_took(card: &SlowDev) -> u64 {
+    card_account(card)["wear_written_bytes"]
+        .as_u64()
+        .expect("the card counts the bytes written to it")
+}
+
+/// The lines of stderr that say an error (notes and warnings aside).
+pub fn error_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("sinkrate: error:"))
+        .collect()
+}
