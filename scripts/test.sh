@@ -70,18 +70,18 @@ it_bin=$(cargo test --locked --workspace --profile test-release --test it --no-r
 [ -x "$it_bin" ] || { echo "FAIL: the tests/it binary was not built" >&2; exit 1; }
 # The integration tests are one binary (tests/it), run in three lanes at once (A to C,
 # beside the soaks of lane D), each lane a list of runs one after another. Most tests wait
-# on paced writers and emulated cards, so lanes overlap those waits on two cores. Every test that changes a setting of the whole
-# machine runs in lane A, one run after another: the writeback sysctls through the settings
-# journal (tune apply and search, also in faults; suite's page-cache and power-cut suites;
-# record --ram-limit and --dirty-limit), fs.protected_symlinks, watch's throttling test;
-# and what is planned or judged from the settings in force (a tune dry run, check's note on
-# the first writeback, sync_file_range's control run, which lane A's lowered dirty limits
-# would flush, bench's warning that a buffered job fit under the dirty limit, emulate's
-# buffered writes that the page cache absorbs). Two of them at once would see each other's values as the originals,
-# or find a setting held by the other. A run
-# is a module (`tune`), or a module with tests left out (`-suite::page_cache_`), or test
-# names (`suite::page_cache_`). A module's filter skips the modules whose names end in its
-# own (verify:: would also select bench_verify::).
+# on paced writers and emulated cards, so lanes overlap those waits on two cores. Every
+# test that changes a setting of the whole machine runs in lane A, one run after another:
+# the writeback sysctls through the settings journal (tune apply and search, also in
+# faults; suite's page-cache and power-cut suites; record --ram-limit and --dirty-limit),
+# fs.protected_symlinks, watch's throttling test; and what is planned or judged from the
+# settings in force (a tune dry run, check's note on the first writeback, sync_file_range's
+# control run, which lane A's lowered dirty limits would flush, bench's warning that a
+# buffered job fit under the dirty limit, emulate's buffered writes that the page cache
+# absorbs). Two of them at once would see each other's values as the originals, or find a
+# setting held by the other. A run is a module (`tune`), or a module with tests left out
+# (`-suite::page_cache_`), or test names (`suite::page_cache_`). A module's filter skips
+# the modules whose names end in its own (verify:: would also select bench_verify::).
 lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watch"
   "adversarial::a_second_interrupt_ adversarial::a_default_report_name_planted_"
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"

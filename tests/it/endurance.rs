@@ -112,31 +112,42 @@ fn record_on_a_card_whose_errors_rise_fails() {
     });
 }
 
+/// A 256 MiB card at 200 MB/s that wears out after 16 MiB, the `mode` way.
+fn card_wearing_out_at_16m(mode: &str) -> SlowDev {
+    let wear = format!("16M:{mode}");
+    SlowDev::new(&[
+        "--write-rate",
+        "200M",
+        "--size",
+        "256M",
+        "--wear-out",
+        &wear,
+    ])
+}
+
+/// `verify` of 48 MiB in 1 MiB blocks on `card`.
+fn verify_48m(card: &SlowDev) -> (Option<i32>, serde_json::Value, String) {
+    let dir = card.path().to_str().expect("utf8");
+    run(&[
+        "verify",
+        dir,
+        "--size",
+        "48M",
+        "--block-size",
+        "1M",
+        "--output-format",
+        "json",
+    ])
+}
+
 #[test]
 fn verify_on_a_card_that_turns_read_only_fails_and_reads_back_what_it_wrote() {
     with_root(
         "verify_on_a_card_that_turns_read_only_fails_and_reads_back_what_it_wrote",
         TOOLS,
         || {
-            let card = SlowDev::new(&[
-                "--write-rate",
-                "200M",
-                "--size",
-                "256M",
-                "--wear-out",
-                "16M:read-only",
-            ]);
-            let dir = card.path().to_str().expect("utf8").to_string();
-            let (code, v, stderr) = run(&[
-                "verify",
-                &dir,
-                "--size",
-                "48M",
-                "--block-size",
-                "1M",
-                "--output-format",
-                "json",
-            ]);
+            let card = card_wearing_out_at_16m("read-only");
+            let (code, v, stderr) = verify_48m(&card);
             assert_eq!(code, Some(2), "{stderr}");
             assert_eq!(v["verdict"], "failed", "{v}");
             let text = v["verdict_text"].as_str().expect("text");
@@ -166,26 +177,9 @@ fn verify_on_a_card_that_keeps_stale_data_finds_where_it_started() {
         "verify_on_a_card_that_keeps_stale_data_finds_where_it_started",
         TOOLS,
         || {
-            let card = SlowDev::new(&[
-                "--write-rate",
-                "200M",
-                "--size",
-                "256M",
-                "--wear-out",
-                "16M:stale",
-            ]);
-            let dir = card.path().to_str().expect("utf8").to_string();
+            let card = card_wearing_out_at_16m("stale");
             let before = card_took(&card);
-            let (code, v, stderr) = run(&[
-                "verify",
-                &dir,
-                "--size",
-                "48M",
-                "--block-size",
-                "1M",
-                "--output-format",
-                "json",
-            ]);
+            let (code, v, stderr) = verify_48m(&card);
             assert_eq!(code, Some(1), "{stderr}");
             assert_ne!(v["verdict"], "ok", "{v}");
             let account = card_account(&card);

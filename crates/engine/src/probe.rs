@@ -173,8 +173,6 @@ impl std::fmt::Display for ProbeError {
     }
 }
 
-/// Writes for at most `seconds` (the file is sized so that no offset is written twice:
-/// up to a quarter of the free space, at most 8 GiB), then fsyncs; the rate counts the fsync.
 /// What a sustained write's error `errno` ends, or None when the buffered method is worth a
 /// try: only O_DIRECT refused (EINVAL: an alignment, or a filesystem without it) is. A
 /// device that fails writes fails them buffered too, and a full card or a quota fails the
@@ -203,6 +201,9 @@ fn write_failure(
     })
 }
 
+/// Writes for at most `seconds` (the file is sized so that no offset is written twice:
+/// up to a quarter of the free space, at most 8 GiB), then fsyncs; the rate counts the
+/// fsync. Ends sooner once the device's rate has held (`steady`).
 pub fn sustained_write(
     dir: &Path,
     seconds: u64,

@@ -196,15 +196,7 @@ impl<'a> StreamWriter<'a> {
             None => 0,
         };
         if self.cfg.verify_every.is_some() && !self.null {
-            shared
-                .closed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(crate::stream::ClosedSegment {
-                    stream: self.spec.name.clone(),
-                    path: self.segments.current.clone(),
-                    bytes,
-                });
+            self.queue_for_read_back(shared, bytes);
         }
         let next = self.segments.rotate(bytes, now_ns).to_path_buf();
         // The old output closes (its descriptors) before the next opens.
@@ -428,6 +420,19 @@ impl<'a> StreamWriter<'a> {
         }
     }
 
+    /// Hands the current segment, closed with `bytes` in it, to `--verify-every`'s reader.
+    fn queue_for_read_back(&self, shared: &Shared, bytes: u64) {
+        shared
+            .closed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(crate::stream::ClosedSegment {
+                stream: self.spec.name.clone(),
+                path: self.segments.current.clone(),
+                bytes,
+            });
+    }
+
     /// Writes what is still queued, closes the files (flushing the file system) and returns
     /// the stream's writing results.
     pub(crate) fn finish(mut self, shared: &Shared) -> StreamResult {
@@ -472,15 +477,7 @@ impl<'a> StreamWriter<'a> {
                 None => None,
             };
             if let Some(bytes) = bytes {
-                shared
-                    .closed
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(crate::stream::ClosedSegment {
-                        stream: self.spec.name.clone(),
-                        path: self.segments.current.clone(),
-                        bytes,
-                    });
+                self.queue_for_read_back(shared, bytes);
             }
         }
         let r = &mut self.result;
