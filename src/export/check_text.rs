@@ -105,6 +105,12 @@ impl CheckText {
     }
 }
 
+/// Whether the target is memory (tmpfs): what the sampler saw of disks and of the page
+/// cache's limits is then the host's other writers', not the check's.
+fn on_memory(c: &CheckReport) -> bool {
+    !sinkrate_audit::mounts::is_storage(&c.audit.audit.target.fs_type)
+}
+
 /// The target, its device and fill, and the stream checked.
 fn header(c: &CheckReport) -> String {
     let a = &c.audit.audit;
@@ -169,10 +175,7 @@ fn sustained(s: &mut String, c: &CheckReport) {
 
 /// What the check's own writes cost the card, by the device's count.
 fn test_cost(s: &mut String, c: &CheckReport) {
-    let Some(total) = c
-        .device_bytes_written
-        .filter(|_| c.verdict != Verdict::NotStorage)
-    else {
+    let Some(total) = c.device_bytes_written.filter(|_| !on_memory(c)) else {
         return;
     };
     let bytes = sinkrate_units::product::bytes_si;
@@ -250,37 +253,33 @@ fn recording(s: &mut String, c: &CheckReport, r: &RecordReport) {
         }
     }
     let summary = &r.sampler.summary;
-    row(
-        s,
-        "writers throttled by the page cache",
-        if summary.throttled_seconds > 0.0 {
-            format!("{:.1} s", summary.throttled_seconds)
-        } else {
-            format!(
-                "never{}",
-                summary
-                    .peak_ceiling_pct
-                    .map(|p| format!(" (peak {p:.0}% of the freerun ceiling)"))
-                    .unwrap_or_default()
-            )
-        },
-    );
+    // Memory has no writeback, so no writer to it is throttled; the machine's dirty data
+    // over its ceiling would be other writers'.
+    if !on_memory(c) {
+        row(
+            s,
+            "writers throttled by the page cache",
+            if summary.throttled_seconds > 0.0 {
+                format!("{:.1} s", summary.throttled_seconds)
+            } else {
+                format!(
+                    "never{}",
+                    summary
+                        .peak_ceiling_pct
+                        .map(|p| format!(" (peak {p:.0}% of the freerun ceiling)"))
+                        .unwrap_or_default()
+                )
+            },
+        );
+    }
     // Memory has no device: the count would be the host's other disks.
-    if let Some(d) = r
-        .totals
-        .device_bytes_per_s
-        .filter(|_| c.verdict != Verdict::NotStorage)
-    {
+    if let Some(d) = r.totals.device_bytes_per_s.filter(|_| !on_memory(c)) {
         row(s, "device wrote while recording", mbs(d));
     }
     if let Some(h) = super::audit_text::health_line(&a.health) {
         row(s, "card health", h);
     }
-    if let Some(l) = r
-        .lifetime
-        .as_ref()
-        .filter(|_| c.verdict != Verdict::NotStorage)
-    {
+    if let Some(l) = r.lifetime.as_ref().filter(|_| !on_memory(c)) {
         if let Some(wa) = l.write_amplification {
             row(
                 s,

@@ -347,10 +347,16 @@ fn memory_gets_no_keeps_up_verdict_and_no_headroom() {
                 "--output-format",
                 "json",
             ]);
-            assert_eq!(code, Some(3), "{out}{err}");
             let v: serde_json::Value = serde_json::from_str(&out).expect("json");
-            assert_eq!(v["verdict"], "not_storage");
+            // As for check below: drops on a starved machine, else NOT STORAGE.
+            let expected = if v["verdict"] == "drops" { 1 } else { 3 };
+            assert_eq!(code, Some(expected), "{out}{err}");
+            if expected == 3 {
+                assert_eq!(v["verdict"], "not_storage");
+            }
             assert!(v["headroom"].is_null());
+            assert!(v["lifetime"].is_null(), "{v}");
+            assert!(v["totals"]["device_bytes_per_s"].is_null(), "{v}");
             let report = base.path().join("check.json");
             let (code, text, err) = sinkrate(&[
                 "check",
@@ -363,17 +369,40 @@ fn memory_gets_no_keeps_up_verdict_and_no_headroom() {
                 "--output",
                 report.to_str().expect("utf8"),
             ]);
-            assert_eq!(code, Some(3), "{text}{err}");
-            assert!(text.contains("VERDICT  NOT STORAGE"), "{text}");
+            // Writing 3 MB/s to RAM keeps up on a quiet machine (NOT STORAGE, exit 3); a busy
+            // one can starve the capture thread and drop frames (DROPS, exit 1): a drop is
+            // evidence even on memory. Either way there is no keeps-up verdict, no headroom,
+            // and nothing is said of a device, a card's wear or the page cache's throttling,
+            // which memory does not have.
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+            let dropped = v["verdict"] == "drops";
+            if dropped {
+                assert_eq!(code, Some(1), "{text}{err}");
+                assert!(text.contains("VERDICT  DROPS FRAMES"), "{text}");
+                assert!(text.contains("the host itself fell behind"), "{text}");
+                assert!(!text.contains("dirty limit at"), "{text}");
+            } else {
+                assert_eq!(v["verdict"], "not_storage", "{text}");
+                assert_eq!(code, Some(3), "{text}{err}");
+                assert!(text.contains("VERDICT  NOT STORAGE"), "{text}");
+            }
             assert!(text.contains("memory rather than"), "{text}");
             assert!(
                 !text.contains("KEEPS UP") && !text.contains("x headroom"),
                 "{text}"
             );
-            let v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
-            assert_eq!(v["verdict"], "not_storage");
+            for device_row in [
+                "device wrote while recording",
+                "write amplification",
+                "card lifetime",
+                "this check wrote to the device",
+                "writers throttled by the page cache",
+            ] {
+                assert!(!text.contains(device_row), "{device_row}: {text}");
+            }
             assert!(v["headroom"].is_null());
+            assert!(v["device_bytes_written"].is_null(), "{v}");
             assert!(
                 v["raw_write"]["bytes_per_s"].is_null(),
                 "RAM is not measured as a device"

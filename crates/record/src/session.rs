@@ -383,6 +383,9 @@ pub fn run(
         _ => None,
     };
     let mut sampled = sampler.stop();
+    if memory_fs(&target).is_some() {
+        sampled.forget_devices();
+    }
     // The kernel's reports on the devices, timed on the recording's clock (the sampler's
     // thread starts its own a moment apart).
     if let Some(started) = sampled.started {

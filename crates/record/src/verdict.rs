@@ -123,6 +123,13 @@ pub fn decide(e: &Evidence) -> Outcome {
     if e.frames_dropped > 0 {
         let at = e.first_drop_s.unwrap_or(0.0);
         let cause = match (e.first_throttled_s, e.longest_stall) {
+            // Memory has no writeback, so the dirty limit never throttles a writer there and
+            // no device drains it: frames lost writing to RAM were lost by the host itself
+            // (its CPU, or a capture thread woken late), and that is what the line says.
+            _ if e.not_storage.is_some() => format!(
+                "{}, memory rather than storage, so the host itself fell behind (its CPU or scheduling), not a card or drive",
+                e.not_storage.as_deref().unwrap_or_default()
+            ),
             (Some(t), _) if t <= at + 0.5 => format!(
                 "the page cache reached the kernel's dirty limit at {t:.1} s and the writer was throttled"
             ),
@@ -139,8 +146,8 @@ pub fn decide(e: &Evidence) -> Outcome {
             },
         };
         return Outcome {
-            headroom: sustained_headroom,
-            throttled_after_s: e.first_throttled_s,
+            headroom: sustained_headroom.filter(|_| e.not_storage.is_none()),
+            throttled_after_s: e.first_throttled_s.filter(|_| e.not_storage.is_none()),
             ..outcome(
                 Verdict::Drops,
                 format!(
@@ -333,7 +340,18 @@ mod tests {
             first_drop_s: Some(1.0),
             ..tmpfs
         };
-        assert_eq!(decide(&dropped).verdict, Verdict::Drops);
+        let o = decide(&dropped);
+        assert_eq!(o.verdict, Verdict::Drops);
+        assert_eq!(o.headroom, None);
+        assert!(o.text.contains("/dev/shm is on tmpfs"), "{}", o.text);
+        // The machine-wide dirty figure said "throttled", but memory is never throttled.
+        let throttled = Evidence {
+            first_throttled_s: Some(0.5),
+            ..dropped
+        };
+        let o = decide(&throttled);
+        assert!(!o.text.contains("dirty limit"), "{}", o.text);
+        assert!(o.text.contains("host itself fell behind"), "{}", o.text);
     }
 
     #[test]

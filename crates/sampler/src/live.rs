@@ -287,6 +287,22 @@ impl SamplerOutput {
             // An empty f64 sum is -0.0, which would print as "-0.00" CPU seconds.
             .fold(0.0, |a, b| a + b)
     }
+
+    /// Drops what the sampler saw of disks: for a target in memory (tmpfs), whose writes
+    /// reach no device, the disks it watched are the host's others, and their rates and
+    /// failures are not the run's.
+    pub fn forget_devices(&mut self) {
+        for s in &mut self.timeline {
+            s.disk_read_bytes_per_s = None;
+            s.disk_write_bytes_per_s = None;
+            s.disk_util_pct = None;
+            s.disk_in_flight = None;
+            s.disk_await_ms = None;
+        }
+        self.devices.clear();
+        self.device_failures.clear();
+        self.device_failure_count = 0;
+    }
 }
 
 /// The sampler on its own thread, on an absolute schedule (no drift over hours).
