@@ -5,8 +5,10 @@
 #                                    cross gcc, qemu-user, and rustup's musl, armv7 and FreeBSD
 #                                    standard libraries
 #   scripts/install-deps.sh --test   also fio, mkfs tools, nbdkit/nbdfuse, fuse3, headless
-#                                    Chromium (renders the HTML reports), and all of --cross (the
-#                                    tests run the ARM binaries under qemu-user)
+#                                    Chromium (renders the HTML reports), Prometheus' promtool
+#                                    and node_exporter (their services left stopped and
+#                                    disabled), and all of --cross (the tests run the ARM
+#                                    binaries under qemu-user)
 set -euo pipefail
 
 want_test=0
@@ -20,7 +22,7 @@ esac
 
 packages=(build-essential pkg-config util-linux)
 if [ "$want_test" = 1 ]; then
-  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core)
+  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core prometheus prometheus-node-exporter)
 fi
 if [ "$want_cross" = 1 ]; then
   packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils qemu-user)
@@ -37,8 +39,32 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 2
   fi
   echo "installing: ${missing[*]}"
+  # Prometheus and node_exporter are installed for the tests' binaries, not as services of
+  # this machine: a service they bring is not started now (policy-rc.d, read by invoke-rc.d
+  # and deb-systemd-invoke) nor at boot (disabled). Only packages this script installs are
+  # touched, and only where no policy-rc.d of the machine's own is in place.
+  services=()
+  for p in "${missing[@]}"; do
+    case "$p" in prometheus | prometheus-node-exporter) services+=("$p") ;; esac
+  done
+  policy=""
+  if [ "${#services[@]}" -gt 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' > "$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  if [ -n "$policy" ]; then
+    rm -f "$policy"
+    trap - EXIT
+    if command -v systemctl >/dev/null 2>&1; then
+      for svc in "${services[@]}"; do
+        systemctl disable --quiet "$svc" >/dev/null 2>&1 || true
+      done
+    fi
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

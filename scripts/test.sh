@@ -103,7 +103,7 @@ lane_c=("capacity" "report"
   "bench_fio_behaviour" "bench_fio_compat" "bench_fio_coordination" "bench_fio_engines"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"
-  "bench_verify" "endurance -endurance::check_on_" "@checks" "qemu")
+  "bench_verify" "endurance -endurance::check_on_" "fleet" "@checks" "qemu")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
 listed=$(($("$it_bin" --list 2>/dev/null | grep -c ': test$') + soak_listed))
 # Every module is in a lane (a new module must be given one); the count of tests run, checked

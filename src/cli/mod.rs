@@ -800,9 +800,15 @@ pub struct WatchArgs {
     /// Also write every sample to FILE as CSV
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Rewrite FILE atomically every interval in node_exporter's textfile format
+    /// Keep FILE up to date in node_exporter's textfile format (counters per device,
+    /// throttled time, stalls), replaced at once; at the end it says the watch stopped
     #[arg(long, value_name = "FILE")]
     pub prometheus: Option<PathBuf>,
+    /// How often to rewrite the --prometheus file (1s or more; a scrape every 15 s needs no
+    /// more, and a file on the card under test costs it a write each time)
+    /// [default: 5s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration_value)]
+    pub prometheus_every: Option<std::time::Duration>,
     /// One live line per second on standard error: auto (on a terminal), always, never
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = When::Auto)]
     pub live: When,

@@ -17,6 +17,7 @@ use crate::cli::WatchArgs;
 use crate::export::samples_csv::{csv_header, csv_line};
 use crate::export::watch_text::{gb, WatchText};
 use crate::export::{prometheus::write_prometheus, Exporter, Json};
+use sinkrate_sampler::fleet::FleetMetrics;
 
 const MB: f64 = 1e6;
 
@@ -56,10 +57,13 @@ struct Outputs {
     live: bool,
     last_live: Instant,
     device_label: String,
-    devices: String,
     csv: Option<std::io::BufWriter<std::fs::File>>,
     csv_path: Option<PathBuf>,
     prometheus: Option<PathBuf>,
+    /// The fleet's counters and stalls, for --prometheus.
+    fleet: FleetMetrics,
+    prometheus_every: Duration,
+    prometheus_written: Option<Instant>,
     tui: Option<super::watch_tui::Tui>,
     last_draw: Option<Instant>,
     command: String,
@@ -77,7 +81,6 @@ impl WatchObserver for Outputs {
         } else {
             "disks".into()
         };
-        self.devices = devices.join(",");
         if let Some(p) = &self.csv_path {
             let mut f = std::io::BufWriter::new(
                 sinkrate_sys::output::create(p)
@@ -103,7 +106,18 @@ impl WatchObserver for Outputs {
             })?;
         }
         if let Some(p) = &self.prometheus {
-            write_prometheus(p, s, v.throttled_seconds, &self.devices)?;
+            self.fleet.observe(
+                s,
+                sinkrate_sys::host::unix_ms_now() as f64 / 1e3,
+                v.core.device_counters(),
+            );
+            if self
+                .prometheus_written
+                .is_none_or(|w| w.elapsed() >= self.prometheus_every)
+            {
+                write_prometheus(p, &self.fleet, true)?;
+                self.prometheus_written = Some(Instant::now());
+            }
         }
         if self.live && self.last_live.elapsed() >= Duration::from_secs(1) {
             eprintln!("{}", live_line(s, v.elapsed, &self.device_label, v.top_hog));
@@ -140,6 +154,24 @@ impl WatchObserver for Outputs {
     }
 }
 
+/// How often the --prometheus file is rewritten: [`PROMETHEUS_EVERY`] unless asked.
+fn prometheus_every(args: &WatchArgs) -> Result<Duration> {
+    match (args.prometheus_every, &args.prometheus) {
+        (None, _) => Ok(PROMETHEUS_EVERY),
+        (Some(_), None) => Err(anyhow!(
+            "--prometheus-every: only with --prometheus FILE (it says how often FILE is rewritten)"
+        )),
+        (Some(every), Some(_)) if every < Duration::from_secs(1) => Err(anyhow!(
+            "--prometheus-every: {} ms is below the 1s minimum",
+            every.as_millis()
+        )),
+        (Some(every), Some(_)) => Ok(every),
+    }
+}
+
+/// A scrape every 15 s (Prometheus' default) sees a figure at most 5 s old.
+const PROMETHEUS_EVERY: Duration = Duration::from_secs(5);
+
 fn config(args: &WatchArgs) -> Result<WatchConfig> {
     let interval = args.interval;
     if interval < watch::MIN_INTERVAL {
@@ -170,6 +202,7 @@ fn config(args: &WatchArgs) -> Result<WatchConfig> {
 }
 
 pub fn run(args: WatchArgs) -> Result<ExitCode> {
+    let prometheus_every = prometheus_every(&args)?;
     crate::check_outputs(
         &[
             ("--output", args.out.output.as_deref()),
@@ -195,10 +228,12 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         live: args.live.wanted(std::io::stderr().is_terminal()) && tui.is_none(),
         last_live: Instant::now(),
         device_label: String::new(),
-        devices: String::new(),
         csv: None,
         csv_path: args.csv.clone(),
         prometheus: args.prometheus.clone(),
+        fleet: FleetMetrics::new(sinkrate_sys::host::unix_ms_now() as f64 / 1e3),
+        prometheus_every,
+        prometheus_written: None,
         tui,
         last_draw: None,
         command: args.command.join(" "),
@@ -213,6 +248,12 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
             report
                 .failure
                 .get_or_insert(format!("--csv {}: cannot write: {e}", path.display()));
+        }
+    }
+    // The file left behind says the watch has ended, with the counters as they stood.
+    if let Some(p) = &args.prometheus {
+        if let Err(e) = write_prometheus(p, &outputs.fleet, false) {
+            report.failure.get_or_insert(format!("{e:#}"));
         }
     }
     let interrupted = stop.load(Ordering::Relaxed);

@@ -33,6 +33,7 @@ mod docs_links;
 mod emulate;
 mod endurance;
 mod faults;
+mod fleet;
 mod leftovers;
 mod old_kernels;
 mod power_cut;

@@ -122,16 +122,24 @@ fn the_prometheus_file_parses() {
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
         .expect("valid textfile");
     let names: Vec<&str> = scrape.samples.iter().map(|s| s.metric.as_str()).collect();
+    // The file left at the end: the watch says it stopped, and keeps what stays true.
     for n in [
-        "sinkrate_mem_available_bytes",
-        "sinkrate_dirty_bytes",
-        "sinkrate_freerun_ceiling_bytes",
-        "sinkrate_throttled",
+        "sinkrate_watch_running",
+        "sinkrate_last_update_timestamp_seconds",
+        "sinkrate_throttled_seconds_total",
+        "sinkrate_build_info",
     ] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
+    for gone in ["sinkrate_dirty_bytes", "sinkrate_throttled"] {
+        assert!(
+            !names.contains(&gone),
+            "{gone} is stale after the end: {text}"
+        );
+    }
+    assert!(text.contains("sinkrate_watch_running 0\n"), "{text}");
     assert!(
-        scrape.docs.contains_key("sinkrate_dirty_bytes"),
+        scrape.docs.contains_key("sinkrate_throttled_seconds_total"),
         "HELP text"
     );
     assert!(!d.path().join("sinkrate.prom.tmp").exists());
@@ -159,6 +167,19 @@ fn bad_input_gets_one_line_and_exit_2() {
         (vec!["--device", "nodisk0"], "no such block device"),
         (vec!["--output", "/nonexistent/w.json"], "does not exist"),
         (vec!["--tui", "--duration", "1s"], "needs a terminal"),
+        (
+            vec!["--prometheus-every", "10s", "--duration", "1s"],
+            "only with --prometheus",
+        ),
+        (
+            vec![
+                "--prometheus",
+                "/nonexistent/x.prom",
+                "--prometheus-every",
+                "200ms",
+            ],
+            "below the 1s minimum",
+        ),
     ] {
         let out = watch(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);

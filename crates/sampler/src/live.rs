@@ -107,6 +107,9 @@ pub struct SamplerCore {
     /// the start), at most [`MAX_DEVICE_FAILURES`], and how many there were in all.
     pub device_failures: Vec<(u64, String)>,
     pub device_failure_count: u64,
+    /// Each watched device's counters at the last sample, in `devices`' order (None until
+    /// /proc/diskstats has listed it).
+    per_device: Vec<Option<diskstats::DiskCounters>>,
 }
 
 /// The kernel's messages on device failures kept for the report (a failing card logs
@@ -172,6 +175,7 @@ impl SamplerCore {
             stat,
             psi_io,
             psi_mem,
+            per_device: vec![None; devices.len()],
             devices,
             page_size: if page > 0 { page as u64 } else { 4096 },
             started: Instant::now(),
@@ -185,6 +189,15 @@ impl SamplerCore {
 
     pub fn devices(&self) -> &[String] {
         &self.devices
+    }
+
+    /// Each watched device with its kernel counters at the last sample (cumulative since
+    /// boot, as /proc/diskstats gives them).
+    pub fn device_counters(&self) -> impl Iterator<Item = (&str, &diskstats::DiskCounters)> + '_ {
+        self.devices
+            .iter()
+            .zip(&self.per_device)
+            .filter_map(|(name, c)| c.as_ref().map(|c| (name.as_str(), c)))
     }
 
     /// The machine's memory (MemTotal), which sizes the timeline's budget.
@@ -210,9 +223,10 @@ impl SamplerCore {
             let mut total = diskstats::DiskCounters::default();
             let mut any = false;
             for (_, _, name, c) in diskstats::lines(text) {
-                if self.devices.iter().any(|d| d == name) {
+                if let Some(i) = self.devices.iter().position(|d| d == name) {
                     total.add(&c);
                     any = true;
+                    self.per_device[i] = Some(c);
                 }
             }
             raw.disk = any.then_some(total);

@@ -1,0 +1,272 @@
+//! The fleet's metrics (`watch --prometheus`) read by the real engines: promtool checks the
+//! textfile, and node_exporter serves it beside its own `node_disk_*` series, whose counts
+//! of the same device must be sinkrate's (the kernel's counter, read by a program that is
+//! not sinkrate). The device is an emulated card that holds every write 600 ms: requests in
+//! flight with none completed, the stall that `sinkrate_disk_stalls_total` counts.
+
+use crate::common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A node_exporter on a loopback port serving `textfile_dir` and every disk's diskstats,
+/// stopped on drop.
+struct NodeExporter {
+    child: Child,
+    port: u16,
+}
+
+impl NodeExporter {
+    fn start(textfile_dir: &Path) -> NodeExporter {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let child = Command::new("prometheus-node-exporter")
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--collector.disable-defaults")
+            .arg("--collector.textfile")
+            .arg(format!(
+                "--collector.textfile.directory={}",
+                textfile_dir.display()
+            ))
+            .arg("--collector.diskstats")
+            // Its default leaves loop devices out; this one leaves out nothing.
+            .arg("--collector.diskstats.device-exclude=^$")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus-node-exporter starts");
+        NodeExporter { child, port }
+    }
+
+    /// GET /metrics, retried while the exporter comes up.
+    fn scrape(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.get() {
+                Ok(body) => return body,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => panic!("node_exporter on port {} never answered: {e}", self.port),
+            }
+        }
+    }
+
+    fn get(&self) -> std::io::Result<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+        let mut text = String::new();
+        s.read_to_string(&mut text)?;
+        match text.split_once("\r\n\r\n") {
+            Some((head, body)) if head.starts_with("HTTP/1.0 200") || head.contains(" 200 ") => {
+                Ok(body.to_string())
+            }
+            _ => Err(std::io::Error::other(format!("answer: {text:.200}"))),
+        }
+    }
+}
+
+impl Drop for NodeExporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of the series `name{device="device"}` (or `name` alone) in a scrape.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The device's bytes written, from /proc/diskstats (sectors of 512 bytes).
+fn kernel_written_bytes(device: &str) -> u64 {
+    let text = std::fs::read_to_string("/proc/diskstats").expect("diskstats");
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&device))
+        .and_then(|f| f.get(9)?.parse::<u64>().ok())
+        .expect("the device in /proc/diskstats")
+        * 512
+}
+
+#[test]
+fn node_exporter_serves_the_fleet_metrics_and_its_disk_counts_agree() {
+    common::with_root(
+        "node_exporter_serves_the_fleet_metrics_and_its_disk_counts_agree",
+        &[
+            "nbdkit",
+            "nbdfuse",
+            "fusermount3",
+            "dd",
+            "promtool",
+            "prometheus-node-exporter",
+        ],
+        || {
+            // A raw card (no filesystem, so nothing but the test writes to it) whose every
+            // write request takes 600 ms.
+            let card = common::SlowDev::new(&[
+                "--fs",
+                "none",
+                "--size",
+                "64M",
+                "--write-rate",
+                "20M",
+                "--write-latency",
+                "600ms",
+            ]);
+            let device = card.device_name();
+            let before = kernel_written_bytes(&device);
+            let dir = tempfile::tempdir().expect("tempdir");
+            let prom = dir.path().join("sinkrate.prom");
+            let target = format!("of=/dev/{device}");
+            let started = Instant::now();
+            let out = Command::new(common::sinkrate_path())
+                .args(["watch", "--device", &device, "--interval", "50ms"])
+                .arg("--prometheus")
+                .arg(&prom)
+                .args(["--prometheus-every", "1s", "--live", "never"])
+                .args(["--output-format", "json", "--"])
+                .args(["dd", "if=/dev/zero", &target, "bs=1M", "count=3"])
+                .args(["oflag=direct", "status=none"])
+                .output()
+                .expect("watch runs");
+            let took = started.elapsed().as_secs_f64();
+            common::succeeded(&out);
+            let text = std::fs::read_to_string(&prom).expect("the textfile");
+            // promtool, Prometheus' own linter of the exposition format.
+            let mut lint = Command::new("promtool")
+                .args(["check", "metrics"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("promtool runs");
+            lint.stdin
+                .take()
+                .expect("stdin")
+                .write_all(text.as_bytes())
+                .expect("to promtool");
+            let lint = lint.wait_with_output().expect("promtool ends");
+            assert!(
+                lint.status.success(),
+                "promtool: {}{}\n{text}",
+                String::from_utf8_lossy(&lint.stdout),
+                String::from_utf8_lossy(&lint.stderr)
+            );
+
+            let node = NodeExporter::start(dir.path());
+            let served = node.scrape();
+            let on = |name: &str| format!("{name}{{device=\"{device}\"}}");
+            assert_eq!(value(&served, "node_textfile_scrape_error"), Some(0.0));
+            assert_eq!(value(&served, "sinkrate_watch_running"), Some(0.0));
+            let ours = value(&served, &on("sinkrate_disk_written_bytes_total"))
+                .expect("sinkrate's series for the card, served");
+            let theirs = value(&served, &on("node_disk_written_bytes_total"))
+                .expect("node_exporter's own series for the card");
+            // The card was idle after dd: both read the kernel's final count.
+            assert_eq!(ours, theirs, "{served}");
+            assert_eq!(
+                ours as u64,
+                before + (3 << 20),
+                "dd wrote 3 MiB, nothing else"
+            );
+            let busy = value(&served, &on("sinkrate_disk_io_time_seconds_total")).expect("io time");
+            let node_busy =
+                value(&served, &on("node_disk_io_time_seconds_total")).expect("node io time");
+            assert!((busy - node_busy).abs() < 1e-6, "{busy} vs {node_busy}");
+            // Every write waited 600 ms with none completed: at least one stall of 250 ms
+            // or more, none longer than the whole run, and no more than the writes.
+            let stalls = value(&served, &on("sinkrate_disk_stalls_total")).expect("stalls");
+            let longest =
+                value(&served, &on("sinkrate_disk_longest_stall_seconds")).expect("longest");
+            let writes = value(&served, &on("node_disk_writes_completed_total"))
+                .expect("node's writes completed");
+            eprintln!("{stalls} stalls, the longest {longest} s, in a run of {took:.2} s");
+            assert!(
+                stalls >= 1.0 && stalls <= writes,
+                "{stalls} stalls, {writes} writes"
+            );
+            assert!(
+                longest >= 0.25 && longest <= took,
+                "longest {longest} s of {took} s"
+            );
+            let updated =
+                value(&served, "sinkrate_last_update_timestamp_seconds").expect("last update");
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_secs_f64();
+            assert!(
+                updated <= now && now - updated < took + 60.0,
+                "{updated} {now}"
+            );
+        },
+    );
+}
+
+/// The command line of the shipped systemd unit (continuation lines joined).
+fn unit_exec_start() -> Vec<String> {
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/systemd/sinkrate-watch.service"),
+    )
+    .expect("the unit file");
+    let joined = unit.replace("\\\n", " ");
+    let line = joined
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart line");
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+#[test]
+fn the_shipped_service_runs_and_leaves_a_file_that_says_it_stopped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let textfile_dir = "/var/lib/prometheus/node-exporter";
+    let args: Vec<String> = unit_exec_start()
+        .into_iter()
+        .skip(1)
+        .map(|a| a.replace(textfile_dir, &dir.path().to_string_lossy()))
+        .collect();
+    let prom = dir.path().join("sinkrate.prom");
+    let mut child = Command::new(common::sinkrate_path())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the unit's command runs");
+    // The first rewrite comes with the first sample.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !prom.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let running = std::fs::read_to_string(&prom).expect("the textfile while it runs");
+    assert!(running.contains("sinkrate_watch_running 1\n"), "{running}");
+    // systemd stops a service with SIGTERM.
+    // SAFETY: kill with a child's pid and a valid signal.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().expect("the watch ends");
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    // The unit counts 130 (ended by a signal) as a success.
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/systemd/sinkrate-watch.service"),
+    )
+    .expect("unit");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(unit.contains("SuccessExitStatus=130"));
+    let left = std::fs::read_to_string(&prom).expect("the textfile left");
+    assert!(left.contains("sinkrate_watch_running 0\n"), "{left}");
+    assert!(!left.contains("sinkrate_dirty_bytes"), "{left}");
+    assert_eq!(common::files_in(dir.path()), ["sinkrate.prom"]);
+}
