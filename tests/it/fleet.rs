@@ -20,14 +20,18 @@ struct NodeExporter {
 }
 
 impl NodeExporter {
-    fn start(textfile_dir: &Path) -> NodeExporter {
+    /// With `only_disks_and_textfile`, node_exporter's other collectors stay off.
+    fn start(textfile_dir: &Path, only_disks_and_textfile: bool) -> NodeExporter {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
             .port();
-        let child = Command::new("prometheus-node-exporter")
+        let mut cmd = Command::new("prometheus-node-exporter");
+        if only_disks_and_textfile {
+            cmd.arg("--collector.disable-defaults");
+        }
+        let child = cmd
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--collector.disable-defaults")
             .arg("--collector.textfile")
             .arg(format!(
                 "--collector.textfile.directory={}",
@@ -163,7 +167,7 @@ fn node_exporter_serves_the_fleet_metrics_and_its_disk_counts_agree() {
                 String::from_utf8_lossy(&lint.stderr)
             );
 
-            let node = NodeExporter::start(dir.path());
+            let node = NodeExporter::start(dir.path(), true);
             let served = node.scrape();
             let on = |name: &str| format!("{name}{{device=\"{device}\"}}");
             assert_eq!(value(&served, "node_textfile_scrape_error"), Some(0.0));
@@ -269,4 +273,134 @@ fn the_shipped_service_runs_and_leaves_a_file_that_says_it_stopped() {
     assert!(left.contains("sinkrate_watch_running 0\n"), "{left}");
     assert!(!left.contains("sinkrate_dirty_bytes"), "{left}");
     assert_eq!(common::files_in(dir.path()), ["sinkrate.prom"]);
+}
+
+fn repo(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// Runs promtool with `args`; its output on failure.
+fn promtool(args: &[&str]) {
+    let out = Command::new("promtool")
+        .args(args)
+        .output()
+        .expect("promtool runs");
+    assert!(
+        out.status.success(),
+        "promtool {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The metric names (sinkrate_* and node_*) a text mentions.
+fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let bytes = text.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = (i == 0 || !word(bytes[i - 1]))
+            && (text[i..].starts_with("sinkrate_") || text[i..].starts_with("node_"));
+        if starts {
+            let end = (i..bytes.len())
+                .find(|&j| !word(bytes[j]))
+                .unwrap_or(bytes.len());
+            names.insert(text[i..end].to_string());
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    names
+}
+
+/// The names of the series a scrape holds.
+fn served_names(scrape: &str) -> std::collections::BTreeSet<String> {
+    scrape
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_alert_rules_and_the_dashboard_use_only_metrics_that_are_served() {
+    common::with_root(
+        "the_alert_rules_and_the_dashboard_use_only_metrics_that_are_served",
+        &["promtool", "prometheus-node-exporter"],
+        || {
+            let rules = repo("deploy/prometheus/sinkrate-rules.yml");
+            let rules_text = std::fs::read_to_string(&rules).expect("rules");
+            promtool(&["check", "rules", &rules.to_string_lossy()]);
+            promtool(&[
+                "test",
+                "rules",
+                &repo("deploy/prometheus/sinkrate-rules.test.yml").to_string_lossy(),
+            ]);
+
+            // Every query of the dashboard parses: promtool checks them as recording rules,
+            // with Grafana's variables given values.
+            let dashboard: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(repo("deploy/grafana/sinkrate-dashboard.json"))
+                    .expect("dashboard"),
+            )
+            .expect("the dashboard is JSON");
+            let exprs: Vec<String> = dashboard["panels"]
+                .as_array()
+                .expect("panels")
+                .iter()
+                .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+                .map(|t| t["expr"].as_str().expect("expr").to_string())
+                .collect();
+            assert!(exprs.len() >= 8, "{exprs:?}");
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut as_rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+            for (i, e) in exprs.iter().enumerate() {
+                let e = e
+                    .replace("$__rate_interval", "1m")
+                    .replace("$__range", "1h")
+                    .replace("$instance", ".*")
+                    .replace("$device", ".*");
+                as_rules.push_str(&format!(
+                    "      - record: dashboard:panel{i}\n        expr: {}\n",
+                    serde_json::to_string(&e).expect("quoted")
+                ));
+            }
+            let as_rules_path = dir.path().join("dashboard-rules.yml");
+            std::fs::write(&as_rules_path, as_rules).expect("write");
+            promtool(&["check", "rules", &as_rules_path.to_string_lossy()]);
+
+            // What is served: a running watch's file and node_exporter's own collectors.
+            let prom = dir.path().join("sinkrate.prom");
+            let mut watch = Command::new(common::sinkrate_path())
+                .args(["watch", "--interval", "100ms", "--live", "never"])
+                .arg("--prometheus")
+                .arg(&prom)
+                .args(["--output-format", "json"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("watch runs");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !prom.exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let node = NodeExporter::start(dir.path(), false);
+            let scrape = node.scrape();
+            // SAFETY: kill with a child's pid and a valid signal.
+            unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+            let _ = watch.wait();
+            let served = served_names(&scrape);
+            assert!(served.contains("sinkrate_disk_stalled_seconds"), "{scrape}");
+            let used: std::collections::BTreeSet<String> = metric_names(&rules_text)
+                .into_iter()
+                .chain(exprs.iter().flat_map(|e| metric_names(e)))
+                .collect();
+            assert!(used.len() >= 10, "{used:?}");
+            let missing: Vec<&String> = used.iter().filter(|n| !served.contains(*n)).collect();
+            assert!(missing.is_empty(), "used but not served: {missing:?}");
+        },
+    );
 }
