@@ -274,15 +274,21 @@ recorder's knobs are tried.";
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
-    /// Result files: sinkrate record, check or bench JSON, or fio's --output-format=json
-    #[arg(required = true, value_name = "RUN.json")]
+    /// Result files: sinkrate record, check or bench JSON, or fio's --output-format=json; a
+    /// directory stands for every *.json under it (a lab's fetched results/HOST/... tree)
+    #[arg(required = true, value_name = "RUN.json|DIR")]
     pub inputs: Vec<PathBuf>,
     /// text, markdown, csv or json
     #[arg(long, visible_alias = "format", value_name = "FORMAT", value_enum, default_value_t = CompareFormat::Text)]
     pub output_format: CompareFormat,
     /// A label for each input, in order: runs with the same label form one row
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "by")]
     pub label: Vec<String>,
+    /// One row per host, folder, filesystem or device instead of per configuration: host,
+    /// dir (the folder under a directory given, results/HOST/...), fs, device, or a JSON
+    /// pointer to any field of the results (/host/kernel)
+    #[arg(long, value_name = "KEY")]
+    pub by: Option<String>,
     /// The row the others are compared with, by its label (default: the first)
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,

@@ -14,7 +14,8 @@ struct Column {
 }
 
 fn f(v: Option<f64>, digits: usize) -> Option<String> {
-    v.map(|v| format!("{v:.digits$}"))
+    // + 0.0 turns a negative zero (an empty sum in an older result) into "0.00", not "-0.00".
+    v.map(|v| format!("{:.digits$}", v + 0.0))
 }
 
 fn m(row: &Row) -> &Metrics {
@@ -88,12 +89,12 @@ const COLUMNS: &[Column] = &[
 ];
 
 /// The columns at least one row has a figure for, with every row's cells.
-fn cells(rows: &[Row]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+fn cells<'a>(rows: &[Row], grouped_by: Option<&'a str>) -> (Vec<&'a str>, Vec<Vec<String>>) {
     let used: Vec<&Column> = COLUMNS
         .iter()
         .filter(|c| rows.iter().any(|r| (c.cell)(r).is_some()))
         .collect();
-    let headings = std::iter::once("configuration")
+    let headings = std::iter::once(grouped_by.unwrap_or("configuration"))
         .chain(used.iter().map(|c| c.heading))
         .collect();
     let body = rows
@@ -168,7 +169,7 @@ pub struct CompareText;
 impl Exporter<Envelope<CompareReport>> for CompareText {
     fn export(&self, run: &Envelope<CompareReport>) -> Result<Vec<u8>> {
         let r = &run.result;
-        let (headings, body) = cells(&r.rows);
+        let (headings, body) = cells(&r.rows, r.grouped_by.as_deref());
         let widths: Vec<usize> = (0..headings.len())
             .map(|i| {
                 body.iter()
@@ -224,7 +225,7 @@ pub struct CompareMarkdown;
 impl Exporter<Envelope<CompareReport>> for CompareMarkdown {
     fn export(&self, run: &Envelope<CompareReport>) -> Result<Vec<u8>> {
         let r = &run.result;
-        let (headings, body) = cells(&r.rows);
+        let (headings, body) = cells(&r.rows, r.grouped_by.as_deref());
         // A pipe inside a label would end its cell.
         let esc = |s: &str| s.replace('|', "\\|");
         let mut out = format!(
@@ -260,7 +261,7 @@ pub struct CompareCsv;
 impl Exporter<Envelope<CompareReport>> for CompareCsv {
     fn export(&self, run: &Envelope<CompareReport>) -> Result<Vec<u8>> {
         let r = &run.result;
-        let (headings, body) = cells(&r.rows);
+        let (headings, body) = cells(&r.rows, r.grouped_by.as_deref());
         let mut w = csv::Writer::from_writer(Vec::new());
         let mut head: Vec<&str> = headings.clone();
         head.extend([

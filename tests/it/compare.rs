@@ -288,3 +288,91 @@ fn fio_json_and_sinkrate_bench_json_compare_side_by_side() {
     assert_eq!(code, Some(0));
     assert!(text.contains("IOPS") && !text.contains("dropped"), "{text}");
 }
+
+/// A lab's results tree (`results/HOST/...json`, as a playbook fetches it) from the record
+/// fixture: each copy a run of its own (its start moved) on the host it names.
+fn results_tree(root: &Path, runs: &[(&str, &str, u64)]) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/record.json");
+    let base: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture).expect("fixture")).expect("json");
+    for (k, (folder, hostname, dropped)) in runs.iter().enumerate() {
+        let mut v = base.clone();
+        v["host"]["hostname"] = (*hostname).into();
+        v["timestamp_ms"] = (v["timestamp_ms"].as_u64().expect("start") + 1000 * k as u64).into();
+        v["started_at"] = format!("2026-11-27T05:00:{k:02}Z").into();
+        v["totals"]["frames_dropped"] = (*dropped).into();
+        let dir = root.join(folder);
+        std::fs::create_dir_all(&dir).expect("folder");
+        std::fs::write(dir.join(format!("record-{k}.json")), v.to_string()).expect("write");
+    }
+    // What else a lab's tree holds is left alone.
+    std::fs::write(root.join("README.txt"), "fetched by the qualify play\n").expect("write");
+}
+
+#[test]
+fn a_results_tree_is_compared_by_folder_host_or_any_field() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let results = d.path().join("results");
+    results_tree(
+        &results,
+        &[
+            ("board-1", "cam-a", 0),
+            ("board-1", "cam-a", 1),
+            ("board-2", "cam-b", 40),
+            ("board-3", "cam-a", 2),
+        ],
+    );
+    let rows = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec![s(&results)];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--output-format", "json"]);
+        let (code, out, err) = compare(&all);
+        assert_eq!(code, Some(0), "{err}");
+        serde_json::from_str(&out).expect("json")
+    };
+    let by_dir = rows(&["--by", "dir"]);
+    let labels: Vec<(&str, u64)> = by_dir["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            (
+                r["label"].as_str().expect("label"),
+                r["runs"].as_u64().expect("runs"),
+            )
+        })
+        .collect();
+    assert_eq!(labels, [("board-1", 2), ("board-2", 1), ("board-3", 1)]);
+    assert_eq!(by_dir["grouped_by"], "dir");
+    let by_host = rows(&["--by", "host"]);
+    let hosts: Vec<&str> = by_host["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(hosts, ["cam-a", "cam-b"]);
+    assert_eq!(by_host["rows"][0]["runs"], 3);
+    // Any field, by JSON pointer: every run has the fixture's kernel.
+    let by_kernel = rows(&["--by", "/host/kernel"]);
+    assert_eq!(by_kernel["rows"].as_array().map(Vec::len), Some(1));
+    // The text table says what its rows are.
+    let (code, text, _) = compare(&[s(&results), "--by", "dir"]);
+    assert_eq!(code, Some(0));
+    assert!(text.starts_with("dir "), "{text}");
+    assert!(text.contains("board-2"), "{text}");
+
+    // Bad input: one line, exit 2.
+    let (code, _, err) = compare(&[s(&results), "--by", "hostname"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(common::error_lines(&err).len(), 1, "{err}");
+    assert!(err.contains("--by hostname: not a key"), "{err}");
+    let empty = d.path().join("empty");
+    std::fs::create_dir(&empty).expect("dir");
+    let (code, _, err) = compare(&[s(&empty)]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("no result (*.json) under this directory"),
+        "{err}"
+    );
+}

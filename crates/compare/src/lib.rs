@@ -2,6 +2,7 @@
 //! set against the baseline with the difference, its 95% interval and a p-value: over runs
 //! when both rows have two or more, else a block bootstrap over time within the runs.
 
+pub mod group;
 pub mod load;
 
 use std::collections::BTreeMap;
@@ -9,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sinkrate_stats::bootstrap::{over_runs, over_time, Difference};
 
+pub use group::GroupBy;
 pub use load::{runs, Metrics, Run, Second};
 pub use sinkrate_model::document::Document;
 
@@ -62,6 +64,10 @@ pub struct CompareReport {
     /// have two windows or more.
     #[serde(default)]
     pub windows: Vec<WindowRow>,
+    /// What the rows are grouped by when not by configuration (`host`, `fs`, a JSON
+    /// pointer).
+    #[serde(default)]
+    pub grouped_by: Option<String>,
 }
 
 /// One window of the soaks compared: each row's rate (mean over its runs) and worst write
@@ -124,6 +130,8 @@ pub struct CompareConfig {
     pub labels: Vec<String>,
     /// The baseline row's label, or the first row.
     pub baseline: Option<String>,
+    /// What the labels are (`compare --by host`): the table's first heading.
+    pub grouped_by: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -265,6 +273,7 @@ pub fn compare(
         unreadable,
         notes,
         windows,
+        grouped_by: cfg.grouped_by.clone(),
     })
 }
 
@@ -549,6 +558,7 @@ mod tests {
 
     fn cfg() -> CompareConfig {
         CompareConfig {
+            grouped_by: None,
             labels: Vec::new(),
             baseline: None,
         }
@@ -672,6 +682,7 @@ mod tests {
     fn labels_group_and_a_missing_baseline_is_named() {
         let runs = vec![run("a", "buffered", 1, 1.0), run("b", "buffered", 2, 2.0)];
         let c = CompareConfig {
+            grouped_by: None,
             labels: vec!["card A".into(), "card B".into()],
             baseline: Some("card C".into()),
         };

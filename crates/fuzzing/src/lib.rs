@@ -191,6 +191,7 @@ pub fn result_json(data: &[u8]) {
     let _ = sinkrate_report::html::render(&page, "fuzz");
     if let Ok(runs) = sinkrate_compare::runs("fuzz.json", input.document) {
         let config = sinkrate_compare::CompareConfig {
+            grouped_by: None,
             labels: Vec::new(),
             baseline: None,
         };

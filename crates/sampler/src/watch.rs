@@ -108,7 +108,13 @@ pub fn run<O: WatchObserver>(
         .duration
         .map(|d| (d.as_nanos() / cfg.interval.as_nanos().max(1)) as usize + 16)
         .unwrap_or(4096);
-    let mut timeline = Timeline::for_memory(core.mem_total_bytes(), expected_samples);
+    // A watch with no end (a service, or until a command or process ends) keeps a soak's
+    // budget: its memory is flat after the first hour however many weeks it runs.
+    let mut timeline = Timeline::for_run(
+        core.mem_total_bytes(),
+        expected_samples,
+        cfg.duration.unwrap_or(crate::timeline::SOAK_FROM),
+    );
     let started = Instant::now();
     let deadline = cfg.duration.map(|d| started + d);
     let mut throttled_s = 0.0;

@@ -107,6 +107,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     match sinkrate_compare::compare(
         runs,
         &sinkrate_compare::CompareConfig {
+            grouped_by: None,
             labels,
             baseline: Some("A".into()),
         },
