@@ -6,8 +6,8 @@
 #                                    standard libraries
 #   scripts/install-deps.sh --test   also fio, mkfs tools, nbdkit/nbdfuse, fuse3, headless
 #                                    Chromium (renders the HTML reports), Prometheus' promtool
-#                                    and node_exporter (their services left stopped and
-#                                    disabled), and all of --cross (the tests run the ARM
+#                                    and node_exporter, ansible-core and sshd (their services
+#                                    left stopped and disabled), and all of --cross (the tests run the ARM
 #                                    binaries under qemu-user)
 set -euo pipefail
 
@@ -22,7 +22,7 @@ esac
 
 packages=(build-essential pkg-config util-linux)
 if [ "$want_test" = 1 ]; then
-  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core prometheus prometheus-node-exporter)
+  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core prometheus prometheus-node-exporter ansible-core openssh-server openssh-client)
 fi
 if [ "$want_cross" = 1 ]; then
   packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils qemu-user)
@@ -39,13 +39,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 2
   fi
   echo "installing: ${missing[*]}"
-  # Prometheus and node_exporter are installed for the tests' binaries, not as services of
-  # this machine: a service they bring is not started now (policy-rc.d, read by invoke-rc.d
+  # Prometheus, node_exporter and sshd are installed for the tests' binaries, not as
+  # services of this machine: a service they bring is not started now (policy-rc.d, read by invoke-rc.d
   # and deb-systemd-invoke) nor at boot (disabled). Only packages this script installs are
   # touched, and only where no policy-rc.d of the machine's own is in place.
   services=()
   for p in "${missing[@]}"; do
-    case "$p" in prometheus | prometheus-node-exporter) services+=("$p") ;; esac
+    case "$p" in
+      prometheus | prometheus-node-exporter) services+=("$p") ;;
+      openssh-server) services+=(ssh) ;;
+    esac
   done
   policy=""
   if [ "${#services[@]}" -gt 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then

@@ -95,7 +95,7 @@ lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limi
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "leftovers" "old_kernels" "verify"
   "emulate -emulate::buffered_writes_" "audit" "docs_links"
-  "bench_fio_pacing" "bench_input" "bench_pacing")
+  "bench_fio_pacing" "bench_input" "bench_pacing" "lab")
 lane_c=("capacity" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
   "board" "round_trip -round_trip::tune_results_" "compare"

@@ -34,6 +34,7 @@ mod emulate;
 mod endurance;
 mod faults;
 mod fleet;
+mod lab;
 mod leftovers;
 mod old_kernels;
 mod power_cut;

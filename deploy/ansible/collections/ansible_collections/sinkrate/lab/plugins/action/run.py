@@ -1,0 +1,132 @@
+# sinkrate.lab.run: runs one sinkrate command on the board and brings its result back as a
+# file per host (results/HOST/COMMAND-TIME.json) and as facts a playbook can test.
+#
+# An action plugin, run on the controller: the board is reached through the connection's
+# shell only, so it needs nothing but the sinkrate binary (no Python).
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import tempfile
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.sinkrate.lab.plugins.plugin_utils import remote
+
+# The commands, and how each starts on sinkrate's command line.
+COMMANDS = {
+    "check": ["check"],
+    "record": ["record"],
+    "verify": ["verify"],
+    "suite": ["suite"],
+    "audit": ["audit"],
+    "bench": ["bench"],
+    "tune-search": ["tune", "search"],
+}
+# Exit codes that carry a result: 0 (it holds), 1 (it does not: drops, bad blocks, a
+# finding), 3 (not judged: memory, too short). Any other is the run failing.
+ANSWERED = (0, 1, 3)
+# The collection sets where the result goes.
+OWN_FLAGS = ("--output-format", "--output", "--format")
+
+
+# Keys of Ansible's own in a task's result, never taken from the document.
+ANSIBLE_KEYS = ("failed", "changed", "skipped", "msg", "rc", "stderr", "results_file")
+
+
+def _summary(doc):
+    """The result's top-level figures and words (verdict, headroom, exit code...) and its
+    error, without its long lists: what a `when:` tests."""
+    out = {k: v for k, v in doc.items() if v is None or isinstance(v, (str, int, float, bool))}
+    out["error"] = doc.get("error")
+    return {k: v for k, v in out.items() if k not in ANSIBLE_KEYS}
+
+
+def _save(results_dir, host, name, text, doc):
+    """Writes the result under results_dir/HOST/, named by what ran and when, never over
+    another result (a second one in the same second gets -2, -3...)."""
+    folder = os.path.join(results_dir, host)
+    os.makedirs(folder, exist_ok=True)
+    started = str(doc.get("started_at") or "")
+    stamp = re.sub(r"[^0-9T]", "", started)[:15] or "run"
+    fd, tmp = tempfile.mkstemp(prefix=".sinkrate-", suffix=".json", dir=folder)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    n = 1
+    while True:
+        path = os.path.join(folder, "%s-%s%s.json" % (name, stamp, "" if n == 1 else "-%d" % n))
+        try:
+            # A hard link fails if the name is taken: no result replaces another.
+            os.link(tmp, path)
+            break
+        except FileExistsError:
+            n += 1
+    os.unlink(tmp)
+    return path
+
+
+class ActionModule(ActionBase):
+    _VALID_ARGS = frozenset(("command", "args", "binary", "results_dir", "name"))
+    _requires_connection = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        a = self._task.args
+        command = a.get("command")
+        if command not in COMMANDS:
+            return dict(result, failed=True, msg="command: %r is not one of %s" % (command, ", ".join(COMMANDS)))
+        extra = a.get("args") or []
+        if isinstance(extra, str):
+            extra = shlex.split(extra)
+        if not isinstance(extra, list) or not all(isinstance(x, (str, int, float)) for x in extra):
+            return dict(result, failed=True, msg="args: a list of sinkrate's arguments, or one string")
+        extra = [str(x) for x in extra]
+        for flag in OWN_FLAGS:
+            if any(x == flag or x.startswith(flag + "=") for x in extra):
+                return dict(result, failed=True, msg="args: %s is set by sinkrate.lab.run (the result comes back as JSON)" % flag)
+        binary = a.get("binary", "/usr/local/bin/sinkrate")
+        name = a.get("name") or command
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+            return dict(result, failed=True, msg="name: %r: letters, digits, '.', '_' and '-' only (it names the result file)" % name)
+        results_dir = a.get("results_dir", "results")
+        if not os.path.isabs(results_dir):
+            results_dir = os.path.join(self._loader.get_basedir(), results_dir)
+        host = task_vars.get("inventory_hostname", "host")
+        if self._task.check_mode:
+            return dict(result, skipped=True, msg="check mode: sinkrate %s was not run" % command)
+
+        # A directory of the run's own on the board: check's report goes there, and the
+        # command runs in it, so that nothing is left behind when it is removed.
+        rc, out, err = remote.run(self, ["mktemp", "-d", "/tmp/sinkrate-lab.XXXXXX"])
+        work = out.strip()
+        if rc != 0 or not work.startswith("/tmp/sinkrate-lab."):
+            return dict(result, failed=True, msg="cannot make a temporary directory on the board: %s" % remote.error_line(err, "exit %d" % rc))
+        try:
+            argv = [binary] + COMMANDS[command] + extra + ["--output-format", "json"]
+            if command == "check":
+                argv += ["--output", work + "/check.json"]
+            rc, out, err = remote.run(self, argv, chdir=work)
+        finally:
+            remote.run(self, ["rm", "-rf", "--", work])
+        result["rc"] = rc
+        result["stderr"] = err
+        try:
+            doc = json.loads(out) if out.strip() else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict) or rc not in ANSWERED:
+            # The board's own line ("no space left", "needs root", "not found").
+            result.update(failed=True, msg="sinkrate %s: %s" % (command, remote.error_line(err, "exit code %d" % rc)))
+            if isinstance(doc, dict):
+                result["results_file"] = _save(results_dir, host, name, out, doc)
+            return result
+        result.update(_summary(doc))
+        result.update(
+            changed=False,
+            rc=rc,
+            results_file=_save(results_dir, host, name, out, doc),
+        )
+        return result

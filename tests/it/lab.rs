@@ -1,0 +1,387 @@
+//! The lab's Ansible collection (deploy/ansible) driven by a real ansible-playbook over SSH:
+//! three sshd on loopback ports, started by the test with keys of its own (nothing of the
+//! machine's SSH setup is touched), each "board" with its own emulated card of a different
+//! model. The plays put sinkrate on each board, run it there and bring every result back.
+
+use crate::common;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// sshd instances on loopback ports, each a "board", stopped on drop.
+struct Boards {
+    dir: tempfile::TempDir,
+    sshd: Vec<Child>,
+    ports: Vec<u16>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+fn keygen(path: &Path) {
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .expect("ssh-keygen runs")
+        .success();
+    assert!(ok, "ssh-keygen");
+}
+
+impl Boards {
+    fn start(n: usize) -> Boards {
+        let dir = tempfile::tempdir().expect("tempdir");
+        keygen(&dir.path().join("host_key"));
+        keygen(&dir.path().join("client_key"));
+        std::fs::copy(
+            dir.path().join("client_key.pub"),
+            dir.path().join("authorized_keys"),
+        )
+        .expect("authorized_keys");
+        // sshd's privilege separation directory, which its package makes at boot.
+        std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
+        // The lane's own state (journals, emulated devices) for the boards' sinkrate too.
+        let state = std::env::var("SINKRATE_STATE_DIR").ok();
+        let mut sshd = Vec::new();
+        let mut ports = Vec::new();
+        for i in 0..n {
+            let port = free_port();
+            let config = dir.path().join(format!("sshd-{i}.conf"));
+            let mut text = format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {key}\nPidFile {dir}/sshd-{i}.pid\n\
+                 AuthorizedKeysFile {dir}/authorized_keys\nPermitRootLogin prohibit-password\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+                 StrictModes no\nSubsystem sftp /usr/lib/openssh/sftp-server\nLogLevel ERROR\n",
+                key = dir.path().join("host_key").display(),
+                dir = dir.path().display(),
+            );
+            if let Some(s) = &state {
+                text.push_str(&format!("SetEnv SINKRATE_STATE_DIR={s}\n"));
+            }
+            std::fs::write(&config, text).expect("sshd config");
+            let child = Command::new("/usr/sbin/sshd")
+                .args(["-D", "-e", "-f"])
+                .arg(&config)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("sshd starts");
+            sshd.push(child);
+            ports.push(port);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for &port in &ports {
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "sshd on port {port} never listened"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Boards { dir, sshd, ports }
+    }
+
+    fn key(&self) -> PathBuf {
+        self.dir.path().join("client_key")
+    }
+}
+
+impl Drop for Boards {
+    fn drop(&mut self) {
+        for c in &mut self.sshd {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Copies a folder (the collection and its playbooks) into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// The lab: its playbooks in a folder of their own (results land beside them), an
+/// inventory of the boards with their cards and a place of each board's own for sinkrate.
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new(boards: &Boards, cards: &[(&str, &Path)]) -> Lab {
+        let dir = tempfile::tempdir().expect("tempdir");
+        copy_tree(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/ansible"),
+            dir.path(),
+        );
+        // The builds the install role picks from: this host's, as its x86_64 target.
+        let builds = dir.path().join("builds/x86_64-unknown-linux-musl");
+        std::fs::create_dir_all(&builds).expect("builds");
+        std::fs::copy(common::sinkrate_path(), builds.join("sinkrate")).expect("copy binary");
+        let mut inventory = String::from("boards:\n  hosts:\n");
+        for ((name, card), port) in cards.iter().zip(&boards.ports) {
+            inventory.push_str(&format!(
+                "    {name}:\n      ansible_port: {port}\n      sinkrate_card: {card}\n      \
+                 sinkrate_binary: {bin}\n",
+                card = card.display(),
+                bin = dir
+                    .path()
+                    .join(format!("boards/{name}/bin/sinkrate"))
+                    .display(),
+            ));
+            std::fs::create_dir_all(dir.path().join(format!("boards/{name}/bin")))
+                .expect("board bin");
+        }
+        inventory.push_str(&format!(
+            "  vars:\n    ansible_host: 127.0.0.1\n    ansible_user: root\n    \
+             ansible_ssh_private_key_file: {key}\n    \
+             ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null\n    \
+             ansible_python_interpreter: /usr/bin/false\n    \
+             sinkrate_binaries: {builds}\n    sinkrate_controller: {controller}\n",
+            key = boards.key().display(),
+            builds = dir.path().join("builds").display(),
+            controller = common::sinkrate_path().display(),
+        ));
+        std::fs::write(dir.path().join("inventory.yml"), inventory).expect("inventory");
+        Lab { dir }
+    }
+
+    /// Runs a playbook of the lab; its exit code and what it printed.
+    fn play(&self, playbook: &str, extra: &[&str]) -> (Option<i32>, String) {
+        let out = Command::new("ansible-playbook")
+            .arg(playbook)
+            .args(extra)
+            .current_dir(self.dir.path())
+            .env("ANSIBLE_CONFIG", self.dir.path().join("ansible.cfg"))
+            .env("ANSIBLE_NOCOLOR", "1")
+            .env("ANSIBLE_FORCE_COLOR", "0")
+            .env("ANSIBLE_LOCAL_TEMP", self.dir.path().join(".ansible-tmp"))
+            .env("ANSIBLE_HOME", self.dir.path().join(".ansible"))
+            .output()
+            .expect("ansible-playbook runs");
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+
+    fn results(&self, board: &str) -> Vec<String> {
+        common::files_in(&self.dir.path().join("results").join(board))
+    }
+}
+
+/// The PLAY RECAP line of a host: (ok, changed, unreachable, failed).
+fn recap(out: &str, host: &str) -> (u32, u32, u32, u32) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(host) && l.contains("ok="))
+        .unwrap_or_else(|| panic!("no recap for {host}: {out}"));
+    let field = |k: &str| -> u32 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{k} in {line}"))
+    };
+    (
+        field("ok="),
+        field("changed="),
+        field("unreachable="),
+        field("failed="),
+    )
+}
+
+const TOOLS: &[&str] = &[
+    "ansible-playbook",
+    "ssh-keygen",
+    "ssh",
+    "nbdkit",
+    "nbdfuse",
+    "fusermount3",
+    "mkfs.ext4",
+];
+
+#[test]
+fn three_boards_are_qualified_and_their_results_come_back() {
+    common::with_root(
+        "three_boards_are_qualified_and_their_results_come_back",
+        TOOLS,
+        || {
+            let boards = Boards::start(3);
+            let cards: Vec<common::SlowDev> = ["sd-class10", "usb2-stick", "emmc"]
+                .iter()
+                .map(|m| common::SlowDev::new(&["--model", m, "--size", "256M"]))
+                .collect();
+            let named: Vec<(&str, &Path)> = ["cam1", "cam2", "cam3"]
+                .into_iter()
+                .zip(cards.iter().map(|c| c.path()))
+                .collect();
+            let lab = Lab::new(&boards, &named);
+            let (code, out) = lab.play("qualify.yml", &["-e", "sinkrate_verify_size=16M"]);
+            assert_eq!(code, Some(0), "{out}");
+            for (board, card) in &named {
+                let (ok, _, unreachable, failed) = recap(&out, board);
+                assert_eq!((unreachable, failed), (0, 0), "{board}: {out}");
+                assert!(ok >= 4, "{board}: {out}");
+                let files = lab.results(board);
+                for kind in ["audit-", "check-", "verify-"] {
+                    assert!(
+                        files.iter().any(|f| f.starts_with(kind)),
+                        "{board}: no {kind} result in {files:?}"
+                    );
+                }
+                // Each check tested the board's own card.
+                let check = files
+                    .iter()
+                    .find(|f| f.starts_with("check-"))
+                    .expect("check");
+                let v: serde_json::Value = serde_json::from_slice(
+                    &std::fs::read(lab.dir.path().join("results").join(board).join(check))
+                        .expect("read"),
+                )
+                .expect("json");
+                assert_eq!(
+                    v["audit"]["target"]["mount_point"].as_str(),
+                    Some(card.to_str().expect("utf8")),
+                    "{board}"
+                );
+                // The board kept nothing of the run but its binary.
+                assert!(
+                    common::files_in(card).is_empty(),
+                    "{board}: {:?}",
+                    common::files_in(card)
+                );
+            }
+            // The last play's table: a row per board.
+            for board in ["cam1", "cam2", "cam3"] {
+                assert!(out.contains(&format!("| {board}")), "{out}");
+            }
+        },
+    );
+}
+
+fn read_ahead_kb(card: &common::SlowDev) -> String {
+    let path = format!("/sys/block/{}/queue/read_ahead_kb", card.device_name());
+    std::fs::read_to_string(&path)
+        .expect("read_ahead_kb")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn the_tune_play_changes_once_checks_without_changing_and_restores() {
+    common::with_root(
+        "the_tune_play_changes_once_checks_without_changing_and_restores",
+        TOOLS,
+        || {
+            let boards = Boards::start(3);
+            let cards: Vec<common::SlowDev> = ["sd-class10", "usb2-stick", "emmc"]
+                .iter()
+                .map(|m| common::SlowDev::new(&["--model", m, "--size", "64M"]))
+                .collect();
+            let names = ["cam1", "cam2", "cam3"];
+            let named: Vec<(&str, &Path)> = names
+                .into_iter()
+                .zip(cards.iter().map(|c| c.path()))
+                .collect();
+            let lab = Lab::new(&boards, &named);
+            let before: Vec<String> = cards.iter().map(read_ahead_kb).collect();
+            // A value none of the cards has, so that the play has something to change.
+            let want = if before.iter().any(|v| v == "520") {
+                "528"
+            } else {
+                "520"
+            };
+            let settings = format!("{{\"sinkrate_settings\": [\"queue:read_ahead_kb={want}\"]}}");
+            let set = ["-e", settings.as_str()];
+
+            // --check --diff: the change is shown, and nothing changes.
+            let (code, out) = lab.play("tune.yml", &[&set[..], &["--check", "--diff"]].concat());
+            assert_eq!(code, Some(0), "{out}");
+            assert!(
+                out.contains(&format!("+queue:read_ahead_kb = {want}")),
+                "{out}"
+            );
+            let after_check: Vec<String> = cards.iter().map(read_ahead_kb).collect();
+            assert_eq!(after_check, before, "check mode changed a setting: {out}");
+
+            let (code, out) = lab.play("tune.yml", &set);
+            assert_eq!(code, Some(0), "{out}");
+            for name in names {
+                // The install (first play on these boards) and the setting.
+                assert_eq!(recap(&out, name).1, 2, "{name}: {out}");
+            }
+            assert!(cards.iter().all(|c| read_ahead_kb(c) == want));
+
+            // Again: nothing left to change.
+            let (code, out) = lab.play("tune.yml", &set);
+            assert_eq!(code, Some(0), "{out}");
+            for name in names {
+                assert_eq!(recap(&out, name).1, 0, "{name}: {out}");
+            }
+
+            let (code, out) = lab.play("restore.yml", &[]);
+            assert_eq!(code, Some(0), "{out}");
+            for name in names {
+                assert_eq!(recap(&out, name).1, 1, "{name}: {out}");
+            }
+            let restored: Vec<String> = cards.iter().map(read_ahead_kb).collect();
+            assert_eq!(restored, before);
+        },
+    );
+}
+
+#[test]
+fn a_board_that_cannot_run_is_named_and_the_others_go_on() {
+    common::with_root(
+        "a_board_that_cannot_run_is_named_and_the_others_go_on",
+        TOOLS,
+        || {
+            let boards = Boards::start(2);
+            let card = common::SlowDev::new(&["--model", "emmc", "--size", "64M"]);
+            // cam2's card is a directory that does not exist.
+            let missing = Path::new("/nonexistent/card");
+            let lab = Lab::new(&boards, &[("cam1", card.path()), ("cam2", missing)]);
+            // A third board no one answers at.
+            let inventory = lab.dir.path().join("inventory.yml");
+            let text = std::fs::read_to_string(&inventory).expect("inventory");
+            let text = text.replace(
+                "  vars:\n",
+                &format!(
+                    "    cam3:\n      ansible_port: {}\n      sinkrate_card: /tmp\n  vars:\n",
+                    free_port()
+                ),
+            );
+            std::fs::write(&inventory, text).expect("inventory");
+            let (code, out) = lab.play("qualify.yml", &["-e", "sinkrate_verify_size=16M"]);
+            assert_ne!(code, Some(0), "{out}");
+            let (_, _, unreachable, _) = recap(&out, "cam3");
+            assert_eq!(unreachable, 1, "{out}");
+            let (_, _, _, failed) = recap(&out, "cam2");
+            assert_eq!(failed, 1, "{out}");
+            assert!(out.contains("/nonexistent/card"), "cam2's reason: {out}");
+            let (ok, _, unreachable, failed) = recap(&out, "cam1");
+            assert_eq!((unreachable, failed), (0, 0), "{out}");
+            assert!(ok >= 4, "{out}");
+            assert!(lab.results("cam1").iter().any(|f| f.starts_with("check-")));
+        },
+    );
+}
