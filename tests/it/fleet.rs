@@ -404,3 +404,284 @@ fn the_alert_rules_and_the_dashboard_use_only_metrics_that_are_served() {
         },
     );
 }
+
+/// GET `path` from a server on a loopback port: the body of a 200 answer.
+fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    match text.split_once("\r\n\r\n") {
+        Some((head, body)) if head.contains(" 200 ") => Ok(body.to_string()),
+        _ => Err(std::io::Error::other(format!("answer: {text:.300}"))),
+    }
+}
+
+/// A query string's value, percent-encoded.
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A Prometheus on a loopback port, scraping node_exporter every second and evaluating
+/// `rules` every second, stopped on drop.
+struct Prometheus {
+    child: Child,
+    port: u16,
+}
+
+impl Prometheus {
+    fn start(dir: &Path, node_port: u16, rules: &str) -> Prometheus {
+        std::fs::write(dir.join("rules.yml"), rules).expect("rules");
+        std::fs::write(
+            dir.join("prometheus.yml"),
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+                 rule_files: [rules.yml]\n\
+                 scrape_configs:\n  - job_name: board\n    static_configs:\n      \
+                 - targets: ['127.0.0.1:{node_port}']\n        labels: {{board: cam1}}\n"
+            ),
+        )
+        .expect("config");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let child = Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus starts");
+        let p = Prometheus { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while http_get(port, "/-/ready").is_err() {
+            assert!(Instant::now() < deadline, "prometheus never became ready");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        p
+    }
+
+    /// The state of the alert `name` ("firing", "pending"), or None.
+    fn alert(&self, name: &str) -> Option<String> {
+        let body = http_get(self.port, "/api/v1/alerts").ok()?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        v["data"]["alerts"]
+            .as_array()?
+            .iter()
+            .find(|a| a["labels"]["alertname"] == name)
+            .and_then(|a| a["state"].as_str().map(str::to_string))
+    }
+
+    /// One number from an instant query.
+    fn value(&self, query: &str) -> Option<f64> {
+        let body = http_get(self.port, &format!("/api/v1/query?query={}", encode(query))).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        v["data"]["result"][0]["value"][1]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+    }
+
+    /// Waits up to `within` for `pred` on the alert's state.
+    fn wait_alert(
+        &self,
+        name: &str,
+        within: Duration,
+        pred: impl Fn(Option<&str>) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if pred(self.alert(name).as_deref()) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The shipped rules with their times divided by 30 (two minutes become four seconds), so
+/// that a test sees them fire and clear in seconds; the expressions are the shipped ones.
+fn rules_thirty_times_faster() -> String {
+    let text =
+        std::fs::read_to_string(repo("deploy/prometheus/sinkrate-rules.yml")).expect("rules");
+    let mut out = text;
+    for (from, to) in [
+        ("[2m]", "[4s]"),
+        ("[10m]", "[20s]"),
+        ("for: 2m", "for: 4s"),
+        ("for: 1m", "for: 2s"),
+        ("for: 5m", "for: 10s"),
+        ("> 60", "> 2"),
+    ] {
+        out = out.replace(from, to);
+    }
+    assert!(
+        !out.contains("m]") && !out.contains("for: 1m"),
+        "a time left unscaled: {out}"
+    );
+    out
+}
+
+fn record_on(card: &Path, seconds: u32) -> Child {
+    Command::new(common::sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(card)
+        .args([
+            "--streams",
+            "1",
+            "--fps",
+            "30",
+            "--frame-size",
+            "100k",
+            "--buffers",
+            "4",
+        ])
+        .args(["--duration", &format!("{seconds}s"), "--live", "never"])
+        .args(["--output-format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("record runs")
+}
+
+#[test]
+fn a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it() {
+    common::with_root(
+        "a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it",
+        &[
+            "prometheus",
+            "prometheus-node-exporter",
+            "nbdkit",
+            "nbdfuse",
+            "fusermount3",
+            "mkfs.ext4",
+        ],
+        || {
+            // A card that pauses a second after every 8 MB, as garbage collection does.
+            let card = common::SlowDev::new(&[
+                "--write-rate",
+                "20MB",
+                "--gc-pauses",
+                "1s/8M",
+                "--size",
+                "512M",
+            ]);
+            let device = card.device_name();
+            let dir = tempfile::tempdir().expect("tempdir");
+            let textfile = dir.path().join("textfile");
+            std::fs::create_dir(&textfile).expect("textfile dir");
+            // The setting at fault: a page cache that absorbs under a second of the stream.
+            // Journaled, and restored on drop also if the test fails.
+            let sysctl = |name: &str| sinkrate_settings::Setting::Sysctl { name: name.into() };
+            let _limits = sinkrate_settings::Temporary::apply(
+                &sinkrate_settings::Journal::live(),
+                &[
+                    (sysctl("vm/dirty_bytes"), (4u64 << 20).to_string()),
+                    (
+                        sysctl("vm/dirty_background_bytes"),
+                        (2u64 << 20).to_string(),
+                    ),
+                ],
+            )
+            .expect("set the dirty limits");
+            let mut watch = Command::new(common::sinkrate_path())
+                .args(["watch", "--device", &device, "--interval", "100ms"])
+                .arg("--prometheus")
+                .arg(textfile.join("sinkrate.prom"))
+                .args([
+                    "--prometheus-every",
+                    "1s",
+                    "--live",
+                    "never",
+                    "--output-format",
+                    "json",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("watch runs");
+            let node = NodeExporter::start(&textfile, true);
+            let prometheus = Prometheus::start(dir.path(), node.port, &rules_thirty_times_faster());
+
+            // The recording drops frames, and the alert fires while it runs.
+            let first = record_on(card.path(), 40);
+            let fired =
+                prometheus.wait_alert("SinkrateWritersThrottled", Duration::from_secs(40), |s| {
+                    s == Some("firing")
+                });
+            let first = first.wait_with_output().expect("record ends");
+            let v: serde_json::Value = serde_json::from_slice(&first.stdout).expect("record json");
+            assert!(
+                fired,
+                "the alert never fired; the recording: {}",
+                v["verdict_text"]
+            );
+            assert_eq!(v["verdict"], "drops", "{}", v["verdict_text"]);
+
+            // The fix check prints for this (the page cache absorbing 10 s of the stream).
+            let fix = Command::new(common::sinkrate_path())
+                .args([
+                    "tune",
+                    "apply",
+                    "vm.dirty_bytes=60000000",
+                    "vm.dirty_background_bytes=30000000",
+                ])
+                .output()
+                .expect("tune apply");
+            common::succeeded(&fix);
+            let second = record_on(card.path(), 30);
+            let cleared =
+                prometheus.wait_alert("SinkrateWritersThrottled", Duration::from_secs(25), |s| {
+                    s.is_none()
+                });
+            let second = second.wait_with_output().expect("record ends");
+            let restore = Command::new(common::sinkrate_path())
+                .args(["tune", "restore"])
+                .output()
+                .expect("tune restore");
+            common::succeeded(&restore);
+            // SAFETY: kill with a child's pid and a valid signal.
+            unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+            let _ = watch.wait();
+            let v: serde_json::Value = serde_json::from_slice(&second.stdout).expect("record json");
+            assert!(
+                cleared,
+                "the alert stayed; the second recording: {}",
+                v["verdict_text"]
+            );
+            // Prometheus saw no throttling in the second recording's last ten seconds.
+            let late = prometheus
+                .value("increase(sinkrate_throttled_seconds_total[10s])")
+                .expect("a value");
+            assert!(
+                late < 0.5,
+                "throttled {late} s in the last 10 s after the fix"
+            );
+        },
+    );
+}
