@@ -208,11 +208,12 @@ opens from an email attachment or a CI artifact. An existing file is replaced on
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// Result files: any sinkrate run's JSON (check, record, bench, watch, audit, tune, ...)
-    /// or fio's --output-format=json; several are overlaid
-    #[arg(required = true, value_name = "RUN.json")]
+    /// or fio's --output-format=json; several are overlaid; a directory stands for every
+    /// *.json under it (a lab's results/HOST/... tree)
+    #[arg(required = true, value_name = "RUN.json|DIR")]
     pub inputs: Vec<PathBuf>,
     /// The HTML file to write ("-": standard output); default: the first input's name
-    /// with .html
+    /// with .html (DIR.html for a directory)
     #[arg(short, long, value_name = "FILE.html")]
     pub output: Option<PathBuf>,
     /// Replace the output file (and PNG files) if they exist
@@ -222,8 +223,12 @@ pub struct ReportArgs {
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
     /// A label for each input, in order (default: the file's name)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "by")]
     pub label: Vec<String>,
+    /// Name each run by its host, folder (dir: results/HOST/...), filesystem, device or
+    /// any field (a JSON pointer), before its file's name: as compare --by
+    #[arg(long, value_name = "KEY")]
+    pub by: Option<String>,
 }
 
 pub const COMPARE_EXAMPLES: &str = "\

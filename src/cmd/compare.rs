@@ -1,11 +1,10 @@
 //! `sinkrate compare RUN.json...`: the files read (an unreadable one named, the others
 //! still compared), a compare session, its typed report rendered.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use sinkrate_compare::{CompareConfig, CompareReport, GroupBy, Run};
+use sinkrate_compare::{CompareConfig, CompareReport, GroupBy};
 use sinkrate_model::{Envelope, RunKind};
 
 use crate::cli::{CompareArgs, CompareFormat};
@@ -31,7 +30,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     // A file's labels go with each of its runs (a bench file may hold several jobs).
     let mut labels = Vec::new();
     for (i, input) in args.inputs.iter().enumerate() {
-        let files = match result_files(input) {
+        let files = match super::result_files(input) {
             Ok(files) => files,
             Err(line) => {
                 eprintln!("sinkrate: {line}");
@@ -40,7 +39,14 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
             }
         };
         for (path, folder) in files {
-            match read_runs(&path, by.as_ref(), folder.as_deref()) {
+            match super::read_result(&path, by.as_ref(), folder.as_deref()).and_then(
+                |(d, label)| {
+                    Ok((
+                        sinkrate_compare::runs(&path.display().to_string(), d)?,
+                        label,
+                    ))
+                },
+            ) {
                 Ok((found, label)) => {
                     if let Some(l) = label.or_else(|| args.label.get(i).cloned()) {
                         labels.extend(std::iter::repeat_n(l, found.len()));
@@ -92,65 +98,4 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     } else {
         0
     }))
-}
-
-/// The result files an input stands for, each with the first folder under the input when it
-/// is a directory: the file itself, or every *.json under the directory, in name order.
-/// Folders that are symlinks are not followed (a link back up would never end).
-fn result_files(input: &Path) -> Result<Vec<(PathBuf, Option<String>)>, String> {
-    let name = input.display();
-    let meta = std::fs::metadata(input).map_err(|e| format!("{name}: {e}"))?;
-    if !meta.is_dir() {
-        return Ok(vec![(input.to_path_buf(), None)]);
-    }
-    let mut found = Vec::new();
-    let mut pending = vec![input.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
-            let path = entry.path();
-            let kind = entry
-                .file_type()
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            if kind.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|x| x == "json") {
-                let folder = path.strip_prefix(input).ok().and_then(|rel| {
-                    let mut parts = rel.components();
-                    let first = parts.next()?;
-                    // A file directly in the directory has no folder of its own.
-                    parts.next()?;
-                    Some(first.as_os_str().to_string_lossy().into_owned())
-                });
-                found.push((path, folder));
-            }
-        }
-    }
-    if found.is_empty() {
-        return Err(format!("{name}: no result (*.json) under this directory"));
-    }
-    found.sort();
-    Ok(found)
-}
-
-/// One file's runs and, with `--by`, their label from the file's own fields.
-fn read_runs(
-    path: &Path,
-    by: Option<&GroupBy>,
-    folder: Option<&str>,
-) -> Result<(Vec<Run>, Option<String>), String> {
-    let name = path.display().to_string();
-    let bytes = sinkrate_sys::input::read_capped(path, sinkrate_sys::input::RESULT_BYTES)
-        .map_err(|e| format!("{name}: {e}"))?;
-    let document = sinkrate_model::document::Document::parse(&name, &bytes)?;
-    let label = match by {
-        Some(by) => {
-            let value: serde_json::Value =
-                serde_json::from_slice(&bytes).map_err(|e| format!("{name}: {e}"))?;
-            Some(by.label(&value, folder))
-        }
-        None => None,
-    };
-    Ok((sinkrate_compare::runs(&name, document)?, label))
 }

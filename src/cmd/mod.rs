@@ -13,15 +13,69 @@ pub mod verify;
 pub mod watch;
 pub mod watch_tui;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sinkrate_model::document::Document;
 
 /// A result file (any sinkrate run, or fio's JSON) read through the types that wrote it, or
-/// one line saying what is wrong with it.
-pub fn read_result(path: &Path) -> Result<Document, String> {
+/// one line saying what is wrong with it; with `--by`, also its group's name from its own
+/// fields (or `folder`, the folder it was found in).
+pub fn read_result(
+    path: &Path,
+    by: Option<&sinkrate_compare::GroupBy>,
+    folder: Option<&str>,
+) -> Result<(Document, Option<String>), String> {
     let name = path.display().to_string();
     let bytes = sinkrate_sys::input::read_capped(path, sinkrate_sys::input::RESULT_BYTES)
         .map_err(|e| format!("{name}: {e}"))?;
-    Document::parse(&name, &bytes)
+    let document = Document::parse(&name, &bytes)?;
+    let group = match by {
+        Some(by) => {
+            let value: serde_json::Value =
+                serde_json::from_slice(&bytes).map_err(|e| format!("{name}: {e}"))?;
+            Some(by.label(&value, folder))
+        }
+        None => None,
+    };
+    Ok((document, group))
+}
+
+/// The result files an input stands for, each with the first folder under the input when it
+/// is a directory: the file itself, or every *.json under the directory, in name order.
+/// Folders that are symlinks are not followed (a link back up would never end).
+pub fn result_files(input: &Path) -> Result<Vec<(PathBuf, Option<String>)>, String> {
+    let name = input.display();
+    let meta = std::fs::metadata(input).map_err(|e| format!("{name}: {e}"))?;
+    if !meta.is_dir() {
+        return Ok(vec![(input.to_path_buf(), None)]);
+    }
+    let mut found = Vec::new();
+    let mut pending = vec![input.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let path = entry.path();
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if kind.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|x| x == "json") {
+                let folder = path.strip_prefix(input).ok().and_then(|rel| {
+                    let mut parts = rel.components();
+                    let first = parts.next()?;
+                    // A file directly in the directory has no folder of its own.
+                    parts.next()?;
+                    Some(first.as_os_str().to_string_lossy().into_owned())
+                });
+                found.push((path, folder));
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err(format!("{name}: no result (*.json) under this directory"));
+    }
+    found.sort();
+    Ok(found)
 }

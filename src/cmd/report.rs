@@ -21,31 +21,63 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             args.inputs.len()
         ));
     }
+    let by = args
+        .by
+        .as_deref()
+        .map(sinkrate_compare::GroupBy::parse)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
     let mut inputs = Vec::new();
+    let mut files = Vec::new();
     let mut unreadable = 0;
-    for (i, path) in args.inputs.iter().enumerate() {
-        match super::read_result(path) {
-            Ok(document) => inputs.push(Input {
-                file: path.clone(),
-                label: args.label.get(i).cloned().unwrap_or_else(|| label_of(path)),
-                document,
-            }),
+    for (i, input) in args.inputs.iter().enumerate() {
+        let found = match super::result_files(input) {
+            Ok(found) => found,
             Err(line) => {
                 eprintln!("sinkrate: {line}");
                 unreadable += 1;
+                continue;
+            }
+        };
+        for (path, folder) in found {
+            files.push(path.clone());
+            match super::read_result(&path, by.as_ref(), folder.as_deref()) {
+                Ok((document, group)) => inputs.push(Input {
+                    label: match group {
+                        Some(g) => format!("{g}: {}", label_of(&path)),
+                        None => args
+                            .label
+                            .get(i)
+                            .cloned()
+                            .unwrap_or_else(|| label_of(&path)),
+                    },
+                    file: path,
+                    document,
+                }),
+                Err(line) => {
+                    eprintln!("sinkrate: {line}");
+                    unreadable += 1;
+                }
             }
         }
     }
-    let first = inputs
-        .first()
-        .ok_or_else(|| anyhow!("no input could be read: nothing to report"))?;
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| first.file.with_extension("html"));
+    if inputs.is_empty() {
+        return Err(anyhow!("no input could be read: nothing to report"));
+    }
+    // A directory's report goes beside it (results.html), not into the tree.
+    let output = args.output.clone().unwrap_or_else(|| {
+        let first = &args.inputs[0];
+        if first.is_dir() {
+            let mut name = first.as_os_str().to_owned();
+            name.push(".html");
+            PathBuf::from(name)
+        } else {
+            first.with_extension("html")
+        }
+    });
     let to_stdout = output.as_os_str() == "-";
     if !to_stdout {
-        guard_output(&output, &args.inputs, args.force)?;
+        guard_output(&output, &files, args.force)?;
     }
     let page = sinkrate_report::page(&inputs);
     // Every output is checked before any is written.

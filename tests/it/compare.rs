@@ -362,6 +362,22 @@ fn a_results_tree_is_compared_by_folder_host_or_any_field() {
     assert!(text.starts_with("dir "), "{text}");
     assert!(text.contains("board-2"), "{text}");
 
+    // One page of them all, each run named by its folder; beside the tree, not in it.
+    let (code, _, err) = common::sinkrate_sub("report", &[s(&results), "--by", "dir"]);
+    assert_eq!(code, Some(0), "{err}");
+    let page = std::fs::read_to_string(d.path().join("results.html")).expect("results.html");
+    for run in [
+        "board-1: record-0",
+        "board-1: record-1",
+        "board-2: record-2",
+        "board-3: record-3",
+    ] {
+        assert!(page.contains(run), "{run} not in the page");
+    }
+    assert!(common::files_in(&results.join("board-1"))
+        .iter()
+        .all(|f| f.ends_with(".json")));
+
     // Bad input: one line, exit 2.
     let (code, _, err) = compare(&[s(&results), "--by", "hostname"]);
     assert_eq!(code, Some(2));

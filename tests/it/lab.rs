@@ -270,9 +270,15 @@ fn three_boards_are_qualified_and_their_results_come_back() {
                     common::files_in(card)
                 );
             }
-            // The last play's table: a row per board.
+            // The last play's table, a row per board, and its page of them all.
+            let page =
+                std::fs::read_to_string(lab.dir.path().join("results.html")).expect("results.html");
             for board in ["cam1", "cam2", "cam3"] {
                 assert!(out.contains(&format!("| {board}")), "{out}");
+                assert!(
+                    page.contains(&format!("{board}: check-")),
+                    "{board} in the page"
+                );
             }
         },
     );
