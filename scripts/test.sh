@@ -90,12 +90,12 @@ lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watc
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
   "round_trip::tune_results_" "check" "bench_fio_sync_range"
   "bench_devices::honest_numbers_" "emulate::buffered_writes_" "endurance::check_on_"
-  "power_cut" "fleet::a_recording_at_risk_")
+  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_")
 lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "leftovers" "old_kernels" "verify"
   "emulate -emulate::buffered_writes_" "audit" "docs_links"
-  "bench_fio_pacing" "bench_input" "bench_pacing" "lab")
+  "bench_fio_pacing" "bench_input" "bench_pacing" "lab -lab::the_tune_play_")
 lane_c=("capacity" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
   "board" "round_trip -round_trip::tune_results_" "compare"

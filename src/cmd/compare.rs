@@ -29,6 +29,9 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let mut unreadable = Vec::new();
     // A file's labels go with each of its runs (a bench file may hold several jobs).
     let mut labels = Vec::new();
+    // Results under a directory that hold no runs (an audit, a verify beside a lab's
+    // checks), by kind: left out with a note.
+    let mut left_out: std::collections::BTreeMap<&'static str, usize> = Default::default();
     for (i, input) in args.inputs.iter().enumerate() {
         let files = match super::result_files(input) {
             Ok(files) => files,
@@ -38,15 +41,17 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
                 continue;
             }
         };
+        let in_directory = input.is_dir();
         for (path, folder) in files {
-            match super::read_result(&path, by.as_ref(), folder.as_deref()).and_then(
-                |(d, label)| {
-                    Ok((
-                        sinkrate_compare::runs(&path.display().to_string(), d)?,
-                        label,
-                    ))
-                },
-            ) {
+            let name = path.display().to_string();
+            let read = super::read_result(&path, by.as_ref(), folder.as_deref());
+            if let Ok((document, _)) = &read {
+                if in_directory && !sinkrate_compare::has_runs(document) {
+                    *left_out.entry(document.kind_name()).or_default() += 1;
+                    continue;
+                }
+            }
+            match read.and_then(|(d, label)| Ok((sinkrate_compare::runs(&name, d)?, label))) {
                 Ok((found, label)) => {
                     if let Some(l) = label.or_else(|| args.label.get(i).cloned()) {
                         labels.extend(std::iter::repeat_n(l, found.len()));
@@ -59,6 +64,13 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
                 }
             }
         }
+    }
+    if !left_out.is_empty() {
+        let kinds: Vec<String> = left_out.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        eprintln!(
+            "sinkrate: note: left out {} result(s) with no runs to compare",
+            kinds.join(", ")
+        );
     }
     let cfg = CompareConfig {
         grouped_by: args.by.clone(),

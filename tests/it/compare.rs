@@ -305,8 +305,14 @@ fn results_tree(root: &Path, runs: &[(&str, &str, u64)]) {
         std::fs::create_dir_all(&dir).expect("folder");
         std::fs::write(dir.join(format!("record-{k}.json")), v.to_string()).expect("write");
     }
-    // What else a lab's tree holds is left alone.
+    // What else a lab's tree holds is left alone: a note, and results with no runs (an
+    // audit beside the recordings).
     std::fs::write(root.join("README.txt"), "fetched by the qualify play\n").expect("write");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/audit.json"),
+        root.join(runs[0].0).join("audit.json"),
+    )
+    .expect("copy the audit");
 }
 
 #[test]
@@ -356,9 +362,10 @@ fn a_results_tree_is_compared_by_folder_host_or_any_field() {
     // Any field, by JSON pointer: every run has the fixture's kernel.
     let by_kernel = rows(&["--by", "/host/kernel"]);
     assert_eq!(by_kernel["rows"].as_array().map(Vec::len), Some(1));
-    // The text table says what its rows are.
-    let (code, text, _) = compare(&[s(&results), "--by", "dir"]);
-    assert_eq!(code, Some(0));
+    // The text table says what its rows are; the audit is left out with a note.
+    let (code, text, err) = compare(&[s(&results), "--by", "dir"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("left out 1 audit result(s)"), "{err}");
     assert!(text.starts_with("dir "), "{text}");
     assert!(text.contains("board-2"), "{text}");
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use sinkrate_stats::bootstrap::{over_runs, over_time, Difference};
 
 pub use group::GroupBy;
-pub use load::{runs, Metrics, Run, Second};
+pub use load::{has_runs, runs, Metrics, Run, Second};
 pub use sinkrate_model::document::Document;
 
 /// Seconds in a block of the bootstrap over time: longer than a stall and the drops it

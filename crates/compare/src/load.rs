@@ -61,6 +61,16 @@ pub struct Run {
     pub windows: Vec<sinkrate_model::record::Window>,
 }
 
+/// Whether compare finds runs in a document of this kind (a record, a check, a bench or
+/// fio's JSON); an audit, a verify or a watch holds none. A directory's other results are
+/// left out with a note, not counted as unreadable.
+pub fn has_runs(document: &Document) -> bool {
+    matches!(
+        document,
+        Document::Fio { .. } | Document::Record(_) | Document::Check(_)
+    )
+}
+
 /// The runs of a document read from `name`.
 pub fn runs(name: &str, document: Document) -> Result<Vec<Run>, String> {
     match document {

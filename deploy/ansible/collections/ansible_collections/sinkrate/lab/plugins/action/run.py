@@ -98,25 +98,27 @@ class ActionModule(ActionBase):
         if self._task.check_mode:
             return dict(result, skipped=True, msg="check mode: sinkrate %s was not run" % command)
 
-        # A directory of the run's own on the board: check's report goes there, and the
-        # command runs in it, so that nothing is left behind when it is removed.
-        rc, out, err = remote.run(self, ["mktemp", "-d", "/tmp/sinkrate-lab.XXXXXX"])
-        work = out.strip()
-        if rc != 0 or not work.startswith("/tmp/sinkrate-lab."):
-            return dict(result, failed=True, msg="cannot make a temporary directory on the board: %s" % remote.error_line(err, "exit %d" % rc))
-        try:
+        def argv_in(work):
             argv = [binary] + COMMANDS[command] + extra + ["--output-format", "json"]
+            # check always writes its report: into the run's own directory, removed with it
+            # (the same JSON comes back as its output).
             if command == "check":
                 argv += ["--output", work + "/check.json"]
-            rc, out, err = remote.run(self, argv, chdir=work)
-        finally:
-            remote.run(self, ["rm", "-rf", "--", work])
+            return argv
+
+        rc, out, err = remote.captured(self, argv_in)
         result["rc"] = rc
         result["stderr"] = err
         try:
             doc = json.loads(out) if out.strip() else None
         except ValueError:
             doc = None
+        if not isinstance(doc, dict) and rc in ANSWERED:
+            return dict(
+                result,
+                failed=True,
+                msg="sinkrate %s: exit code %d but its output is not a JSON result (%d bytes: %r)" % (command, rc, len(out), out[:200]),
+            )
         if not isinstance(doc, dict) or rc not in ANSWERED:
             # The board's own line ("no space left", "needs root", "not found").
             result.update(failed=True, msg="sinkrate %s: %s" % (command, remote.error_line(err, "exit code %d" % rc)))

@@ -44,7 +44,7 @@ class ActionModule(ActionBase):
             argv.append("--persist")
         if self._task.check_mode:
             argv.append("--dry-run")
-        rc, out, err = remote.run(self, argv + settings)
+        rc, out, err = remote.captured(self, lambda work: argv + settings)
         try:
             doc = json.loads(out)
         except ValueError:
@@ -70,7 +70,7 @@ class ActionModule(ActionBase):
         argv = [binary, "tune", "restore", "--output-format", "json"]
         if self._task.check_mode:
             argv.append("--dry-run")
-        rc, out, err = remote.run(self, argv)
+        rc, out, err = remote.captured(self, lambda work: argv)
         try:
             doc = json.loads(out)
         except ValueError:

@@ -2,7 +2,10 @@
 # connection alone (no Python there), and the board's answer as one line.
 from __future__ import annotations
 
+import os
+import re
 import shlex
+import tempfile
 
 
 def quote(argv):
@@ -12,7 +15,11 @@ def quote(argv):
 def run(action, argv, chdir=None):
     """Runs argv on the board with the task's environment (and become, when set): the
     connection's shell only, so a board with no Python works. Returns (rc, stdout, stderr)."""
-    cmd = quote(argv)
+    return shell(action, quote(argv), chdir)
+
+
+def shell(action, cmd, chdir=None):
+    """As run, for a command line already quoted (redirections, several commands)."""
     env = action._compute_environment_string()
     if env:
         cmd = env.strip() + " " + cmd
@@ -27,3 +34,38 @@ def error_line(stderr, fallback):
         if line.startswith("sinkrate: error:"):
             return line[len("sinkrate: "):]
     return lines[-1] if lines else fallback
+
+
+def captured(action, argv_in):
+    """Runs the command argv_in(work) returns in a directory of its own on the board (work,
+    removed afterwards), its output and its messages into files there, and brings them back:
+    an SSH session with a terminal would mix the two (and a progress bar drawn for that
+    terminal) into one stream. Returns (rc, stdout, stderr); rc 255 with the shell's words
+    when the command could not be started at all."""
+    rc, out, err = run(action, ["mktemp", "-d", "/tmp/sinkrate-lab.XXXXXX"])
+    work = out.strip()
+    if rc != 0 or not work.startswith("/tmp/sinkrate-lab."):
+        return 255, "", "cannot make a temporary directory on the board: %s" % error_line(err or out, "exit %d" % rc)
+    try:
+        argv = argv_in(work)
+        out_path, err_path = work + "/stdout.json", work + "/stderr.txt"
+        script = "%s > %s 2> %s; echo sinkrate-rc=$?; chmod 755 %s; chmod 644 %s %s" % (
+            quote(argv), quote([out_path]), quote([err_path]), quote([work]), quote([out_path]), quote([err_path]),
+        )
+        _, said, shell_err = shell(action, script, chdir=work)
+        found = re.findall(r"sinkrate-rc=(\d+)", said)
+        if not found:
+            return 255, "", shell_err or said
+        texts = []
+        for path in (out_path, err_path):
+            fd, local = tempfile.mkstemp(prefix="sinkrate-lab-")
+            os.close(fd)
+            try:
+                action._connection.fetch_file(path, local)
+                with open(local, encoding="utf-8", errors="replace") as f:
+                    texts.append(f.read())
+            finally:
+                os.unlink(local)
+        return int(found[-1]), texts[0], texts[1]
+    finally:
+        run(action, ["rm", "-rf", "--", work])
