@@ -378,6 +378,19 @@ fn a_board_that_cannot_run_is_named_and_the_others_go_on() {
                     free_port()
                 ),
             );
+            // A fourth board whose architecture has no build here.
+            let no_builds = lab.dir.path().join("no-builds");
+            std::fs::create_dir(&no_builds).expect("dir");
+            let text = text.replace(
+                "  vars:\n",
+                &format!(
+                    "    cam4:\n      ansible_port: {}\n      sinkrate_card: {}\n      \
+                     sinkrate_binaries: {}\n  vars:\n",
+                    boards.ports[0],
+                    card.path().display(),
+                    no_builds.display()
+                ),
+            );
             std::fs::write(&inventory, text).expect("inventory");
             let (code, out) = lab.play("qualify.yml", &["-e", "sinkrate_verify_size=16M"]);
             assert_ne!(code, Some(0), "{out}");
@@ -386,6 +399,12 @@ fn a_board_that_cannot_run_is_named_and_the_others_go_on() {
             let (_, _, _, failed) = recap(&out, "cam2");
             assert_eq!(failed, 1, "{out}");
             assert!(out.contains("/nonexistent/card"), "cam2's reason: {out}");
+            let (_, _, _, failed) = recap(&out, "cam4");
+            assert_eq!(failed, 1, "{out}");
+            assert!(
+                out.contains("no sinkrate built for this board's architecture (x86_64)"),
+                "cam4's reason: {out}"
+            );
             let (ok, _, unreachable, failed) = recap(&out, "cam1");
             assert_eq!((unreachable, failed), (0, 0), "{out}");
             assert!(ok >= 4, "{out}");
