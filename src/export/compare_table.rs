@@ -18,6 +18,11 @@ fn f(v: Option<f64>, digits: usize) -> Option<String> {
     v.map(|v| format!("{:.digits$}", v + 0.0))
 }
 
+/// A row's least and most over its runs ("0-3"), when it has two runs or more.
+fn range(r: Option<sinkrate_compare::Range>, digits: usize) -> Option<String> {
+    r.map(|r| format!("{:.digits$}-{:.digits$}", r.min + 0.0, r.max + 0.0))
+}
+
 fn m(row: &Row) -> &Metrics {
     &row.metrics
 }
@@ -35,6 +40,10 @@ const COLUMNS: &[Column] = &[
         },
     },
     Column {
+        heading: "dropped/run",
+        cell: |r| range(r.spread.as_ref()?.frames_dropped, 0),
+    },
+    Column {
         heading: "write avg ms",
         cell: |r| f(m(r).write_avg_ms, 1),
     },
@@ -45,6 +54,10 @@ const COLUMNS: &[Column] = &[
     Column {
         heading: "p99 ms",
         cell: |r| f(m(r).write_p99_ms, 1),
+    },
+    Column {
+        heading: "p99 range ms",
+        cell: |r| range(r.spread.as_ref()?.write_p99_ms, 1),
     },
     Column {
         heading: "max ms",

@@ -350,6 +350,10 @@ fn a_results_tree_is_compared_by_folder_host_or_any_field() {
         .collect();
     assert_eq!(labels, [("board-1", 2), ("board-2", 1), ("board-3", 1)]);
     assert_eq!(by_dir["grouped_by"], "dir");
+    // board-1's two runs dropped 0 and 1 frames: its spread; board-2 ran once, none.
+    assert_eq!(by_dir["rows"][0]["spread"]["frames_dropped"]["min"], 0.0);
+    assert_eq!(by_dir["rows"][0]["spread"]["frames_dropped"]["max"], 1.0);
+    assert!(by_dir["rows"][1]["spread"].is_null());
     let by_host = rows(&["--by", "host"]);
     let hosts: Vec<&str> = by_host["rows"]
         .as_array()

@@ -35,6 +35,45 @@ pub struct Row {
     pub metrics: Metrics,
     /// Against the baseline; None for the baseline itself.
     pub against_baseline: Option<Significance>,
+    /// How far the row's runs lie apart (two runs or more): the same board and card can
+    /// differ from run to run as much as two boards do.
+    #[serde(default)]
+    pub spread: Option<Spread>,
+}
+
+/// The least and the most of a figure over a row's runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    pub min: f64,
+    pub max: f64,
+}
+
+/// A row's runs, each figure's least and most.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub frames_dropped: Option<Range>,
+    pub write_p99_ms: Option<Range>,
+    pub app_mb_s: Option<Range>,
+}
+
+impl Spread {
+    fn of(runs: &[Run]) -> Option<Spread> {
+        if runs.len() < 2 {
+            return None;
+        }
+        let range = |f: &dyn Fn(&Metrics) -> Option<f64>| {
+            let v: Vec<f64> = runs.iter().filter_map(|r| f(&r.metrics)).collect();
+            (v.len() >= 2).then(|| Range {
+                min: v.iter().copied().fold(f64::INFINITY, f64::min),
+                max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            })
+        };
+        Some(Spread {
+            frames_dropped: range(&|m| m.frames_dropped.map(|d| d as f64)),
+            write_p99_ms: range(&|m| m.write_p99_ms),
+            app_mb_s: range(&|m| m.app_mb_s),
+        })
+    }
 }
 
 /// How a row differs from the baseline, and how sure that is.
@@ -263,6 +302,7 @@ pub fn compare(
                 config: runs[0].config.clone(),
                 metrics: mean_metrics(&runs),
                 against_baseline: against,
+                spread: Spread::of(&runs),
                 label,
             }
         })
