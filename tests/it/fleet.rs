@@ -53,8 +53,7 @@ impl NodeExporter {
         loop {
             match self.get() {
                 Ok(body) => return body,
-                Err(e) if Instant::now() < deadline => {
-                    let _ = e;
+                Err(_) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(e) => panic!("node_exporter on port {} never answered: {e}", self.port),
@@ -63,17 +62,7 @@ impl NodeExporter {
     }
 
     fn get(&self) -> std::io::Result<String> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-        let mut text = String::new();
-        s.read_to_string(&mut text)?;
-        match text.split_once("\r\n\r\n") {
-            Some((head, body)) if head.starts_with("HTTP/1.0 200") || head.contains(" 200 ") => {
-                Ok(body.to_string())
-            }
-            _ => Err(std::io::Error::other(format!("answer: {text:.200}"))),
-        }
+        http_get(self.port, "/metrics")
     }
 }
 
