@@ -20,8 +20,16 @@ use cli::{Cli, Command};
 
 /// Writes to stdout; a closed pipe (`sinkrate ... | head`) is not an error.
 pub fn write_stdout(bytes: &[u8]) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+    write_stdout_with(|w| w.write_all(bytes))
+}
+
+/// Writes to standard output what `fill` makes, as it makes it; a reader that went away
+/// (`| head`) is no error.
+pub fn write_stdout_with(
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match fill(&mut stdout).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.context("writing to standard output"),
     }

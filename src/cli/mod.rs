@@ -565,10 +565,19 @@ impl OutputArgs {
     /// Writes `body` where the flags say: FILE, replaced as every output is (the same checks
     /// for every flag), or standard output.
     pub fn write(&self, body: &[u8]) -> anyhow::Result<()> {
+        self.write_with(|w| w.write_all(body))
+    }
+
+    /// As [`OutputArgs::write`], with the body written by `fill` as it is made: a long
+    /// recording's JSON (its frames and timeline) is never held whole in memory first.
+    pub fn write_with(
+        &self,
+        fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> anyhow::Result<()> {
         match &self.output {
-            Some(p) => sinkrate_sys::output::result(p, body)
+            Some(p) => sinkrate_sys::output::result_with(p, fill)
                 .map_err(|e| anyhow::anyhow!("--output {}: {e}", p.display())),
-            None => crate::write_stdout(body),
+            None => crate::write_stdout_with(fill),
         }
     }
 }

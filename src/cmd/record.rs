@@ -123,11 +123,11 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         sinkrate_sys::output::result(path, &FramesCsv.export(&run)?)
             .with_context(|| format!("--frames-log {}: cannot write", path.display()))?;
     }
-    let body = match args.out.output_format {
-        OutputFormat::Json => Json.export(&run)?,
-        OutputFormat::Text => RecordText.export(&run)?,
-    };
-    args.out.write(&body)?;
+    // A soak's JSON (an hour of frame records and its timeline) goes out as it is made.
+    match args.out.output_format {
+        OutputFormat::Json => args.out.write_with(|w| Json::write_to(&run, w))?,
+        OutputFormat::Text => args.out.write(&RecordText.export(&run)?)?,
+    }
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, "record", p)?;
     }

@@ -270,11 +270,11 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     run.error = failure
         .clone()
         .map(|what| sinkrate_model::RunError { what, at_s: None });
-    let body = match args.out.output_format {
-        OutputFormat::Json => Json.export(&run)?,
-        OutputFormat::Text => WatchText.export(&run.result)?,
-    };
-    args.out.write(&body)?;
+    // A watch of weeks holds a timeline of up to 16 MiB: its JSON goes out as it is made.
+    match args.out.output_format {
+        OutputFormat::Json => args.out.write_with(|w| Json::write_to(&run, w))?,
+        OutputFormat::Text => args.out.write(&WatchText.export(&run.result)?)?,
+    }
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, "watch", p)?;
     }

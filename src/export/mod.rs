@@ -31,9 +31,17 @@ pub struct Json;
 
 impl<T: Serialize> Exporter<T> for Json {
     fn export(&self, run: &T) -> Result<Vec<u8>> {
-        let mut bytes = serde_json::to_vec_pretty(run)?;
-        bytes.push(b'\n');
+        let mut bytes = Vec::new();
+        Json::write_to(run, &mut bytes)?;
         Ok(bytes)
+    }
+}
+
+impl Json {
+    /// The same JSON as [`Exporter::export`], written as it is made.
+    pub fn write_to<T: Serialize>(run: &T, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *w, run)?;
+        w.write_all(b"\n")
     }
 }
 

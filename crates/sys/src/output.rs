@@ -205,17 +205,26 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// link's target is replaced and the link kept. Anything but a regular file or a new name
 /// is refused, and the temporary file is removed on any failure.
 pub fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace_with(path, |w| w.write_all(bytes))
+}
+
+/// As [`replace`], with the content written by `fill` as it is made (a result of many
+/// megabytes is never held whole in memory first).
+pub fn replace_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     check(path)?;
     let target = match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
         _ => path.to_path_buf(),
     };
-    let (tmp, mut f) = temporary_beside(&target)?;
-    let written = f
-        .write_all(bytes)
-        .and_then(|()| f.sync_all())
+    let (tmp, f) = temporary_beside(&target)?;
+    let mut w = io::BufWriter::with_capacity(1 << 16, f);
+    let written = fill(&mut w)
+        .and_then(|()| w.into_inner().map_err(|e| e.into_error()))
+        .and_then(|f| f.sync_all())
         .and_then(|()| std::fs::rename(&tmp, &target));
-    drop(f);
     if written.is_err() {
         let _ = crate::owned::remove(&tmp);
     }
@@ -228,6 +237,14 @@ pub fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Writes a result: [`replace`]. (One policy for every output flag.)
 pub fn result(path: &Path, bytes: &[u8]) -> io::Result<()> {
     replace(path, bytes)
+}
+
+/// Writes a result as it is made: [`replace_with`].
+pub fn result_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    replace_with(path, fill)
 }
 
 /// Writes `bytes` as a new file under a name of its own in `dir`: `STEM.EXT`, or
@@ -330,6 +347,32 @@ mod tests {
         assert_eq!(std::fs::read(&p).expect("read"), b"second");
         replace(&p, b"third").expect("replace");
         assert_eq!(std::fs::read(&p).expect("read"), b"third");
+        assert_eq!(std::fs::read_dir(d.path()).expect("list").count(), 1);
+    }
+
+    #[test]
+    fn a_result_written_as_it_is_made_fails_whole() {
+        let _one = crate::registry_test();
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("r.json");
+        write(&p, b"old").expect("new");
+        // In pieces, more than the buffer holds.
+        result_with(&p, |w| {
+            for _ in 0..100 {
+                w.write_all(&[b'x'; 1000])?;
+            }
+            Ok(())
+        })
+        .expect("streamed");
+        assert_eq!(std::fs::read(&p).expect("read").len(), 100_000);
+        // A writer that fails half way leaves the file as it was, and no temporary file.
+        let err = result_with(&p, |w| {
+            w.write_all(&[b'y'; 200_000])?;
+            Err(io::Error::other("the serializer failed"))
+        })
+        .expect_err("failed");
+        assert!(err.to_string().contains("serializer"), "{err}");
+        assert_eq!(std::fs::read(&p).expect("read").len(), 100_000);
         assert_eq!(std::fs::read_dir(d.path()).expect("list").count(), 1);
     }
 
