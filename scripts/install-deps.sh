@@ -39,15 +39,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 2
   fi
   echo "installing: ${missing[*]}"
-  # Prometheus, node_exporter and sshd are installed for the tests' binaries, not as
-  # services of this machine: a service they bring is not started now (policy-rc.d, read by invoke-rc.d
-  # and deb-systemd-invoke) nor at boot (disabled). Only packages this script installs are
-  # touched, and only where no policy-rc.d of the machine's own is in place.
+  # Prometheus, node_exporter, Ansible and sshd are installed for the tests' binaries, not
+  # as services of this machine: a service they bring is not started now (policy-rc.d, read
+  # by invoke-rc.d and deb-systemd-invoke, where the machine has none of its own) nor at
+  # boot (disabled, and stopped), and without what they only recommend (Ansible's hundreds
+  # of collections). Only packages this script installs are touched.
   services=()
+  lean=()
+  full=()
   for p in "${missing[@]}"; do
     case "$p" in
-      prometheus | prometheus-node-exporter) services+=("$p") ;;
-      openssh-server) services+=(ssh) ;;
+      prometheus | prometheus-node-exporter) services+=("$p"); lean+=("$p") ;;
+      openssh-server) services+=(ssh); lean+=("$p") ;;
+      ansible-core) lean+=("$p") ;;
+      *) full+=("$p") ;;
     esac
   done
   policy=""
@@ -58,15 +63,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
     trap 'rm -f "$policy"' EXIT
   fi
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  if [ "${#full[@]}" -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${full[@]}" >/dev/null
+  fi
+  if [ "${#lean[@]}" -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
+  fi
   if [ -n "$policy" ]; then
     rm -f "$policy"
     trap - EXIT
-    if command -v systemctl >/dev/null 2>&1; then
-      for svc in "${services[@]}"; do
-        systemctl disable --quiet "$svc" >/dev/null 2>&1 || true
-      done
-    fi
+  fi
+  if [ "${#services[@]}" -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
+    for svc in "${services[@]}"; do
+      systemctl disable --now --quiet "$svc" >/dev/null 2>&1 || true
+    done
   fi
 fi
 
