@@ -536,6 +536,27 @@ fn rules_thirty_times_faster() -> String {
     out
 }
 
+fn tune_apply(settings: &[&str]) {
+    let out = Command::new(common::sinkrate_path())
+        .args(["tune", "apply"])
+        .args(settings)
+        .output()
+        .expect("tune apply");
+    common::succeeded(&out);
+}
+
+/// `sinkrate tune restore` when dropped: the machine's settings back after the test, also
+/// when it fails.
+struct RestoreOnDrop;
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new(common::sinkrate_path())
+            .args(["tune", "restore"])
+            .output();
+    }
+}
+
 fn record_on(card: &Path, seconds: u32) -> Child {
     Command::new(common::sinkrate_path())
         .args(["record", "--dir"])
@@ -584,20 +605,14 @@ fn a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it() {
             let dir = tempfile::tempdir().expect("tempdir");
             let textfile = dir.path().join("textfile");
             std::fs::create_dir(&textfile).expect("textfile dir");
-            // The setting at fault: a page cache that absorbs under a second of the stream.
-            // Journaled, and restored on drop also if the test fails.
-            let sysctl = |name: &str| sinkrate_settings::Setting::Sysctl { name: name.into() };
-            let _limits = sinkrate_settings::Temporary::apply(
-                &sinkrate_settings::Journal::live(),
-                &[
-                    (sysctl("vm/dirty_bytes"), (4u64 << 20).to_string()),
-                    (
-                        sysctl("vm/dirty_background_bytes"),
-                        (2u64 << 20).to_string(),
-                    ),
-                ],
-            )
-            .expect("set the dirty limits");
+            // The setting at fault, a page cache that absorbs under a second of the stream,
+            // set as a user would (tune apply, journaled), and put back by tune restore when
+            // the test ends, also if it fails.
+            let _restore = RestoreOnDrop;
+            tune_apply(&[
+                "vm.dirty_bytes=4194304",
+                "vm.dirty_background_bytes=2097152",
+            ]);
             let mut watch = Command::new(common::sinkrate_path())
                 .args(["watch", "--device", &device, "--interval", "100ms"])
                 .arg("--prometheus")
@@ -633,27 +648,17 @@ fn a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it() {
             assert_eq!(v["verdict"], "drops", "{}", v["verdict_text"]);
 
             // The fix check prints for this (the page cache absorbing 10 s of the stream).
-            let fix = Command::new(common::sinkrate_path())
-                .args([
-                    "tune",
-                    "apply",
-                    "vm.dirty_bytes=60000000",
-                    "vm.dirty_background_bytes=30000000",
-                ])
-                .output()
-                .expect("tune apply");
-            common::succeeded(&fix);
+            tune_apply(&[
+                "vm.dirty_bytes=60000000",
+                "vm.dirty_background_bytes=30000000",
+            ]);
             let second = record_on(card.path(), 30);
             let cleared =
                 prometheus.wait_alert("SinkrateWritersThrottled", Duration::from_secs(25), |s| {
                     s.is_none()
                 });
             let second = second.wait_with_output().expect("record ends");
-            let restore = Command::new(common::sinkrate_path())
-                .args(["tune", "restore"])
-                .output()
-                .expect("tune restore");
-            common::succeeded(&restore);
+
             // SAFETY: kill with a child's pid and a valid signal.
             unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
             let _ = watch.wait();
