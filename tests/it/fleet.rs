@@ -633,9 +633,9 @@ fn a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it() {
             let prometheus = Prometheus::start(dir.path(), node.port, &rules_thirty_times_faster());
 
             // The recording drops frames, and the alert fires while it runs.
-            let first = record_on(card.path(), 40);
+            let first = record_on(card.path(), 30);
             let fired =
-                prometheus.wait_alert("SinkrateWritersThrottled", Duration::from_secs(40), |s| {
+                prometheus.wait_alert("SinkrateWritersThrottled", Duration::from_secs(30), |s| {
                     s == Some("firing")
                 });
             let first = first.wait_with_output().expect("record ends");
