@@ -363,11 +363,27 @@ fn a_board_that_cannot_run_is_named_and_the_others_go_on() {
         "a_board_that_cannot_run_is_named_and_the_others_go_on",
         TOOLS,
         || {
-            let boards = Boards::start(2);
+            let boards = Boards::start(3);
             let card = common::SlowDev::new(&["--model", "emmc", "--size", "64M"]);
             // cam2's card is a directory that does not exist.
             let missing = Path::new("/nonexistent/card");
-            let lab = Lab::new(&boards, &[("cam1", card.path()), ("cam2", missing)]);
+            // cam5's card is full.
+            let full = common::SlowDev::new(&["--model", "emmc", "--size", "64M"]);
+            let filled = Command::new("dd")
+                .arg("if=/dev/zero")
+                .arg(format!("of={}", full.path().join("fill").display()))
+                .args(["bs=1M", "status=none"])
+                .status()
+                .expect("dd runs");
+            assert!(!filled.success(), "dd ends when the card is full");
+            let lab = Lab::new(
+                &boards,
+                &[
+                    ("cam1", card.path()),
+                    ("cam2", missing),
+                    ("cam5", full.path()),
+                ],
+            );
             // A third board no one answers at.
             let inventory = lab.dir.path().join("inventory.yml");
             let text = std::fs::read_to_string(&inventory).expect("inventory");
@@ -405,6 +421,9 @@ fn a_board_that_cannot_run_is_named_and_the_others_go_on() {
                 out.contains("no sinkrate built for this board's architecture (x86_64)"),
                 "cam4's reason: {out}"
             );
+            let (_, _, _, failed) = recap(&out, "cam5");
+            assert_eq!(failed, 1, "{out}");
+            assert!(out.contains("free some space"), "cam5's reason: {out}");
             let (ok, _, unreachable, failed) = recap(&out, "cam1");
             assert_eq!((unreachable, failed), (0, 0), "{out}");
             assert!(ok >= 4, "{out}");
