@@ -238,8 +238,40 @@ fn three_boards_are_qualified_and_their_results_come_back() {
                 .zip(cards.iter().map(|c| c.path()))
                 .collect();
             let lab = Lab::new(&boards, &named);
+            // cam2 gets its build from a release tarball, as scripts/cross.sh makes them.
+            let tarballs = lab.dir.path().join("tarballs");
+            let stage = tarballs.join("sinkrate-0.2.0-x86_64-unknown-linux-musl");
+            std::fs::create_dir_all(&stage).expect("stage");
+            std::fs::copy(common::sinkrate_path(), stage.join("sinkrate")).expect("copy");
+            let packed = Command::new("tar")
+                .arg("-C")
+                .arg(&tarballs)
+                .args(["-czf", "sinkrate-0.2.0-x86_64-unknown-linux-musl.tar.gz"])
+                .arg("sinkrate-0.2.0-x86_64-unknown-linux-musl")
+                .current_dir(&tarballs)
+                .status()
+                .expect("tar runs");
+            assert!(packed.success());
+            std::fs::remove_dir_all(&stage).expect("unstage");
+            let inventory = lab.dir.path().join("inventory.yml");
+            let text = std::fs::read_to_string(&inventory).expect("inventory");
+            let text = text.replace(
+                "    cam2:\n",
+                &format!(
+                    "    cam2:\n      sinkrate_binaries: {}\n",
+                    tarballs.display()
+                ),
+            );
+            std::fs::write(&inventory, text).expect("inventory");
             let (code, out) = lab.play("qualify.yml", &["-e", "sinkrate_verify_size=16M"]);
             assert_eq!(code, Some(0), "{out}");
+            // Its folder held only the tarball: the binary it runs came out of it.
+            let installed = std::fs::read(lab.dir.path().join("boards/cam2/bin/sinkrate"))
+                .expect("cam2's sinkrate");
+            assert!(
+                installed == std::fs::read(common::sinkrate_path()).expect("binary"),
+                "cam2's binary is not the one packed"
+            );
             for (board, card) in &named {
                 let (ok, _, unreachable, failed) = recap(&out, board);
                 assert_eq!((unreachable, failed), (0, 0), "{board}: {out}");
@@ -283,6 +315,32 @@ fn three_boards_are_qualified_and_their_results_come_back() {
     );
 }
 
+/// The mount options of the filesystem mounted at `at` (/proc/self/mountinfo's fields 6
+/// and the super options after the separator).
+fn mount_options(at: &Path) -> String {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    let at = at.to_str().expect("utf8");
+    info.lines()
+        .filter(|l| l.split_whitespace().nth(4) == Some(at))
+        .last()
+        .map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let sep = fields
+                .iter()
+                .position(|f| *f == "-")
+                .unwrap_or(fields.len());
+            format!("{} {}", fields[5], fields.get(sep + 3).unwrap_or(&""))
+        })
+        .unwrap_or_else(|| panic!("{at} is not mounted"))
+}
+
+fn sysctl(name: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/{name}"))
+        .expect("sysctl")
+        .trim()
+        .to_string()
+}
+
 fn read_ahead_kb(card: &common::SlowDev) -> String {
     let path = format!("/sys/block/{}/queue/read_ahead_kb", card.device_name());
     std::fs::read_to_string(&path)
@@ -308,14 +366,29 @@ fn the_tune_play_changes_once_checks_without_changing_and_restores() {
                 .zip(cards.iter().map(|c| c.path()))
                 .collect();
             let lab = Lab::new(&boards, &named);
-            let before: Vec<String> = cards.iter().map(read_ahead_kb).collect();
-            // A value none of the cards has, so that the play has something to change.
-            let want = if before.iter().any(|v| v == "520") {
-                "528"
-            } else {
-                "520"
+            // What the play may change, read from the kernel: each card's queue setting
+            // and mount options, and a writeback sysctl of the machine.
+            let state = || -> Vec<String> {
+                let mut v: Vec<String> = cards.iter().map(read_ahead_kb).collect();
+                v.extend(cards.iter().map(|c| mount_options(c.path())));
+                v.push(sysctl("vm/dirty_expire_centisecs"));
+                v
             };
-            let settings = format!("{{\"sinkrate_settings\": [\"queue:read_ahead_kb={want}\"]}}");
+            let before = state();
+            // Values none of them has, so that the play has something to change.
+            let want = ["520", "528", "536"]
+                .into_iter()
+                .find(|w| !before[..3].iter().any(|v| v == w))
+                .expect("a read-ahead none of three cards has");
+            let expire = if sysctl("vm/dirty_expire_centisecs") == "2900" {
+                "2800"
+            } else {
+                "2900"
+            };
+            let settings = format!(
+                "{{\"sinkrate_settings\": [\"queue:read_ahead_kb={want}\", \"mount:noatime\", \
+                 \"vm.dirty_expire_centisecs={expire}\"]}}"
+            );
             let set = ["-e", settings.as_str()];
 
             let (code, out) = lab.play("install.yml", &[]);
@@ -327,8 +400,11 @@ fn the_tune_play_changes_once_checks_without_changing_and_restores() {
                 out.contains(&format!("+queue:read_ahead_kb = {want}")),
                 "{out}"
             );
-            let after_check: Vec<String> = cards.iter().map(read_ahead_kb).collect();
-            assert_eq!(after_check, before, "check mode changed a setting: {out}");
+            assert!(
+                out.contains("+mount:noatime") || out.contains("noatime"),
+                "{out}"
+            );
+            assert_eq!(state(), before, "check mode changed a setting: {out}");
 
             let (code, out) = lab.play("tune.yml", &set);
             assert_eq!(code, Some(0), "{out}");
@@ -336,6 +412,10 @@ fn the_tune_play_changes_once_checks_without_changing_and_restores() {
                 assert_eq!(recap(&out, name).1, 1, "{name}: {out}");
             }
             assert!(cards.iter().all(|c| read_ahead_kb(c) == want));
+            assert!(cards
+                .iter()
+                .all(|c| mount_options(c.path()).contains("noatime")));
+            assert_eq!(sysctl("vm/dirty_expire_centisecs"), expire);
 
             // Again: nothing left to change.
             let (code, out) = lab.play("tune.yml", &set);
@@ -351,8 +431,7 @@ fn the_tune_play_changes_once_checks_without_changing_and_restores() {
             assert_eq!(code, Some(0), "{out}");
             let changed: u32 = names.iter().map(|name| recap(&out, name).1).sum();
             assert!(changed >= 1, "{out}");
-            let restored: Vec<String> = cards.iter().map(read_ahead_kb).collect();
-            assert_eq!(restored, before);
+            assert_eq!(state(), before);
         },
     );
 }

@@ -69,7 +69,7 @@ class ActionModule(ActionBase):
         if not os.path.isdir(binaries):
             return dict(result, failed=True, msg="binaries: %s is not a folder" % binaries)
         rc, out, err = remote.run(self, ["uname", "-m"])
-        machine = out.strip()
+        machine = remote.last_line(out, r"[A-Za-z0-9_]+")
         if rc != 0 or not machine:
             return dict(result, failed=True, msg="cannot tell the board's architecture: %s" % remote.error_line(err, "exit %d" % rc))
         local, extracted = None, False
@@ -94,7 +94,8 @@ class ActionModule(ActionBase):
         result.update(arch=machine, source=local, dest=dest)
         want = _sha256(local)
         rc, out, _ = remote.run(self, ["sha256sum", dest])
-        have = out.split()[0] if rc == 0 and out.split() else None
+        line = remote.last_line(out, r"[0-9a-f]{64}\s.*") if rc == 0 else None
+        have = line.split()[0] if line else None
         changed = have != want
         if changed and not self._task.check_mode:
             # Next to its place, then renamed over it: a binary in use is never half written.
@@ -109,7 +110,8 @@ class ActionModule(ActionBase):
         if self._task.check_mode:
             return result
         rc, out, err = remote.run(self, [dest, "--version"])
-        if rc != 0 or not out.startswith("sinkrate"):
-            return dict(result, failed=True, msg="%s does not run on this board: %s" % (dest, remote.error_line(err, "exit %d" % rc)))
-        result["version"] = out.strip()
+        version = remote.last_line(out, r"sinkrate \S+.*")
+        if rc != 0 or not version:
+            return dict(result, failed=True, msg="%s does not run on this board: %s" % (dest, remote.error_line(err or out, "exit %d" % rc)))
+        result["version"] = version
         return result

@@ -27,6 +27,17 @@ def shell(action, cmd, chdir=None):
     return res.get("rc", 1), res.get("stdout", ""), res.get("stderr", "")
 
 
+def last_line(out, pattern):
+    """The last line of out that is wholly `pattern`: a board's login shell may print its own
+    words (a profile's messages) before a command's, and through a terminal stdout and stderr
+    come mixed. None when no line is."""
+    for line in reversed(out.splitlines()):
+        line = line.strip()
+        if re.fullmatch(pattern, line):
+            return line
+    return None
+
+
 def error_line(stderr, fallback):
     """sinkrate's one error line ("sinkrate: error: ..."), else the last line said."""
     lines = [l.strip() for l in stderr.splitlines() if l.strip()]
