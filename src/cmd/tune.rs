@@ -218,10 +218,12 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         if let Some(w) = report.winner() {
             if !w.candidate.system.is_empty() {
                 journal.apply(&w.candidate.system, sinkrate_settings::Mode::Applied)?;
+                let applied = w.candidate.settings_args();
                 eprintln!(
                     "sinkrate: applied {} (until sinkrate tune restore)",
-                    w.candidate.settings_args().join(" ")
+                    applied.join(" ")
                 );
+                report.applied = applied;
             }
         }
     }

@@ -321,8 +321,8 @@ fn mount_options(at: &Path) -> String {
     let info = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
     let at = at.to_str().expect("utf8");
     info.lines()
-        .filter(|l| l.split_whitespace().nth(4) == Some(at))
-        .last()
+        .rev()
+        .find(|l| l.split_whitespace().nth(4) == Some(at))
         .map(|l| {
             let fields: Vec<&str> = l.split_whitespace().collect();
             let sep = fields

@@ -896,6 +896,9 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
             // --apply: the winner's system settings are held as applied, besides the 100/100
             // applied before; every other trial's settings were put back.
             let winner = ranked[0]["candidate"]["system"].as_array().expect("system");
+            // The result says what was applied, as tune apply's arguments.
+            let applied = v["applied"].as_array().expect("applied");
+            assert_eq!(applied.len(), winner.len(), "{v}");
             let (code, status, err) = tune(&["status", "--output-format", "json"]);
             assert_eq!(code, Some(0), "{err}");
             let held: serde_json::Value = serde_json::from_str(&status).expect("json");

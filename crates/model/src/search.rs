@@ -255,6 +255,10 @@ pub struct SearchReport {
     /// run was.
     #[serde(default)]
     pub device_bytes_written: Option<u64>,
+    /// With `--apply`: the winner's system settings as applied (`tune apply` arguments),
+    /// kept until `sinkrate tune restore`; empty when nothing was applied.
+    #[serde(default)]
+    pub applied: Vec<String>,
 }
 
 fn latency_objective() -> String {

@@ -480,6 +480,7 @@ pub fn search(
         max_loss_met: None,
         rank_by: if objective.wear { "wear" } else { "latency" }.into(),
         device_bytes_written: None,
+        applied: Vec::new(),
     };
     report.max_loss_met = report.loss_bound_met();
     report.device_bytes_written = report.runs_device_bytes();

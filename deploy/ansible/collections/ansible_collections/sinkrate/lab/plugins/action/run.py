@@ -127,7 +127,10 @@ class ActionModule(ActionBase):
             return result
         result.update(_summary(doc))
         result.update(
-            changed=False,
+            # Only a search with --apply changes the board (its winner's settings, kept
+            # until restored); the other commands leave nothing behind.
+            changed=bool(doc.get("applied")),
+            applied=doc.get("applied", []),
             rc=rc,
             results_file=_save(results_dir, host, name, out, doc),
         )
