@@ -263,8 +263,29 @@ fn three_boards_are_qualified_and_their_results_come_back() {
                 ),
             );
             std::fs::write(&inventory, text).expect("inventory");
+            // What a play killed on the controller three days ago left on the boards, and
+            // what one under way now has: the first is swept, the second left alone.
+            let stale = tempfile::Builder::new()
+                .prefix("sinkrate-lab.")
+                .tempdir_in("/tmp")
+                .expect("stale");
+            let current = tempfile::Builder::new()
+                .prefix("sinkrate-lab.")
+                .tempdir_in("/tmp")
+                .expect("current");
+            let aged = Command::new("touch")
+                .args(["-d", "3 days ago"])
+                .arg(stale.path())
+                .status()
+                .expect("touch");
+            assert!(aged.success());
             let (code, out) = lab.play("qualify.yml", &["-e", "sinkrate_verify_size=16M"]);
             assert_eq!(code, Some(0), "{out}");
+            assert!(!stale.path().exists(), "a stale run directory was left");
+            assert!(
+                current.path().exists(),
+                "a current run's directory was removed"
+            );
             // Its folder held only the tarball: the binary it runs came out of it.
             let installed = std::fs::read(lab.dir.path().join("boards/cam2/bin/sinkrate"))
                 .expect("cam2's sinkrate");

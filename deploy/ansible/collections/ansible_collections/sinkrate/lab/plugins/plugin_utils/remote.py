@@ -53,8 +53,16 @@ def captured(action, argv_in):
     an SSH session with a terminal would mix the two (and a progress bar drawn for that
     terminal) into one stream. Returns (rc, stdout, stderr); rc 255 with the shell's words
     when the command could not be started at all."""
+    # A play killed on the controller leaves its directory on the board (the board's
+    # sinkrate itself cleans up on the hang-up): the next play removes those of this user
+    # older than two days (no run lasts that long), never following a link.
+    shell(
+        action,
+        "find /tmp -maxdepth 1 -type d -name 'sinkrate-lab.*' -user \"$(id -u)\" -mmin +2880 "
+        "-exec rm -rf -- {} + 2>/dev/null; true",
+    )
     rc, out, err = run(action, ["mktemp", "-d", "/tmp/sinkrate-lab.XXXXXX"])
-    work = out.strip()
+    work = last_line(out, r"/tmp/sinkrate-lab\.[A-Za-z0-9]+") or ""
     if rc != 0 or not work.startswith("/tmp/sinkrate-lab."):
         return 255, "", "cannot make a temporary directory on the board: %s" % error_line(err or out, "exit %d" % rc)
     try:
