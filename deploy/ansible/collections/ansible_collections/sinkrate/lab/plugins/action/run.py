@@ -47,24 +47,29 @@ def _summary(doc):
 def _save(results_dir, host, name, text, doc):
     """Writes the result under results_dir/HOST/, named by what ran and when, never over
     another result (a second one in the same second gets -2, -3...)."""
-    folder = os.path.join(results_dir, host)
+    # An inventory name is a folder name here, never a path ("../x" stays inside).
+    folder_name = re.sub(r"[^A-Za-z0-9._-]", "_", host)
+    if folder_name in (".", ".."):
+        folder_name = "_" + folder_name
+    folder = os.path.join(results_dir, folder_name)
     os.makedirs(folder, exist_ok=True)
     started = str(doc.get("started_at") or "")
     stamp = re.sub(r"[^0-9T]", "", started)[:15] or "run"
     fd, tmp = tempfile.mkstemp(prefix=".sinkrate-", suffix=".json", dir=folder)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    n = 1
-    while True:
-        path = os.path.join(folder, "%s-%s%s.json" % (name, stamp, "" if n == 1 else "-%d" % n))
-        try:
-            # A hard link fails if the name is taken: no result replaces another.
-            os.link(tmp, path)
-            break
-        except FileExistsError:
-            n += 1
-    os.unlink(tmp)
-    return path
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        n = 1
+        while True:
+            path = os.path.join(folder, "%s-%s%s.json" % (name, stamp, "" if n == 1 else "-%d" % n))
+            try:
+                # A hard link fails if the name is taken: no result replaces another.
+                os.link(tmp, path)
+                return path
+            except FileExistsError:
+                n += 1
+    finally:
+        os.unlink(tmp)
 
 
 class ActionModule(ActionBase):
