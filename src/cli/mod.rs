@@ -199,6 +199,8 @@ Examples:
   sinkrate report buffered.json direct.json -o buffered-vs-direct.html --png plots/
   # fio's own JSON gets the pictures too
   fio job.fio --output-format=json > fio.json && sinkrate report fio.json
+  # Every board of a lab on one page (results.html beside the tree)
+  sinkrate report results/ --by dir
   # Straight from a run
   sinkrate check /media/sd --report sd.html
 The file is self-contained (scripts, styles and data inline; it makes no request), so it
@@ -244,6 +246,9 @@ Examples:
 
   # fio's own JSON and sinkrate bench's, side by side
   sinkrate compare fio-run.json sinkrate-bench.json --output-format csv
+
+  # A lab's results (results/BOARD/*.json, as deploy/ansible fetches them): a row per board
+  sinkrate compare results/ --by dir
 
 Rows: record and check runs (their recording test), or bench and fio jobs. Runs with the same
 configuration form one row; its label says what differs from the others (or --label, one per
