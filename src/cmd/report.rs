@@ -68,9 +68,12 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let output = args.output.clone().unwrap_or_else(|| {
         let first = &args.inputs[0];
         if first.is_dir() {
-            let mut name = first.as_os_str().to_owned();
-            name.push(".html");
-            PathBuf::from(name)
+            // `results/` and `results` alike give results.html; `.` has no name of its own.
+            let dir: PathBuf = first.components().collect();
+            match dir.file_name() {
+                Some(n) => dir.with_file_name(format!("{}.html", n.to_string_lossy())),
+                None => PathBuf::from("sinkrate-report.html"),
+            }
         } else {
             first.with_extension("html")
         }

@@ -374,7 +374,8 @@ fn a_results_tree_is_compared_by_folder_host_or_any_field() {
     assert!(text.contains("board-2"), "{text}");
 
     // One page of them all, each run named by its folder; beside the tree, not in it.
-    let (code, _, err) = common::sinkrate_sub("report", &[s(&results), "--by", "dir"]);
+    let with_slash = format!("{}/", s(&results));
+    let (code, _, err) = common::sinkrate_sub("report", &[&with_slash, "--by", "dir"]);
     assert_eq!(code, Some(0), "{err}");
     let page = std::fs::read_to_string(d.path().join("results.html")).expect("results.html");
     for run in [
