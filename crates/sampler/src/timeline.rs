@@ -89,14 +89,20 @@ impl Timeline {
         if self.first_thinned_ns.is_none() {
             self.first_thinned_ns = self.kept.last().map(|s| s.t_ns);
         }
-        let old = std::mem::take(&mut self.kept);
-        let mut pairs = old.into_iter();
-        while let Some(mut a) = pairs.next() {
-            if let Some(b) = pairs.next() {
+        // In place: the samples' memory is kept for the ones to come, so a run's memory is
+        // flat once the budget has filled (a new vector would be grown again from nothing,
+        // with the old one still held while it is).
+        let n = self.kept.len();
+        let mut kept = 0;
+        for read in (0..n).step_by(2) {
+            let mut a = self.kept[read];
+            if let Some(&b) = self.kept.get(read + 1) {
                 merge(&mut a, b);
             }
-            self.kept.push(a);
+            self.kept[kept] = a;
+            kept += 1;
         }
+        self.kept.truncate(kept);
         self.stride *= 2;
         // The last kept sample's window is full; the next sample opens a new one.
         self.in_window = self.stride;
@@ -183,6 +189,18 @@ mod tests {
         assert!(t
             .note()
             .is_some_and(|n| n.contains("one sample per 128 intervals")));
+    }
+
+    #[test]
+    fn halving_keeps_the_memory_it_had_and_takes_no_more() {
+        // Room for ten from the start: what the timeline holds once full is all it ever
+        // holds (a new vector grown after each halving would take 16 here).
+        let mut t = Timeline::with_limit(10, 10, 0);
+        for i in 0..10_000u64 {
+            t.push(sample(i, i % 5, false));
+        }
+        assert_eq!(t.kept.capacity(), 10);
+        assert!(t.samples().len() <= 10);
     }
 
     #[test]
