@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
 import tarfile
 import tempfile
 
@@ -99,8 +100,17 @@ class ActionModule(ActionBase):
         changed = have != want
         if changed and not self._task.check_mode:
             # Next to its place, then renamed over it: a binary in use is never half written.
-            part = dest + ".sinkrate-part"
-            self._transfer_file(local, part)
+            # A name of its own beside the destination, made by mktemp on the board (created
+            # exclusively, so nothing someone else put there is written through).
+            rc, out, err = remote.run(self, ["mktemp", dest + ".sinkrate-part.XXXXXX"])
+            part = remote.last_line(out, re.escape(dest) + r"\.sinkrate-part\.[A-Za-z0-9]+")
+            if rc != 0 or not part:
+                return dict(result, failed=True, msg="cannot install %s: %s" % (dest, remote.error_line(err or out, "exit %d" % rc)))
+            try:
+                self._transfer_file(local, part)
+            except Exception:
+                remote.run(self, ["rm", "-f", part])
+                raise
             for argv in (["chmod", "755", part], ["mv", "-f", part, dest]):
                 rc, _, err = remote.run(self, argv)
                 if rc != 0:
