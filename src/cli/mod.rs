@@ -254,8 +254,10 @@ Rows: record and check runs (their recording test), or bench and fio jobs. Runs 
 configuration form one row; its label says what differs from the others (or --label, one per
 file). Each row against the baseline: dropped frames and p99 write latency with a 95%
 interval and p; four or more runs a side are compared run by run (bootstrap and an exact
-permutation test), fewer by a block bootstrap over the recordings' seconds. Exit 0, 1 with
---fail-if-worse when a row is significantly worse, 2 when an input could not be read.";
+permutation test), fewer by a block bootstrap over the recordings' seconds. A run that
+failed (its result carries an error, or a lab could not reach or run on its board) is a row
+of its own saying FAILED and why, its figures in no row. Exit 0, 1 with --fail-if-worse when
+a row is significantly worse or a run failed, 2 when an input could not be read.";
 
 pub const TUNE_SEARCH_EXAMPLES: &str = "\
 Examples:
@@ -303,7 +305,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
     /// Exit 1 when a row is significantly worse than the baseline on drops or p99 write
-    /// latency (a CI gate)
+    /// latency, or a run failed (a CI gate)
     #[arg(long)]
     pub fail_if_worse: bool,
 }

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use sinkrate_compare::{CompareConfig, CompareReport, GroupBy};
+use sinkrate_compare::{CompareConfig, CompareReport, FailedRun, GroupBy};
 use sinkrate_model::{Envelope, RunKind};
 
 use crate::cli::{CompareArgs, CompareFormat};
@@ -29,6 +29,8 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let mut unreadable = Vec::new();
     // A file's labels go with each of its runs (a bench file may hold several jobs).
     let mut labels = Vec::new();
+    // Runs that failed: listed beside the rows, never left out in silence.
+    let mut failed = Vec::new();
     // Results under a directory that hold no runs (an audit, a verify beside a lab's
     // checks), by kind: left out with a note.
     let mut left_out: std::collections::BTreeMap<&'static str, usize> = Default::default();
@@ -45,7 +47,19 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         for (path, folder) in files {
             let name = path.display().to_string();
             let read = super::read_result(&path, by.as_ref(), folder.as_deref());
-            if let Ok((document, _)) = &read {
+            if let Ok((document, group)) = &read {
+                if let Some((kind, what)) = sinkrate_compare::failure(document) {
+                    failed.push(FailedRun {
+                        label: group
+                            .clone()
+                            .or_else(|| args.label.get(i).cloned())
+                            .unwrap_or_else(|| super::file_label(&path)),
+                        kind: kind.to_string(),
+                        file: name,
+                        what,
+                    });
+                    continue;
+                }
                 if in_directory && !sinkrate_compare::has_runs(document) {
                     *left_out.entry(document.kind_name()).or_default() += 1;
                     continue;
@@ -78,12 +92,14 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         baseline: args.baseline.clone(),
     };
     let started_ms = sinkrate_sys::host::unix_ms_now();
-    let report: CompareReport =
-        sinkrate_compare::compare(runs, &cfg, unreadable.clone()).map_err(|e| anyhow!(e))?;
+    let report: CompareReport = sinkrate_compare::compare(runs, failed, &cfg, unreadable.clone())
+        .map_err(|e| anyhow!(e))?;
     let worse = report
         .rows
         .iter()
         .any(|r| r.against_baseline.as_ref().is_some_and(|s| s.worse));
+    // A run that failed is no better than one that is worse: a gate does not pass it.
+    let report_failed = report.failed.clone();
     let mut run = Envelope::new(
         RunKind::Compare,
         sinkrate_sys::host::host_facts(),
@@ -105,7 +121,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     crate::write_stdout(&body)?;
     Ok(ExitCode::from(if !unreadable.is_empty() {
         2
-    } else if args.fail_if_worse && worse {
+    } else if args.fail_if_worse && (worse || !report_failed.is_empty()) {
         1
     } else {
         0

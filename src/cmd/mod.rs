@@ -40,6 +40,13 @@ pub fn read_result(
     Ok((document, group))
 }
 
+/// A result's label when none is given: its file's name without `.json`.
+pub fn file_label(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
 /// The result files an input stands for, each with the first folder under the input when it
 /// is a directory: the file itself, or every *.json under the directory, in name order.
 /// Folders that are symlinks are not followed (a link back up would never end).

@@ -44,12 +44,12 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             match super::read_result(&path, by.as_ref(), folder.as_deref()) {
                 Ok((document, group)) => inputs.push(Input {
                     label: match group {
-                        Some(g) => format!("{g}: {}", label_of(&path)),
+                        Some(g) => format!("{g}: {}", super::file_label(&path)),
                         None => args
                             .label
                             .get(i)
                             .cloned()
-                            .unwrap_or_else(|| label_of(&path)),
+                            .unwrap_or_else(|| super::file_label(&path)),
                     },
                     file: path,
                     document,
@@ -104,12 +104,6 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         write_png(&page, dir)?;
     }
     Ok(ExitCode::from(if unreadable > 0 { 2 } else { 0 }))
-}
-
-fn label_of(p: &Path) -> String {
-    p.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| p.display().to_string())
 }
 
 /// The report never replaces one of its inputs, nor any other file without --force.
@@ -206,7 +200,7 @@ pub fn write_for_run(json: &[u8], name: &str, path: &Path) -> Result<()> {
     let document = Document::parse(name, json).map_err(|e| anyhow!(e))?;
     let input = Input {
         file: PathBuf::from(name),
-        label: label_of(path),
+        label: super::file_label(path),
         document,
     };
     let page = sinkrate_report::page(std::slice::from_ref(&input));

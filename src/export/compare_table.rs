@@ -1,8 +1,9 @@
 //! `sinkrate compare`'s table as text, markdown and CSV: one row per configuration, the
-//! columns the rows have, then each row's verdict against the baseline.
+//! columns the rows have, a row per failed run saying why, then each row's verdict against
+//! the baseline.
 
 use anyhow::Result;
-use sinkrate_compare::{CompareReport, Metrics, Row};
+use sinkrate_compare::{CompareReport, FailedRun, Metrics, Row};
 use sinkrate_model::Envelope;
 
 use super::Exporter;
@@ -101,16 +102,26 @@ const COLUMNS: &[Column] = &[
     },
 ];
 
+/// A failed run's words in the table: `FAILED (check): what`.
+fn failed_text(f: &FailedRun) -> String {
+    if f.kind == "failed" {
+        // It failed before any command ran (a board not reached).
+        format!("FAILED: {}", f.what)
+    } else {
+        format!("FAILED ({}): {}", f.kind, f.what)
+    }
+}
+
 /// The columns at least one row has a figure for, with every row's cells.
 fn cells<'a>(rows: &[Row], grouped_by: Option<&'a str>) -> (Vec<&'a str>, Vec<Vec<String>>) {
     let used: Vec<&Column> = COLUMNS
         .iter()
         .filter(|c| rows.iter().any(|r| (c.cell)(r).is_some()))
         .collect();
-    let headings = std::iter::once(grouped_by.unwrap_or("configuration"))
+    let mut headings: Vec<&str> = std::iter::once(grouped_by.unwrap_or("configuration"))
         .chain(used.iter().map(|c| c.heading))
         .collect();
-    let body = rows
+    let mut body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             std::iter::once(r.label.clone())
@@ -121,6 +132,11 @@ fn cells<'a>(rows: &[Row], grouped_by: Option<&'a str>) -> (Vec<&'a str>, Vec<Ve
                 .collect()
         })
         .collect();
+    if used.is_empty() {
+        // No figure at all (every run failed): one column for what each row says.
+        headings.push("result");
+        body.iter_mut().for_each(|row| row.push("-".into()));
+    }
     (headings, body)
 }
 
@@ -219,6 +235,18 @@ impl Exporter<Envelope<CompareReport>> for CompareText {
             out.push_str(&l);
             out.push('\n');
         }
+        // A failed run's row: its label, and why in place of figures (set apart from the
+        // columns' widths, which a long line would stretch).
+        let label_width = widths[0].max(
+            r.failed
+                .iter()
+                .map(|f| f.label.chars().count())
+                .max()
+                .unwrap_or(0),
+        );
+        for f in &r.failed {
+            out.push_str(&format!("{:<label_width$}  {}\n", f.label, failed_text(f)));
+        }
         out.push('\n');
         for v in verdicts(r) {
             out.push_str(&v);
@@ -256,6 +284,11 @@ impl Exporter<Envelope<CompareReport>> for CompareMarkdown {
             if i == r.baseline {
                 cells[0] = format!("{} (baseline)", cells[0]);
             }
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        for f in &r.failed {
+            let mut cells = vec![esc(&f.label), esc(&failed_text(f))];
+            cells.resize(headings.len(), String::new());
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
         out.push('\n');
@@ -305,6 +338,13 @@ impl Exporter<Envelope<CompareReport>> for CompareCsv {
                 s.map(|s| s.worse.to_string()).unwrap_or_default(),
                 s.map(|s| s.text.clone()).unwrap_or_default(),
             ]);
+            w.write_record(rec.iter().map(|c| spreadsheet_safe(c).into_owned()))?;
+        }
+        // A failed run: its label, no figures, and why in the verdict column.
+        for f in &r.failed {
+            let mut rec = vec![f.label.clone()];
+            rec.resize(head.len() - 1, String::new());
+            rec.push(failed_text(f));
             w.write_record(rec.iter().map(|c| spreadsheet_safe(c).into_owned()))?;
         }
         Ok(w.into_inner()?)

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use sinkrate_stats::bootstrap::{over_runs, over_time, Difference};
 
 pub use group::GroupBy;
-pub use load::{has_runs, runs, Metrics, Run, Second};
+pub use load::{failure, has_runs, runs, Metrics, Run, Second};
 pub use sinkrate_model::document::Document;
 
 /// Seconds in a block of the bootstrap over time: longer than a stall and the drops it
@@ -107,6 +107,22 @@ pub struct CompareReport {
     /// pointer).
     #[serde(default)]
     pub grouped_by: Option<String>,
+    /// Runs that failed (a board a lab could not reach or run on, a recording stopped by
+    /// an error): shown beside the rows, their figures in none of them.
+    #[serde(default)]
+    pub failed: Vec<FailedRun>,
+}
+
+/// A run that failed, as the table shows it: never left out in silence.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailedRun {
+    /// Its group's label (`--by`), else its file's name.
+    pub label: String,
+    /// What was run (check, record...), or `failed` when it failed before any command.
+    pub kind: String,
+    pub file: String,
+    /// Its error, one line.
+    pub what: String,
 }
 
 /// One window of the soaks compared: each row's rate (mean over its runs) and worst write
@@ -183,13 +199,25 @@ pub enum CompareError {
     Mixed(String),
 }
 
-/// Groups `runs` into rows and sets each against the baseline.
+/// Groups `runs` into rows and sets each against the baseline; the `failed` runs are listed
+/// beside them.
 pub fn compare(
     runs: Vec<Run>,
+    failed: Vec<FailedRun>,
     cfg: &CompareConfig,
     unreadable: Vec<String>,
 ) -> Result<CompareReport, CompareError> {
     if runs.is_empty() {
+        if !failed.is_empty() {
+            // Every run failed: that is the answer, not an error in the inputs.
+            return Ok(CompareReport {
+                notes: vec![format!("no run to compare: all {} failed", failed.len())],
+                failed,
+                unreadable,
+                grouped_by: cfg.grouped_by.clone(),
+                ..CompareReport::default()
+            });
+        }
         return Err(CompareError::Nothing(if unreadable.is_empty() {
             "no runs given".into()
         } else {
@@ -314,6 +342,7 @@ pub fn compare(
         notes,
         windows,
         grouped_by: cfg.grouped_by.clone(),
+        failed,
     })
 }
 
@@ -604,6 +633,44 @@ mod tests {
         }
     }
 
+    fn failed(label: &str) -> FailedRun {
+        FailedRun {
+            label: label.into(),
+            kind: "check".into(),
+            file: format!("results/{label}/failed-1.json"),
+            what: "sinkrate check: no space left on device".into(),
+        }
+    }
+
+    #[test]
+    fn failed_runs_are_carried_beside_the_rows_and_all_failed_is_an_answer() {
+        let r = compare(
+            vec![run("a1", "buffered", 0, 5.0)],
+            vec![failed("cam2")],
+            &cfg(),
+            Vec::new(),
+        )
+        .expect("compare");
+        assert_eq!(r.rows.len(), 1);
+        assert_eq!(r.failed, vec![failed("cam2")]);
+        // Every board failed: a report of failures, not "nothing to compare".
+        let r = compare(
+            Vec::new(),
+            vec![failed("cam2"), failed("cam3")],
+            &cfg(),
+            Vec::new(),
+        )
+        .expect("a report of failures");
+        assert!(r.rows.is_empty());
+        assert_eq!(r.failed.len(), 2);
+        assert!(
+            r.notes.iter().any(|n| n.contains("all 2 failed")),
+            "{:?}",
+            r.notes
+        );
+        assert!(compare(Vec::new(), Vec::new(), &cfg(), Vec::new()).is_err());
+    }
+
     #[test]
     fn runs_group_by_what_differs_and_a_clear_difference_is_named() {
         let runs = vec![
@@ -614,7 +681,7 @@ mod tests {
             run("a3", "buffered", 40, 350.0),
             run("b3", "direct", 0, 4.0),
         ];
-        let r = compare(runs, &cfg(), Vec::new()).expect("compare");
+        let r = compare(runs, Vec::new(), &cfg(), Vec::new()).expect("compare");
         assert_eq!(r.rows.len(), 2);
         assert_eq!(r.rows[0].label, "write_mode=buffered");
         assert_eq!(r.rows[1].label, "write_mode=direct");
@@ -637,7 +704,7 @@ mod tests {
             runs.push(run(&format!("a{k}"), "buffered", *d, 300.0 + k as f64));
             runs.push(run(&format!("b{k}"), "direct", 0, 5.0 + k as f64));
         }
-        let r = compare(runs, &cfg(), Vec::new()).expect("compare");
+        let r = compare(runs, Vec::new(), &cfg(), Vec::new()).expect("compare");
         let s = r.rows[1].against_baseline.as_ref().expect("against");
         assert!(
             s.text.contains(
@@ -657,7 +724,7 @@ mod tests {
             run("b1", "direct", 0, 10.0),
             run("b2", "direct", 0, 12.0),
         ];
-        let r = compare(runs, &cfg(), Vec::new()).expect("compare");
+        let r = compare(runs, Vec::new(), &cfg(), Vec::new()).expect("compare");
         let s = r.rows[1].against_baseline.as_ref().expect("against");
         assert!(s.text.contains("no frames dropped in either"), "{}", s.text);
         assert!(
@@ -684,7 +751,7 @@ mod tests {
         let mut b = run("b", "direct", 0, 0.0);
         b.seconds = (0..60).map(|i| second(0, 50.0 + (i % 5) as f64)).collect();
         b.metrics.frames_offered = Some(3600);
-        let r = compare(vec![a, b], &cfg(), Vec::new()).expect("compare");
+        let r = compare(vec![a, b], Vec::new(), &cfg(), Vec::new()).expect("compare");
         let s = r.rows[1].against_baseline.as_ref().expect("against");
         assert!(s.method.starts_with("block bootstrap over time"), "{s:?}");
         let w = s.write_p99_ms.expect("p99");
@@ -704,7 +771,7 @@ mod tests {
             as_tool("ours.json", "bench"),
             as_tool("other.json", "record"),
         ];
-        let r = compare(runs, &cfg(), Vec::new()).expect("compares");
+        let r = compare(runs, Vec::new(), &cfg(), Vec::new()).expect("compares");
         assert_eq!(r.rows.len(), 2, "{:?}", r.rows);
         assert_eq!(r.rows[0].kind, "fio + bench");
         assert_eq!(r.rows[0].runs, 2);
@@ -726,7 +793,7 @@ mod tests {
             labels: vec!["card A".into(), "card B".into()],
             baseline: Some("card C".into()),
         };
-        let e = compare(runs, &c, Vec::new()).expect_err("no such baseline");
+        let e = compare(runs, Vec::new(), &c, Vec::new()).expect_err("no such baseline");
         assert!(e.to_string().contains("card A, card B"), "{e}");
     }
 
@@ -747,6 +814,7 @@ mod tests {
         };
         let r = compare(
             vec![soak("a.json", "direct", 1), soak("b.json", "buffered", 2)],
+            Vec::new(),
             &cfg(),
             Vec::new(),
         )
@@ -757,8 +825,13 @@ mod tests {
         assert_eq!((worst(2, 0), worst(2, 1)), (Some(400.0), Some(1900.0)));
         assert_eq!(r.windows[0].rows[0].map(|f| f.written_mb_s), Some(3.0));
         // Short recordings have no windows to set side by side.
-        let r =
-            compare(vec![run("a.json", "direct", 0, 1.0)], &cfg(), Vec::new()).expect("compares");
+        let r = compare(
+            vec![run("a.json", "direct", 0, 1.0)],
+            Vec::new(),
+            &cfg(),
+            Vec::new(),
+        )
+        .expect("compares");
         assert!(r.windows.is_empty());
     }
 }

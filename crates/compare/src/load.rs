@@ -71,6 +71,14 @@ pub fn has_runs(document: &Document) -> bool {
     )
 }
 
+/// A run that failed, as `(kind, error)`: a failed run's document, or a result that carries
+/// its error (a recording stopped by a full card keeps the part it measured). Compare lists
+/// these beside its rows and leaves their figures out: a board whose verify failed is a
+/// board that failed, whatever the kind.
+pub fn failure(document: &Document) -> Option<(&'static str, String)> {
+    document.error().map(|e| (document.kind_name(), e.what))
+}
+
 /// The runs of a document read from `name`.
 pub fn runs(name: &str, document: Document) -> Result<Vec<Run>, String> {
     match document {

@@ -195,6 +195,6 @@ pub fn result_json(data: &[u8]) {
             labels: Vec::new(),
             baseline: None,
         };
-        let _ = sinkrate_compare::compare(runs, &config, Vec::new());
+        let _ = sinkrate_compare::compare(runs, Vec::new(), &config, Vec::new());
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::audit::AuditReport;
 use crate::check::CheckReport;
-use crate::envelope::ReadError;
+use crate::envelope::{ReadError, RunError};
 use crate::fio::BenchReport;
 use crate::record::{FindMaxReport, RecordReport};
 use crate::search::SearchReport;
@@ -38,6 +38,19 @@ pub enum Document {
         value: Value,
         problem: Option<String>,
     },
+    /// A run that failed before it had a result of its kind: its envelope and its error. A
+    /// lab writes one for a board it could not reach, install on or run on (`kind` is the
+    /// command it was running, None before any); sinkrate, for a run stopped at its start.
+    Failed {
+        kind: Option<RunKind>,
+        error: RunError,
+        value: Value,
+    },
+}
+
+/// The error a result carries, when its run failed.
+fn run_error(value: &Value) -> Option<RunError> {
+    RunError::deserialize(value.get("error")?).ok()
 }
 
 impl Document {
@@ -61,14 +74,20 @@ impl Document {
             });
         }
         let bad = |e: ReadError| format!("{name}: {e}");
-        let kind_name = value
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .ok_or_else(|| {
-                format!("{name}: neither a sinkrate result (no \"kind\") nor fio's JSON (no \"fio version\")")
-            })?
-            .to_string();
         let schema = value.get("schema").and_then(|s| s.as_str());
+        let kind_name = match value.get("kind").and_then(|k| k.as_str()) {
+            Some(k) => k.to_string(),
+            None => {
+                if let (Some(SCHEMA), Some(error)) = (schema, run_error(&value)) {
+                    return Ok(Document::Failed {
+                        kind: None,
+                        error,
+                        value,
+                    });
+                }
+                return Err(format!("{name}: neither a sinkrate result (no \"kind\") nor fio's JSON (no \"fio version\")"));
+            }
+        };
         if schema != Some(SCHEMA) {
             return Err(bad(match schema {
                 None => ReadError::NoSchema,
@@ -80,10 +99,20 @@ impl Document {
         let kind = RunKind::from_name(&kind_name).ok_or_else(|| {
             format!("{name}: a \"{kind_name}\" result, a kind this version does not know")
         })?;
-        let fields = |value: Value, problem: Option<ReadError>| Document::Fields {
-            kind,
-            value,
-            problem: problem.map(|e| e.to_string()),
+        // A document that does not match its kind's type: a run that failed before it had a
+        // result, when it says so; else its fields, with the problem.
+        let fields = |value: Value, problem: Option<ReadError>| match (&problem, run_error(&value))
+        {
+            (Some(_), Some(error)) => Document::Failed {
+                kind: Some(kind),
+                error,
+                value,
+            },
+            _ => Document::Fields {
+                kind,
+                value,
+                problem: problem.map(|e| e.to_string()),
+            },
         };
         // A copy of the document, kept for its fields should it not match its type.
         fn typed<T: serde::de::DeserializeOwned>(
@@ -93,13 +122,22 @@ impl Document {
             Envelope::<T>::from_value(value.clone(), kind).map(Box::new)
         }
         Ok(match kind {
-            // Read without a copy: these two have no fallback to their fields.
-            RunKind::Record => {
-                Document::Record(Box::new(Envelope::from_value(value, kind).map_err(bad)?))
-            }
-            RunKind::Check => {
-                Document::Check(Box::new(Envelope::from_value(value, kind).map_err(bad)?))
-            }
+            // These two have no fallback to their fields (their runs are compared), only to
+            // a failed run's error.
+            RunKind::Record => match typed(&value, kind) {
+                Ok(env) => Document::Record(env),
+                Err(e) => match fields(value, Some(e.clone())) {
+                    failed @ Document::Failed { .. } => failed,
+                    _ => return Err(bad(e)),
+                },
+            },
+            RunKind::Check => match typed(&value, kind) {
+                Ok(env) => Document::Check(env),
+                Err(e) => match fields(value, Some(e.clone())) {
+                    failed @ Document::Failed { .. } => failed,
+                    _ => return Err(bad(e)),
+                },
+            },
             RunKind::FindMax => match typed(&value, kind) {
                 Ok(env) => Document::FindMax(env),
                 Err(e) => fields(value, Some(e)),
@@ -141,11 +179,70 @@ impl Document {
             Document::TuneSearch(_) => RunKind::TuneSearch,
             Document::Suite(_) => RunKind::Suite,
             Document::Fields { kind, .. } => *kind,
+            Document::Failed { kind, .. } => return *kind,
         })
     }
 
     /// The kind's name as results write it, `fio` for fio's own JSON.
     pub fn kind_name(&self) -> &'static str {
-        self.kind().map_or("fio", RunKind::name)
+        match self {
+            Document::Failed { kind: None, .. } => "failed",
+            _ => self.kind().map_or("fio", RunKind::name),
+        }
+    }
+
+    /// Why the run failed, when it did: a failed run's error, or the error a result of its
+    /// kind carries (a recording stopped by a full card keeps what it measured).
+    pub fn error(&self) -> Option<RunError> {
+        match self {
+            Document::Fio { value, .. } | Document::Fields { value, .. } => run_error(value),
+            Document::Record(env) => env.error.clone(),
+            Document::Check(env) => env.error.clone(),
+            Document::FindMax(env) => env.error.clone(),
+            Document::Audit(env) => env.error.clone(),
+            Document::Watch(env) => env.error.clone(),
+            Document::TuneSearch(env) => env.error.clone(),
+            Document::Suite(env) => env.error.clone(),
+            Document::Failed { error, .. } => Some(error.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<Document, String> {
+        Document::parse("r.json", v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn a_run_that_failed_before_its_result_reads_as_failed_with_its_error() {
+        let error = json!({"what": "sinkrate not found on the board", "at_s": null});
+        // A check with no result of its kind, as a lab writes for a board that failed.
+        let d = parse(json!({"schema": SCHEMA, "kind": "check", "error": error})).unwrap();
+        assert!(matches!(
+            &d,
+            Document::Failed {
+                kind: Some(RunKind::Check),
+                ..
+            }
+        ));
+        assert_eq!(d.kind_name(), "check");
+        assert_eq!(d.error().unwrap().what, "sinkrate not found on the board");
+        // Before any command (unreachable): no kind.
+        let d = parse(json!({"schema": SCHEMA, "error": error})).unwrap();
+        assert!(matches!(&d, Document::Failed { kind: None, .. }));
+        assert_eq!(d.kind_name(), "failed");
+        // Without an error, a check that does not match its type is refused, as before; and
+        // a document with neither kind nor error is no result.
+        assert!(parse(json!({"schema": SCHEMA, "kind": "check"})).is_err());
+        assert!(parse(json!({"schema": SCHEMA, "error": null})).is_err());
+        assert!(parse(json!({"schema": "other/1", "error": error})).is_err());
+        // A kind read as its fields keeps its error.
+        let d = parse(json!({"schema": SCHEMA, "kind": "verify", "error": error})).unwrap();
+        assert!(matches!(&d, Document::Fields { .. }));
+        assert_eq!(d.error().unwrap().what, "sinkrate not found on the board");
     }
 }

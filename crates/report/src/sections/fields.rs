@@ -3,19 +3,39 @@
 
 use serde_json::Value;
 
-use crate::figures::{Section, Table};
+use crate::figures::{Headline, Section, Table, Tone};
 use crate::{empty_section, Input};
 
 /// A kind without a picture of its own, or one whose fields did not match its type: its
 /// fields as facts and tables.
 pub(crate) fn section(input: &Input, kind: &str, value: &Value, problem: Option<&str>) -> Section {
     let mut s = empty_section(input, kind);
+    if let Some(e) = value
+        .get("error")
+        .and_then(|e| e.get("what"))
+        .and_then(Value::as_str)
+    {
+        s.warnings.insert(0, format!("the run failed: {e}"));
+    }
     if let Some(e) = problem {
         s.warnings.push(format!(
             "{}: {e}; shown as its fields",
             input.file.display()
         ));
     }
+    generic(&mut s, value);
+    s
+}
+
+/// A run that failed before it had a result (a board a lab could not reach, install on or
+/// run on): FAILED and why, then what else its document says (the lab's task, when).
+pub(crate) fn failed(input: &Input, kind: Option<&str>, what: &str, value: &Value) -> Section {
+    let mut s = empty_section(input, kind.unwrap_or("failed"));
+    s.headline = Some(Headline {
+        verdict: "FAILED".into(),
+        tone: Tone::Bad,
+        lines: vec![what.to_string()],
+    });
     generic(&mut s, value);
     s
 }

@@ -38,6 +38,9 @@ pub fn section(page: &mut Page, run: usize, prefix: &str, input: &Input) -> Sect
             value,
             problem,
         } => fields::section(input, kind.name(), value, problem.as_deref()),
+        Document::Failed { kind, error, value } => {
+            fields::failed(input, kind.map(RunKind::name), &error.what, value)
+        }
     }
 }
 

@@ -106,6 +106,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     }
     match sinkrate_compare::compare(
         runs,
+        Vec::new(),
         &sinkrate_compare::CompareConfig {
             grouped_by: None,
             labels,
