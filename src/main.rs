@@ -119,6 +119,7 @@ fn run() -> Result<ExitCode> {
         Command::Suite(args) => cmd::suite::run(*args),
         Command::Compare(args) => cmd::compare::run(*args),
         Command::Report(args) => cmd::report::run(*args),
+        Command::Capture(args) => cmd::capture::run(*args),
         Command::Completions { shell } => cmd::docs::completions(shell).map(|()| ExitCode::SUCCESS),
         Command::Man => cmd::docs::man().map(|()| ExitCode::SUCCESS),
     }

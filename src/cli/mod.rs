@@ -92,6 +92,10 @@ pub enum Command {
     /// against the baseline with a 95% interval and a p-value
     #[command(after_help = COMPARE_EXAMPLES)]
     Compare(Box<CompareArgs>),
+    /// Capture a real recorder's file operations as it runs: fio's iolog v3 (replayable
+    /// with fio --read_iolog) and every call with its duration beside it
+    #[command(after_help = CAPTURE_EXAMPLES)]
+    Capture(Box<CaptureArgs>),
     /// Pictures of what happened: one self-contained HTML file of any run (and of fio's
     /// JSON), several runs overlaid; PNG files of the main charts with --png
     #[command(after_help = REPORT_EXAMPLES)]
@@ -258,6 +262,26 @@ permutation test), fewer by a block bootstrap over the recordings' seconds. A ru
 failed (its result carries an error, or a lab could not reach or run on its board) is a row
 of its own saying FAILED and why, its figures in no row. Exit 0, 1 with --fail-if-worse when
 a row is significantly worse or a run failed, 2 when an input could not be read.";
+
+pub const CAPTURE_EXAMPLES: &str = "\
+Examples:
+  # GStreamer recording 10 s segments to the card, captured
+  sinkrate capture --output rec.iolog -- gst-launch-1.0 -e videotestsrc is-live=true ! \\
+      x264enc ! h264parse ! splitmuxsink location=/media/sd/seg%05d.mp4 max-size-time=10000000000
+
+  # ffmpeg's segment muxer
+  sinkrate capture -- ffmpeg -f lavfi -i testsrc=size=1280x720:rate=30 -c:v libx264 \\
+      -f segment -segment_time 10 /media/sd/seg%03d.mp4
+
+  # fio replays the trace's writes and syncs (onto the same paths)
+  fio --name=replay --read_iolog=rec.iolog --ioengine=psync
+
+The trace is fio's iolog v3 (TRACE; default capture.iolog, or capture-2.iolog... when taken);
+every call, with its thread, duration, open flags, renames and unlinks, goes to
+TRACE.calls.jsonl beside it. Both are written as calls happen: a capture cut short is
+readable up to its last call. The recorder runs under ptrace with a seccomp filter that stops
+it only at file calls; memory-mapped writes and io_uring are not seen (said when used).
+Exit: the recorder's exit code (0 when it succeeded); 2: error; 130: interrupted.";
 
 pub const TUNE_SEARCH_EXAMPLES: &str = "\
 Examples:
@@ -802,6 +826,23 @@ pub struct EnduranceArgs {
     /// Hours a day the recorder records, for the lifetime estimate (above 0, at most 24)
     #[arg(long, value_name = "HOURS", default_value_t = 24.0)]
     pub hours_per_day: f64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CaptureArgs {
+    /// The trace to write: fio's iolog v3; every call also goes to TRACE.calls.jsonl
+    /// [default: capture.iolog in this directory, or capture-2.iolog... when taken]
+    #[arg(long, value_name = "TRACE")]
+    pub output: Option<PathBuf>,
+    /// Replace TRACE and its calls file if they exist (a trace is never replaced otherwise)
+    #[arg(long)]
+    pub force: bool,
+    /// text or json: the summary on standard output
+    #[arg(long, visible_alias = "format", value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// The recorder to run and capture (after --)
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -5,6 +5,7 @@
 pub mod audit_text;
 pub mod bench;
 pub mod capacity_text;
+pub mod capture_text;
 pub mod check_text;
 pub mod compare_table;
 pub mod emulate_text;

@@ -162,7 +162,8 @@ impl Document {
             | RunKind::Tune
             | RunKind::Compare
             | RunKind::Verify
-            | RunKind::Capacity => fields(value, None),
+            | RunKind::Capacity
+            | RunKind::Capture => fields(value, None),
         })
     }
 

@@ -27,6 +27,8 @@ pub enum RunKind {
     /// `verify --capacity`: is the capacity real?
     Capacity,
     Suite,
+    /// `capture`: a recorder's file operations.
+    Capture,
 }
 
 impl RunKind {
@@ -39,7 +41,7 @@ impl RunKind {
     }
 
     /// Every kind, in the order the manual lists them.
-    pub const ALL: [RunKind; 12] = [
+    pub const ALL: [RunKind; 13] = [
         RunKind::Bench,
         RunKind::Record,
         RunKind::FindMax,
@@ -52,6 +54,7 @@ impl RunKind {
         RunKind::Verify,
         RunKind::Capacity,
         RunKind::Suite,
+        RunKind::Capture,
     ];
 
     /// The kind a result's `"kind"` names, by its name or an earlier one.
@@ -75,6 +78,7 @@ impl RunKind {
             RunKind::Verify => "verify",
             RunKind::Capacity => "capacity",
             RunKind::Suite => "suite",
+            RunKind::Capture => "capture",
         }
     }
 }

@@ -10,6 +10,7 @@
 //! back through them ([`document::Document`]), without depending on what produced it.
 
 pub mod audit;
+pub mod capture;
 pub mod check;
 pub mod document;
 pub mod envelope;

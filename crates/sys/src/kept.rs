@@ -52,7 +52,6 @@ impl Left {
     /// The regular file at `path` now (a symlink is not followed, nor a FIFO opened).
     fn at(path: &Path) -> Option<Left> {
         use std::os::unix::fs::OpenOptionsExt;
-        use std::os::unix::io::AsRawFd;
         let meta = std::fs::symlink_metadata(path)
             .ok()
             .filter(|m| m.is_file())?;
@@ -66,13 +65,7 @@ impl Left {
                 f.metadata()
                     .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
             })
-            .and_then(|f| {
-                let mut generation: libc::c_long = 0;
-                // SAFETY: FS_IOC_GETVERSION writes one long through the pointer given.
-                let rc =
-                    unsafe { libc::ioctl(f.as_raw_fd(), libc::FS_IOC_GETVERSION, &mut generation) };
-                (rc == 0).then_some(generation as u64)
-            })
+            .and_then(|f| inode_generation(&f))
             .unwrap_or(0);
         Some(Left::of(&meta, generation))
     }
@@ -307,6 +300,21 @@ pub fn keep_all<'a>(paths: impl IntoIterator<Item = &'a Path>) {
 /// [`KeptList::remove`] on this user's list.
 pub fn remove(path: &Path) -> std::io::Result<bool> {
     KeptList::for_this_user().map_or(Ok(false), |list| list.remove(path))
+}
+
+/// The inode's generation (FS_IOC_GETVERSION), where the system has it.
+#[cfg(target_os = "linux")]
+fn inode_generation(f: &std::fs::File) -> Option<u64> {
+    use std::os::unix::io::AsRawFd;
+    let mut generation: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETVERSION writes one long through the pointer given.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), libc::FS_IOC_GETVERSION, &mut generation) };
+    (rc == 0).then_some(generation as u64)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn inode_generation(_: &std::fs::File) -> Option<u64> {
+    None
 }
 
 #[cfg(test)]

@@ -293,6 +293,34 @@ pub fn new_file(
     ))
 }
 
+/// Creates `path` for an output written as it is made and kept whatever happens to the run
+/// (a capture's trace: what was written before a Ctrl-C or a kill is the trace so far).
+/// Created exclusively, as every file sinkrate makes ([`crate::owned::create_new`]): a name
+/// already taken is `AlreadyExists`, unless `replace` allows removing a regular file there
+/// first (never a symlink someone else could have planted, nor anything but a file).
+pub fn new_stream(path: &Path, replace: bool) -> io::Result<File> {
+    let how = || {
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).custom_flags(libc::O_CLOEXEC);
+        o
+    };
+    let f = match crate::owned::create_new(path, &mut how()) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && replace => {
+            followable(path)?;
+            let m = std::fs::symlink_metadata(path)?;
+            if !m.is_file() {
+                return Err(not_regular(path, kind(&m)));
+            }
+            std::fs::remove_file(path)?;
+            crate::owned::create_new(path, &mut how())?
+        }
+        other => other?,
+    };
+    // Kept: not among the files a cut-short run removes.
+    crate::owned::forget(path);
+    Ok(f)
+}
+
 /// A new temporary file beside `path`, created exclusively under a name no other process
 /// uses (this one's PID and a counter), listed among this run's files.
 fn temporary_beside(path: &Path) -> io::Result<(PathBuf, File)> {

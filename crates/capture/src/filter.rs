@@ -1,0 +1,263 @@
+//! The seccomp filter that makes the kernel stop the recorder for its tracer on file
+//! operations only (SECCOMP_RET_TRACE), and let every other system call run untouched: the
+//! recorder pays for a stop only where a write, a sync or an open is.
+//!
+//! Written as classic BPF by hand: the filter is a dozen instructions (the architecture,
+//! then the call's number against a list), and the crates that build seccomp filters do not
+//! cover all of the board targets (armv7 among them).
+
+/// Which of a call's stops the tracer needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rule {
+    Always,
+    /// Only an open that may write (its flags, argument `n`, ask for write access, creation
+    /// or truncation): the recorder's reads of its libraries and settings run untouched.
+    OpensForWrite(u32),
+    /// Only a mapping that is shared and writable (a file written through memory).
+    SharedWritableMap,
+}
+
+/// The system calls stopped for the tracer, by name: what a recorder does to its files.
+pub const TRACED: &[(&str, libc::c_long, Rule)] = &[
+    #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+    ("open", libc::SYS_open, Rule::OpensForWrite(1)),
+    #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+    ("creat", libc::SYS_creat, Rule::Always),
+    ("openat", libc::SYS_openat, Rule::OpensForWrite(2)),
+    // Its flags are in a struct the filter cannot read.
+    ("openat2", libc::SYS_openat2, Rule::Always),
+    ("close", libc::SYS_close, Rule::Always),
+    ("write", libc::SYS_write, Rule::Always),
+    ("pwrite64", libc::SYS_pwrite64, Rule::Always),
+    ("writev", libc::SYS_writev, Rule::Always),
+    ("pwritev", libc::SYS_pwritev, Rule::Always),
+    ("pwritev2", libc::SYS_pwritev2, Rule::Always),
+    ("fsync", libc::SYS_fsync, Rule::Always),
+    ("fdatasync", libc::SYS_fdatasync, Rule::Always),
+    #[cfg(not(target_arch = "arm"))]
+    ("sync_file_range", libc::SYS_sync_file_range, Rule::Always),
+    // sync_file_range2 (its arguments in the order 32-bit ARM needs), libc's name for it.
+    #[cfg(target_arch = "arm")]
+    (
+        "sync_file_range2",
+        libc::SYS_arm_sync_file_range,
+        Rule::Always,
+    ),
+    ("ftruncate", libc::SYS_ftruncate, Rule::Always),
+    #[cfg(target_arch = "arm")]
+    ("ftruncate64", libc::SYS_ftruncate64, Rule::Always),
+    ("fallocate", libc::SYS_fallocate, Rule::Always),
+    #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+    ("rename", libc::SYS_rename, Rule::Always),
+    ("renameat", libc::SYS_renameat, Rule::Always),
+    ("renameat2", libc::SYS_renameat2, Rule::Always),
+    #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+    ("unlink", libc::SYS_unlink, Rule::Always),
+    ("unlinkat", libc::SYS_unlinkat, Rule::Always),
+    // Seen only to say what cannot be seen: a file written through memory, or io_uring.
+    ("mmap", MMAP, Rule::SharedWritableMap),
+    ("io_uring_setup", libc::SYS_io_uring_setup, Rule::Always),
+];
+
+#[cfg(target_arch = "arm")]
+const MMAP: libc::c_long = libc::SYS_mmap2;
+#[cfg(not(target_arch = "arm"))]
+const MMAP: libc::c_long = libc::SYS_mmap;
+
+/// The name of a traced call's number.
+pub fn name(nr: libc::c_long) -> Option<&'static str> {
+    TRACED.iter().find(|(_, n, _)| *n == nr).map(|(s, _, _)| *s)
+}
+
+/// The architecture seccomp sees for this build's system calls (linux/audit.h); a call made
+/// through another ABI (a 32-bit program on a 64-bit kernel) is let through untraced.
+#[cfg(target_arch = "x86_64")]
+pub const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+pub const AUDIT_ARCH: u32 = 0xC000_00B7;
+#[cfg(target_arch = "arm")]
+pub const AUDIT_ARCH: u32 = 0x4000_0028;
+
+/// The opcodes used (linux/bpf_common.h): class | size or operation | source.
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const BPF_ALU_AND_K: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
+const BPF_JMP_JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+const SECCOMP_RET_TRACE: u32 = 0x7ff0_0000;
+/// Offsets in struct seccomp_data: the call's number, the architecture, and argument n's
+/// low 32 bits (little-endian boards).
+const NR_AT: u32 = 0;
+const ARCH_AT: u32 = 4;
+const fn arg_at(n: u32) -> u32 {
+    16 + 8 * n
+}
+
+fn insn(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// The instructions after a call's number matched: each ends in a return.
+fn block(rule: Rule) -> Vec<libc::sock_filter> {
+    let trace = insn(BPF_RET_K, 0, 0, SECCOMP_RET_TRACE);
+    let allow = insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW);
+    match rule {
+        Rule::Always => vec![trace],
+        Rule::OpensForWrite(n) => vec![
+            insn(BPF_LD_W_ABS, 0, 0, arg_at(n)),
+            insn(
+                BPF_ALU_AND_K,
+                0,
+                0,
+                (libc::O_ACCMODE | libc::O_CREAT | libc::O_TRUNC) as u32,
+            ),
+            // Read-only, no creation, no truncation: let it run.
+            insn(BPF_JMP_JEQ_K, 1, 0, 0),
+            trace,
+            allow,
+        ],
+        Rule::SharedWritableMap => vec![
+            insn(BPF_LD_W_ABS, 0, 0, arg_at(2)),
+            insn(BPF_ALU_AND_K, 0, 0, libc::PROT_WRITE as u32),
+            insn(BPF_JMP_JEQ_K, 4, 0, 0),
+            insn(BPF_LD_W_ABS, 0, 0, arg_at(3)),
+            insn(BPF_ALU_AND_K, 0, 0, libc::MAP_SHARED as u32),
+            insn(BPF_JMP_JEQ_K, 1, 0, 0),
+            trace,
+            allow,
+        ],
+    }
+}
+
+/// The program: the architecture, then the call's number against [`TRACED`], each with its
+/// rule; ALLOW for everything else.
+pub fn program() -> Vec<libc::sock_filter> {
+    let mut p = vec![
+        insn(BPF_LD_W_ABS, 0, 0, ARCH_AT),
+        // Another ABI's call: to ALLOW at the end (its offset set below).
+        insn(BPF_JMP_JEQ_K, 0, 0, AUDIT_ARCH),
+        insn(BPF_LD_W_ABS, 0, 0, NR_AT),
+    ];
+    for (_, nr, rule) in TRACED {
+        let b = block(*rule);
+        // Jumps are counted in instructions after the jump, in a byte.
+        assert!(b.len() < 256);
+        p.push(insn(BPF_JMP_JEQ_K, 0, b.len() as u8, *nr as u32));
+        p.extend(b);
+    }
+    p.push(insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW));
+    let to_end = p.len() - 1 - 2;
+    assert!(to_end < 256, "too many calls for one filter's jumps");
+    p[1].jf = to_end as u8;
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the program over a call as the kernel would.
+    fn run(p: &[libc::sock_filter], arch: u32, nr: u32, args: [u32; 6]) -> u32 {
+        let mut acc = 0u32;
+        let mut pc = 0usize;
+        loop {
+            let i = &p[pc];
+            match i.code {
+                BPF_LD_W_ABS => {
+                    acc = match i.k {
+                        ARCH_AT => arch,
+                        NR_AT => nr,
+                        k => args[((k - 16) / 8) as usize],
+                    }
+                }
+                BPF_ALU_AND_K => acc &= i.k,
+                BPF_JMP_JEQ_K => {
+                    pc += if acc == i.k { i.jt } else { i.jf } as usize;
+                }
+                BPF_RET_K => return i.k,
+                other => panic!("opcode {other:#x}"),
+            }
+            pc += 1;
+        }
+    }
+
+    #[test]
+    fn file_calls_stop_for_the_tracer_and_others_and_other_abis_run() {
+        let p = program();
+        let any = [0u32; 6];
+        for (name, nr, rule) in TRACED {
+            if *rule == Rule::Always {
+                assert_eq!(
+                    run(&p, AUDIT_ARCH, *nr as u32, any),
+                    SECCOMP_RET_TRACE,
+                    "{name}"
+                );
+            }
+        }
+        let openat = libc::SYS_openat as u32;
+        let flags = |f: i32| [0, 0, f as u32, 0, 0, 0];
+        assert_eq!(
+            run(
+                &p,
+                AUDIT_ARCH,
+                openat,
+                flags(libc::O_RDONLY | libc::O_CLOEXEC)
+            ),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, AUDIT_ARCH, openat, flags(libc::O_WRONLY)),
+            SECCOMP_RET_TRACE
+        );
+        assert_eq!(
+            run(&p, AUDIT_ARCH, openat, flags(libc::O_RDWR)),
+            SECCOMP_RET_TRACE
+        );
+        assert_eq!(
+            run(
+                &p,
+                AUDIT_ARCH,
+                openat,
+                flags(libc::O_RDONLY | libc::O_CREAT)
+            ),
+            SECCOMP_RET_TRACE
+        );
+        let mmap = MMAP as u32;
+        let map = |prot: i32, flags: i32| [0, 4096, prot as u32, flags as u32, 3, 0];
+        assert_eq!(
+            run(
+                &p,
+                AUDIT_ARCH,
+                mmap,
+                map(libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED)
+            ),
+            SECCOMP_RET_TRACE
+        );
+        assert_eq!(
+            run(
+                &p,
+                AUDIT_ARCH,
+                mmap,
+                map(libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE)
+            ),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, AUDIT_ARCH, mmap, map(libc::PROT_READ, libc::MAP_SHARED)),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, AUDIT_ARCH, libc::SYS_getpid as u32, any),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, AUDIT_ARCH, libc::SYS_read as u32, any),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, 0x4000_0003, libc::SYS_write as u32, any),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(name(libc::SYS_fsync), Some("fsync"));
+    }
+}

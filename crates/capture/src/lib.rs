@@ -1,0 +1,145 @@
+//! `sinkrate capture`: a recorder's file operations, captured as it runs, with no kernel
+//! module, no eBPF and no change to the recorder. The recorder runs under ptrace with a
+//! seccomp filter that stops it only at its file calls ([`filter`]); each call is read at its
+//! stop and at its exit ([`tracer`]) and written, as it happens, to fio's iolog v3 and a
+//! sidecar of what iolog cannot say ([`trace`]).
+
+#[cfg(target_os = "linux")]
+pub mod filter;
+#[cfg(target_os = "linux")]
+mod regs;
+pub mod summary;
+pub mod trace;
+#[cfg(target_os = "linux")]
+pub mod tracer;
+
+pub use trace::{read_sidecar, sidecar_path, Call, End, Header, Op, Trace, TraceWriter};
+
+/// How a capture ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Ctrl-C (or SIGTERM) came during the capture.
+    pub interrupted: bool,
+    pub end_ns: u64,
+    /// Calls written to the trace.
+    pub calls: u64,
+    /// Times the recorder was stopped for the tracer (two per call traced).
+    pub stops: u64,
+    /// What the capture could not see, each said once (a file written through a mapping,
+    /// io_uring).
+    pub unseen: Vec<String>,
+    /// The tracer's own CPU time (user + system).
+    pub tracer_cpu: std::time::Duration,
+}
+
+/// Why a capture could not run or went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("cannot start the recorder under capture: {0}")]
+    Start(std::io::Error),
+    #[error("{0}")]
+    Setup(String),
+    #[error("tracing the recorder failed: {0}")]
+    Trace(std::io::Error),
+    #[error("cannot write the trace: {0}")]
+    Write(std::io::Error),
+}
+
+use std::ffi::CString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use sinkrate_model::capture::{CaptureCost, CaptureReport};
+
+/// The program a command names: a path as given, or found on PATH as a shell would.
+pub fn find_program(name: &str) -> Result<PathBuf, String> {
+    if name.is_empty() {
+        return Err("no command given: sinkrate capture -- COMMAND [ARGS...]".into());
+    }
+    which::which(name).map_err(|_| {
+        if name.contains('/') {
+            format!("{name}: no such program (or not executable)")
+        } else {
+            format!("{name}: command not found (not on PATH)")
+        }
+    })
+}
+
+/// Captures `command` (its program already found by [`find_program`]) into an iolog and a
+/// sidecar as it runs, until it and its children have ended; the calls summed up per file.
+pub fn session<W: Write>(
+    program: &std::path::Path,
+    command: &[String],
+    iolog: W,
+    sidecar: W,
+    header: &Header,
+    stop: &AtomicBool,
+    started: &mut dyn FnMut(u32),
+) -> Result<(CaptureReport, Outcome), CaptureError> {
+    let cstr = |s: &str| {
+        CString::new(s).map_err(|_| CaptureError::Setup(format!("{s:?}: a NUL in the command")))
+    };
+    let program_c = cstr(&program.to_string_lossy())?;
+    let argv: Vec<CString> = command.iter().map(|a| cstr(a)).collect::<Result<_, _>>()?;
+    // (Written through by the tracer's sink on Linux only.)
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+    let mut writer = TraceWriter::new(iolog, sidecar, header).map_err(CaptureError::Write)?;
+    let mut summary = summary::Summary::default();
+    let t0 = Instant::now();
+    #[cfg(target_os = "linux")]
+    let outcome = tracer::run(
+        &program_c,
+        &argv,
+        &mut |c| {
+            summary.add(c);
+            writer.call(c)
+        },
+        stop,
+        t0,
+        started,
+    )?;
+    #[cfg(not(target_os = "linux"))]
+    let outcome: Outcome = {
+        let _ = (&program_c, &argv, stop, t0, started, &mut summary);
+        Err(CaptureError::Setup(
+            "capture needs Linux (ptrace and seccomp)".into(),
+        ))?
+    };
+    writer
+        .end(End {
+            end_ns: outcome.end_ns,
+            exit_code: outcome.exit_code,
+            signal: outcome.signal,
+            interrupted: outcome.interrupted,
+        })
+        .map_err(CaptureError::Write)?;
+    let duration_s = outcome.end_ns as f64 / 1e9;
+    let report = CaptureReport {
+        command: command.to_vec(),
+        trace: String::new(),
+        sidecar: String::new(),
+        duration_s,
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        interrupted: outcome.interrupted,
+        calls: outcome.calls,
+        renames: summary.renames,
+        unlinks: summary.unlinks,
+        files: summary.files(),
+        cost: CaptureCost {
+            tracer_cpu_s: outcome.tracer_cpu.as_secs_f64(),
+            tracer_cpu_pct_of_core: if duration_s > 0.0 {
+                outcome.tracer_cpu.as_secs_f64() / duration_s * 100.0
+            } else {
+                0.0
+            },
+            stops: outcome.stops,
+        },
+        unseen: outcome.unseen.clone(),
+    };
+    Ok((report, outcome))
+}

@@ -1,0 +1,333 @@
+//! The trace a capture writes: fio's iolog v3 (what `fio --read_iolog` replays) and, beside
+//! it, a sidecar of every call in JSON lines with what iolog cannot say (renames, unlinks,
+//! each call's duration, the thread, the open flags, sync_file_range). Each line is written
+//! whole as it happens, so a trace cut short (Ctrl-C, the recorder killed) is readable up to
+//! its last call.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+/// The first line of fio's iolog version 3.
+pub const IOLOG_HEADER: &str = "fio version 3 iolog";
+/// The sidecar's format version; a newer one is refused when read.
+pub const SIDECAR_VERSION: u32 = 1;
+
+/// The sidecar's name for an iolog: `TRACE.calls.jsonl`.
+pub fn sidecar_path(iolog: &std::path::Path) -> std::path::PathBuf {
+    let mut name = iolog.as_os_str().to_owned();
+    name.push(".calls.jsonl");
+    std::path::PathBuf::from(name)
+}
+
+/// What a call did to a file. Paths are absolute, as the recorder's process saw them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    Open {
+        file: String,
+        fd: i32,
+        /// O_WRONLY|O_CREAT|..., as given to the call (openat2: as the file was opened).
+        flags: String,
+    },
+    Write {
+        file: String,
+        fd: i32,
+        offset: u64,
+        /// Bytes written (the call's result).
+        len: u64,
+        /// write, pwrite64, writev, pwritev, pwritev2.
+        call: String,
+    },
+    Fsync {
+        file: String,
+        fd: i32,
+    },
+    Fdatasync {
+        file: String,
+        fd: i32,
+    },
+    SyncFileRange {
+        file: String,
+        fd: i32,
+        offset: u64,
+        len: u64,
+        flags: u32,
+    },
+    Ftruncate {
+        file: String,
+        fd: i32,
+        len: u64,
+    },
+    Fallocate {
+        file: String,
+        fd: i32,
+        mode: u32,
+        offset: u64,
+        len: u64,
+    },
+    Close {
+        file: String,
+        fd: i32,
+    },
+    Rename {
+        from: String,
+        to: String,
+    },
+    Unlink {
+        file: String,
+    },
+    /// A file mapped shared and writable: what is written through the mapping is not seen.
+    MappedForWrite {
+        file: String,
+        len: u64,
+    },
+    /// io_uring set up: what goes through its rings is not seen.
+    IoUring,
+}
+
+impl Op {
+    /// The file the call was on (a rename's new name).
+    pub fn file(&self) -> Option<&str> {
+        match self {
+            Op::Open { file, .. }
+            | Op::Write { file, .. }
+            | Op::Fsync { file, .. }
+            | Op::Fdatasync { file, .. }
+            | Op::SyncFileRange { file, .. }
+            | Op::Ftruncate { file, .. }
+            | Op::Fallocate { file, .. }
+            | Op::Close { file, .. }
+            | Op::Unlink { file }
+            | Op::MappedForWrite { file, .. } => Some(file),
+            Op::Rename { to, .. } => Some(to),
+            Op::IoUring => None,
+        }
+    }
+}
+
+/// One call: when it started (ns since the capture started), how long it took, which
+/// thread made it, what it did; `errno` when it failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    pub t_ns: u64,
+    pub dur_ns: u64,
+    pub tid: i32,
+    #[serde(flatten)]
+    pub op: Op,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<i32>,
+}
+
+/// The sidecar's first line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// The sidecar's format version ([`SIDECAR_VERSION`]).
+    pub sinkrate_trace: u32,
+    pub command: Vec<String>,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub arch: String,
+    pub kernel: Option<String>,
+    pub tool_version: String,
+}
+
+/// The sidecar's last line, when the capture ended in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    pub end_ns: u64,
+    /// The recorder's exit code, or the signal that ended it (as 128 + signal).
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub interrupted: bool,
+}
+
+/// The sidecar's last line: `{"end": {...}}`.
+#[derive(Serialize)]
+struct EndLine<'a> {
+    end: &'a End,
+}
+
+/// An iolog file name: fio reads names with `%256s` (no white space, at most 256 bytes).
+/// Others are written with their white space and '%' as %XX (the sidecar keeps the name).
+pub fn iolog_name(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if c.is_whitespace() || c == '%' {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Writes the two files as calls come: the iolog's lines (add, open, write, sync, datasync,
+/// close) and the sidecar's (every call). Each line goes out whole in one write.
+pub struct TraceWriter<W: Write> {
+    iolog: W,
+    sidecar: W,
+    /// Files the iolog has `add`ed, and whether each is open in it.
+    added: std::collections::HashMap<String, bool>,
+    pub calls: u64,
+}
+
+impl<W: Write> TraceWriter<W> {
+    pub fn new(mut iolog: W, mut sidecar: W, header: &Header) -> io::Result<TraceWriter<W>> {
+        iolog.write_all(format!("{IOLOG_HEADER}\n").as_bytes())?;
+        let mut line = serde_json::to_string(header).map_err(io::Error::other)?;
+        line.push('\n');
+        sidecar.write_all(line.as_bytes())?;
+        Ok(TraceWriter {
+            iolog,
+            sidecar,
+            added: Default::default(),
+            calls: 0,
+        })
+    }
+
+    pub fn call(&mut self, c: &Call) -> io::Result<()> {
+        let mut line = serde_json::to_string(c).map_err(io::Error::other)?;
+        line.push('\n');
+        self.sidecar.write_all(line.as_bytes())?;
+        self.calls += 1;
+        if c.errno.is_none() {
+            self.iolog_lines(c)?;
+        }
+        Ok(())
+    }
+
+    /// The iolog's name for `file`, with an `add` (first sight) and an `open` (when it is not
+    /// open in the iolog) put in `out` first.
+    fn opened(&mut self, out: &mut String, us: u64, file: &str) -> String {
+        let name = iolog_name(file);
+        match self.added.get(file) {
+            None => out.push_str(&format!("{us} {name} add\n{us} {name} open\n")),
+            Some(false) => out.push_str(&format!("{us} {name} open\n")),
+            Some(true) => return name,
+        }
+        self.added.insert(file.to_string(), true);
+        name
+    }
+
+    fn iolog_lines(&mut self, c: &Call) -> io::Result<()> {
+        let us = c.t_ns / 1000;
+        let mut out = String::new();
+        match &c.op {
+            // A second open of a file open in the iolog is the same file to fio.
+            Op::Open { file, .. } => {
+                self.opened(&mut out, us, file);
+            }
+            Op::Write {
+                file, offset, len, ..
+            } if *len > 0 => {
+                let name = self.opened(&mut out, us, file);
+                out.push_str(&format!("{us} {name} write {offset} {len}\n"));
+            }
+            Op::Fsync { file, .. } => {
+                let name = self.opened(&mut out, us, file);
+                out.push_str(&format!("{us} {name} sync 0 0\n"));
+            }
+            Op::Fdatasync { file, .. } => {
+                let name = self.opened(&mut out, us, file);
+                out.push_str(&format!("{us} {name} datasync 0 0\n"));
+            }
+            Op::Close { file, .. } if self.added.get(file.as_str()) == Some(&true) => {
+                out.push_str(&format!("{us} {} close\n", iolog_name(file)));
+                self.added.insert(file.clone(), false);
+            }
+            _ => {}
+        }
+        if !out.is_empty() {
+            self.iolog.write_all(out.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The last line; the files open in the iolog are closed there (fio closes them anyway).
+    pub fn end(mut self, end: End) -> io::Result<()> {
+        let us = end.end_ns / 1000;
+        let mut out = String::new();
+        let mut open: Vec<&String> = self
+            .added
+            .iter()
+            .filter(|(_, o)| **o)
+            .map(|(f, _)| f)
+            .collect();
+        open.sort();
+        for f in open {
+            out.push_str(&format!("{us} {} close\n", iolog_name(f)));
+        }
+        self.iolog.write_all(out.as_bytes())?;
+        let mut line = serde_json::to_string(&EndLine { end: &end }).map_err(io::Error::other)?;
+        line.push('\n');
+        self.sidecar.write_all(line.as_bytes())?;
+        self.iolog.flush()?;
+        self.sidecar.flush()
+    }
+}
+
+/// A sidecar read back: its header, calls, and end (None when the capture was cut short).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    pub header: Header,
+    pub calls: Vec<Call>,
+    pub end: Option<End>,
+}
+
+/// Why a trace cannot be read: one line, with the line number where it applies.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ReadError {
+    #[error("empty trace: no header line")]
+    Empty,
+    #[error("line 1: not a sinkrate trace header ({0})")]
+    NoHeader(String),
+    #[error("line 1: trace format {found}, newer than this sinkrate reads ({SIDECAR_VERSION}): use a newer sinkrate")]
+    Newer { found: u32 },
+    #[error("line {line}: {what}")]
+    Bad { line: usize, what: String },
+}
+
+/// Reads a sidecar. A last line cut short (a capture killed mid-write) is dropped; any other
+/// malformed line is an error naming it.
+pub fn read_sidecar(text: &str) -> Result<Trace, ReadError> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, first) = lines.next().ok_or(ReadError::Empty)?;
+    let value: serde_json::Value =
+        serde_json::from_str(first).map_err(|e| ReadError::NoHeader(e.to_string()))?;
+    if let Some(v) = value.get("sinkrate_trace").and_then(|v| v.as_u64()) {
+        if v > SIDECAR_VERSION as u64 {
+            return Err(ReadError::Newer { found: v as u32 });
+        }
+    }
+    let header: Header =
+        serde_json::from_value(value).map_err(|e| ReadError::NoHeader(e.to_string()))?;
+    let mut calls = Vec::new();
+    let mut end = None;
+    let rest: Vec<(usize, &str)> = lines.collect();
+    let last = rest.len().saturating_sub(1);
+    for (k, (i, l)) in rest.iter().enumerate() {
+        let bad = |what: String| ReadError::Bad { line: i + 1, what };
+        let value: serde_json::Value = match serde_json::from_str(l) {
+            Ok(v) => v,
+            // A line cut short at the end is a capture killed while writing it.
+            Err(_) if k == last && !text.ends_with('\n') => continue,
+            Err(e) => return Err(bad(format!("not JSON: {e}"))),
+        };
+        if value.get("sinkrate_trace").is_some() {
+            return Err(bad("a second header".into()));
+        }
+        if let Some(e) = value.get("end") {
+            end = Some(End::deserialize(e).map_err(|e| bad(e.to_string()))?);
+            continue;
+        }
+        calls.push(Call::deserialize(&value).map_err(|e| bad(e.to_string()))?);
+    }
+    Ok(Trace { header, calls, end })
+}

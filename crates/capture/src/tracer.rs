@@ -1,0 +1,558 @@
+//! The tracer: starts the recorder stopped, has the kernel stop it (and every thread and
+//! child it makes) only at the file calls of [`crate::filter`], reads each call at its
+//! seccomp stop and at its exit, and hands it to the trace as it happens.
+//!
+//! How a call is read: the seccomp stop (before the call runs) gives its number and
+//! arguments, and, for a close, a rename or an unlink, the names it is about to change; the
+//! syscall-exit stop gives its result, and the file's name (/proc/TID/fd/N) and position
+//! (/proc/TID/fdinfo/N, for a write that moved it). The call's duration is the time from
+//! letting it run to its exit stop: the call itself and the tracer's wake-up (tens of µs).
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::ptrace;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{ForkResult, Pid};
+
+use crate::filter;
+use crate::regs;
+use crate::trace::{Call, Op};
+use crate::{CaptureError, Outcome};
+
+fn io(e: Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e as i32)
+}
+
+/// A call between its seccomp stop and its exit.
+struct Pending {
+    nr: libc::c_long,
+    args: [u64; 6],
+    started: Instant,
+    /// Names read before the call ran: a close's file, a rename's two, an unlink's.
+    before: Before,
+}
+
+enum Before {
+    /// Not the recorder's output (a pipe, a file read only): let it run, no exit stop.
+    Skip,
+    /// Wanted at its exit (an open, whose file is known only then).
+    Nothing,
+    File(String),
+    Rename(String, String),
+}
+
+/// A file descriptor's file, when it is a regular file: its absolute path.
+fn fd_file(tid: Pid, fd: i32, regular: &mut HashMap<String, bool>) -> Option<String> {
+    if fd < 0 {
+        return None;
+    }
+    let link = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
+    let mut path = link.to_string_lossy().into_owned();
+    // Pipes, sockets and anonymous inodes are not paths.
+    if !path.starts_with('/') {
+        return None;
+    }
+    if let Some(p) = path.strip_suffix(" (deleted)") {
+        path = p.to_string();
+    }
+    let is_file = *regular.entry(path.clone()).or_insert_with(|| {
+        std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).is_ok_and(|m| m.is_file())
+    });
+    is_file.then_some(path)
+}
+
+/// A descriptor's position (/proc/TID/fdinfo/N's `pos:`).
+fn fd_pos(tid: Pid, fd: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("pos:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A NUL-terminated string in the tracee's memory, read a page's piece at a time.
+fn read_string(tid: Pid, addr: u64) -> Option<String> {
+    use nix::sys::uio::{process_vm_readv, RemoteIoVec};
+    let mut out = Vec::new();
+    let mut at = addr as usize;
+    while out.len() < libc::PATH_MAX as usize {
+        // Never across a page: the next page may not be mapped.
+        let n = 4096 - (at % 4096);
+        let mut buf = vec![0u8; n];
+        let got = process_vm_readv(
+            tid,
+            &mut [std::io::IoSliceMut::new(&mut buf)],
+            &[RemoteIoVec { base: at, len: n }],
+        )
+        .ok()?;
+        if let Some(end) = buf[..got].iter().position(|b| *b == 0) {
+            out.extend_from_slice(&buf[..end]);
+            return Some(String::from_utf8_lossy(&out).into_owned());
+        }
+        out.extend_from_slice(&buf[..got]);
+        at += got;
+        if got == 0 {
+            return None;
+        }
+    }
+    None
+}
+
+/// A path argument made absolute as the tracee sees it: relative to its working directory
+/// (AT_FDCWD) or to the directory `dirfd`, its directory's links resolved.
+fn absolute(tid: Pid, dirfd: i64, path: &str) -> String {
+    let joined = if path.starts_with('/') {
+        std::path::PathBuf::from(path)
+    } else {
+        let base = if dirfd == libc::AT_FDCWD as i64 {
+            std::fs::read_link(format!("/proc/{tid}/cwd"))
+        } else {
+            std::fs::read_link(format!("/proc/{tid}/fd/{dirfd}"))
+        };
+        match base {
+            Ok(b) => b.join(path),
+            Err(_) => std::path::PathBuf::from(path),
+        }
+    };
+    // The directory as the open's /proc link names it (links resolved), the name kept.
+    match (joined.parent(), joined.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|d| d.join(name))
+            .unwrap_or(joined.clone()),
+        _ => joined,
+    }
+    .to_string_lossy()
+    .into_owned()
+}
+
+/// A 64-bit offset argument at `i`: one register on a 64-bit board, a low and a high half
+/// on a 32-bit one.
+fn off(args: &[u64; 6], i: usize) -> u64 {
+    if cfg!(target_pointer_width = "64") {
+        args[i]
+    } else {
+        (args[i] & 0xffff_ffff) | (args.get(i + 1).copied().unwrap_or(0) << 32)
+    }
+}
+
+/// Open flags in words: the access mode and the flags that change how data reaches the disk.
+pub fn flag_words(flags: i32) -> String {
+    let mut w = vec![match flags & libc::O_ACCMODE {
+        libc::O_RDONLY => "O_RDONLY",
+        libc::O_WRONLY => "O_WRONLY",
+        _ => "O_RDWR",
+    }];
+    for (f, name) in [
+        (libc::O_CREAT, "O_CREAT"),
+        (libc::O_EXCL, "O_EXCL"),
+        (libc::O_TRUNC, "O_TRUNC"),
+        (libc::O_APPEND, "O_APPEND"),
+        (libc::O_DIRECT, "O_DIRECT"),
+        (libc::O_SYNC, "O_SYNC"),
+        (libc::O_DSYNC, "O_DSYNC"),
+        (libc::O_TMPFILE & !libc::O_DIRECTORY, "O_TMPFILE"),
+    ] {
+        // O_SYNC holds O_DSYNC's bit: named once.
+        if flags & f == f && !(name == "O_DSYNC" && flags & libc::O_SYNC == libc::O_SYNC) {
+            w.push(name);
+        }
+    }
+    w.join("|")
+}
+
+struct Tracer {
+    t0: Instant,
+    regular: HashMap<String, bool>,
+    unseen: Vec<String>,
+}
+
+impl Tracer {
+    fn ns(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.t0).as_nanos() as u64
+    }
+
+    fn note_unseen(&mut self, what: String) {
+        if !self.unseen.contains(&what) {
+            self.unseen.push(what);
+        }
+    }
+
+    /// What must be read before the call runs, or [`Before::Skip`] for a call on something
+    /// that is not the recorder's output.
+    fn before(&mut self, tid: Pid, name: &str, a: &[u64; 6]) -> Before {
+        let fd = a[0] as i32;
+        let file_of = |t: &mut Self, fd: i32| {
+            fd_file(tid, fd, &mut t.regular).map_or(Before::Skip, Before::File)
+        };
+        match name {
+            "open" | "creat" | "openat" | "openat2" | "io_uring_setup" => Before::Nothing,
+            // A file opened for reading only is not the recorder's output.
+            "close" => match fdinfo_flags(tid, fd) {
+                Some(f) if f & libc::O_ACCMODE != libc::O_RDONLY => file_of(self, fd),
+                _ => Before::Skip,
+            },
+            "mmap" => file_of(self, a[4] as i32),
+            "rename" => match (read_string(tid, a[0]), read_string(tid, a[1])) {
+                (Some(f), Some(t)) => Before::Rename(
+                    absolute(tid, libc::AT_FDCWD as i64, &f),
+                    absolute(tid, libc::AT_FDCWD as i64, &t),
+                ),
+                _ => Before::Skip,
+            },
+            "renameat" | "renameat2" => match (read_string(tid, a[1]), read_string(tid, a[3])) {
+                (Some(f), Some(t)) => Before::Rename(
+                    absolute(tid, a[0] as i32 as i64, &f),
+                    absolute(tid, a[2] as i32 as i64, &t),
+                ),
+                _ => Before::Skip,
+            },
+            "unlink" => read_string(tid, a[0])
+                .map(|p| Before::File(absolute(tid, libc::AT_FDCWD as i64, &p)))
+                .unwrap_or(Before::Skip),
+            "unlinkat" if a[2] as i32 & libc::AT_REMOVEDIR == 0 => read_string(tid, a[1])
+                .map(|p| Before::File(absolute(tid, a[0] as i32 as i64, &p)))
+                .unwrap_or(Before::Skip),
+            "unlinkat" => Before::Skip,
+            // The write family, the syncs, truncate and fallocate: on their descriptor.
+            _ => file_of(self, fd),
+        }
+    }
+
+    /// The call at its exit, as the trace has it; None for a call on something other than
+    /// a regular file.
+    fn call(&mut self, tid: Pid, p: Pending, ret: i64, ended: Instant) -> Option<Call> {
+        let name = filter::name(p.nr)?;
+        let a = &p.args;
+        // The descriptor's file, read before the call ran.
+        let known = match &p.before {
+            Before::File(f) => Some(f.clone()),
+            _ => None,
+        };
+        let fd = a[0] as i32;
+        let errno = (ret < 0).then_some(-ret as i32);
+        let ok = ret >= 0;
+        let op = match name {
+            "open" | "creat" | "openat" | "openat2" => {
+                if !ok {
+                    return None;
+                }
+                let file = fd_file(tid, ret as i32, &mut self.regular)?;
+                let flags = match name {
+                    "open" => a[1] as i32,
+                    "creat" => libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+                    "openat" => a[2] as i32,
+                    // openat2's flags are in a struct; the file's flags as opened instead.
+                    _ => fdinfo_flags(tid, ret as i32).unwrap_or(0),
+                };
+                // Read only (an openat2 the filter could not tell): not the recorder's output.
+                if flags & (libc::O_ACCMODE | libc::O_CREAT | libc::O_TRUNC) == 0 {
+                    return None;
+                }
+                Op::Open {
+                    file,
+                    fd: ret as i32,
+                    flags: flag_words(flags),
+                }
+            }
+            "write" | "writev" | "pwrite64" | "pwritev" | "pwritev2" => {
+                let file = known?;
+                let len = ret.max(0) as u64;
+                let positional = match name {
+                    "pwrite64" => Some(if cfg!(target_pointer_width = "64") {
+                        a[3]
+                    } else {
+                        off(a, 4)
+                    }),
+                    "pwritev" => Some(off(a, 3)),
+                    // pwritev2 at offset -1 writes at the position, as writev.
+                    "pwritev2" => Some(off(a, 3)).filter(|o| *o != u64::MAX),
+                    _ => None,
+                };
+                let offset = match positional {
+                    Some(o) => o,
+                    None => fd_pos(tid, fd).map_or(0, |pos| pos.saturating_sub(len)),
+                };
+                Op::Write {
+                    file,
+                    fd,
+                    offset,
+                    len,
+                    call: name.to_string(),
+                }
+            }
+            "fsync" => Op::Fsync { file: known?, fd },
+            "fdatasync" => Op::Fdatasync { file: known?, fd },
+            "sync_file_range" => Op::SyncFileRange {
+                file: known?,
+                fd,
+                offset: a[1],
+                len: a[2],
+                flags: a[3] as u32,
+            },
+            "sync_file_range2" => Op::SyncFileRange {
+                file: known?,
+                fd,
+                offset: off(a, 2),
+                len: off(a, 4),
+                flags: a[1] as u32,
+            },
+            "ftruncate" => Op::Ftruncate {
+                file: known?,
+                fd,
+                len: a[1],
+            },
+            "ftruncate64" => Op::Ftruncate {
+                file: known?,
+                fd,
+                len: off(a, 2),
+            },
+            "fallocate" => Op::Fallocate {
+                file: known?,
+                fd,
+                mode: a[1] as u32,
+                offset: off(a, 2),
+                len: if cfg!(target_pointer_width = "64") {
+                    a[3]
+                } else {
+                    off(a, 4)
+                },
+            },
+            "close" => match p.before {
+                Before::File(file) => Op::Close { file, fd },
+                _ => return None,
+            },
+            "rename" | "renameat" | "renameat2" => match p.before {
+                Before::Rename(from, to) => Op::Rename { from, to },
+                _ => return None,
+            },
+            "unlink" | "unlinkat" => match p.before {
+                Before::File(file) => Op::Unlink { file },
+                _ => return None,
+            },
+            "mmap" => {
+                let shared_write =
+                    a[2] as i32 & libc::PROT_WRITE != 0 && a[3] as i32 & libc::MAP_SHARED != 0;
+                match (ok, shared_write, known) {
+                    (true, true, Some(file)) => {
+                        self.note_unseen(format!(
+                            "{file} was mapped shared and writable: what is written through the mapping is not in the trace"
+                        ));
+                        Op::MappedForWrite { file, len: a[1] }
+                    }
+                    _ => return None,
+                }
+            }
+            "io_uring_setup" => {
+                if !ok {
+                    return None;
+                }
+                self.note_unseen(
+                    "the recorder set up io_uring: what it writes through io_uring is not in the trace".into(),
+                );
+                Op::IoUring
+            }
+            _ => return None,
+        };
+        Some(Call {
+            t_ns: self.ns(p.started),
+            dur_ns: ended.saturating_duration_since(p.started).as_nanos() as u64,
+            tid: tid.as_raw(),
+            op,
+            errno,
+        })
+    }
+}
+
+fn fdinfo_flags(tid: Pid, fd: i32) -> Option<i32> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
+}
+
+/// This process's CPU time so far (user + system).
+fn own_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Runs `program` with `argv` under capture until it and every process it made have ended,
+/// handing each call to `sink` as it returns. `started` gets the recorder's pid once it runs; `stop` is
+/// the interrupt flag (the recorder, in the same process group, gets the same Ctrl-C and ends
+/// in its own way; the capture goes on until it has).
+pub fn run(
+    program: &CString,
+    argv: &[CString],
+    sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
+    stop: &AtomicBool,
+    t0: Instant,
+    started: &mut dyn FnMut(u32),
+) -> Result<Outcome, CaptureError> {
+    let prog = filter::program();
+    let fprog = libc::sock_fprog {
+        len: prog.len() as libc::c_ushort,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let cpu0 = own_cpu();
+    // SAFETY: the child calls only async-signal-safe functions (ptrace, raise, prctl,
+    // execv, _exit) on memory prepared before the fork.
+    let child = match unsafe { nix::unistd::fork() }.map_err(|e| CaptureError::Start(io(e)))? {
+        ForkResult::Child => unsafe {
+            if libc::ptrace(libc::PTRACE_TRACEME as _, 0, 0, 0) == -1 {
+                libc::_exit(126);
+            }
+            // Stopped until the tracer has set its options: a traced call made before
+            // that would fail with ENOSYS instead of stopping.
+            libc::raise(libc::SIGSTOP);
+            // Without root, a filter needs no_new_privs (a set-user-ID program then runs
+            // without its privileges).
+            if !root && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                libc::_exit(126);
+            }
+            if libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &fprog as *const libc::sock_fprog as libc::c_ulong,
+                0,
+                0,
+            ) != 0
+            {
+                libc::_exit(126);
+            }
+            libc::execv(program.as_ptr(), argv_ptrs.as_ptr());
+            libc::_exit(127);
+        },
+        ForkResult::Parent { child } => child,
+    };
+    match waitpid(child, None).map_err(|e| CaptureError::Start(io(e)))? {
+        WaitStatus::Stopped(_, Signal::SIGSTOP) => {}
+        other => {
+            return Err(CaptureError::Setup(format!(
+                "the recorder did not stop for its tracer: {other:?}"
+            )))
+        }
+    }
+    let options = ptrace::Options::PTRACE_O_TRACESYSGOOD
+        | ptrace::Options::PTRACE_O_TRACESECCOMP
+        | ptrace::Options::PTRACE_O_TRACECLONE
+        | ptrace::Options::PTRACE_O_TRACEFORK
+        | ptrace::Options::PTRACE_O_TRACEVFORK
+        | ptrace::Options::PTRACE_O_TRACEEXEC
+        // The recorder ends with the capture: left running with the filter and no tracer,
+        // its file calls would fail (ENOSYS).
+        | ptrace::Options::PTRACE_O_EXITKILL;
+    ptrace::setoptions(child, options).map_err(|e| CaptureError::Start(io(e)))?;
+    ptrace::cont(child, None).map_err(|e| CaptureError::Start(io(e)))?;
+    started(child.as_raw() as u32);
+
+    let mut t = Tracer {
+        t0,
+        regular: HashMap::new(),
+        unseen: Vec::new(),
+    };
+    let mut out = Outcome::default();
+    let mut pending: HashMap<Pid, Pending> = HashMap::new();
+    let mut known: HashSet<Pid> = HashSet::from([child]);
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            out.interrupted = true;
+        }
+        let status = match waitpid(None, Some(WaitPidFlag::__WALL)) {
+            Ok(s) => s,
+            Err(Errno::ECHILD) => break,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(CaptureError::Trace(io(e))),
+        };
+        // A thread may die between its stop and the tracer's request (ESRCH): it is gone.
+        match status {
+            WaitStatus::PtraceEvent(tid, _, ev) if ev == libc::PTRACE_EVENT_SECCOMP => {
+                out.stops += 1;
+                known.insert(tid);
+                let Ok((nr, args)) = regs::entry(tid) else {
+                    continue;
+                };
+                let before = match filter::name(nr) {
+                    Some(name) => t.before(tid, name, &args),
+                    None => Before::Skip,
+                };
+                if matches!(before, Before::Skip) {
+                    // Nothing to learn at its exit: one stop instead of two.
+                    let _ = ptrace::cont(tid, None);
+                    continue;
+                }
+                let started = Instant::now();
+                pending.insert(
+                    tid,
+                    Pending {
+                        nr,
+                        args,
+                        started,
+                        before,
+                    },
+                );
+                // To its exit stop.
+                let _ = ptrace::syscall(tid, None);
+            }
+            WaitStatus::PtraceSyscall(tid) => {
+                let ended = Instant::now();
+                out.stops += 1;
+                let call = match (pending.remove(&tid), regs::result(tid)) {
+                    (Some(p), Ok(ret)) => t.call(tid, p, ret, ended),
+                    _ => None,
+                };
+                let _ = ptrace::cont(tid, None);
+                if let Some(c) = call {
+                    out.calls += 1;
+                    sink(&c).map_err(CaptureError::Write)?;
+                }
+            }
+            WaitStatus::PtraceEvent(tid, _, _) => {
+                known.insert(tid);
+                let _ = ptrace::cont(tid, None);
+            }
+            WaitStatus::Stopped(tid, sig) => {
+                if sig == Signal::SIGSTOP && known.insert(tid) {
+                    // A new thread's or child's first stop, made by the attach itself.
+                    let _ = ptrace::cont(tid, None);
+                } else {
+                    // A signal for the recorder: delivered.
+                    let _ = ptrace::cont(tid, Some(sig));
+                }
+            }
+            WaitStatus::Exited(tid, code) => {
+                pending.remove(&tid);
+                if tid == child {
+                    out.exit_code = Some(code);
+                }
+            }
+            WaitStatus::Signaled(tid, sig, _) => {
+                pending.remove(&tid);
+                if tid == child {
+                    out.signal = Some(sig as i32);
+                }
+            }
+            _ => {}
+        }
+    }
+    if stop.load(Ordering::SeqCst) {
+        out.interrupted = true;
+    }
+    out.end_ns = t.ns(Instant::now());
+    out.unseen = t.unseen;
+    out.tracer_cpu = own_cpu().saturating_sub(cpu0);
+    Ok(out)
+}

@@ -1,0 +1,152 @@
+//! `sinkrate capture -- COMMAND`: the recorder's program found and the trace's two files
+//! made before anything runs, a capture session (crates/capture), its summary rendered.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Result};
+use sinkrate_capture::trace::{sidecar_path, Header, SIDECAR_VERSION};
+use sinkrate_model::{Envelope, RunKind, TOOL_VERSION};
+
+use crate::cli::values::OutputFormat;
+use crate::cli::CaptureArgs;
+use crate::export::capture_text::CaptureText;
+use crate::export::{Exporter, Json};
+
+/// The trace's two files, made exclusively: TRACE as given (replaced only with --force), or
+/// the first free capture.iolog, capture-2.iolog... here.
+fn open_trace(
+    given: Option<&Path>,
+    force: bool,
+) -> Result<(PathBuf, std::fs::File, std::fs::File)> {
+    use sinkrate_sys::output::new_stream;
+    let taken = |p: &Path| {
+        anyhow!(
+            "{} exists: a trace is never replaced without --force (or give --output another name)",
+            p.display()
+        )
+    };
+    if let Some(path) = given {
+        let sidecar = sidecar_path(path);
+        crate::check_outputs(
+            &[("--output", Some(path)), ("--output", Some(&sidecar))],
+            &[],
+        )?;
+        if !force {
+            for p in [path, sidecar.as_path()] {
+                if std::fs::symlink_metadata(p).is_ok() {
+                    return Err(taken(p));
+                }
+            }
+        }
+        let made = |p: &Path| {
+            new_stream(p, force).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => taken(p),
+                _ => anyhow!("--output {}: {e}", p.display()),
+            })
+        };
+        let iolog = made(path)?;
+        let calls = match made(&sidecar) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+        };
+        return Ok((path.to_path_buf(), iolog, calls));
+    }
+    for n in 1..1000 {
+        let path = PathBuf::from(if n == 1 {
+            "capture.iolog".to_string()
+        } else {
+            format!("capture-{n}.iolog")
+        });
+        let sidecar = sidecar_path(&path);
+        let iolog = match new_stream(&path, false) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(anyhow!("{}: {e}", path.display())),
+        };
+        match new_stream(&sidecar, false) {
+            Ok(calls) => return Ok((path, iolog, calls)),
+            Err(e) => {
+                // Only the file just made goes, and only while it is still the one made.
+                let _ = std::fs::remove_file(&path);
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    return Err(anyhow!("{}: {e}", sidecar.display()));
+                }
+            }
+        }
+    }
+    Err(anyhow!(
+        "no free name for capture.iolog here: give --output TRACE"
+    ))
+}
+
+pub fn run(args: CaptureArgs) -> Result<ExitCode> {
+    let program = sinkrate_capture::find_program(&args.command[0]).map_err(|e| anyhow!(e))?;
+    let (trace, iolog, calls) = open_trace(args.output.as_deref(), args.force)?;
+    let stop = crate::interrupt_flag()?;
+    let started_ms = sinkrate_sys::host::unix_ms_now();
+    let host = sinkrate_sys::host::host_facts();
+    let header = Header {
+        sinkrate_trace: SIDECAR_VERSION,
+        command: args.command.clone(),
+        started_at: sinkrate_model::envelope::rfc3339(started_ms),
+        arch: std::env::consts::ARCH.to_string(),
+        kernel: host.kernel.clone(),
+        tool_version: TOOL_VERSION.to_string(),
+    };
+    let line = args.command.join(" ");
+    let mut pid = None;
+    let captured = sinkrate_capture::session(
+        &program,
+        &args.command,
+        iolog,
+        calls,
+        &header,
+        &stop,
+        &mut |p| {
+            pid = Some(p);
+            sinkrate_sys::children::started(p, &line);
+        },
+    );
+    if let Some(p) = pid {
+        sinkrate_sys::children::ended(p);
+    }
+    let (mut report, _) = captured.map_err(|e| {
+        anyhow!(
+            "{e} (the trace so far is in {} and {})",
+            trace.display(),
+            sidecar_path(&trace).display()
+        )
+    })?;
+    report.trace = trace.display().to_string();
+    report.sidecar = sidecar_path(&trace).display().to_string();
+    let interrupted = report.interrupted;
+    let exit_code = report.exit_code;
+    let signal = report.signal;
+    let mut run = Envelope::new(RunKind::Capture, host, started_ms, report);
+    run.interrupted = interrupted;
+    if exit_code == Some(127) && run.result.calls == 0 {
+        run.error = Some(sinkrate_model::RunError {
+            what: format!("{}: could not be started", args.command[0]),
+            at_s: None,
+        });
+    }
+    let body = match args.output_format {
+        OutputFormat::Json => Json.export(&run)?,
+        OutputFormat::Text => CaptureText.export(&run)?,
+    };
+    crate::write_stdout(&body)?;
+    if let Some(e) = &run.error {
+        eprintln!("sinkrate: error: {}", e.what);
+        return Ok(ExitCode::from(2));
+    }
+    Ok(match (exit_code, signal) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, _) if interrupted => ExitCode::from(130),
+        (None, Some(s)) => ExitCode::from((128 + s).clamp(0, 255) as u8),
+        (None, None) => ExitCode::from(2),
+    })
+}

@@ -1,0 +1,92 @@
+//! `sinkrate capture`'s summary: what ran and how it ended, where the trace is, each file the
+//! recorder wrote, and what the capture cost it.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+use sinkrate_model::capture::CaptureReport;
+use sinkrate_model::Envelope;
+
+use super::Exporter;
+
+pub struct CaptureText;
+
+fn ms(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
+}
+
+impl Exporter<Envelope<CaptureReport>> for CaptureText {
+    fn export(&self, run: &Envelope<CaptureReport>) -> Result<Vec<u8>> {
+        let r = &run.result;
+        let mut o = String::new();
+        let ended = match (r.exit_code, r.signal) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(s)) => format!("killed by signal {s}"),
+            (None, None) => "end unknown".into(),
+        };
+        writeln!(
+            o,
+            "sinkrate capture  {}\n  ran {:.1} s, {ended}{}\n",
+            r.command.join(" "),
+            r.duration_s,
+            if r.interrupted { ", interrupted" } else { "" }
+        )?;
+        writeln!(
+            o,
+            "  trace   {}   (fio --name=replay --read_iolog={} replays it)",
+            r.trace, r.trace
+        )?;
+        writeln!(o, "  calls   {}   ({} calls)\n", r.sidecar, r.calls)?;
+        if r.files.is_empty() {
+            writeln!(o, "  no file was written")?;
+        } else {
+            let width = r
+                .files
+                .iter()
+                .map(|f| f.file.len())
+                .max()
+                .unwrap_or(4)
+                .max(4);
+            writeln!(
+                o,
+                "  {:<width$}  {:>7}  {:>9}  {:>9}  {:>6}  {:>9}  {:>24}  flags",
+                "file", "writes", "MB", "size MB", "fsync", "fdatasync", "write p50/p99/max ms"
+            )?;
+            for f in &r.files {
+                writeln!(
+                    o,
+                    "  {:<width$}  {:>7}  {:>9.2}  {:>9.2}  {:>6}  {:>9}  {:>24}  {}{}",
+                    f.file,
+                    f.writes,
+                    f.bytes as f64 / 1e6,
+                    f.size as f64 / 1e6,
+                    f.fsyncs,
+                    f.fdatasyncs,
+                    format!(
+                        "{}/{}/{}",
+                        ms(f.write_p50_ms),
+                        ms(f.write_p99_ms),
+                        ms(f.write_max_ms)
+                    ),
+                    f.open_flags.join("|"),
+                    if f.unlinked { " (removed)" } else { "" }
+                )?;
+            }
+        }
+        if r.renames + r.unlinks > 0 {
+            writeln!(o, "  renames {}, unlinks {}", r.renames, r.unlinks)?;
+        }
+        writeln!(
+            o,
+            "\n  cost    the tracer's CPU {:.2} s ({:.2}% of a core); the recorder stopped {} times for it",
+            r.cost.tracer_cpu_s, r.cost.tracer_cpu_pct_of_core, r.cost.stops
+        )?;
+        for u in &r.unseen {
+            writeln!(o, "  not seen: {u}")?;
+        }
+        if let Some(e) = &run.error {
+            writeln!(o, "\n  the capture failed: {}", e.what)?;
+        }
+        Ok(o.into_bytes())
+    }
+}
