@@ -520,9 +520,9 @@ pub struct RecordArgs {
     /// (write zeros first, then overwrite: seed 002)
     #[arg(long, value_enum, default_value_t = PreallocArg::Fallocate)]
     pub preallocate_mode: PreallocArg,
-    /// How long to record
-    #[arg(long, default_value = "30s", value_parser = values::duration_value)]
-    pub duration: std::time::Duration,
+    /// How long to record [default: 30s; with --replay, the trace's length]
+    #[arg(long, value_parser = values::duration_value)]
+    pub duration: Option<std::time::Duration>,
     /// Write calls slower than this are listed as stalls
     #[arg(long, default_value = "100ms", value_parser = values::duration_value)]
     pub stall_threshold: std::time::Duration,
@@ -567,6 +567,15 @@ pub struct RecordArgs {
     /// Seed for frame-size jitter
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+    /// Replay a trace of sinkrate capture (TRACE, with TRACE.calls.jsonl beside it) instead
+    /// of emulated streams: the recorder's own calls at their original times, each of its
+    /// threads a stream whose bursts of writes are frames (--fps: that rate's intervals
+    /// instead), judged as record judges its own
+    #[arg(long, value_name = "TRACE")]
+    pub replay: Option<PathBuf>,
+    /// With --replay: its pace against the original (2x: twice as fast) [default: 1x]
+    #[arg(long, value_name = "FACTOR")]
+    pub speed: Option<String>,
 }
 
 pub const AUDIT_EXAMPLES: &str = "\

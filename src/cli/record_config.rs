@@ -120,10 +120,200 @@ pub fn power_cut_fits(record: &sinkrate_record::config::RecordConfig, flag: &str
     Ok(())
 }
 
+/// How long a recording lasts when --duration is not given.
+pub const DEFAULT_DURATION: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `--speed 2x` (or 2, 0.5x): above 0, at most 100.
+fn speed(text: &str) -> Result<f64> {
+    let v: f64 = text
+        .trim()
+        .trim_end_matches(['x', 'X'])
+        .parse()
+        .map_err(|_| anyhow!("--speed {text}: a factor such as 2x or 0.5x"))?;
+    if !(v > 0.0 && v <= 100.0) {
+        return Err(anyhow!(
+            "--speed {text}: out of range (above 0, at most 100x)"
+        ));
+    }
+    Ok(v)
+}
+
+/// `--replay TRACE`: the trace read and made a plan; the flags that shape emulated streams
+/// refused (the recorder's own calls say what is written), the rest as for a recording.
+fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session> {
+    let given: &[(&str, bool)] = &[
+        ("--profile", args.profile.is_some()),
+        ("--frame-size", args.frame_size.is_some()),
+        ("--bitrate", args.bitrate.is_some()),
+        ("--gop", args.gop.is_some()),
+        ("--streams", args.streams != 1),
+        (
+            "--write-mode",
+            args.write_mode != super::values::WriteModeArg::Buffered,
+        ),
+        ("--writers", args.writers != Writers::PerStream),
+        ("--write-size", args.write_size.is_some()),
+        ("--fdatasync-frames", args.fdatasync_frames.is_some()),
+        ("--fdatasync-every", args.fdatasync_every.is_some()),
+        ("--segment-time", args.segment_time.is_some()),
+        ("--segment-size", args.segment_size.is_some()),
+        ("--loop-fill", args.loop_fill.is_some()),
+        ("--preallocate", args.preallocate.is_some()),
+        ("--power-cut-at", args.power_cut_at.is_some()),
+        ("--verify-every", args.verify_every.is_some()),
+        ("--find-max", args.find_max.is_some()),
+        ("--duration", args.duration.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+        return Err(anyhow!(
+            "{flag} and --replay: a replay runs the recorder's own calls, which say what is written, how and for how long"
+        ));
+    }
+    let speed = args.speed.as_deref().map(speed).transpose()?.unwrap_or(1.0);
+    if args.buffers == 0 || args.buffers > 4096 {
+        return Err(anyhow!(
+            "--buffers: {} is out of range (1 to 4096)",
+            args.buffers
+        ));
+    }
+    if !args.dir.is_dir() {
+        return Err(anyhow!(
+            "--dir {}: not a directory (the replay's files go in a directory of their own under it)",
+            args.dir.display()
+        ));
+    }
+    // TRACE is the iolog (the calls beside it) or the calls file itself.
+    let calls = if trace.to_string_lossy().ends_with(".calls.jsonl") {
+        trace.to_path_buf()
+    } else {
+        sinkrate_capture::sidecar_path(trace)
+    };
+    let text = std::fs::read_to_string(&calls).map_err(|e| {
+        anyhow!(
+            "--replay {}: {e} (sinkrate capture writes TRACE and TRACE.calls.jsonl; replay needs the calls file)",
+            calls.display()
+        )
+    })?;
+    let read = sinkrate_capture::read_sidecar(&text)
+        .map_err(|e| anyhow!("--replay {}: {e}", calls.display()))?;
+    let name = trace.display().to_string();
+    let plan = sinkrate_capture::plan::build(&read, &name, args.fps)
+        .map_err(|e| anyhow!("--replay {name}: {e}"))?;
+    // Refused before anything is written when the files would not fit.
+    let free = sinkrate_sys::space::free_bytes(&args.dir).ok();
+    if let Some(free) = free {
+        let need = plan.peak_bytes + plan.peak_bytes / 20 + (16 << 20);
+        if need > free {
+            return Err(anyhow!(
+                "--dir {}: the replay's files hold up to {:.1} MB at once ({:.1} MB with a margin); the file system has {:.1} MB free",
+                args.dir.display(),
+                plan.peak_bytes as f64 / 1e6,
+                need as f64 / 1e6,
+                free as f64 / 1e6
+            ));
+        }
+    }
+    let first = plan
+        .streams
+        .iter()
+        .filter_map(|s| s.bursts.first().map(|b| b.at_ns))
+        .min()
+        .unwrap_or(0);
+    let duration = std::time::Duration::from_nanos(
+        ((plan.duration_ns.saturating_sub(first)) as f64 / speed) as u64,
+    )
+    .max(std::time::Duration::from_millis(1));
+    let streams: Vec<StreamSpec> = plan
+        .streams
+        .iter()
+        .filter(|s| s.bursts.iter().any(|b| b.bytes > 0))
+        .map(|s| {
+            let frames: Vec<u64> = s
+                .bursts
+                .iter()
+                .map(|b| b.bytes)
+                .filter(|b| *b > 0)
+                .collect();
+            StreamSpec {
+                name: s.name.clone(),
+                fps: s.fps * speed,
+                sizes: FrameSizes::Fixed {
+                    bytes: frames.iter().sum::<u64>() / frames.len().max(1) as u64,
+                },
+            }
+        })
+        .collect();
+    let label = format!(
+        "replay of {name}: {} recorder thread(s) writing, frames by {}{}",
+        streams.len(),
+        plan.grouping,
+        if speed != 1.0 {
+            format!(", at {speed}x")
+        } else {
+            String::new()
+        }
+    );
+    let direct = plan.streams.iter().any(|s| s.direct);
+    let record = RecordConfig {
+        dir: args.dir.clone(),
+        streams,
+        buffers: args.buffers,
+        write_mode: if direct {
+            sinkrate_record::config::WriteMode::Direct
+        } else {
+            sinkrate_record::config::WriteMode::Buffered
+        },
+        queue_depth: args.queue_depth,
+        shared_writer: false,
+        write_size: None,
+        fdatasync_every_frames: None,
+        fdatasync_every: None,
+        prealloc_mode: args.preallocate_mode.into(),
+        preallocate: None,
+        duration,
+        stall_threshold: args.stall_threshold,
+        seed: args.seed,
+        keep: args.keep,
+        frame_records: true,
+        segments: sinkrate_record::segments::SegmentPolicy {
+            every: None,
+            bytes: None,
+            loop_fill_pct: None,
+        },
+        power_cut_at: None,
+        verify_every: None,
+        run_tag: 0,
+        replay: Some(std::sync::Arc::new(plan)),
+        replay_speed: speed,
+    };
+    let (endurance, hours_per_day) = super::values::endurance(&args.endurance)?;
+    Ok(Session {
+        power_switch: None,
+        endurance: sinkrate_record::session::EnduranceFrom::given(endurance),
+        hours_per_day,
+        record,
+        label,
+        dirty_limits: dirty_limits(args)?,
+        sustained_bytes_per_s: None,
+        board_ram_bytes: args
+            .ram_limit
+            .as_deref()
+            .map(|r| size("ram-limit", r))
+            .transpose()?,
+    })
+}
+
 /// Every record flag, checked, as a session. Nothing is written or changed here.
 pub fn session(args: &RecordArgs) -> Result<Session> {
+    if let Some(trace) = &args.replay {
+        return replay_session(args, trace);
+    }
+    if args.speed.is_some() {
+        return Err(anyhow!("--speed: it sets the pace of a --replay"));
+    }
     let (streams, label, profile_sync) = streams(args)?;
-    if args.duration.is_zero() {
+    let duration = args.duration.unwrap_or(DEFAULT_DURATION);
+    if duration.is_zero() {
         return Err(anyhow!("--duration: must be above zero (e.g. 30s)"));
     }
     if args.stall_threshold.is_zero() {
@@ -205,7 +395,7 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
             .as_deref()
             .map(|p| size("preallocate", p))
             .transpose()?,
-        duration: args.duration,
+        duration,
         stall_threshold: args.stall_threshold,
         seed: args.seed,
         keep: args.keep,
@@ -214,6 +404,8 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
         power_cut_at: args.power_cut_at,
         verify_every: args.verify_every,
         run_tag: 0,
+        replay: None,
+        replay_speed: 1.0,
     };
     if let Some(every) = record.verify_every {
         if every.is_zero() || every >= record.duration {

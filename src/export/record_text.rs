@@ -56,6 +56,21 @@ impl Exporter<RecordRun> for RecordText {
             },
             r.verdict_text
         ));
+        if let Some(rp) = &r.replay {
+            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+            t.push_str(&format!(
+                "replay: {} frames of {} thread(s); started late by p50 {} / p99 {} / max {} ms against the original times{}\n  the recorder's own frame write times: p50 {} / p99 {} / max {} ms (the replay's are in the table)\n\n",
+                rp.frames,
+                rp.threads,
+                f(rp.lag_p50_ms),
+                f(rp.lag_p99_ms),
+                f(rp.lag_max_ms),
+                if rp.speed != 1.0 { format!(" at {}x", rp.speed) } else { String::new() },
+                f(rp.original_write_p50_ms),
+                f(rp.original_write_p99_ms),
+                f(rp.original_write_max_ms),
+            ));
+        }
         t.push_str("stream   offered  written  dropped     fps   write p50      p99      max  lateness p99  pool\n");
         for s in &r.streams {
             t.push_str(&format!(
@@ -100,8 +115,9 @@ impl Exporter<RecordRun> for RecordText {
             (_, WriteMode::Null) => String::new(),
             (Some(s), _) => format!(
                 "data at risk on a power cut: at most {s:.2} s of recording had not been acknowledged on the device (capture to the covering {})\n",
-                if c.write_mode == WriteMode::Dsync { "O_DSYNC write" } else { "fdatasync" }
+                if r.replay.is_some() { "sync of the recorder's own" } else if c.write_mode == WriteMode::Dsync { "O_DSYNC write" } else { "fdatasync" }
             ),
+            (None, _) if r.replay.is_some() => "data at risk on a power cut: not bounded by the recorder, which never synced its frames' files: a cut loses what the page cache and the card's cache hold\n".into(),
             (None, _) => "data at risk on a power cut: not bounded by the recorder, which never asked the device to make its writes durable (no --fdatasync-every, not dsync): a cut loses what the page cache and the card's cache hold\n".into(),
         });
         if r.windows.len() > 1 && r.totals.duration_s >= 600.0 {

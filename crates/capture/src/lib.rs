@@ -6,6 +6,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod filter;
+pub mod plan;
 #[cfg(target_os = "linux")]
 mod regs;
 pub mod summary;

@@ -331,3 +331,46 @@ pub fn read_sidecar(text: &str) -> Result<Trace, ReadError> {
     }
     Ok(Trace { header, calls, end })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = r#"{"sinkrate_trace":1,"command":["rec"],"started_at":"2026-01-01T00:00:00Z","arch":"x86_64","kernel":null,"tool_version":"0.2.0"}"#;
+
+    #[test]
+    fn a_sidecar_reads_back_and_a_bad_one_is_named_by_its_line() {
+        let call = r#"{"t_ns":5,"dur_ns":7,"tid":9,"op":"fsync","file":"/r/a","fd":3}"#;
+        let end = r#"{"end":{"end_ns":10,"exit_code":0,"signal":null,"interrupted":false}}"#;
+        let t = read_sidecar(&format!("{HEAD}\n{call}\n{end}\n")).expect("reads");
+        assert_eq!(t.calls.len(), 1);
+        assert_eq!(t.end.map(|e| e.exit_code), Some(Some(0)));
+        // Cut short by a kill in the middle of its last line: read up to the line before.
+        let t = read_sidecar(&format!("{HEAD}\n{call}\n{{\"t_ns\":6,\"du")).expect("cut short");
+        assert_eq!((t.calls.len(), t.end), (1, None));
+        assert_eq!(read_sidecar(""), Err(ReadError::Empty));
+        let e = read_sidecar(&format!("{HEAD}\n{call}\nnot json\n{end}\n")).expect_err("bad");
+        assert!(e.to_string().starts_with("line 3: not JSON"), "{e}");
+        let e = read_sidecar(&format!(
+            "{HEAD}\n{{\"t_ns\":1,\"dur_ns\":1,\"tid\":1,\"op\":\"teleport\"}}\n"
+        ))
+        .expect_err("unknown op");
+        assert!(
+            e.to_string()
+                .starts_with("line 2: unknown variant `teleport`"),
+            "{e}"
+        );
+        let newer = HEAD.replace("\"sinkrate_trace\":1", "\"sinkrate_trace\":7");
+        let e = read_sidecar(&newer).expect_err("newer");
+        assert!(e.to_string().contains("trace format 7, newer"), "{e}");
+    }
+
+    #[test]
+    fn iolog_names_keep_fio_s_one_word() {
+        assert_eq!(
+            iolog_name("/media/sd/seg 1%.mp4"),
+            "/media/sd/seg%201%25.mp4"
+        );
+        assert_eq!(iolog_name("/a/b"), "/a/b");
+    }
+}

@@ -166,6 +166,9 @@ pub fn flag_words(flags: i32) -> String {
 
 struct Tracer {
     t0: Instant,
+    /// Files the recorder opened for writing or wrote: a close of any other (a standard
+    /// error inherited as a file) is not the recorder's output.
+    touched: HashSet<String>,
     regular: HashMap<String, bool>,
     unseen: Vec<String>,
 }
@@ -322,7 +325,7 @@ impl Tracer {
                 },
             },
             "close" => match p.before {
-                Before::File(file) => Op::Close { file, fd },
+                Before::File(file) if self.touched.contains(&file) => Op::Close { file, fd },
                 _ => return None,
             },
             "rename" | "renameat" | "renameat2" => match p.before {
@@ -357,6 +360,14 @@ impl Tracer {
             }
             _ => return None,
         };
+        if let (Some(f), false) = (
+            op.file(),
+            matches!(op, Op::Close { .. } | Op::Unlink { .. }),
+        ) {
+            if !self.touched.contains(f) {
+                self.touched.insert(f.to_string());
+            }
+        }
         Some(Call {
             t_ns: self.ns(p.started),
             dur_ns: ended.saturating_duration_since(p.started).as_nanos() as u64,
@@ -461,6 +472,7 @@ pub fn run(
 
     let mut t = Tracer {
         t0,
+        touched: HashSet::new(),
         regular: HashMap::new(),
         unseen: Vec::new(),
     };

@@ -19,6 +19,7 @@ pub mod fio;
 pub mod health;
 pub mod paths;
 pub mod record;
+pub mod replay;
 pub mod search;
 pub mod settings;
 pub mod suite;

@@ -182,6 +182,20 @@ pub struct RecordConfig {
     /// Tells this run's frame headers from any other's (set by the session).
     #[serde(skip)]
     pub run_tag: u64,
+    /// `--replay TRACE`: a captured recorder's calls, run instead of the streams' frames.
+    #[serde(skip)]
+    pub replay: Option<std::sync::Arc<crate::replay::ReplayPlan>>,
+    /// The replay's pace against the original (2.0: twice as fast).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub replay_speed: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 impl RecordConfig {
@@ -357,6 +371,9 @@ pub struct RecordReport {
     /// `--verify-every`: what was read back during the recording.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<SoakVerify>,
+    /// `--replay`: the captured recorder replayed, and how well its timing was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplaySummary>,
 }
 
 /// A window of a long recording: what it wrote and its worst write.

@@ -270,6 +270,8 @@ mod tests {
                 power_cut_at: None,
                 verify_every: None,
                 run_tag: 0,
+                replay: None,
+                replay_speed: 1.0,
             },
             label: "test".into(),
             dirty_limits: None,

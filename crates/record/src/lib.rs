@@ -5,6 +5,7 @@ pub mod find_max;
 pub mod frame_header;
 pub mod frames;
 pub mod power_cut;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod segments;

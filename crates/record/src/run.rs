@@ -139,9 +139,9 @@ fn merge(mut produced: StreamResult, written: StreamResult) -> StreamResult {
 /// the results, while `progress` feeds a live line.
 pub struct Recording {
     /// One thread per writer: its streams' names and its handle.
-    handles: Vec<(Vec<String>, std::thread::JoinHandle<Vec<StreamResult>>)>,
+    pub(crate) handles: Vec<(Vec<String>, std::thread::JoinHandle<Vec<StreamResult>>)>,
     /// Streams whose threads could not start.
-    failed: Vec<StreamResult>,
+    pub(crate) failed: Vec<StreamResult>,
     pub progress: Vec<Arc<StreamProgress>>,
     pub clock: Instant,
     /// Set when a stream failed and the recording ended early.
@@ -279,6 +279,9 @@ fn run_group(
 }
 
 pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
+    if let Some(plan) = &cfg.replay {
+        return crate::replay::start(cfg, plan.clone(), stop);
+    }
     let clock = Instant::now();
     let n = cfg.streams.len();
     let progress: Vec<Arc<StreamProgress>> = (0..n)

@@ -453,6 +453,9 @@ pub fn run(
         }),
     );
     report.power_cut = power_cut;
+    if let Some(plan) = &cfg.replay {
+        report.replay = Some(crate::replay::summary(plan, &report, cfg.replay_speed));
+    }
     if report.config.write_mode != WriteMode::Null {
         report.totals.device_bytes_written = device_bytes_until(&sampled, u64::MAX);
     }
@@ -865,6 +868,7 @@ fn judge(
         lifetime: None,
         windows: windows(&results, cfg.window(), elapsed_s),
         soak,
+        replay: None,
     }
 }
 

@@ -1,0 +1,394 @@
+//! A trace made into what `record --replay` runs ([`ReplayPlan`]): each recorder thread's
+//! calls in bursts at their original times, the files mapped under the replay's directory,
+//! and the most the files held at once.
+
+use std::collections::BTreeMap;
+
+use sinkrate_model::replay::{Burst, ReplayOp, ReplayPlan, ReplayStream};
+
+use crate::trace::{Op, Trace};
+
+/// Two calls of a thread this far apart or more are two bursts (frames), when no frame rate
+/// is given: a frame's writes follow each other within microseconds, a 30 fps recorder's
+/// frames are 33 ms apart.
+pub const GAP_NS: u64 = 1_000_000;
+
+/// Open flags kept from the trace's words: those that change how data reaches the disk.
+fn open_flags(words: &str) -> i32 {
+    words
+        .split('|')
+        .map(|w| match w {
+            "O_TRUNC" => libc::O_TRUNC,
+            "O_APPEND" => libc::O_APPEND,
+            "O_DIRECT" => libc::O_DIRECT,
+            "O_DSYNC" => libc::O_DSYNC,
+            "O_SYNC" => libc::O_SYNC,
+            _ => 0,
+        })
+        .fold(0, |a, f| a | f)
+}
+
+/// The trace's files under one root: the deepest directory holding them all. A name with
+/// `.` or `..` in it (a trace edited by hand) would land outside the replay's directory.
+fn map_files(files: &[String]) -> Result<Vec<String>, String> {
+    for f in files {
+        let ok = f.starts_with('/')
+            && f.split('/')
+                .skip(1)
+                .all(|c| !c.is_empty() && c != "." && c != "..");
+        if !ok {
+            return Err(format!(
+                "{f}: not an absolute path without '.' and '..' (a trace whose files would land outside the replay's directory is refused)"
+            ));
+        }
+    }
+    let dirs: Vec<Vec<&str>> = files
+        .iter()
+        .map(|f| {
+            let mut parts: Vec<&str> = f.split('/').skip(1).collect();
+            parts.pop();
+            parts
+        })
+        .collect();
+    let mut root = dirs.first().cloned().unwrap_or_default();
+    for d in &dirs {
+        let common = root.iter().zip(d).take_while(|(a, b)| a == b).count();
+        root.truncate(common);
+    }
+    Ok(files
+        .iter()
+        .map(|f| {
+            f.split('/')
+                .skip(1 + root.len())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .collect())
+}
+
+fn median(mut v: Vec<u64>) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    Some(v[v.len() / 2])
+}
+
+/// The plan of `trace` (read from `name`); `fps` groups each thread's calls by that frame
+/// rate's intervals instead of by idle gaps.
+pub fn build(trace: &Trace, name: &str, fps: Option<f64>) -> Result<ReplayPlan, String> {
+    let mut files: Vec<String> = Vec::new();
+    let index = |f: &str, files: &mut Vec<String>| match files.iter().position(|x| x == f) {
+        Some(i) => i,
+        None => {
+            files.push(f.to_string());
+            files.len() - 1
+        }
+    };
+    // Each thread's calls, with their files as indexes; a failed call is not replayed.
+    let mut threads: BTreeMap<i32, Vec<(u64, u64, ReplayOp)>> = BTreeMap::new();
+    let mut direct: BTreeMap<i32, bool> = BTreeMap::new();
+    for c in trace.calls.iter().filter(|c| c.errno.is_none()) {
+        let op = match &c.op {
+            Op::Open { file, flags, .. } => {
+                if flags.split('|').any(|w| w == "O_DIRECT") {
+                    direct.insert(c.tid, true);
+                }
+                ReplayOp::Open {
+                    file: index(file, &mut files),
+                    flags: open_flags(flags),
+                }
+            }
+            Op::Write {
+                file, offset, len, ..
+            } => {
+                if *len == 0 {
+                    continue;
+                }
+                ReplayOp::Write {
+                    file: index(file, &mut files),
+                    offset: *offset,
+                    len: *len,
+                }
+            }
+            Op::Fsync { file, .. } => ReplayOp::Fsync {
+                file: index(file, &mut files),
+            },
+            Op::Fdatasync { file, .. } => ReplayOp::Fdatasync {
+                file: index(file, &mut files),
+            },
+            Op::SyncFileRange {
+                file,
+                offset,
+                len,
+                flags,
+                ..
+            } => ReplayOp::SyncFileRange {
+                file: index(file, &mut files),
+                offset: *offset,
+                len: *len,
+                flags: *flags,
+            },
+            Op::Ftruncate { file, len, .. } => ReplayOp::Truncate {
+                file: index(file, &mut files),
+                len: *len,
+            },
+            Op::Fallocate {
+                file,
+                mode,
+                offset,
+                len,
+                ..
+            } => ReplayOp::Fallocate {
+                file: index(file, &mut files),
+                mode: *mode,
+                offset: *offset,
+                len: *len,
+            },
+            Op::Close { file, .. } => ReplayOp::Close {
+                file: index(file, &mut files),
+            },
+            Op::Rename { from, to } => ReplayOp::Rename {
+                from: index(from, &mut files),
+                to: index(to, &mut files),
+            },
+            Op::Unlink { file } => ReplayOp::Unlink {
+                file: index(file, &mut files),
+            },
+            Op::MappedForWrite { .. } | Op::IoUring => continue,
+        };
+        threads
+            .entry(c.tid)
+            .or_default()
+            .push((c.t_ns, c.t_ns + c.dur_ns, op));
+    }
+    if files.is_empty() {
+        return Err(format!(
+            "{name}: the trace holds no file written (the recorder wrote nothing the capture saw)"
+        ));
+    }
+    let mapped = map_files(&files)?;
+    if let Some(f) = fps.filter(|f| !(f.is_finite() && *f > 0.0)) {
+        return Err(format!("--fps {f}: must be above 0"));
+    }
+    let mut streams = Vec::new();
+    for (tid, mut calls) in threads {
+        calls.sort_by_key(|c| c.0);
+        let mut bursts: Vec<Burst> = Vec::new();
+        let mut last_end = 0u64;
+        let mut last_slot = u64::MAX;
+        for (start, end, op) in calls {
+            let new = match fps {
+                Some(f) => {
+                    let slot = (start as f64 * f / 1e9) as u64;
+                    let new = slot != last_slot;
+                    last_slot = slot;
+                    new
+                }
+                None => bursts.is_empty() || start.saturating_sub(last_end) >= GAP_NS,
+            };
+            if new || bursts.is_empty() {
+                bursts.push(Burst {
+                    at_ns: start,
+                    bytes: 0,
+                    ops: Vec::new(),
+                    original_ns: 0,
+                });
+            }
+            let b = bursts.last_mut().expect("a burst was just pushed");
+            if let ReplayOp::Write { len, .. } = op {
+                b.bytes += len;
+            }
+            b.original_ns = end.saturating_sub(b.at_ns).max(b.original_ns);
+            b.ops.push(op);
+            last_end = last_end.max(end);
+        }
+        let frames: Vec<u64> = bursts
+            .iter()
+            .filter(|b| b.bytes > 0)
+            .map(|b| b.at_ns)
+            .collect();
+        let fps = fps.unwrap_or_else(|| {
+            median(frames.windows(2).map(|w| w[1] - w[0]).collect())
+                .filter(|m| *m > 0)
+                .map_or(0.0, |m| 1e9 / m as f64)
+        });
+        // Named by the file it wrote most.
+        let mut written: BTreeMap<usize, u64> = BTreeMap::new();
+        for b in &bursts {
+            for op in &b.ops {
+                if let ReplayOp::Write { file, len, .. } = op {
+                    *written.entry(*file).or_default() += len;
+                }
+            }
+        }
+        let main = written
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(f, _)| files[*f].rsplit('/').next().unwrap_or("").to_string());
+        streams.push(ReplayStream {
+            name: match main {
+                Some(f) => format!("thread {tid} ({f})"),
+                None => format!("thread {tid}"),
+            },
+            tid,
+            bursts,
+            fps,
+            direct: direct.get(&tid).copied().unwrap_or(false),
+        });
+    }
+    let duration_ns = trace.end.as_ref().map_or_else(
+        || {
+            trace
+                .calls
+                .iter()
+                .map(|c| c.t_ns + c.dur_ns)
+                .max()
+                .unwrap_or(0)
+        },
+        |e| e.end_ns,
+    );
+    Ok(ReplayPlan {
+        trace: name.to_string(),
+        peak_bytes: peak_bytes(&streams, files.len()),
+        files,
+        mapped,
+        streams,
+        duration_ns,
+        grouping: match fps {
+            Some(f) => format!("--fps {f}"),
+            None => format!("idle gaps of {} ms or more", GAP_NS / 1_000_000),
+        },
+    })
+}
+
+/// The most the files hold at once, the calls taken in their original order.
+fn peak_bytes(streams: &[ReplayStream], n: usize) -> u64 {
+    let mut ops: Vec<(u64, &ReplayOp)> = streams
+        .iter()
+        .flat_map(|s| {
+            s.bursts
+                .iter()
+                .flat_map(|b| b.ops.iter().map(move |o| (b.at_ns, o)))
+        })
+        .collect();
+    ops.sort_by_key(|o| o.0);
+    let mut size = vec![0u64; n];
+    let (mut total, mut peak) = (0u64, 0u64);
+    fn set(size: &mut [u64], total: &mut u64, f: usize, v: u64) {
+        *total = *total - size[f] + v;
+        size[f] = v;
+    }
+    for (_, op) in ops {
+        match *op {
+            ReplayOp::Write { file, offset, len }
+            | ReplayOp::Fallocate {
+                file, offset, len, ..
+            } => {
+                let v = size[file].max(offset + len);
+                set(&mut size, &mut total, file, v);
+            }
+            ReplayOp::Truncate { file, len } => set(&mut size, &mut total, file, len),
+            ReplayOp::Open { file, flags } if flags & libc::O_TRUNC != 0 => {
+                set(&mut size, &mut total, file, 0)
+            }
+            ReplayOp::Unlink { file } => set(&mut size, &mut total, file, 0),
+            ReplayOp::Rename { from, to } if from != to => {
+                let moved = size[from];
+                set(&mut size, &mut total, from, 0);
+                set(&mut size, &mut total, to, moved);
+            }
+            _ => {}
+        }
+        peak = peak.max(total);
+    }
+    peak
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Call, Header};
+
+    fn call(t_ms: u64, tid: i32, op: Op) -> Call {
+        Call {
+            t_ns: t_ms * 1_000_000,
+            dur_ns: 100_000,
+            tid,
+            op,
+            errno: None,
+        }
+    }
+
+    fn write(file: &str, offset: u64, len: u64) -> Op {
+        Op::Write {
+            file: file.into(),
+            fd: 3,
+            offset,
+            len,
+            call: "write".into(),
+        }
+    }
+
+    fn trace(calls: Vec<Call>) -> Trace {
+        Trace {
+            header: Header {
+                sinkrate_trace: 1,
+                command: vec![],
+                started_at: String::new(),
+                arch: String::new(),
+                kernel: None,
+                tool_version: String::new(),
+            },
+            calls,
+            end: None,
+        }
+    }
+
+    #[test]
+    fn bursts_are_frames_files_land_under_one_root_and_the_peak_counts_renames() {
+        let t = trace(vec![
+            call(
+                0,
+                7,
+                Op::Open {
+                    file: "/media/sd/rec/a.tmp".into(),
+                    fd: 3,
+                    flags: "O_WRONLY|O_CREAT|O_TRUNC".into(),
+                },
+            ),
+            // Two writes of one frame, then the next frame 33 ms later.
+            call(1, 7, write("/media/sd/rec/a.tmp", 0, 100)),
+            call(1, 7, write("/media/sd/rec/a.tmp", 100, 50)),
+            call(34, 7, write("/media/sd/rec/a.tmp", 150, 150)),
+            call(67, 7, write("/media/sd/rec/a.tmp", 300, 150)),
+            call(
+                68,
+                9,
+                Op::Rename {
+                    from: "/media/sd/rec/a.tmp".into(),
+                    to: "/media/sd/rec/old/a.mp4".into(),
+                },
+            ),
+            call(69, 9, write("/media/sd/rec/idx", 0, 10)),
+        ]);
+        let p = build(&t, "t.iolog", None).expect("plan");
+        assert_eq!(p.mapped, ["a.tmp", "old/a.mp4", "idx"]);
+        let s = &p.streams[0];
+        assert_eq!(s.bursts.len(), 3, "{:?}", s.bursts);
+        assert_eq!(s.bursts[0].bytes, 150);
+        assert!((29.0..31.0).contains(&s.fps), "{}", s.fps);
+        assert_eq!(p.peak_bytes, 460);
+        // By a declared rate instead: the same frames.
+        let p = build(&t, "t.iolog", Some(30.0)).expect("plan");
+        assert_eq!(p.streams[0].bursts.len(), 3);
+        // A name that would land outside the directory.
+        let bad = trace(vec![call(0, 1, write("/a/../../etc/passwd", 0, 1))]);
+        assert!(build(&bad, "t", None)
+            .expect_err("refused")
+            .contains("'..'"));
+        assert!(build(&trace(vec![]), "t", None)
+            .expect_err("empty")
+            .contains("no file written"));
+    }
+}
