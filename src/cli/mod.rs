@@ -849,8 +849,13 @@ pub struct CaptureArgs {
     /// text or json: the summary on standard output
     #[arg(long, visible_alias = "format", value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
+    /// Capture a recorder already running, by its process id: it is stopped at every
+    /// system call (a filter cannot be added to a running process), so its cost is higher
+    /// than a capture of a command; Ctrl-C lets it go and it runs on
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<i32>,
     /// The recorder to run and capture (after --)
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "pid", value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 

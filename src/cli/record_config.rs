@@ -161,7 +161,11 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
         ("--preallocate", args.preallocate.is_some()),
         ("--power-cut-at", args.power_cut_at.is_some()),
         ("--verify-every", args.verify_every.is_some()),
-        ("--find-max", args.find_max.is_some()),
+        (
+            "--find-max (other than speed)",
+            args.find_max
+                .is_some_and(|f| f != super::values::FindMaxArg::Speed),
+        ),
         ("--duration", args.duration.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
@@ -521,5 +525,7 @@ pub fn refuse_own_flags(flags: &[String], also: &[&str], who: &str) -> Result<()
 
 /// Whether the flags after `--` name the streams (and so replace the default profile).
 pub fn names_streams(flags: &[String]) -> bool {
-    flags.iter().any(|f| STREAM_FLAGS.contains(&flag_name(f)))
+    flags
+        .iter()
+        .any(|f| STREAM_FLAGS.contains(&flag_name(f)) || flag_name(f) == "--replay")
 }

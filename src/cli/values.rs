@@ -120,6 +120,8 @@ pub enum FindMaxArg {
     Streams,
     Bitrate,
     Fps,
+    /// A replay's pace (with --replay)
+    Speed,
 }
 
 impl From<FindMaxArg> for sinkrate_record::find_max::Searched {
@@ -129,6 +131,7 @@ impl From<FindMaxArg> for sinkrate_record::find_max::Searched {
             FindMaxArg::Streams => Searched::Streams,
             FindMaxArg::Bitrate => Searched::Bitrate,
             FindMaxArg::Fps => Searched::Fps,
+            FindMaxArg::Speed => Searched::Speed,
         }
     }
 }

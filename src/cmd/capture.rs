@@ -83,34 +83,68 @@ fn open_trace(
     ))
 }
 
+/// A running process's command line (/proc/PID/cmdline), or why it cannot be captured.
+fn running(pid: i32) -> Result<Vec<String>> {
+    if pid <= 0 || pid as u32 == std::process::id() {
+        return Err(anyhow!("--pid {pid}: not a process sinkrate can capture"));
+    }
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map_err(|_| anyhow!("--pid {pid}: no such running process"))?;
+    let words: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    if words.is_empty() {
+        return Err(anyhow!(
+            "--pid {pid}: a kernel thread or a process that has ended"
+        ));
+    }
+    Ok(words)
+}
+
 pub fn run(args: CaptureArgs) -> Result<ExitCode> {
-    let program = sinkrate_capture::find_program(&args.command[0]).map_err(|e| anyhow!(e))?;
+    let (program, command) = match args.pid {
+        Some(pid) => (None, running(pid)?),
+        None => (
+            Some(sinkrate_capture::find_program(&args.command[0]).map_err(|e| anyhow!(e))?),
+            args.command.clone(),
+        ),
+    };
     let (trace, iolog, calls) = open_trace(args.output.as_deref(), args.force)?;
     let stop = crate::interrupt_flag()?;
     let started_ms = sinkrate_sys::host::unix_ms_now();
     let host = sinkrate_sys::host::host_facts();
     let header = Header {
         sinkrate_trace: SIDECAR_VERSION,
-        command: args.command.clone(),
+        command: command.clone(),
         started_at: sinkrate_model::envelope::rfc3339(started_ms),
         arch: std::env::consts::ARCH.to_string(),
         kernel: host.kernel.clone(),
         tool_version: TOOL_VERSION.to_string(),
     };
-    let line = args.command.join(" ");
+    let line = command.join(" ");
     let mut pid = None;
-    let captured = sinkrate_capture::session(
-        &program,
-        &args.command,
-        iolog,
-        calls,
-        &header,
-        &stop,
-        &mut |p| {
+    let recorder = match (&program, args.pid) {
+        (Some(program), _) => sinkrate_capture::Recorder::Run {
+            program,
+            command: &command,
+        },
+        (None, Some(p)) => sinkrate_capture::Recorder::Attach {
+            pid: p,
+            command: &command,
+        },
+        (None, None) => return Err(anyhow!("no recorder to capture")),
+    };
+    let attached = args.pid.is_some();
+    let captured = sinkrate_capture::session(&recorder, iolog, calls, &header, &stop, &mut |p| {
+        // A recorder sinkrate started is its own to stop on a second Ctrl-C; one it
+        // attached to is the user's, and runs on.
+        if !attached {
             pid = Some(p);
             sinkrate_sys::children::started(p, &line);
-        },
-    );
+        }
+    });
     if let Some(p) = pid {
         sinkrate_sys::children::ended(p);
     }
@@ -128,9 +162,9 @@ pub fn run(args: CaptureArgs) -> Result<ExitCode> {
     let signal = report.signal;
     let mut run = Envelope::new(RunKind::Capture, host, started_ms, report);
     run.interrupted = interrupted;
-    if exit_code == Some(127) && run.result.calls == 0 {
+    if exit_code == Some(127) && run.result.calls == 0 && !attached {
         run.error = Some(sinkrate_model::RunError {
-            what: format!("{}: could not be started", args.command[0]),
+            what: format!("{}: could not be started", command[0]),
             at_s: None,
         });
     }
@@ -144,6 +178,8 @@ pub fn run(args: CaptureArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(match (exit_code, signal) {
+        // Attached: the capture ends with Ctrl-C while the recorder runs on.
+        (None, None) if attached && interrupted => ExitCode::SUCCESS,
         (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
         (None, _) if interrupted => ExitCode::from(130),
         (None, Some(s)) => ExitCode::from((128 + s).clamp(0, 255) as u8),

@@ -44,6 +44,7 @@ fn text(r: &FindMaxReport) -> String {
 
 pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCode> {
     if what != Searched::Bitrate
+        && what != Searched::Speed
         && args.fps.is_none()
         && args.frame_size.is_none()
         && args.bitrate.is_none()

@@ -64,6 +64,22 @@ const MMAP: libc::c_long = libc::SYS_mmap2;
 #[cfg(not(target_arch = "arm"))]
 const MMAP: libc::c_long = libc::SYS_mmap;
 
+/// Whether a call stops for the tracer, as [`program`] decides in the kernel: asked in the
+/// tracer itself when no filter can be installed (a recorder already running, `--pid`).
+pub fn wanted(nr: libc::c_long, args: &[u64; 6]) -> bool {
+    match TRACED.iter().find(|(_, n, _)| *n == nr) {
+        None => false,
+        Some((_, _, Rule::Always)) => true,
+        Some((_, _, Rule::OpensForWrite(i))) => {
+            args[*i as usize] as u32 & (libc::O_ACCMODE | libc::O_CREAT | libc::O_TRUNC) as u32 != 0
+        }
+        Some((_, _, Rule::SharedWritableMap)) => {
+            args[2] as u32 & libc::PROT_WRITE as u32 != 0
+                && args[3] as u32 & libc::MAP_SHARED as u32 != 0
+        }
+    }
+}
+
 /// The name of a traced call's number.
 pub fn name(nr: libc::c_long) -> Option<&'static str> {
     TRACED.iter().find(|(_, n, _)| *n == nr).map(|(s, _, _)| *s)
@@ -259,5 +275,21 @@ mod tests {
             SECCOMP_RET_ALLOW
         );
         assert_eq!(name(libc::SYS_fsync), Some("fsync"));
+        // The tracer's own check agrees with the filter's.
+        for (nr, args) in [
+            (openat, flags(libc::O_RDONLY)),
+            (openat, flags(libc::O_WRONLY | libc::O_CREAT)),
+            (mmap, map(libc::PROT_WRITE, libc::MAP_SHARED)),
+            (mmap, map(libc::PROT_WRITE, libc::MAP_PRIVATE)),
+            (libc::SYS_fsync as u32, any),
+            (libc::SYS_read as u32, any),
+        ] {
+            let wide = args.map(u64::from);
+            assert_eq!(
+                wanted(nr as libc::c_long, &wide),
+                run(&p, AUDIT_ARCH, nr, args) == SECCOMP_RET_TRACE,
+                "{nr} {args:?}"
+            );
+        }
     }
 }

@@ -70,11 +70,21 @@ pub fn find_program(name: &str) -> Result<PathBuf, String> {
     })
 }
 
-/// Captures `command` (its program already found by [`find_program`]) into an iolog and a
-/// sidecar as it runs, until it and its children have ended; the calls summed up per file.
+/// What a capture traces: a command it starts, or a recorder already running.
+pub enum Recorder<'a> {
+    /// The program ([`find_program`]) and the command line.
+    Run {
+        program: &'a std::path::Path,
+        command: &'a [String],
+    },
+    /// A running process (`--pid`) and its command line (/proc/PID/cmdline).
+    Attach { pid: i32, command: &'a [String] },
+}
+
+/// Captures the recorder into an iolog and a sidecar as it runs, until it and its children
+/// have ended (or, attached, until `stop`); the calls summed up per file.
 pub fn session<W: Write>(
-    program: &std::path::Path,
-    command: &[String],
+    recorder: &Recorder<'_>,
     iolog: W,
     sidecar: W,
     header: &Header,
@@ -84,28 +94,36 @@ pub fn session<W: Write>(
     let cstr = |s: &str| {
         CString::new(s).map_err(|_| CaptureError::Setup(format!("{s:?}: a NUL in the command")))
     };
-    let program_c = cstr(&program.to_string_lossy())?;
-    let argv: Vec<CString> = command.iter().map(|a| cstr(a)).collect::<Result<_, _>>()?;
+    let command = match recorder {
+        Recorder::Run { command, .. } | Recorder::Attach { command, .. } => *command,
+    };
     // (Written through by the tracer's sink on Linux only.)
     #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
     let mut writer = TraceWriter::new(iolog, sidecar, header).map_err(CaptureError::Write)?;
     let mut summary = summary::Summary::default();
     let t0 = Instant::now();
     #[cfg(target_os = "linux")]
-    let outcome = tracer::run(
-        &program_c,
-        &argv,
-        &mut |c| {
+    let outcome = {
+        let mut sink = |c: &Call| {
             summary.add(c);
             writer.call(c)
-        },
-        stop,
-        t0,
-        started,
-    )?;
+        };
+        match recorder {
+            Recorder::Run { program, command } => {
+                let program_c = cstr(&program.to_string_lossy())?;
+                let argv: Vec<CString> =
+                    command.iter().map(|a| cstr(a)).collect::<Result<_, _>>()?;
+                tracer::run(&program_c, &argv, &mut sink, stop, t0, started)?
+            }
+            Recorder::Attach { pid, .. } => {
+                started(*pid as u32);
+                tracer::attach(nix::unistd::Pid::from_raw(*pid), &mut sink, stop, t0)?
+            }
+        }
+    };
     #[cfg(not(target_os = "linux"))]
     let outcome: Outcome = {
-        let _ = (&program_c, &argv, stop, t0, started, &mut summary);
+        let _ = (cstr, stop, t0, started, &mut summary);
         Err(CaptureError::Setup(
             "capture needs Linux (ptrace and seccomp)".into(),
         ))?

@@ -568,3 +568,247 @@ pub fn run(
     out.tracer_cpu = own_cpu().saturating_sub(cpu0);
     Ok(out)
 }
+
+/// PTRACE_GET_SYSCALL_INFO (Linux 5.3): whether a syscall stop is an entry or an exit, with
+/// the call's number and arguments or its result. Read as the kernel lays it out
+/// (linux/ptrace.h): libc has the struct on glibc targets only.
+const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
+
+enum SyscallStop {
+    Entry(libc::c_long, [u64; 6]),
+    Exit(i64),
+    Other,
+}
+
+fn syscall_stop(tid: Pid) -> nix::Result<SyscallStop> {
+    let mut info = [0u64; 11];
+    // SAFETY: the kernel writes at most `size` bytes into `info`, which outlives the call.
+    let rc = unsafe {
+        libc::ptrace(
+            PTRACE_GET_SYSCALL_INFO as _,
+            tid.as_raw(),
+            std::mem::size_of_val(&info),
+            info.as_mut_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(Errno::last());
+    }
+    // op is the first byte; the union starts at byte 24.
+    let op = (info[0] & 0xff) as u8;
+    Ok(match op {
+        1 => {
+            let mut args = [0u64; 6];
+            args.copy_from_slice(&info[4..10]);
+            SyscallStop::Entry(info[3] as libc::c_long, args)
+        }
+        2 => SyscallStop::Exit(info[3] as i64),
+        _ => SyscallStop::Other,
+    })
+}
+
+/// The threads of a running process (/proc/PID/task).
+fn threads(pid: Pid) -> Vec<Pid> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .map(Pid::from_raw)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Captures a recorder already running (`--pid`): every thread attached (and each new one),
+/// stopped at every system call, since no filter can be added to a running process; the file
+/// calls kept as [`run`] keeps them. Ends when the recorder does, or at `stop` (Ctrl-C),
+/// when every thread is let go and the recorder runs on untraced.
+pub fn attach(
+    pid: Pid,
+    sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
+    stop: &AtomicBool,
+    t0: Instant,
+) -> Result<Outcome, CaptureError> {
+    let cpu0 = own_cpu();
+    let options = ptrace::Options::PTRACE_O_TRACESYSGOOD
+        | ptrace::Options::PTRACE_O_TRACECLONE
+        | ptrace::Options::PTRACE_O_TRACEFORK
+        | ptrace::Options::PTRACE_O_TRACEVFORK;
+    let mut known: HashSet<Pid> = HashSet::new();
+    // Threads made while attaching are attached by their parent's option, or here.
+    loop {
+        let mut new = false;
+        for tid in threads(pid) {
+            if known.contains(&tid) {
+                continue;
+            }
+            match ptrace::seize(tid, options) {
+                Ok(()) => {
+                    let _ = ptrace::interrupt(tid);
+                    known.insert(tid);
+                    new = true;
+                }
+                // Gone already, or attached through its parent's clone.
+                Err(Errno::ESRCH) | Err(Errno::EPERM) if !known.is_empty() => {}
+                Err(e) => {
+                    for t in &known {
+                        let _ = ptrace::detach(*t, None);
+                    }
+                    return Err(CaptureError::Start(io(e)));
+                }
+            }
+        }
+        if !new {
+            break;
+        }
+    }
+    // Ctrl-C wakes the loop through the recorder: a SIGCHLD (ignored by default, and not
+    // passed on here) stops one of its threads for the tracer.
+    let watch_done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !watch_done.load(Ordering::SeqCst) {
+                if stop.load(Ordering::SeqCst) {
+                    let _ = nix::sys::signal::kill(pid, Signal::SIGCHLD);
+                    std::thread::sleep(Duration::from_millis(200));
+                } else {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        });
+        let traced = trace_attached(pid, known, sink, stop, t0, cpu0);
+        watch_done.store(true, Ordering::SeqCst);
+        traced
+    })
+}
+
+/// [`attach`]'s loop, on the thread that attached (ptrace answers only to it).
+fn trace_attached(
+    pid: Pid,
+    mut known: HashSet<Pid>,
+    sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
+    stop: &AtomicBool,
+    t0: Instant,
+    cpu0: Duration,
+) -> Result<Outcome, CaptureError> {
+    let mut t = Tracer {
+        t0,
+        touched: HashSet::new(),
+        regular: HashMap::new(),
+        unseen: Vec::new(),
+    };
+    let mut out = Outcome::default();
+    let mut pending: HashMap<Pid, Pending> = HashMap::new();
+    let mut detaching = false;
+    let result = loop {
+        if known.is_empty() {
+            break Ok(());
+        }
+        if stop.load(Ordering::SeqCst) && !detaching {
+            detaching = true;
+            out.interrupted = true;
+            for tid in &known {
+                let _ = ptrace::interrupt(*tid);
+            }
+        }
+        let status = match waitpid(None, Some(WaitPidFlag::__WALL)) {
+            Ok(s) => s,
+            Err(Errno::ECHILD) => break Ok(()),
+            Err(Errno::EINTR) => continue,
+            Err(e) => break Err(CaptureError::Trace(io(e))),
+        };
+        let Some(tid) = status.pid() else { continue };
+        match status {
+            WaitStatus::Exited(_, code) => {
+                known.remove(&tid);
+                pending.remove(&tid);
+                if tid == pid {
+                    out.exit_code = Some(code);
+                }
+                continue;
+            }
+            WaitStatus::Signaled(_, sig, _) => {
+                known.remove(&tid);
+                pending.remove(&tid);
+                if tid == pid {
+                    out.signal = Some(sig as i32);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        known.insert(tid);
+        // The signal to pass on when it resumes (none for a ptrace stop, nor the waker's).
+        let pass = match status {
+            WaitStatus::Stopped(_, Signal::SIGCHLD) if stop.load(Ordering::SeqCst) => None,
+            WaitStatus::Stopped(_, sig) => Some(sig),
+            _ => None,
+        };
+        if detaching {
+            let _ = ptrace::detach(tid, pass);
+            known.remove(&tid);
+            continue;
+        }
+        if let WaitStatus::PtraceSyscall(_) = status {
+            out.stops += 1;
+            match syscall_stop(tid) {
+                Ok(SyscallStop::Entry(nr, args)) if filter::wanted(nr, &args) => {
+                    let before = filter::name(nr).map_or(Before::Skip, |n| t.before(tid, n, &args));
+                    if !matches!(before, Before::Skip) {
+                        pending.insert(
+                            tid,
+                            Pending {
+                                nr,
+                                args,
+                                started: Instant::now(),
+                                before,
+                            },
+                        );
+                    }
+                }
+                Ok(SyscallStop::Exit(ret)) => {
+                    let ended = Instant::now();
+                    if let Some(p) = pending.remove(&tid) {
+                        if let Some(c) = t.call(tid, p, ret, ended) {
+                            let _ = ptrace::syscall(tid, None);
+                            out.calls += 1;
+                            if let Err(e) = sink(&c) {
+                                break Err(CaptureError::Write(e));
+                            }
+                            continue;
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(Errno::EIO) | Err(Errno::EINVAL) => {
+                    break Err(CaptureError::Setup(
+                        "--pid needs Linux 5.3 or later (PTRACE_GET_SYSCALL_INFO); start the recorder under capture instead".into(),
+                    ))
+                }
+                Err(_) => {}
+            }
+        }
+        let _ = ptrace::syscall(tid, pass);
+    };
+    // Let go of whatever is still attached (an error ended the loop).
+    for tid in &known {
+        let _ = ptrace::interrupt(*tid);
+    }
+    while !known.is_empty() {
+        match waitpid(None, Some(WaitPidFlag::__WALL)) {
+            Ok(s) => {
+                if let Some(tid) = s.pid() {
+                    if !matches!(s, WaitStatus::Exited(..) | WaitStatus::Signaled(..)) {
+                        let _ = ptrace::detach(tid, None);
+                    }
+                    known.remove(&tid);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    result?;
+    out.end_ns = t.ns(Instant::now());
+    out.unseen = t.unseen;
+    out.tracer_cpu = own_cpu().saturating_sub(cpu0);
+    Ok(out)
+}

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use sinkrate_capture::{find_program, read_sidecar, session, Header, Op};
+use sinkrate_capture::{find_program, read_sidecar, session, Header, Op, Recorder};
 
 fn header(command: &[String]) -> Header {
     Header {
@@ -33,8 +33,10 @@ fn a_shell_and_dd_are_captured_with_their_bytes_syncs_and_rename() {
     let mut sidecar = Vec::new();
     let stop = AtomicBool::new(false);
     let (report, outcome) = session(
-        &program,
-        &command,
+        &Recorder::Run {
+            program: &program,
+            command: &command,
+        },
         &mut iolog,
         &mut sidecar,
         &header(&command),

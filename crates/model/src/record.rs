@@ -273,6 +273,8 @@ pub enum Searched {
     Streams,
     Bitrate,
     Fps,
+    /// A replay's pace against the captured recorder (`record --replay --find-max speed`).
+    Speed,
 }
 
 impl Searched {
@@ -281,6 +283,7 @@ impl Searched {
             Searched::Streams => "streams",
             Searched::Bitrate => "bitrate",
             Searched::Fps => "fps",
+            Searched::Speed => "speed",
         }
     }
     pub fn integer(self) -> bool {

@@ -30,11 +30,24 @@ pub enum SearchError {
     NeedsCustomStream(&'static str),
     #[error("--find-max bitrate needs a --bitrate stream to scale (e.g. --fps 30 --bitrate 12M)")]
     NeedsBitrate,
+    #[error("--find-max speed scales a replay: give --replay TRACE")]
+    NeedsReplay,
 }
 
 /// The session with the searched quantity set to `value`.
 pub fn with_value(base: &Session, what: Searched, value: f64) -> Session {
     let mut s = base.clone();
+    if what == Searched::Speed {
+        // The same calls at another pace: each stream's rate and the run's length with it.
+        let ratio = value / base.record.replay_speed;
+        s.record.replay_speed = value;
+        for st in s.record.streams.iter_mut() {
+            st.fps *= ratio;
+        }
+        s.record.duration = base.record.duration.div_f64(ratio);
+        s.label = format!("{} (probe at {value:.2}x)", base.label);
+        return s;
+    }
     let streams = &mut s.record.streams;
     match what {
         Searched::Streams => {
@@ -54,6 +67,7 @@ pub fn with_value(base: &Session, what: Searched, value: f64) -> Session {
                 }
             }
         }
+        Searched::Speed => {}
         Searched::Bitrate => {
             for st in streams.iter_mut() {
                 if let FrameSizes::Bitrate { bits_per_s, .. } = &mut st.sizes {
@@ -72,6 +86,8 @@ pub fn start_value(base: &Session, what: Searched) -> Result<f64, SearchError> {
     match what {
         Searched::Streams => Ok(base.record.streams.len().max(1) as f64),
         Searched::Fps => Ok(first.map_or(30.0, |s| s.fps)),
+        Searched::Speed if base.record.replay.is_some() => Ok(base.record.replay_speed),
+        Searched::Speed => Err(SearchError::NeedsReplay),
         Searched::Bitrate => match first.map(|s| &s.sizes) {
             Some(FrameSizes::Bitrate { bits_per_s, .. }) => Ok(*bits_per_s as f64),
             _ => Err(SearchError::NeedsBitrate),

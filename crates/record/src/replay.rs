@@ -279,6 +279,9 @@ struct Pace<'a> {
     speed: f64,
     buffers: usize,
     in_use: &'a AtomicUsize,
+    /// The replay's length: the trace's first stretch only when shorter (a tune search's
+    /// screening runs).
+    end_ns: u64,
 }
 
 /// The camera side: each burst at its time; a frame takes a buffer or is dropped.
@@ -294,11 +297,15 @@ fn producer(
         speed,
         buffers,
         in_use,
+        end_ns,
     } = *pace;
     let mut r = StreamResult::default();
     let mut k = 0u64;
     for (i, b) in stream.bursts.iter().enumerate() {
         let due_ns = ((b.at_ns.saturating_sub(t0_ns)) as f64 / speed) as u64;
+        if due_ns > end_ns {
+            break;
+        }
         let now = ns(shared.clock);
         if due_ns > now {
             std::thread::sleep(Duration::from_nanos(due_ns - now));
@@ -552,6 +559,7 @@ pub fn start(cfg: &RecordConfig, plan: Arc<ReplayPlan>, stop: Arc<AtomicBool>) -
                             speed: cfg.replay_speed,
                             buffers: cfg.buffers,
                             in_use: &u2,
+                            end_ns: cfg.duration.as_nanos() as u64,
                         };
                         producer(stream, &pace, tx, shared, &p2)
                     });

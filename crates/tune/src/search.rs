@@ -226,8 +226,10 @@ fn plan(cfg: &SearchConfig, base_session: Option<&sinkrate_record::session::Sess
     }
     let all = candidates(&Knobs {
         system: cfg.system,
+        // A replay's calls are the captured recorder's: its own knobs are not the trace's
+        // to change, only the system's settings are searched.
         recorder: match &cfg.workload {
-            Workload::Record(s) => Some(s),
+            Workload::Record(s) if s.record.replay.is_none() => Some(s),
             _ => None,
         },
         buffered,

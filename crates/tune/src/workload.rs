@@ -75,7 +75,12 @@ pub fn run(
         Workload::Record(base) => {
             // The run's length first: a change sized by it (preallocation) reads it.
             let mut base = base.clone();
-            base.record.duration = duration;
+            // A replay lasts its trace at most.
+            base.record.duration = if base.record.replay.is_some() {
+                duration.min(base.record.duration)
+            } else {
+                duration
+            };
             let s = session_for(candidate, &base);
             let mut tick = |live: &LiveStatus| {
                 if stop.load(Ordering::Relaxed) || judge(live.frames_dropped) {

@@ -8,6 +8,7 @@ pub(crate) fn words(s: &mut Section, r: &FindMaxReport) {
     let what = r.what.name();
     let value = |v: f64| match r.what {
         Searched::Bitrate => format!("{:.1} Mbit/s", v / 1e6),
+        Searched::Speed => format!("{v:.2}x"),
         _ => format!("{v}"),
     };
     s.headline = Some(Headline {
