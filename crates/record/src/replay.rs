@@ -199,17 +199,8 @@ impl Writer<'_> {
             } => {
                 let path = self.files.path(file).to_path_buf();
                 let fd = self.file(file, None)?.as_raw_fd();
-                // SAFETY: sync_file_range on a descriptor this writer holds open.
-                let rc = unsafe {
-                    libc::sync_file_range(fd, offset as libc::off64_t, len as libc::off64_t, flags)
-                };
-                if rc != 0 {
-                    return Err(err(
-                        "sync_file_range",
-                        &path,
-                        std::io::Error::last_os_error(),
-                    ));
-                }
+                sync_file_range(fd, offset, len, flags)
+                    .map_err(|e| err("sync_file_range", &path, e))?;
             }
             ReplayOp::Truncate { file, len } => {
                 let path = self.files.path(file).to_path_buf();
@@ -225,13 +216,7 @@ impl Writer<'_> {
             } => {
                 let path = self.files.path(file).to_path_buf();
                 let fd = self.file(file, None)?.as_raw_fd();
-                // SAFETY: fallocate on a descriptor this writer holds open.
-                let rc = unsafe {
-                    libc::fallocate(fd, mode as i32, offset as libc::off_t, len as libc::off_t)
-                };
-                if rc != 0 {
-                    return Err(err("fallocate", &path, std::io::Error::last_os_error()));
-                }
+                fallocate(fd, mode, offset, len).map_err(|e| err("fallocate", &path, e))?;
             }
             ReplayOp::Close { file } => {
                 self.open.remove(&file);
@@ -265,6 +250,51 @@ impl Writer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn sync_file_range(fd: i32, offset: u64, len: u64, flags: u32) -> std::io::Result<()> {
+    // SAFETY: sync_file_range on a descriptor the writer holds open.
+    let rc =
+        unsafe { libc::sync_file_range(fd, offset as libc::off64_t, len as libc::off64_t, flags) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A trace is captured on Linux; replayed elsewhere, its Linux-only calls say so.
+#[cfg(not(target_os = "linux"))]
+fn sync_file_range(_: i32, _: u64, _: u64, _: u32) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "sync_file_range needs Linux",
+    ))
+}
+
+#[cfg(target_os = "linux")]
+fn fallocate(fd: i32, mode: u32, offset: u64, len: u64) -> std::io::Result<()> {
+    // SAFETY: fallocate on a descriptor the writer holds open.
+    let rc = unsafe { libc::fallocate(fd, mode as i32, offset as libc::off_t, len as libc::off_t) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn fallocate(fd: i32, mode: u32, offset: u64, len: u64) -> std::io::Result<()> {
+    if mode != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "fallocate with a mode needs Linux",
+        ));
+    }
+    // SAFETY: posix_fallocate on a descriptor the writer holds open.
+    match unsafe { libc::posix_fallocate(fd, offset as libc::off_t, len as libc::off_t) } {
+        0 => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e)),
     }
 }
 
