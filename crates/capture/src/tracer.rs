@@ -30,6 +30,9 @@ fn io(e: Errno) -> std::io::Error {
 
 /// A call between its seccomp stop and its exit.
 struct Pending {
+    /// Before Linux 4.8 the seccomp stop comes before the syscall-entry stop: that one is
+    /// passed over on the way to the exit.
+    entry_to_pass: bool,
     nr: libc::c_long,
     args: [u64; 6],
     started: Instant,
@@ -385,6 +388,19 @@ fn fdinfo_flags(tid: Pid, fd: i32) -> Option<i32> {
         .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
 }
 
+/// Whether the running kernel is older than `major.minor`.
+fn kernel_before(major: u32, minor: u32) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(a), Some(b)) => (a, b) < (major, minor),
+        _ => false,
+    }
+}
+
 /// This process's CPU time so far (user + system).
 fn own_cpu() -> Duration {
     // SAFETY: getrusage fills the struct it is given.
@@ -479,6 +495,7 @@ pub fn run(
     let mut out = Outcome::default();
     let mut pending: HashMap<Pid, Pending> = HashMap::new();
     let mut known: HashSet<Pid> = HashSet::from([child]);
+    let seccomp_stop_first = kernel_before(4, 8);
     loop {
         if stop.load(Ordering::SeqCst) {
             out.interrupted = true;
@@ -510,6 +527,7 @@ pub fn run(
                 pending.insert(
                     tid,
                     Pending {
+                        entry_to_pass: seccomp_stop_first,
                         nr,
                         args,
                         started,
@@ -522,6 +540,11 @@ pub fn run(
             WaitStatus::PtraceSyscall(tid) => {
                 let ended = Instant::now();
                 out.stops += 1;
+                if let Some(p) = pending.get_mut(&tid).filter(|p| p.entry_to_pass) {
+                    p.entry_to_pass = false;
+                    let _ = ptrace::syscall(tid, None);
+                    continue;
+                }
                 let call = match (pending.remove(&tid), regs::result(tid)) {
                     (Some(p), Ok(ret)) => t.call(tid, p, ret, ended),
                     _ => None,
@@ -757,6 +780,7 @@ fn trace_attached(
                         pending.insert(
                             tid,
                             Pending {
+                                entry_to_pass: false,
                                 nr,
                                 args,
                                 started: Instant::now(),
