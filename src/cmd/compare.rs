@@ -26,7 +26,6 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         .transpose()
         .map_err(|e| anyhow!(e))?;
     let mut runs = Vec::new();
-    let mut unreadable = Vec::new();
     // A file's labels go with each of its runs (a bench file may hold several jobs).
     let mut labels = Vec::new();
     // Runs that failed: listed beside the rows, never left out in silence.
@@ -34,48 +33,33 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     // Results under a directory that hold no runs (an audit, a verify beside a lab's
     // checks), by kind: left out with a note.
     let mut left_out: std::collections::BTreeMap<&'static str, usize> = Default::default();
-    for (i, input) in args.inputs.iter().enumerate() {
-        let files = match super::result_files(input) {
-            Ok(files) => files,
+    let (read, _, mut unreadable) = super::read_all(&args.inputs, by.as_ref(), &args.label);
+    for r in read {
+        let name = r.path.display().to_string();
+        let label = r.group.or(r.given);
+        if let Some((kind, what)) = sinkrate_compare::failure(&r.document) {
+            failed.push(FailedRun {
+                label: label.unwrap_or_else(|| super::file_label(&r.path)),
+                kind: kind.to_string(),
+                file: name,
+                what,
+            });
+            continue;
+        }
+        if r.in_directory && !sinkrate_compare::has_runs(&r.document) {
+            *left_out.entry(r.document.kind_name()).or_default() += 1;
+            continue;
+        }
+        match sinkrate_compare::runs(&name, r.document) {
+            Ok(found) => {
+                if let Some(l) = label {
+                    labels.extend(std::iter::repeat_n(l, found.len()));
+                }
+                runs.extend(found);
+            }
             Err(line) => {
                 eprintln!("sinkrate: {line}");
                 unreadable.push(line);
-                continue;
-            }
-        };
-        let in_directory = input.is_dir();
-        for (path, folder) in files {
-            let name = path.display().to_string();
-            let read = super::read_result(&path, by.as_ref(), folder.as_deref());
-            if let Ok((document, group)) = &read {
-                if let Some((kind, what)) = sinkrate_compare::failure(document) {
-                    failed.push(FailedRun {
-                        label: group
-                            .clone()
-                            .or_else(|| args.label.get(i).cloned())
-                            .unwrap_or_else(|| super::file_label(&path)),
-                        kind: kind.to_string(),
-                        file: name,
-                        what,
-                    });
-                    continue;
-                }
-                if in_directory && !sinkrate_compare::has_runs(document) {
-                    *left_out.entry(document.kind_name()).or_default() += 1;
-                    continue;
-                }
-            }
-            match read.and_then(|(d, label)| Ok((sinkrate_compare::runs(&name, d)?, label))) {
-                Ok((found, label)) => {
-                    if let Some(l) = label.or_else(|| args.label.get(i).cloned()) {
-                        labels.extend(std::iter::repeat_n(l, found.len()));
-                    }
-                    runs.extend(found);
-                }
-                Err(line) => {
-                    eprintln!("sinkrate: {line}");
-                    unreadable.push(line);
-                }
             }
         }
     }

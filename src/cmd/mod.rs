@@ -87,3 +87,57 @@ pub fn result_files(input: &Path) -> Result<Vec<(PathBuf, Option<String>)>, Stri
     found.sort();
     Ok(found)
 }
+
+/// One result read for `compare` or `report`: where it came from, what it holds, and the
+/// label it was given (its `--by` group, or the `--label` of the input it came from).
+pub struct ReadResult {
+    pub path: PathBuf,
+    pub document: Document,
+    /// Its `--by` group.
+    pub group: Option<String>,
+    /// The `--label` given for the input it came from.
+    pub given: Option<String>,
+    /// Found under a directory given (a lab's tree), not named itself.
+    pub in_directory: bool,
+}
+
+/// Every result the inputs stand for, read ([`result_files`], [`read_result`]): the ones
+/// read, each file found (read or not), and one line for each that could not be read
+/// (printed as it is found; the others are still used).
+pub fn read_all(
+    inputs: &[PathBuf],
+    by: Option<&sinkrate_compare::GroupBy>,
+    labels: &[String],
+) -> (Vec<ReadResult>, Vec<PathBuf>, Vec<String>) {
+    let mut read = Vec::new();
+    let mut found = Vec::new();
+    let mut unreadable = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let files = match result_files(input) {
+            Ok(files) => files,
+            Err(line) => {
+                eprintln!("sinkrate: {line}");
+                unreadable.push(line);
+                continue;
+            }
+        };
+        let in_directory = input.is_dir();
+        for (path, folder) in files {
+            found.push(path.clone());
+            match read_result(&path, by, folder.as_deref()) {
+                Ok((document, group)) => read.push(ReadResult {
+                    path,
+                    document,
+                    group,
+                    given: labels.get(i).cloned(),
+                    in_directory,
+                }),
+                Err(line) => {
+                    eprintln!("sinkrate: {line}");
+                    unreadable.push(line);
+                }
+            }
+        }
+    }
+    (read, found, unreadable)
+}

@@ -27,40 +27,20 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         .map(sinkrate_compare::GroupBy::parse)
         .transpose()
         .map_err(|e| anyhow!(e))?;
-    let mut inputs = Vec::new();
-    let mut files = Vec::new();
-    let mut unreadable = 0;
-    for (i, input) in args.inputs.iter().enumerate() {
-        let found = match super::result_files(input) {
-            Ok(found) => found,
-            Err(line) => {
-                eprintln!("sinkrate: {line}");
-                unreadable += 1;
-                continue;
-            }
-        };
-        for (path, folder) in found {
-            files.push(path.clone());
-            match super::read_result(&path, by.as_ref(), folder.as_deref()) {
-                Ok((document, group)) => inputs.push(Input {
-                    label: match group {
-                        Some(g) => format!("{g}: {}", super::file_label(&path)),
-                        None => args
-                            .label
-                            .get(i)
-                            .cloned()
-                            .unwrap_or_else(|| super::file_label(&path)),
-                    },
-                    file: path,
-                    document,
-                }),
-                Err(line) => {
-                    eprintln!("sinkrate: {line}");
-                    unreadable += 1;
-                }
-            }
-        }
-    }
+    let (read, files, unreadable_lines) = super::read_all(&args.inputs, by.as_ref(), &args.label);
+    let unreadable = unreadable_lines.len();
+    let inputs: Vec<Input> = read
+        .into_iter()
+        .map(|r| Input {
+            label: match (r.group, r.given) {
+                (Some(g), _) => format!("{g}: {}", super::file_label(&r.path)),
+                (None, Some(given)) => given,
+                (None, None) => super::file_label(&r.path),
+            },
+            file: r.path,
+            document: r.document,
+        })
+        .collect();
     if inputs.is_empty() {
         return Err(anyhow!("no input could be read: nothing to report"));
     }
