@@ -79,6 +79,9 @@ impl Files {
         for d in dirs.iter().chain(std::iter::once(&self.root)) {
             let _ = std::fs::remove_dir(d);
         }
+        if !self.root.exists() {
+            sinkrate_sys::owned::forget_dir(&self.root);
+        }
         left
     }
 }
@@ -88,7 +91,12 @@ fn run_dir(dir: &Path) -> std::io::Result<PathBuf> {
     for n in 0..1000 {
         let p = dir.join(format!("sinkrate-replay-{}-{n}", std::process::id()));
         match std::fs::create_dir(&p) {
-            Ok(()) => return Ok(p),
+            Ok(()) => {
+                // A run killed before its end leaves it: the next run removes it with what
+                // it holds (the journal of this run's files).
+                sinkrate_sys::owned::track_dir(&p);
+                return Ok(p);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
@@ -633,7 +641,10 @@ pub fn start(cfg: &RecordConfig, plan: Arc<ReplayPlan>, stop: Arc<AtomicBool>) -
                 out
             });
             let mut results = results;
-            if !cfg.keep {
+            if cfg.keep {
+                // Kept on purpose: no longer this run's to remove.
+                sinkrate_sys::owned::forget_dir(&files_c.root);
+            } else {
                 let left = files_c.remove();
                 if let (Some(l), Some(first)) = (left.first(), results.first_mut()) {
                     first.error = first.error.take().or(Some(format!(
