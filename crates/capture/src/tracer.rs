@@ -512,6 +512,8 @@ pub fn run(
                 out.stops += 1;
                 known.insert(tid);
                 let Ok((nr, args)) = regs::entry(tid) else {
+                    // Gone (ESRCH), or unreadable: let it run on.
+                    let _ = ptrace::cont(tid, None);
                     continue;
                 };
                 let before = match filter::name(nr) {
