@@ -7,8 +7,9 @@
 #   scripts/install-deps.sh --test   also fio, mkfs tools, nbdkit/nbdfuse, fuse3, headless
 #                                    Chromium (renders the HTML reports), Prometheus' promtool
 #                                    and node_exporter, ansible-core and sshd (their services
-#                                    left stopped and disabled), and all of --cross (the tests run the ARM
-#                                    binaries under qemu-user)
+#                                    left stopped and disabled), strace, GStreamer and ffmpeg
+#                                    (real recorders for capture's tests), and all of --cross
+#                                    (the tests run the ARM binaries under qemu-user)
 set -euo pipefail
 
 want_test=0
@@ -22,7 +23,7 @@ esac
 
 packages=(build-essential pkg-config util-linux)
 if [ "$want_test" = 1 ]; then
-  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core prometheus prometheus-node-exporter ansible-core openssh-server openssh-client)
+  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core prometheus prometheus-node-exporter ansible-core openssh-server openssh-client strace gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly ffmpeg)
 fi
 if [ "$want_cross" = 1 ]; then
   packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils qemu-user)
@@ -52,6 +53,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
       prometheus | prometheus-node-exporter) services+=("$p"); lean+=("$p") ;;
       openssh-server) services+=(ssh); lean+=("$p") ;;
       ansible-core) lean+=("$p") ;;
+      # A recorder's command line, not a desktop's codecs and fonts.
+      gstreamer1.0-* | ffmpeg) lean+=("$p") ;;
       *) full+=("$p") ;;
     esac
   done

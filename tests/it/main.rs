@@ -27,6 +27,7 @@ mod bench_signals;
 mod bench_verify;
 mod board;
 mod capacity;
+mod capture;
 mod check;
 mod compare;
 mod docs_links;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use sinkrate_model::replay::{Burst, ReplayOp, ReplayPlan, ReplayStream};
+use sinkrate_model::replay::{Burst, ReplayOp, ReplayPlan, ReplayStream, FRAMES_TO_JUDGE};
 
 use crate::trace::{Op, Trace};
 
@@ -235,7 +235,14 @@ pub fn build(trace: &Trace, name: &str, fps: Option<f64>) -> Result<ReplayPlan, 
             bursts,
             fps,
             direct: direct.get(&tid).copied().unwrap_or(false),
+            judged: false,
         });
+    }
+    let frames_of = |s: &ReplayStream| s.bursts.iter().filter(|b| b.bytes > 0).count();
+    let most = streams.iter().map(frames_of).max().unwrap_or(0);
+    for s in streams.iter_mut() {
+        let n = frames_of(s);
+        s.judged = n >= FRAMES_TO_JUDGE || (n > 0 && n == most && most < FRAMES_TO_JUDGE);
     }
     let duration_ns = trace.end.as_ref().map_or_else(
         || {

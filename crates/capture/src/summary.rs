@@ -9,6 +9,8 @@ use crate::trace::{Call, Op};
 #[derive(Default)]
 struct FileFigures {
     file: CapturedFile,
+    /// Opened for writing in the capture (a file made and left empty is one of its files).
+    opened: bool,
     write_us: Vec<u32>,
     sync_max_ns: u64,
 }
@@ -57,7 +59,9 @@ impl Summary {
         }
         match &c.op {
             Op::Open { file, flags, .. } => {
-                let f = &mut self.entry(file).file;
+                let e = self.entry(file);
+                e.opened = true;
+                let f = &mut e.file;
                 for w in flags.split('|').filter(|w| {
                     !matches!(
                         *w,
@@ -129,11 +133,11 @@ impl Summary {
         }
     }
 
-    /// The files written, with their write times' percentiles.
+    /// The files opened for writing or written, with their write times' percentiles.
     pub fn files(self) -> Vec<CapturedFile> {
         self.files
             .into_iter()
-            .filter(|f| f.file.writes > 0 || f.file.fsyncs + f.file.fdatasyncs > 0)
+            .filter(|f| f.opened || f.file.writes > 0 || f.file.fsyncs + f.file.fdatasyncs > 0)
             .map(|mut f| {
                 f.write_us.sort_unstable();
                 f.file.write_p50_ms = percentile(&f.write_us, 0.5);

@@ -92,7 +92,16 @@ pub struct ReplayStream {
     pub fps: f64,
     /// Whether it opened a file with O_DIRECT.
     pub direct: bool,
+    /// Judged as a stream: a thread that wrote frames (10 or more, or the most of any
+    /// thread when none did). A thread that wrote a few times (an index, a log) runs all the
+    /// same, its writes never dropped.
+    #[serde(default)]
+    pub judged: bool,
 }
+
+/// The frames a stream needs to be judged as one (as record's own streams: fewer are too
+/// short to tell).
+pub const FRAMES_TO_JUDGE: usize = 10;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplayPlan {

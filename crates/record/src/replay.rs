@@ -351,7 +351,8 @@ fn producer(
         if shared.stopping() {
             break;
         }
-        let frame = (b.bytes > 0).then(|| {
+        // A helper thread's writes (an index, a log) are never frames, never dropped.
+        let frame = (stream.judged && b.bytes > 0).then(|| {
             k += 1;
             k - 1
         });
@@ -512,15 +513,15 @@ fn thread_cpu_ns() -> u64 {
 }
 
 /// Starts every recorder thread's replay under a directory of the run's own in `cfg.dir`.
-/// The streams judged are the threads that wrote frames; a thread that only opened, renamed
-/// or removed files runs all the same.
+/// The streams judged are the threads that wrote frames (`ReplayStream::judged`); a thread
+/// that wrote a few times, or only opened, renamed or removed files, runs all the same.
 pub fn start(cfg: &RecordConfig, plan: Arc<ReplayPlan>, stop: Arc<AtomicBool>) -> Recording {
     let clock = Instant::now();
     let halt = Arc::new(AtomicBool::new(false));
     let ended = Arc::new(AtomicBool::new(false));
     let closed = Arc::new(Mutex::new(Vec::new()));
     let judged: Vec<usize> = (0..plan.streams.len())
-        .filter(|&i| plan.streams[i].bursts.iter().any(|b| b.bytes > 0))
+        .filter(|&i| plan.streams[i].judged)
         .collect();
     let progress: Vec<Arc<StreamProgress>> = judged
         .iter()
@@ -690,6 +691,7 @@ pub fn summary(
     let mut original: Vec<u64> = plan
         .streams
         .iter()
+        .filter(|s| s.judged)
         .flat_map(|s| {
             s.bursts
                 .iter()
