@@ -798,3 +798,77 @@ fn ffmpeg_segment_muxer_is_captured_checked_and_replayed() {
         },
     );
 }
+
+#[test]
+fn a_running_recorder_is_captured_by_pid_and_let_go_on_ctrl_c() {
+    common::with_root(
+        "a_running_recorder_is_captured_by_pid_and_let_go_on_ctrl_c",
+        &["python3"],
+        || {
+            let dir = tempfile::tempdir().expect("tempdir");
+            // 150 frames at 30 fps: five seconds, its file 150 x 50 KB.
+            let mut recorder = Command::new("python3")
+                .arg("-c")
+                .arg(
+                    "import os,sys,time\nfd=os.open(sys.argv[1],os.O_WRONLY|os.O_CREAT|os.O_TRUNC)\n\
+                     t0=time.monotonic()\nfor i in range(150):\n    d=t0+i/30-time.monotonic()\n    \
+                     if d>0: time.sleep(d)\n    os.write(fd,b'x'*50000)\n    \
+                     if i%30==29: os.fdatasync(fd)\nos.close(fd)\n",
+                )
+                .arg(dir.path().join("rec.bin"))
+                .spawn()
+                .expect("recorder starts");
+            let capture = Command::new(common::sinkrate_path())
+                .current_dir(dir.path())
+                .args([
+                    "capture",
+                    "--output-format",
+                    "json",
+                    "--output",
+                    "pid.iolog",
+                    "--pid",
+                ])
+                .arg(recorder.id().to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .expect("capture starts");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !std::fs::read_to_string(dir.path().join("pid.iolog"))
+                .unwrap_or_default()
+                .contains(" write ")
+            {
+                assert!(Instant::now() < deadline, "no write captured");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            // SAFETY: kill sends a signal to the process group the test made.
+            unsafe { libc::kill(-(capture.id() as i32), libc::SIGINT) };
+            let out = capture.wait_with_output().expect("capture ends");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            assert_eq!(report["interrupted"], true);
+            assert!(report["calls"].as_u64().is_some_and(|c| c > 0), "{report}");
+            // Let go, the recorder runs on to its end: every frame in its file.
+            assert!(recorder.wait().expect("recorder ends").success());
+            assert_eq!(
+                std::fs::metadata(dir.path().join("rec.bin"))
+                    .expect("stat")
+                    .len(),
+                150 * 50_000
+            );
+            let bad = Command::new(common::sinkrate_path())
+                .current_dir(dir.path())
+                .args(["capture", "--pid", "999999999"])
+                .output()
+                .expect("runs");
+            assert!(common::one_error_line(&bad, &"--pid").contains("no such running process"));
+        },
+    );
+}
