@@ -230,7 +230,7 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
     let streams: Vec<StreamSpec> = plan
         .streams
         .iter()
-        .filter(|s| s.bursts.iter().any(|b| b.bytes > 0))
+        .filter(|s| s.judged)
         .map(|s| {
             let frames: Vec<u64> = s
                 .bursts

@@ -36,6 +36,12 @@ fn keygen(path: &Path) {
 
 impl Boards {
     fn start(n: usize) -> Boards {
+        Boards::start_with(&vec![String::new(); n])
+    }
+
+    /// One board per entry, each entry's lines added to its sshd's configuration (a
+    /// ForceCommand that makes its sessions those of another user, or of another machine).
+    fn start_with(extra: &[String]) -> Boards {
         let dir = tempfile::tempdir().expect("tempdir");
         keygen(&dir.path().join("host_key"));
         keygen(&dir.path().join("client_key"));
@@ -50,7 +56,7 @@ impl Boards {
         let state = std::env::var("SINKRATE_STATE_DIR").ok();
         let mut sshd = Vec::new();
         let mut ports = Vec::new();
-        for i in 0..n {
+        for (i, extra) in extra.iter().enumerate() {
             let port = free_port();
             let config = dir.path().join(format!("sshd-{i}.conf"));
             let mut text = format!(
@@ -65,6 +71,7 @@ impl Boards {
             if let Some(s) = &state {
                 text.push_str(&format!("SetEnv SINKRATE_STATE_DIR={s}/board-{i}\n"));
             }
+            text.push_str(extra);
             std::fs::write(&config, text).expect("sshd config");
             let child = Command::new("/usr/sbin/sshd")
                 .args(["-D", "-e", "-f"])
@@ -463,7 +470,16 @@ fn a_board_that_cannot_run_is_named_and_the_others_go_on() {
         "a_board_that_cannot_run_is_named_and_the_others_go_on",
         TOOLS,
         || {
-            let boards = Boards::start(3);
+            // The fourth sshd's sessions are those of an ordinary user (nobody): a board the
+            // lab reaches but not as root.
+            let boards = Boards::start_with(&[
+                String::new(),
+                String::new(),
+                String::new(),
+                "ForceCommand /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \
+                 /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\n"
+                    .into(),
+            ]);
             let card = common::SlowDev::new(&["--model", "emmc", "--size", "64M"]);
             // cam2's card is a directory that does not exist.
             let missing = Path::new("/nonexistent/card");
@@ -507,9 +523,49 @@ fn a_board_that_cannot_run_is_named_and_the_others_go_on() {
                     no_builds.display()
                 ),
             );
+            // A fifth whose user is not root.
+            let text = text.replace(
+                "  vars:\n",
+                &format!(
+                    "    cam6:\n      ansible_port: {}\n      sinkrate_card: {}\n  vars:\n",
+                    boards.ports[3],
+                    card.path().display(),
+                ),
+            );
             std::fs::write(&inventory, text).expect("inventory");
             let (code, out) = lab.play("qualify.yml", &["-e", "sinkrate_verify_size=16M"]);
             assert_ne!(code, Some(0), "{out}");
+            let (_, _, _, failed) = recap(&out, "cam6");
+            assert_eq!(failed, 1, "{out}");
+            assert!(
+                out.contains("the board's user is not root (uid 65534)"),
+                "cam6's reason: {out}"
+            );
+            // Every board that failed is a FAILED row of the table and a FAILED section of
+            // the page, with its reason, read back from what it left in results/BOARD/.
+            let page =
+                std::fs::read_to_string(lab.dir.path().join("results.html")).expect("results.html");
+            for (board, reason) in [
+                ("cam2", "/nonexistent/card"),
+                ("cam3", "unreachable"),
+                ("cam4", "no sinkrate built"),
+                ("cam5", "free some space"),
+                ("cam6", "not root"),
+            ] {
+                let row = out
+                    .lines()
+                    .find(|l| l.contains(&format!("| {board} | FAILED")))
+                    .unwrap_or_else(|| panic!("no FAILED row for {board}: {out}"));
+                assert!(row.contains(reason), "{board}'s row: {row}");
+                assert!(
+                    !lab.results(board).is_empty(),
+                    "{board} left nothing in results/"
+                );
+                assert!(
+                    page.contains(&format!("{board}: ")) && page.contains(reason),
+                    "{board} and its reason in the page"
+                );
+            }
             let (_, _, unreachable, _) = recap(&out, "cam3");
             assert_eq!(unreachable, 1, "{out}");
             let (_, _, _, failed) = recap(&out, "cam2");
@@ -530,4 +586,113 @@ fn a_board_that_cannot_run_is_named_and_the_others_go_on() {
             assert!(lab.results("cam1").iter().any(|f| f.starts_with("check-")));
         },
     );
+}
+
+/// The rule that tells binfmt_misc to hand aarch64 ELF executables to qemu-user (the magic
+/// and mask of qemu's own qemu-binfmt-conf.sh; F: qemu is opened at registration).
+const QEMU_AARCH64_BINFMT: &str = ":qemu-aarch64:M::\\x7fELF\\x02\\x01\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x02\\x00\\xb7\\x00:\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\x00\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xfe\\xff\\xff\\xff:/usr/bin/qemu-aarch64:F";
+
+/// An aarch64 board gets the aarch64 build and runs it. The board is an sshd whose sessions
+/// run in a user namespace with a binfmt_misc instance of its own (Linux 6.7 and later), in
+/// which aarch64 executables run under qemu-user: nothing of the machine's own binfmt_misc
+/// is touched. Its `uname -m` says aarch64 through a two-line stand-in on the session's PATH,
+/// the one thing of an ARM board a shell running on x86_64 cannot give; the choice of build,
+/// its transfer, its `--version` and the runs are the role's own.
+#[test]
+fn an_aarch64_board_runs_the_aarch64_build_the_role_chose() {
+    const TEST: &str = "an_aarch64_board_runs_the_aarch64_build_the_role_chose";
+    let mut tools = TOOLS.to_vec();
+    tools.extend(["qemu-aarch64", "unshare"]);
+    common::with_root(TEST, &tools, || {
+        let Some(bins) = crate::qemu::arm_binaries(TEST) else {
+            return;
+        };
+        let arm = bins
+            .iter()
+            .find(|b| b.triple.starts_with("aarch64"))
+            .expect("an aarch64 binary");
+        let session = tempfile::tempdir().expect("tempdir");
+        let shim = session.path().join("shim");
+        std::fs::create_dir(&shim).expect("shim");
+        std::fs::write(
+            shim.join("uname"),
+            "#!/bin/sh\ncase \"$1\" in -m) echo aarch64 ;; *) exec /usr/bin/uname \"$@\" ;; esac\n",
+        )
+        .expect("uname");
+        // As the kernel reads it: its \x escapes are binfmt_misc's, not a shell's.
+        let rule = session.path().join("binfmt");
+        std::fs::write(&rule, QEMU_AARCH64_BINFMT).expect("binfmt");
+        let board = session.path().join("board.sh");
+        std::fs::write(
+            &board,
+            format!(
+                "#!/bin/sh\nexec unshare --user --map-root-user --mount /bin/sh -c '\n\
+                 mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || exit 126\n\
+                 cat {rule} > /proc/sys/fs/binfmt_misc/register || exit 126\n\
+                 PATH={shim}:$PATH\n\
+                 exec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"'\n",
+                shim = shim.display(),
+                rule = rule.display(),
+            ),
+        )
+        .expect("board.sh");
+        for f in [&board, &shim.join("uname")] {
+            let ok = Command::new("chmod")
+                .arg("755")
+                .arg(f)
+                .status()
+                .expect("chmod")
+                .success();
+            assert!(ok);
+        }
+        // This kernel must give a user namespace its own binfmt_misc (Linux 6.7+).
+        let probe = Command::new(&board)
+            .env(
+                "SSH_ORIGINAL_COMMAND",
+                arm.path.display().to_string() + " --version",
+            )
+            .output()
+            .expect("board.sh runs");
+        if !probe.status.success() {
+            common::skip(
+                TEST,
+                &format!(
+                    "no binfmt_misc of its own in a user namespace here (Linux 6.7+): {}",
+                    String::from_utf8_lossy(&probe.stderr).trim()
+                ),
+            );
+            return;
+        }
+        let boards = Boards::start_with(&[format!("ForceCommand {}\n", board.display())]);
+        let card = common::SlowDev::new(&["--model", "emmc", "--size", "64M"]);
+        let lab = Lab::new(&boards, &[("arm1", card.path())]);
+        // Beside the host's own build, the aarch64 one the role must choose.
+        let builds = lab.dir.path().join("builds/aarch64-unknown-linux-musl");
+        std::fs::create_dir_all(&builds).expect("builds");
+        std::fs::copy(&arm.path, builds.join("sinkrate")).expect("copy");
+        let (code, out) = lab.play("qualify.yml", &["-e", "sinkrate_verify_size=4M"]);
+        assert_eq!(code, Some(0), "{out}");
+        let installed = std::fs::read(lab.dir.path().join("boards/arm1/bin/sinkrate"))
+            .expect("arm1's sinkrate");
+        assert!(
+            installed == std::fs::read(&arm.path).expect("binary"),
+            "arm1's binary is not the aarch64 build"
+        );
+        // What ran on the board says it was the aarch64 build, on the board's card.
+        let files = lab.results("arm1");
+        let check = files
+            .iter()
+            .find(|f| f.starts_with("check-"))
+            .unwrap_or_else(|| panic!("no check result in {files:?}: {out}"));
+        let v: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(lab.dir.path().join("results/arm1").join(check)).expect("read"),
+        )
+        .expect("json");
+        assert_eq!(v["host"]["arch"].as_str(), Some("aarch64"), "{v}");
+        assert_eq!(
+            v["audit"]["target"]["mount_point"].as_str(),
+            Some(card.path().to_str().expect("utf8"))
+        );
+        assert_eq!(common::files_in(card.path()), ["lost+found"]);
+    });
 }

@@ -10,9 +10,9 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 /// One ARM binary and the qemu-user program that runs it.
-struct ArmBinary {
-    triple: String,
-    path: PathBuf,
+pub(crate) struct ArmBinary {
+    pub(crate) triple: String,
+    pub(crate) path: PathBuf,
     runner: String,
 }
 
@@ -46,7 +46,7 @@ impl ArmBinary {
 
 /// The binaries from `target/cross-test-bins.txt`, or None (and a recorded SKIP) when they
 /// were not built: the test script builds them, so CI never skips.
-fn arm_binaries(test: &str) -> Option<Vec<ArmBinary>> {
+pub(crate) fn arm_binaries(test: &str) -> Option<Vec<ArmBinary>> {
     let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/cross-test-bins.txt");
     let Ok(text) = std::fs::read_to_string(&list) else {
         common::skip(

@@ -55,7 +55,10 @@ def _sha256(path):
 
 
 class ActionModule(ActionBase):
-    TRANSFERS_FILES = True
+    # The binary goes straight to its place (a name of its own beside it, made by mktemp
+    # there): no remote temporary directory in the user's home, which a board's user may
+    # not have.
+    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("binaries", "dest"))
     _requires_connection = True
 
@@ -105,7 +108,8 @@ class ActionModule(ActionBase):
             rc, out, err = remote.run(self, ["mktemp", dest + ".sinkrate-part.XXXXXX"])
             part = remote.last_line(out, re.escape(dest) + r"\.sinkrate-part\.[A-Za-z0-9]+")
             if rc != 0 or not part:
-                return dict(result, failed=True, msg="cannot install %s: %s" % (dest, remote.error_line(err or out, "exit %d" % rc)))
+                return dict(result, failed=True, msg="cannot install %s: %s%s" % (
+                    dest, remote.error_line(err or out, "exit %d" % rc), self._not_root()))
             try:
                 self._transfer_file(local, part)
             except Exception:
@@ -115,7 +119,8 @@ class ActionModule(ActionBase):
                 rc, _, err = remote.run(self, argv)
                 if rc != 0:
                     remote.run(self, ["rm", "-f", part])
-                    return dict(result, failed=True, msg="cannot install %s: %s" % (dest, remote.error_line(err, "exit %d" % rc)))
+                    return dict(result, failed=True, msg="cannot install %s: %s%s" % (
+                        dest, remote.error_line(err, "exit %d" % rc), self._not_root()))
         result["changed"] = changed
         if self._task.check_mode:
             return result
@@ -125,3 +130,15 @@ class ActionModule(ActionBase):
             return dict(result, failed=True, msg="%s does not run on this board: %s" % (dest, remote.error_line(err or out, "exit %d" % rc)))
         result["version"] = version
         return result
+
+    def _not_root(self):
+        """Why the install likely failed when the board's user is not root, and what to do."""
+        rc, out, _ = remote.run(self, ["id", "-u"])
+        uid = remote.last_line(out, r"[0-9]+") if rc == 0 else None
+        if uid is None or uid == "0":
+            return ""
+        return (
+            ": the board's user is not root (uid %s): connect as root (ansible_user: root) or give"
+            " the play become: true (tune and some of check's readings need root too), or install"
+            " where this user can write (sinkrate_binary: PATH)" % uid
+        )

@@ -9,11 +9,10 @@ import json
 import os
 import re
 import shlex
-import tempfile
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sinkrate.lab.plugins.plugin_utils import remote
+from ansible_collections.sinkrate.lab.plugins.plugin_utils import remote, results
 
 # The commands, and how each starts on sinkrate's command line.
 COMMANDS = {
@@ -42,34 +41,6 @@ def _summary(doc):
     out = {k: v for k, v in doc.items() if v is None or isinstance(v, (str, int, float, bool))}
     out["error"] = doc.get("error")
     return {k: v for k, v in out.items() if k not in ANSIBLE_KEYS}
-
-
-def _save(results_dir, host, name, text, doc):
-    """Writes the result under results_dir/HOST/, named by what ran and when, never over
-    another result (a second one in the same second gets -2, -3...)."""
-    # An inventory name is a folder name here, never a path ("../x" stays inside).
-    folder_name = re.sub(r"[^A-Za-z0-9._-]", "_", host)
-    if folder_name in (".", ".."):
-        folder_name = "_" + folder_name
-    folder = os.path.join(results_dir, folder_name)
-    os.makedirs(folder, exist_ok=True)
-    started = str(doc.get("started_at") or "")
-    stamp = re.sub(r"[^0-9T]", "", started)[:15] or "run"
-    fd, tmp = tempfile.mkstemp(prefix=".sinkrate-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        n = 1
-        while True:
-            path = os.path.join(folder, "%s-%s%s.json" % (name, stamp, "" if n == 1 else "-%d" % n))
-            try:
-                # A hard link fails if the name is taken: no result replaces another.
-                os.link(tmp, path)
-                return path
-            except FileExistsError:
-                n += 1
-    finally:
-        os.unlink(tmp)
 
 
 class ActionModule(ActionBase):
@@ -118,17 +89,22 @@ class ActionModule(ActionBase):
             doc = json.loads(out) if out.strip() else None
         except ValueError:
             doc = None
-        if not isinstance(doc, dict) and rc in ANSWERED:
-            return dict(
-                result,
-                failed=True,
-                msg="sinkrate %s: exit code %d but its output is not a JSON result (%d bytes: %r)" % (command, rc, len(out), out[:200]),
-            )
         if not isinstance(doc, dict) or rc not in ANSWERED:
-            # The board's own line ("no space left", "needs root", "not found").
-            result.update(failed=True, msg="sinkrate %s: %s" % (command, remote.error_line(err, "exit code %d" % rc)))
+            if not isinstance(doc, dict) and rc in ANSWERED:
+                msg = "sinkrate %s: exit code %d but its output is not a JSON result (%d bytes: %r)" % (
+                    command, rc, len(out), out[:200])
+            else:
+                # The board's own line ("no space left", "needs root", "not found").
+                msg = "sinkrate %s: %s" % (command, remote.error_line(err, "exit code %d" % rc))
+            result.update(failed=True, msg=msg)
             if isinstance(doc, dict):
-                result["results_file"] = _save(results_dir, host, name, out, doc)
+                # The run's own result, with its error.
+                result["results_file"] = results.save(results_dir, host, name, out, doc.get("started_at"))
+            else:
+                # No result: a record of the failure in its place, so that the board is a
+                # FAILED row in compare and report, never missing.
+                result["results_file"] = results.save_failure(
+                    results_dir, host, msg, command=command, task=self._task.get_name(), action="sinkrate.lab.run")
             return result
         result.update(_summary(doc))
         result.update(
@@ -137,6 +113,6 @@ class ActionModule(ActionBase):
             changed=bool(doc.get("applied")),
             applied=doc.get("applied", []),
             rc=rc,
-            results_file=_save(results_dir, host, name, out, doc),
+            results_file=results.save(results_dir, host, name, out, doc.get("started_at")),
         )
         return result
