@@ -646,6 +646,11 @@ fn a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it() {
                 v["verdict_text"]
             );
             assert_eq!(v["verdict"], "drops", "{}", v["verdict_text"]);
+            // How long the writers were throttled in the first recording's last ten seconds,
+            // as Prometheus has it.
+            let before = prometheus
+                .value("increase(sinkrate_throttled_seconds_total[10s])")
+                .expect("a value");
 
             // The fix check prints for this (the page cache absorbing 10 s of the stream).
             tune_apply(&[
@@ -668,13 +673,16 @@ fn a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it() {
                 "the alert stayed; the second recording: {}",
                 v["verdict_text"]
             );
-            // Prometheus saw no throttling in the second recording's last ten seconds.
+            // Prometheus saw the throttling fall with the fix: in the second recording's last
+            // ten seconds, under half the first's. (Not none: vm.dirty_bytes is the whole
+            // machine's, and other tests writing beside this one share it; a quiet machine
+            // shows none, a busy one some.)
             let late = prometheus
                 .value("increase(sinkrate_throttled_seconds_total[10s])")
                 .expect("a value");
             assert!(
-                late < 0.5,
-                "throttled {late} s in the last 10 s after the fix"
+                before > 1.0 && late < before / 2.0,
+                "throttled {before} s in the last 10 s before the fix, {late} s after"
             );
         },
     );

@@ -56,18 +56,30 @@ use std::time::Instant;
 
 use sinkrate_model::capture::{CaptureCost, CaptureReport};
 
-/// The program a command names: a path as given, or found on PATH as a shell would.
+/// The program a command names: a path as given, or the first executable file of that name
+/// in a directory of PATH, as a shell finds it. (By hand: the crate that does this brings a
+/// system-call library the 5 MB board build has no room for.)
 pub fn find_program(name: &str) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
     if name.is_empty() {
         return Err("no command given: sinkrate capture -- COMMAND [ARGS...]".into());
     }
-    which::which(name).map_err(|_| {
-        if name.contains('/') {
-            format!("{name}: no such program (or not executable)")
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return if runnable(&p) {
+            Ok(p)
         } else {
-            format!("{name}: command not found (not on PATH)")
-        }
-    })
+            Err(format!("{name}: no such program (or not executable)"))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| runnable(p))
+        .ok_or_else(|| format!("{name}: command not found (not on PATH)"))
 }
 
 /// What a capture traces: a command it starts, or a recorder already running.

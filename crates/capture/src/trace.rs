@@ -107,16 +107,58 @@ impl Op {
 }
 
 /// One call: when it started (ns since the capture started), how long it took, which
-/// thread made it, what it did; `errno` when it failed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// thread made it, what it did; `errno` when it failed. One JSON object a line, the call's
+/// keys then the op's (`{"t_ns":..,"dur_ns":..,"tid":..,"op":"write","file":..}`), put
+/// together and taken apart by hand ([`Call::to_line`], [`Call::from_value`]): serde's
+/// `flatten` would do it with a buffering deserializer the 5 MB board build has no room for.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Call {
     pub t_ns: u64,
     pub dur_ns: u64,
     pub tid: i32,
-    #[serde(flatten)]
     pub op: Op,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errno: Option<i32>,
+}
+
+impl Call {
+    /// The call as one JSON line (without its newline).
+    pub fn to_line(&self) -> io::Result<String> {
+        let mut map = serde_json::Map::new();
+        map.insert("t_ns".into(), self.t_ns.into());
+        map.insert("dur_ns".into(), self.dur_ns.into());
+        map.insert("tid".into(), self.tid.into());
+        match serde_json::to_value(&self.op).map_err(io::Error::other)? {
+            serde_json::Value::Object(op) => map.extend(op),
+            other => {
+                return Err(io::Error::other(format!(
+                    "an op that is not an object: {other}"
+                )))
+            }
+        }
+        if let Some(e) = self.errno {
+            map.insert("errno".into(), e.into());
+        }
+        serde_json::to_string(&map).map_err(io::Error::other)
+    }
+
+    /// A call from its line's JSON.
+    pub fn from_value(v: &serde_json::Value) -> Result<Call, String> {
+        let int = |k: &str| {
+            v.get(k)
+                .and_then(serde_json::Value::as_i64)
+                .ok_or_else(|| format!("missing field `{k}`"))
+        };
+        Ok(Call {
+            t_ns: int("t_ns")? as u64,
+            dur_ns: int("dur_ns")? as u64,
+            tid: int("tid")? as i32,
+            op: Op::deserialize(v).map_err(|e| e.to_string())?,
+            errno: v
+                .get("errno")
+                .and_then(serde_json::Value::as_i64)
+                .map(|e| e as i32),
+        })
+    }
 }
 
 /// The sidecar's first line.
@@ -190,7 +232,7 @@ impl<W: Write> TraceWriter<W> {
     }
 
     pub fn call(&mut self, c: &Call) -> io::Result<()> {
-        let mut line = serde_json::to_string(c).map_err(io::Error::other)?;
+        let mut line = c.to_line()?;
         line.push('\n');
         self.sidecar.write_all(line.as_bytes())?;
         self.calls += 1;
@@ -327,7 +369,7 @@ pub fn read_sidecar(text: &str) -> Result<Trace, ReadError> {
             end = Some(End::deserialize(e).map_err(|e| bad(e.to_string()))?);
             continue;
         }
-        calls.push(Call::deserialize(&value).map_err(|e| bad(e.to_string()))?);
+        calls.push(Call::from_value(&value).map_err(bad)?);
     }
     Ok(Trace { header, calls, end })
 }

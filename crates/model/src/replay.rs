@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One call of a burst, on the replay's files (an index into [`ReplayPlan::files`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+/// One call of a burst, on the replay's files (an index into [`ReplayPlan::files`]). The plan
+/// lives in memory only (never written: the trace is its file), hence no serde.
+#[derive(Debug, Clone, PartialEq)]
 pub enum ReplayOp {
     /// Opened for writing; `flags` are the open's own (O_TRUNC, O_APPEND, O_DIRECT, O_DSYNC,
     /// O_SYNC are kept).
@@ -70,7 +70,7 @@ impl ReplayOp {
 
 /// A burst of one thread's calls: a frame when it writes, else calls between frames (an open,
 /// a rename at a segment's end), which are never dropped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Burst {
     /// When its first call started, ns from the capture's start.
     pub at_ns: u64,
@@ -82,7 +82,7 @@ pub struct Burst {
 }
 
 /// One recorder thread: a stream of the replay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReplayStream {
     /// `thread TID` and the file it wrote most.
     pub name: String,
@@ -95,7 +95,6 @@ pub struct ReplayStream {
     /// Judged as a stream: a thread that wrote frames (10 or more, or the most of any
     /// thread when none did). A thread that wrote a few times (an index, a log) runs all the
     /// same, its writes never dropped.
-    #[serde(default)]
     pub judged: bool,
 }
 
@@ -103,7 +102,7 @@ pub struct ReplayStream {
 /// short to tell).
 pub const FRAMES_TO_JUDGE: usize = 10;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReplayPlan {
     /// The trace it came from.
     pub trace: String,
