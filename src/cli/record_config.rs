@@ -290,6 +290,12 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
         replay: Some(std::sync::Arc::new(plan)),
         replay_speed: speed,
     };
+    with_system_flags(args, record, label)
+}
+
+/// The session of `record`, with the flags every recording has beside its streams: the
+/// endurance, the dirty limits and the board's RAM.
+fn with_system_flags(args: &RecordArgs, record: RecordConfig, label: String) -> Result<Session> {
     let (endurance, hours_per_day) = super::values::endurance(&args.endurance)?;
     Ok(Session {
         power_switch: None,
@@ -448,21 +454,7 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
     if record.write_size == Some(0) {
         return Err(anyhow!("--write-size: must be above zero (e.g. 4K)"));
     }
-    let (endurance, hours_per_day) = super::values::endurance(&args.endurance)?;
-    Ok(Session {
-        power_switch: None,
-        endurance: sinkrate_record::session::EnduranceFrom::given(endurance),
-        hours_per_day,
-        record,
-        label,
-        dirty_limits: dirty_limits(args)?,
-        sustained_bytes_per_s: None,
-        board_ram_bytes: args
-            .ram_limit
-            .as_deref()
-            .map(|r| size("ram-limit", r))
-            .transpose()?,
-    })
+    with_system_flags(args, record, label)
 }
 
 /// `sinkrate record` flags given after `--` (check's recording test), parsed by the same

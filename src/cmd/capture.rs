@@ -49,7 +49,7 @@ fn open_trace(
         let calls = match made(&sidecar) {
             Ok(f) => f,
             Err(e) => {
-                let _ = std::fs::remove_file(path);
+                remove_if_still(path, &iolog);
                 return Err(e);
             }
         };
@@ -70,8 +70,7 @@ fn open_trace(
         match new_stream(&sidecar, false) {
             Ok(calls) => return Ok((path, iolog, calls)),
             Err(e) => {
-                // Only the file just made goes, and only while it is still the one made.
-                let _ = std::fs::remove_file(&path);
+                remove_if_still(&path, &iolog);
                 if e.kind() != std::io::ErrorKind::AlreadyExists {
                     return Err(anyhow!("{}: {e}", sidecar.display()));
                 }
@@ -101,6 +100,19 @@ fn running(pid: i32) -> Result<Vec<String>> {
         ));
     }
     Ok(words)
+}
+
+/// Removes the file just made at `path` (its other half could not be), only while it is
+/// still the one `made` holds open.
+fn remove_if_still(path: &Path, made: &std::fs::File) {
+    use std::os::unix::fs::MetadataExt;
+    let ours = made.metadata().ok().map(|m| (m.dev(), m.ino()));
+    let there = std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()));
+    if ours.is_some() && ours == there {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 pub fn run(args: CaptureArgs) -> Result<ExitCode> {

@@ -141,7 +141,9 @@ impl Writer<'_> {
                 .write(true)
                 .create(true)
                 .mode(0o644)
-                .custom_flags(flags.unwrap_or(0) & kept | libc::O_CLOEXEC)
+                // Never through a link (the run's directory is its own, but a link is
+                // followed nowhere).
+                .custom_flags(flags.unwrap_or(0) & kept | libc::O_CLOEXEC | libc::O_NOFOLLOW)
                 .open(&path)
                 .map_err(|e| err("cannot open", &path, e))?;
             if !existed {
@@ -614,20 +616,12 @@ pub fn start(cfg: &RecordConfig, plan: Arc<ReplayPlan>, stop: Arc<AtomicBool>) -
                         error: Some(format!("{name}: its replay thread stopped unexpectedly")),
                         ..StreamResult::default()
                     });
-                    let mut r = produced;
+                    // The replay's writer keeps its lag where record's camera keeps its
+                    // jitter: taken over merge's.
+                    let lag = written.schedule_jitter.clone();
+                    let mut r = crate::run::merge(produced, written);
+                    r.schedule_jitter = lag;
                     r.name = name;
-                    r.frames_written = written.frames_written;
-                    r.bytes_written = written.bytes_written;
-                    r.write_latency = written.write_latency;
-                    r.lateness = written.lateness;
-                    r.schedule_jitter = written.schedule_jitter;
-                    r.stalls = written.stalls;
-                    r.writer_busy_ns = written.writer_busy_ns;
-                    r.writer_cpu_ns = written.writer_cpu_ns;
-                    r.error = r.error.or(written.error);
-                    r.frames.extend(written.frames);
-                    r.frames.sort_by_key(|f| f.frame);
-                    r.syncs = written.syncs;
                     r.buffers = cfg.buffers;
                     r.file = files_c.root.clone();
                     match slot {

@@ -113,7 +113,9 @@ fn producer(
 }
 
 /// One stream's result: the camera's counts with the writer's.
-fn merge(mut produced: StreamResult, written: StreamResult) -> StreamResult {
+/// A stream's result from its camera's half (offered, dropped) and its writer's (written,
+/// timed); also the replay's.
+pub(crate) fn merge(mut produced: StreamResult, written: StreamResult) -> StreamResult {
     produced.frames_written = written.frames_written;
     produced.bytes_written = written.bytes_written;
     produced.write_latency = written.write_latency;
