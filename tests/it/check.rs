@@ -281,14 +281,17 @@ fn record_flags_after_the_double_dash_shape_the_recording_test() {
                 .output()
                 .expect("runs");
             let text = String::from_utf8_lossy(&out.stdout);
-            assert_eq!(
-                out.status.code(),
-                Some(0),
+            // Whether a loop device keeps up with 2 MB/s of direct writes depends on how busy
+            // the machine's disk is (a 2 s stall was seen with CI's lanes beside it), so the
+            // test asserts an answer (0 or 1) and that the flags shaped it, not the verdict.
+            assert!(
+                matches!(out.status.code(), Some(0 | 1)),
                 "{text}{}",
                 String::from_utf8_lossy(&out.stderr)
             );
             let v: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+            assert!(v.get("error").is_none(), "{v}");
             // 2 x 10 x 100 kB = 2 MB/s: the verdict, headroom and audit follow these streams.
             assert_eq!(v["stream"]["bytes_per_s"], 2_000_000.0);
             assert_eq!(v["audit"]["stream"]["bytes_per_s"], 2_000_000.0);
