@@ -854,6 +854,11 @@ pub struct CaptureArgs {
     /// than a capture of a command; Ctrl-C lets it go and it runs on
     #[arg(long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<i32>,
+    /// Stop the recorder at every traced call, writes included, instead of letting a
+    /// dynamically linked recorder report its writes and syncs through the interposer
+    /// (slower: two stops a write; for comparison, or a recorder the interposer upsets)
+    #[arg(long, conflicts_with = "pid")]
+    pub ptrace_only: bool,
     /// The recorder to run and capture (after --)
     #[arg(last = true, required_unless_present = "pid", value_name = "COMMAND")]
     pub command: Vec<String>,

@@ -141,6 +141,7 @@ pub fn run(args: CaptureArgs) -> Result<ExitCode> {
         (Some(program), _) => sinkrate_capture::Recorder::Run {
             program,
             command: &command,
+            interpose: !args.ptrace_only,
         },
         (None, Some(p)) => sinkrate_capture::Recorder::Attach {
             pid: p,

@@ -81,6 +81,17 @@ impl Exporter<Envelope<CaptureReport>> for CaptureText {
             "\n  cost    the tracer's CPU {:.2} s ({:.2}% of a core); the recorder stopped {} times for it",
             r.cost.tracer_cpu_s, r.cost.tracer_cpu_pct_of_core, r.cost.stops
         )?;
+        writeln!(
+            o,
+            "          {} of the {} calls reported by the interposer without a stop{}",
+            r.cost.interposed_calls,
+            r.calls,
+            if r.cost.interposed_calls == 0 && r.calls > 0 {
+                " (a static recorder, --ptrace-only, or one the interposer cannot load into: each write stopped it twice)"
+            } else {
+                ""
+            }
+        )?;
         for u in &r.unseen {
             writeln!(o, "  not seen: {u}")?;
         }

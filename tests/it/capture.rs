@@ -664,6 +664,22 @@ fn a_real_recorder(test: &str, tool: &str, argv: impl Fn(&Path) -> Vec<String>) 
             "files opened for writing, against strace's run"
         );
         assert_eq!(syncs as usize, strace_syncs, "syncs, against strace's run");
+        // A dynamically linked recorder: its writes to its segments came through the
+        // interposer, without a stop, and the checks above held all the same.
+        let writes: u64 = files
+            .iter()
+            .filter(|f| {
+                f["file"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with(rec.to_str().expect("utf8")))
+            })
+            .map(|f| f["writes"].as_u64().unwrap_or(0))
+            .sum();
+        assert!(
+            report["cost"]["interposed_calls"].as_u64() >= Some(writes) && writes > 0,
+            "{writes} writes: {}",
+            report["cost"]
+        );
         // fio replays the trace's writes, without its pauses, onto the same paths.
         for name in &names {
             std::fs::remove_file(rec.join(name)).expect("rm");

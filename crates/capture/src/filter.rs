@@ -15,7 +15,18 @@ pub enum Rule {
     OpensForWrite(u32),
     /// Only a mapping that is shared and writable (a file written through memory).
     SharedWritableMap,
+    /// Unless its sixth argument register holds [`MARK`]: the interposer's own calls
+    /// ([`crate::preload`]), which it reports itself. None of these calls has a sixth
+    /// argument.
+    Unmarked,
 }
+
+/// What the interposer leaves in a call's sixth argument register (preload/interpose.c has
+/// the same): a value no register left over from other work is likely to hold.
+#[cfg(target_pointer_width = "64")]
+pub const MARK: u64 = 0x51f4_a7e5_c0de_0001;
+#[cfg(target_pointer_width = "32")]
+pub const MARK: u64 = 0xf1a7_c0de;
 
 /// The system calls stopped for the tracer, by name: what a recorder does to its files.
 pub const TRACED: &[(&str, libc::c_long, Rule)] = &[
@@ -27,15 +38,19 @@ pub const TRACED: &[(&str, libc::c_long, Rule)] = &[
     // Its flags are in a struct the filter cannot read.
     ("openat2", libc::SYS_openat2, Rule::Always),
     ("close", libc::SYS_close, Rule::Always),
-    ("write", libc::SYS_write, Rule::Always),
-    ("pwrite64", libc::SYS_pwrite64, Rule::Always),
-    ("writev", libc::SYS_writev, Rule::Always),
-    ("pwritev", libc::SYS_pwritev, Rule::Always),
-    ("pwritev2", libc::SYS_pwritev2, Rule::Always),
-    ("fsync", libc::SYS_fsync, Rule::Always),
-    ("fdatasync", libc::SYS_fdatasync, Rule::Always),
+    ("write", libc::SYS_write, Rule::Unmarked),
     #[cfg(not(target_arch = "arm"))]
-    ("sync_file_range", libc::SYS_sync_file_range, Rule::Always),
+    ("pwrite64", libc::SYS_pwrite64, Rule::Unmarked),
+    // On 32-bit ARM its offset takes the sixth argument register: never marked.
+    #[cfg(target_arch = "arm")]
+    ("pwrite64", libc::SYS_pwrite64, Rule::Always),
+    ("writev", libc::SYS_writev, Rule::Unmarked),
+    ("pwritev", libc::SYS_pwritev, Rule::Unmarked),
+    ("pwritev2", libc::SYS_pwritev2, Rule::Always),
+    ("fsync", libc::SYS_fsync, Rule::Unmarked),
+    ("fdatasync", libc::SYS_fdatasync, Rule::Unmarked),
+    #[cfg(not(target_arch = "arm"))]
+    ("sync_file_range", libc::SYS_sync_file_range, Rule::Unmarked),
     // sync_file_range2 (its arguments in the order 32-bit ARM needs), libc's name for it.
     #[cfg(target_arch = "arm")]
     (
@@ -54,10 +69,22 @@ pub const TRACED: &[(&str, libc::c_long, Rule)] = &[
     #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
     ("unlink", libc::SYS_unlink, Rule::Always),
     ("unlinkat", libc::SYS_unlinkat, Rule::Always),
+    // Calls that change what a descriptor is without a close: the tracer reads the
+    // interposer's records before they run, while each descriptor is still the file the
+    // records were on. (An exit stops for the same reason: PTRACE_O_TRACEEXIT.)
+    #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+    ("dup2", libc::SYS_dup2, Rule::Always),
+    ("dup3", libc::SYS_dup3, Rule::Always),
+    ("close_range", CLOSE_RANGE, Rule::Always),
+    ("execve", libc::SYS_execve, Rule::Always),
+    ("execveat", libc::SYS_execveat, Rule::Always),
     // Seen only to say what cannot be seen: a file written through memory, or io_uring.
     ("mmap", MMAP, Rule::SharedWritableMap),
     ("io_uring_setup", libc::SYS_io_uring_setup, Rule::Always),
 ];
+
+/// close_range(2), the same number on every architecture (libc has no name for it on all).
+const CLOSE_RANGE: libc::c_long = 436;
 
 #[cfg(target_arch = "arm")]
 const MMAP: libc::c_long = libc::SYS_mmap2;
@@ -77,6 +104,7 @@ pub fn wanted(nr: libc::c_long, args: &[u64; 6]) -> bool {
             args[2] as u32 & libc::PROT_WRITE as u32 != 0
                 && args[3] as u32 & libc::MAP_SHARED as u32 != 0
         }
+        Some((_, _, Rule::Unmarked)) => args[5] != MARK,
     }
 }
 
@@ -132,6 +160,23 @@ fn block(rule: Rule) -> Vec<libc::sock_filter> {
             trace,
             allow,
         ],
+        // The low half, then (64-bit) the high half, against the mark's.
+        #[cfg(target_pointer_width = "64")]
+        Rule::Unmarked => vec![
+            insn(BPF_LD_W_ABS, 0, 0, arg_at(5)),
+            insn(BPF_JMP_JEQ_K, 0, 3, MARK as u32),
+            insn(BPF_LD_W_ABS, 0, 0, arg_at(5) + 4),
+            insn(BPF_JMP_JEQ_K, 0, 1, (MARK >> 32) as u32),
+            allow,
+            trace,
+        ],
+        #[cfg(target_pointer_width = "32")]
+        Rule::Unmarked => vec![
+            insn(BPF_LD_W_ABS, 0, 0, arg_at(5)),
+            insn(BPF_JMP_JEQ_K, 0, 1, MARK as u32),
+            allow,
+            trace,
+        ],
         Rule::SharedWritableMap => vec![
             insn(BPF_LD_W_ABS, 0, 0, arg_at(2)),
             insn(BPF_ALU_AND_K, 0, 0, libc::PROT_WRITE as u32),
@@ -174,6 +219,11 @@ mod tests {
 
     /// Runs the program over a call as the kernel would.
     fn run(p: &[libc::sock_filter], arch: u32, nr: u32, args: [u32; 6]) -> u32 {
+        run_wide(p, arch, nr, args.map(u64::from))
+    }
+
+    /// As [`run`], with arguments of 64 bits (the filter reads each half on its own).
+    fn run_wide(p: &[libc::sock_filter], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
         let mut acc = 0u32;
         let mut pc = 0usize;
         loop {
@@ -183,7 +233,7 @@ mod tests {
                     acc = match i.k {
                         ARCH_AT => arch,
                         NR_AT => nr,
-                        k => args[((k - 16) / 8) as usize],
+                        k => (args[((k - 16) / 8) as usize] >> (8 * ((k - 16) % 8))) as u32,
                     }
                 }
                 BPF_ALU_AND_K => acc &= i.k,
@@ -202,7 +252,7 @@ mod tests {
         let p = program();
         let any = [0u32; 6];
         for (name, nr, rule) in TRACED {
-            if *rule == Rule::Always {
+            if matches!(rule, Rule::Always | Rule::Unmarked) {
                 assert_eq!(
                     run(&p, AUDIT_ARCH, *nr as u32, any),
                     SECCOMP_RET_TRACE,
@@ -275,6 +325,25 @@ mod tests {
             SECCOMP_RET_ALLOW
         );
         assert_eq!(name(libc::SYS_fsync), Some("fsync"));
+        // The interposer's calls carry the mark and run; half of it, or none, stops.
+        let write = libc::SYS_write as u32;
+        let marked = [3, 0, 4096, 0, 0, MARK];
+        assert_eq!(run_wide(&p, AUDIT_ARCH, write, marked), SECCOMP_RET_ALLOW);
+        let fsync = libc::SYS_fsync as u32;
+        assert_eq!(run_wide(&p, AUDIT_ARCH, fsync, marked), SECCOMP_RET_ALLOW);
+        for other in [0, MARK & 0xffff_ffff, MARK ^ 1, MARK ^ (1 << 40), u64::MAX] {
+            let args = [3, 0, 4096, 0, 0, other];
+            if other != MARK {
+                assert_eq!(run_wide(&p, AUDIT_ARCH, write, args), SECCOMP_RET_TRACE);
+                assert!(wanted(write as libc::c_long, &args));
+            }
+        }
+        assert!(!wanted(write as libc::c_long, &marked));
+        // Opens, closes and renames are never taken on the interposer's word.
+        assert_eq!(
+            run_wide(&p, AUDIT_ARCH, libc::SYS_close as u32, marked),
+            SECCOMP_RET_TRACE
+        );
         // The tracer's own check agrees with the filter's.
         for (nr, args) in [
             (openat, flags(libc::O_RDONLY)),

@@ -8,6 +8,8 @@
 pub mod filter;
 pub mod plan;
 #[cfg(target_os = "linux")]
+pub mod preload;
+#[cfg(target_os = "linux")]
 mod regs;
 pub mod summary;
 pub mod trace;
@@ -28,6 +30,8 @@ pub struct Outcome {
     pub calls: u64,
     /// Times the recorder was stopped for the tracer (two per call traced).
     pub stops: u64,
+    /// Calls the interposer made and reported, without a stop.
+    pub interposed: u64,
     /// What the capture could not see, each said once (a file written through a mapping,
     /// io_uring).
     pub unseen: Vec<String>,
@@ -88,6 +92,9 @@ pub enum Recorder<'a> {
     Run {
         program: &'a std::path::Path,
         command: &'a [String],
+        /// Whether a dynamically linked recorder reports its writes and syncs through the
+        /// interposer ([`preload`]) instead of stopping for each.
+        interpose: bool,
     },
     /// A running process (`--pid`) and its command line (/proc/PID/cmdline).
     Attach { pid: i32, command: &'a [String] },
@@ -121,11 +128,15 @@ pub fn session<W: Write>(
             writer.call(c)
         };
         match recorder {
-            Recorder::Run { program, command } => {
+            Recorder::Run {
+                program,
+                command,
+                interpose,
+            } => {
                 let program_c = cstr(&program.to_string_lossy())?;
                 let argv: Vec<CString> =
                     command.iter().map(|a| cstr(a)).collect::<Result<_, _>>()?;
-                tracer::run(&program_c, &argv, &mut sink, stop, t0, started)?
+                tracer::run(&program_c, &argv, *interpose, &mut sink, stop, t0, started)?
             }
             Recorder::Attach { pid, .. } => {
                 started(*pid as u32);
@@ -169,6 +180,7 @@ pub fn session<W: Write>(
                 0.0
             },
             stops: outcome.stops,
+            interposed_calls: outcome.interposed,
         },
         unseen: outcome.unseen.clone(),
     };

@@ -19,7 +19,10 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
 use crate::filter;
+use crate::preload;
 use crate::regs;
 use crate::trace::{Call, Op};
 use crate::{CaptureError, Outcome};
@@ -196,6 +199,8 @@ impl Tracer {
         };
         match name {
             "open" | "creat" | "openat" | "openat2" | "io_uring_setup" => Before::Nothing,
+            // Stopped only so that the interposer's records were read first.
+            "dup2" | "dup3" | "close_range" | "execve" | "execveat" => Before::Skip,
             // A file opened for reading only is not the recorder's output.
             "close" => match fdinfo_flags(tid, fd) {
                 Some(f) if f & libc::O_ACCMODE != libc::O_RDONLY => file_of(self, fd),
@@ -381,6 +386,181 @@ impl Tracer {
     }
 }
 
+impl Tracer {
+    /// A call the interposer made and reported, as the trace has it; None for one on
+    /// something other than a regular file. `mono0` is the capture's start on
+    /// CLOCK_MONOTONIC, the interposer's clock.
+    fn interposed(&mut self, r: &preload::Record, mono0: u64) -> Option<Call> {
+        // The descriptor is still the one the call used: a close stops for the tracer,
+        // which reads the pipe before it lets the close run.
+        let file = fd_file(Pid::from_raw(r.pid), r.fd, &mut self.regular)?;
+        let fd = r.fd;
+        let op = match r.kind {
+            preload::Kind::Write
+            | preload::Kind::Pwrite
+            | preload::Kind::Writev
+            | preload::Kind::Pwritev => Op::Write {
+                file,
+                fd,
+                offset: r.offset.unwrap_or(0),
+                len: r.ret.max(0) as u64,
+                call: r.kind.call().to_string(),
+            },
+            preload::Kind::Fsync => Op::Fsync { file, fd },
+            preload::Kind::Fdatasync => Op::Fdatasync { file, fd },
+            preload::Kind::SyncFileRange => Op::SyncFileRange {
+                file,
+                fd,
+                offset: r.offset.unwrap_or(0),
+                len: r.len,
+                flags: r.flags,
+            },
+        };
+        if let Some(f) = op.file() {
+            if !self.touched.contains(f) {
+                self.touched.insert(f.to_string());
+            }
+        }
+        Some(Call {
+            t_ns: r.start_ns.saturating_sub(mono0),
+            dur_ns: r.end_ns.saturating_sub(r.start_ns),
+            tid: r.tid,
+            op,
+            errno: (r.ret < 0).then_some(-r.ret as i32),
+        })
+    }
+}
+
+/// CLOCK_MONOTONIC now, in ns: the clock of [`Instant`] on Linux and of the interposer.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The write end of the pipe SIGCHLD's handler wakes the tracer through, or -1.
+static WAKE_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+extern "C" fn on_sigchld(_: libc::c_int) {
+    let fd = WAKE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: write is async-signal-safe; a full pipe (a wake-up pending) is fine.
+        unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
+    }
+}
+
+/// How the tracer waits: in waitpid alone, or, with the interposer's pipe to read too, in
+/// poll on that pipe and on SIGCHLD (through a pipe its handler writes to), reading the
+/// interposer's records as they come and before each stop it hands on.
+/// SIGCHLD's handler is the process's: one capture with the interposer at a time in a
+/// process (a second would be woken by the 100 ms poll instead of the signal).
+struct Waiter {
+    channel: Option<(preload::Channel, OwnedFd, OwnedFd, libc::sigaction)>,
+    ended: bool,
+}
+
+impl Waiter {
+    fn new(channel: Option<preload::Channel>) -> std::io::Result<Waiter> {
+        let Some(channel) = channel else {
+            return Ok(Waiter {
+                channel: None,
+                ended: true,
+            });
+        };
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills the two descriptors it is given.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: descriptors just made, owned here alone.
+        let (wake_read, wake_write) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        WAKE_FD.store(wake_write.as_raw_fd(), Ordering::SeqCst);
+        // SAFETY: a handler that only writes to a pipe; the previous action is kept to be
+        // put back.
+        let previous = unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_sigchld as extern "C" fn(libc::c_int) as usize;
+            act.sa_flags = libc::SA_RESTART;
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(libc::SIGCHLD, &act, &mut old) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            old
+        };
+        Ok(Waiter {
+            channel: Some((channel, wake_read, wake_write, previous)),
+            ended: false,
+        })
+    }
+
+    /// The next status of a traced thread; `records` gets the interposer's records first.
+    fn next(&mut self, records: &mut dyn FnMut(Vec<preload::Record>)) -> nix::Result<WaitStatus> {
+        let Some((channel, wake, _, _)) = self.channel.as_mut() else {
+            return waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD));
+        };
+        loop {
+            let status = waitpid(
+                None,
+                Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD | WaitPidFlag::WNOHANG),
+            )?;
+            let got = channel.drain(&mut self.ended);
+            if !got.is_empty() {
+                records(got);
+            }
+            if status != WaitStatus::StillAlive {
+                return Ok(status);
+            }
+            let mut fds = [
+                libc::pollfd {
+                    fd: wake.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                // Once every recorder process has closed its end, the pipe would report its
+                // hang-up at every poll: left out (a negative descriptor is skipped).
+                libc::pollfd {
+                    fd: if self.ended {
+                        -1
+                    } else {
+                        channel.read.as_raw_fd()
+                    },
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // A wake-up lost between waitpid and poll costs at most this long.
+            // SAFETY: poll on two descriptors owned here.
+            unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
+            let mut buf = [0u8; 64];
+            // SAFETY: a non-blocking read into a buffer of its length.
+            while unsafe { libc::read(wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+        }
+    }
+
+    /// The records still in the pipe once every traced process has ended.
+    fn finish(&mut self) -> Vec<preload::Record> {
+        match self.channel.as_mut() {
+            Some((channel, ..)) => channel.drain(&mut self.ended),
+            None => Vec::new(),
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some((_, _, _, previous)) = self.channel.as_ref() {
+            WAKE_FD.store(-1, Ordering::SeqCst);
+            // SAFETY: puts back the action sigaction gave in Waiter::new.
+            unsafe { libc::sigaction(libc::SIGCHLD, previous, std::ptr::null_mut()) };
+        }
+    }
+}
+
 fn fdinfo_flags(tid: Pid, fd: i32) -> Option<i32> {
     let text = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
     text.lines()
@@ -417,14 +597,30 @@ fn own_cpu() -> Duration {
 /// handing each call to `sink` as it returns. `started` gets the recorder's pid once it runs; `stop` is
 /// the interrupt flag (the recorder, in the same process group, gets the same Ctrl-C and ends
 /// in its own way; the capture goes on until it has).
+///
+/// With `interpose`, a dynamically linked recorder also loads the interposer
+/// ([`preload`]): its writes and syncs then run without a stop and are reported over a pipe.
 pub fn run(
     program: &CString,
     argv: &[CString],
+    interpose: bool,
     sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
     stop: &AtomicBool,
     t0: Instant,
     started: &mut dyn FnMut(u32),
 ) -> Result<Outcome, CaptureError> {
+    let channel = if interpose {
+        preload::Channel::new().map_err(|e| {
+            CaptureError::Setup(format!("cannot set up the capture's interposer: {e}"))
+        })?
+    } else {
+        None
+    };
+    let envp = preload::environment(channel.as_ref().map_or(&[], |c| &c.env[..]));
+    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
+    // Where the capture started on the interposer's clock.
+    let mono0 = monotonic_ns().saturating_sub(t0.elapsed().as_nanos() as u64);
     let prog = filter::program();
     let fprog = libc::sock_fprog {
         len: prog.len() as libc::c_ushort,
@@ -460,11 +656,17 @@ pub fn run(
             {
                 libc::_exit(126);
             }
-            libc::execv(program.as_ptr(), argv_ptrs.as_ptr());
+            libc::execve(program.as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr());
             libc::_exit(127);
         },
         ForkResult::Parent { child } => child,
     };
+    // The recorder's end of the pipe is the recorder's alone: the pipe ends when it does.
+    let channel = channel.map(|mut c| {
+        c.write = None;
+        c
+    });
+    let mut waiter = Waiter::new(channel).map_err(CaptureError::Start)?;
     match waitpid(child, None).map_err(|e| CaptureError::Start(io(e)))? {
         WaitStatus::Stopped(_, Signal::SIGSTOP) => {}
         other => {
@@ -479,6 +681,9 @@ pub fn run(
         | ptrace::Options::PTRACE_O_TRACEFORK
         | ptrace::Options::PTRACE_O_TRACEVFORK
         | ptrace::Options::PTRACE_O_TRACEEXEC
+        // A stop as a process exits, its descriptors still open: the interposer's records
+        // are read there.
+        | ptrace::Options::PTRACE_O_TRACEEXIT
         // The recorder ends with the capture: left running with the filter and no tracer,
         // its file calls would fail (ENOSYS).
         | ptrace::Options::PTRACE_O_EXITKILL;
@@ -496,16 +701,24 @@ pub fn run(
     let mut pending: HashMap<Pid, Pending> = HashMap::new();
     let mut known: HashSet<Pid> = HashSet::from([child]);
     let seccomp_stop_first = kernel_before(4, 8);
+    let mut write_error = None;
     loop {
         if stop.load(Ordering::SeqCst) {
             out.interrupted = true;
         }
-        let status = match waitpid(None, Some(WaitPidFlag::__WALL)) {
+        let status = match waiter.next(&mut |r| {
+            if let Err(e) = hand_on(&mut t, &mut out, sink, r, mono0) {
+                write_error.get_or_insert(e);
+            }
+        }) {
             Ok(s) => s,
             Err(Errno::ECHILD) => break,
             Err(Errno::EINTR) => continue,
             Err(e) => return Err(CaptureError::Trace(io(e))),
         };
+        if let Some(e) = write_error.take() {
+            return Err(CaptureError::Write(e));
+        }
         // A thread may die between its stop and the tracer's request (ESRCH): it is gone.
         match status {
             WaitStatus::PtraceEvent(tid, _, ev) if ev == libc::PTRACE_EVENT_SECCOMP => {
@@ -585,6 +798,8 @@ pub fn run(
             _ => {}
         }
     }
+    let rest = waiter.finish();
+    hand_on(&mut t, &mut out, sink, rest, mono0).map_err(CaptureError::Write)?;
     if stop.load(Ordering::SeqCst) {
         out.interrupted = true;
     }
@@ -592,6 +807,24 @@ pub fn run(
     out.unseen = t.unseen;
     out.tracer_cpu = own_cpu().saturating_sub(cpu0);
     Ok(out)
+}
+
+/// The interposer's records, as calls, to the trace.
+fn hand_on(
+    t: &mut Tracer,
+    out: &mut Outcome,
+    sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
+    records: Vec<preload::Record>,
+    mono0: u64,
+) -> std::io::Result<()> {
+    for r in records {
+        if let Some(c) = t.interposed(&r, mono0) {
+            out.calls += 1;
+            out.interposed += 1;
+            sink(&c)?;
+        }
+    }
+    Ok(())
 }
 
 /// PTRACE_GET_SYSCALL_INFO (Linux 5.3): whether a syscall stop is an entry or an exit, with
@@ -735,7 +968,7 @@ fn trace_attached(
                 let _ = ptrace::interrupt(*tid);
             }
         }
-        let status = match waitpid(None, Some(WaitPidFlag::__WALL)) {
+        let status = match waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
             Ok(s) => s,
             Err(Errno::ECHILD) => break Ok(()),
             Err(Errno::EINTR) => continue,
@@ -820,7 +1053,7 @@ fn trace_attached(
         let _ = ptrace::interrupt(*tid);
     }
     while !known.is_empty() {
-        match waitpid(None, Some(WaitPidFlag::__WALL)) {
+        match waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
             Ok(s) => {
                 if let Some(tid) = s.pid() {
                     if !matches!(s, WaitStatus::Exited(..) | WaitStatus::Signaled(..)) {

@@ -5,6 +5,9 @@ use std::sync::atomic::AtomicBool;
 
 use sinkrate_capture::{find_program, read_sidecar, session, Header, Op, Recorder};
 
+/// One capture at a time: a capture with the interposer takes the process's SIGCHLD handler.
+static ONE_CAPTURE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn header(command: &[String]) -> Header {
     Header {
         sinkrate_trace: sinkrate_capture::trace::SIDECAR_VERSION,
@@ -14,6 +17,113 @@ fn header(command: &[String]) -> Header {
         kernel: None,
         tool_version: "test".into(),
     }
+}
+
+/// Captures `sh -c SCRIPT` (or another program): the report, the outcome, the sidecar.
+fn capture_of(
+    program: &str,
+    args: &[&str],
+    interpose: bool,
+) -> (
+    sinkrate_model::capture::CaptureReport,
+    sinkrate_capture::Outcome,
+    String,
+) {
+    let command: Vec<String> = std::iter::once(program)
+        .chain(args.iter().copied())
+        .map(str::to_string)
+        .collect();
+    let program = find_program(program).expect("program");
+    let _one = ONE_CAPTURE_AT_A_TIME.lock();
+    let mut iolog = Vec::new();
+    let mut sidecar = Vec::new();
+    let stop = AtomicBool::new(false);
+    let (report, outcome) = session(
+        &Recorder::Run {
+            program: &program,
+            command: &command,
+            interpose,
+        },
+        &mut iolog,
+        &mut sidecar,
+        &header(&command),
+        &stop,
+        &mut |_| {},
+    )
+    .expect("capture");
+    (report, outcome, String::from_utf8(sidecar).expect("utf8"))
+}
+
+/// The bytes the capture saw written to the file at `path`.
+fn bytes_of(report: &sinkrate_model::capture::CaptureReport, path: &std::path::Path) -> u64 {
+    report
+        .files
+        .iter()
+        .find(|f| std::path::Path::new(&f.file) == path)
+        .unwrap_or_else(|| panic!("{} not captured: {report:#?}", path.display()))
+        .bytes
+}
+
+#[test]
+fn writes_come_through_the_interposer_and_the_same_without_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().display();
+    let script = format!(
+        "dd if=/dev/zero of={d}/a bs=4k count=5 conv=fsync status=none; printf abcd > {d}/b"
+    );
+    let (fast, fast_outcome, _) = capture_of("sh", &["-c", &script], true);
+    let (slow, slow_outcome, _) = capture_of("sh", &["-c", &script], false);
+    for r in [&fast, &slow] {
+        assert_eq!(bytes_of(r, &dir.path().join("a")), 20480);
+        assert_eq!(bytes_of(r, &dir.path().join("b")), 4);
+        assert_eq!(r.calls, fast.calls, "the same calls either way");
+    }
+    // dd's five writes and its fsync, and the shell's printf: no stop for any of them.
+    assert!(fast_outcome.interposed >= 7, "{fast_outcome:?}");
+    assert_eq!(slow_outcome.interposed, 0);
+    assert!(
+        fast_outcome.stops < slow_outcome.stops,
+        "{fast_outcome:?} {slow_outcome:?}"
+    );
+}
+
+/// A recorder that closes the interposer's pipe (as a daemon closes what it inherited) is
+/// captured whole by the tracer instead; one that closes it behind the interposer's back and
+/// puts a file of its own under the same number never finds a record in that file.
+#[test]
+fn a_recorder_that_closes_the_pipe_is_captured_whole_and_its_files_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().display();
+    let script = format!(
+        "fd=${{SINKRATE_CAPTURE_CHANNEL%%:*}}; eval \"exec $fd>&-\"; printf abc > {d}/a; \
+         dd if=/dev/zero of={d}/b bs=4k count=3 status=none"
+    );
+    let (report, outcome, _) = capture_of("bash", &["-c", &script], true);
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(bytes_of(&report, &dir.path().join("a")), 3);
+    assert_eq!(bytes_of(&report, &dir.path().join("b")), 12288);
+    assert_eq!(outcome.interposed, 0, "{outcome:?}");
+
+    // Closed with a raw system call (not through close()), a file put under its number.
+    let program = r#"
+import ctypes, fcntl, os, sys
+ch = int(os.environ["SINKRATE_CAPTURE_CHANNEL"].split(":")[0])
+ctypes.CDLL(None).syscall(3 if os.uname().machine == "x86_64" else 57, ch)
+f = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+at = fcntl.fcntl(f, fcntl.F_DUPFD, ch)
+assert at == ch, (at, ch)
+os.write(at, b"mine")
+os.write(at, b" alone")
+"#;
+    let path = dir.path().join("c");
+    let (report, outcome, _) = capture_of(
+        "python3",
+        &["-c", program, path.to_str().expect("utf8")],
+        true,
+    );
+    assert_eq!(outcome.exit_code, Some(0), "{report:#?}");
+    assert_eq!(std::fs::read(&path).expect("c"), b"mine alone");
+    assert_eq!(bytes_of(&report, &path), 10);
 }
 
 #[test]
@@ -29,6 +139,7 @@ fn a_shell_and_dd_are_captured_with_their_bytes_syncs_and_rename() {
         .map(|s| s.to_string())
         .collect();
     let program = find_program("sh").expect("sh");
+    let _one = ONE_CAPTURE_AT_A_TIME.lock();
     let mut iolog = Vec::new();
     let mut sidecar = Vec::new();
     let stop = AtomicBool::new(false);
@@ -36,6 +147,7 @@ fn a_shell_and_dd_are_captured_with_their_bytes_syncs_and_rename() {
         &Recorder::Run {
             program: &program,
             command: &command,
+            interpose: true,
         },
         &mut iolog,
         &mut sidecar,

@@ -56,4 +56,8 @@ pub struct CaptureCost {
     pub tracer_cpu_pct_of_core: f64,
     /// Times the recorder was stopped for the tracer (two per call traced).
     pub stops: u64,
+    /// Calls the interposer made and reported without stopping the recorder (its writes
+    /// and syncs, in a dynamically linked recorder).
+    #[serde(default)]
+    pub interposed_calls: u64,
 }
