@@ -192,9 +192,8 @@ impl Channel {
         }))
     }
 
-    /// Every whole record waiting in the pipe, without waiting for more; `ended` is set when
-    /// every recorder process has closed its end.
-    pub fn drain(&mut self, ended: &mut bool) -> Vec<Record> {
+    /// Every whole record waiting in the pipe, without waiting for more.
+    pub fn drain(&mut self) -> Vec<Record> {
         let mut buf = [0u8; RECORD_LEN * 64];
         loop {
             // SAFETY: read into a buffer of the length given, on a descriptor owned here.
@@ -204,9 +203,9 @@ impl Channel {
                 self.partial.extend_from_slice(&buf[..n as usize]);
                 continue;
             }
-            if n == 0 {
-                *ended = true;
-            } else if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            // 0: every recorder process has closed its end; -1: nothing more now (or EINTR,
+            // read again).
+            if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
             }
             break;

@@ -460,16 +460,12 @@ extern "C" fn on_sigchld(_: libc::c_int) {
 /// process (a second would be woken by the 100 ms poll instead of the signal).
 struct Waiter {
     channel: Option<(preload::Channel, OwnedFd, OwnedFd, libc::sigaction)>,
-    ended: bool,
 }
 
 impl Waiter {
     fn new(channel: Option<preload::Channel>) -> std::io::Result<Waiter> {
         let Some(channel) = channel else {
-            return Ok(Waiter {
-                channel: None,
-                ended: true,
-            });
+            return Ok(Waiter { channel: None });
         };
         let mut fds = [0; 2];
         // SAFETY: pipe2 fills the two descriptors it is given.
@@ -494,7 +490,6 @@ impl Waiter {
         };
         Ok(Waiter {
             channel: Some((channel, wake_read, wake_write, previous)),
-            ended: false,
         })
     }
 
@@ -508,34 +503,23 @@ impl Waiter {
                 None,
                 Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD | WaitPidFlag::WNOHANG),
             )?;
-            let got = channel.drain(&mut self.ended);
+            let got = channel.drain();
             if !got.is_empty() {
                 records(got);
             }
             if status != WaitStatus::StillAlive {
                 return Ok(status);
             }
-            let mut fds = [
-                libc::pollfd {
-                    fd: wake.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                // Once every recorder process has closed its end, the pipe would report its
-                // hang-up at every poll: left out (a negative descriptor is skipped).
-                libc::pollfd {
-                    fd: if self.ended {
-                        -1
-                    } else {
-                        channel.read.as_raw_fd()
-                    },
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // A wake-up lost between waitpid and poll costs at most this long.
-            // SAFETY: poll on two descriptors owned here.
-            unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
+            // Woken by SIGCHLD (a stop), or every 20 ms to read the interposer's records:
+            // not at each record, so that the tracer does not take a core from the
+            // recorder at every write (the pipe holds thousands of records).
+            let mut wake_fd = libc::pollfd {
+                fd: wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll on one descriptor owned here.
+            unsafe { libc::poll(&mut wake_fd, 1, 20) };
             let mut buf = [0u8; 64];
             // SAFETY: a non-blocking read into a buffer of its length.
             while unsafe { libc::read(wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
@@ -545,7 +529,7 @@ impl Waiter {
     /// The records still in the pipe once every traced process has ended.
     fn finish(&mut self) -> Vec<preload::Record> {
         match self.channel.as_mut() {
-            Some((channel, ..)) => channel.drain(&mut self.ended),
+            Some((channel, ..)) => channel.drain(),
             None => Vec::new(),
         }
     }
