@@ -497,3 +497,136 @@ fn bad_input_is_one_line() {
         }
     }
 }
+
+/// A program for the interposer to run in: an open, a write, a writev and an fsync of its
+/// file, and a write that fails with EBADF (errno must be the program's to read).
+const INTERPOSED_PROGRAM: &str = r#"
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, "hello", 5) != 5) return 1;
+    struct iovec v[2] = {{"ab", 2}, {"cde", 3}};
+    if (writev(fd, v, 2) != 5) return 2;
+    if (fsync(fd) != 0) return 3;
+    if (write(-1, "x", 1) != -1 || errno != EBADF) return 4;
+    return close(fd) == 0 ? 0 : 5;
+}
+"#;
+
+/// The capture's interposer as built for each board (crates/capture/build.rs, with the ARM
+/// test binaries), loaded into a program built by Debian's cross gcc and run under
+/// qemu-user: it passes the calls through with their results and errno, and its records
+/// read back with the host's reader (the layout is the same on every board). qemu-user
+/// cannot run ptrace, so the capture itself is not run here; the filter's mark is the
+/// filter's unit tests' to check.
+#[test]
+fn the_interposer_for_each_board_reports_writes_through_its_pipe() {
+    use sinkrate_capture::preload::{Kind, Record, RECORD_LEN};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let test = "the_interposer_for_each_board_reports_writes_through_its_pipe";
+    let Some(bins) = arm_binaries(test) else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let source = work.path().join("w.c");
+    std::fs::write(&source, INTERPOSED_PROGRAM).expect("source");
+    for bin in &bins {
+        let (gcc, sysroot) = if bin.triple.starts_with("aarch64") {
+            ("aarch64-linux-gnu-gcc", "/usr/aarch64-linux-gnu")
+        } else {
+            ("arm-linux-gnueabihf-gcc", "/usr/arm-linux-gnueabihf")
+        };
+        // The interposer the board's build embedded: beside its build's output.
+        let builds = bin.path.parent().expect("debug dir").join("build");
+        let interposer = std::fs::read_dir(&builds)
+            .expect("build dir")
+            .filter_map(|e| {
+                let p = e.ok()?.path().join("out/interpose.so");
+                let made = std::fs::metadata(&p).ok()?.modified().ok()?;
+                Some((made, p))
+            })
+            .max()
+            .map(|(_, p)| p)
+            .unwrap_or_else(|| panic!("no interposer under {}", builds.display()));
+        let program = work.path().join(format!("w-{}", bin.triple));
+        let built = Command::new(gcc)
+            .arg("-o")
+            .arg(&program)
+            .arg(&source)
+            .status()
+            .expect("cross gcc runs");
+        assert!(built.success(), "{gcc}");
+        let out = work.path().join(format!("out-{}", bin.triple));
+        let run = |channel: bool| -> (Option<i32>, Vec<u8>) {
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 fills the two descriptors it is given.
+            assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+            // SAFETY: descriptors just made, owned here alone.
+            let (read, write) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let link =
+                std::fs::read_link(format!("/proc/self/fd/{}", read.as_raw_fd())).expect("pipe");
+            let mut cmd = Command::new(&bin.runner);
+            cmd.arg("-L")
+                .arg(sysroot)
+                .arg("-E")
+                .arg(format!("LD_PRELOAD={}", interposer.display()));
+            if channel {
+                cmd.arg("-E")
+                    .arg(format!("SINKRATE_CAPTURE_CHANNEL=200:{}", link.display()));
+            }
+            cmd.arg(&program).arg(&out);
+            let w = write.as_raw_fd();
+            // SAFETY: dup2 in the child before exec, on a descriptor it inherited.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::dup2(w, 200) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            let status = cmd.status().expect("qemu-user runs");
+            drop(write);
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::fs::File::from(read), &mut bytes)
+                .expect("records");
+            (status.code(), bytes)
+        };
+        let (code, bytes) = run(true);
+        assert_eq!(
+            code,
+            Some(0),
+            "{}: the program's calls and errno",
+            bin.triple
+        );
+        assert_eq!(std::fs::read(&out).expect("out"), b"helloabcde");
+        assert_eq!(bytes.len() % RECORD_LEN, 0, "{}", bin.triple);
+        let records: Vec<Record> = bytes
+            .chunks_exact(RECORD_LEN)
+            .map(|c| Record::parse(c).expect("a record"))
+            .collect();
+        let seen: Vec<(Kind, i64, Option<u64>)> =
+            records.iter().map(|r| (r.kind, r.ret, r.offset)).collect();
+        assert_eq!(
+            seen,
+            [
+                (Kind::Write, 5, Some(0)),
+                (Kind::Writev, 5, Some(5)),
+                (Kind::Fsync, 0, None)
+            ],
+            "{}",
+            bin.triple
+        );
+        assert!(records
+            .iter()
+            .all(|r| r.end_ns >= r.start_ns && r.start_ns > 0 && r.fd == 3));
+        // Without a channel it only passes the calls through.
+        let (code, bytes) = run(false);
+        assert_eq!((code, bytes.len()), (Some(0), 0), "{}", bin.triple);
+    }
+}
