@@ -19,7 +19,7 @@ fn header(command: &[String]) -> Header {
     }
 }
 
-/// Captures `sh -c SCRIPT` (or another program): the report, the outcome, the sidecar.
+/// Captures a program: the report, the outcome, the iolog and the sidecar.
 fn capture_of(
     program: &str,
     args: &[&str],
@@ -27,6 +27,7 @@ fn capture_of(
 ) -> (
     sinkrate_model::capture::CaptureReport,
     sinkrate_capture::Outcome,
+    String,
     String,
 ) {
     let command: Vec<String> = std::iter::once(program)
@@ -51,7 +52,8 @@ fn capture_of(
         &mut |_| {},
     )
     .expect("capture");
-    (report, outcome, String::from_utf8(sidecar).expect("utf8"))
+    let text = |b: Vec<u8>| String::from_utf8(b).expect("utf8");
+    (report, outcome, text(iolog), text(sidecar))
 }
 
 /// The bytes the capture saw written to the file at `path`.
@@ -71,8 +73,8 @@ fn writes_come_through_the_interposer_and_the_same_without_it() {
     let script = format!(
         "dd if=/dev/zero of={d}/a bs=4k count=5 conv=fsync status=none; printf abcd > {d}/b"
     );
-    let (fast, fast_outcome, _) = capture_of("sh", &["-c", &script], true);
-    let (slow, slow_outcome, _) = capture_of("sh", &["-c", &script], false);
+    let (fast, fast_outcome, ..) = capture_of("sh", &["-c", &script], true);
+    let (slow, slow_outcome, ..) = capture_of("sh", &["-c", &script], false);
     for r in [&fast, &slow] {
         assert_eq!(bytes_of(r, &dir.path().join("a")), 20480);
         assert_eq!(bytes_of(r, &dir.path().join("b")), 4);
@@ -98,7 +100,7 @@ fn a_recorder_that_closes_the_pipe_is_captured_whole_and_its_files_untouched() {
         "fd=${{SINKRATE_CAPTURE_CHANNEL%%:*}}; eval \"exec $fd>&-\"; printf abc > {d}/a; \
          dd if=/dev/zero of={d}/b bs=4k count=3 status=none"
     );
-    let (report, outcome, _) = capture_of("bash", &["-c", &script], true);
+    let (report, outcome, ..) = capture_of("bash", &["-c", &script], true);
     assert_eq!(outcome.exit_code, Some(0));
     assert_eq!(bytes_of(&report, &dir.path().join("a")), 3);
     assert_eq!(bytes_of(&report, &dir.path().join("b")), 12288);
@@ -116,7 +118,7 @@ os.write(at, b"mine")
 os.write(at, b" alone")
 "#;
     let path = dir.path().join("c");
-    let (report, outcome, _) = capture_of(
+    let (report, outcome, ..) = capture_of(
         "python3",
         &["-c", program, path.to_str().expect("utf8")],
         true,
@@ -134,28 +136,7 @@ fn a_shell_and_dd_are_captured_with_their_bytes_syncs_and_rename() {
         "printf abc > {d}/small; dd if=/dev/zero of={d}/seg.tmp bs=4k count=3 conv=fsync status=none; \
          mv {d}/seg.tmp {d}/seg1; rm {d}/small"
     );
-    let command: Vec<String> = ["sh", "-c", &script]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let program = find_program("sh").expect("sh");
-    let _one = ONE_CAPTURE_AT_A_TIME.lock();
-    let mut iolog = Vec::new();
-    let mut sidecar = Vec::new();
-    let stop = AtomicBool::new(false);
-    let (report, outcome) = session(
-        &Recorder::Run {
-            program: &program,
-            command: &command,
-            interpose: true,
-        },
-        &mut iolog,
-        &mut sidecar,
-        &header(&command),
-        &stop,
-        &mut |_| {},
-    )
-    .expect("capture");
+    let (report, outcome, iolog, sidecar) = capture_of("sh", &["-c", &script], true);
     assert_eq!(outcome.exit_code, Some(0));
     let seg = report
         .files
@@ -180,13 +161,12 @@ fn a_shell_and_dd_are_captured_with_their_bytes_syncs_and_rename() {
     assert!(small.unlinked);
     assert_eq!((report.renames, report.unlinks), (1, 1));
     // The sidecar reads back whole; the iolog is fio's.
-    let trace = read_sidecar(std::str::from_utf8(&sidecar).expect("utf8")).expect("sidecar");
+    let trace = read_sidecar(&sidecar).expect("sidecar");
     assert!(trace.end.is_some());
     assert!(trace
         .calls
         .iter()
         .any(|c| matches!(&c.op, Op::Rename { to, .. } if to.ends_with("/seg1"))));
-    let iolog = String::from_utf8(iolog).expect("utf8");
     assert!(iolog.starts_with("fio version 3 iolog\n"), "{iolog}");
     let written: u64 = iolog
         .lines()
