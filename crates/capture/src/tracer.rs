@@ -7,6 +7,10 @@
 //! syscall-exit stop gives its result, and the file's name (/proc/TID/fd/N) and position
 //! (/proc/TID/fdinfo/N, for a write that moved it). The call's duration is the time from
 //! letting it run to its exit stop: the call itself and the tracer's wake-up (tens of µs).
+//!
+//! A dynamically linked recorder's writes and syncs do not stop at all: the interposer
+//! ([`crate::preload`]) makes them, timed in the recorder, and the tracer reads its records
+//! from a pipe every 20 ms and at every stop, before it lets the stopped call run.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
@@ -454,10 +458,10 @@ extern "C" fn on_sigchld(_: libc::c_int) {
 }
 
 /// How the tracer waits: in waitpid alone, or, with the interposer's pipe to read too, in
-/// poll on that pipe and on SIGCHLD (through a pipe its handler writes to), reading the
-/// interposer's records as they come and before each stop it hands on.
-/// SIGCHLD's handler is the process's: one capture with the interposer at a time in a
-/// process (a second would be woken by the 100 ms poll instead of the signal).
+/// poll on SIGCHLD (through a pipe its handler writes to) for at most 20 ms, reading the
+/// interposer's records at each wake-up and before each stop it hands on. SIGCHLD's
+/// handler is the process's: one capture with the interposer at a time in a process (a
+/// second would be woken by the 20 ms timeout instead of the signal).
 struct Waiter {
     channel: Option<(preload::Channel, OwnedFd, OwnedFd, libc::sigaction)>,
 }
