@@ -291,7 +291,7 @@ fn record_flags_after_the_double_dash_shape_the_recording_test() {
             );
             let v: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
-            assert!(v.get("error").is_none(), "{v}");
+            assert!(v["error"].is_null(), "{}", v["error"]);
             // 2 x 10 x 100 kB = 2 MB/s: the verdict, headroom and audit follow these streams.
             assert_eq!(v["stream"]["bytes_per_s"], 2_000_000.0);
             assert_eq!(v["audit"]["stream"]["bytes_per_s"], 2_000_000.0);

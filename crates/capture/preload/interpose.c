@@ -169,22 +169,25 @@ static s_long sys_plain(s_long nr, s_long a, s_long b, s_long c)
 /* Checked before each call is made marked: a call made marked and then not reported would
  * be lost to the trace. */
 static int still_the_pipe(int fd);
+
+/* The channel's descriptor, checked, or -1. Each call takes it once: a call made marked is
+ * reported on that descriptor even if another thread loses the channel meanwhile. */
 static int ready(void)
 {
     int ch = channel;
     if (ch < 0)
-        return 0;
+        return -1;
     if (!still_the_pipe(ch)) {
         channel = -1;
-        return 0;
+        return -1;
     }
-    return 1;
+    return ch;
 }
 
-/* A call the tracer does not stop for when the channel is up (it is reported here). */
+/* A call the tracer does not stop for (it is reported here). */
 static s_long sys_marked(s_long nr, s_long a, s_long b, s_long c, s_long d, s_long e)
 {
-    return sys6(nr, a, b, c, d, e, channel >= 0 ? (s_long)MARK : 0);
+    return sys6(nr, a, b, c, d, e, (s_long)MARK);
 }
 
 static long result(s_long r)
@@ -220,12 +223,8 @@ static int still_the_pipe(int fd)
     return ino == channel_ino;
 }
 
-static void send(u32 kind, int fd, s_long ret, u64 offset, u64 len, u64 t0, u64 t1)
+static void send(int ch, u32 kind, int fd, s_long ret, u64 offset, u64 len, u64 t0, u64 t1)
 {
-    int ch = channel;
-    if (ch < 0)
-        return;
-
     struct record r;
     r.magic = RECORD_MAGIC;
     r.kind = kind;
@@ -260,7 +259,8 @@ static u64 written_at(int fd, s_long ret, int *seekable)
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
-    if (!ready())
+    int ch = ready();
+    if (ch < 0)
         return result(sys_plain(NR_write, fd, (s_long)buf, (s_long)n));
     u64 t0 = now_ns();
     s_long r = sys_marked(NR_write, fd, (s_long)buf, (s_long)n, 0, 0);
@@ -268,13 +268,14 @@ ssize_t write(int fd, const void *buf, size_t n)
     int seekable;
     u64 at = written_at(fd, r, &seekable);
     if (seekable)
-        send(K_WRITE, fd, r, at, n, t0, t1);
+        send(ch, K_WRITE, fd, r, at, n, t0, t1);
     return result(r);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-    if (!ready())
+    int ch = ready();
+    if (ch < 0)
         return result(sys_plain(NR_writev, fd, (s_long)iov, cnt));
     u64 t0 = now_ns();
     s_long r = sys_marked(NR_writev, fd, (s_long)iov, cnt, 0, 0);
@@ -282,7 +283,7 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
     int seekable;
     u64 at = written_at(fd, r, &seekable);
     if (seekable)
-        send(K_WRITEV, fd, r, at, 0, t0, t1);
+        send(ch, K_WRITEV, fd, r, at, 0, t0, t1);
     return result(r);
 }
 
@@ -291,60 +292,65 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
  * there, pwrite is left to the tracer. */
 ssize_t pwrite(int fd, const void *buf, size_t n, s64 off)
 {
-    if (!ready())
+    int ch = ready();
+    if (ch < 0)
         return result(sys6(NR_pwrite64, fd, (s_long)buf, (s_long)n, off, 0, 0));
     u64 t0 = now_ns();
     s_long r = sys_marked(NR_pwrite64, fd, (s_long)buf, (s_long)n, off, 0);
     u64 t1 = now_ns();
-    send(K_PWRITE, fd, r, (u64)off, n, t0, t1);
+    send(ch, K_PWRITE, fd, r, (u64)off, n, t0, t1);
     return result(r);
 }
 ssize_t pwrite64(int fd, const void *buf, size_t n, s64 off) __attribute__((alias("pwrite")));
 
 ssize_t pwritev(int fd, const struct iovec *iov, int cnt, s64 off)
 {
-    if (!ready())
+    int ch = ready();
+    if (ch < 0)
         return result(sys6(NR_pwritev, fd, (s_long)iov, cnt, off, 0, 0));
     u64 t0 = now_ns();
     /* pwritev's offset in two halves, low then high (on 64-bit, the whole in the first). */
     s_long r = sys_marked(NR_pwritev, fd, (s_long)iov, cnt, off, 0);
     u64 t1 = now_ns();
-    send(K_PWRITEV, fd, r, (u64)off, 0, t0, t1);
+    send(ch, K_PWRITEV, fd, r, (u64)off, 0, t0, t1);
     return result(r);
 }
 ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, s64 off) __attribute__((alias("pwritev")));
 
 int sync_file_range(int fd, s64 off, s64 n, unsigned flags)
 {
-    if (!ready())
+    int ch = ready();
+    if (ch < 0)
         return (int)result(sys6(NR_sync_file_range, fd, off, n, flags, 0, 0));
     u64 t0 = now_ns();
     s_long r = sys_marked(NR_sync_file_range, fd, off, n, flags, 0);
     u64 t1 = now_ns();
-    send(K_SYNC_FILE_RANGE | (flags << 8), fd, r, (u64)off, (u64)n, t0, t1);
+    send(ch, K_SYNC_FILE_RANGE | (flags << 8), fd, r, (u64)off, (u64)n, t0, t1);
     return (int)result(r);
 }
 #endif
 
 int fsync(int fd)
 {
-    if (!ready())
+    int ch = ready();
+    if (ch < 0)
         return (int)result(sys_plain(NR_fsync, fd, 0, 0));
     u64 t0 = now_ns();
     s_long r = sys_marked(NR_fsync, fd, 0, 0, 0, 0);
     u64 t1 = now_ns();
-    send(K_FSYNC, fd, r, UNKNOWN, 0, t0, t1);
+    send(ch, K_FSYNC, fd, r, UNKNOWN, 0, t0, t1);
     return (int)result(r);
 }
 
 int fdatasync(int fd)
 {
-    if (!ready())
+    int ch = ready();
+    if (ch < 0)
         return (int)result(sys_plain(NR_fdatasync, fd, 0, 0));
     u64 t0 = now_ns();
     s_long r = sys_marked(NR_fdatasync, fd, 0, 0, 0, 0);
     u64 t1 = now_ns();
-    send(K_FDATASYNC, fd, r, UNKNOWN, 0, t0, t1);
+    send(ch, K_FDATASYNC, fd, r, UNKNOWN, 0, t0, t1);
     return (int)result(r);
 }
 

@@ -108,6 +108,9 @@ class ActionModule(ActionBase):
             return result
         result.update(_summary(doc))
         result.update(
+            # An answer, whatever it says (exit 1: drops): not a failed task. Said outright:
+            # Ansible fails a result that carries a non-zero rc and no `failed` key.
+            failed=False,
             # Only a search with --apply changes the board (its winner's settings, kept
             # until restored); the other commands leave nothing behind.
             changed=bool(doc.get("applied")),
