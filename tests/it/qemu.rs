@@ -353,10 +353,15 @@ fn record_null_and_buffered() {
             let v = json(&out);
             // Whether an emulated writer keeps real time depends on the host's spare CPU (a
             // busy core starts it half a second late): bench/qemu-record prints that figure.
-            // What holds on any machine: a verdict on the whole recording, every frame
-            // offered counted once as written or dropped, and the bytes on disk.
+            // What holds on any machine: a verdict on the whole recording (falling behind
+            // too: a busy CI run's 2 s saw the emulated writer's device drain less than the
+            // streams made), every frame offered counted once as written or dropped, and the
+            // bytes on disk.
             assert!(
-                matches!(v["verdict"].as_str(), Some("keeps_up" | "drops")),
+                matches!(
+                    v["verdict"].as_str(),
+                    Some("keeps_up" | "falling_behind" | "drops")
+                ),
                 "{} {mode}: {v}",
                 b.triple
             );
