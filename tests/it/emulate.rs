@@ -138,6 +138,7 @@ fn a_filesystem_mounted_through_its_fuse_driver_comes_down_too() {
 #[test]
 fn down_works_after_nbdkit_is_killed() {
     serial("down_works_after_nbdkit_is_killed", || {
+        let _vanishing = common::a_card_vanishes_here();
         let before = machine_state();
         let dev = SlowDev::new(&["--write-rate", "50M", "--size", "64M"]);
         let listed = emulate(&["list", "--output-format=json"]);

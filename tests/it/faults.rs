@@ -201,6 +201,7 @@ fn nbdkit_of(card: &SlowDev) -> i32 {
 #[test]
 fn verify_the_device_vanishes() {
     serial("verify_the_device_vanishes", || {
+        let _vanishing = common::a_card_vanishes_here();
         let card = SlowDev::new(&["--write-rate", "20M", "--size", "256M"]);
         let dir = card.path().to_str().expect("utf8").to_string();
         let child = start(&["verify", &dir, "--size", "128M", "--output-format", "json"]);
@@ -461,6 +462,7 @@ fn verify_eio_at_a_fixed_offset_and_at_random() {
 fn bench_and_record_the_device_vanishes() {
     serial("bench_and_record_the_device_vanishes", || {
         for command in ["bench", "record"] {
+            let _vanishing = common::a_card_vanishes_here();
             let card = SlowDev::new(&["--write-rate", "20M", "--size", "256M"]);
             let dir = card.path().to_str().expect("utf8").to_string();
             let directory = format!("--directory={dir}");

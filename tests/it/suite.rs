@@ -46,6 +46,8 @@ fn suite(name: &str, dir: &Path, args: &[&str]) -> Value {
         "json",
     ];
     all.extend_from_slice(args);
+    // These two suites format btrfs among their filesystems.
+    let _btrfs = matches!(name, "filesystems" | "metadata").then(common::btrfs_is_made_here);
     let started = std::time::Instant::now();
     let (code, out, err) = common::sinkrate_out(&all);
     assert_eq!(code, Some(0), "suite {name} failed: {err}");

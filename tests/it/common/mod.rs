@@ -219,12 +219,56 @@ impl Drop for MemoryFs {
     }
 }
 
+/// A lock over what the machine's mount table may hold, shared by every process of the tests
+/// (the lanes of scripts/test.sh run tests/it three times at once).
+///
+/// A test that makes an emulated card vanish (its nbdkit killed) leaves, until the card comes
+/// down, a mounted filesystem on a loop device whose backing file lies on a FUSE mount whose
+/// server has exited: stat(2) of that file answers ENOTCONN. mkfs.btrfs stats the backing file
+/// of every mounted loop device before it formats anything, and refuses ("cannot check mount
+/// status of /dev/loopN: Transport endpoint is not connected"), whichever device it was given.
+/// So a test that formats btrfs (itself, or through a suite) holds this lock shared, and a
+/// test whose card vanishes holds it alone from before the card is made until it is down.
+pub struct MountTableLock(#[allow(dead_code)] std::fs::File);
+
+fn mount_table_lock(operation: libc::c_int) -> MountTableLock {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    // Cargo's scratch directory for integration tests, under target/: one for every lane.
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mount-table.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // SAFETY: flock(2) on a descriptor this function owns; it blocks until granted.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    MountTableLock(file)
+}
+
+/// Held by a test whose emulated card vanishes, declared before the card (so that it is
+/// dropped after the card is down).
+pub fn a_card_vanishes_here() -> MountTableLock {
+    mount_table_lock(libc::LOCK_EX)
+}
+
+/// Held while mkfs.btrfs runs, in the test or in the sinkrate run it starts.
+pub fn btrfs_is_made_here() -> MountTableLock {
+    mount_table_lock(libc::LOCK_SH)
+}
+
 pub fn mkfs(fs: &str, device: &Path) {
     let dev = device.to_str().expect("utf8");
     match fs {
         "ext4" => run("mkfs.ext4", &["-q", "-F", dev]),
         "xfs" => run("mkfs.xfs", &["-q", "-f", dev]),
-        "btrfs" => run("mkfs.btrfs", &["-q", "-f", dev]),
+        "btrfs" => {
+            let _no_card_vanishes = btrfs_is_made_here();
+            run("mkfs.btrfs", &["-q", "-f", dev])
+        }
         other => panic!("no mkfs for {other}"),
     };
 }
