@@ -180,6 +180,12 @@ struct Tracer {
     /// error inherited as a file) is not the recorder's output.
     touched: HashSet<String>,
     regular: HashMap<String, bool>,
+    /// The file of each descriptor an interposed record named, by (process, descriptor):
+    /// read from /proc once, not at every write. Forgotten at every stop after which a
+    /// descriptor's number may name another file or its file another name (close, dup2,
+    /// dup3, close_range, execve, a rename, a thread's exit): those calls stop, and the pipe
+    /// is read before they run.
+    interposed_files: HashMap<(i32, i32), Option<String>>,
     unseen: Vec<String>,
 }
 
@@ -197,6 +203,20 @@ impl Tracer {
     /// What must be read before the call runs, or [`Before::Skip`] for a call on something
     /// that is not the recorder's output.
     fn before(&mut self, tid: Pid, name: &str, a: &[u64; 6]) -> Before {
+        if matches!(
+            name,
+            "close"
+                | "dup2"
+                | "dup3"
+                | "close_range"
+                | "execve"
+                | "execveat"
+                | "rename"
+                | "renameat"
+                | "renameat2"
+        ) {
+            self.interposed_files.clear();
+        }
         let fd = a[0] as i32;
         let file_of = |t: &mut Self, fd: i32| {
             fd_file(tid, fd, &mut t.regular).map_or(Before::Skip, Before::File)
@@ -397,7 +417,14 @@ impl Tracer {
     fn interposed(&mut self, r: &preload::Record, mono0: u64) -> Option<Call> {
         // The descriptor is still the one the call used: a close stops for the tracer,
         // which reads the pipe before it lets the close run.
-        let file = fd_file(Pid::from_raw(r.pid), r.fd, &mut self.regular)?;
+        let file = match self.interposed_files.get(&(r.pid, r.fd)) {
+            Some(file) => file.clone(),
+            None => {
+                let file = fd_file(Pid::from_raw(r.pid), r.fd, &mut self.regular);
+                self.interposed_files.insert((r.pid, r.fd), file.clone());
+                file
+            }
+        }?;
         let fd = r.fd;
         let op = match r.kind {
             preload::Kind::Write
@@ -463,7 +490,18 @@ extern "C" fn on_sigchld(_: libc::c_int) {
 /// handler is the process's: one capture with the interposer at a time in a process (a
 /// second would be woken by the 20 ms timeout instead of the signal).
 struct Waiter {
-    channel: Option<(preload::Channel, OwnedFd, OwnedFd, libc::sigaction)>,
+    channel: Option<Interposed>,
+}
+
+/// What the tracer waits on beside waitpid when the interposer runs.
+struct Interposed {
+    channel: preload::Channel,
+    /// The read end of the pipe SIGCHLD's handler writes to.
+    wake: OwnedFd,
+    /// Its write end, kept open for the handler (WAKE_FD holds its number).
+    _wake_write: OwnedFd,
+    /// SIGCHLD's action before, put back at the end.
+    previous: libc::sigaction,
 }
 
 impl Waiter {
@@ -493,13 +531,18 @@ impl Waiter {
             old
         };
         Ok(Waiter {
-            channel: Some((channel, wake_read, wake_write, previous)),
+            channel: Some(Interposed {
+                channel,
+                wake: wake_read,
+                _wake_write: wake_write,
+                previous,
+            }),
         })
     }
 
     /// The next status of a traced thread; `records` gets the interposer's records first.
     fn next(&mut self, records: &mut dyn FnMut(Vec<preload::Record>)) -> nix::Result<WaitStatus> {
-        let Some((channel, wake, _, _)) = self.channel.as_mut() else {
+        let Some(Interposed { channel, wake, .. }) = self.channel.as_mut() else {
             return waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD));
         };
         loop {
@@ -533,7 +576,7 @@ impl Waiter {
     /// The records still in the pipe once every traced process has ended.
     fn finish(&mut self) -> Vec<preload::Record> {
         match self.channel.as_mut() {
-            Some((channel, ..)) => channel.drain(),
+            Some(interposed) => interposed.channel.drain(),
             None => Vec::new(),
         }
     }
@@ -541,10 +584,10 @@ impl Waiter {
 
 impl Drop for Waiter {
     fn drop(&mut self) {
-        if let Some((_, _, _, previous)) = self.channel.as_ref() {
+        if let Some(interposed) = self.channel.as_ref() {
             WAKE_FD.store(-1, Ordering::SeqCst);
             // SAFETY: puts back the action sigaction gave in Waiter::new.
-            unsafe { libc::sigaction(libc::SIGCHLD, previous, std::ptr::null_mut()) };
+            unsafe { libc::sigaction(libc::SIGCHLD, &interposed.previous, std::ptr::null_mut()) };
         }
     }
 }
@@ -683,6 +726,7 @@ pub fn run(
         t0,
         touched: HashSet::new(),
         regular: HashMap::new(),
+        interposed_files: HashMap::new(),
         unseen: Vec::new(),
     };
     let mut out = Outcome::default();
@@ -758,7 +802,10 @@ pub fn run(
                     sink(&c).map_err(CaptureError::Write)?;
                 }
             }
-            WaitStatus::PtraceEvent(tid, _, _) => {
+            WaitStatus::PtraceEvent(tid, _, ev) => {
+                if ev == libc::PTRACE_EVENT_EXIT {
+                    t.interposed_files.clear();
+                }
                 known.insert(tid);
                 let _ = ptrace::cont(tid, None);
             }
@@ -940,6 +987,7 @@ fn trace_attached(
         t0,
         touched: HashSet::new(),
         regular: HashMap::new(),
+        interposed_files: HashMap::new(),
         unseen: Vec::new(),
     };
     let mut out = Outcome::default();

@@ -89,6 +89,44 @@ fn writes_come_through_the_interposer_and_the_same_without_it() {
     );
 }
 
+/// The tracer reads each interposed record's file from /proc once per descriptor: a number
+/// closed and opened again on another file, or a file renamed while open, is named as it is
+/// when the write is made, through the interposer as without it.
+#[test]
+fn a_descriptor_reused_or_renamed_names_the_file_it_wrote() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().display();
+    let script = format!(
+        "exec 7>{d}/a; printf 1 >&7; printf 22 >&7; exec 7>&-; \
+         exec 7>{d}/b; printf 333 >&7; exec 7>{d}/c; printf 4444 >&7; \
+         mv {d}/c {d}/d; printf 55555 >&7; exec 7>&-"
+    );
+    for interpose in [true, false] {
+        // dash: its printf calls write() (bash's goes through stdio, inside libc).
+        let (report, outcome, _, sidecar) = capture_of("sh", &["-c", &script], interpose);
+        assert_eq!(outcome.exit_code, Some(0), "{report:#?}");
+        // Each write as the trace has it: its file and its length.
+        let writes: Vec<(String, u64)> = sidecar
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["op"] == "write")
+            .map(|v| {
+                let file = v["file"].as_str().unwrap_or_default();
+                let name = file.rsplit('/').next().unwrap_or_default().to_string();
+                (name, v["len"].as_u64().unwrap_or(0))
+            })
+            .collect();
+        let expected: Vec<(String, u64)> = [("a", 1), ("a", 2), ("b", 3), ("c", 4), ("d", 5)]
+            .iter()
+            .map(|(f, n)| (f.to_string(), *n))
+            .collect();
+        assert_eq!(writes, expected, "interposer {interpose}: {sidecar}");
+        if interpose {
+            assert!(outcome.interposed >= 5, "{outcome:?}");
+        }
+    }
+}
+
 /// A recorder that closes the interposer's pipe (as a daemon closes what it inherited) is
 /// captured whole by the tracer instead; one that closes it behind the interposer's back and
 /// puts a file of its own under the same number never finds a record in that file.
