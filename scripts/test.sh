@@ -51,9 +51,9 @@ soak_listed=$("$soak_bin" --list 2>/dev/null | grep -c ': test$')
   start=$SECONDS
   rc=0
   if "$soak_bin" --test-threads=2 >"$log" 2>&1; then
-    echo "== tests/soak, lane D ($((SECONDS - start)) s)"
+    echo "== tests/soak, lane D ($((SECONDS - start)) s, ended at $SECONDS s)"
   else
-    echo "== tests/soak, lane D FAILED ($((SECONDS - start)) s):"
+    echo "== tests/soak, lane D FAILED ($((SECONDS - start)) s, ended at $SECONDS s):"
     cat "$log"
     rc=1
   fi
@@ -155,9 +155,9 @@ run_lane() {
     export SINKRATE_STATE_DIR="$state_dir/$lane"
     local start=$SECONDS
     if "$it_bin" "${args[@]}" --test-threads=2 >"$log" 2>&1; then
-      echo "== tests/it lane $lane: $run ($((SECONDS - start)) s)"
+      echo "== tests/it lane $lane: $run ($((SECONDS - start)) s, ended at $SECONDS s)"
     else
-      echo "== tests/it lane $lane: $run FAILED ($((SECONDS - start)) s):"
+      echo "== tests/it lane $lane: $run FAILED ($((SECONDS - start)) s, ended at $SECONDS s):"
       cat "$log"
       lane_rc=1
     fi
@@ -207,7 +207,7 @@ done
 # within the 5 MB budget (scripts/cross.sh builds all three). After lanes A to C: its
 # whole-program optimisation would take the CPU from tests that pace their I/O (the soak,
 # still running, judges its memory, CPU and read-back, not its drops).
-echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget)"
+echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget), at $SECONDS s"
 board_rc=0
 bash scripts/cross.sh x86_64-unknown-linux-musl || board_rc=$?
 wait "$pid_d" || failed=1
@@ -256,5 +256,5 @@ fi
 if [ -s "$SINKRATE_SKIP_LOG" ]; then
   echo "== all tests that ran passed; $(wc -l < "$SINKRATE_SKIP_LOG") root-only test(s) skipped, not passed (listed above)"
 else
-  echo "== all tests passed"
+  echo "== all tests passed, in $SECONDS s"
 fi

@@ -160,23 +160,20 @@ fn block(rule: Rule) -> Vec<libc::sock_filter> {
             trace,
             allow,
         ],
-        // The low half, then (64-bit) the high half, against the mark's.
-        #[cfg(target_pointer_width = "64")]
-        Rule::Unmarked => vec![
-            insn(BPF_LD_W_ABS, 0, 0, arg_at(5)),
-            insn(BPF_JMP_JEQ_K, 0, 3, MARK as u32),
-            insn(BPF_LD_W_ABS, 0, 0, arg_at(5) + 4),
-            insn(BPF_JMP_JEQ_K, 0, 1, (MARK >> 32) as u32),
-            allow,
-            trace,
-        ],
-        #[cfg(target_pointer_width = "32")]
-        Rule::Unmarked => vec![
-            insn(BPF_LD_W_ABS, 0, 0, arg_at(5)),
-            insn(BPF_JMP_JEQ_K, 0, 1, MARK as u32),
-            allow,
-            trace,
-        ],
+        // The argument's 32-bit words against the mark's (two on a 64-bit board, the low
+        // first; one on a 32-bit board): the first that differs jumps past the rest to trace.
+        Rule::Unmarked => {
+            let words = std::mem::size_of::<libc::c_long>() / 4;
+            let mut v = Vec::with_capacity(2 * words + 2);
+            for i in 0..words {
+                let left = (2 * (words - i - 1) + 1) as u8;
+                v.push(insn(BPF_LD_W_ABS, 0, 0, arg_at(5) + 4 * i as u32));
+                v.push(insn(BPF_JMP_JEQ_K, 0, left, (MARK >> (32 * i)) as u32));
+            }
+            v.push(allow);
+            v.push(trace);
+            v
+        }
         Rule::SharedWritableMap => vec![
             insn(BPF_LD_W_ABS, 0, 0, arg_at(2)),
             insn(BPF_ALU_AND_K, 0, 0, libc::PROT_WRITE as u32),
