@@ -25,20 +25,18 @@ checkout_before=$(checkout_state)
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo test"
-# Everything the tests run is built once, by one command over the whole workspace: cargo
-# resolves features per selection of packages, so `-p sinkrate` after `--exclude sinkrate`
-# would build every shared crate a second time (every cargo command below selects the
-# whole workspace for that reason). This also builds the nbdkit plugin behind
-# emulate's device models (a cdylib that cargo test does not link; emulate finds it beside
-# the sinkrate binary the tests run).
-cargo build --locked --workspace --profile test-release
+# Every cargo command below selects the whole workspace: cargo resolves features per
+# selection of packages, so `-p sinkrate` after `--exclude sinkrate` would build every
+# shared crate a second time.
 lanes_dir="$PWD/target/test-lanes"
 rm -rf "$lanes_dir"
 mkdir -p "$lanes_dir"
 # The soaks (tests/soak, lane D: ten minutes of recording) first, as soon as their small
-# binary is built, beside every build and run after them: the longest run of the suite,
-# mostly waiting on its paced camera. Each lane's binary is run directly: cargo would wait
-# for the build directory that the builds and checks after it hold.
+# binary and the sinkrate binary they run are built (their card needs nbdkit's own filters,
+# not sinkrate's plugin), beside every build and run after them: the longest run of the
+# suite, mostly waiting on its paced camera, and with the build before it the suite's
+# critical path. Each lane's binary is run directly: cargo would wait for the build
+# directory that the builds and checks after it hold.
 cargo test --locked --workspace --profile test-release --test soak --no-run
 soak_bin=$(cargo test --locked --workspace --profile test-release --test soak --no-run \
   --message-format=json 2>/dev/null | grep '"kind":\["test"\]' | grep '"name":"soak"' |
@@ -62,7 +60,11 @@ soak_listed=$("$soak_bin" --list 2>/dev/null | grep -c ': test$')
   exit "$rc"
 ) &
 pid_d=$!
-# The integration tests' binary, beside the soak.
+# Everything else the tests run, beside the soak: this also builds the nbdkit plugin behind
+# emulate's device models (a cdylib that cargo test does not link; emulate finds it beside
+# the sinkrate binary the tests run).
+cargo build --locked --workspace --profile test-release
+# The integration tests' binary.
 cargo test --locked --workspace --profile test-release --test it --no-run
 it_bin=$(cargo test --locked --workspace --profile test-release --test it --no-run \
   --message-format=json 2>/dev/null | grep '"kind":\["test"\]' | grep '"name":"it"' |
@@ -90,13 +92,13 @@ lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watc
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
   "round_trip::tune_results_" "check" "bench_fio_sync_range"
   "bench_devices::honest_numbers_" "emulate::buffered_writes_" "endurance::check_on_"
-  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_" "capture::ffmpeg_")
+  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_")
 lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "leftovers" "old_kernels" "verify"
   "emulate -emulate::buffered_writes_" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing" "lab -lab::the_tune_play_ -lab::an_aarch64_board_"
-  "capture -capture::gstreamer_ -capture::ffmpeg_")
+  "capture -capture::gstreamer_ -capture::ffmpeg_" "capture::ffmpeg_")
 lane_c=("capacity" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
   "board" "round_trip -round_trip::tune_results_" "compare"
@@ -104,7 +106,7 @@ lane_c=("capacity" "report"
   "bench_fio_behaviour" "bench_fio_compat" "bench_fio_coordination" "bench_fio_engines"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"
-  "bench_verify" "endurance -endurance::check_on_" "fleet -fleet::a_recording_at_risk_" "capture::gstreamer_" "@checks" "qemu"
+  "bench_verify" "endurance -endurance::check_on_" "fleet -fleet::a_recording_at_risk_" "capture::gstreamer_" "@arm-binaries" "qemu"
   "lab::an_aarch64_board_")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
 listed=$(($("$it_bin" --list 2>/dev/null | grep -c ': test$') + soak_listed))
@@ -127,12 +129,12 @@ run_lane() {
   for run in "$@"; do
     k=$((k + 1))
     local args=()
-    if [ "$run" = "@checks" ]; then
-      while [ ! -s "$checks_rc" ] && kill -0 "$checks_pid" 2>/dev/null; do sleep 2; done
-      # (the checks' shell writes its status as it ends)
+    if [ "$run" = "@arm-binaries" ]; then
+      while [ ! -s "$arm_rc" ] && kill -0 "$checks_pid" 2>/dev/null; do sleep 2; done
+      # (the checks' shell writes the status as the ARM builds end)
       sleep 1
-      if [ "$(cat "$checks_rc" 2>/dev/null)" != 0 ]; then
-        echo "== tests/it lane $lane: the checks beside the tests failed; qemu's tests need their ARM binaries"
+      if [ "$(cat "$arm_rc" 2>/dev/null)" != 0 ]; then
+        echo "== tests/it lane $lane: the ARM test binaries were not built; qemu's tests need them"
         return 1
       fi
       continue
@@ -172,14 +174,23 @@ cargo test --locked --workspace --profile test-release --no-run || unit_rc=$?
 cargo test --locked --workspace --profile test-release --lib --bins --test corpus -- --test-threads=2 || unit_rc=$?
 # The checks that build for no test run here (clippy, the POSIX port's check, the ARM
 # binaries of tests/it/qemu.rs) run beside the integration tests, at a lower priority: those
-# mostly wait on paced writers and emulated cards. A lane waits for them (`@checks`) before
-# qemu's tests, which run the ARM binaries. Their output is shown when they end.
+# mostly wait on paced writers and emulated cards. The ARM binaries are built first, and a
+# lane waits for them (`@arm-binaries`) before qemu's tests, which run them. Their output is
+# shown when they all end.
 checks_log="$PWD/target/checks.log"
 checks_rc="$PWD/target/checks.rc"
-rm -f "$checks_rc"
+arm_rc="$PWD/target/arm-binaries.rc"
+rm -f "$checks_rc" "$arm_rc"
 (
   renice -n 10 -p "$BASHPID" >/dev/null
   rc=0
+  # The ARM test binaries first: a lane's qemu tests wait for them (`@arm-binaries`).
+  (
+    set -euo pipefail
+    echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user)"
+    bash scripts/cross.sh --test-build
+  ) >"$checks_log" 2>&1 || rc=$?
+  echo "$rc" >"$arm_rc"
   (
     set -euo pipefail
     echo "== cargo clippy"
@@ -187,9 +198,7 @@ rm -f "$checks_rc"
     echo "== cargo check --target x86_64-unknown-freebsd (the stand-in for QNX and other POSIX ports)"
     CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
       cargo check --locked --workspace --target x86_64-unknown-freebsd
-    echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user)"
-    bash scripts/cross.sh --test-build
-  ) >"$checks_log" 2>&1 || rc=$?
+  ) >>"$checks_log" 2>&1 || rc=$?
   echo "$rc" >"$checks_rc"
 ) &
 checks_pid=$!

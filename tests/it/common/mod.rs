@@ -229,7 +229,10 @@ impl Drop for MemoryFs {
 /// status of /dev/loopN: Transport endpoint is not connected"), whichever device it was given.
 /// So a test that formats btrfs (itself, or through a suite) holds this lock shared, and a
 /// test whose card vanishes holds it alone from before the card is made until it is down.
-pub struct MountTableLock(#[allow(dead_code)] std::fs::File);
+pub struct MountTableLock {
+    /// Closing it lets the lock go.
+    _held: std::fs::File,
+}
 
 fn mount_table_lock(operation: libc::c_int) -> MountTableLock {
     use std::os::unix::fs::OpenOptionsExt;
@@ -246,7 +249,7 @@ fn mount_table_lock(operation: libc::c_int) -> MountTableLock {
     // SAFETY: flock(2) on a descriptor this function owns; it blocks until granted.
     let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
     assert_eq!(rc, 0, "flock {}", path.display());
-    MountTableLock(file)
+    MountTableLock { _held: file }
 }
 
 /// Held by a test whose emulated card vanishes, declared before the card (so that it is
