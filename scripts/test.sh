@@ -32,11 +32,12 @@ lanes_dir="$PWD/target/test-lanes"
 rm -rf "$lanes_dir"
 mkdir -p "$lanes_dir"
 # The soaks (tests/soak, lane D: ten minutes of recording) first, as soon as their small
-# binary and the sinkrate binary they run are built (their card needs nbdkit's own filters,
-# not sinkrate's plugin), beside every build and run after them: the longest run of the
-# suite, mostly waiting on its paced camera, and with the build before it the suite's
-# critical path. Each lane's binary is run directly: cargo would wait for the build
-# directory that the builds and checks after it hold.
+# binary, the sinkrate binary they run and sinkrate's nbdkit plugin (a card that wears out)
+# are built, beside every build and run after them: the longest run of the suite, mostly
+# waiting on its paced camera. Each lane's binary is run directly: cargo would wait for the
+# build directory that the builds and checks after it hold. `--lib` builds every crate's
+# library, the plugin's cdylib among them.
+cargo build --locked --workspace --profile test-release --lib
 cargo test --locked --workspace --profile test-release --test soak --no-run
 soak_bin=$(cargo test --locked --workspace --profile test-release --test soak --no-run \
   --message-format=json 2>/dev/null | grep '"kind":\["test"\]' | grep '"name":"soak"' |
@@ -168,19 +169,27 @@ run_lane() {
   done
   return $lane_rc
 }
-# The crates' unit tests, the fuzz corpus replay and the binary's own unit tests.
-unit_rc=0
-cargo test --locked --workspace --profile test-release --no-run || unit_rc=$?
-cargo test --locked --workspace --profile test-release --lib --bins --test corpus -- --test-threads=2 || unit_rc=$?
-# The checks that build for no test run here (clippy, the POSIX port's check, the ARM
-# binaries of tests/it/qemu.rs) run beside the integration tests, at a lower priority: those
-# mostly wait on paced writers and emulated cards. The ARM binaries are built first, and a
-# lane waits for them (`@arm-binaries`) before qemu's tests, which run them. Their output is
-# shown when they all end.
+# The crates' own integration tests, each run by the unit tests' step below (tests/it and
+# tests/soak run in the lanes): a new one must be named here, or this fails.
+crate_tests=(corpus capture)
+for f in crates/*/tests/*.rs; do
+  if ! printf '%s\n' "${crate_tests[@]}" | grep -qx "$(basename "$f" .rs)"; then
+    echo "FAIL: $f is run by no step of scripts/test.sh (add it to crate_tests)" >&2
+    exit 1
+  fi
+done
+crate_test_args=()
+for t in "${crate_tests[@]}"; do crate_test_args+=(--test "$t"); done
+# The checks that build for no test run here (the ARM binaries of tests/it/qemu.rs, the unit
+# tests, clippy, the POSIX port's check) run beside the integration tests, at a lower
+# priority: those mostly wait on paced writers and emulated cards. The ARM binaries are
+# built first, and a lane waits for them (`@arm-binaries`) before qemu's tests, which run
+# them. Their output is shown when they all end.
 checks_log="$PWD/target/checks.log"
 checks_rc="$PWD/target/checks.rc"
 arm_rc="$PWD/target/arm-binaries.rc"
-rm -f "$checks_rc" "$arm_rc"
+unit_rc_file="$PWD/target/unit-tests.rc"
+rm -f "$checks_rc" "$arm_rc" "$unit_rc_file"
 (
   renice -n 10 -p "$BASHPID" >/dev/null
   rc=0
@@ -191,6 +200,14 @@ rm -f "$checks_rc" "$arm_rc"
     bash scripts/cross.sh --test-build
   ) >"$checks_log" 2>&1 || rc=$?
   echo "$rc" >"$arm_rc"
+  (
+    set -euo pipefail
+    # The crates' unit tests, their own integration tests (the fuzz corpus replay, the
+    # capture of real programs) and the binary's unit tests.
+    echo "== unit tests"
+    cargo test --locked --workspace --profile test-release --lib --bins "${crate_test_args[@]}" \
+      -- --test-threads=2
+  ) >>"$checks_log" 2>&1 || { rc=1; echo 1 >"$unit_rc_file"; }
   (
     set -euo pipefail
     echo "== cargo clippy"
@@ -228,12 +245,12 @@ if [ -s "$SINKRATE_SKIP_LOG" ]; then
   echo "== skipped tests:"
   cat "$SINKRATE_SKIP_LOG"
 fi
-if [ "$(cat "$checks_rc" 2>/dev/null)" != 0 ]; then
-  echo "FAIL: the checks beside the tests failed (their output is above)" >&2
+if [ -s "$unit_rc_file" ]; then
+  echo "FAIL: the unit tests failed (their output is above)" >&2
   exit 1
 fi
-if [ "$unit_rc" != 0 ]; then
-  echo "FAIL: the unit tests failed (their output is above)" >&2
+if [ "$(cat "$checks_rc" 2>/dev/null)" != 0 ]; then
+  echo "FAIL: the checks beside the tests failed (their output is above)" >&2
   exit 1
 fi
 if [ "$failed" != 0 ]; then

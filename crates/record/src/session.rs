@@ -396,11 +396,13 @@ pub fn run(
         }
     }
     // A power cut this run made fails the device on purpose: what the kernel reports from
-    // then on is the cut's doing, counted by `after_the_cut`, not a failure of the card.
+    // the moment it began is the cut's doing, counted by `after_the_cut`, not a failure of
+    // the card (a report seen before the cut returned, from the requests it failed, once
+    // failed a busy machine's run).
     if let Some(cut) = &cut {
         sampled
             .device_failures
-            .retain(|(seen_ns, _)| *seen_ns < cut.at_ns);
+            .retain(|(seen_ns, _)| *seen_ns < cut.started_ns);
         sampled.device_failure_count = sampled.device_failures.len() as u64;
     }
     let interrupted = stop.load(Ordering::Relaxed);
@@ -481,6 +483,9 @@ pub fn run(
 /// The power cut: when it happened, whether a stream had failed before it, and whether the
 /// cut itself worked.
 struct Cut {
+    /// When the cut began (the kernel's reports from then on are the cut's).
+    started_ns: u64,
+    /// When it had taken effect (frames written before then were believed written).
     at_ns: u64,
     failed_before: bool,
     result: Result<(), String>,
@@ -517,10 +522,14 @@ impl PowerCutTimer {
                 std::thread::sleep((at - now).min(Duration::from_millis(20)));
             }
             let failed_before = halt.load(Ordering::Relaxed);
+            // The cut fails the card's requests before it returns (its own read, the
+            // writes in flight), and the kernel reports them: from this instant on.
+            let started_ns = clock.elapsed().as_nanos() as u64;
             let result = switch.cut();
             let at_ns = clock.elapsed().as_nanos() as u64;
             ended.store(true, Ordering::Relaxed);
             Some(Cut {
+                started_ns,
                 at_ns,
                 failed_before,
                 result,
