@@ -1,7 +1,7 @@
 //! `sinkrate check`: on a fast loop device it answers with headroom (exit 0, or 1 when a
 //! busy disk beneath stalled a write: bench/audit counts how often it keeps up), on the
-//! emulated slow card it does not keep up (exit 1); it removes its test files, writes the full report, and refuses paths
-//! it cannot test with one line (exit 2).
+//! emulated slow card it does not keep up (exit 1); it removes its test files, writes the
+//! full report, and refuses paths it cannot test with one line (exit 2).
 
 use crate::common;
 
