@@ -130,10 +130,9 @@ fn speed(text: &str) -> Result<f64> {
         .trim_end_matches(['x', 'X'])
         .parse()
         .map_err(|_| anyhow!("--speed {text}: a factor such as 2x or 0.5x"))?;
-    if !(v > 0.0 && v <= 100.0) {
-        return Err(anyhow!(
-            "--speed {text}: out of range (above 0, at most 100x)"
-        ));
+    // Slower than 0.01x, an hour's trace would replay for over four days.
+    if !(0.01..=100.0).contains(&v) {
+        return Err(anyhow!("--speed {text}: out of range (0.01x to 100x)"));
     }
     Ok(v)
 }
@@ -192,16 +191,23 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
     } else {
         sinkrate_capture::sidecar_path(trace)
     };
-    let text = std::fs::read_to_string(&calls).map_err(|e| {
+    let file = std::fs::File::open(&calls).map_err(|e| {
         anyhow!(
             "--replay {}: {e} (sinkrate capture writes TRACE and TRACE.calls.jsonl; replay needs the calls file)",
             calls.display()
         )
     })?;
-    let read = sinkrate_capture::read_sidecar(&text)
-        .map_err(|e| anyhow!("--replay {}: {e}", calls.display()))?;
     let name = trace.display().to_string();
-    let plan = sinkrate_capture::plan::build(&read, &name, args.fps)
+    // Read as a stream into the plan: the calls are never held whole, and a file that is not
+    // a trace (a device, a link to /dev/zero) ends at the reader's bounds.
+    let mut builder = sinkrate_capture::plan::Builder::new(&name);
+    let (_, end) = sinkrate_capture::trace::read_sidecar_stream(
+        std::io::BufReader::with_capacity(1 << 16, file),
+        &mut |c| builder.add(&c),
+    )
+    .map_err(|e| anyhow!("--replay {}: {e}", calls.display()))?;
+    let plan = builder
+        .finish(end.as_ref(), args.fps)
         .map_err(|e| anyhow!("--replay {name}: {e}"))?;
     // Refused before anything is written when the files would not fit.
     let free = sinkrate_sys::space::free_bytes(&args.dir).ok();

@@ -181,6 +181,24 @@ pub fn run(args: CaptureArgs) -> Result<ExitCode> {
             at_s: None,
         });
     }
+    // The recorder ran to its end; the capture did not: a trace cut short is a failed run.
+    if let Some(cut) = &run.result.trace_cut_short {
+        run.error = Some(sinkrate_model::RunError {
+            what: format!(
+                "the trace could not be written from {:.2} s on ({}): {} holds the first {} calls only; the recorder ran on to its end ({})",
+                cut.at_s,
+                cut.error,
+                trace.display(),
+                cut.calls_written,
+                match (exit_code, signal) {
+                    (Some(c), _) => format!("exit {c}"),
+                    (None, Some(s)) => format!("signal {s}"),
+                    (None, None) => "still running, let go".into(),
+                }
+            ),
+            at_s: Some(cut.at_s),
+        });
+    }
     let body = match args.output_format {
         OutputFormat::Json => Json.export(&run)?,
         OutputFormat::Text => CaptureText.export(&run)?,

@@ -80,15 +80,31 @@ pub(crate) fn emulated_card(
     Ok(card)
 }
 
+/// The files a replay reads: the trace as given, its calls file, and its iolog when the
+/// calls file was given. No output of the run may be one of them.
+fn replay_inputs(trace: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut inputs = vec![trace.to_path_buf(), sinkrate_capture::sidecar_path(trace)];
+    if let Some(iolog) = trace.to_str().and_then(|t| t.strip_suffix(".calls.jsonl")) {
+        inputs.push(iolog.into());
+    }
+    inputs
+}
+
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     restore_left_over_settings()?;
+    let inputs = args
+        .replay
+        .as_deref()
+        .map(replay_inputs)
+        .unwrap_or_default();
+    let inputs: Vec<&std::path::Path> = inputs.iter().map(|p| p.as_path()).collect();
     crate::check_outputs(
         &[
             ("--output", args.out.output.as_deref()),
             ("--frames-log", args.frames_log.as_deref()),
             ("--report", args.report.as_deref()),
         ],
-        &[],
+        &inputs,
     )?;
     let mut session = crate::cli::record_config::session(&args)?;
     if session.record.power_cut_at.is_some() {

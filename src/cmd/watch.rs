@@ -57,7 +57,8 @@ struct Outputs {
     live: bool,
     last_live: Instant,
     device_label: String,
-    csv: Option<std::io::BufWriter<std::fs::File>>,
+    /// Unbuffered: each sample's line is one write, so a failure is one line's.
+    csv: Option<std::fs::File>,
     csv_path: Option<PathBuf>,
     prometheus: Option<PathBuf>,
     /// The fleet's counters and stalls, for --prometheus.
@@ -67,6 +68,119 @@ struct Outputs {
     tui: Option<super::watch_tui::Tui>,
     last_draw: Option<Instant>,
     command: String,
+    /// When the watch started: side-output failures are dated from it.
+    started: Instant,
+    /// Side outputs that failed while the watch ran, each told once per failure.
+    side: SideOutputs,
+}
+
+/// What went wrong with the side outputs (--csv, --prometheus) while the watch ran. Such a
+/// failure never ends the watch nor touches the watched command: it is said on standard
+/// error when it starts and when it clears, and ends as a warning in the result.
+#[derive(Default)]
+struct SideOutputs {
+    /// Per flag: how many writes failed, the first failure (when and why), and whether the
+    /// last write failed (a failure under way, said once).
+    failed: Vec<SideFailure>,
+}
+
+struct SideFailure {
+    flag: &'static str,
+    path: PathBuf,
+    count: u64,
+    first_at: Duration,
+    first_error: String,
+    failing: bool,
+}
+
+impl SideOutputs {
+    fn failed(&mut self, flag: &'static str, path: &Path, at: Duration, error: &anyhow::Error) {
+        let entry = match self.failed.iter_mut().position(|f| f.flag == flag) {
+            Some(i) => &mut self.failed[i],
+            None => {
+                self.failed.push(SideFailure {
+                    flag,
+                    path: path.to_path_buf(),
+                    count: 0,
+                    first_at: at,
+                    first_error: format!("{error:#}"),
+                    failing: false,
+                });
+                self.failed.last_mut().expect("just pushed")
+            }
+        };
+        entry.count += 1;
+        if !entry.failing {
+            entry.failing = true;
+            eprintln!(
+                "sinkrate: warning: {error:#} at {}; the watch and the watched command go on, and it is tried again at the next {}",
+                clock(at),
+                if flag == "--csv" { "sample" } else { "interval" }
+            );
+        }
+    }
+
+    fn succeeded(&mut self, flag: &'static str, at: Duration) {
+        if let Some(f) = self.failed.iter_mut().find(|f| f.flag == flag && f.failing) {
+            f.failing = false;
+            eprintln!(
+                "sinkrate: note: {flag} {} is written again from {}",
+                f.path.display(),
+                clock(at)
+            );
+        }
+    }
+
+    fn warnings(&self) -> Vec<sinkrate_model::Warning> {
+        self.failed
+            .iter()
+            .map(|f| sinkrate_model::Warning {
+                id: if f.flag == "--csv" {
+                    "watch.csv_not_written".into()
+                } else {
+                    "watch.prometheus_not_written".into()
+                },
+                job: None,
+                text: format!(
+                    "{} {}: {} write(s) failed, the first at {} ({}){}; the watch and the watched command went on",
+                    f.flag,
+                    f.path.display(),
+                    f.count,
+                    clock(f.first_at),
+                    f.first_error,
+                    if f.failing {
+                        " and it was still failing at the end"
+                    } else {
+                        ""
+                    }
+                ),
+            })
+            .collect()
+    }
+}
+
+/// mm:ss since the watch started.
+fn clock(at: Duration) -> String {
+    format!("{:02}:{:02}", at.as_secs() / 60, at.as_secs() % 60)
+}
+
+impl Outputs {
+    /// Every side output made and written once before the watched command starts: a place
+    /// that cannot be written at all (a full filesystem, a read-only directory) is refused
+    /// then, never found out after the command runs.
+    fn prepare(&mut self) -> Result<()> {
+        if let Some(p) = &self.csv_path {
+            let mut f = sinkrate_sys::output::create(p)
+                .with_context(|| format!("--csv {}: cannot create", p.display()))?;
+            f.write_all(format!("{}\n", csv_header()).as_bytes())
+                .with_context(|| format!("--csv {}: cannot write", p.display()))?;
+            self.csv = Some(f);
+        }
+        if let Some(p) = &self.prometheus {
+            write_prometheus(p, &self.fleet, true)?;
+        }
+        Ok(())
+    }
 }
 
 impl WatchObserver for Outputs {
@@ -81,14 +195,6 @@ impl WatchObserver for Outputs {
         } else {
             "disks".into()
         };
-        if let Some(p) = &self.csv_path {
-            let mut f = std::io::BufWriter::new(
-                sinkrate_sys::output::create(p)
-                    .with_context(|| format!("{}: cannot create", p.display()))?,
-            );
-            writeln!(f, "{}", csv_header())?;
-            self.csv = Some(f);
-        }
         if self.live {
             eprintln!("{LIVE_HEADER}");
         }
@@ -99,11 +205,18 @@ impl WatchObserver for Outputs {
         let Some(s) = v.timeline.last() else {
             return Ok(true);
         };
+        let at = self.started.elapsed();
         if let Some(f) = self.csv.as_mut() {
-            writeln!(f, "{}", csv_line(s)).with_context(|| {
-                let path = self.csv_path.as_deref().unwrap_or(Path::new("-"));
-                format!("--csv {}: cannot write", path.display())
-            })?;
+            // Each line reaches the file as it is made: a line that cannot be written is
+            // said, and the next one is tried.
+            let path = self.csv_path.as_deref().unwrap_or(Path::new("-"));
+            match f.write_all(format!("{}\n", csv_line(s)).as_bytes()) {
+                Ok(()) => self.side.succeeded("--csv", at),
+                Err(e) => {
+                    let e = anyhow!(e).context(format!("--csv {}: cannot write", path.display()));
+                    self.side.failed("--csv", path, at, &e);
+                }
+            }
         }
         if let Some(p) = &self.prometheus {
             self.fleet.observe(
@@ -115,7 +228,12 @@ impl WatchObserver for Outputs {
                 .prometheus_written
                 .is_none_or(|w| w.elapsed() >= self.prometheus_every)
             {
-                write_prometheus(p, &self.fleet, true)?;
+                // A failed rewrite leaves the last good file in place (it is replaced by
+                // rename), which node_exporter keeps serving with its timestamp.
+                match write_prometheus(p, &self.fleet, true) {
+                    Ok(()) => self.side.succeeded("--prometheus", at),
+                    Err(e) => self.side.failed("--prometheus", p, at, &e),
+                }
                 self.prometheus_written = Some(Instant::now());
             }
         }
@@ -237,23 +355,19 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         tui,
         last_draw: None,
         command: args.command.join(" "),
+        started: Instant::now(),
+        side: SideOutputs::default(),
     };
+    outputs.prepare()?;
     let started = sinkrate_sys::host::unix_ms_now();
     let report = watch::run(&cfg, &stop, &mut outputs).map_err(|e| anyhow!("{e}"))?;
     drop(outputs.tui.take());
-    let mut report = report;
-    if let Some(mut f) = outputs.csv.take() {
-        if let Err(e) = f.flush() {
-            let path = args.csv.as_deref().unwrap_or(Path::new("-"));
-            report
-                .failure
-                .get_or_insert(format!("--csv {}: cannot write: {e}", path.display()));
-        }
-    }
+    let at_end = outputs.started.elapsed();
     // The file left behind says the watch has ended, with the counters as they stood.
     if let Some(p) = &args.prometheus {
-        if let Err(e) = write_prometheus(p, &outputs.fleet, false) {
-            report.failure.get_or_insert(format!("{e:#}"));
+        match write_prometheus(p, &outputs.fleet, false) {
+            Ok(()) => outputs.side.succeeded("--prometheus", at_end),
+            Err(e) => outputs.side.failed("--prometheus", p, at_end, &e),
         }
     }
     let interrupted = stop.load(Ordering::Relaxed);
@@ -267,6 +381,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         report,
     );
     run.interrupted = interrupted;
+    run.warnings = outputs.side.warnings();
     run.error = failure
         .clone()
         .map(|what| sinkrate_model::RunError { what, at_s: None });
@@ -277,6 +392,9 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     }
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, "watch", p)?;
+    }
+    for w in &run.warnings {
+        eprintln!("sinkrate: warning: {}", w.text);
     }
     if let Some(what) = &failure {
         eprintln!("sinkrate: error: the watch stopped early: {what}");

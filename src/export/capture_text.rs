@@ -36,7 +36,15 @@ impl Exporter<Envelope<CaptureReport>> for CaptureText {
             "  trace   {}   (fio --name=replay --read_iolog={} replays it)",
             r.trace, r.trace
         )?;
-        writeln!(o, "  calls   {}   ({} calls)\n", r.sidecar, r.calls)?;
+        writeln!(o, "  calls   {}   ({} calls)", r.sidecar, r.calls)?;
+        if let Some(cut) = &r.trace_cut_short {
+            writeln!(
+                o,
+                "  CUT SHORT  the trace holds the first {} calls only: writing it failed at {:.2} s ({}); the recorder ran on to its end untouched, and the table below counts every call it made",
+                cut.calls_written, cut.at_s, cut.error
+            )?;
+        }
+        writeln!(o)?;
         if r.files.is_empty() {
             writeln!(o, "  no file was written")?;
         } else {

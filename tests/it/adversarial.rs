@@ -1612,3 +1612,646 @@ fn an_existing_file_a_job_did_not_name_is_never_written() {
         },
     );
 }
+
+// The observer's promise: sinkrate never changes, stops or kills the program it watches or
+// captures, and names what it cannot see. Each case below broke a user's recorder before.
+
+/// A recorder that writes `frames` frames to `log`, one each `gap` seconds, and logs the
+/// signals it gets: a watched or captured program that tells how it was treated.
+fn logging_recorder(dir: &Path, frames: u32, gap: &str) -> (std::path::PathBuf, String) {
+    let log = dir.join("recorder.log");
+    let script = format!(
+        "trap 'echo got INT >> {l}; exit 9' INT; trap 'echo got TERM >> {l}; exit 9' TERM; \
+         i=0; while [ $i -lt {frames} ]; do echo frame $i >> {l}; i=$((i+1)); sleep {gap}; done; \
+         echo done >> {l}",
+        l = log.display()
+    );
+    (log, script)
+}
+
+fn recorder_log(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+#[test]
+fn a_metrics_file_that_cannot_be_written_never_stops_the_watched_recorder() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let metrics_dir = d.path().join("m");
+    std::fs::create_dir(&metrics_dir).expect("mkdir");
+    let prom = metrics_dir.join("x.prom");
+    let csv = metrics_dir.join("x.csv");
+    let (log, script) = logging_recorder(d.path(), 26, "0.1");
+    let child = Command::new(sinkrate_path())
+        .args([
+            "watch",
+            "--live",
+            "never",
+            "--prometheus-every",
+            "1s",
+            "--output-format",
+            "json",
+        ])
+        .arg("--prometheus")
+        .arg(&prom)
+        .arg("--csv")
+        .arg(&csv)
+        .args(["--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    std::fs::remove_dir_all(&metrics_dir).expect("the metrics directory removed");
+    let out = child.wait_with_output().expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let log_text = recorder_log(&log);
+    assert!(
+        !log_text.contains("got "),
+        "the recorder was signalled: {log_text}\n{err}"
+    );
+    assert!(log_text.contains("frame 25\ndone"), "{log_text}\n{err}");
+    // The watch exits as the recorder did, and says what it could not write.
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("--prometheus") && err.contains("cannot write"),
+        "{err}"
+    );
+    let run = common::json_after_text(&out.stdout);
+    let ids: Vec<&str> = run["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"watch.prometheus_not_written"), "{run}");
+    assert!(run["error"].is_null(), "{run}");
+}
+
+#[test]
+fn a_metrics_filesystem_full_is_refused_before_the_recorder_and_later_only_said() {
+    with_root(
+        "a_metrics_filesystem_full_is_refused_before_the_recorder_and_later_only_said",
+        &[],
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let mnt = d.path().join("tiny");
+            std::fs::create_dir(&mnt).expect("mkdir");
+            common::run(
+                "mount",
+                &[
+                    "-t",
+                    "tmpfs",
+                    "-o",
+                    "size=64k",
+                    "tiny",
+                    mnt.to_str().expect("utf8"),
+                ],
+            );
+            struct Unmount<'a>(&'a Path);
+            impl Drop for Unmount<'_> {
+                fn drop(&mut self) {
+                    let _ = Command::new("umount").arg(self.0).status();
+                }
+            }
+            let _unmount = Unmount(&mnt);
+            let prom = mnt.join("x.prom");
+            let filler = mnt.join("filler");
+            // Full before the watch: refused, and the recorder never started.
+            let _ = Command::new("dd")
+                .args(["if=/dev/zero", "bs=4k", "count=64"])
+                .arg(format!("of={}", filler.display()))
+                .stderr(std::process::Stdio::null())
+                .status();
+            let (log, script) = logging_recorder(d.path(), 5, "0.1");
+            let out = Command::new(sinkrate_path())
+                .args(["watch", "--live", "never", "--prometheus"])
+                .arg(&prom)
+                .args(["--", "sh", "-c", &script])
+                .output()
+                .expect("runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(err.contains("--prometheus"), "{err}");
+            assert!(
+                !log.exists(),
+                "the recorder was started: {}",
+                recorder_log(&log)
+            );
+            // Room at the start, full 1.5 s in: the recorder runs to its end.
+            std::fs::remove_file(&filler).expect("rm");
+            let child = Command::new(sinkrate_path())
+                .args([
+                    "watch",
+                    "--live",
+                    "never",
+                    "--prometheus-every",
+                    "1s",
+                    "--prometheus",
+                ])
+                .arg(&prom)
+                .args(["--", "sh", "-c", &logging_recorder(d.path(), 30, "0.1").1])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("watch starts");
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            let _ = Command::new("dd")
+                .args(["if=/dev/zero", "bs=4k", "count=64"])
+                .arg(format!("of={}", filler.display()))
+                .stderr(std::process::Stdio::null())
+                .status();
+            let out = child.wait_with_output().expect("waits");
+            let err = String::from_utf8_lossy(&out.stderr);
+            let log_text = recorder_log(&log);
+            assert!(!log_text.contains("got "), "{log_text}\n{err}");
+            assert!(log_text.contains("frame 29\ndone"), "{log_text}\n{err}");
+            assert_eq!(out.status.code(), Some(0), "{err}");
+            assert!(err.contains("cannot write"), "{err}");
+            // The last good file is still there for node_exporter.
+            let kept = std::fs::read_to_string(&prom).expect("the last good file is kept");
+            assert!(kept.contains("sinkrate_watch_running 1"), "{kept}");
+        },
+    );
+}
+
+/// A hand-made trace of thread 5 writing `frames` frames of 64 KiB to /rec/a.mp4 at 30 fps,
+/// then (with `gap_s`) one more after an idle gap; its end line after the last.
+fn paced_trace(dir: &Path, name: &str, frames: u64, gap_s: u64) -> std::path::PathBuf {
+    let mut calls: Vec<String> = (0..frames)
+        .map(|k| common::traced_write(k * 33, "/rec/a.mp4", k << 16, 1 << 16))
+        .collect();
+    let mut end_ms = frames * 33;
+    if gap_s > 0 {
+        end_ms += gap_s * 1000;
+        calls.push(common::traced_write(
+            end_ms,
+            "/rec/a.mp4",
+            frames << 16,
+            1 << 16,
+        ));
+    }
+    calls.push(format!(
+        r#"{{"end":{{"end_ns":{},"exit_code":0,"signal":null,"interrupted":false}}}}"#,
+        (end_ms + 10) * 1_000_000
+    ));
+    let refs: Vec<&str> = calls.iter().map(|c| c.as_str()).collect();
+    common::hand_sidecar(dir, name, 1, &refs)
+}
+
+#[test]
+fn a_replay_never_writes_over_the_trace_it_replays() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    let trace = paced_trace(d.path(), "rec.iolog", 40, 0);
+    std::fs::write(&trace, "fio version 3 iolog\n").expect("iolog");
+    let calls = d.path().join("rec.iolog.calls.jsonl");
+    let before = (
+        std::fs::read(&trace).expect("read"),
+        std::fs::read(&calls).expect("read"),
+    );
+    let t = trace.to_str().expect("utf8");
+    let c = calls.to_str().expect("utf8");
+    for (given, flag, target) in [
+        (t, "--output", c),
+        (t, "--output", t),
+        (t, "--report", t),
+        (t, "--frames-log", c),
+        (c, "--output", t),
+        (c, "--report", c),
+    ] {
+        let (code, _, err) = sinkrate(&[
+            "record",
+            "--replay",
+            given,
+            "--dir",
+            out.to_str().expect("utf8"),
+            flag,
+            target,
+        ]);
+        assert_eq!(code, Some(2), "{flag} {target}: {err}");
+        assert!(err.contains("that is an input of this run"), "{err}");
+    }
+    let after = (
+        std::fs::read(&trace).expect("read"),
+        std::fs::read(&calls).expect("read"),
+    );
+    assert!(before == after, "the trace changed");
+    assert!(common::files_in(&out).is_empty());
+}
+
+#[test]
+fn a_trace_past_its_bounds_is_refused_in_one_line_before_any_write() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    let o = out.to_str().expect("utf8");
+    let refused = |trace: &Path, expect: &[&str]| {
+        let t0 = std::time::Instant::now();
+        let out_run = Command::new(sinkrate_path())
+            .args(["record", "--replay"])
+            .arg(trace)
+            .args(["--dir", o])
+            .output()
+            .expect("runs");
+        let line = common::one_error_line(&out_run, &trace);
+        assert!(
+            expect.iter().any(|e| line.contains(e)),
+            "{}: {line}",
+            trace.display()
+        );
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert!(
+            common::files_in(&out).is_empty(),
+            "a write for {}",
+            trace.display()
+        );
+    };
+    // A write at the last offset: offset + length wraps.
+    let wraps = common::hand_sidecar(
+        d.path(),
+        "wrap.iolog",
+        1,
+        &[
+            &common::traced_write(0, "/rec/a", 0, 4096),
+            &common::traced_write(33, "/rec/a", u64::MAX, 4096),
+        ],
+    );
+    refused(&wraps, &["largest file offset"]);
+    // A petabyte in one write: never allocated; refused for the memory its capture pool
+    // or the room its file would need, with the figures.
+    let big = common::hand_sidecar(
+        d.path(),
+        "big.iolog",
+        1,
+        &[&common::traced_write(0, "/rec/a", 0, 1 << 50)],
+    );
+    refused(&big, &["MB free", "capture pools need"]);
+    // A sidecar that is a link to /dev/zero: read with a bound, not until memory runs out.
+    let zero = d.path().join("zero.iolog");
+    std::os::unix::fs::symlink("/dev/zero", d.path().join("zero.iolog.calls.jsonl")).expect("link");
+    refused(&zero, &["longer than 64 KiB"]);
+}
+
+#[test]
+fn a_write_larger_than_the_replay_buffer_is_written_in_pieces() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    // 40 MiB in one call, over the 16 MiB a replay writer holds.
+    let trace = common::hand_sidecar(
+        d.path(),
+        "big.iolog",
+        1,
+        &[
+            &common::traced_write(0, "/rec/a", 0, 40 << 20),
+            &common::traced_write(33, "/rec/a", 40 << 20, 4096),
+        ],
+    );
+    let run = Command::new(sinkrate_path())
+        .args(["record", "--keep", "--replay"])
+        .arg(&trace)
+        .arg("--dir")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&run.stderr);
+    // A verdict (two frames are too few to judge), not an error.
+    assert!(
+        run.status.code().is_some_and(|c| c != 2) && !err.contains("panicked"),
+        "{err}"
+    );
+    let dirs = common::files_in(&out);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let written = out.join(&dirs[0]).join("a");
+    let len = std::fs::metadata(&written).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(len, (40 << 20) + 4096, "{err}");
+    let _ = std::fs::remove_dir_all(out.join(&dirs[0]));
+}
+
+#[test]
+fn a_replay_ends_within_a_second_of_an_interrupt_whatever_the_trace_waits_for() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    // 20 frames, then two minutes of nothing before the last one.
+    let trace = paced_trace(d.path(), "gap.iolog", 20, 120);
+    let child = Command::new(sinkrate_path())
+        .args(["record", "--live", "never", "--replay"])
+        .arg(&trace)
+        .arg("--dir")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    interrupt(&child);
+    let t0 = std::time::Instant::now();
+    let done = child.wait_with_output().expect("waits");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_millis(1500),
+        "ended {:?} after the interrupt",
+        t0.elapsed()
+    );
+    assert_eq!(
+        done.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(
+        common::files_in(&out).is_empty(),
+        "{:?}",
+        common::files_in(&out)
+    );
+    // A pace that would stretch a trace past days is refused.
+    let (code, _, err) = sinkrate(&[
+        "record",
+        "--replay",
+        trace.to_str().expect("utf8"),
+        "--dir",
+        out.to_str().expect("utf8"),
+        "--speed",
+        "1e-9x",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--speed 1e-9x: out of range"), "{err}");
+}
+
+#[test]
+fn a_killed_replays_directory_is_removed_by_the_next_run_and_named() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    let trace = paced_trace(d.path(), "long.iolog", 20, 60);
+    let mut child = Command::new(sinkrate_path())
+        .args(["record", "--live", "never", "--replay"])
+        .arg(&trace)
+        .arg("--dir")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while common::files_in(&out).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let _ = child.kill();
+    let _ = child.wait();
+    let left = common::files_in(&out);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with("sinkrate-replay-"), "{left:?}");
+    // Any later command that writes sweeps it, and says so.
+    let (_, _, err) = sinkrate(&[
+        "record",
+        "--replay",
+        "/nonexistent.iolog",
+        "--dir",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(
+        common::files_in(&out).is_empty(),
+        "{:?}\n{err}",
+        common::files_in(&out)
+    );
+    assert!(err.contains(&left[0]), "the sweep names it: {err}");
+}
+
+/// The state letter of /proc/PID/stat (R, S, T, t...).
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.trim().chars().next()
+}
+
+fn lines_in(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+/// Whether `pid` is paused (stopped, traced or not): it writes nothing while so.
+fn paused(pid: u32) -> bool {
+    matches!(process_state(pid), Some('T' | 't'))
+}
+
+#[test]
+fn a_captured_recorder_paused_by_its_supervisor_stays_paused() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let log = d.path().join("frames");
+    let script = format!(
+        "i=0; while [ $i -lt 60 ]; do echo $i >> {}; i=$((i+1)); sleep 0.05; done",
+        log.display()
+    );
+    let trace = d.path().join("t.iolog");
+    let mut capture = Command::new(sinkrate_path())
+        .arg("capture")
+        .arg("--output")
+        .arg(&trace)
+        .args(["--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("capture starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while lines_in(&log) < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The recorder: the capture's child.
+    let recorder: u32 = std::fs::read_to_string(format!(
+        "/proc/{}/task/{}/children",
+        capture.id(),
+        capture.id()
+    ))
+    .ok()
+    .and_then(|c| c.split_whitespace().next().and_then(|p| p.parse().ok()))
+    .expect("the recorder runs under the capture");
+    for sig in [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN] {
+        // SAFETY: signals a process this test started (through the capture).
+        unsafe { libc::kill(recorder as i32, sig) };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let at_pause = lines_in(&log);
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        assert!(
+            paused(recorder),
+            "signal {sig}: state {:?}",
+            process_state(recorder)
+        );
+        assert_eq!(
+            lines_in(&log),
+            at_pause,
+            "signal {sig}: it wrote while paused"
+        );
+        // SAFETY: as above.
+        unsafe { libc::kill(recorder as i32, libc::SIGCONT) };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            lines_in(&log) > at_pause,
+            "signal {sig}: it did not run on at SIGCONT"
+        );
+    }
+    let status = capture.wait().expect("waits");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(lines_in(&log), 60);
+}
+
+#[test]
+fn capture_pid_of_a_paused_recorder_leaves_it_paused_and_lets_go_at_once() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let log = d.path().join("frames");
+    let mut recorder = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "i=0; while [ $i -lt 400 ]; do echo $i >> {}; i=$((i+1)); sleep 0.05; done",
+            log.display()
+        ))
+        .spawn()
+        .expect("recorder starts");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // SAFETY: signals this test's own child.
+    unsafe { libc::kill(recorder.id() as i32, libc::SIGSTOP) };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let at_pause = lines_in(&log);
+    let mut capture = Command::new(sinkrate_path())
+        .args(["capture", "--pid", &recorder.id().to_string(), "--output"])
+        .arg(d.path().join("t.iolog"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("capture starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(lines_in(&log), at_pause, "attaching resumed it");
+    // SAFETY: ends the capture this test started.
+    unsafe { libc::kill(capture.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    capture.wait().expect("waits");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        process_state(recorder.id()),
+        Some('T'),
+        "let go paused, as it was"
+    );
+    assert_eq!(lines_in(&log), at_pause);
+    let _ = recorder.kill();
+    let _ = recorder.wait();
+}
+
+#[test]
+fn capture_pid_of_a_shell_waiting_with_sigchld_blocked_ends_at_one_signal() {
+    let d = tempfile::tempdir().expect("tempdir");
+    // bash waits for its foreground child with SIGCHLD blocked: a stop that waited for a
+    // signal to reach it waited for the child's end.
+    let mut shell = Command::new("bash")
+        .args(["-c", "sleep 15; true"])
+        .spawn()
+        .expect("bash starts");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut capture = Command::new(sinkrate_path())
+        .args(["capture", "--pid", &shell.id().to_string(), "--output"])
+        .arg(d.path().join("t.iolog"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("capture starts");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // SAFETY: ends the capture this test started.
+    unsafe { libc::kill(capture.id() as i32, libc::SIGTERM) };
+    let t0 = std::time::Instant::now();
+    capture.wait().expect("waits");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(process_state(shell.id()), Some('S'), "the shell runs on");
+    let _ = shell.kill();
+    let _ = shell.wait();
+}
+
+#[test]
+fn a_trace_filesystem_that_fills_never_ends_the_recorder() {
+    with_root(
+        "a_trace_filesystem_that_fills_never_ends_the_recorder",
+        &[],
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            let small = d.path().join("small");
+            let work = d.path().join("work");
+            std::fs::create_dir(&small).expect("mkdir");
+            std::fs::create_dir(&work).expect("mkdir");
+            common::run(
+                "mount",
+                &[
+                    "-t",
+                    "tmpfs",
+                    "-o",
+                    "size=16k",
+                    "small",
+                    small.to_str().expect("utf8"),
+                ],
+            );
+            struct Unmount<'a>(&'a Path);
+            impl Drop for Unmount<'_> {
+                fn drop(&mut self) {
+                    let _ = Command::new("umount").arg(self.0).status();
+                }
+            }
+            let _unmount = Unmount(&small);
+            // 40 files of 50 writes each: far more calls than 16 KiB of trace holds.
+            let script = format!(
+            "for i in $(seq 1 40); do dd if=/dev/zero of={}/f$i bs=4k count=50 2>/dev/null; done; echo all done",
+            work.display()
+        );
+            for extra in [&[][..], &["--ptrace-only"]] {
+                let trace = small.join(format!("t{}.iolog", extra.len()));
+                let out = Command::new(sinkrate_path())
+                    .arg("capture")
+                    .args(extra)
+                    .arg("--output")
+                    .arg(&trace)
+                    .args(["--", "sh", "-c", &script])
+                    .output()
+                    .expect("capture runs");
+                let err = String::from_utf8_lossy(&out.stderr);
+                let text = String::from_utf8_lossy(&out.stdout);
+                // Every file written whole: the recorder ran to its end.
+                for i in 1..=40 {
+                    let len = std::fs::metadata(work.join(format!("f{i}")))
+                        .map(|m| m.len())
+                        .unwrap_or(0);
+                    assert_eq!(len, 50 * 4096, "{extra:?} f{i}: {err}");
+                }
+                assert!(text.contains("all done"), "{extra:?}: {text}");
+                // The capture failed, and says where the trace stops.
+                assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+                assert!(err.contains("the trace could not be written"), "{err}");
+                assert!(
+                    err.contains("the recorder ran on to its end (exit 0)"),
+                    "{err}"
+                );
+                // What it holds reads back: every line but a torn last one is a call.
+                let sidecar = std::fs::read_to_string(format!("{}.calls.jsonl", trace.display()))
+                    .expect("the sidecar is kept");
+                assert!(sidecar.lines().count() > 2, "{sidecar}");
+                assert!(
+                    !sidecar.contains("\"end\""),
+                    "no end line: it was cut short"
+                );
+                for f in std::fs::read_dir(&small).expect("ls").flatten() {
+                    let _ = std::fs::remove_file(f.path());
+                }
+                for i in 1..=40 {
+                    let _ = std::fs::remove_file(work.join(format!("f{i}")));
+                }
+            }
+        },
+    );
+}

@@ -3,6 +3,7 @@
 //! replaying the trace.
 
 use crate::common;
+use common::hand_sidecar as sidecar;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -316,20 +317,6 @@ fn a_capture_interrupted_or_a_recorder_killed_leaves_a_readable_trace() {
         calls.last().map(|c| &c["end"]["signal"]),
         Some(&serde_json::json!(9))
     );
-}
-
-/// A sidecar made by hand: the header, then `calls` as JSON lines.
-fn sidecar(dir: &Path, name: &str, version: u32, calls: &[&str]) -> std::path::PathBuf {
-    let iolog = dir.join(name);
-    let mut text = format!(
-        "{{\"sinkrate_trace\":{version},\"command\":[\"rec\"],\"started_at\":\"2026-01-01T00:00:00Z\",\"arch\":\"x86_64\",\"kernel\":null,\"tool_version\":\"0.2.0\"}}\n"
-    );
-    for c in calls {
-        text.push_str(c);
-        text.push('\n');
-    }
-    std::fs::write(format!("{}.calls.jsonl", iolog.display()), text).expect("sidecar");
-    iolog
 }
 
 /// `sinkrate record ARGS` in `dir` is refused: exit 2, one line holding `expect`, nothing made.

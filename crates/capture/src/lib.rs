@@ -58,7 +58,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use sinkrate_model::capture::{CaptureCost, CaptureReport};
+use sinkrate_model::capture::{CaptureCost, CaptureReport, TraceCut};
 
 /// The program a command names: a path as given, or the first executable file of that name
 /// in a directory of PATH, as a shell finds it. (By hand: the crate that does this brings a
@@ -121,11 +121,24 @@ pub fn session<W: Write>(
     let mut writer = TraceWriter::new(iolog, sidecar, header).map_err(CaptureError::Write)?;
     let mut summary = summary::Summary::default();
     let t0 = Instant::now();
+    // The first call the trace could not take, and why: from then on the recorder is traced
+    // as before (its filter needs a tracer to answer) but nothing more is written, so that
+    // it runs on to its own end whatever happens to the trace's filesystem.
+    let mut cut: Option<TraceCut> = None;
     #[cfg(target_os = "linux")]
     let outcome = {
         let mut sink = |c: &Call| {
             summary.add(c);
-            writer.call(c)
+            if cut.is_none() {
+                if let Err(e) = writer.call(c) {
+                    cut = Some(TraceCut {
+                        calls_written: writer.calls,
+                        at_s: c.t_ns as f64 / 1e9,
+                        error: e.to_string(),
+                    });
+                }
+            }
+            Ok(())
         };
         match recorder {
             Recorder::Run {
@@ -151,14 +164,22 @@ pub fn session<W: Write>(
             "capture needs Linux (ptrace and seccomp)".into(),
         ))?
     };
-    writer
-        .end(End {
-            end_ns: outcome.end_ns,
-            exit_code: outcome.exit_code,
-            signal: outcome.signal,
-            interrupted: outcome.interrupted,
-        })
-        .map_err(CaptureError::Write)?;
+    let end = End {
+        end_ns: outcome.end_ns,
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        interrupted: outcome.interrupted,
+    };
+    // A trace cut short keeps no end line: a reader takes it as cut short there.
+    if cut.is_none() {
+        if let Err(e) = writer.end(end) {
+            cut = Some(TraceCut {
+                calls_written: outcome.calls,
+                at_s: outcome.end_ns as f64 / 1e9,
+                error: e.to_string(),
+            });
+        }
+    }
     let duration_s = outcome.end_ns as f64 / 1e9;
     let report = CaptureReport {
         command: command.to_vec(),
@@ -183,6 +204,7 @@ pub fn session<W: Write>(
             interposed_calls: outcome.interposed,
         },
         unseen: outcome.unseen.clone(),
+        trace_cut_short: cut,
     };
     Ok((report, outcome))
 }

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use sinkrate_model::replay::{Burst, ReplayOp, ReplayPlan, ReplayStream, FRAMES_TO_JUDGE};
 
-use crate::trace::{Op, Trace};
+use std::collections::HashMap;
+
+use crate::trace::{Call, End, Op, Trace};
 
 /// Two calls of a thread this far apart or more are two bursts (frames), when no frame rate
 /// is given: a frame's writes follow each other within microseconds, a 30 fps recorder's
@@ -77,25 +79,81 @@ fn median(mut v: Vec<u64>) -> Option<u64> {
 /// The plan of `trace` (read from `name`); `fps` groups each thread's calls by that frame
 /// rate's intervals instead of by idle gaps.
 pub fn build(trace: &Trace, name: &str, fps: Option<f64>) -> Result<ReplayPlan, String> {
-    let mut files: Vec<String> = Vec::new();
-    let index = |f: &str, files: &mut Vec<String>| match files.iter().position(|x| x == f) {
-        Some(i) => i,
-        None => {
-            files.push(f.to_string());
-            files.len() - 1
+    let mut builder = Builder::new(name);
+    for c in &trace.calls {
+        builder.add(c)?;
+    }
+    builder.finish(trace.end.as_ref(), fps)
+}
+
+/// A plan made as a trace is read, one call at a time: a long trace is never held whole,
+/// only what the replay runs (about 100 bytes a call).
+pub struct Builder {
+    name: String,
+    files: Vec<String>,
+    file_index: HashMap<String, usize>,
+    /// Each thread's calls, with their files as indexes; a failed call is not replayed.
+    threads: BTreeMap<i32, Vec<(u64, u64, ReplayOp)>>,
+    direct: BTreeMap<i32, bool>,
+    /// When the last call ended: the trace's length when it has no end line.
+    last_end_ns: u64,
+}
+
+impl Builder {
+    /// A plan for the trace read from `name`.
+    pub fn new(name: &str) -> Builder {
+        Builder {
+            name: name.to_string(),
+            files: Vec::new(),
+            file_index: HashMap::new(),
+            threads: BTreeMap::new(),
+            direct: BTreeMap::new(),
+            last_end_ns: 0,
         }
-    };
-    // Each thread's calls, with their files as indexes; a failed call is not replayed.
-    let mut threads: BTreeMap<i32, Vec<(u64, u64, ReplayOp)>> = BTreeMap::new();
-    let mut direct: BTreeMap<i32, bool> = BTreeMap::new();
-    for c in trace.calls.iter().filter(|c| c.errno.is_none()) {
+    }
+
+    fn index(&mut self, f: &str) -> usize {
+        if let Some(i) = self.file_index.get(f) {
+            return *i;
+        }
+        self.files.push(f.to_string());
+        self.file_index.insert(f.to_string(), self.files.len() - 1);
+        self.files.len() - 1
+    }
+
+    /// One call of the trace, in the trace's order.
+    pub fn add(&mut self, c: &Call) -> Result<(), String> {
+        self.last_end_ns = self.last_end_ns.max(c.t_ns.saturating_add(c.dur_ns));
+        if c.errno.is_some() {
+            return Ok(());
+        }
+        // A range that ends past the largest file offset (offset + length wrapping, or over
+        // 2^63 - 1) is no call a kernel took: refused before anything is written.
+        let range = |file: &str, what: &str, offset: u64, len: u64| {
+            match offset.checked_add(len) {
+                Some(end) if end <= i64::MAX as u64 => Ok(()),
+                _ => Err(format!(
+                    "{}: a {what} at offset {offset} of {len} bytes to {file} ends past the largest file offset (2^63 - 1): not a call the recorder could have made", self.name
+                )),
+            }
+        };
+        match &c.op {
+            Op::Write {
+                file, offset, len, ..
+            } => range(file, "write", *offset, *len)?,
+            Op::Fallocate {
+                file, offset, len, ..
+            } => range(file, "fallocate", *offset, *len)?,
+            Op::Ftruncate { file, len, .. } => range(file, "truncate", 0, *len)?,
+            _ => {}
+        }
         let op = match &c.op {
             Op::Open { file, flags, .. } => {
                 if flags.split('|').any(|w| w == "O_DIRECT") {
-                    direct.insert(c.tid, true);
+                    self.direct.insert(c.tid, true);
                 }
                 ReplayOp::Open {
-                    file: index(file, &mut files),
+                    file: self.index(file),
                     flags: open_flags(flags),
                 }
             }
@@ -103,19 +161,19 @@ pub fn build(trace: &Trace, name: &str, fps: Option<f64>) -> Result<ReplayPlan, 
                 file, offset, len, ..
             } => {
                 if *len == 0 {
-                    continue;
+                    return Ok(());
                 }
                 ReplayOp::Write {
-                    file: index(file, &mut files),
+                    file: self.index(file),
                     offset: *offset,
                     len: *len,
                 }
             }
             Op::Fsync { file, .. } => ReplayOp::Fsync {
-                file: index(file, &mut files),
+                file: self.index(file),
             },
             Op::Fdatasync { file, .. } => ReplayOp::Fdatasync {
-                file: index(file, &mut files),
+                file: self.index(file),
             },
             Op::SyncFileRange {
                 file,
@@ -124,13 +182,13 @@ pub fn build(trace: &Trace, name: &str, fps: Option<f64>) -> Result<ReplayPlan, 
                 flags,
                 ..
             } => ReplayOp::SyncFileRange {
-                file: index(file, &mut files),
+                file: self.index(file),
                 offset: *offset,
                 len: *len,
                 flags: *flags,
             },
             Op::Ftruncate { file, len, .. } => ReplayOp::Truncate {
-                file: index(file, &mut files),
+                file: self.index(file),
                 len: *len,
             },
             Op::Fallocate {
@@ -140,133 +198,140 @@ pub fn build(trace: &Trace, name: &str, fps: Option<f64>) -> Result<ReplayPlan, 
                 len,
                 ..
             } => ReplayOp::Fallocate {
-                file: index(file, &mut files),
+                file: self.index(file),
                 mode: *mode,
                 offset: *offset,
                 len: *len,
             },
             Op::Close { file, .. } => ReplayOp::Close {
-                file: index(file, &mut files),
+                file: self.index(file),
             },
             Op::Rename { from, to } => ReplayOp::Rename {
-                from: index(from, &mut files),
-                to: index(to, &mut files),
+                from: self.index(from),
+                to: self.index(to),
             },
             Op::Unlink { file } => ReplayOp::Unlink {
-                file: index(file, &mut files),
+                file: self.index(file),
             },
-            Op::MappedForWrite { .. } | Op::IoUring => continue,
+            Op::MappedForWrite { .. } | Op::IoUring => return Ok(()),
         };
-        threads
+        self.threads
             .entry(c.tid)
             .or_default()
-            .push((c.t_ns, c.t_ns + c.dur_ns, op));
+            .push((c.t_ns, c.t_ns.saturating_add(c.dur_ns), op));
+
+        Ok(())
     }
-    if files.is_empty() {
-        return Err(format!(
-            "{name}: the trace holds no file written (the recorder wrote nothing the capture saw)"
-        ));
-    }
-    let mapped = map_files(&files)?;
-    if let Some(f) = fps.filter(|f| !(f.is_finite() && *f > 0.0)) {
-        return Err(format!("--fps {f}: must be above 0"));
-    }
-    let mut streams = Vec::new();
-    for (tid, mut calls) in threads {
-        calls.sort_by_key(|c| c.0);
-        let mut bursts: Vec<Burst> = Vec::new();
-        let mut last_end = 0u64;
-        let mut last_slot = u64::MAX;
-        for (start, end, op) in calls {
-            let new = match fps {
-                Some(f) => {
-                    let slot = (start as f64 * f / 1e9) as u64;
-                    let new = slot != last_slot;
-                    last_slot = slot;
-                    new
-                }
-                None => bursts.is_empty() || start.saturating_sub(last_end) >= GAP_NS,
-            };
-            if new || bursts.is_empty() {
-                bursts.push(Burst {
-                    at_ns: start,
-                    bytes: 0,
-                    ops: Vec::new(),
-                    original_ns: 0,
-                });
-            }
-            let b = bursts.last_mut().expect("a burst was just pushed");
-            if let ReplayOp::Write { len, .. } = op {
-                b.bytes += len;
-            }
-            b.original_ns = end.saturating_sub(b.at_ns).max(b.original_ns);
-            b.ops.push(op);
-            last_end = last_end.max(end);
+
+    /// The plan, once every call is in; `end` is the trace's end line, `fps` groups each
+    /// thread's calls by that frame rate's intervals instead of by idle gaps.
+    pub fn finish(self, end: Option<&End>, fps: Option<f64>) -> Result<ReplayPlan, String> {
+        let Builder {
+            name,
+            files,
+            threads,
+            direct,
+            last_end_ns,
+            ..
+        } = self;
+        let name = name.as_str();
+        if files.is_empty() {
+            return Err(format!(
+                "{name}: the trace holds no file written (the recorder wrote nothing the capture saw)"
+            ));
         }
-        let frames: Vec<u64> = bursts
-            .iter()
-            .filter(|b| b.bytes > 0)
-            .map(|b| b.at_ns)
-            .collect();
-        let fps = fps.unwrap_or_else(|| {
-            median(frames.windows(2).map(|w| w[1] - w[0]).collect())
-                .filter(|m| *m > 0)
-                .map_or(0.0, |m| 1e9 / m as f64)
-        });
-        // Named by the file it wrote most.
-        let mut written: BTreeMap<usize, u64> = BTreeMap::new();
-        for b in &bursts {
-            for op in &b.ops {
-                if let ReplayOp::Write { file, len, .. } = op {
-                    *written.entry(*file).or_default() += len;
-                }
-            }
+        let mapped = map_files(&files)?;
+        if let Some(f) = fps.filter(|f| !(f.is_finite() && *f > 0.0)) {
+            return Err(format!("--fps {f}: must be above 0"));
         }
-        let main = written
-            .iter()
-            .max_by_key(|(_, n)| **n)
-            .map(|(f, _)| files[*f].rsplit('/').next().unwrap_or("").to_string());
-        streams.push(ReplayStream {
-            name: match main {
-                Some(f) => format!("thread {tid} ({f})"),
-                None => format!("thread {tid}"),
-            },
-            tid,
-            bursts,
-            fps,
-            direct: direct.get(&tid).copied().unwrap_or(false),
-            judged: false,
-        });
-    }
-    let frames_of = |s: &ReplayStream| s.bursts.iter().filter(|b| b.bytes > 0).count();
-    let most = streams.iter().map(frames_of).max().unwrap_or(0);
-    for s in streams.iter_mut() {
-        let n = frames_of(s);
-        s.judged = n >= FRAMES_TO_JUDGE || (n > 0 && n == most && most < FRAMES_TO_JUDGE);
-    }
-    let duration_ns = trace.end.as_ref().map_or_else(
-        || {
-            trace
-                .calls
+        let mut streams = Vec::new();
+        for (tid, mut calls) in threads {
+            calls.sort_by_key(|c| c.0);
+            let mut bursts: Vec<Burst> = Vec::new();
+            let mut last_end = 0u64;
+            let mut last_slot = u64::MAX;
+            for (start, end, op) in calls {
+                let new = match fps {
+                    Some(f) => {
+                        let slot = (start as f64 * f / 1e9) as u64;
+                        let new = slot != last_slot;
+                        last_slot = slot;
+                        new
+                    }
+                    None => bursts.is_empty() || start.saturating_sub(last_end) >= GAP_NS,
+                };
+                if new || bursts.is_empty() {
+                    bursts.push(Burst {
+                        at_ns: start,
+                        bytes: 0,
+                        ops: Vec::new(),
+                        original_ns: 0,
+                    });
+                }
+                let b = bursts.last_mut().expect("a burst was just pushed");
+                if let ReplayOp::Write { len, .. } = op {
+                    b.bytes = b.bytes.saturating_add(len);
+                }
+                b.original_ns = end.saturating_sub(b.at_ns).max(b.original_ns);
+                b.ops.push(op);
+                last_end = last_end.max(end);
+            }
+            let frames: Vec<u64> = bursts
                 .iter()
-                .map(|c| c.t_ns + c.dur_ns)
-                .max()
-                .unwrap_or(0)
-        },
-        |e| e.end_ns,
-    );
-    Ok(ReplayPlan {
-        trace: name.to_string(),
-        peak_bytes: peak_bytes(&streams, files.len()),
-        files,
-        mapped,
-        streams,
-        duration_ns,
-        grouping: match fps {
-            Some(f) => format!("--fps {f}"),
-            None => format!("idle gaps of {} ms or more", GAP_NS / 1_000_000),
-        },
-    })
+                .filter(|b| b.bytes > 0)
+                .map(|b| b.at_ns)
+                .collect();
+            let fps = fps.unwrap_or_else(|| {
+                median(frames.windows(2).map(|w| w[1] - w[0]).collect())
+                    .filter(|m| *m > 0)
+                    .map_or(0.0, |m| 1e9 / m as f64)
+            });
+            // Named by the file it wrote most.
+            let mut written: BTreeMap<usize, u64> = BTreeMap::new();
+            for b in &bursts {
+                for op in &b.ops {
+                    if let ReplayOp::Write { file, len, .. } = op {
+                        let w = written.entry(*file).or_default();
+                        *w = w.saturating_add(*len);
+                    }
+                }
+            }
+            let main = written
+                .iter()
+                .max_by_key(|(_, n)| **n)
+                .map(|(f, _)| files[*f].rsplit('/').next().unwrap_or("").to_string());
+            streams.push(ReplayStream {
+                name: match main {
+                    Some(f) => format!("thread {tid} ({f})"),
+                    None => format!("thread {tid}"),
+                },
+                tid,
+                bursts,
+                fps,
+                direct: direct.get(&tid).copied().unwrap_or(false),
+                judged: false,
+            });
+        }
+        let frames_of = |s: &ReplayStream| s.bursts.iter().filter(|b| b.bytes > 0).count();
+        let most = streams.iter().map(frames_of).max().unwrap_or(0);
+        for s in streams.iter_mut() {
+            let n = frames_of(s);
+            s.judged = n >= FRAMES_TO_JUDGE || (n > 0 && n == most && most < FRAMES_TO_JUDGE);
+        }
+        let duration_ns = end.map_or(last_end_ns, |e| e.end_ns);
+        Ok(ReplayPlan {
+            trace: name.to_string(),
+            peak_bytes: peak_bytes(&streams, files.len()),
+            files,
+            mapped,
+            streams,
+            duration_ns,
+            grouping: match fps {
+                Some(f) => format!("--fps {f}"),
+                None => format!("idle gaps of {} ms or more", GAP_NS / 1_000_000),
+            },
+        })
+    }
 }
 
 /// The most the files hold at once, the calls taken in their original order.
@@ -283,7 +348,7 @@ fn peak_bytes(streams: &[ReplayStream], n: usize) -> u64 {
     let mut size = vec![0u64; n];
     let (mut total, mut peak) = (0u64, 0u64);
     fn set(size: &mut [u64], total: &mut u64, f: usize, v: u64) {
-        *total = *total - size[f] + v;
+        *total = total.saturating_sub(size[f]).saturating_add(v);
         size[f] = v;
     }
     for (_, op) in ops {
@@ -292,7 +357,7 @@ fn peak_bytes(streams: &[ReplayStream], n: usize) -> u64 {
             | ReplayOp::Fallocate {
                 file, offset, len, ..
             } => {
-                let v = size[file].max(offset + len);
+                let v = size[file].max(offset.saturating_add(len));
                 set(&mut size, &mut total, file, v);
             }
             ReplayOp::Truncate { file, len } => set(&mut size, &mut total, file, len),
@@ -397,5 +462,21 @@ mod tests {
         assert!(build(&trace(vec![]), "t", None)
             .expect_err("empty")
             .contains("no file written"));
+    }
+
+    #[test]
+    fn a_range_past_the_largest_offset_is_refused_not_wrapped() {
+        for (offset, len) in [
+            (u64::MAX, 1),
+            (u64::MAX - 10, 100),
+            (1 << 63, 0),
+            (0, 1 << 63),
+        ] {
+            let t = trace(vec![call(0, 1, write("/r/a", offset, len.max(1)))]);
+            let e = build(&t, "t", None).expect_err("refused");
+            assert!(e.contains("largest file offset"), "{e}");
+        }
+        let edge = trace(vec![call(0, 1, write("/r/a", (1 << 63) - 2, 1))]);
+        assert!(build(&edge, "t", None).is_ok());
     }
 }

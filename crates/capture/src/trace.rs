@@ -331,35 +331,83 @@ pub enum ReadError {
     Newer { found: u32 },
     #[error("line {line}: {what}")]
     Bad { line: usize, what: String },
+    #[error("line {line}: longer than {} KiB: not a line of a sinkrate trace", MAX_LINE_BYTES >> 10)]
+    LineTooLong { line: usize },
+    #[error("more than {} calls (or {} GiB): a replay holds about 100 bytes of memory a call; cut the trace (a day of a two-stream 30 fps recorder is about 16 million calls)", MAX_CALLS, MAX_SIDECAR_BYTES >> 30)]
+    TooLarge,
+    #[error("cannot read it: {0}")]
+    Io(String),
 }
 
-/// Reads a sidecar. A last line cut short (a capture killed mid-write) is dropped; any other
-/// malformed line is an error naming it.
-pub fn read_sidecar(text: &str) -> Result<Trace, ReadError> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (_, first) = lines.next().ok_or(ReadError::Empty)?;
-    let value: serde_json::Value =
-        serde_json::from_str(first).map_err(|e| ReadError::NoHeader(e.to_string()))?;
-    if let Some(v) = value.get("sinkrate_trace").and_then(|v| v.as_u64()) {
-        if v > SIDECAR_VERSION as u64 {
-            return Err(ReadError::Newer { found: v as u32 });
-        }
-    }
-    let header: Header =
-        serde_json::from_value(value).map_err(|e| ReadError::NoHeader(e.to_string()))?;
-    let mut calls = Vec::new();
+/// The longest line a sidecar holds: a call names at most two paths of PATH_MAX (4 KiB).
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+/// The most calls a sidecar is read for: memory stays bounded whatever the file holds.
+pub const MAX_CALLS: u64 = 20_000_000;
+/// The most bytes of a sidecar read.
+pub const MAX_SIDECAR_BYTES: u64 = 4 << 30;
+
+/// Reads a sidecar line by line, handing each call to `each` as it is read: nothing but
+/// the line at hand is held, each line is read with a bound ([`MAX_LINE_BYTES`]) and the
+/// whole with another ([`MAX_SIDECAR_BYTES`], [`MAX_CALLS`]), so a file that is not a
+/// sidecar (a device, an endless stream) ends in an error, not in memory exhausted. A last
+/// line cut short (a capture killed mid-write) is dropped; any other malformed line is an
+/// error naming it. Returns the header and the end line (None when the capture was cut
+/// short).
+pub fn read_sidecar_stream<R: io::BufRead>(
+    mut r: R,
+    each: &mut dyn FnMut(Call) -> Result<(), String>,
+) -> Result<(Header, Option<End>), ReadError> {
+    use io::BufRead as _;
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    let mut bytes = 0u64;
+    let mut calls = 0u64;
+    let mut header: Option<Header> = None;
     let mut end = None;
-    let rest: Vec<(usize, &str)> = lines.collect();
-    let last = rest.len().saturating_sub(1);
-    for (k, (i, l)) in rest.iter().enumerate() {
-        let bad = |what: String| ReadError::Bad { line: i + 1, what };
+    loop {
+        buf.clear();
+        let n = io::Read::take(&mut r, MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| ReadError::Io(e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        bytes += n as u64;
+        let whole = buf.last() == Some(&b'\n');
+        if !whole && buf.len() > MAX_LINE_BYTES {
+            return Err(ReadError::LineTooLong { line: line_no });
+        }
+        if bytes > MAX_SIDECAR_BYTES {
+            return Err(ReadError::TooLarge);
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let l = text.trim();
+        if l.is_empty() {
+            continue;
+        }
+        let Some(_) = header.as_ref() else {
+            let value: serde_json::Value =
+                serde_json::from_str(l).map_err(|e| ReadError::NoHeader(e.to_string()))?;
+            if let Some(v) = value.get("sinkrate_trace").and_then(|v| v.as_u64()) {
+                if v > SIDECAR_VERSION as u64 {
+                    return Err(ReadError::Newer { found: v as u32 });
+                }
+            }
+            header = Some(
+                serde_json::from_value(value).map_err(|e| ReadError::NoHeader(e.to_string()))?,
+            );
+            continue;
+        };
+        let bad = |what: String| ReadError::Bad {
+            line: line_no,
+            what,
+        };
         let value: serde_json::Value = match serde_json::from_str(l) {
             Ok(v) => v,
-            // A line cut short at the end is a capture killed while writing it.
-            Err(_) if k == last && !text.ends_with('\n') => continue,
+            // A line cut short at the end (no newline: nothing follows it) is a capture
+            // killed while writing it.
+            Err(_) if !whole => break,
             Err(e) => return Err(bad(format!("not JSON: {e}"))),
         };
         if value.get("sinkrate_trace").is_some() {
@@ -369,8 +417,23 @@ pub fn read_sidecar(text: &str) -> Result<Trace, ReadError> {
             end = Some(End::deserialize(e).map_err(|e| bad(e.to_string()))?);
             continue;
         }
-        calls.push(Call::from_value(&value).map_err(bad)?);
+        calls += 1;
+        if calls > MAX_CALLS {
+            return Err(ReadError::TooLarge);
+        }
+        each(Call::from_value(&value).map_err(bad)?).map_err(bad)?;
     }
+    let header = header.ok_or(ReadError::Empty)?;
+    Ok((header, end))
+}
+
+/// Reads a sidecar held in memory ([`read_sidecar_stream`]'s rules).
+pub fn read_sidecar(text: &str) -> Result<Trace, ReadError> {
+    let mut calls = Vec::new();
+    let (header, end) = read_sidecar_stream(text.as_bytes(), &mut |c| {
+        calls.push(c);
+        Ok(())
+    })?;
     Ok(Trace { header, calls, end })
 }
 
@@ -405,6 +468,17 @@ mod tests {
         let newer = HEAD.replace("\"sinkrate_trace\":1", "\"sinkrate_trace\":7");
         let e = read_sidecar(&newer).expect_err("newer");
         assert!(e.to_string().contains("trace format 7, newer"), "{e}");
+    }
+
+    #[test]
+    fn an_endless_line_is_refused_at_its_bound() {
+        // /dev/zero as a sidecar: a line that never ends.
+        let zeros = std::io::BufReader::new(std::io::Read::take(std::io::repeat(0), 1 << 30));
+        let e = read_sidecar_stream(zeros, &mut |_| Ok(())).expect_err("refused");
+        assert_eq!(e, ReadError::LineTooLong { line: 1 });
+        let long = format!("{HEAD}\n{}\n", "x".repeat(MAX_LINE_BYTES + 10));
+        let e = read_sidecar(&long).expect_err("refused");
+        assert_eq!(e, ReadError::LineTooLong { line: 2 });
     }
 
     #[test]

@@ -473,6 +473,9 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// A stop flag never set: a wait that only a traced thread's status ends.
+static NEVER: AtomicBool = AtomicBool::new(false);
+
 /// The write end of the pipe SIGCHLD's handler wakes the tracer through, or -1.
 static WAKE_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 
@@ -484,18 +487,20 @@ extern "C" fn on_sigchld(_: libc::c_int) {
     }
 }
 
-/// How the tracer waits: in waitpid alone, or, with the interposer's pipe to read too, in
-/// poll on SIGCHLD (through a pipe its handler writes to) for at most 20 ms, reading the
-/// interposer's records at each wake-up and before each stop it hands on. SIGCHLD's
-/// handler is the process's: one capture with the interposer at a time in a process (a
-/// second would be woken by the 20 ms timeout instead of the signal).
+/// How the tracer waits: in waitpid alone, or in poll on SIGCHLD (through a pipe its
+/// handler writes to) for at most 20 ms at a time, so that it also reads the interposer's
+/// records at each wake-up and before each stop it hands on, and sees the stop flag within
+/// 20 ms whatever the traced threads do (a recorder that waits with SIGCHLD blocked never
+/// stops for a signal). SIGCHLD's handler is the process's: one such wait at a time in a
+/// process (a second would be woken by the 20 ms timeout instead of the signal).
 struct Waiter {
-    channel: Option<Interposed>,
+    polled: Option<Polled>,
 }
 
-/// What the tracer waits on beside waitpid when the interposer runs.
-struct Interposed {
-    channel: preload::Channel,
+/// What the tracer waits on beside waitpid when it polls.
+struct Polled {
+    /// The interposer's records, when it runs.
+    channel: Option<preload::Channel>,
     /// The read end of the pipe SIGCHLD's handler writes to.
     wake: OwnedFd,
     /// Its write end, kept open for the handler (WAKE_FD holds its number).
@@ -505,10 +510,13 @@ struct Interposed {
 }
 
 impl Waiter {
-    fn new(channel: Option<preload::Channel>) -> std::io::Result<Waiter> {
-        let Some(channel) = channel else {
-            return Ok(Waiter { channel: None });
-        };
+    /// A waiter in waitpid alone.
+    fn blocking() -> Waiter {
+        Waiter { polled: None }
+    }
+
+    /// A waiter that polls, reading the interposer's `channel` when there is one.
+    fn polling(channel: Option<preload::Channel>) -> std::io::Result<Waiter> {
         let mut fds = [0; 2];
         // SAFETY: pipe2 fills the two descriptors it is given.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
@@ -531,7 +539,7 @@ impl Waiter {
             old
         };
         Ok(Waiter {
-            channel: Some(Interposed {
+            polled: Some(Polled {
                 channel,
                 wake: wake_read,
                 _wake_write: wake_write,
@@ -541,8 +549,13 @@ impl Waiter {
     }
 
     /// The next status of a traced thread; `records` gets the interposer's records first.
-    fn next(&mut self, records: &mut dyn FnMut(Vec<preload::Record>)) -> nix::Result<WaitStatus> {
-        let Some(Interposed { channel, wake, .. }) = self.channel.as_mut() else {
+    /// A polling waiter returns `StillAlive` once `stop` is set and no thread has a status.
+    fn next(
+        &mut self,
+        stop: &AtomicBool,
+        records: &mut dyn FnMut(Vec<preload::Record>),
+    ) -> nix::Result<WaitStatus> {
+        let Some(Polled { channel, wake, .. }) = self.polled.as_mut() else {
             return waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD));
         };
         loop {
@@ -550,11 +563,13 @@ impl Waiter {
                 None,
                 Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD | WaitPidFlag::WNOHANG),
             )?;
-            let got = channel.drain();
-            if !got.is_empty() {
-                records(got);
+            if let Some(channel) = channel.as_mut() {
+                let got = channel.drain();
+                if !got.is_empty() {
+                    records(got);
+                }
             }
-            if status != WaitStatus::StillAlive {
+            if status != WaitStatus::StillAlive || stop.load(Ordering::SeqCst) {
                 return Ok(status);
             }
             // Woken by SIGCHLD (a stop), or every 20 ms to read the interposer's records:
@@ -575,8 +590,8 @@ impl Waiter {
 
     /// The records still in the pipe once every traced process has ended.
     fn finish(&mut self) -> Vec<preload::Record> {
-        match self.channel.as_mut() {
-            Some(interposed) => interposed.channel.drain(),
+        match self.polled.as_mut().and_then(|p| p.channel.as_mut()) {
+            Some(channel) => channel.drain(),
             None => Vec::new(),
         }
     }
@@ -584,10 +599,10 @@ impl Waiter {
 
 impl Drop for Waiter {
     fn drop(&mut self) {
-        if let Some(interposed) = self.channel.as_ref() {
+        if let Some(polled) = self.polled.as_ref() {
             WAKE_FD.store(-1, Ordering::SeqCst);
-            // SAFETY: puts back the action sigaction gave in Waiter::new.
-            unsafe { libc::sigaction(libc::SIGCHLD, &interposed.previous, std::ptr::null_mut()) };
+            // SAFETY: puts back the action sigaction gave in Waiter::polling.
+            unsafe { libc::sigaction(libc::SIGCHLD, &polled.previous, std::ptr::null_mut()) };
         }
     }
 }
@@ -662,15 +677,12 @@ pub fn run(
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let cpu0 = own_cpu();
-    // SAFETY: the child calls only async-signal-safe functions (ptrace, raise, prctl,
-    // execv, _exit) on memory prepared before the fork.
+    // SAFETY: the child calls only async-signal-safe functions (raise, prctl, execv, _exit)
+    // on memory prepared before the fork.
     let child = match unsafe { nix::unistd::fork() }.map_err(|e| CaptureError::Start(io(e)))? {
         ForkResult::Child => unsafe {
-            if libc::ptrace(libc::PTRACE_TRACEME as _, 0, 0, 0) == -1 {
-                libc::_exit(126);
-            }
-            // Stopped until the tracer has set its options: a traced call made before
-            // that would fail with ENOSYS instead of stopping.
+            // Stopped until the tracer has seized it and set its options: a traced call
+            // made before that would fail with ENOSYS instead of stopping.
             libc::raise(libc::SIGSTOP);
             // Without root, a filter needs no_new_privs (a set-user-ID program then runs
             // without its privileges).
@@ -697,11 +709,21 @@ pub fn run(
         c.write = None;
         c
     });
-    let mut waiter = Waiter::new(channel).map_err(CaptureError::Start)?;
-    match waitpid(child, None).map_err(|e| CaptureError::Start(io(e)))? {
-        WaitStatus::Stopped(_, Signal::SIGSTOP) => {}
+    let mut waiter = match channel {
+        Some(c) => Waiter::polling(Some(c)).map_err(CaptureError::Start)?,
+        None => Waiter::blocking(),
+    };
+    // Seized (not PTRACE_TRACEME), so that a group-stop can be told from a signal and passed
+    // on with PTRACE_LISTEN: a recorder someone pauses with SIGSTOP or Ctrl-Z stays paused.
+    let give_up = |why: String| {
+        let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+        let _ = waitpid(child, None);
+        CaptureError::Setup(why)
+    };
+    match waitpid(child, Some(WaitPidFlag::WUNTRACED)) {
+        Ok(WaitStatus::Stopped(_, Signal::SIGSTOP)) => {}
         other => {
-            return Err(CaptureError::Setup(format!(
+            return Err(give_up(format!(
                 "the recorder did not stop for its tracer: {other:?}"
             )))
         }
@@ -718,7 +740,19 @@ pub fn run(
         // The recorder ends with the capture: left running with the filter and no tracer,
         // its file calls would fail (ENOSYS).
         | ptrace::Options::PTRACE_O_EXITKILL;
-    ptrace::setoptions(child, options).map_err(|e| CaptureError::Start(io(e)))?;
+    if let Err(e) = ptrace::seize(child, options) {
+        return Err(give_up(format!("cannot trace the recorder: {}", io(e))));
+    }
+    // Seized while stopped, it traps at once; SIGCONT then ends its stop, and it runs.
+    match waitpid(child, Some(WaitPidFlag::__WALL)) {
+        Ok(WaitStatus::PtraceEvent(_, _, ev)) if ev == libc::PTRACE_EVENT_STOP => {}
+        other => {
+            return Err(give_up(format!(
+                "the recorder did not stop for its tracer once seized: {other:?}"
+            )))
+        }
+    }
+    let _ = nix::sys::signal::kill(child, Signal::SIGCONT);
     ptrace::cont(child, None).map_err(|e| CaptureError::Start(io(e)))?;
     started(child.as_raw() as u32);
 
@@ -738,7 +772,9 @@ pub fn run(
         if stop.load(Ordering::SeqCst) {
             out.interrupted = true;
         }
-        let status = match waiter.next(&mut |r| {
+        // Started here, the recorder ends in its own way after Ctrl-C (it had the same one):
+        // the wait goes on until it has, whatever the stop flag says.
+        let status = match waiter.next(&NEVER, &mut |r| {
             if let Err(e) = hand_on(&mut t, &mut out, sink, r, mono0) {
                 write_error.get_or_insert(e);
             }
@@ -802,21 +838,24 @@ pub fn run(
                     sink(&c).map_err(CaptureError::Write)?;
                 }
             }
+            _ if group_stop(&status) => {
+                // Paused by someone (SIGSTOP, Ctrl-Z): it stays paused until SIGCONT.
+                if let Some(tid) = status.pid() {
+                    known.insert(tid);
+                    listen(tid);
+                }
+            }
             WaitStatus::PtraceEvent(tid, _, ev) => {
                 if ev == libc::PTRACE_EVENT_EXIT {
                     t.interposed_files.clear();
                 }
+                // A new thread's or child's first stop (PTRACE_EVENT_STOP), a fork, an exec.
                 known.insert(tid);
                 let _ = ptrace::cont(tid, None);
             }
             WaitStatus::Stopped(tid, sig) => {
-                if sig == Signal::SIGSTOP && known.insert(tid) {
-                    // A new thread's or child's first stop, made by the attach itself.
-                    let _ = ptrace::cont(tid, None);
-                } else {
-                    // A signal for the recorder: delivered.
-                    let _ = ptrace::cont(tid, Some(sig));
-                }
+                // A signal for the recorder: delivered.
+                let _ = ptrace::cont(tid, Some(sig));
             }
             WaitStatus::Exited(tid, code) => {
                 pending.remove(&tid);
@@ -860,6 +899,28 @@ fn hand_on(
         }
     }
     Ok(())
+}
+
+/// Whether a stop is a group-stop of a seized thread (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
+/// reached it): the process was paused by someone (a supervisor, a shell's Ctrl-Z) and
+/// must stay paused until SIGCONT, traced or not.
+fn group_stop(status: &WaitStatus) -> bool {
+    matches!(
+        status,
+        WaitStatus::PtraceEvent(_, sig, ev)
+            if *ev == libc::PTRACE_EVENT_STOP
+                && matches!(sig, Signal::SIGSTOP | Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU)
+    )
+}
+
+/// Leaves a thread in its group-stop while the tracer still hears of it (PTRACE_LISTEN): it
+/// runs again at SIGCONT, as it would untraced, and not before.
+fn listen(tid: Pid) {
+    // SAFETY: PTRACE_LISTEN on a seized thread in a group-stop takes no addresses; a thread
+    // gone meanwhile answers ESRCH, which is fine.
+    unsafe {
+        libc::ptrace(libc::PTRACE_LISTEN as _, tid.as_raw(), 0, 0);
+    }
 }
 
 /// PTRACE_GET_SYSCALL_INFO (Linux 5.3): whether a syscall stop is an entry or an exit, with
@@ -954,24 +1015,9 @@ pub fn attach(
             break;
         }
     }
-    // Ctrl-C wakes the loop through the recorder: a SIGCHLD (ignored by default, and not
-    // passed on here) stops one of its threads for the tracer.
-    let watch_done = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while !watch_done.load(Ordering::SeqCst) {
-                if stop.load(Ordering::SeqCst) {
-                    let _ = nix::sys::signal::kill(pid, Signal::SIGCHLD);
-                    std::thread::sleep(Duration::from_millis(200));
-                } else {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        });
-        let traced = trace_attached(pid, known, sink, stop, t0, cpu0);
-        watch_done.store(true, Ordering::SeqCst);
-        traced
-    })
+    // The tracer polls (Waiter::polling): Ctrl-C is seen within 20 ms whatever the
+    // recorder's threads are doing, with nothing sent to them.
+    trace_attached(pid, known, sink, stop, t0, cpu0)
 }
 
 /// [`attach`]'s loop, on the thread that attached (ptrace answers only to it).
@@ -993,6 +1039,7 @@ fn trace_attached(
     let mut out = Outcome::default();
     let mut pending: HashMap<Pid, Pending> = HashMap::new();
     let mut detaching = false;
+    let mut waiter = Waiter::polling(None).map_err(CaptureError::Start)?;
     let result = loop {
         if known.is_empty() {
             break Ok(());
@@ -1004,7 +1051,13 @@ fn trace_attached(
                 let _ = ptrace::interrupt(*tid);
             }
         }
-        let status = match waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
+        // Once letting go, every thread was interrupted and stops at once: wait in waitpid.
+        let waited = if detaching {
+            waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD))
+        } else {
+            waiter.next(stop, &mut |_| {})
+        };
+        let status = match waited {
             Ok(s) => s,
             Err(Errno::ECHILD) => break Ok(()),
             Err(Errno::EINTR) => continue,
@@ -1031,15 +1084,19 @@ fn trace_attached(
             _ => {}
         }
         known.insert(tid);
-        // The signal to pass on when it resumes (none for a ptrace stop, nor the waker's).
+        // The signal to pass on when it resumes (none for a ptrace stop).
         let pass = match status {
-            WaitStatus::Stopped(_, Signal::SIGCHLD) if stop.load(Ordering::SeqCst) => None,
             WaitStatus::Stopped(_, sig) => Some(sig),
             _ => None,
         };
         if detaching {
+            // A thread in a group-stop stays stopped once let go, as it was.
             let _ = ptrace::detach(tid, pass);
             known.remove(&tid);
+            continue;
+        }
+        if group_stop(&status) {
+            listen(tid);
             continue;
         }
         if let WaitStatus::PtraceSyscall(_) = status {

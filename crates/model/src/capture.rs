@@ -24,6 +24,21 @@ pub struct CaptureReport {
     pub cost: CaptureCost,
     /// What the capture could not see (a file written through a mapping, io_uring).
     pub unseen: Vec<String>,
+    /// When the trace could not be written (its filesystem full, its directory gone): the
+    /// capture stopped writing there and let the recorder run on to its end. The trace holds
+    /// the calls before that one.
+    #[serde(default)]
+    pub trace_cut_short: Option<TraceCut>,
+}
+
+/// Where and why a trace stops short of the recorder's end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceCut {
+    /// Calls the trace holds whole.
+    pub calls_written: u64,
+    /// When the first call that could not be written was made, in seconds from the start.
+    pub at_s: f64,
+    pub error: String,
 }
 
 /// One file's calls.

@@ -170,24 +170,28 @@ impl Writer<'_> {
                 self.file(file, Some(flags))?;
             }
             ReplayOp::Write { file, offset, len } => {
-                let len = len as usize;
-                if self.data.as_slice().len() < len {
-                    self.data = AlignedBuf::new(len);
-                }
                 let path = self.files.path(file).to_path_buf();
                 self.file(file, None)?;
                 let f = self
                     .open
                     .get(&file)
                     .ok_or_else(|| "a file the replay opened is gone".to_string())?;
-                f.write_all_at(&self.data.as_slice()[..len], offset)
-                    .map_err(|e| {
-                        err(
-                            &format!("cannot write {len} bytes at {offset} to"),
-                            &path,
-                            e,
-                        )
-                    })?;
+                // In pieces of the buffer the writer holds (the plan sized it, at most
+                // MAX_WRITE_BUFFER): a call larger than that is written piece by piece.
+                let piece = self.data.as_slice().len().max(1) as u64;
+                let mut done = 0u64;
+                while done < len {
+                    let n = (len - done).min(piece) as usize;
+                    f.write_all_at(&self.data.as_slice()[..n], offset + done)
+                        .map_err(|e| {
+                            err(
+                                &format!("cannot write {len} bytes at {offset} to"),
+                                &path,
+                                e,
+                            )
+                        })?;
+                    done += n as u64;
+                }
             }
             ReplayOp::Fsync { file } => {
                 let path = self.files.path(file).to_path_buf();
@@ -324,6 +328,13 @@ struct Pace<'a> {
     end_ns: u64,
 }
 
+/// The longest a producer sleeps before it looks at the stop flag again.
+const STOP_CHECK: Duration = Duration::from_millis(20);
+
+/// The largest buffer a writer holds: a traced write larger than this is written in pieces
+/// of it, so that a trace's length field never sizes an allocation.
+pub const MAX_WRITE_BUFFER: usize = 16 << 20;
+
 /// The camera side: each burst at its time; a frame takes a buffer or is dropped.
 fn producer(
     stream: &ReplayStream,
@@ -346,9 +357,13 @@ fn producer(
         if due_ns > end_ns {
             break;
         }
-        let now = ns(shared.clock);
-        if due_ns > now {
-            std::thread::sleep(Duration::from_nanos(due_ns - now));
+        // Slept in slices, so that an interrupt ends a long idle gap of the trace at once.
+        loop {
+            let now = ns(shared.clock);
+            if due_ns <= now || shared.stopping() {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos(due_ns - now).min(STOP_CHECK));
         }
         if shared.stopping() {
             break;
@@ -418,11 +433,12 @@ fn writer(
         .iter()
         .flat_map(|b| b.ops.iter())
         .filter_map(|o| match o {
-            ReplayOp::Write { len, .. } => Some(*len as usize),
+            ReplayOp::Write { len, .. } => Some(*len),
             _ => None,
         })
         .max()
-        .unwrap_or(4096);
+        .unwrap_or(4096)
+        .min(MAX_WRITE_BUFFER as u64) as usize;
     let mut data = AlignedBuf::new(max.max(4096));
     data.as_mut_slice().fill(0x5a);
     let mut w = Writer {

@@ -121,7 +121,21 @@ pub fn run<O: WatchObserver>(
     let mut status: Option<ExitStatus> = None;
     let mut failure: Option<String> = None;
     let mut k: u32 = 0;
+    // False once the observer has failed: the watch then only waits for the watched
+    // command, which is never stopped or signalled for sinkrate's own failure.
+    let mut observing = true;
     loop {
+        if !observing {
+            match child.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(None)) if !stop.load(Ordering::Relaxed) => {
+                    sleep_until(Instant::now() + WAKE_EVERY, stop);
+                    continue;
+                }
+                Some(Ok(Some(st))) => status = Some(st),
+                _ => {}
+            }
+            break;
+        }
         let s = core.sample();
         if s.throttled {
             if let Some(prev) = timeline.last() {
@@ -152,10 +166,12 @@ pub fn run<O: WatchObserver>(
             core: &core,
         }) {
             Ok(go_on) => go_on,
-            // The watch ends; what it saw until now is still the result.
+            // The watch ends; what it saw until now is still the result, and a watched
+            // command runs on to its own end.
             Err(e) => {
                 failure = Some(format!("{e:#}"));
-                break;
+                observing = false;
+                continue;
             }
         };
         if let Some(c) = child.as_mut() {

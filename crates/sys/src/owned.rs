@@ -256,11 +256,16 @@ pub fn create_new(path: &Path, how: &mut std::fs::OpenOptions) -> std::io::Resul
     Ok(file)
 }
 
-/// Notes a directory this process made for itself alone (a suite's work directory): a
-/// killed run's is removed with what it holds.
+/// Notes a directory this process has just made for itself alone (a suite's work
+/// directory, a replay's run directory), with its device and inode: a killed run's is
+/// removed with what it holds, only while it is still that directory.
 pub fn track_dir(path: &Path) {
+    let abs = absolute(path);
     let mut r = Vec::new();
-    record(b'D', &absolute(path), &mut r);
+    record(b'D', &abs, &mut r);
+    if let Some(m) = std::fs::symlink_metadata(&abs).ok().filter(|m| m.is_dir()) {
+        record_identity(Identity::of(&m), &abs, &mut r);
+    }
     note(&r);
 }
 
@@ -430,10 +435,13 @@ pub fn listed(journal: &[u8]) -> Vec<Listed> {
     live
 }
 
+/// The names of the directories sinkrate makes for a run alone: a suite's work directory
+/// and a replay's run directory. No other directory is ever removed by the sweep, whatever
+/// a journal says.
 fn is_work_dir(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with(".sinkrate-suite-"))
+        .is_some_and(|n| n.starts_with(".sinkrate-suite-") || n.starts_with("sinkrate-replay-"))
 }
 
 /// What the sweep does with one listed entry: removed, left alone, or kept with a reason
@@ -449,8 +457,12 @@ fn sweep_one(l: &Listed) -> Fate {
         return Fate::Gone;
     };
     if l.is_dir {
-        // Only sinkrate's own work directories, whatever a journal says.
+        // Only sinkrate's own work directories, whatever a journal says, and only while
+        // still the directory the run made (where the journal holds its identity).
         if !(meta.is_dir() && is_work_dir(&l.path)) {
+            return Fate::Gone;
+        }
+        if l.identity.is_some_and(|id| Identity::of(&meta) != id) {
             return Fate::Gone;
         }
         return match std::fs::remove_dir_all(&l.path) {

@@ -915,3 +915,27 @@ pub fn error_lines(stderr: &str) -> Vec<&str> {
         .filter(|l| l.starts_with("sinkrate: error:"))
         .collect()
 }
+
+/// A capture's trace made by hand: `dir/name` names the iolog, and its sidecar holds the
+/// header (format `version`), then `calls` as JSON lines.
+pub fn hand_sidecar(dir: &Path, name: &str, version: u32, calls: &[&str]) -> PathBuf {
+    let iolog = dir.join(name);
+    let mut text = format!(
+        "{{\"sinkrate_trace\":{version},\"command\":[\"rec\"],\"started_at\":\"2026-01-01T00:00:00Z\",\"arch\":\"x86_64\",\"kernel\":null,\"tool_version\":\"0.2.0\"}}\n"
+    );
+    for c in calls {
+        text.push_str(c);
+        text.push('\n');
+    }
+    std::fs::write(format!("{}.calls.jsonl", iolog.display()), text).expect("sidecar");
+    iolog
+}
+
+/// One traced write as a sidecar line: thread 5 writes `len` bytes at `offset` of `file`
+/// at `t_ms`.
+pub fn traced_write(t_ms: u64, file: &str, offset: u64, len: u64) -> String {
+    format!(
+        r#"{{"t_ns":{},"dur_ns":1000,"tid":5,"op":"write","file":"{file}","fd":3,"offset":{offset},"len":{len},"call":"write"}}"#,
+        t_ms * 1_000_000
+    )
+}
