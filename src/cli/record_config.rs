@@ -201,13 +201,13 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
     // Read as a stream into the plan: the calls are never held whole, and a file that is not
     // a trace (a device, a link to /dev/zero) ends at the reader's bounds.
     let mut builder = sinkrate_capture::plan::Builder::new(&name);
-    let (_, end) = sinkrate_capture::trace::read_sidecar_stream(
+    let facts = sinkrate_capture::trace::read_sidecar_stream(
         std::io::BufReader::with_capacity(1 << 16, file),
         &mut |c| builder.add(&c),
     )
     .map_err(|e| anyhow!("--replay {}: {e}", calls.display()))?;
     let plan = builder
-        .finish(end.as_ref(), args.fps)
+        .finish(facts.end.as_ref(), &facts.unseen, args.fps)
         .map_err(|e| anyhow!("--replay {name}: {e}"))?;
     // Refused before anything is written when the files would not fit.
     let free = sinkrate_sys::space::free_bytes(&args.dir).ok();

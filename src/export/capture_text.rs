@@ -45,8 +45,13 @@ impl Exporter<Envelope<CaptureReport>> for CaptureText {
             )?;
         }
         writeln!(o)?;
-        if r.files.is_empty() {
+        if r.files.is_empty() && r.unseen.is_empty() {
             writeln!(o, "  no file was written")?;
+        } else if r.files.is_empty() {
+            writeln!(
+                o,
+                "  no file write that the capture could see (below: what it could not)"
+            )?;
         } else {
             let width = r
                 .files

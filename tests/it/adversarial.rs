@@ -2255,3 +2255,281 @@ fn a_trace_filesystem_that_fills_never_ends_the_recorder() {
         },
     );
 }
+
+/// `sinkrate capture --output TRACE -- COMMAND...` in `dir`, as `Command` runs it.
+fn capture_into(dir: &Path, trace: &str, command: &[&str]) -> std::process::Output {
+    Command::new(sinkrate_path())
+        .current_dir(dir)
+        .args(["capture", "--output", trace, "--"])
+        .args(command)
+        .output()
+        .expect("capture runs")
+}
+
+/// Each regular file under `dir` with its length, by name.
+fn sizes(dir: &Path) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .expect("ls")
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().map_or(0, |m| m.len()),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn writes_made_without_write_are_traced_and_replayed_as_the_recorder_made_them() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let rec = d.path().join("rec");
+    let out = d.path().join("out");
+    std::fs::create_dir(&rec).expect("mkdir");
+    std::fs::create_dir(&out).expect("mkdir");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/recorders/copies_and_flags.py");
+    let cap = capture_into(
+        d.path(),
+        "t.iolog",
+        &[
+            "python3",
+            script.to_str().expect("utf8"),
+            rec.to_str().expect("utf8"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&cap.stderr);
+    assert_eq!(cap.status.code(), Some(0), "{err}");
+    let sidecar = std::fs::read_to_string(d.path().join("t.iolog.calls.jsonl")).expect("sidecar");
+    for call in [
+        "\"sendfile\"",
+        "\"copy_file_range\"",
+        "\"splice\"",
+        "\"set_flags\"",
+    ] {
+        assert!(sidecar.contains(call), "{call} not traced:\n{sidecar}");
+    }
+    assert!(
+        sidecar.contains("\"call\":\"pwritev2\",\"flags\":2"),
+        "{sidecar}"
+    );
+    assert!(
+        sidecar.contains("\"op\":\"rename\"") && sidecar.contains("\"flags\":2}"),
+        "{sidecar}"
+    );
+    // The replay makes the same files, byte counts and names as the recorder did (the
+    // exchange swapped x and y: 3000 bytes at x, 1000 at y).
+    let replay = Command::new(sinkrate_path())
+        .current_dir(d.path())
+        .args(["record", "--keep", "--replay", "t.iolog", "--dir"])
+        .arg(&out)
+        .output()
+        .expect("replay runs");
+    let rerr = String::from_utf8_lossy(&replay.stderr);
+    assert!(replay.status.code().is_some_and(|c| c != 2), "{rerr}");
+    let runs = common::files_in(&out);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let replayed = sizes(&out.join(&runs[0]));
+    let original = sizes(&rec);
+    assert_eq!(replayed, original, "{rerr}");
+    assert!(
+        original.contains(&("x.bin".to_string(), 3000)),
+        "{original:?}"
+    );
+    let _ = std::fs::remove_dir_all(out.join(&runs[0]));
+}
+
+/// The unseen lines of a trace's sidecar.
+fn unseen_lines(sidecar: &Path) -> Vec<String> {
+    std::fs::read_to_string(sidecar)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["unseen"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn what_capture_cannot_see_is_named_in_its_summary_its_trace_and_every_replay() {
+    let d = tempfile::tempdir().expect("tempdir");
+    // Linux native AIO (fio's libaio engine): named.
+    if common::have("fio") {
+        let data = d.path().join("aio.dat");
+        let cap = capture_into(
+            d.path(),
+            "aio.iolog",
+            &[
+                "fio",
+                "--name=a",
+                "--ioengine=libaio",
+                "--direct=1",
+                "--size=4m",
+                "--rw=write",
+                "--output=/dev/null",
+                &format!("--filename={}", data.display()),
+            ],
+        );
+        let text = String::from_utf8_lossy(&cap.stdout);
+        assert!(
+            text.contains("not seen: the recorder submitted Linux native AIO"),
+            "{text}"
+        );
+        let unseen = unseen_lines(&d.path().join("aio.iolog.calls.jsonl"));
+        assert!(unseen.iter().any(|u| u.contains("io_submit")), "{unseen:?}");
+        // Its replay says what the trace lacks: in its verdict, or in its refusal when the
+        // trace holds no write at all (fio's layout of the file may be all it saw).
+        let replay = Command::new(sinkrate_path())
+            .args(["record", "--output-format", "json", "--replay"])
+            .arg(d.path().join("aio.iolog"))
+            .arg("--dir")
+            .arg(d.path())
+            .output()
+            .expect("replay runs");
+        let err = String::from_utf8_lossy(&replay.stderr);
+        if replay.status.code() == Some(2) {
+            assert!(
+                err.contains("the capture said: the recorder submitted Linux native AIO"),
+                "{err}"
+            );
+        } else {
+            let report = common::json_after_text(&replay.stdout);
+            let verdict = report["verdict_text"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                verdict.contains("this trace misses part of the recorder's workload (the recorder submitted Linux native AIO"),
+                "{report}"
+            );
+        }
+    } else {
+        common::skip("what_capture_cannot_see_...: AIO", "needs fio");
+    }
+    // A replay of a trace whose capture named what it missed: the verdict says so.
+    let mut calls: Vec<String> = (0..20)
+        .map(|k| common::traced_write(k * 33, "/rec/a.mp4", k << 16, 1 << 16))
+        .collect();
+    calls.insert(
+        3,
+        r#"{"unseen":"the recorder wrote through sendfile"}"#.to_string(),
+    );
+    let refs: Vec<&str> = calls.iter().map(|c| c.as_str()).collect();
+    let trace = common::hand_sidecar(d.path(), "part.iolog", 2, &refs);
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    let run = Command::new(sinkrate_path())
+        .args(["record", "--output-format", "json", "--replay"])
+        .arg(&trace)
+        .arg("--dir")
+        .arg(&out)
+        .output()
+        .expect("replay runs");
+    let report = common::json_after_text(&run.stdout);
+    let verdict = report["verdict_text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        verdict.contains("this trace misses part of the recorder's workload (the recorder wrote through sendfile)"),
+        "{report}"
+    );
+    let ids: Vec<&str> = report["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(|w| w["id"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(ids.contains(&"replay.trace_incomplete"), "{ids:?}");
+    // The 32-bit ABI from a 64-bit program (int 0x80): named, never "no file was written".
+    #[cfg(target_arch = "x86_64")]
+    if common::have("gcc") {
+        let src = d.path().join("i80.c");
+        let out_file = d.path().join("i80.out");
+        std::fs::write(
+            &src,
+            format!(
+                "static char msg[40960];\nint main(void) {{\n for (int i = 0; i < (int)sizeof msg; i++) msg[i] = 'i';\n long ret, fd;\n static const char path[] = \"{}\";\n __asm__ volatile (\"int $0x80\" : \"=a\"(ret) : \"a\"(5), \"b\"(path), \"c\"(01101), \"d\"(0644) : \"memory\");\n fd = ret;\n __asm__ volatile (\"int $0x80\" : \"=a\"(ret) : \"a\"(4), \"b\"(fd), \"c\"(msg), \"d\"(sizeof msg) : \"memory\");\n return ret == (long)sizeof msg ? 0 : 1;\n}}\n",
+                out_file.display()
+            ),
+        )
+        .expect("source");
+        let bin = d.path().join("i80");
+        common::run(
+            "gcc",
+            &[
+                "-O1",
+                "-static",
+                "-no-pie",
+                "-o",
+                bin.to_str().expect("utf8"),
+                src.to_str().expect("utf8"),
+            ],
+        );
+        let cap = capture_into(d.path(), "i80.iolog", &[bin.to_str().expect("utf8")]);
+        let text = String::from_utf8_lossy(&cap.stdout);
+        assert_eq!(cap.status.code(), Some(0), "{text}");
+        assert_eq!(
+            std::fs::metadata(&out_file).map(|m| m.len()).ok(),
+            Some(40960)
+        );
+        assert!(!text.contains("no file was written"), "{text}");
+        assert!(
+            text.contains("not seen: the recorder wrote through the 32-bit system-call ABI"),
+            "{text}"
+        );
+        let unseen = unseen_lines(&d.path().join("i80.iolog.calls.jsonl"));
+        assert!(unseen.iter().any(|u| u.contains("32-bit")), "{unseen:?}");
+    }
+}
+
+#[test]
+fn a_recorder_that_is_not_dumpable_is_named_when_capture_is_not_root() {
+    with_root(
+        "a_recorder_that_is_not_dumpable_is_named_when_capture_is_not_root",
+        &["setpriv", "python3"],
+        || {
+            let d = tempfile::tempdir().expect("tempdir");
+            // A directory the unprivileged user may write in.
+            std::fs::set_permissions(
+                d.path(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o777),
+            )
+            .expect("chmod");
+            let script = d.path().join("nd.py");
+            std::fs::write(
+                &script,
+                "import ctypes, os, sys\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\nfor i in range(10):\n    os.write(fd, b'n' * 4096)\nos.close(fd)\n",
+            )
+            .expect("script");
+            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+                .expect("chmod");
+            let trace = d.path().join("nd.iolog");
+            let out = Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(sinkrate_path())
+                .arg("capture")
+                .arg("--output")
+                .arg(&trace)
+                .args(["--", "python3"])
+                .arg(&script)
+                .arg(d.path().join("nd.out"))
+                .output()
+                .expect("capture runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains("not seen: the recorder is not dumpable"),
+                "{text}"
+            );
+            let unseen = unseen_lines(&d.path().join("nd.iolog.calls.jsonl"));
+            assert!(
+                unseen.iter().any(|u| u.contains("not dumpable")),
+                "{unseen:?}"
+            );
+        },
+    );
+}

@@ -19,6 +19,9 @@ pub enum Rule {
     /// ([`crate::preload`]), which it reports itself. None of these calls has a sixth
     /// argument.
     Unmarked,
+    /// Only fcntl(F_SETFL), whose command is argument `n`: a flag such as O_DIRECT set after
+    /// the open. The recorder's other fcntl calls run untouched.
+    SetFlags(u32),
 }
 
 /// What the interposer leaves in a call's sixth argument register (preload/interpose.c has
@@ -78,10 +81,40 @@ pub const TRACED: &[(&str, libc::c_long, Rule)] = &[
     ("close_range", CLOSE_RANGE, Rule::Always),
     ("execve", libc::SYS_execve, Rule::Always),
     ("execveat", libc::SYS_execveat, Rule::Always),
-    // Seen only to say what cannot be seen: a file written through memory, or io_uring.
+    // Writes from another descriptor or a pipe: traced as writes of the file they fill.
+    ("sendfile", libc::SYS_sendfile, Rule::Always),
+    #[cfg(target_arch = "arm")]
+    ("sendfile64", libc::SYS_sendfile64, Rule::Always),
+    ("copy_file_range", libc::SYS_copy_file_range, Rule::Always),
+    ("splice", libc::SYS_splice, Rule::Always),
+    ("fcntl", libc::SYS_fcntl, Rule::SetFlags(1)),
+    #[cfg(target_arch = "arm")]
+    ("fcntl64", libc::SYS_fcntl64, Rule::SetFlags(1)),
+    // Seen only to say what cannot be seen: a file written through memory, io_uring, or
+    // Linux native AIO.
     ("mmap", MMAP, Rule::SharedWritableMap),
     ("io_uring_setup", libc::SYS_io_uring_setup, Rule::Always),
+    ("io_submit", libc::SYS_io_submit, Rule::Always),
 ];
+
+/// The calls of the other ABI a 64-bit kernel runs (i386 on x86_64, 32-bit ARM on
+/// aarch64: a 32-bit program, or `int 0x80` from a 64-bit one) that write a file: stopped
+/// only to say that the trace does not hold them ([`FOREIGN_ABI`]). Their numbers are that
+/// ABI's (arch/x86/entry/syscalls/syscall_32.tbl, arch/arm/tools/syscall.tbl): write,
+/// writev, pwrite64, pwritev, pwritev2, sendfile, sendfile64, splice, copy_file_range.
+#[cfg(target_arch = "x86_64")]
+pub const FOREIGN_WRITES: &[u32] = &[4, 146, 181, 334, 379, 187, 239, 313, 377];
+#[cfg(target_arch = "aarch64")]
+pub const FOREIGN_WRITES: &[u32] = &[4, 146, 181, 362, 393, 187, 239, 340, 391];
+#[cfg(target_arch = "arm")]
+pub const FOREIGN_WRITES: &[u32] = &[];
+
+/// The data a foreign ABI's write stops with (SECCOMP_RET_DATA, read with
+/// PTRACE_GETEVENTMSG): the tracer says what it cannot see and lets the call run.
+pub const FOREIGN_ABI: u32 = 0x32;
+
+/// What the trace says of a foreign ABI's writes.
+pub const FOREIGN_ABI_UNSEEN: &str = "the recorder wrote through the 32-bit system-call ABI (a 32-bit program, or int 0x80 from a 64-bit one): those writes are not in the trace";
 
 /// close_range(2), the same number on every architecture (libc has no name for it on all).
 const CLOSE_RANGE: libc::c_long = 436;
@@ -105,6 +138,7 @@ pub fn wanted(nr: libc::c_long, args: &[u64; 6]) -> bool {
                 && args[3] as u32 & libc::MAP_SHARED as u32 != 0
         }
         Some((_, _, Rule::Unmarked)) => args[5] != MARK,
+        Some((_, _, Rule::SetFlags(i))) => args[*i as usize] as i32 == libc::F_SETFL,
     }
 }
 
@@ -174,6 +208,12 @@ fn block(rule: Rule) -> Vec<libc::sock_filter> {
             v.push(trace);
             v
         }
+        Rule::SetFlags(n) => vec![
+            insn(BPF_LD_W_ABS, 0, 0, arg_at(n)),
+            insn(BPF_JMP_JEQ_K, 0, 1, libc::F_SETFL as u32),
+            trace,
+            allow,
+        ],
         Rule::SharedWritableMap => vec![
             insn(BPF_LD_W_ABS, 0, 0, arg_at(2)),
             insn(BPF_ALU_AND_K, 0, 0, libc::PROT_WRITE as u32),
@@ -188,11 +228,12 @@ fn block(rule: Rule) -> Vec<libc::sock_filter> {
 }
 
 /// The program: the architecture, then the call's number against [`TRACED`], each with its
-/// rule; ALLOW for everything else.
+/// rule; ALLOW for everything else. Another ABI's calls go to a second list, whose writes
+/// stop with [`FOREIGN_ABI`] as their data.
 pub fn program() -> Vec<libc::sock_filter> {
     let mut p = vec![
         insn(BPF_LD_W_ABS, 0, 0, ARCH_AT),
-        // Another ABI's call: to ALLOW at the end (its offset set below).
+        // Another ABI's call: to its own list after the first (its offset set below).
         insn(BPF_JMP_JEQ_K, 0, 0, AUDIT_ARCH),
         insn(BPF_LD_W_ABS, 0, 0, NR_AT),
     ];
@@ -204,9 +245,15 @@ pub fn program() -> Vec<libc::sock_filter> {
         p.extend(b);
     }
     p.push(insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW));
-    let to_end = p.len() - 1 - 2;
-    assert!(to_end < 256, "too many calls for one filter's jumps");
-    p[1].jf = to_end as u8;
+    let to_foreign = p.len() - 2;
+    assert!(to_foreign < 256, "too many calls for one filter's jumps");
+    p[1].jf = to_foreign as u8;
+    p.push(insn(BPF_LD_W_ABS, 0, 0, NR_AT));
+    for nr in FOREIGN_WRITES {
+        p.push(insn(BPF_JMP_JEQ_K, 0, 1, *nr));
+        p.push(insn(BPF_RET_K, 0, 0, SECCOMP_RET_TRACE | FOREIGN_ABI));
+    }
+    p.push(insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW));
     p
 }
 
@@ -317,8 +364,27 @@ mod tests {
             run(&p, AUDIT_ARCH, libc::SYS_read as u32, any),
             SECCOMP_RET_ALLOW
         );
+        // Another ABI: its writes stop with their mark, everything else of it runs.
+        for nr in FOREIGN_WRITES {
+            assert_eq!(
+                run(&p, 0x4000_0003, *nr, any),
+                SECCOMP_RET_TRACE | FOREIGN_ABI
+            );
+        }
+        assert_eq!(run(&p, 0x4000_0003, 3, any), SECCOMP_RET_ALLOW);
+        // fcntl stops only to set a file's flags.
+        let fcntl = libc::SYS_fcntl as u32;
+        let cmd = |c: i32| [3, c as u32, libc::O_DIRECT as u32, 0, 0, 0];
         assert_eq!(
-            run(&p, 0x4000_0003, libc::SYS_write as u32, any),
+            run(&p, AUDIT_ARCH, fcntl, cmd(libc::F_SETFL)),
+            SECCOMP_RET_TRACE
+        );
+        assert_eq!(
+            run(&p, AUDIT_ARCH, fcntl, cmd(libc::F_GETFL)),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, AUDIT_ARCH, fcntl, cmd(libc::F_SETFD)),
             SECCOMP_RET_ALLOW
         );
         assert_eq!(name(libc::SYS_fsync), Some("fsync"));

@@ -16,7 +16,7 @@ pub mod trace;
 #[cfg(target_os = "linux")]
 pub mod tracer;
 
-pub use trace::{read_sidecar, sidecar_path, Call, End, Header, Op, Trace, TraceWriter};
+pub use trace::{read_sidecar, sidecar_path, Call, End, Header, Op, Seen, Trace, TraceWriter};
 
 /// How a capture ended.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -127,16 +127,23 @@ pub fn session<W: Write>(
     let mut cut: Option<TraceCut> = None;
     #[cfg(target_os = "linux")]
     let outcome = {
-        let mut sink = |c: &Call| {
-            summary.add(c);
-            if cut.is_none() {
-                if let Err(e) = writer.call(c) {
-                    cut = Some(TraceCut {
-                        calls_written: writer.calls,
-                        at_s: c.t_ns as f64 / 1e9,
-                        error: e.to_string(),
-                    });
+        let mut sink = |seen: Seen<'_>| {
+            let (written, at_ns) = match seen {
+                Seen::Call(c) => {
+                    summary.add(c);
+                    (cut.is_none().then(|| writer.call(c)), c.t_ns)
                 }
+                Seen::Unseen(what) => (
+                    cut.is_none().then(|| writer.unseen(what)),
+                    t0.elapsed().as_nanos() as u64,
+                ),
+            };
+            if let Some(Err(e)) = written {
+                cut = Some(TraceCut {
+                    calls_written: writer.calls,
+                    at_s: at_ns as f64 / 1e9,
+                    error: e.to_string(),
+                });
             }
             Ok(())
         };

@@ -83,7 +83,7 @@ pub fn build(trace: &Trace, name: &str, fps: Option<f64>) -> Result<ReplayPlan, 
     for c in &trace.calls {
         builder.add(c)?;
     }
-    builder.finish(trace.end.as_ref(), fps)
+    builder.finish(trace.end.as_ref(), &trace.unseen, fps)
 }
 
 /// A plan made as a trace is read, one call at a time: a long trace is never held whole,
@@ -158,15 +158,50 @@ impl Builder {
                 }
             }
             Op::Write {
-                file, offset, len, ..
+                file,
+                offset,
+                len,
+                flags,
+                ..
             } => {
                 if *len == 0 {
                     return Ok(());
                 }
+                let file = self.index(file);
+                // pwritev2 with RWF_SYNC or RWF_DSYNC: the write is synced as it returns,
+                // replayed as the write and its sync.
+                let synced = if flags & crate::trace::RWF_SYNC != 0 {
+                    Some(ReplayOp::Fsync { file })
+                } else if flags & crate::trace::RWF_DSYNC != 0 {
+                    Some(ReplayOp::Fdatasync { file })
+                } else {
+                    None
+                };
+                if let Some(sync) = synced {
+                    let write = ReplayOp::Write {
+                        file,
+                        offset: *offset,
+                        len: *len,
+                    };
+                    let end = c.t_ns.saturating_add(c.dur_ns);
+                    let calls = self.threads.entry(c.tid).or_default();
+                    calls.push((c.t_ns, end, write));
+                    calls.push((c.t_ns, end, sync));
+                    return Ok(());
+                }
                 ReplayOp::Write {
-                    file: self.index(file),
+                    file,
                     offset: *offset,
                     len: *len,
+                }
+            }
+            Op::SetFlags { file, flags, .. } => {
+                if flags.split('|').any(|w| w == "O_DIRECT") {
+                    self.direct.insert(c.tid, true);
+                }
+                ReplayOp::SetFlags {
+                    file: self.index(file),
+                    flags: open_flags(flags),
                 }
             }
             Op::Fsync { file, .. } => ReplayOp::Fsync {
@@ -206,7 +241,13 @@ impl Builder {
             Op::Close { file, .. } => ReplayOp::Close {
                 file: self.index(file),
             },
-            Op::Rename { from, to } => ReplayOp::Rename {
+            Op::Rename { from, to, flags } if flags & crate::trace::RENAME_EXCHANGE != 0 => {
+                ReplayOp::Exchange {
+                    a: self.index(from),
+                    b: self.index(to),
+                }
+            }
+            Op::Rename { from, to, .. } => ReplayOp::Rename {
                 from: self.index(from),
                 to: self.index(to),
             },
@@ -225,7 +266,13 @@ impl Builder {
 
     /// The plan, once every call is in; `end` is the trace's end line, `fps` groups each
     /// thread's calls by that frame rate's intervals instead of by idle gaps.
-    pub fn finish(self, end: Option<&End>, fps: Option<f64>) -> Result<ReplayPlan, String> {
+    /// `unseen` is what the capture said it could not see.
+    pub fn finish(
+        self,
+        end: Option<&End>,
+        unseen: &[String],
+        fps: Option<f64>,
+    ) -> Result<ReplayPlan, String> {
         let Builder {
             name,
             files,
@@ -237,7 +284,12 @@ impl Builder {
         let name = name.as_str();
         if files.is_empty() {
             return Err(format!(
-                "{name}: the trace holds no file written (the recorder wrote nothing the capture saw)"
+                "{name}: the trace holds no file written (the recorder wrote nothing the capture saw{})",
+                if unseen.is_empty() {
+                    String::new()
+                } else {
+                    format!("; the capture said: {}", unseen.join("; "))
+                }
             ));
         }
         let mapped = map_files(&files)?;
@@ -330,6 +382,7 @@ impl Builder {
                 Some(f) => format!("--fps {f}"),
                 None => format!("idle gaps of {} ms or more", GAP_NS / 1_000_000),
             },
+            unseen: unseen.to_vec(),
         })
     }
 }
@@ -370,6 +423,7 @@ fn peak_bytes(streams: &[ReplayStream], n: usize) -> u64 {
                 set(&mut size, &mut total, from, 0);
                 set(&mut size, &mut total, to, moved);
             }
+            ReplayOp::Exchange { a, b } => size.swap(a, b),
             _ => {}
         }
         peak = peak.max(total);
@@ -399,6 +453,7 @@ mod tests {
             offset,
             len,
             call: "write".into(),
+            flags: 0,
         }
     }
 
@@ -413,6 +468,7 @@ mod tests {
                 tool_version: String::new(),
             },
             calls,
+            unseen: Vec::new(),
             end: None,
         }
     }
@@ -440,6 +496,7 @@ mod tests {
                 Op::Rename {
                     from: "/media/sd/rec/a.tmp".into(),
                     to: "/media/sd/rec/old/a.mp4".into(),
+                    flags: 0,
                 },
             ),
             call(69, 9, write("/media/sd/rec/idx", 0, 10)),

@@ -102,7 +102,32 @@ impl Summary {
                 e.sync_max_ns = e.sync_max_ns.max(c.dur_ns);
             }
             Op::Ftruncate { file, len, .. } => self.entry(file).file.size = *len,
-            Op::Rename { from, to } => {
+            Op::Rename { from, to, flags } if flags & crate::trace::RENAME_EXCHANGE != 0 => {
+                self.renames += 1;
+                // The two names swap their files.
+                let (mut at_from, mut at_to) = (None, None);
+                for (i, f) in self
+                    .files
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| !f.file.unlinked)
+                {
+                    if f.file.file == *from {
+                        at_from = Some(i);
+                    } else if f.file.file == *to {
+                        at_to = Some(i);
+                    }
+                }
+                if let Some(i) = at_from {
+                    let old = std::mem::replace(&mut self.files[i].file.file, to.clone());
+                    self.files[i].file.earlier_names.push(old);
+                }
+                if let Some(i) = at_to {
+                    let old = std::mem::replace(&mut self.files[i].file.file, from.clone());
+                    self.files[i].file.earlier_names.push(old);
+                }
+            }
+            Op::Rename { from, to, .. } => {
                 self.renames += 1;
                 // A file renamed over another replaces it.
                 for f in self.files.iter_mut().filter(|f| f.file.file == *to) {
@@ -171,6 +196,7 @@ mod tests {
             offset,
             len,
             call: "write".into(),
+            flags: 0,
         })
     }
 
@@ -186,6 +212,7 @@ mod tests {
         s.add(&call(Op::Rename {
             from: "/r/seg.tmp".into(),
             to: "/r/seg1.mp4".into(),
+            flags: 0,
         }));
         s.add(&write("/r/seg.tmp", 0, 70));
         let files = s.files();

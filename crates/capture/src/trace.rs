@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 
 /// The first line of fio's iolog version 3.
 pub const IOLOG_HEADER: &str = "fio version 3 iolog";
-/// The sidecar's format version; a newer one is refused when read.
-pub const SIDECAR_VERSION: u32 = 1;
+/// The sidecar's format version; a newer one is refused when read. Version 2 added the
+/// `unseen` lines, the write and rename `flags` and `set_flags`: a reader of version 1 would
+/// take an unseen line for a bad call, so it is told the trace is newer instead.
+pub const SIDECAR_VERSION: u32 = 2;
 
 /// The sidecar's name for an iolog: `TRACE.calls.jsonl`.
 pub fn sidecar_path(iolog: &std::path::Path) -> std::path::PathBuf {
@@ -36,8 +38,12 @@ pub enum Op {
         offset: u64,
         /// Bytes written (the call's result).
         len: u64,
-        /// write, pwrite64, writev, pwritev, pwritev2.
+        /// write, pwrite64, writev, pwritev, pwritev2, sendfile, copy_file_range, splice.
         call: String,
+        /// pwritev2's RWF_* flags (RWF_DSYNC 2, RWF_SYNC 4): such a write is synced as it
+        /// returns.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        flags: u32,
     },
     Fsync {
         file: String,
@@ -73,6 +79,15 @@ pub enum Op {
     Rename {
         from: String,
         to: String,
+        /// renameat2's flags (RENAME_NOREPLACE 1, RENAME_EXCHANGE 2, RENAME_WHITEOUT 4).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        flags: u32,
+    },
+    /// fcntl(F_SETFL) on a file the recorder writes: O_DIRECT, O_APPEND... set after the open.
+    SetFlags {
+        file: String,
+        fd: i32,
+        flags: String,
     },
     Unlink {
         file: String,
@@ -85,6 +100,16 @@ pub enum Op {
     /// io_uring set up: what goes through its rings is not seen.
     IoUring,
 }
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// renameat2's flag that swaps two names.
+pub const RENAME_EXCHANGE: u32 = 2;
+/// pwritev2's flags that sync the write as it returns.
+pub const RWF_DSYNC: u32 = 2;
+pub const RWF_SYNC: u32 = 4;
 
 impl Op {
     /// The file the call was on (a rename's new name).
@@ -99,11 +124,18 @@ impl Op {
             | Op::Fallocate { file, .. }
             | Op::Close { file, .. }
             | Op::Unlink { file }
+            | Op::SetFlags { file, .. }
             | Op::MappedForWrite { file, .. } => Some(file),
             Op::Rename { to, .. } => Some(to),
             Op::IoUring => None,
         }
     }
+}
+
+/// What the tracer hands on as it happens: a call, or something it found it cannot see.
+pub enum Seen<'a> {
+    Call(&'a Call),
+    Unseen(&'a str),
 }
 
 /// One call: when it started (ns since the capture started), how long it took, which
@@ -231,6 +263,15 @@ impl<W: Write> TraceWriter<W> {
         })
     }
 
+    /// Something the capture could not see, said in the sidecar as it is found, so that
+    /// every replay of the trace says it too (even of a trace cut short).
+    pub fn unseen(&mut self, what: &str) -> io::Result<()> {
+        let mut line = serde_json::to_string(&serde_json::json!({ "unseen": what }))
+            .map_err(io::Error::other)?;
+        line.push('\n');
+        self.sidecar.write_all(line.as_bytes())
+    }
+
     pub fn call(&mut self, c: &Call) -> io::Result<()> {
         let mut line = c.to_line()?;
         line.push('\n');
@@ -264,10 +305,20 @@ impl<W: Write> TraceWriter<W> {
                 self.opened(&mut out, us, file);
             }
             Op::Write {
-                file, offset, len, ..
+                file,
+                offset,
+                len,
+                flags,
+                ..
             } if *len > 0 => {
                 let name = self.opened(&mut out, us, file);
                 out.push_str(&format!("{us} {name} write {offset} {len}\n"));
+                // A write synced as it returned: the iolog's nearest is a sync after it.
+                if flags & RWF_SYNC != 0 {
+                    out.push_str(&format!("{us} {name} sync 0 0\n"));
+                } else if flags & RWF_DSYNC != 0 {
+                    out.push_str(&format!("{us} {name} datasync 0 0\n"));
+                }
             }
             Op::Fsync { file, .. } => {
                 let name = self.opened(&mut out, us, file);
@@ -317,6 +368,8 @@ impl<W: Write> TraceWriter<W> {
 pub struct Trace {
     pub header: Header,
     pub calls: Vec<Call>,
+    /// What the capture said it could not see.
+    pub unseen: Vec<String>,
     pub end: Option<End>,
 }
 
@@ -346,6 +399,15 @@ pub const MAX_CALLS: u64 = 20_000_000;
 /// The most bytes of a sidecar read.
 pub const MAX_SIDECAR_BYTES: u64 = 4 << 30;
 
+/// What a sidecar holds besides its calls: the header, what the capture could not see, and
+/// the end line (None when the capture was cut short).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SidecarFacts {
+    pub header: Header,
+    pub unseen: Vec<String>,
+    pub end: Option<End>,
+}
+
 /// Reads a sidecar line by line, handing each call to `each` as it is read: nothing but
 /// the line at hand is held, each line is read with a bound ([`MAX_LINE_BYTES`]) and the
 /// whole with another ([`MAX_SIDECAR_BYTES`], [`MAX_CALLS`]), so a file that is not a
@@ -356,8 +418,9 @@ pub const MAX_SIDECAR_BYTES: u64 = 4 << 30;
 pub fn read_sidecar_stream<R: io::BufRead>(
     mut r: R,
     each: &mut dyn FnMut(Call) -> Result<(), String>,
-) -> Result<(Header, Option<End>), ReadError> {
+) -> Result<SidecarFacts, ReadError> {
     use io::BufRead as _;
+    let mut unseen: Vec<String> = Vec::new();
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut bytes = 0u64;
@@ -417,6 +480,16 @@ pub fn read_sidecar_stream<R: io::BufRead>(
             end = Some(End::deserialize(e).map_err(|e| bad(e.to_string()))?);
             continue;
         }
+        if let Some(u) = value.get("unseen") {
+            let what = u
+                .as_str()
+                .ok_or_else(|| bad("an unseen line that is not text".into()))?;
+            // Bounded as the calls are: each said once.
+            if !unseen.iter().any(|x| x == what) && unseen.len() < 64 {
+                unseen.push(what.to_string());
+            }
+            continue;
+        }
         calls += 1;
         if calls > MAX_CALLS {
             return Err(ReadError::TooLarge);
@@ -424,17 +497,26 @@ pub fn read_sidecar_stream<R: io::BufRead>(
         each(Call::from_value(&value).map_err(bad)?).map_err(bad)?;
     }
     let header = header.ok_or(ReadError::Empty)?;
-    Ok((header, end))
+    Ok(SidecarFacts {
+        header,
+        unseen,
+        end,
+    })
 }
 
 /// Reads a sidecar held in memory ([`read_sidecar_stream`]'s rules).
 pub fn read_sidecar(text: &str) -> Result<Trace, ReadError> {
     let mut calls = Vec::new();
-    let (header, end) = read_sidecar_stream(text.as_bytes(), &mut |c| {
+    let facts = read_sidecar_stream(text.as_bytes(), &mut |c| {
         calls.push(c);
         Ok(())
     })?;
-    Ok(Trace { header, calls, end })
+    Ok(Trace {
+        header: facts.header,
+        calls,
+        unseen: facts.unseen,
+        end: facts.end,
+    })
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use crate::filter;
 use crate::preload;
 use crate::regs;
-use crate::trace::{Call, Op};
+use crate::trace::{Call, Op, Seen};
 use crate::{CaptureError, Outcome};
 
 fn io(e: Errno) -> std::io::Error {
@@ -56,12 +56,27 @@ enum Before {
     Rename(String, String),
 }
 
+/// Set when /proc refused to name a descriptor's file (a recorder that is not dumpable,
+/// traced without root): its calls cannot be told apart, and the trace says so.
+static PROC_DENIED: AtomicBool = AtomicBool::new(false);
+
+/// What the trace says when /proc would not name the recorder's files.
+pub const NOT_DUMPABLE_UNSEEN: &str = "the recorder is not dumpable (it set PR_SET_DUMPABLE to 0, or runs a set-user-ID program), so without root /proc does not name its files: its calls on them are not in the trace (run sinkrate capture as root)";
+
 /// A file descriptor's file, when it is a regular file: its absolute path.
 fn fd_file(tid: Pid, fd: i32, regular: &mut HashMap<String, bool>) -> Option<String> {
     if fd < 0 {
         return None;
     }
-    let link = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
+    let link = match std::fs::read_link(format!("/proc/{tid}/fd/{fd}")) {
+        Ok(link) => link,
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                PROC_DENIED.store(true, Ordering::Relaxed);
+            }
+            return None;
+        }
+    };
     let mut path = link.to_string_lossy().into_owned();
     // Pipes, sockets and anonymous inodes are not paths.
     if !path.starts_with('/') {
@@ -139,6 +154,22 @@ fn absolute(tid: Pid, dirfd: i64, path: &str) -> String {
     .into_owned()
 }
 
+/// A 64-bit value in the tracee's memory (an loff_t an offset pointer names).
+fn read_u64(tid: Pid, addr: u64) -> Option<u64> {
+    use nix::sys::uio::{process_vm_readv, RemoteIoVec};
+    let mut buf = [0u8; 8];
+    let got = process_vm_readv(
+        tid,
+        &mut [std::io::IoSliceMut::new(&mut buf)],
+        &[RemoteIoVec {
+            base: addr as usize,
+            len: 8,
+        }],
+    )
+    .ok()?;
+    (got == 8).then(|| u64::from_ne_bytes(buf))
+}
+
 /// A 64-bit offset argument at `i`: one register on a 64-bit board, a low and a high half
 /// on a 32-bit one.
 fn off(args: &[u64; 6], i: usize) -> u64 {
@@ -187,6 +218,8 @@ struct Tracer {
     /// is read before they run.
     interposed_files: HashMap<(i32, i32), Option<String>>,
     unseen: Vec<String>,
+    /// How many of `unseen` the trace has been told.
+    told: usize,
 }
 
 impl Tracer {
@@ -198,6 +231,22 @@ impl Tracer {
         if !self.unseen.contains(&what) {
             self.unseen.push(what);
         }
+    }
+
+    /// What was found unseen since the last call, handed on to the trace as it is found.
+    fn tell_unseen(
+        &mut self,
+        sink: &mut dyn FnMut(Seen<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        if PROC_DENIED.load(Ordering::Relaxed) {
+            self.note_unseen(NOT_DUMPABLE_UNSEEN.into());
+        }
+        while self.told < self.unseen.len() {
+            let what = self.unseen[self.told].clone();
+            self.told += 1;
+            sink(Seen::Unseen(&what))?;
+        }
+        Ok(())
     }
 
     /// What must be read before the call runs, or [`Before::Skip`] for a call on something
@@ -231,6 +280,14 @@ impl Tracer {
                 _ => Before::Skip,
             },
             "mmap" => file_of(self, a[4] as i32),
+            // The file they fill is their third argument.
+            "copy_file_range" | "splice" => file_of(self, a[2] as i32),
+            "io_submit" => {
+                self.note_unseen(
+                    "the recorder submitted Linux native AIO (io_submit): its asynchronous writes and syncs are not in the trace".into(),
+                );
+                Before::Skip
+            }
             "rename" => match (read_string(tid, a[0]), read_string(tid, a[1])) {
                 (Some(f), Some(t)) => Before::Rename(
                     absolute(tid, libc::AT_FDCWD as i64, &f),
@@ -293,9 +350,16 @@ impl Tracer {
                     flags: flag_words(flags),
                 }
             }
-            "write" | "writev" | "pwrite64" | "pwritev" | "pwritev2" => {
+            "write" | "writev" | "pwrite64" | "pwritev" | "pwritev2" | "sendfile"
+            | "sendfile64" | "copy_file_range" | "splice" => {
                 let file = known?;
                 let len = ret.max(0) as u64;
+                // The descriptor written: the first argument, or the third of the calls
+                // that copy from one descriptor to another.
+                let fd = match name {
+                    "copy_file_range" | "splice" => a[2] as i32,
+                    _ => fd,
+                };
                 let positional = match name {
                     "pwrite64" => Some(if cfg!(target_pointer_width = "64") {
                         a[3]
@@ -305,6 +369,11 @@ impl Tracer {
                     "pwritev" => Some(off(a, 3)),
                     // pwritev2 at offset -1 writes at the position, as writev.
                     "pwritev2" => Some(off(a, 3)).filter(|o| *o != u64::MAX),
+                    // An offset pointer for the file written: the call moved it past the
+                    // bytes it wrote, and left the descriptor's position alone.
+                    "copy_file_range" | "splice" if a[3] != 0 => {
+                        read_u64(tid, a[3]).map(|end| end.saturating_sub(len))
+                    }
                     _ => None,
                 };
                 let offset = match positional {
@@ -317,6 +386,21 @@ impl Tracer {
                     offset,
                     len,
                     call: name.to_string(),
+                    // RWF_DSYNC, RWF_SYNC: in the sixth register on every board.
+                    flags: if name == "pwritev2" { a[5] as u32 } else { 0 },
+                }
+            }
+            "fcntl" | "fcntl64" if ok && a[1] as i32 == libc::F_SETFL => {
+                let words = flag_words(a[2] as i32);
+                // Without the access mode, which F_SETFL does not change.
+                let flags = words
+                    .split_once('|')
+                    .map_or("", |(_, rest)| rest)
+                    .to_string();
+                Op::SetFlags {
+                    file: known?,
+                    fd,
+                    flags,
                 }
             }
             "fsync" => Op::Fsync { file: known?, fd },
@@ -361,7 +445,11 @@ impl Tracer {
                 _ => return None,
             },
             "rename" | "renameat" | "renameat2" => match p.before {
-                Before::Rename(from, to) => Op::Rename { from, to },
+                Before::Rename(from, to) => Op::Rename {
+                    from,
+                    to,
+                    flags: if name == "renameat2" { a[4] as u32 } else { 0 },
+                },
                 _ => return None,
             },
             "unlink" | "unlinkat" => match p.before {
@@ -436,6 +524,7 @@ impl Tracer {
                 offset: r.offset.unwrap_or(0),
                 len: r.ret.max(0) as u64,
                 call: r.kind.call().to_string(),
+                flags: 0,
             },
             preload::Kind::Fsync => Op::Fsync { file, fd },
             preload::Kind::Fdatasync => Op::Fdatasync { file, fd },
@@ -650,7 +739,7 @@ pub fn run(
     program: &CString,
     argv: &[CString],
     interpose: bool,
-    sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
+    sink: &mut dyn FnMut(Seen<'_>) -> std::io::Result<()>,
     stop: &AtomicBool,
     t0: Instant,
     started: &mut dyn FnMut(u32),
@@ -762,16 +851,19 @@ pub fn run(
         regular: HashMap::new(),
         interposed_files: HashMap::new(),
         unseen: Vec::new(),
+        told: 0,
     };
     let mut out = Outcome::default();
     let mut pending: HashMap<Pid, Pending> = HashMap::new();
     let mut known: HashSet<Pid> = HashSet::from([child]);
     let seccomp_stop_first = kernel_before(4, 8);
     let mut write_error = None;
+    PROC_DENIED.store(false, Ordering::Relaxed);
     loop {
         if stop.load(Ordering::SeqCst) {
             out.interrupted = true;
         }
+        t.tell_unseen(sink).map_err(CaptureError::Write)?;
         // Started here, the recorder ends in its own way after Ctrl-C (it had the same one):
         // the wait goes on until it has, whatever the stop flag says.
         let status = match waiter.next(&NEVER, &mut |r| {
@@ -792,6 +884,12 @@ pub fn run(
             WaitStatus::PtraceEvent(tid, _, ev) if ev == libc::PTRACE_EVENT_SECCOMP => {
                 out.stops += 1;
                 known.insert(tid);
+                // A write through the other ABI: said, and let run.
+                if ptrace::getevent(tid).is_ok_and(|d| d as u32 == filter::FOREIGN_ABI) {
+                    t.note_unseen(filter::FOREIGN_ABI_UNSEEN.into());
+                    let _ = ptrace::cont(tid, None);
+                    continue;
+                }
                 let Ok((nr, args)) = regs::entry(tid) else {
                     // Gone (ESRCH), or unreadable: let it run on.
                     let _ = ptrace::cont(tid, None);
@@ -835,7 +933,7 @@ pub fn run(
                 let _ = ptrace::cont(tid, None);
                 if let Some(c) = call {
                     out.calls += 1;
-                    sink(&c).map_err(CaptureError::Write)?;
+                    sink(Seen::Call(&c)).map_err(CaptureError::Write)?;
                 }
             }
             _ if group_stop(&status) => {
@@ -874,6 +972,7 @@ pub fn run(
     }
     let rest = waiter.finish();
     hand_on(&mut t, &mut out, sink, rest, mono0).map_err(CaptureError::Write)?;
+    t.tell_unseen(sink).map_err(CaptureError::Write)?;
     if stop.load(Ordering::SeqCst) {
         out.interrupted = true;
     }
@@ -887,7 +986,7 @@ pub fn run(
 fn hand_on(
     t: &mut Tracer,
     out: &mut Outcome,
-    sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
+    sink: &mut dyn FnMut(Seen<'_>) -> std::io::Result<()>,
     records: Vec<preload::Record>,
     mono0: u64,
 ) -> std::io::Result<()> {
@@ -895,7 +994,7 @@ fn hand_on(
         if let Some(c) = t.interposed(&r, mono0) {
             out.calls += 1;
             out.interposed += 1;
-            sink(&c)?;
+            sink(Seen::Call(&c))?;
         }
     }
     Ok(())
@@ -929,7 +1028,8 @@ fn listen(tid: Pid) {
 const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
 
 enum SyscallStop {
-    Entry(libc::c_long, [u64; 6]),
+    /// The ABI's AUDIT_ARCH, the call's number and its arguments.
+    Entry(u32, libc::c_long, [u64; 6]),
     Exit(i64),
     Other,
 }
@@ -954,7 +1054,8 @@ fn syscall_stop(tid: Pid) -> nix::Result<SyscallStop> {
         1 => {
             let mut args = [0u64; 6];
             args.copy_from_slice(&info[4..10]);
-            SyscallStop::Entry(info[3] as libc::c_long, args)
+            // arch is the u32 after op and its three bytes of padding.
+            SyscallStop::Entry((info[0] >> 32) as u32, info[3] as libc::c_long, args)
         }
         2 => SyscallStop::Exit(info[3] as i64),
         _ => SyscallStop::Other,
@@ -978,7 +1079,7 @@ fn threads(pid: Pid) -> Vec<Pid> {
 /// when every thread is let go and the recorder runs on untraced.
 pub fn attach(
     pid: Pid,
-    sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
+    sink: &mut dyn FnMut(Seen<'_>) -> std::io::Result<()>,
     stop: &AtomicBool,
     t0: Instant,
 ) -> Result<Outcome, CaptureError> {
@@ -1024,7 +1125,7 @@ pub fn attach(
 fn trace_attached(
     pid: Pid,
     mut known: HashSet<Pid>,
-    sink: &mut dyn FnMut(&Call) -> std::io::Result<()>,
+    sink: &mut dyn FnMut(Seen<'_>) -> std::io::Result<()>,
     stop: &AtomicBool,
     t0: Instant,
     cpu0: Duration,
@@ -1035,14 +1136,19 @@ fn trace_attached(
         regular: HashMap::new(),
         interposed_files: HashMap::new(),
         unseen: Vec::new(),
+        told: 0,
     };
     let mut out = Outcome::default();
     let mut pending: HashMap<Pid, Pending> = HashMap::new();
     let mut detaching = false;
     let mut waiter = Waiter::polling(None).map_err(CaptureError::Start)?;
+    PROC_DENIED.store(false, Ordering::Relaxed);
     let result = loop {
         if known.is_empty() {
             break Ok(());
+        }
+        if let Err(e) = t.tell_unseen(sink) {
+            break Err(CaptureError::Write(e));
         }
         if stop.load(Ordering::SeqCst) && !detaching {
             detaching = true;
@@ -1102,7 +1208,15 @@ fn trace_attached(
         if let WaitStatus::PtraceSyscall(_) = status {
             out.stops += 1;
             match syscall_stop(tid) {
-                Ok(SyscallStop::Entry(nr, args)) if filter::wanted(nr, &args) => {
+                Ok(SyscallStop::Entry(arch, nr, _))
+                    if arch != filter::AUDIT_ARCH
+                        && filter::FOREIGN_WRITES.contains(&(nr as u32)) =>
+                {
+                    t.note_unseen(filter::FOREIGN_ABI_UNSEEN.into());
+                }
+                Ok(SyscallStop::Entry(arch, nr, args))
+                    if arch == filter::AUDIT_ARCH && filter::wanted(nr, &args) =>
+                {
                     let before = filter::name(nr).map_or(Before::Skip, |n| t.before(tid, n, &args));
                     if !matches!(before, Before::Skip) {
                         pending.insert(
@@ -1123,7 +1237,7 @@ fn trace_attached(
                         if let Some(c) = t.call(tid, p, ret, ended) {
                             let _ = ptrace::syscall(tid, None);
                             out.calls += 1;
-                            if let Err(e) = sink(&c) {
+                            if let Err(e) = sink(Seen::Call(&c)) {
                                 break Err(CaptureError::Write(e));
                             }
                             continue;
@@ -1159,6 +1273,7 @@ fn trace_attached(
         }
     }
     result?;
+    t.tell_unseen(sink).map_err(CaptureError::Write)?;
     out.end_ns = t.ns(Instant::now());
     out.unseen = t.unseen;
     out.tracer_cpu = own_cpu().saturating_sub(cpu0);

@@ -49,6 +49,16 @@ pub enum ReplayOp {
         from: usize,
         to: usize,
     },
+    /// renameat2 with RENAME_EXCHANGE: the two names swap their files.
+    Exchange {
+        a: usize,
+        b: usize,
+    },
+    /// fcntl(F_SETFL) after the open: O_DIRECT and O_APPEND are kept.
+    SetFlags {
+        file: usize,
+        flags: i32,
+    },
     Unlink {
         file: usize,
     },
@@ -116,6 +126,9 @@ pub struct ReplayPlan {
     pub peak_bytes: u64,
     /// How bursts were found: "idle gaps of 1 ms or more", or "--fps 30".
     pub grouping: String,
+    /// What the capture said it could not see: the replay judges part of the recorder's
+    /// workload, and says so.
+    pub unseen: Vec<String>,
 }
 
 /// How the replay kept to the original, and the original's own figures beside the replay's.
@@ -135,4 +148,8 @@ pub struct ReplaySummary {
     pub original_write_p50_ms: Option<f64>,
     pub original_write_p99_ms: Option<f64>,
     pub original_write_max_ms: Option<f64>,
+    /// What the capture said it could not see: the verdict judges the rest of the
+    /// recorder's workload.
+    #[serde(default)]
+    pub unseen: Vec<String>,
 }

@@ -249,6 +249,42 @@ impl Writer<'_> {
                     made.insert(b);
                 }
             }
+            ReplayOp::Exchange { a, b } => {
+                let (pa, pb) = (
+                    self.files.path(a).to_path_buf(),
+                    self.files.path(b).to_path_buf(),
+                );
+                exchange(&pa, &pb).map_err(|e| err("cannot exchange", &pa, e))?;
+                // Each open descriptor follows its file to the other name.
+                let (fa, fb) = (self.open.remove(&a), self.open.remove(&b));
+                if let Some(f) = fa {
+                    self.open.insert(b, f);
+                }
+                if let Some(f) = fb {
+                    self.open.insert(a, f);
+                }
+                let mut made = self.files.made.lock().unwrap_or_else(|e| e.into_inner());
+                let (ma, mb) = (made.remove(&pa), made.remove(&pb));
+                if ma {
+                    made.insert(pb);
+                }
+                if mb {
+                    made.insert(pa);
+                }
+            }
+            ReplayOp::SetFlags { file, flags } => {
+                let path = self.files.path(file).to_path_buf();
+                let fd = self.file(file, None)?.as_raw_fd();
+                let kept = flags & (libc::O_DIRECT | libc::O_APPEND);
+                // SAFETY: fcntl on a descriptor this writer holds open.
+                if unsafe { libc::fcntl(fd, libc::F_SETFL, kept) } != 0 {
+                    return Err(err(
+                        "cannot set the flags of",
+                        &path,
+                        std::io::Error::last_os_error(),
+                    ));
+                }
+            }
             ReplayOp::Unlink { file } => {
                 // Only a file this run made is ever removed.
                 let path = self.files.path(file).to_path_buf();
@@ -310,6 +346,38 @@ fn fallocate(fd: i32, mode: u32, offset: u64, len: u64) -> std::io::Result<()> {
         0 => Ok(()),
         e => Err(std::io::Error::from_raw_os_error(e)),
     }
+}
+
+/// renameat2(RENAME_EXCHANGE): the two names swap their files, as the recorder's call did.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::other("a NUL in a path"))
+    };
+    let (ca, cb) = (c(a)?, c(b)?);
+    // SAFETY: two NUL-terminated paths that outlive the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other("renameat2 needs Linux"))
 }
 
 fn ns(clock: Instant) -> u64 {
@@ -728,5 +796,6 @@ pub fn summary(
         original_write_p50_ms: at(0.5),
         original_write_p99_ms: at(0.99),
         original_write_max_ms: original.last().map(|v| ms(*v)),
+        unseen: plan.unseen.clone(),
     }
 }

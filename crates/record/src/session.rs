@@ -457,6 +457,14 @@ pub fn run(
     report.power_cut = power_cut;
     if let Some(plan) = &cfg.replay {
         report.replay = Some(crate::replay::summary(plan, &report, cfg.replay_speed));
+        // A trace whose capture could not see all of the recorder's calls: the verdict is
+        // on the part it saw, and says so where it is read.
+        if !plan.unseen.is_empty() {
+            report.verdict_text.push_str(&format!(
+                "\n  this trace misses part of the recorder's workload ({}): the verdict judges the rest of it",
+                plan.unseen.join("; ")
+            ));
+        }
     }
     if report.config.write_mode != WriteMode::Null {
         report.totals.device_bytes_written = device_bytes_until(&sampled, u64::MAX);
@@ -473,6 +481,22 @@ pub fn run(
         at_s: run.result.device_failure.as_ref().map(|f| f.at_s),
     });
     run.interrupted = interrupted;
+    if let Some(rp) = run
+        .result
+        .replay
+        .as_ref()
+        .filter(|rp| !rp.unseen.is_empty())
+    {
+        run.warnings.push(sinkrate_model::Warning {
+            id: "replay.trace_incomplete".into(),
+            job: None,
+            text: format!(
+                "the capture of {} did not see all of the recorder's calls ({}): the verdict judges part of its workload",
+                rp.trace,
+                rp.unseen.join("; ")
+            ),
+        });
+    }
     run.notices = sampled.notes.clone();
     run.notices.extend(post_cut_notes);
     run.notices.extend(unremoved);
