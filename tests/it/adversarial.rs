@@ -2396,9 +2396,7 @@ fn what_capture_cannot_see_is_named_in_its_summary_its_trace_and_every_replay() 
             );
         } else {
             let report = common::json_after_text(&replay.stdout);
-            let verdict = report["verdict_text"]
-                .as_str()
-                .unwrap_or_default();
+            let verdict = report["verdict_text"].as_str().unwrap_or_default();
             assert!(
                 verdict.contains("this trace misses part of the recorder's workload (the recorder submitted Linux native AIO"),
                 "{report}"
@@ -2427,9 +2425,7 @@ fn what_capture_cannot_see_is_named_in_its_summary_its_trace_and_every_replay() 
         .output()
         .expect("replay runs");
     let report = common::json_after_text(&run.stdout);
-    let verdict = report["verdict_text"]
-        .as_str()
-        .unwrap_or_default();
+    let verdict = report["verdict_text"].as_str().unwrap_or_default();
     assert!(
         verdict.contains("this trace misses part of the recorder's workload (the recorder wrote through sendfile)"),
         "{report}"
@@ -2529,6 +2525,81 @@ fn a_recorder_that_is_not_dumpable_is_named_when_capture_is_not_root() {
             assert!(
                 unseen.iter().any(|u| u.contains("not dumpable")),
                 "{unseen:?}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_buffered_recorders_replay_reaches_the_card_before_it_is_judged() {
+    with_root(
+        "a_buffered_recorders_replay_reaches_the_card_before_it_is_judged",
+        EMULATE_TOOLS,
+        || {
+            // A wear limit far off: the card then counts the bytes it takes.
+            let card = common::SlowDev::new(&[
+                "--write-rate",
+                "20M",
+                "--size",
+                "256M",
+                "--wear-out",
+                "1G:read-only",
+            ]);
+            let d = tempfile::tempdir().expect("tempdir");
+            // A buffered recorder that never syncs: 90 frames of 256 KiB at 30 fps.
+            let mut calls: Vec<String> = (0..90)
+                .map(|k| common::traced_write(k * 33, "/rec/a.mp4", k << 18, 1 << 18))
+                .collect();
+            calls.push(
+                r#"{"end":{"end_ns":3100000000,"exit_code":0,"signal":null,"interrupted":false}}"#
+                    .into(),
+            );
+            let refs: Vec<&str> = calls.iter().map(|c| c.as_str()).collect();
+            let trace = common::hand_sidecar(d.path(), "buf.iolog", 2, &refs);
+            let before = common::card_took(&card);
+            let run = Command::new(sinkrate_path())
+                .args(["record", "--output-format", "json", "--replay"])
+                .arg(&trace)
+                .arg("--dir")
+                .arg(&card.mountpoint)
+                .output()
+                .expect("replay runs");
+            let err = String::from_utf8_lossy(&run.stderr);
+            let report = common::json_after_text(&run.stdout);
+            let requested: u64 = 90 << 18;
+            // The card's own count: every byte the recorder wrote reached it.
+            let took = common::card_took(&card) - before;
+            assert!(
+                took >= requested,
+                "the card took {took} of {requested} bytes\n{err}"
+            );
+            let device = report["totals"]["device_bytes_written"]
+                .as_u64()
+                .unwrap_or(0);
+            assert!(
+                device >= requested * 9 / 10,
+                "device {device} of {requested}: {report}"
+            );
+            assert!(
+                report["totals"]["final_flush_s"].as_f64().unwrap_or(0.0) > 0.0,
+                "{report}"
+            );
+            // Judged as record judges the same stream on the same card (its peer here).
+            let peer = Command::new(sinkrate_path())
+                .args(["record", "--output-format", "json", "--frame-size", "256K"])
+                .args(["--fps", "30", "--duration", "3s", "--dir"])
+                .arg(&card.mountpoint)
+                .output()
+                .expect("record runs");
+            let peer = common::json_after_text(&peer.stdout);
+            // (Their verdicts may differ on a busy machine, where another writer's dirty data
+            // can start the card's writeback inside one window and not the other: the bytes
+            // that reached the card are what both must agree on.)
+            assert_ne!(report["verdict"], "failed", "{report}");
+            let peer_device = peer["totals"]["device_bytes_written"].as_u64().unwrap_or(0);
+            assert!(
+                device * 10 >= peer_device * 8 && device * 8 <= peer_device * 10,
+                "replay {device} against record {peer_device} bytes"
             );
         },
     );

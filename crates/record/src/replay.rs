@@ -63,6 +63,34 @@ impl Files {
         Ok(())
     }
 
+    /// Syncs every file the run made that is still there: what the recorder wrote reaches
+    /// the device. The first failure, if any, named.
+    fn sync_made(&self) -> Option<String> {
+        let made: Vec<PathBuf> = self
+            .made
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        let mut first = None;
+        for path in made {
+            let synced = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&path)
+                .and_then(|f| f.sync_all());
+            match synced {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    first.get_or_insert(err("cannot sync", &path, e));
+                }
+            }
+        }
+        first
+    }
+
     /// Removes what the run made: its files (where still the ones it made), then its
     /// directories, deepest first, and the root when empty.
     pub fn remove(&self) -> Vec<String> {
@@ -720,6 +748,19 @@ pub fn start(cfg: &RecordConfig, plan: Arc<ReplayPlan>, stop: Arc<AtomicBool>) -
                 out
             });
             let mut results = results;
+            // The recorder's data reaches the device before the replay is judged, as
+            // record's final fsync makes it: what the page cache still held is written, timed,
+            // and counted in the device's bytes (a buffered recorder that never synced would
+            // otherwise be judged on the page cache alone).
+            let t_sync = Instant::now();
+            let unsynced = files_c.sync_made();
+            let final_sync_ns = t_sync.elapsed().as_nanos() as u64;
+            for r in results.iter_mut() {
+                r.final_sync_ns = final_sync_ns;
+            }
+            if let (Some(e), Some(first)) = (unsynced, results.first_mut()) {
+                first.error = first.error.take().or(Some(e));
+            }
             if cfg.keep {
                 // Kept on purpose: no longer this run's to remove.
                 sinkrate_sys::owned::forget_dir(&files_c.root);
