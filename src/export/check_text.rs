@@ -38,6 +38,11 @@ impl CheckText {
         let c = &run.result;
         let verdict = match (c.verdict, c.headroom) {
             (Verdict::KeepsUp, Some(h)) => format!("KEEPS UP with {h:.1}x headroom"),
+            // Without the device's own rate there is no headroom to give, and the verdict
+            // says what it rests on.
+            (Verdict::KeepsUp, None) if c.raw_write.error.is_some() => {
+                "KEEPS UP in the recording test (headroom not measured)".to_string()
+            }
             (v, _) => v.label().to_string(),
         };
         let verdict = if self.colour {
@@ -59,6 +64,9 @@ impl CheckText {
             }
             (None, Some(e)) => s.push_str(&format!("  {}\n", e.what)),
             (None, None) => {}
+        }
+        for w in &run.warnings {
+            s.push_str(&format!("  warning: {}\n", w.text));
         }
         s.push('\n');
     }

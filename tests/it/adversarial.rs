@@ -2604,3 +2604,116 @@ fn a_buffered_recorders_replay_reaches_the_card_before_it_is_judged() {
         },
     );
 }
+
+#[test]
+fn a_killed_runs_file_is_removed_after_a_reboot_even_when_its_pid_lives_again() {
+    // The journal of what a run made survives a reboot (its own state directory here); a
+    // reboot is played by giving the killed run's journal another boot's mark and the pid
+    // of a process that lives (pid 1): the next run removes the file all the same.
+    let state = tempfile::tempdir().expect("tempdir");
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(d.path().join("rec")).expect("mkdir");
+    let leftover = d.path().join("rec/sinkrate-record-cam0.bin");
+    kill_once_made(
+        Command::new(sinkrate_path())
+            .current_dir(d.path())
+            .env("SINKRATE_STATE_DIR", state.path())
+            .args([
+                "record",
+                "--dir",
+                "rec",
+                "--duration",
+                "20s",
+                "--live",
+                "never",
+            ]),
+        &leftover,
+    );
+    assert!(leftover.exists());
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let journals = state.path().join(format!("owned-{uid}"));
+    let journal = std::fs::read_dir(&journals)
+        .expect("the journal directory")
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .expect("the killed run's journal")
+        .path();
+    let bytes = std::fs::read(&journal).expect("journal");
+    assert!(
+        bytes.starts_with(b"B"),
+        "the journal opens with its boot's mark"
+    );
+    let end = bytes.iter().position(|b| *b == 0).expect("a whole record");
+    let mut rebooted = b"Bnot-this-boot".to_vec();
+    rebooted.extend_from_slice(&bytes[end..]);
+    std::fs::remove_file(&journal).expect("rm");
+    std::fs::write(journals.join("1"), &rebooted).expect("the journal as after a reboot");
+    let out = Command::new(sinkrate_path())
+        .current_dir(d.path())
+        .env("SINKRATE_STATE_DIR", state.path())
+        .args([
+            "record",
+            "--dir",
+            "rec",
+            "--duration",
+            "1s",
+            "--write-mode",
+            "null",
+        ])
+        .args(["--live", "never"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!leftover.exists(), "the killed run's file stays: {err}");
+    assert!(err.contains("sinkrate-record-cam0.bin"), "named: {err}");
+}
+
+#[test]
+fn a_check_without_its_sustained_write_says_what_its_verdict_rests_on() {
+    // A file of the sustained write's name that is not this run's (a user's, or a killed
+    // run's that could not be proven its own): the write is skipped, and said.
+    let d = tempfile::tempdir().expect("tempdir");
+    let theirs = d.path().join("sustained.0.0");
+    std::fs::write(&theirs, b"not sinkrate's").expect("write");
+    let report = d.path().join("r.json");
+    let out = Command::new(sinkrate_path())
+        .arg("check")
+        .arg(d.path())
+        .args([
+            "--quick",
+            "--progress",
+            "never",
+            "--color",
+            "never",
+            "--output",
+        ])
+        .arg(&report)
+        .output()
+        .expect("check runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(std::fs::read(&theirs).expect("kept"), b"not sinkrate's");
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    assert!(run["headroom"].is_null(), "{run}");
+    let ids: Vec<&str> = run["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(|w| w["id"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(ids.contains(&"check.sustained_not_measured"), "{ids:?}");
+    assert!(!text.contains("x headroom"), "{text}");
+    if run["verdict"] == "keeps_up" {
+        assert!(
+            text.contains("KEEPS UP in the recording test (headroom not measured)"),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("the verdict rests on the recording test alone"),
+        "{text}"
+    );
+}

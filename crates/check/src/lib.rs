@@ -327,5 +327,18 @@ pub fn run(
         what: e.what,
         at_s: e.at_s,
     });
-    Ok(enveloped(report, started_ms, error))
+    let unmeasured = report.raw_write.error.clone();
+    let mut run = enveloped(report, started_ms, error);
+    // A verdict without the device's own rate rests on the recording test alone: said
+    // where scripts read it, and no headroom is given.
+    if let Some(why) = unmeasured {
+        run.warnings.push(sinkrate_model::Warning {
+            id: "check.sustained_not_measured".into(),
+            job: None,
+            text: format!(
+                "the sustained write did not run ({why}): the verdict rests on the recording test alone, and no headroom was measured"
+            ),
+        });
+    }
+    Ok(run)
 }

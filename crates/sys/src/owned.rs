@@ -75,19 +75,60 @@ pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Where the journals live: one directory per user, not shared with others.
+/// Where the journals live: one directory per user, not shared with others, on storage a
+/// power cut and a reboot keep (/var/lib, or the user's state directory). A dashcam's normal
+/// end of day is a power cut: a journal in /run would be gone with the proof that a file the
+/// killed run left is its own. Where that storage cannot be written (a read-only root),
+/// /run (or the temporary directory) still serves until the next boot.
 pub fn journal_dir() -> PathBuf {
     if let Some(state) = crate::state_dir_override() {
         // SAFETY: getuid cannot fail.
         let uid = unsafe { libc::getuid() };
-        state.join(format!("owned-{uid}"))
-    } else if crate::is_root() {
-        PathBuf::from("/run/sinkrate/owned")
-    } else {
-        // SAFETY: getuid cannot fail.
-        let uid = unsafe { libc::getuid() };
-        std::env::temp_dir().join(format!("sinkrate-{uid}-owned"))
+        return state.join(format!("owned-{uid}"));
     }
+    let [kept, fallback] = journal_dirs();
+    if private_dir(&kept) {
+        kept
+    } else {
+        fallback
+    }
+}
+
+/// The journal directories of this user: the one that survives a reboot, then the one that
+/// does not ([`journal_dir`]).
+fn journal_dirs() -> [PathBuf; 2] {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if crate::is_root() {
+        return [
+            PathBuf::from("/var/lib/sinkrate/owned"),
+            PathBuf::from("/run/sinkrate/owned"),
+        ];
+    }
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".local/state"))
+        })
+        .map(|d| d.join("sinkrate/owned"))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("sinkrate-{uid}-owned-state")));
+    [
+        state,
+        std::env::temp_dir().join(format!("sinkrate-{uid}-owned")),
+    ]
+}
+
+/// This boot's identity (/proc/sys/kernel/random/boot_id): a journal written in another
+/// boot is a killed run's whatever process now has its pid.
+fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 fn journal_path() -> PathBuf {
@@ -128,13 +169,20 @@ fn note(records: &[u8]) {
     if j.is_none() {
         use std::os::unix::fs::OpenOptionsExt;
         *j = trusted_dir().and_then(|dir| {
-            std::fs::OpenOptions::new()
+            let mut f = std::fs::OpenOptions::new()
                 .append(true)
                 .create(true)
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(dir.join(std::process::id().to_string()))
-                .ok()
+                .ok()?;
+            // The boot it was written in first: after a reboot its pid may be another's.
+            if let Some(boot) = boot_id() {
+                let mut r = Vec::new();
+                record(b'B', Path::new(&boot), &mut r);
+                let _ = f.write_all(&r);
+            }
+            Some(f)
         });
     }
     if let Some(f) = j.as_mut() {
@@ -435,6 +483,16 @@ pub fn listed(journal: &[u8]) -> Vec<Listed> {
     live
 }
 
+/// The boot a journal was last written in, when it says: the last writer's (a process
+/// that reuses an earlier boot's pid appends to that boot's journal, after its own mark).
+fn journal_boot(journal: &[u8]) -> Option<String> {
+    journal
+        .split(|b| *b == 0)
+        .filter(|r| r.first() == Some(&b'B'))
+        .last()
+        .map(|r| String::from_utf8_lossy(&r[1..]).into_owned())
+}
+
 /// The names of the directories sinkrate makes for a run alone: a suite's work directory
 /// and a replay's run directory. No other directory is ever removed by the sweep, whatever
 /// a journal says.
@@ -492,23 +550,37 @@ fn sweep_one(l: &Listed) -> Fate {
 /// removed is kept with just those, so the next run tries again.
 pub fn sweep_left_over() -> Vec<LeftOver> {
     let mut out = Vec::new();
-    let Some(Ok(entries)) = trusted_dir().map(std::fs::read_dir) else {
-        return out;
+    // This user's journal directories: where runs write now, and the one a run wrote in
+    // when the other could not be (or, from an earlier version, /run).
+    let dirs: Vec<PathBuf> = match crate::state_dir_override() {
+        Some(_) => trusted_dir().into_iter().collect(),
+        None => journal_dirs()
+            .into_iter()
+            .filter(|d| std::fs::symlink_metadata(d).is_ok() && private_dir(d))
+            .collect(),
     };
-    for e in entries.flatten() {
+    let this_boot = boot_id();
+    for e in dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|d| d.flatten())
+    {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        // SAFETY: signal 0 only asks whether the process exists.
-        let alive = pid == std::process::id()
-            || unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        if alive {
-            continue;
-        }
         let Ok(bytes) = std::fs::read(e.path()) else {
             continue;
         };
+        // Written in another boot: that run is over, whoever has its pid now.
+        let earlier_boot = journal_boot(&bytes).is_some_and(|b| Some(b) != this_boot);
+        // SAFETY: signal 0 only asks whether the process exists.
+        let alive = !earlier_boot
+            && (pid == std::process::id()
+                || unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
+        if alive {
+            continue;
+        }
         let mut left = LeftOver {
             pid,
             ..LeftOver::default()
