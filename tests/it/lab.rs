@@ -696,3 +696,58 @@ fn an_aarch64_board_runs_the_aarch64_build_the_role_chose() {
         assert_eq!(common::files_in(card.path()), ["lost+found"]);
     });
 }
+
+#[test]
+fn check_mode_changes_nothing_and_an_inventory_value_is_never_a_flag() {
+    common::with_root(
+        "check_mode_changes_nothing_and_an_inventory_value_is_never_a_flag",
+        TOOLS,
+        || {
+            let boards = Boards::start(1);
+            let card = tempfile::tempdir().expect("card");
+            let lab = Lab::new(&boards, &[("cam1", card.path())]);
+            let installed = lab.dir.path().join("boards/cam1/bin/sinkrate");
+            for playbook in ["qualify.yml", "soak.yml", "install.yml"] {
+                let (code, out) = lab.play(playbook, &["--check"]);
+                assert_eq!(code, Some(0), "{playbook} --check: {out}");
+                assert!(
+                    lab.results("cam1").is_empty(),
+                    "{playbook} --check wrote results: {:?}\n{out}",
+                    lab.results("cam1")
+                );
+                assert!(
+                    !installed.exists(),
+                    "{playbook} --check installed the binary"
+                );
+            }
+            let (_, out) = lab.play("qualify.yml", &["--check"]);
+            assert!(
+                out.contains("would run sinkrate audit, check and verify"),
+                "{out}"
+            );
+            assert!(!lab.dir.path().join("results.html").exists());
+            assert!(common::files_in(card.path()).is_empty());
+            // A card whose name starts with '-': refused before anything runs.
+            let inventory = lab.dir.path().join("inventory.yml");
+            let text = std::fs::read_to_string(&inventory).expect("inventory");
+            let card_line = format!("sinkrate_card: {}", card.path().display());
+            std::fs::write(
+                &inventory,
+                text.replace(&card_line, "sinkrate_card: --force"),
+            )
+            .expect("inventory");
+            let (code, out) = lab.play("qualify.yml", &[]);
+            assert_ne!(code, Some(0), "{out}");
+            assert!(out.contains("--force starts with '-'"), "{out}");
+            assert!(!installed.exists(), "it ran before refusing: {out}");
+            // A settings list item likewise, in the tune play.
+            std::fs::write(&inventory, text).expect("inventory");
+            let (code, out) = lab.play(
+                "tune.yml",
+                &["-e", r#"{"sinkrate_settings": ["--dry-run"]}"#],
+            );
+            assert_ne!(code, Some(0), "{out}");
+            assert!(out.contains("--dry-run starts with '-'"), "{out}");
+        },
+    );
+}

@@ -22,6 +22,7 @@ requirements:
 
 import os
 
+from ansible import context
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.sinkrate.lab.plugins.plugin_utils import results
@@ -46,6 +47,9 @@ class CallbackModule(CallbackBase):
     def _record(self, result, what, unreachable):
         host = result._host.get_name()
         if host in CONTROLLER:
+            return
+        # Check mode changes nothing, on the boards or here: no record is written.
+        if getattr(result._task, "check_mode", False) or context.CLIARGS.get("check"):
             return
         task = result._task
         res = result._result or {}
