@@ -151,7 +151,7 @@ fn sweep_left_over() {
                 .map(|p| p.display().to_string())
                 .collect();
             eprintln!(
-                "sinkrate: note: removed {} file(s) left by an interrupted sinkrate run (pid {}): {}",
+                "sinkrate: note: removed {} file(s) left by an earlier sinkrate run (pid {}) that was stopped or could not remove them itself: {}",
                 names.len(),
                 left.pid,
                 names.join(", ")
@@ -159,7 +159,7 @@ fn sweep_left_over() {
         }
         for (path, why) in &left.kept {
             eprintln!(
-                "sinkrate: note: an interrupted sinkrate run (pid {}) left {}, which cannot be removed ({why}); remove it by hand",
+                "sinkrate: note: an earlier sinkrate run (pid {}) left {}, which cannot be removed ({why}); remove it by hand",
                 left.pid,
                 path.display()
             );

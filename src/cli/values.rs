@@ -206,6 +206,13 @@ pub fn endurance(
             .ok_or_else(|| bad("hours end in h"))?
             .parse::<f64>()
             .map_err(|_| bad("the hours are not a number"))?;
+        // Cards are rated in hours at a bitrate in Mbit/s: a bare number would be read as
+        // bits a second, a million times too little.
+        if rate.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
+            return Err(bad(&format!(
+                "the bitrate '{rate}' needs its unit ({rate}M for {rate} Mbit/s)"
+            )));
+        }
         let bits = sinkrate_units::product::parse_bitrate(rate).map_err(|e| bad(&e))?;
         h * 3600.0 * bits as f64 / 8.0
     } else {

@@ -211,6 +211,9 @@ pub fn run(args: CaptureArgs) -> Result<ExitCode> {
     Ok(match (exit_code, signal) {
         // Attached: the capture ends with Ctrl-C while the recorder runs on.
         (None, None) if attached && interrupted => ExitCode::SUCCESS,
+        // Interrupted (Ctrl-C, or a signal to the capture alone, which then waited for its
+        // recorder's own end): 130, whatever the recorder's code, as the docs say.
+        _ if interrupted && !attached => ExitCode::from(130),
         (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
         (None, _) if interrupted => ExitCode::from(130),
         (None, Some(s)) => ExitCode::from((128 + s).clamp(0, 255) as u8),

@@ -1383,6 +1383,8 @@ fn runs_too_short_or_too_few_are_not_judged() {
             v["verdict_text"]
         );
         assert_eq!(code, Some(3), "{extra:?}");
+        // Nor extrapolated to years.
+        assert!(v["lifetime"].is_null(), "{extra:?}: {}", v["lifetime"]);
     }
     // Two 3 s recordings: under one bootstrap block each, so no significance either way.
     let a = ["--fps", "30", "--frame-size", "64k", "--duration", "3s"];
@@ -2715,5 +2717,67 @@ fn a_check_without_its_sustained_write_says_what_its_verdict_rests_on() {
     assert!(
         text.contains("the verdict rests on the recording test alone"),
         "{text}"
+    );
+}
+
+#[test]
+fn an_endurance_bitrate_without_its_unit_is_refused_not_read_as_bits() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (code, _, err) = sinkrate(&[
+        "record",
+        "--dir",
+        d.path().to_str().expect("utf8"),
+        "--duration",
+        "1s",
+        "--endurance",
+        "20000h@26",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("needs its unit (26M for 26 Mbit/s)"), "{err}");
+    assert!(common::files_in(d.path()).is_empty());
+}
+
+#[test]
+fn a_card_gone_read_only_is_named_as_such() {
+    with_root(
+        "a_card_gone_read_only_is_named_as_such",
+        &["mkfs.ext4"],
+        || {
+            let fs = common::ScratchFs::new("64M", "ext4", "");
+            let dir = fs.mountpoint.path().join("rec");
+            std::fs::create_dir(&dir).expect("mkdir");
+            // What a recording left, as a worn card keeps it once the kernel made it read-only.
+            std::fs::write(dir.join("sinkrate-record-cam0.bin"), b"x").expect("write");
+            common::run(
+                "mount",
+                &[
+                    "-o",
+                    "remount,ro",
+                    fs.mountpoint.path().to_str().expect("utf8"),
+                ],
+            );
+            let (code, _, err) = sinkrate(&[
+                "record",
+                "--dir",
+                dir.to_str().expect("utf8"),
+                "--duration",
+                "1s",
+            ]);
+            common::run(
+                "mount",
+                &[
+                    "-o",
+                    "remount,rw",
+                    fs.mountpoint.path().to_str().expect("utf8"),
+                ],
+            );
+            assert_eq!(code, Some(2), "{err}");
+            assert!(
+                err.contains("mounted read-only now: a worn-out card"),
+                "{err}"
+            );
+            assert!(!err.contains("kept with --keep"), "{err}");
+        },
     );
 }

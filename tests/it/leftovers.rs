@@ -94,7 +94,7 @@ fn what_a_killed_run_made_is_removed_by_the_next_and_its_json_is_absent() {
     assert!(!json.exists(), "no half-written result");
     let said = next_run_says();
     assert!(
-        said.contains(&format!("left by an interrupted sinkrate run (pid {pid})")),
+        said.contains(&format!("left by an earlier sinkrate run (pid {pid})")),
         "{said}"
     );
     assert_eq!(names(d), ["out", "users-own.bin"], "{said}");
@@ -217,7 +217,7 @@ fn a_state_directory_keeps_its_runs_leftovers_to_itself() {
     assert!(made.exists(), "not swept from another state directory");
     let said = run_in(&suite);
     assert!(
-        said.contains(&format!("interrupted sinkrate run (pid {pid})"))
+        said.contains(&format!("earlier sinkrate run (pid {pid})"))
             && said.contains(&made.display().to_string()),
         "{said}"
     );

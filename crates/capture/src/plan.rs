@@ -354,7 +354,7 @@ impl Builder {
                 .map(|(f, _)| files[*f].rsplit('/').next().unwrap_or("").to_string());
             streams.push(ReplayStream {
                 name: match main {
-                    Some(f) => format!("thread {tid} ({f})"),
+                    Some(f) => format!("thread {tid} ({})", sinkrate_units::escaped(&f)),
                     None => format!("thread {tid}"),
                 },
                 tid,
@@ -519,6 +519,13 @@ mod tests {
         assert!(build(&trace(vec![]), "t", None)
             .expect_err("empty")
             .contains("no file written"));
+    }
+
+    #[test]
+    fn a_name_with_control_characters_is_shown_escaped() {
+        let t = trace(vec![call(0, 1, write("/r/a\nb\u{0}c", 0, 10))]);
+        let p = build(&t, "t", None).expect("plan");
+        assert_eq!(p.streams[0].name, "thread 1 (a\\x0ab\\x00c)");
     }
 
     #[test]

@@ -152,7 +152,8 @@ struct Writer<'a> {
 }
 
 fn err(what: &str, path: &Path, e: std::io::Error) -> String {
-    format!("{what} {}: {e}", path.display())
+    let path = sinkrate_units::escaped(&path.to_string_lossy());
+    format!("{what} {path}: {e}")
 }
 
 impl Writer<'_> {

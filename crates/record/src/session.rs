@@ -115,6 +115,8 @@ pub enum SessionError {
     NotStorage { dir: String, fs_type: String },
     #[error("{0}: not a directory")]
     NotADirectory(String),
+    #[error("{0} is on a file system mounted read-only now: a worn-out card, a write-protect switch, or the kernel's answer to write errors (see dmesg); nothing can be recorded there")]
+    ReadOnly(String),
     #[error("{0} exists (a recording kept with --keep?): a recording never overwrites a file; move it away or record into another directory")]
     RecordingExists(String),
     #[error("the dirty limit would be {0} bytes; the kernel needs at least 256 KiB")]
@@ -190,6 +192,11 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
             dir: cfg.dir.display().to_string(),
             fs_type,
         });
+    }
+    // A card the kernel remounted read-only (worn out, or after errors) is named as such,
+    // before anything else about it (a recording file it still holds, its free space).
+    if cfg.write_mode != WriteMode::Null && sinkrate_sys::space::read_only(&cfg.dir) {
+        return Err(SessionError::ReadOnly(cfg.dir.display().to_string()));
     }
     if cfg.write_mode == WriteMode::Uring {
         if let Some(reason) = sinkrate_platform::uring::unavailable() {
@@ -948,6 +955,11 @@ fn lifetime(
     endurance: Option<Endurance>,
 ) -> Option<Lifetime> {
     if report.config.write_mode == WriteMode::Null {
+        return None;
+    }
+    // A run too short to judge is too short to extrapolate to years: a few seconds of the
+    // device's bytes (other writers' among them) would swing the figure tenfold.
+    if report.verdict == sinkrate_model::verdict::Verdict::TooShort {
         return None;
     }
     // Up to a failure of the device, what it took in the time it worked.

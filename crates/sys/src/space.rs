@@ -26,6 +26,18 @@ pub fn space(dir: &Path) -> std::io::Result<FsSpace> {
     })
 }
 
+/// Whether the file system holding `dir` is mounted read-only now (a worn card the kernel
+/// remounted read-only after errors, a write-protect switch, `ro`).
+pub fn read_only(dir: &Path) -> bool {
+    let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statvfs fills the struct; zeroed is a valid initial value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a struct of the right type.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) }) == 0 && st.f_flag & libc::ST_RDONLY != 0
+}
+
 /// Free bytes for unprivileged writers on the file system holding `dir`.
 pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
     space(dir).map(|s| s.available_bytes)
