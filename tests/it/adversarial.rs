@@ -1696,26 +1696,8 @@ fn a_metrics_filesystem_full_is_refused_before_the_recorder_and_later_only_said(
         &[],
         || {
             let d = tempfile::tempdir().expect("tempdir");
-            let mnt = d.path().join("tiny");
-            std::fs::create_dir(&mnt).expect("mkdir");
-            common::run(
-                "mount",
-                &[
-                    "-t",
-                    "tmpfs",
-                    "-o",
-                    "size=64k",
-                    "tiny",
-                    mnt.to_str().expect("utf8"),
-                ],
-            );
-            struct Unmount<'a>(&'a Path);
-            impl Drop for Unmount<'_> {
-                fn drop(&mut self) {
-                    let _ = Command::new("umount").arg(self.0).status();
-                }
-            }
-            let _unmount = Unmount(&mnt);
+            let tiny = common::MemoryFs::new(&d.path().join("tiny"), "64k");
+            let mnt = tiny.at.clone();
             let prom = mnt.join("x.prom");
             let filler = mnt.join("filler");
             // Full before the watch: refused, and the recorder never started.
@@ -2185,28 +2167,10 @@ fn a_trace_filesystem_that_fills_never_ends_the_recorder() {
         &[],
         || {
             let d = tempfile::tempdir().expect("tempdir");
-            let small = d.path().join("small");
             let work = d.path().join("work");
-            std::fs::create_dir(&small).expect("mkdir");
             std::fs::create_dir(&work).expect("mkdir");
-            common::run(
-                "mount",
-                &[
-                    "-t",
-                    "tmpfs",
-                    "-o",
-                    "size=16k",
-                    "small",
-                    small.to_str().expect("utf8"),
-                ],
-            );
-            struct Unmount<'a>(&'a Path);
-            impl Drop for Unmount<'_> {
-                fn drop(&mut self) {
-                    let _ = Command::new("umount").arg(self.0).status();
-                }
-            }
-            let _unmount = Unmount(&small);
+            let trace_fs = common::MemoryFs::new(&d.path().join("small"), "16k");
+            let small = trace_fs.at.clone();
             // 40 files of 50 writes each: far more calls than 16 KiB of trace holds.
             let script = format!(
             "for i in $(seq 1 40); do dd if=/dev/zero of={}/f$i bs=4k count=50 2>/dev/null; done; echo all done",

@@ -193,11 +193,6 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
             fs_type,
         });
     }
-    // A card the kernel remounted read-only (worn out, or after errors) is named as such,
-    // before anything else about it (a recording file it still holds, its free space).
-    if cfg.write_mode != WriteMode::Null && sinkrate_sys::space::read_only(&cfg.dir) {
-        return Err(SessionError::ReadOnly(cfg.dir.display().to_string()));
-    }
     if cfg.write_mode == WriteMode::Uring {
         if let Some(reason) = sinkrate_platform::uring::unavailable() {
             return Err(SessionError::NoIoUring(reason));
@@ -259,6 +254,13 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
     }
     if cfg.write_mode != WriteMode::Null {
         if let Some(existing) = existing_recording(cfg) {
+            // A worn card the kernel remounted read-only keeps the file its last recording
+            // could not remove: the card is the news, not the file. (Without such a file,
+            // the run itself fails on the read-only card and reports FAILED with the
+            // kernel's word.)
+            if sinkrate_sys::space::read_only(&cfg.dir) {
+                return Err(SessionError::ReadOnly(cfg.dir.display().to_string()));
+            }
             return Err(SessionError::RecordingExists(
                 existing.display().to_string(),
             ));

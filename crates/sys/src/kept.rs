@@ -162,16 +162,7 @@ fn list_dir() -> Option<PathBuf> {
     if crate::is_root() {
         return Some(PathBuf::from("/var/lib/sinkrate/kept"));
     }
-    let state_home = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .map(|home| home.join(".local/state"))
-        })?;
-    Some(state_home.join("sinkrate/kept"))
+    Some(crate::user_state_home()?.join("sinkrate/kept"))
 }
 
 /// The list in one directory: this user's ([`KeptList::for_this_user`]) or a test's.

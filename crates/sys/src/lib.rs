@@ -51,6 +51,21 @@ pub fn state_dir_override() -> Option<std::path::PathBuf> {
         .filter(|p| p.is_absolute())
 }
 
+/// A user's own state directory, kept across reboots: `$XDG_STATE_HOME`, else
+/// `~/.local/state`; None without either.
+pub fn user_state_home() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|home| home.join(".local/state"))
+        })
+}
+
 /// Whether this process runs as root (settings, drop_caches and device writes need it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

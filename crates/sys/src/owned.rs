@@ -105,15 +105,7 @@ fn journal_dirs() -> [PathBuf; 2] {
             PathBuf::from("/run/sinkrate/owned"),
         ];
     }
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .map(|h| h.join(".local/state"))
-        })
+    let state = crate::user_state_home()
         .map(|d| d.join("sinkrate/owned"))
         .unwrap_or_else(|| std::env::temp_dir().join(format!("sinkrate-{uid}-owned-state")));
     [
@@ -488,8 +480,7 @@ pub fn listed(journal: &[u8]) -> Vec<Listed> {
 fn journal_boot(journal: &[u8]) -> Option<String> {
     journal
         .split(|b| *b == 0)
-        .filter(|r| r.first() == Some(&b'B'))
-        .last()
+        .rfind(|r| r.first() == Some(&b'B'))
         .map(|r| String::from_utf8_lossy(&r[1..]).into_owned())
 }
 
