@@ -604,9 +604,8 @@ fn histogram_logs_are_fios_bins() {
                 "{tool}"
             );
             let counts: Vec<u64> = l[3..].iter().map(|c| c.parse().expect("count")).collect();
-            // 500 I/Os a second: about 250 a window, not the run so far (500, 750: cumulative).
             let n: u64 = counts.iter().sum();
-            assert!((150..=350).contains(&n), "{tool}: {n} in a window");
+            assert!(n > 0, "{tool}: an empty window");
             for (h, c) in histogram.iter_mut().zip(counts) {
                 *h += c;
             }
@@ -615,8 +614,17 @@ fn histogram_logs_are_fios_bins() {
         // them: as many as the lines count, whenever the last line was taken (a busy
         // machine delays it past its timestamp; a cut at that time would miss some).
         let held: u64 = histogram.iter().sum();
+        let clat = rows(dir, "h_clat.1.log");
+        // Each line holds its window's completions, not the run's so far: summed, they are
+        // at most the run's I/Os (cumulative lines, 250 + 500 + 750 of 1,000, would be more).
+        // Said this way it holds on a busy machine, where a window's count varies.
+        assert!(
+            held <= clat.len() as u64,
+            "{tool}: the lines hold {held} completions of the run's {}",
+            clat.len()
+        );
         let mut from_clat = vec![0u64; 1856];
-        for l in rows(dir, "h_clat.1.log").iter().take(held as usize) {
+        for l in clat.iter().take(held as usize) {
             from_clat[common::fio_bin(l[1].parse().expect("clat")) as usize] += 1;
         }
         let apart: u64 = histogram

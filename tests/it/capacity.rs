@@ -450,6 +450,25 @@ fn capacity_of_a_mounted_card_by_filling_it() {
         let (code, v, stderr) = fill(wrapping.path());
         assert_eq!(code, Some(1), "{stderr}");
         assert_eq!(v["verdict"], "fake", "{v}");
+        drop(wrapping);
+
+        // On ext4 (a card a quarter larger than it is: a larger lie leaves no mountable
+        // journal): caught too, and an error the broken filesystem answers with, if any, is
+        // named in the verdict rather than failing the check.
+        let wrapping = SlowDev::new(&[
+            "--size",
+            "256M",
+            "--fake-capacity",
+            "320M",
+            "--write-rate",
+            "200M",
+            "--fs",
+            "ext4",
+        ]);
+        let (code, v, stderr) = fill(wrapping.path());
+        assert_eq!(code, Some(1), "{stderr}");
+        assert_eq!(v["verdict"], "fake", "{v}");
+        assert!(v["error"].is_null(), "{v}");
     });
 }
 

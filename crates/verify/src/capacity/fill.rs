@@ -95,7 +95,7 @@ pub fn run(
         error: None,
     };
     let mut written_files: Vec<(PathBuf, u64)> = Vec::new();
-    let outcome = write_all(
+    let wrote = write_all(
         dir,
         run_id,
         target,
@@ -103,8 +103,14 @@ pub fn run(
         on_progress,
         &mut r,
         &mut written_files,
-    )
-    .and_then(|()| {
+    );
+    // A write that failed (not ENOSPC) ends the fill, not the check: on a card that wraps,
+    // the fill overwrites the filesystem's own tables, and the filesystem then answers EPERM,
+    // EIO or ENOSPC. What was written is read back all the same: tags from the wrong place
+    // prove the wrap, and the error is then part of the evidence.
+    let read = if stop.load(Ordering::Relaxed) {
+        Err("interrupted".to_string())
+    } else {
         // A filesystem driver in user space (FUSE) writes through the device's own page
         // cache, which O_DIRECT on the file does not bypass: as root, the caches go too.
         if drop_all_caches() {
@@ -112,7 +118,7 @@ pub fn run(
                 .push_str(", after dropping the kernel's caches");
         }
         read_all(run_id, stop, on_progress, &mut r, &written_files)
-    });
+    };
     for (path, _) in &written_files {
         match sinkrate_sys::owned::remove(path) {
             Ok(_) => {}
@@ -127,15 +133,32 @@ pub fn run(
         }
     }
     r.seconds = started.elapsed().as_secs_f64();
-    match outcome {
-        Err(e) => {
-            r.error = Some(r.error.take().map_or(e.clone(), |x| format!("{e}; {x}")));
-            r.verdict = CapacityVerdict::Failed;
-            r.verdict_text = format!("the fill-and-check could not finish: {e}");
-        }
-        Ok(()) => judge(&mut r),
-    }
+    let errors: Vec<String> = [wrote.err(), read.err()].into_iter().flatten().collect();
+    conclude(&mut r, &errors, stop.load(Ordering::Relaxed));
     Ok(r)
+}
+
+/// The verdict from what was read back and the errors met on the way: bytes that did not
+/// come back (tags from the wrong place, or files the filesystem no longer gives back after
+/// the fill) make a write or read error evidence (named in the verdict), not a failure;
+/// without them, an error fails the check.
+fn conclude(r: &mut FillReport, errors: &[String], interrupted: bool) {
+    let proven = r.lost_bytes + r.overwritten_bytes > 0;
+    if errors.is_empty() || (proven && !interrupted) {
+        judge(r);
+        if !errors.is_empty() {
+            // Evidence, not a failure of the run: in the verdict, not in `error`.
+            r.verdict_text.push_str(&format!(
+                " The fill then failed as a filesystem whose tables were overwritten does: {}.",
+                errors.join("; ")
+            ));
+        }
+    } else {
+        let e = errors.join("; ");
+        r.error = Some(r.error.take().map_or(e.clone(), |x| format!("{e}; {x}")));
+        r.verdict = CapacityVerdict::Failed;
+        r.verdict_text = format!("the fill-and-check could not finish: {e}");
+    }
 }
 
 fn write_all(
@@ -189,6 +212,9 @@ fn write_all(
             if let Some(last) = files.last_mut() {
                 last.1 = in_file;
             }
+            // Kept as it goes: a write that fails later leaves what came before to be read.
+            r.files = files.len() as u64;
+            r.written_bytes = addr;
             on_progress("writing", addr, target);
         }
         // What the page cache or the device's cache held is on the device before it is read.
@@ -217,6 +243,7 @@ fn read_all(
     let started = Instant::now();
     let mut addr = 0u64;
     let mut read = 0u64;
+    let mut unreadable: Vec<String> = Vec::new();
     for (path, len) in files {
         let (f, direct) = match crate::session::open_direct(path, false, false) {
             Ok(x) => x,
@@ -227,7 +254,17 @@ fn read_all(
                 addr += len;
                 continue;
             }
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            // A file the filesystem will not open or read any more (its tables overwritten
+            // by a wrap, or a failing card): said, and the next file is read, so that tags
+            // elsewhere can still prove a wrap.
+            Err(e) => {
+                unreadable.push(format!("{}: {e}", path.display()));
+                // What does not come back is lost, as a vanished file's bytes are.
+                r.lost_bytes += len;
+                r.first_bad_at_bytes.get_or_insert(addr);
+                addr += len;
+                continue;
+            }
         };
         if !direct {
             crate::session::drop_cached_pages(&f);
@@ -238,8 +275,13 @@ fn read_all(
                 return Err("interrupted".into());
             }
             let n = (*len - at).min(CHUNK as u64) as usize;
-            crate::session::read_block(&f, &mut buf.as_mut_slice()[..n], at)
-                .map_err(|e| format!("{} at offset {at}: {e}", path.display()))?;
+            if let Err(e) = crate::session::read_block(&f, &mut buf.as_mut_slice()[..n], at) {
+                unreadable.push(format!("{} at offset {at}: {e}", path.display()));
+                r.lost_bytes += *len - at;
+                r.first_bad_at_bytes.get_or_insert(addr);
+                addr += *len - at;
+                break;
+            }
             for (i, s) in buf.as_slice()[..n].chunks_exact(SECTOR).enumerate() {
                 let here = addr + (i * SECTOR) as u64;
                 match read_tag(s) {
@@ -262,7 +304,15 @@ fn read_all(
     }
     r.read_bytes_per_s =
         (read > 0).then(|| read as f64 / started.elapsed().as_secs_f64().max(1e-9));
-    Ok(())
+    match unreadable.len() {
+        0 => Ok(()),
+        1 => Err(unreadable.remove(0)),
+        n => Err(format!(
+            "{} (and {} more file(s) not read back)",
+            unreadable.remove(0),
+            n - 1
+        )),
+    }
 }
 
 /// Writes back and drops the kernel's clean page cache (root only); whether it did.
@@ -318,4 +368,63 @@ fn judge(r: &mut FillReport) {
         gb(bad),
         gb(r.written_bytes)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(lost: u64, overwritten: u64) -> FillReport {
+        FillReport {
+            dir: "/card".into(),
+            fs_total_bytes: 512 << 20,
+            fs_free_bytes: 500 << 20,
+            files: 4,
+            written_bytes: 256 << 20,
+            ok_bytes: (256 << 20) - lost - overwritten,
+            overwritten_bytes: overwritten,
+            lost_bytes: lost,
+            first_bad_at_bytes: (lost + overwritten > 0).then_some(120 << 20),
+            vanished_files: 0,
+            write_bytes_per_s: None,
+            read_bytes_per_s: None,
+            read_method: String::new(),
+            verdict: CapacityVerdict::Failed,
+            verdict_text: String::new(),
+            seconds: 1.0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_write_error_after_a_proven_wrap_is_evidence_not_a_failure() {
+        let eperm = vec![
+            "/card/f-0003.bin at offset 8388608: Operation not permitted (os error 1)".to_string(),
+        ];
+        let mut r = filled(0, 64 << 20);
+        conclude(&mut r, &eperm, false);
+        assert_eq!(r.verdict, CapacityVerdict::Fake);
+        assert!(
+            r.verdict_text.contains("Operation not permitted"),
+            "{}",
+            r.verdict_text
+        );
+        assert_eq!(r.error, None);
+        // The same error with nothing proven: the check failed, and says why.
+        let mut r = filled(0, 0);
+        conclude(&mut r, &eperm, false);
+        assert_eq!(r.verdict, CapacityVerdict::Failed);
+        assert!(r
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("not permitted")));
+        // Interrupted: never a verdict.
+        let mut r = filled(0, 64 << 20);
+        conclude(&mut r, &["interrupted".to_string()], true);
+        assert_eq!(r.verdict, CapacityVerdict::Failed);
+        // No error: judged as before.
+        let mut r = filled(0, 0);
+        conclude(&mut r, &[], false);
+        assert_eq!(r.verdict, CapacityVerdict::Genuine);
+    }
 }
