@@ -2745,3 +2745,31 @@ fn a_card_gone_read_only_is_named_as_such() {
         },
     );
 }
+
+#[test]
+fn a_signal_to_capture_alone_waits_for_the_recorder_and_exits_130() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (log, script) = logging_recorder(d.path(), 10, "0.1");
+    let child = Command::new(sinkrate_path())
+        .args(["capture", "--output"])
+        .arg(d.path().join("t.iolog"))
+        .args(["--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("capture starts");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signals the capture this test started, not its recorder.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("waits");
+    let log_text = recorder_log(&log);
+    // The recorder, which the signal did not reach, ran to its end untouched.
+    assert!(log_text.contains("frame 9\ndone"), "{log_text}");
+    assert!(!log_text.contains("got "), "{log_text}");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
