@@ -131,6 +131,20 @@ impl SideOutputs {
         }
     }
 
+    /// The first side output that failed, as a line.
+    fn first_failure(&self) -> Option<String> {
+        self.failed.first().map(|f| {
+            format!(
+                "{} {}: {} write(s) failed, the first at {}: {}",
+                f.flag,
+                f.path.display(),
+                f.count,
+                clock(f.first_at),
+                f.first_error
+            )
+        })
+    }
+
     fn warnings(&self) -> Vec<sinkrate_model::Warning> {
         self.failed
             .iter()
@@ -373,6 +387,14 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     let interrupted = stop.load(Ordering::Relaxed);
     let exit_code = report.command_exit_code;
     let failure = report.failure.clone();
+    // Without a watched command the side outputs are the watch's own product: one that could
+    // not be written fails the run (after its whole duration, with every figure it took). With
+    // a command, the exit code stays the command's and the failure is the warning alone.
+    let side_failed = args
+        .command
+        .is_empty()
+        .then(|| outputs.side.first_failure())
+        .flatten();
     let killed_by = report.command_signal;
     let mut run = Envelope::new(
         RunKind::Watch,
@@ -384,6 +406,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     run.warnings = outputs.side.warnings();
     run.error = failure
         .clone()
+        .or_else(|| side_failed.clone())
         .map(|what| sinkrate_model::RunError { what, at_s: None });
     // A watch of weeks holds a timeline of up to 16 MiB: its JSON goes out as it is made.
     match args.out.output_format {
@@ -395,6 +418,10 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     }
     for w in &run.warnings {
         eprintln!("sinkrate: warning: {}", w.text);
+    }
+    if let (None, Some(what)) = (&failure, &side_failed) {
+        eprintln!("sinkrate: error: {what}");
+        return Ok(ExitCode::from(2));
     }
     if let Some(what) = &failure {
         eprintln!("sinkrate: error: the watch stopped early: {what}");

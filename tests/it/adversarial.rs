@@ -2025,24 +2025,34 @@ fn paused(pid: u32) -> bool {
 
 #[test]
 fn a_captured_recorder_paused_by_its_supervisor_stays_paused() {
+    // The captured recorder against the same recorder untraced, side by side: each signal
+    // must do to the first what it does to the second. SIGSTOP always pauses; SIGTSTP and
+    // SIGTTIN pause unless the process group is orphaned (as under a CI runner without a
+    // terminal), where the kernel discards them: then neither pauses.
     let d = tempfile::tempdir().expect("tempdir");
-    let log = d.path().join("frames");
-    let script = format!(
-        "i=0; while [ $i -lt 60 ]; do echo $i >> {}; i=$((i+1)); sleep 0.05; done",
-        log.display()
-    );
+    let script = |log: &Path| {
+        format!(
+            "i=0; while [ $i -lt 200 ]; do echo $i >> {}; i=$((i+1)); sleep 0.05; done",
+            log.display()
+        )
+    };
+    let (log, peer_log) = (d.path().join("frames"), d.path().join("peer"));
     let trace = d.path().join("t.iolog");
     let mut capture = Command::new(sinkrate_path())
         .arg("capture")
         .arg("--output")
         .arg(&trace)
-        .args(["--", "sh", "-c", &script])
+        .args(["--", "sh", "-c", &script(&log)])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("capture starts");
+    let mut peer = Command::new("sh")
+        .args(["-c", &script(&peer_log)])
+        .spawn()
+        .expect("the untraced peer starts");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while lines_in(&log) < 3 && std::time::Instant::now() < deadline {
+    while (lines_in(&log) < 3 || lines_in(&peer_log) < 3) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // The recorder: the capture's child.
@@ -2055,32 +2065,40 @@ fn a_captured_recorder_paused_by_its_supervisor_stays_paused() {
     .and_then(|c| c.split_whitespace().next().and_then(|p| p.parse().ok()))
     .expect("the recorder runs under the capture");
     for sig in [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN] {
-        // SAFETY: signals a process this test started (through the capture).
-        unsafe { libc::kill(recorder as i32, sig) };
+        for pid in [recorder, peer.id()] {
+            // SAFETY: signals processes this test started (one through the capture).
+            unsafe { libc::kill(pid as i32, sig) };
+        }
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let at_pause = lines_in(&log);
+        let at = (lines_in(&log), lines_in(&peer_log));
         std::thread::sleep(std::time::Duration::from_millis(700));
-        assert!(
-            paused(recorder),
-            "signal {sig}: state {:?}",
-            process_state(recorder)
-        );
+        let wrote = (lines_in(&log) > at.0, lines_in(&peer_log) > at.1);
+        let states = (process_state(recorder), process_state(peer.id()));
         assert_eq!(
-            lines_in(&log),
-            at_pause,
-            "signal {sig}: it wrote while paused"
+            (paused(recorder), wrote.0),
+            (paused(peer.id()), wrote.1),
+            "signal {sig}: captured, untraced: states {states:?}, wrote {wrote:?}"
         );
-        // SAFETY: as above.
-        unsafe { libc::kill(recorder as i32, libc::SIGCONT) };
+        if sig == libc::SIGSTOP {
+            assert!(
+                paused(recorder) && !wrote.0,
+                "SIGSTOP: {states:?} {wrote:?}"
+            );
+        }
+        for pid in [recorder, peer.id()] {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+        }
         std::thread::sleep(std::time::Duration::from_millis(300));
         assert!(
-            lines_in(&log) > at_pause,
+            lines_in(&log) > at.0,
             "signal {sig}: it did not run on at SIGCONT"
         );
     }
     let status = capture.wait().expect("waits");
+    let _ = peer.wait();
     assert_eq!(status.code(), Some(0));
-    assert_eq!(lines_in(&log), 60);
+    assert_eq!(lines_in(&log), 200);
 }
 
 #[test]

@@ -589,13 +589,17 @@ fn watch_its_output_fills_and_its_command_is_killed() {
         let d = tempfile::tempdir().expect("tempdir");
         let small = d.path().join("small");
         let _fs = common::MemoryFs::new(&small, "64k");
+        // Most of it taken: the CSV (about 20 KB a second at 10 ms) fills it within a second.
+        std::fs::write(small.join("taken"), vec![0u8; 48 << 10]).expect("filler");
         let csv = small.join("w.csv");
+        // A watch without a command: its CSV filling is said when it happens, the watch runs
+        // its whole duration (retrying), and the run fails at its end, naming the fault.
         let (code, v, stderr) = run(&[
             "watch",
             "--interval",
             "10ms",
             "--duration",
-            "30s",
+            "3s",
             "--csv",
             csv.to_str().expect("utf8"),
             "--live",
