@@ -386,7 +386,7 @@ pub enum ReadError {
     Bad { line: usize, what: String },
     #[error("line {line}: longer than {} KiB: not a line of a sinkrate trace", MAX_LINE_BYTES >> 10)]
     LineTooLong { line: usize },
-    #[error("more than {} calls (or {} GiB): a replay holds about 100 bytes of memory a call; cut the trace (a day of a two-stream 30 fps recorder is about 16 million calls)", MAX_CALLS, MAX_SIDECAR_BYTES >> 30)]
+    #[error("more than {} calls (or {} GiB): a replay holds about 65 bytes of memory a call; cut the trace (a day of a two-stream 30 fps recorder is about 16 million calls)", MAX_CALLS, MAX_SIDECAR_BYTES >> 30)]
     TooLarge,
     #[error("cannot read it: {0}")]
     Io(String),
