@@ -187,15 +187,10 @@ fn main() -> ExitCode {
 /// sequence in a job file's value) written as `\xNN`: printed raw they are invisible, or
 /// move the cursor and recolour the terminal. Line breaks stay.
 fn visible(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    for c in line.chars() {
-        if c.is_control() && c != '\n' {
-            out.push_str(&format!("\\x{:02x}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    line.split('\n')
+        .map(sinkrate_units::escaped)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

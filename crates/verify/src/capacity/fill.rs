@@ -75,25 +75,7 @@ pub fn run(
     let started = Instant::now();
     let run_id = crate::session::new_run_id();
     let target = space.available_bytes.saturating_sub(MARGIN) / CHUNK as u64 * CHUNK as u64;
-    let mut r = FillReport {
-        dir: dir.display().to_string(),
-        fs_total_bytes: space.total_bytes,
-        fs_free_bytes: space.available_bytes,
-        files: 0,
-        written_bytes: 0,
-        ok_bytes: 0,
-        overwritten_bytes: 0,
-        lost_bytes: 0,
-        first_bad_at_bytes: None,
-        vanished_files: 0,
-        write_bytes_per_s: None,
-        read_bytes_per_s: None,
-        read_method: String::new(),
-        verdict: CapacityVerdict::Failed,
-        verdict_text: String::new(),
-        seconds: 0.0,
-        error: None,
-    };
+    let mut r = empty_report(dir, space.total_bytes, space.available_bytes);
     let mut written_files: Vec<(PathBuf, u64)> = Vec::new();
     let wrote = write_all(
         dir,
@@ -158,6 +140,29 @@ fn conclude(r: &mut FillReport, errors: &[String], interrupted: bool) {
         r.error = Some(r.error.take().map_or(e.clone(), |x| format!("{e}; {x}")));
         r.verdict = CapacityVerdict::Failed;
         r.verdict_text = format!("the fill-and-check could not finish: {e}");
+    }
+}
+
+/// A report before anything is written: nothing counted, not judged yet.
+fn empty_report(dir: &Path, total: u64, free: u64) -> FillReport {
+    FillReport {
+        dir: dir.display().to_string(),
+        fs_total_bytes: total,
+        fs_free_bytes: free,
+        files: 0,
+        written_bytes: 0,
+        ok_bytes: 0,
+        overwritten_bytes: 0,
+        lost_bytes: 0,
+        first_bad_at_bytes: None,
+        vanished_files: 0,
+        write_bytes_per_s: None,
+        read_bytes_per_s: None,
+        read_method: String::new(),
+        verdict: CapacityVerdict::Failed,
+        verdict_text: String::new(),
+        seconds: 0.0,
+        error: None,
     }
 }
 
@@ -375,24 +380,16 @@ mod tests {
     use super::*;
 
     fn filled(lost: u64, overwritten: u64) -> FillReport {
+        let written: u64 = 256 << 20;
         FillReport {
-            dir: "/card".into(),
-            fs_total_bytes: 512 << 20,
-            fs_free_bytes: 500 << 20,
             files: 4,
-            written_bytes: 256 << 20,
-            ok_bytes: (256 << 20) - lost - overwritten,
+            written_bytes: written,
+            ok_bytes: written - lost - overwritten,
             overwritten_bytes: overwritten,
             lost_bytes: lost,
             first_bad_at_bytes: (lost + overwritten > 0).then_some(120 << 20),
-            vanished_files: 0,
-            write_bytes_per_s: None,
-            read_bytes_per_s: None,
-            read_method: String::new(),
-            verdict: CapacityVerdict::Failed,
-            verdict_text: String::new(),
             seconds: 1.0,
-            error: None,
+            ..empty_report(Path::new("/card"), 512 << 20, 500 << 20)
         }
     }
 
