@@ -23,7 +23,7 @@ esac
 
 packages=(build-essential pkg-config util-linux)
 if [ "$want_test" = 1 ]; then
-  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core prometheus prometheus-node-exporter ansible-core openssh-server openssh-client strace gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly ffmpeg)
+  packages+=(fio time e2fsprogs xfsprogs btrfs-progs dosfstools f2fs-tools exfatprogs exfat-fuse fusefat nbdkit libnbd-bin fuse3 fdisk procps chromium fonts-dejavu-core prometheus prometheus-node-exporter ansible-core openssh-server openssh-client strace gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly ffmpeg trace-cmd)
 fi
 if [ "$want_cross" = 1 ]; then
   packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils qemu-user)

@@ -545,6 +545,10 @@ pub struct RecordArgs {
     /// dirty_background_ratio of SIZE) are set for the run and restored after (needs root)
     #[arg(long, value_name = "SIZE")]
     pub ram_limit: Option<String>,
+    /// Do not read the kernel's trace events to explain stalls: causes are then inferred
+    /// from /proc samples (the events need root and tracefs)
+    #[arg(long)]
+    pub no_kernel_events: bool,
     #[command(flatten)]
     pub endurance: EnduranceArgs,
     /// Set vm.dirty_bytes to SIZE (background: half) for the run, restored after (needs root)

@@ -316,6 +316,9 @@ fn with_system_flags(args: &RecordArgs, record: RecordConfig, label: String) -> 
             .as_deref()
             .map(|r| size("ram-limit", r))
             .transpose()?,
+        kernel_events_off: args
+            .no_kernel_events
+            .then(|| "--no-kernel-events was given".to_string()),
     })
 }
 

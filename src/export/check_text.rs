@@ -242,6 +242,26 @@ fn recording(s: &mut String, c: &CheckReport, r: &RecordReport) {
             ));
         }
         row(s, "worst write call", what);
+        match (worst.causes.as_ref(), &r.kernel.inferred_because) {
+            (Some(c), _) => {
+                row(s, "why (kernel events)", c.evidence());
+                row(
+                    s,
+                    "",
+                    format!(
+                        "all {} stalls by cause: {}",
+                        r.stalls.len(),
+                        r.kernel.stall_causes_text()
+                    ),
+                );
+            }
+            (None, Some(why)) => row(
+                s,
+                "why",
+                format!("inferred from /proc samples, not the kernel's events: {why}"),
+            ),
+            (None, None) => {}
+        }
         // A stall in the seconds after the first expired data is due is the
         // flusher's burst.
         let vm = &a.memory.vm;

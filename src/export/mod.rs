@@ -28,6 +28,43 @@ pub trait Exporter<T> {
 }
 
 /// Any result as pretty JSON with a final newline.
+/// Why the stalls happened: the longest with its kernel cause and evidence, all of them by
+/// cause, what the kernel could not say; or that causes are inferred, and why.
+pub fn causes_text(r: &sinkrate_model::record::RecordReport) -> String {
+    let k = &r.kernel;
+    if let Some(why) = &k.inferred_because {
+        return if r.stalls.is_empty() {
+            String::new()
+        } else {
+            format!("causes inferred from /proc samples, not the kernel's events: {why}\n")
+        };
+    }
+    let mut t = String::new();
+    if let Some(line) = r.worst_stall().and_then(|w| w.explained()) {
+        t.push_str(&format!("why, from the kernel's events: {line}\n"));
+        t.push_str(&format!(
+            "all {} stalls by cause: {}\n",
+            r.stalls.len(),
+            k.stall_causes_text()
+        ));
+    }
+    if k.lost_events > 0 || k.lost_unknown {
+        t.push_str(&format!(
+            "the kernel's events: {} lost{}: the breakdown may be partial\n",
+            k.lost_events,
+            if k.lost_unknown {
+                " (and more in an unknown number)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !k.missing.is_empty() && !r.stalls.is_empty() {
+        t.push_str(&format!("not traced: {}\n", k.missing.join("; ")));
+    }
+    t
+}
+
 pub struct Json;
 
 impl<T: Serialize> Exporter<T> for Json {

@@ -97,10 +97,20 @@ impl Exporter<RecordRun> for RecordText {
                 worst.duration_ms
             ));
         }
+        t.push_str(&super::causes_text(r));
+        // The kernel's own pauses where its events were read; the sampler's estimate (time
+        // with dirty over the machine's limit) misses a per-device limit.
+        let throttled = if r.kernel.from_kernel() {
+            format!(
+                "{:.1} s (the kernel's balance_dirty_pages pauses)",
+                r.kernel.throttle_pause_s()
+            )
+        } else {
+            format!("{:.1} s", r.sampler.summary.throttled_seconds)
+        };
         t.push_str(&format!(
-            "\npage cache: peak dirty+writeback {:.0} MB, writers throttled {:.1} s; device wrote {:.1} MB/s on average while recording{}; the final fsync took {:.2} s\n",
+            "\npage cache: peak dirty+writeback {:.0} MB, writers throttled {throttled}; device wrote {:.1} MB/s on average while recording{}; the final fsync took {:.2} s\n",
             r.sampler.summary.peak_dirty_writeback_bytes.unwrap_or(0) as f64 / 1e6,
-            r.sampler.summary.throttled_seconds,
             r.totals.device_bytes_per_s.unwrap_or(0.0) / 1e6,
             r.totals
                 .device_bytes_written

@@ -28,6 +28,7 @@ mod bench_verify;
 mod board;
 mod capacity;
 mod capture;
+mod causes;
 mod check;
 mod compare;
 mod docs_links;

@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod capture;
+pub mod causes;
 pub mod check;
 pub mod document;
 pub mod envelope;

@@ -350,6 +350,10 @@ pub struct RecordReport {
     pub totals: Totals,
     pub streams: Vec<StreamReport>,
     pub stalls: Vec<StallReport>,
+    /// The kernel's account of the run (throttling, journal, device, scheduler), or why
+    /// causes were inferred from /proc samples instead.
+    #[serde(default = "crate::causes::KernelAccount::absent")]
+    pub kernel: crate::causes::KernelAccount,
     /// One row per second of the recording.
     #[serde(default)]
     pub intervals: Vec<Interval>,
@@ -556,6 +560,12 @@ pub struct StreamReport {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StallReport {
     pub stream: String,
+    /// The frame whose write stalled, when the call wrote one.
+    #[serde(default)]
+    pub frame: Option<u64>,
+    /// The thread that made the call.
+    #[serde(default)]
+    pub tid: Option<i32>,
     pub at_s: f64,
     pub duration_ms: f64,
     pub dirty_bytes: Option<u64>,
@@ -563,6 +573,10 @@ pub struct StallReport {
     pub throttled: Option<bool>,
     pub disk_util_pct: Option<f64>,
     pub cpu_iowait_pct: Option<f64>,
+    /// The call's time by cause, from the kernel's events; null where they were not read
+    /// (`RecordReport::kernel` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causes: Option<crate::causes::StallCauses>,
 }
 
 /// One second of the recording, all streams together.

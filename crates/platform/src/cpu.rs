@@ -58,6 +58,36 @@ pub fn thread_usage() -> Option<ThreadUsage> {
     None
 }
 
+/// The calling thread's id: what /proc/PID/task and the kernel's trace events call its pid.
+#[cfg(target_os = "linux")]
+pub fn thread_id() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn thread_id() -> i32 {
+    std::process::id() as i32
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock `Instant` reads on Linux, and the one the
+/// kernel's trace events are stamped with (`trace_clock` mono).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Where `clock` started on CLOCK_MONOTONIC, in nanoseconds (to place the kernel's events
+/// on a run's own clock).
+pub fn monotonic_ns_of(clock: std::time::Instant) -> u64 {
+    monotonic_ns().saturating_sub(clock.elapsed().as_nanos() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

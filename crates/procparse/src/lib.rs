@@ -9,5 +9,6 @@ pub mod meminfo;
 pub mod mountinfo;
 pub mod pid;
 pub mod pressure;
+pub mod trace;
 pub mod vmsettings;
 pub mod vmstat;

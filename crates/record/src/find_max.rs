@@ -296,6 +296,7 @@ mod tests {
             power_switch: None,
             endurance: crate::session::EnduranceFrom::Known(None),
             hours_per_day: crate::session::DEFAULT_HOURS_PER_DAY,
+            kernel_events_off: None,
         }
     }
 

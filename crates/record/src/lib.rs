@@ -4,6 +4,7 @@ pub mod config;
 pub mod find_max;
 pub mod frame_header;
 pub mod frames;
+pub mod kernel;
 pub mod power_cut;
 pub mod replay;
 pub mod report;

@@ -577,6 +577,8 @@ fn writer(
             if took >= cfg.stall_threshold.as_nanos() as u64 {
                 r.stalls.push(Stall {
                     stream: stream.name.clone(),
+                    frame: item.frame,
+                    tid: sinkrate_platform::cpu::thread_id(),
                     at_s: start as f64 / 1e9,
                     duration_ms: took as f64 / 1e6,
                 });
@@ -620,6 +622,7 @@ fn writer(
         }
     }
     w.result.writer_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    w.result.writer_tid = Some(sinkrate_platform::cpu::thread_id());
     w.result
 }
 

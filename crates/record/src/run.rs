@@ -126,6 +126,7 @@ pub(crate) fn merge(mut produced: StreamResult, written: StreamResult) -> Stream
     produced.file = written.file;
     produced.files = written.files;
     produced.writer_cpu_ns = written.writer_cpu_ns;
+    produced.writer_tid = written.writer_tid;
     produced.segments_created = written.segments_created;
     produced.segments_deleted = written.segments_deleted;
     produced.bytes_deleted = written.bytes_deleted;

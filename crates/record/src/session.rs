@@ -45,6 +45,9 @@ pub struct Session {
     pub endurance: EnduranceFrom,
     /// The recorder's duty cycle for the lifetime estimate (`--hours-per-day`).
     pub hours_per_day: f64,
+    /// Why the kernel's events are not to be read for this run (`--no-kernel-events`); None:
+    /// read them where the kernel allows.
+    pub kernel_events_off: Option<String>,
 }
 
 /// Where a recording's lifetime estimate takes the device's endurance from.
@@ -346,6 +349,8 @@ pub fn run(
         },
         cfg.duration,
     );
+    // Started on this thread before the writers, which it follows.
+    let tracing = crate::kernel::Tracing::start(&cfg.dir, s.kernel_events_off.as_deref());
     let started_unix_ms = sinkrate_sys::host::unix_ms_now();
     let mut record_cfg = cfg.clone();
     record_cfg.frame_records = true;
@@ -375,6 +380,10 @@ pub fn run(
     let clock = recording.clock;
     let halted = recording.halt.clone();
     let mut results = recording.join();
+    let writer_names: std::collections::HashMap<i32, String> = results
+        .iter()
+        .filter_map(|r| Some((r.writer_tid?, format!("{} writer", r.name))))
+        .collect();
     // The segments closed since the verifier's last pass are read before the files are
     // settled (and removed, unless kept).
     let soak = verifier.map(crate::soak::Verifier::finish);
@@ -464,6 +473,7 @@ pub fn run(
         }),
     );
     report.power_cut = power_cut;
+    report.kernel = tracing.finish(clock, &mut report.stalls, &writer_names);
     if let Some(plan) = &cfg.replay {
         report.replay = Some(crate::replay::summary(plan, &report, cfg.replay_speed));
         // A trace whose capture could not see all of the recorder's calls: the verdict is
@@ -832,6 +842,8 @@ fn judge(
             let c = context_at(&sampled.timeline, st.at_s);
             StallReport {
                 stream: st.stream.clone(),
+                frame: st.frame,
+                tid: Some(st.tid),
                 at_s: st.at_s,
                 duration_ms: st.duration_ms,
                 dirty_bytes: c.and_then(|c| c.dirty_bytes),
@@ -839,6 +851,7 @@ fn judge(
                 throttled: c.map(|c| c.throttled),
                 disk_util_pct: c.and_then(|c| c.disk_util_pct),
                 cpu_iowait_pct: c.and_then(|c| c.cpu_iowait_pct),
+                causes: None,
             }
         })
         .collect();
@@ -897,6 +910,7 @@ fn judge(
         },
         streams,
         stalls,
+        kernel: sinkrate_model::causes::KernelAccount::absent(),
         intervals,
         frames,
         sampler: SamplerSection {

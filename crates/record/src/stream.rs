@@ -30,6 +30,9 @@ pub(crate) const MAX_DROP_TIMES: usize = 10_000;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Stall {
     pub stream: String,
+    pub frame: Option<u64>,
+    /// The writer thread that made the call.
+    pub tid: i32,
     pub at_s: f64,
     pub duration_ms: f64,
 }
@@ -72,6 +75,8 @@ pub struct StreamResult {
     pub stalls: Vec<Stall>,
     /// Time the writer spent in write and sync calls.
     pub writer_busy_ns: u64,
+    /// The writer thread's id (the kernel's events name it so).
+    pub writer_tid: Option<i32>,
     /// CPU time (user + system) of the writer thread.
     pub writer_cpu_ns: u64,
     pub final_sync_ns: u64,

@@ -408,6 +408,8 @@ impl<'a> StreamWriter<'a> {
                 if t1.saturating_sub(t0) > self.cfg.stall_threshold.as_nanos() as u64 {
                     r.stalls.push(Stall {
                         stream: self.spec.name.clone(),
+                        frame: Some(frame.index),
+                        tid: sinkrate_platform::cpu::thread_id(),
                         at_s: t0 as f64 / 1e9,
                         duration_ms: t1.saturating_sub(t0) as f64 / 1e6,
                     });
@@ -436,6 +438,7 @@ impl<'a> StreamWriter<'a> {
     /// Writes what is still queued, closes the files (flushing the file system) and returns
     /// the stream's writing results.
     pub(crate) fn finish(mut self, shared: &Shared) -> StreamResult {
+        self.result.writer_tid = Some(sinkrate_platform::cpu::thread_id());
         while !self.waiting.is_empty() {
             let before = self.waiting.len();
             self.pump(true, shared);

@@ -23,6 +23,7 @@ pub mod signature;
 pub mod space;
 pub mod swaps;
 pub mod sysctl_conf;
+pub mod tracefs;
 pub mod usb;
 
 pub use root::SysRoot;

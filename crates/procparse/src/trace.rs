@@ -1,0 +1,659 @@
+//! The kernel's trace events as tracefs hands them out: each event's `format` file, the
+//! ring buffer's page header (`events/header_page`), and the binary pages that
+//! `per_cpu/cpuN/trace_pipe_raw` returns. Pure: text and bytes in, typed events out.
+//!
+//! Format files are parsed by `tracepoint_decode` (fields, offsets, sizes, arrays and
+//! `__data_loc` strings). The page decoder is written here because no crate decodes ftrace's
+//! ring-buffer sub-buffers without libtraceevent (C); it follows the layout the kernel
+//! describes in `events/header_page` and `events/header_event` (kernel/trace/ring_buffer.c).
+
+use std::collections::HashMap;
+
+use tracepoint_decode::{PerfByteReader, PerfEventFormat, PerfFieldArray, PerfFieldFormat};
+
+/// How a sub-buffer (a page) is laid out on this kernel: the width of `commit` and where the
+/// data starts, from `events/header_page`; the byte order is the running kernel's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageLayout {
+    /// Bytes of the `commit` word (the kernel's `long`): 8 on 64-bit kernels, 4 on 32-bit.
+    pub long_bytes: usize,
+    /// Where the records start in the page (16 on 64-bit, 12 on 32-bit).
+    pub data_offset: usize,
+    pub big_endian: bool,
+}
+
+impl PageLayout {
+    /// Reads `events/header_page`. Its `commit` and `data` lines give the word size and the
+    /// data offset; anything else is refused with the line it lacked.
+    pub fn parse(header_page: &str, big_endian: bool) -> Result<Self, String> {
+        let field = |name: &str| -> Option<(usize, usize)> {
+            header_page.lines().find_map(|line| {
+                let (decl, rest) = line.trim().strip_prefix("field:")?.split_once(';')?;
+                if decl.split_whitespace().last()? != name {
+                    return None;
+                }
+                let number = |key: &str| -> Option<usize> {
+                    rest.split(';')
+                        .find_map(|p| p.trim().strip_prefix(key))
+                        .and_then(|v| v.trim().parse().ok())
+                };
+                Some((number("offset:")?, number("size:")?))
+            })
+        };
+        let (commit_offset, commit_size) =
+            field("commit").ok_or("header_page has no commit field")?;
+        let (data_offset, _) = field("data").ok_or("header_page has no data field")?;
+        if commit_offset != 8 || !matches!(commit_size, 4 | 8) || data_offset != 8 + commit_size {
+            return Err(format!(
+                "header_page describes a page this reader does not know (commit at {commit_offset}, {commit_size} bytes; data at {data_offset})"
+            ));
+        }
+        Ok(PageLayout {
+            long_bytes: commit_size,
+            data_offset,
+            big_endian,
+        })
+    }
+
+    fn u32_at(&self, b: &[u8], at: usize) -> Option<u32> {
+        let raw: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(if self.big_endian {
+            u32::from_be_bytes(raw)
+        } else {
+            u32::from_le_bytes(raw)
+        })
+    }
+
+    fn u64_at(&self, b: &[u8], at: usize) -> Option<u64> {
+        let raw: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
+        Some(if self.big_endian {
+            u64::from_be_bytes(raw)
+        } else {
+            u64::from_le_bytes(raw)
+        })
+    }
+
+    fn long_at(&self, b: &[u8], at: usize) -> Option<u64> {
+        if self.long_bytes == 8 {
+            self.u64_at(b, at)
+        } else {
+            self.u32_at(b, at).map(u64::from)
+        }
+    }
+
+    pub fn byte_reader(&self) -> PerfByteReader {
+        PerfByteReader::new(self.big_endian)
+    }
+}
+
+/// Events the kernel could not store before this page (the buffer was full).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lost {
+    #[default]
+    None,
+    Count(u64),
+    /// Some were lost; the kernel did not say how many.
+    Unknown,
+}
+
+/// One record of a page: when (the trace clock's nanoseconds) and its bytes, starting with
+/// the common fields (`common_type` first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRecord<'a> {
+    pub ts_ns: u64,
+    pub data: &'a [u8],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Page<'a> {
+    pub records: Vec<PageRecord<'a>>,
+    pub lost_before: Lost,
+}
+
+// The record header's type_len values (kernel/trace/ring_buffer.c, RINGBUF_TYPE_*).
+const TYPE_PADDING: u32 = 29;
+const TYPE_TIME_EXTEND: u32 = 30;
+const TYPE_TIME_STAMP: u32 = 31;
+const TS_SHIFT: u32 = 27;
+const COMMIT_MASK: u64 = (1 << 27) - 1;
+const MISSED_EVENTS: u64 = 1 << 31;
+const MISSED_STORED: u64 = 1 << 30;
+
+/// Decodes one sub-buffer as `trace_pipe_raw` returns it. A page whose commit or a record
+/// runs past its end is refused (the records before the fault are not returned: a page is
+/// trusted whole or not at all).
+pub fn decode_page<'a>(layout: &PageLayout, page: &'a [u8]) -> Result<Page<'a>, String> {
+    let start_ts = layout
+        .u64_at(page, 0)
+        .ok_or("page shorter than its header")?;
+    let commit = layout
+        .long_at(page, 8)
+        .ok_or("page shorter than its header")?;
+    let size = (commit & COMMIT_MASK) as usize;
+    let data = page
+        .get(layout.data_offset..)
+        .ok_or("page shorter than its header")?;
+    if size > data.len() {
+        return Err(format!(
+            "page commits {size} bytes but holds {}",
+            data.len()
+        ));
+    }
+    let lost_before = if commit & MISSED_EVENTS == 0 {
+        Lost::None
+    } else if commit & MISSED_STORED != 0 {
+        layout
+            .long_at(data, size)
+            .map_or(Lost::Unknown, Lost::Count)
+    } else {
+        Lost::Unknown
+    };
+    let data = &data[..size];
+    let mut ts = start_ts;
+    let mut at = 0usize;
+    let mut records = Vec::new();
+    while at < size {
+        let header = layout
+            .u32_at(data, at)
+            .ok_or_else(|| format!("record header at {at} runs past the page"))?;
+        let (type_len, delta) = if layout.big_endian {
+            (header >> 27, header & ((1 << 27) - 1))
+        } else {
+            (header & 0x1f, header >> 5)
+        };
+        let body = at + 4;
+        match type_len {
+            TYPE_PADDING => {
+                // Padding to the end of the page, or a discarded event of the given length.
+                let len = layout.u32_at(data, body).unwrap_or(0) as usize;
+                if delta == 0 || len == 0 {
+                    break;
+                }
+                ts = ts.wrapping_add(u64::from(delta));
+                at = body
+                    .checked_add(len)
+                    .ok_or("padding length overflows the page")?;
+            }
+            TYPE_TIME_EXTEND | TYPE_TIME_STAMP => {
+                let high = layout
+                    .u32_at(data, body)
+                    .ok_or("time stamp runs past the page")?;
+                let value = (u64::from(high) << TS_SHIFT) + u64::from(delta);
+                if type_len == TYPE_TIME_STAMP {
+                    // An absolute stamp lacks the top 5 bits: they are the page's.
+                    ts = value | (ts & (0xf8 << 56));
+                } else {
+                    ts = ts.wrapping_add(value);
+                }
+                at = body + 4;
+            }
+            0 => {
+                let len = layout
+                    .u32_at(data, body)
+                    .ok_or("record length runs past the page")? as usize;
+                let len = len.checked_sub(4).ok_or("record length below 4")?;
+                let len = (len + 3) & !3;
+                let from = body + 4;
+                let bytes = data
+                    .get(from..from + len)
+                    .ok_or_else(|| format!("record at {at} runs past the page"))?;
+                ts = ts.wrapping_add(u64::from(delta));
+                records.push(PageRecord {
+                    ts_ns: ts,
+                    data: bytes,
+                });
+                at = from + len;
+            }
+            n => {
+                let len = n as usize * 4;
+                let bytes = data
+                    .get(body..body + len)
+                    .ok_or_else(|| format!("record at {at} runs past the page"))?;
+                ts = ts.wrapping_add(u64::from(delta));
+                records.push(PageRecord {
+                    ts_ns: ts,
+                    data: bytes,
+                });
+                at = body + len;
+            }
+        }
+    }
+    Ok(Page {
+        records,
+        lost_before,
+    })
+}
+
+/// The events sinkrate reads, by the name tracefs gives them (`system/name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    /// writeback:balance_dirty_pages: a writer paused by dirty throttling.
+    Throttle,
+    /// writeback:folio_wait_writeback (wait_on_page_writeback before 5.16): a writer
+    /// waiting for a page under writeback.
+    WritebackWait,
+    /// jbd2:jbd2_start_commit / jbd2_end_commit / jbd2_run_stats.
+    CommitStart,
+    CommitEnd,
+    CommitStats,
+    /// writeback:writeback_start / writeback_written: the flusher's work and its reason.
+    FlushStart,
+    FlushWritten,
+    /// block:block_rq_issue / block_rq_complete: the device's own time per request.
+    RequestIssue,
+    RequestComplete,
+    /// sched:sched_switch / sched_wakeup: when a thread ran, and why it stopped.
+    Switch,
+    Wakeup,
+    /// raw_syscalls:sys_enter / sys_exit: another program's write calls, without ptrace.
+    SyscallEnter,
+    SyscallExit,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 13] = [
+        EventKind::Throttle,
+        EventKind::WritebackWait,
+        EventKind::CommitStart,
+        EventKind::CommitEnd,
+        EventKind::CommitStats,
+        EventKind::FlushStart,
+        EventKind::FlushWritten,
+        EventKind::RequestIssue,
+        EventKind::RequestComplete,
+        EventKind::Switch,
+        EventKind::Wakeup,
+        EventKind::SyscallEnter,
+        EventKind::SyscallExit,
+    ];
+
+    /// Where the event lives under `events/`, newest name first.
+    pub fn paths(self) -> &'static [&'static str] {
+        match self {
+            EventKind::Throttle => &["writeback/balance_dirty_pages"],
+            EventKind::WritebackWait => &[
+                "writeback/folio_wait_writeback",
+                "writeback/wait_on_page_writeback",
+            ],
+            EventKind::CommitStart => &["jbd2/jbd2_start_commit"],
+            EventKind::CommitEnd => &["jbd2/jbd2_end_commit"],
+            EventKind::CommitStats => &["jbd2/jbd2_run_stats"],
+            EventKind::FlushStart => &["writeback/writeback_start"],
+            EventKind::FlushWritten => &["writeback/writeback_written"],
+            EventKind::RequestIssue => &["block/block_rq_issue"],
+            EventKind::RequestComplete => &["block/block_rq_complete"],
+            EventKind::Switch => &["sched/sched_switch"],
+            EventKind::Wakeup => &["sched/sched_wakeup"],
+            EventKind::SyscallEnter => &["raw_syscalls/sys_enter"],
+            EventKind::SyscallExit => &["raw_syscalls/sys_exit"],
+        }
+    }
+
+    /// The fields this reader needs, each with the names it has had across kernels.
+    fn fields(self) -> &'static [&'static [&'static str]] {
+        match self {
+            EventKind::Throttle => &[
+                &["bdi"],
+                &["limit"],
+                &["setpoint"],
+                &["dirty"],
+                &["wb_setpoint", "bdi_setpoint"],
+                &["wb_dirty", "bdi_dirty"],
+                &["pause"],
+                &["paused"],
+            ],
+            EventKind::WritebackWait => &[&["name"], &["ino"]],
+            EventKind::CommitStart | EventKind::CommitEnd => &[&["dev"], &["transaction"]],
+            EventKind::CommitStats => &[&["dev"], &["tid"], &["blocks"], &["handle_count"]],
+            EventKind::FlushStart | EventKind::FlushWritten => {
+                &[&["name"], &["nr_pages"], &["reason"]]
+            }
+            EventKind::RequestIssue => &[&["dev"], &["sector"], &["nr_sector"], &["rwbs"]],
+            EventKind::RequestComplete => &[&["dev"], &["sector"], &["nr_sector"], &["error"]],
+            EventKind::Switch => &[&["prev_pid"], &["prev_state"], &["next_pid"]],
+            EventKind::Wakeup => &[&["pid"]],
+            EventKind::SyscallEnter => &[&["id"]],
+            EventKind::SyscallExit => &[&["id"], &["ret"]],
+        }
+    }
+}
+
+/// A decoded event: what sinkrate reads of it. Pages are in the kernel's units (pages of
+/// the running kernel), times in milliseconds where the kernel gives milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelEvent {
+    Throttle {
+        bdi: String,
+        limit_pages: u64,
+        setpoint_pages: u64,
+        dirty_pages: u64,
+        wb_setpoint_pages: u64,
+        wb_dirty_pages: u64,
+        /// The pause the kernel chose; 0 or less: the writer was not put to sleep.
+        pause_ms: i64,
+        /// How long this call had already been paused before this pause.
+        paused_ms: u64,
+    },
+    WritebackWait {
+        bdi: String,
+        ino: u64,
+    },
+    CommitStart {
+        dev: u32,
+        transaction: u32,
+    },
+    CommitEnd {
+        dev: u32,
+        transaction: u32,
+    },
+    CommitStats {
+        dev: u32,
+        transaction: u32,
+        blocks: u32,
+        handles: u32,
+    },
+    FlushStart {
+        bdi: String,
+        /// The reason by the kernel's own name for it (from the format's print fmt: the
+        /// numbers differ between kernels), or its number.
+        reason: String,
+    },
+    FlushWritten {
+        bdi: String,
+        pages: i64,
+        reason: String,
+    },
+    RequestIssue {
+        dev: u32,
+        sector: u64,
+        sectors: u32,
+        rwbs: String,
+    },
+    RequestComplete {
+        dev: u32,
+        sector: u64,
+        sectors: u32,
+        error: i64,
+    },
+    Switch {
+        prev_pid: i32,
+        /// The leaving thread's state: 0 runnable (preempted), else sleeping.
+        prev_state: i64,
+        next_pid: i32,
+    },
+    Wakeup {
+        pid: i32,
+    },
+    SyscallEnter {
+        nr: i64,
+    },
+    SyscallExit {
+        nr: i64,
+        ret: i64,
+    },
+}
+
+/// One event as read: when, on which CPU, by which thread (`common_pid`), and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimedEvent {
+    pub ts_ns: u64,
+    pub cpu: u32,
+    pub pid: i32,
+    pub event: KernelEvent,
+}
+
+/// The reader's view of one event: its id and where each field it needs is.
+#[derive(Debug)]
+struct Layout {
+    kind: EventKind,
+    format: PerfEventFormat,
+    /// Indexes into the format's fields: `common_pid`, then the kind's fields in order.
+    pid: usize,
+    fields: Vec<usize>,
+    /// The names `__print_symbolic(REC->reason, ...)` gives the reason's numbers.
+    reasons: Vec<(i64, String)>,
+}
+
+/// Every event the session enabled, by the id the kernel gave it, decoded by the format
+/// file the kernel wrote for it.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    by_id: HashMap<u16, Layout>,
+    reader: Option<PerfByteReader>,
+    long_is_64: bool,
+}
+
+impl Decoder {
+    pub fn new(layout: &PageLayout) -> Self {
+        Decoder {
+            by_id: HashMap::new(),
+            reader: Some(layout.byte_reader()),
+            long_is_64: layout.long_bytes == 8,
+        }
+    }
+
+    /// Learns one event from its format file. Refuses a file it cannot read, or one that
+    /// lacks a field this reader needs, naming what is missing.
+    pub fn learn(&mut self, kind: EventKind, format: &str) -> Result<u16, String> {
+        let parsed = PerfEventFormat::parse(self.long_is_64, "", format)
+            .ok_or("not a format file (no name or ID)")?;
+        let id = u16::try_from(parsed.id())
+            .map_err(|_| format!("event ID {} too large", parsed.id()))?;
+        let find = |names: &[&str]| -> Option<usize> {
+            names
+                .iter()
+                .find_map(|n| parsed.fields().iter().position(|f| f.name() == *n))
+        };
+        let pid = find(&["common_pid"]).ok_or("format has no common_pid")?;
+        let mut fields = Vec::new();
+        for names in kind.fields() {
+            let field = find(names).ok_or_else(|| format!("format has no {} field", names[0]))?;
+            fields.push(field);
+        }
+        let reasons = symbols(parsed.print_fmt(), "reason");
+        self.by_id.insert(
+            id,
+            Layout {
+                kind,
+                format: parsed,
+                pid,
+                fields,
+                reasons,
+            },
+        );
+        Ok(id)
+    }
+
+    pub fn knows(&self, kind: EventKind) -> bool {
+        self.by_id.values().any(|l| l.kind == kind)
+    }
+
+    /// Decodes one record, or None for an event this decoder was not taught (another
+    /// tracer's, a marker) or one too short for its own format.
+    pub fn decode(&self, cpu: u32, record: &PageRecord<'_>) -> Option<TimedEvent> {
+        let reader = self.reader?;
+        let data = record.data;
+        let id = reader.read_u16(data.get(..2)?);
+        let layout = self.by_id.get(&id)?;
+        let int = |f: &PerfFieldFormat| -> Option<i64> {
+            let bytes = f.get_field_bytes(data, reader)?;
+            let signed = f.signed().unwrap_or(false);
+            Some(match bytes.len() {
+                1 => {
+                    if signed {
+                        i64::from(bytes[0] as i8)
+                    } else {
+                        i64::from(bytes[0])
+                    }
+                }
+                2 => {
+                    let v = reader.read_u16(bytes);
+                    if signed {
+                        i64::from(v as i16)
+                    } else {
+                        i64::from(v)
+                    }
+                }
+                4 => {
+                    let v = reader.read_u32(bytes);
+                    if signed {
+                        i64::from(v as i32)
+                    } else {
+                        i64::from(v)
+                    }
+                }
+                8 => reader.read_u64(bytes) as i64,
+                _ => return None,
+            })
+        };
+        let text = |f: &PerfFieldFormat| -> Option<String> {
+            let bytes = f.get_field_bytes(data, reader)?;
+            let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+            Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+        };
+        // Arrays of numbers are not read; a text field is a char array or a __data_loc.
+        let is_text = |f: &PerfFieldFormat| f.array() != PerfFieldArray::None;
+        let all = layout.format.fields();
+        let f: Vec<&PerfFieldFormat> = layout.fields.iter().filter_map(|i| all.get(*i)).collect();
+        let u = |i: usize| int(f.get(i)?).map(|v| v as u64);
+        let s = |i: usize| {
+            let field = f.get(i)?;
+            if is_text(field) {
+                text(field)
+            } else {
+                None
+            }
+        };
+        let pid = int(all.get(layout.pid)?)? as i32;
+        let reason = |n: i64| {
+            layout
+                .reasons
+                .iter()
+                .find(|(v, _)| *v == n)
+                .map_or_else(|| n.to_string(), |(_, name)| name.clone())
+        };
+        let event = match layout.kind {
+            EventKind::Throttle => KernelEvent::Throttle {
+                bdi: s(0)?,
+                limit_pages: u(1)?,
+                setpoint_pages: u(2)?,
+                dirty_pages: u(3)?,
+                wb_setpoint_pages: u(4)?,
+                wb_dirty_pages: u(5)?,
+                pause_ms: int(f.get(6)?)?,
+                paused_ms: u(7)?,
+            },
+            EventKind::WritebackWait => KernelEvent::WritebackWait {
+                bdi: s(0)?,
+                ino: u(1)?,
+            },
+            EventKind::CommitStart => KernelEvent::CommitStart {
+                dev: u(0)? as u32,
+                transaction: u(1)? as u32,
+            },
+            EventKind::CommitEnd => KernelEvent::CommitEnd {
+                dev: u(0)? as u32,
+                transaction: u(1)? as u32,
+            },
+            EventKind::CommitStats => KernelEvent::CommitStats {
+                dev: u(0)? as u32,
+                transaction: u(1)? as u32,
+                blocks: u(2)? as u32,
+                handles: u(3)? as u32,
+            },
+            EventKind::FlushStart => KernelEvent::FlushStart {
+                bdi: s(0)?,
+                reason: reason(int(f.get(2)?)?),
+            },
+            EventKind::FlushWritten => KernelEvent::FlushWritten {
+                bdi: s(0)?,
+                pages: int(f.get(1)?)?,
+                reason: reason(int(f.get(2)?)?),
+            },
+            EventKind::RequestIssue => KernelEvent::RequestIssue {
+                dev: u(0)? as u32,
+                sector: u(1)?,
+                sectors: u(2)? as u32,
+                rwbs: s(3)?,
+            },
+            EventKind::RequestComplete => KernelEvent::RequestComplete {
+                dev: u(0)? as u32,
+                sector: u(1)?,
+                sectors: u(2)? as u32,
+                error: int(f.get(3)?)?,
+            },
+            EventKind::Switch => KernelEvent::Switch {
+                prev_pid: int(f.first()?)? as i32,
+                prev_state: int(f.get(1)?)?,
+                next_pid: int(f.get(2)?)? as i32,
+            },
+            EventKind::Wakeup => KernelEvent::Wakeup {
+                pid: int(f.first()?)? as i32,
+            },
+            EventKind::SyscallEnter => KernelEvent::SyscallEnter {
+                nr: int(f.first()?)?,
+            },
+            EventKind::SyscallExit => KernelEvent::SyscallExit {
+                nr: int(f.first()?)?,
+                ret: int(f.get(1)?)?,
+            },
+        };
+        Some(TimedEvent {
+            ts_ns: record.ts_ns,
+            cpu,
+            pid,
+            event,
+        })
+    }
+}
+
+/// The table `__print_symbolic(REC->FIELD, { 0, "background" }, ...)` in a print fmt: each
+/// number with its name. Empty when the format prints the field as a number.
+fn symbols(print_fmt: &str, field: &str) -> Vec<(i64, String)> {
+    let opening = format!("__print_symbolic(REC->{field},");
+    let Some(start) = print_fmt.find(&opening) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut rest = &print_fmt[start + opening.len()..];
+    // Pairs until the call's closing parenthesis: `{ N, "name" }`.
+    while let Some(open) = rest.find(['{', ')']) {
+        if rest.as_bytes()[open] == b')' {
+            break;
+        }
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        let pair = &rest[open + 1..open + close];
+        if let Some((n, name)) = pair.split_once(',') {
+            if let Ok(n) = n.trim().parse::<i64>() {
+                out.push((n, name.trim().trim_matches('"').to_string()));
+            }
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out
+}
+
+/// The kernel's dev_t as trace events carry it (MAJOR << 20 | MINOR) from a major:minor.
+pub fn kernel_dev(major: u32, minor: u32) -> u32 {
+    (major << 20) | (minor & 0xfffff)
+}
+
+/// "7:0" from a trace event's dev_t.
+pub fn dev_name(dev: u32) -> String {
+    format!("{}:{}", dev >> 20, dev & 0xfffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER_PAGE_64: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+    #[test]
+    fn header_page_gives_the_layout() {
+        let l = PageLayout::parse(HEADER_PAGE_64, false).expect("layout");
+        assert_eq!((l.long_bytes, l.data_offset), (8, 16));
+    }
+}

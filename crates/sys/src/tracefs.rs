@@ -1,0 +1,702 @@
+//! The kernel's own account of a run, read from tracefs: a private trace instance per run
+//! (`instances/sinkrate-PID-...`, never the top-level buffer that another tracer may use),
+//! only the events asked for, filtered in the kernel, read from the per-CPU binary ring
+//! buffers (`per_cpu/cpuN/trace_pipe_raw`) and decoded by each event's `format` file on the
+//! monotonic clock (`trace_clock` mono), the clock the run's own `Instant`s use.
+//!
+//! Nothing here is needed for a run to work: every failure is a reason, handed back as
+//! text, for the caller to say that causes were inferred instead.
+
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use sinkrate_procparse::trace::{decode_page, Decoder, EventKind, Lost, PageLayout, TimedEvent};
+pub use sinkrate_procparse::trace::{dev_name, kernel_dev};
+
+/// Events kept per run; beyond this they are counted as lost (the breakdown says partial).
+/// At two 30 fps streams a run keeps some 200 events a second.
+pub const MAX_EVENTS: usize = 400_000;
+/// The per-CPU ring buffer each instance asks for.
+const BUFFER_KB_PER_CPU: u64 = 1024;
+/// How often the reader empties the buffers.
+const READ_EVERY: Duration = Duration::from_millis(100);
+const INSTANCE_PREFIX: &str = "sinkrate-";
+
+/// What a run asks the kernel to report.
+#[derive(Debug, Clone, Default)]
+pub struct TraceRequest {
+    /// Threads whose pauses, waits and scheduling are traced; threads they start later
+    /// are followed (`options/event-fork`, 4.7 and later).
+    pub threads: Vec<i32>,
+    /// The whole disk the target is on (block requests are issued against it).
+    pub disk: Option<(u32, u32)>,
+    /// The filesystem's own device (a partition, or the disk): its journal's commits.
+    pub fs_dev: Option<(u32, u32)>,
+    /// System call numbers to trace for `threads` (another program's write calls); empty:
+    /// none.
+    pub syscalls: Vec<i64>,
+}
+
+/// The events a run read, and what it could not.
+#[derive(Debug, Clone, Default)]
+pub struct KernelTrace {
+    pub events: Vec<TimedEvent>,
+    /// Events the kernel could not store (its buffer was full) or this reader did not keep.
+    pub lost: u64,
+    /// Some were lost and the kernel did not say how many.
+    pub lost_unknown: bool,
+    /// Events this kernel lacks or whose format this reader could not use, with why.
+    pub missing: Vec<String>,
+    /// Where the events came from: the tracefs mount and the instance names.
+    pub source: String,
+    /// The events read, by kind (for the JSON's account).
+    pub kinds: BTreeSet<EventKind>,
+    /// From before the first event was enabled to after tracing stopped, on CLOCK_MONOTONIC
+    /// (every event read lies inside; another tracer's events can be lined up with it).
+    pub window_ns: (u64, u64),
+}
+
+/// A running trace: the instances and the thread that empties their buffers.
+pub struct TraceSession {
+    instances: Vec<PathBuf>,
+    mounted: Option<PathBuf>,
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<Collected>>,
+    missing: Vec<String>,
+    source: String,
+    kinds: BTreeSet<EventKind>,
+    started_ns: u64,
+}
+
+#[derive(Default)]
+struct Collected {
+    events: Vec<TimedEvent>,
+    lost: u64,
+    lost_unknown: bool,
+}
+
+/// Where tracefs is mounted, from this process's mount table (tracefs itself, or debugfs's
+/// `tracing` directory on kernels before 4.1).
+fn find_mounted() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mounts = sinkrate_procparse::mountinfo::parse(&text);
+    let tracefs = mounts
+        .iter()
+        .find(|m| m.fs_type == "tracefs")
+        .map(|m| PathBuf::from(&m.mount_point));
+    tracefs.or_else(|| {
+        mounts
+            .iter()
+            .find(|m| m.fs_type == "debugfs")
+            .map(|m| Path::new(&m.mount_point).join("tracing"))
+            .filter(|p| p.join("instances").is_dir())
+    })
+}
+
+/// Mounts tracefs on a directory of this run's own (tracefs has one superblock: a second
+/// mount shows the same instances and leaves any other mount alone).
+fn mount_private() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("{INSTANCE_PREFIX}tracefs-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| {
+            format!(
+                "tracefs is not mounted and {} could not be made: {e}",
+                dir.display()
+            )
+        })?;
+    let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
+    let target = c(&dir.to_string_lossy());
+    // SAFETY: mount(2) with NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        libc::mount(
+            c("nodev").as_ptr(),
+            target.as_ptr(),
+            c("tracefs").as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        let _ = std::fs::remove_dir(&dir);
+        return Err(format!(
+            "tracefs is not mounted and could not be mounted: {e}"
+        ));
+    }
+    Ok(dir)
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+fn unmount_private(dir: &Path) {
+    let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).unwrap_or_default();
+    // SAFETY: umount2 with a NUL-terminated path; MNT_DETACH lets go even if a reader of
+    // another program has a file open there.
+    unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Reads a tracefs file with one large read first: some kernels (6.18's header_page) answer
+/// the small first read `read_to_string` makes and then report the end of the file.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    let mut f = File::open(path)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            if buf.len() >= 1 << 20 {
+                break;
+            }
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
+}
+
+fn write_attr(path: &Path, value: &str) -> Result<(), String> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(value.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The filter a traced thread's own events get (`common_pid == a || ...`), for kernels
+/// without `set_event_pid`.
+fn pid_filter(field: &str, pids: &[i32]) -> String {
+    pids.iter()
+        .map(|p| format!("{field} == {p}"))
+        .collect::<Vec<_>>()
+        .join(" || ")
+}
+
+impl TraceSession {
+    /// Starts tracing, or says why it cannot: not root, no tracefs, a kernel without the
+    /// events, lockdown. Events this kernel lacks are named in the result; the others run.
+    pub fn start(req: &TraceRequest) -> Result<TraceSession, String> {
+        if !crate::is_root() {
+            return Err("the kernel's trace events need root".into());
+        }
+        if let Ok(l) = std::fs::read_to_string("/sys/kernel/security/lockdown") {
+            if l.contains("[confidentiality]") {
+                return Err(
+                    "the kernel is locked down (confidentiality): tracefs is closed".into(),
+                );
+            }
+        }
+        let (root, mounted) = match find_mounted() {
+            Some(p) => (p, None),
+            None => {
+                let p = mount_private()?;
+                (p.clone(), Some(p))
+            }
+        };
+        let fail = |why: String, mounted: &Option<PathBuf>| {
+            if let Some(m) = mounted {
+                unmount_private(m);
+            }
+            why
+        };
+        if !root.join("instances").is_dir() {
+            return Err(fail(
+                format!(
+                    "{} has no instances directory (a kernel before 3.18, or tracing not built in)",
+                    root.display()
+                ),
+                &mounted,
+            ));
+        }
+        let header = read_text(&root.join("events/header_page")).map_err(|e| {
+            fail(
+                format!("{}/events/header_page: {e}", root.display()),
+                &mounted,
+            )
+        })?;
+        let layout = PageLayout::parse(&header, cfg!(target_endian = "big")).map_err(|e| {
+            fail(
+                format!("{}/events/header_page: {e}", root.display()),
+                &mounted,
+            )
+        })?;
+        let mut decoder = Decoder::new(&layout);
+        let mut missing = Vec::new();
+        let mut found: Vec<(EventKind, String)> = Vec::new();
+        for kind in EventKind::ALL {
+            let wanted = match kind {
+                EventKind::SyscallEnter | EventKind::SyscallExit => !req.syscalls.is_empty(),
+                EventKind::RequestIssue | EventKind::RequestComplete => req.disk.is_some(),
+                EventKind::CommitStart | EventKind::CommitEnd | EventKind::CommitStats => {
+                    req.fs_dev.is_some()
+                }
+                _ => true,
+            };
+            if !wanted {
+                continue;
+            }
+            let Some(path) = kind
+                .paths()
+                .iter()
+                .find(|p| root.join("events").join(p).join("format").exists())
+            else {
+                missing.push(format!(
+                    "{}: not on this kernel",
+                    kind.paths()[0].replace('/', ":")
+                ));
+                continue;
+            };
+            match read_text(&root.join("events").join(path).join("format")) {
+                Ok(text) => match decoder.learn(kind, &text) {
+                    Ok(_) => found.push((kind, path.to_string())),
+                    Err(why) => missing.push(format!("{}: {why}", path.replace('/', ":"))),
+                },
+                Err(e) => missing.push(format!("{}: {e}", path.replace('/', ":"))),
+            }
+        }
+        if found.is_empty() {
+            return Err(fail(
+                format!(
+                    "none of the events sinkrate reads could be used ({})",
+                    missing.join("; ")
+                ),
+                &mounted,
+            ));
+        }
+        // Two instances: the threads' own events, kept to those threads (and the threads
+        // they start) by set_event_pid; and the device's, which other threads (the flusher,
+        // the journal, interrupts) produce.
+        let pid = std::process::id();
+        let thread_side = root.join(format!("instances/{INSTANCE_PREFIX}{pid}-threads"));
+        let device_side = root.join(format!("instances/{INSTANCE_PREFIX}{pid}-device"));
+        let mut made = Vec::new();
+        let cleanup = |made: &[PathBuf], mounted: &Option<PathBuf>| {
+            for m in made {
+                remove_instance(m);
+            }
+            if let Some(m) = mounted {
+                unmount_private(m);
+            }
+        };
+        for dir in [&thread_side, &device_side] {
+            if let Err(e) = std::fs::create_dir(dir) {
+                cleanup(&made, &mounted);
+                return Err(format!(
+                    "could not make the trace instance {}: {e}",
+                    dir.display()
+                ));
+            }
+            made.push(dir.clone());
+            // The run's clock; an older kernel without `mono` would stamp on another.
+            let clock = read_text(&dir.join("trace_clock")).unwrap_or_default();
+            if !clock
+                .split_whitespace()
+                .any(|c| c.trim_matches(['[', ']']) == "mono")
+            {
+                cleanup(&made, &mounted);
+                return Err("this kernel's trace clocks do not include mono".into());
+            }
+            let set = write_attr(&dir.join("trace_clock"), "mono").and_then(|_| {
+                write_attr(&dir.join("buffer_size_kb"), &BUFFER_KB_PER_CPU.to_string())
+            });
+            if let Err(e) = set {
+                cleanup(&made, &mounted);
+                return Err(e);
+            }
+        }
+        let threads_only = !req.threads.is_empty();
+        let mut followed = false;
+        if threads_only {
+            let list: Vec<String> = req.threads.iter().map(|t| t.to_string()).collect();
+            if write_attr(&thread_side.join("set_event_pid"), &list.join(" ")).is_ok() {
+                followed = write_attr(&thread_side.join("options/event-fork"), "1").is_ok();
+            }
+        }
+        let started_ns = sinkrate_platform::cpu::monotonic_ns();
+        let mut kinds = BTreeSet::new();
+        for (kind, path) in &found {
+            let (dir, filter) = match kind {
+                EventKind::RequestIssue | EventKind::RequestComplete => (
+                    &device_side,
+                    req.disk
+                        .map(|(ma, mi)| format!("dev == {}", kernel_dev(ma, mi))),
+                ),
+                EventKind::CommitStart | EventKind::CommitEnd | EventKind::CommitStats => (
+                    &device_side,
+                    req.fs_dev
+                        .map(|(ma, mi)| format!("dev == {}", kernel_dev(ma, mi))),
+                ),
+                EventKind::FlushStart | EventKind::FlushWritten => (&device_side, None),
+                EventKind::SyscallEnter | EventKind::SyscallExit => (
+                    &thread_side,
+                    Some(
+                        req.syscalls
+                            .iter()
+                            .map(|n| format!("id == {n}"))
+                            .collect::<Vec<_>>()
+                            .join(" || "),
+                    ),
+                ),
+                EventKind::Switch if threads_only && !followed => (
+                    &thread_side,
+                    Some(format!(
+                        "{} || {}",
+                        pid_filter("prev_pid", &req.threads),
+                        pid_filter("next_pid", &req.threads)
+                    )),
+                ),
+                EventKind::Wakeup if threads_only && !followed => {
+                    (&thread_side, Some(pid_filter("pid", &req.threads)))
+                }
+                _ if threads_only && !followed => {
+                    (&thread_side, Some(pid_filter("common_pid", &req.threads)))
+                }
+                _ => (&thread_side, None),
+            };
+            let event_dir = dir.join("events").join(path);
+            if let Some(f) = filter {
+                if let Err(e) = write_attr(&event_dir.join("filter"), &f) {
+                    missing.push(format!(
+                        "{}: its filter was refused ({e})",
+                        path.replace('/', ":")
+                    ));
+                    continue;
+                }
+            }
+            match write_attr(&event_dir.join("enable"), "1") {
+                Ok(()) => {
+                    kinds.insert(*kind);
+                }
+                Err(e) => missing.push(format!("{}: {e}", path.replace('/', ":"))),
+            }
+        }
+        if threads_only && !followed {
+            missing.push(
+                "threads started after tracing began are not followed (no options/event-fork on this kernel)"
+                    .into(),
+            );
+        }
+        let page_bytes = read_text(&root.join("buffer_subbuf_size_kb"))
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .map_or(crate::page_size() as usize, |kb| kb * 1024)
+            .max(crate::page_size() as usize);
+        let mut pipes = Vec::new();
+        for dir in &made {
+            for cpu_dir in std::fs::read_dir(dir.join("per_cpu"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let name = cpu_dir.file_name().to_string_lossy().into_owned();
+                let Some(cpu) = name.strip_prefix("cpu").and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                match OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(cpu_dir.path().join("trace_pipe_raw"))
+                {
+                    Ok(f) => pipes.push((cpu, f)),
+                    Err(e) => {
+                        cleanup(&made, &mounted);
+                        return Err(format!(
+                            "{}: {e}",
+                            cpu_dir.path().join("trace_pipe_raw").display()
+                        ));
+                    }
+                }
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("sinkrate-trace".into())
+                .spawn(move || read_loop(pipes, layout, decoder, page_bytes, stop))
+                .map_err(|e| {
+                    cleanup(&made, &mounted);
+                    format!("could not start the trace reader: {e}")
+                })?
+        };
+        Ok(TraceSession {
+            source: format!(
+                "{} (instances {})",
+                root.display(),
+                made.iter()
+                    .filter_map(|m| m.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            instances: made,
+            mounted,
+            stop,
+            reader: Some(reader),
+            missing,
+            kinds,
+            started_ns,
+        })
+    }
+
+    /// Stops tracing, reads what is left, removes the instances: the run's account.
+    pub fn finish(mut self) -> KernelTrace {
+        for dir in &self.instances {
+            let _ = write_attr(&dir.join("tracing_on"), "0");
+        }
+        let stopped_ns = sinkrate_platform::cpu::monotonic_ns();
+        self.stop.store(true, Ordering::SeqCst);
+        let collected = self
+            .reader
+            .take()
+            .and_then(|r| r.join().ok())
+            .unwrap_or_default();
+        let mut lost = collected.lost;
+        for dir in &self.instances {
+            lost += overruns(dir);
+        }
+        self.teardown();
+        let mut events = collected.events;
+        events.sort_by_key(|e| e.ts_ns);
+        KernelTrace {
+            events,
+            lost,
+            lost_unknown: collected.lost_unknown,
+            missing: std::mem::take(&mut self.missing),
+            source: std::mem::take(&mut self.source),
+            kinds: std::mem::take(&mut self.kinds),
+            window_ns: (self.started_ns, stopped_ns),
+        }
+    }
+
+    fn teardown(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        for dir in self.instances.drain(..) {
+            remove_instance(&dir);
+        }
+        if let Some(m) = self.mounted.take() {
+            unmount_private(&m);
+        }
+    }
+}
+
+impl Drop for TraceSession {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+/// Events the kernel dropped or overwrote in an instance (`per_cpu/cpuN/stats`).
+fn overruns(dir: &Path) -> u64 {
+    let mut n = 0;
+    for cpu in std::fs::read_dir(dir.join("per_cpu"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(text) = read_text(&cpu.path().join("stats")) {
+            for line in text.lines() {
+                if let Some(v) = line
+                    .strip_prefix("overrun:")
+                    .or_else(|| line.strip_prefix("dropped events:"))
+                {
+                    n += v.trim().parse::<u64>().unwrap_or(0);
+                }
+            }
+        }
+    }
+    n
+}
+
+/// Turns an instance's events off and removes it (rmdir frees its buffers).
+fn remove_instance(dir: &Path) {
+    let _ = write_attr(&dir.join("tracing_on"), "0");
+    let _ = write_attr(&dir.join("events/enable"), "0");
+    let _ = std::fs::remove_dir(dir);
+}
+
+fn read_loop(
+    mut pipes: Vec<(u32, File)>,
+    layout: PageLayout,
+    decoder: Decoder,
+    page_bytes: usize,
+    stop: Arc<AtomicBool>,
+) -> Collected {
+    let mut out = Collected::default();
+    let mut page = vec![0u8; page_bytes];
+    loop {
+        let last = stop.load(Ordering::SeqCst);
+        for (cpu, pipe) in pipes.iter_mut() {
+            loop {
+                match pipe.read(&mut page) {
+                    Ok(0) => break,
+                    Ok(n) => match decode_page(&layout, &page[..n]) {
+                        Ok(p) => {
+                            match p.lost_before {
+                                Lost::None => {}
+                                Lost::Count(c) => out.lost += c,
+                                Lost::Unknown => out.lost_unknown = true,
+                            }
+                            for r in &p.records {
+                                if let Some(e) = decoder.decode(*cpu, r) {
+                                    if out.events.len() < MAX_EVENTS {
+                                        out.events.push(e);
+                                    } else {
+                                        out.lost += 1;
+                                    }
+                                }
+                            }
+                        }
+                        Err(_) => out.lost_unknown = true,
+                    },
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+        }
+        if last {
+            return out;
+        }
+        std::thread::sleep(READ_EVERY);
+    }
+}
+
+/// Instances and private mounts that an earlier run, killed before it could remove them,
+/// left behind: removed if their run is gone. Returns what was removed.
+pub fn sweep_left_over() -> Vec<String> {
+    let mut removed = Vec::new();
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sinkrate")
+    };
+    if !crate::is_root() {
+        return removed;
+    }
+    let tmp = std::env::temp_dir();
+    for e in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name
+            .strip_prefix(&format!("{INSTANCE_PREFIX}tracefs-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        {
+            if pid != std::process::id() && !alive(pid) {
+                let dir = e.path();
+                for i in std::fs::read_dir(dir.join("instances"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    if i.file_name()
+                        .to_string_lossy()
+                        .starts_with(&format!("{INSTANCE_PREFIX}{pid}-"))
+                    {
+                        remove_instance(&i.path());
+                        removed.push(i.path().display().to_string());
+                    }
+                }
+                unmount_private(&dir);
+                removed.push(dir.display().to_string());
+            }
+        }
+    }
+    if let Some(root) = find_mounted() {
+        for i in std::fs::read_dir(root.join("instances"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = i.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix(INSTANCE_PREFIX)
+                .and_then(|r| r.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid != std::process::id() && !alive(pid) {
+                remove_instance(&i.path());
+                if !i.path().exists() {
+                    removed.push(i.path().display().to_string());
+                }
+            }
+        }
+    }
+    removed
+}
+
+/// The major:minor of a block device by its name under /sys/class/block.
+pub fn block_dev_numbers(name: &str) -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string(format!("/sys/class/block/{name}/dev")).ok()?;
+    let (ma, mi) = text.trim().split_once(':')?;
+    Some((ma.parse().ok()?, mi.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sinkrate_procparse::trace::KernelEvent;
+
+    /// A thread that writes and syncs is seen switching out and back on the run's clock,
+    /// and the instance is gone after.
+    #[test]
+    fn a_writing_thread_is_seen_by_its_own_instance() {
+        if !crate::is_root() {
+            eprintln!("SKIP: the kernel's trace events need root");
+            return;
+        }
+        let session = TraceSession::start(&TraceRequest {
+            threads: vec![sinkrate_platform::cpu::thread_id()],
+            ..Default::default()
+        })
+        .expect("tracefs");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let started = sinkrate_platform::cpu::monotonic_ns();
+        let writer = std::thread::spawn(move || {
+            let mut f = File::create(&path).expect("create");
+            for _ in 0..20 {
+                f.write_all(&[7u8; 65536]).expect("write");
+                f.sync_data().expect("sync");
+            }
+            sinkrate_platform::cpu::thread_id()
+        });
+        let tid = writer.join().expect("writer");
+        let ended = sinkrate_platform::cpu::monotonic_ns();
+        let instances = session.instances.clone();
+        let trace = session.finish();
+        assert!(instances.iter().all(|i| !i.exists()), "instances removed");
+        let switches: Vec<_> = trace
+            .events
+            .iter()
+            .filter(|e| matches!(e.event, KernelEvent::Switch { prev_pid, .. } if prev_pid == tid))
+            .collect();
+        assert!(
+            !switches.is_empty(),
+            "{:?} {:?}",
+            trace.missing,
+            trace.events.len()
+        );
+        assert!(switches
+            .iter()
+            .all(|e| e.ts_ns >= started && e.ts_ns <= ended));
+    }
+}
