@@ -882,6 +882,14 @@ pub struct WatchArgs {
     /// Sample until these processes have exited; repeatable
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
+    /// The watched program's write calls slower than this are explained from the kernel's
+    /// events (throttled, waiting for writeback, a journal commit, the device, the CPU)
+    #[arg(long, default_value = "100ms", value_parser = values::duration_value)]
+    pub stall_threshold: std::time::Duration,
+    /// Do not read the kernel's trace events (the watched program's slow writes are then
+    /// not listed)
+    #[arg(long)]
+    pub no_kernel_events: bool,
     #[command(flatten)]
     pub out: OutputArgs,
     /// Also write the run's HTML report (charts of what happened; see sinkrate report) to

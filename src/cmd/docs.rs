@@ -1,12 +1,30 @@
 //! Man page and shell completions, generated from the clap definitions.
 
+#[cfg(feature = "docs")]
 use std::io::Write;
 
 use anyhow::Result;
+#[cfg(feature = "docs")]
 use clap::CommandFactory;
 
+#[cfg(feature = "docs")]
 use crate::cli::Cli;
 
+/// A board build (without the `docs` feature): the pages and completions are in its tarball.
+#[cfg(not(feature = "docs"))]
+const NOT_BUILT: &str = "this board build leaves out the man page and completions (its 5 MB budget): they are in its release tarball, as sinkrate.1 and completions/";
+
+#[cfg(not(feature = "docs"))]
+pub fn completions(_shell: clap_complete::Shell) -> Result<()> {
+    anyhow::bail!(NOT_BUILT)
+}
+
+#[cfg(not(feature = "docs"))]
+pub fn man() -> Result<()> {
+    anyhow::bail!(NOT_BUILT)
+}
+
+#[cfg(feature = "docs")]
 pub fn completions(shell: clap_complete::Shell) -> Result<()> {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
@@ -14,6 +32,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<()> {
     crate::write_stdout(&out)
 }
 
+#[cfg(feature = "docs")]
 pub fn man() -> Result<()> {
     let mut cmd = Cli::command();
     // Built, the tree has the `help` subcommands its pages refer to.
@@ -24,6 +43,7 @@ pub fn man() -> Result<()> {
     crate::write_stdout(&out)
 }
 
+#[cfg(feature = "docs")]
 /// One page per subcommand at every depth (`sinkrate-emulate-up`), each named as its
 /// parent's page refers to it.
 fn sub_pages(cmd: &clap::Command, prefix: &str, out: &mut Vec<u8>) -> Result<()> {

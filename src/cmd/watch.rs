@@ -330,6 +330,10 @@ fn config(args: &WatchArgs) -> Result<WatchConfig> {
         devices: args.devices.clone(),
         pids: args.pids.clone(),
         command: args.command.clone(),
+        stall_threshold: args.stall_threshold,
+        kernel_events_off: args
+            .no_kernel_events
+            .then(|| "--no-kernel-events was given".to_string()),
     })
 }
 

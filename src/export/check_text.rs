@@ -76,7 +76,15 @@ impl CheckText {
     fn findings(&self, s: &mut String, c: &CheckReport) {
         let a = &c.audit.audit;
         let target = &a.target;
-        let top = top_findings(a);
+        // In the order the check ranked them (by the causes its recording measured).
+        let top: Vec<&sinkrate_audit::Finding> = if c.top_findings.is_empty() {
+            top_findings(a)
+        } else {
+            c.top_findings
+                .iter()
+                .filter_map(|id| a.findings.iter().find(|f| f.id == *id))
+                .collect()
+        };
         if !top.is_empty() {
             s.push_str("\nFIX FIRST\n");
             for (i, f) in top.iter().enumerate() {

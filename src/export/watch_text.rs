@@ -20,15 +20,55 @@ pub struct WatchText;
 
 impl Exporter<WatchReport> for WatchText {
     fn export(&self, r: &WatchReport) -> Result<Vec<u8>> {
-        Ok(summary_text(
+        let mut t = summary_text(
             &r.summary,
             r.config.interval,
             &r.config.devices,
             &r.hogs,
             r.command_exit_code,
-        )
-        .into_bytes())
+        );
+        t.push_str(&slow_calls_text(r));
+        Ok(t.into_bytes())
     }
+}
+
+/// The watched program's slow write calls, from the kernel's events: how many, the longest
+/// explained, all of them by cause; or why they were not traced.
+fn slow_calls_text(r: &WatchReport) -> String {
+    if r.config.pids.is_empty() && r.config.command.is_empty() {
+        return String::new();
+    }
+    let k = &r.kernel;
+    if let Some(why) = &k.inferred_because {
+        return format!("the program's write calls were not traced (the kernel's events): {why}\n");
+    }
+    let threshold_ms = r.config.stall_threshold.as_secs_f64() * 1e3;
+    let mut t = format!(
+        "\nthe program's write calls (the kernel's events): {} in all, {} over {threshold_ms:.0} ms\n",
+        r.write_calls,
+        r.slow_calls.len()
+    );
+    if let Some(w) = r
+        .slow_calls
+        .iter()
+        .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
+    {
+        t.push_str(&format!(
+            "the longest: {} (tid {}) {}() at {:.1} s took {:.0} ms: {}\n",
+            w.thread,
+            w.tid,
+            w.call,
+            w.at_s,
+            w.duration_ms,
+            w.causes.evidence()
+        ));
+        t.push_str(&format!(
+            "all {} by cause: {}\n",
+            r.slow_calls.len(),
+            k.stall_causes_text()
+        ));
+    }
+    t
 }
 
 pub fn summary_text(

@@ -570,3 +570,196 @@ fn without_the_kernel_s_events_causes_are_inferred_and_say_why() {
         "{text}"
     );
 }
+
+/// The trace instances of a sinkrate run with this pid.
+fn instances_of(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("sinkrate-{pid}-"))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+#[test]
+fn a_killed_run_s_trace_instances_are_removed_by_the_next_run_and_named() {
+    common::with_root(
+        "causes::a_killed_run_s_trace_instances_are_removed_by_the_next_run_and_named",
+        &[],
+        || {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut killed = Command::new(common::sinkrate_path())
+                .args(["record", "--dir"])
+                .arg(dir.path())
+                .args(["--duration", "30s", "--live", "never", "--fps", "30"])
+                .args(["--frame-size", "64k", "--streams", "1"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("sinkrate record starts");
+            let pid = killed.id();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while instances_of(pid).len() < 2 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let left = instances_of(pid);
+            assert_eq!(left.len(), 2, "the run made its two instances");
+            let _ = killed.kill();
+            let _ = killed.wait();
+            assert!(left.iter().all(|p| p.exists()), "SIGKILL leaves them");
+            let next = tempfile::tempdir().expect("tempdir");
+            let out = Command::new(common::sinkrate_path())
+                .args(["record", "--dir"])
+                .arg(next.path())
+                .args(["--duration", "1s", "--live", "never", "--fps", "30"])
+                .args(["--frame-size", "64k", "--streams", "1"])
+                .output()
+                .expect("the next run");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            for p in &left {
+                assert!(!p.exists(), "{} was removed", p.display());
+                assert!(
+                    stderr.contains(&format!("removed {}", p.display())),
+                    "the next run names {}: {stderr}",
+                    p.display()
+                );
+            }
+        },
+    );
+}
+
+#[test]
+fn another_tracer_s_top_level_buffer_is_left_as_it_was() {
+    common::with_root(
+        "causes::another_tracer_s_top_level_buffer_is_left_as_it_was",
+        &[],
+        || {
+            let root = Path::new("/sys/kernel/tracing");
+            // Another tracer's setup at the top level: an event on, a pid filter, a marker
+            // already in its buffer.
+            let event = root.join("events/sched/sched_process_exec/enable");
+            let _on = Sysctl::set(event.to_str().expect("path"), "1");
+            let _pids = Sysctl::set(
+                root.join("set_event_pid").to_str().expect("path"),
+                &std::process::id().to_string(),
+            );
+            let _tracing = Sysctl::set(root.join("tracing_on").to_str().expect("path"), "1");
+            let marker = format!("another tracer's marker {}", std::process::id());
+            std::fs::write(root.join("trace_marker"), &marker).expect("trace_marker");
+            let clock = std::fs::read_to_string(root.join("trace_clock")).expect("clock");
+            let dir = tempfile::tempdir().expect("tempdir");
+            let run = record(
+                dir.path(),
+                &[
+                    "--frame-size",
+                    "64k",
+                    "--duration",
+                    "1s",
+                    "--stall-threshold",
+                    "1us",
+                ],
+            );
+            assert!(run["kernel"]["events"].as_u64() > Some(0));
+            assert_eq!(std::fs::read_to_string(&event).expect("enable").trim(), "1");
+            assert_eq!(
+                std::fs::read_to_string(root.join("set_event_pid"))
+                    .expect("pids")
+                    .trim(),
+                std::process::id().to_string()
+            );
+            assert_eq!(
+                std::fs::read_to_string(root.join("trace_clock")).expect("clock"),
+                clock
+            );
+            let trace = std::fs::read_to_string(root.join("trace")).expect("trace");
+            assert!(trace.contains(&marker), "the marker is still in its buffer");
+        },
+    );
+}
+
+#[test]
+fn watch_pid_explains_a_gstreamer_recorder_s_slow_writes() {
+    common::with_root(
+        "causes::watch_pid_explains_a_gstreamer_recorder_s_slow_writes",
+        &["gst-launch-1.0"],
+        || {
+            // A live 640x480 camera at 30 fps (13.8 MB/s raw) into a file on a 10 MB/s card
+            // that may hold 16 MB of dirty data: GStreamer's own writes are throttled.
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
+            let name = card.device_name();
+            let (bdi, _) = dev_of(&name);
+            let class = format!("/sys/class/bdi/{bdi}");
+            let ratio = std::fs::read_to_string(format!("{class}/max_ratio")).expect("ratio");
+            let _ratio = Sysctl::set(&format!("{class}/max_ratio"), ratio.trim());
+            let _bytes = Sysctl::set(&format!("{class}/max_bytes"), "16777216");
+            let _strict = Sysctl::set(&format!("{class}/strict_limit"), "1");
+            let mut gst = Command::new("gst-launch-1.0")
+                .args([
+                    "-q",
+                    "videotestsrc",
+                    "is-live=true",
+                    "num-buffers=240",
+                    "!",
+                    "video/x-raw,format=I420,width=640,height=480,framerate=30/1",
+                    "!",
+                    "filesink",
+                ])
+                .arg(format!(
+                    "location={}",
+                    card.path().join("cam.raw").display()
+                ))
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("gst-launch-1.0 starts");
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let out = Command::new(common::sinkrate_path())
+                .args(["watch", "--pid", &gst.id().to_string(), "--device", &name])
+                .args([
+                    "--duration",
+                    "5s",
+                    "--live",
+                    "never",
+                    "--output-format",
+                    "json",
+                ])
+                .output()
+                .expect("sinkrate watch runs");
+            let _ = gst.kill();
+            let _ = gst.wait();
+            let run: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+            assert!(
+                run["kernel"]["inferred_because"].is_null(),
+                "{}",
+                run["kernel"]
+            );
+            assert!(
+                run["write_calls"].as_u64() > Some(10),
+                "{}",
+                run["write_calls"]
+            );
+            let slow = run["slow_calls"].as_array().expect("slow calls");
+            let throttled: Vec<&serde_json::Value> = slow
+                .iter()
+                .filter(|c| c["causes"]["largest"] == "throttled")
+                .collect();
+            assert!(
+                !throttled.is_empty(),
+                "a slow write of GStreamer's is named throttled: {slow:?}"
+            );
+            let c = throttled[0];
+            assert_eq!(c["pid"].as_u64(), Some(u64::from(gst.id())));
+            assert!(
+                c["call"].as_str().is_some_and(|s| s.contains("write")),
+                "{c}"
+            );
+            assert!(!c["thread"].as_str().unwrap_or("").is_empty(), "{c}");
+            assert_eq!(c["causes"]["throttle"]["bdi"], bdi.as_str(), "{c}");
+        },
+    );
+}

@@ -11,6 +11,7 @@ use std::time::Instant;
 use sinkrate_audit::device::Bus;
 use sinkrate_audit::{Audit, AuditReport, Severity, StreamRate, SysRoot};
 use sinkrate_engine::probe::{sustained_write, ProbeError};
+use sinkrate_model::causes::{Cause, KernelAccount};
 pub use sinkrate_model::check::{CheckReport, CheckRun, Plan, RawWrite};
 use sinkrate_model::{Envelope, RunError, RunKind, Verdict};
 use sinkrate_record::config::WriteMode;
@@ -47,6 +48,87 @@ pub fn top_findings(a: &Audit) -> Vec<&sinkrate_audit::Finding> {
         .filter(|f| f.severity != Severity::Ok)
         .take(3)
         .collect()
+}
+
+/// The findings whose fix acts on a cause of stalls: dirty throttling on the dirty limits,
+/// the device on the card, the link and the queue, journal commits and writeback waits on
+/// the mount options that force them, expired-data flushes on vm.expire.
+fn addresses(cause: Cause, id: &str) -> bool {
+    match cause {
+        Cause::Throttled => id.starts_with("vm.dirty") || id.starts_with("bdi."),
+        Cause::Device => {
+            id.starts_with("card.")
+                || id.starts_with("usb.")
+                || id.starts_with("dev.")
+                || id == "mount.discard"
+                || id == "swap.same_device"
+        }
+        Cause::Journal => {
+            matches!(id, "mount.sync" | "mount.dirsync" | "mount.atime") || id.starts_with("fs.")
+        }
+        Cause::WritebackWait => matches!(id, "mount.sync" | "vm.expire") || id.starts_with("bdi."),
+        Cause::Cpu | Cause::Running | Cause::Unexplained => false,
+    }
+}
+
+/// What to do about a cause that no finding addresses.
+fn advice(cause: Cause) -> &'static str {
+    match cause {
+        Cause::Cpu => "give the recorder's writer a CPU of its own or a higher priority (nice, chrt, a cpuset); no storage setting shortens a wait for the CPU",
+        Cause::Running => "the writer was busy on the CPU inside its calls (copying, reclaiming memory): smaller writes, or memory kept free (vm.min_free_kbytes)",
+        Cause::Journal => "fewer journal commits in the stream's path: a longer commit interval (commit=), data=ordered instead of data=journal, fewer syncs",
+        Cause::WritebackWait => "fewer waits for writeback: sync less often, or a device that does not require stable pages",
+        Cause::Throttled => "a per-device dirty limit sized to the card (bdi max_bytes) or a smaller machine-wide one",
+        Cause::Device => "a faster card, or a lower bitrate",
+        Cause::Unexplained => "the kernel's events do not say: run again with `sinkrate watch` beside it",
+    }
+}
+
+/// FIX FIRST as the recording measured it: findings that address the cause that cost the
+/// most stall time come first (then the next cause's), then the rest by severity; and a note
+/// when the largest measured cause has no finding. Without the kernel's account, the
+/// severity order.
+pub fn ranked_findings<'a>(
+    findings: &'a [sinkrate_audit::Finding],
+    kernel: Option<&KernelAccount>,
+) -> (Vec<&'a sinkrate_audit::Finding>, Option<String>) {
+    let open: Vec<&sinkrate_audit::Finding> = findings
+        .iter()
+        .filter(|f| f.severity != Severity::Ok)
+        .collect();
+    let Some(k) = kernel.filter(|k| k.from_kernel()) else {
+        return (open.into_iter().take(3).collect(), None);
+    };
+    let mut causes: Vec<(Cause, f64)> = Cause::ALL
+        .iter()
+        .map(|c| (*c, k.stall_seconds.get(*c)))
+        .filter(|(_, s)| *s >= 0.001)
+        .collect();
+    causes.sort_by(|x, y| y.1.total_cmp(&x.1));
+    let mut ranked: Vec<&sinkrate_audit::Finding> = Vec::new();
+    for (cause, _) in &causes {
+        for f in &open {
+            if addresses(*cause, &f.id) && !ranked.iter().any(|r| r.id == f.id) {
+                ranked.push(f);
+            }
+        }
+    }
+    for f in &open {
+        if !ranked.iter().any(|r| r.id == f.id) {
+            ranked.push(f);
+        }
+    }
+    ranked.truncate(3);
+    let note = causes.first().and_then(|(cause, s)| {
+        (!open.iter().any(|f| addresses(*cause, &f.id))).then(|| {
+            format!(
+                "the stalls' largest measured cause, {} ({s:.2} s in all), is not addressed by any finding below: {}",
+                cause.name(),
+                advice(*cause)
+            )
+        })
+    });
+    (ranked, note)
 }
 
 /// Runs the audit of the live system for `path`, judged for `bytes_per_s`.
@@ -281,6 +363,9 @@ pub fn run(
     let verdict = record.result.verdict;
     refresh_health(&mut a, &cfg.path, requested);
     let mut notes = notes(&a, cfg, plan);
+    let (ranked, unaddressed) = ranked_findings(&a.findings, Some(&record.result.kernel));
+    let ranked: Vec<String> = ranked.iter().map(|f| f.id.to_string()).collect();
+    notes.extend(unaddressed);
     if let Some(m) = &raw_write.measured {
         notes.extend(m.notes.iter().cloned());
     }
@@ -309,7 +394,7 @@ pub fn run(
             .headroom
             .filter(|_| raw_write.bytes_per_s.is_some()),
         raw_write,
-        top_findings: top_findings(&a).iter().map(|f| f.id.to_string()).collect(),
+        top_findings: ranked,
         audit: AuditReport {
             audit: a,
             stream: StreamRate {
@@ -341,4 +426,72 @@ pub fn run(
         });
     }
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sinkrate_model::causes::CauseSeconds;
+
+    fn finding(id: &'static str, severity: Severity) -> sinkrate_audit::Finding {
+        sinkrate_audit::Finding {
+            id: id.into(),
+            severity,
+            title: id.to_string(),
+            evidence: String::new(),
+            why: String::new(),
+            fix: Default::default(),
+            tradeoff: None,
+        }
+    }
+
+    fn measured(seconds: CauseSeconds) -> KernelAccount {
+        KernelAccount {
+            stall_seconds: seconds,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_cause_that_cost_the_most_ranks_its_findings_first() {
+        let findings = vec![
+            finding("card.class_below_stream", Severity::Critical),
+            finding("mount.atime", Severity::Warn),
+            finding("vm.dirty", Severity::Warn),
+        ];
+        let ids = |v: Vec<&sinkrate_audit::Finding>| -> Vec<String> {
+            v.iter().map(|f| f.id.to_string()).collect()
+        };
+        // Throttling cost the most: vm.dirty leads, then the device's, then the rest.
+        let k = measured(CauseSeconds {
+            throttled_s: 3.0,
+            device_s: 0.5,
+            ..Default::default()
+        });
+        let (ranked, note) = ranked_findings(&findings, Some(&k));
+        assert_eq!(
+            ids(ranked),
+            ["vm.dirty", "card.class_below_stream", "mount.atime"]
+        );
+        assert_eq!(note, None);
+        // Without the kernel's account: severity order.
+        let (ranked, _) = ranked_findings(&findings, Some(&KernelAccount::absent()));
+        assert_eq!(
+            ids(ranked),
+            ["card.class_below_stream", "mount.atime", "vm.dirty"]
+        );
+        // A writer starved of CPU: no finding addresses it, and the note says so.
+        let k = measured(CauseSeconds {
+            cpu_s: 2.0,
+            throttled_s: 0.1,
+            ..Default::default()
+        });
+        let (ranked, note) = ranked_findings(&findings, Some(&k));
+        assert_eq!(ids(ranked)[0], "vm.dirty");
+        let note = note.expect("a note");
+        assert!(
+            note.contains("waiting for a CPU") && note.contains("not addressed"),
+            "{note}"
+        );
+    }
 }

@@ -36,7 +36,68 @@ pub const TARGETS: &[Target] = &[
         name: "result_json",
         run: result_json,
     },
+    Target {
+        name: "trace_format",
+        run: trace_format,
+    },
+    Target {
+        name: "trace_page",
+        run: trace_page,
+    },
 ];
+
+/// A tracefs `format` file (or `events/header_page`), as the kernel's tracing reader learns
+/// it: the first byte picks the event kind and the word size.
+pub fn trace_format(data: &[u8]) {
+    use sinkrate_procparse::trace::{Decoder, EventKind, PageLayout};
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    let _ = PageLayout::parse(text, which & 0x80 != 0);
+    let layout = PageLayout {
+        long_bytes: if which & 0x40 != 0 { 4 } else { 8 },
+        data_offset: if which & 0x40 != 0 { 12 } else { 16 },
+        big_endian: which & 0x80 != 0,
+    };
+    let mut decoder = Decoder::new(&layout);
+    let kind = EventKind::ALL[usize::from(which) % EventKind::ALL.len()];
+    if decoder.learn(kind, text).is_ok() {
+        // A record as long as the format's own fields claim, all bytes set.
+        let bytes = vec![0xA5u8; 256];
+        let record = sinkrate_procparse::trace::PageRecord {
+            ts_ns: 0,
+            data: &bytes,
+        };
+        let _ = decoder.decode(0, &record);
+    }
+}
+
+/// A ring-buffer page as `trace_pipe_raw` returns it, decoded with every event the reader
+/// knows taught from this kernel's formats (the fixtures' own), on 64- and 32-bit layouts.
+pub fn trace_page(data: &[u8]) {
+    use sinkrate_procparse::trace::{decode_page, Decoder, EventKind, PageLayout};
+    let Some((&which, page)) = data.split_first() else {
+        return;
+    };
+    let layout = PageLayout {
+        long_bytes: if which & 1 != 0 { 4 } else { 8 },
+        data_offset: if which & 1 != 0 { 12 } else { 16 },
+        big_endian: which & 2 != 0,
+    };
+    let mut decoder = Decoder::new(&layout);
+    for (kind, format) in sinkrate_procparse::trace::fixtures::FORMATS_6_18 {
+        let _ = decoder.learn(*kind, format);
+    }
+    let _ = EventKind::ALL;
+    if let Ok(p) = decode_page(&layout, page) {
+        for r in &p.records {
+            let _ = decoder.decode(0, r);
+        }
+    }
+}
 
 /// The grammar's view of the world: `include` finds only `inc.fio` (the input itself, so
 /// include cycles are reachable), one environment variable, fio's reserved words.

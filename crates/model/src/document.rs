@@ -2,7 +2,6 @@
 //! and `report` take in. fio's own `--output-format=json` reads as a bench result without
 //! the envelope.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::audit::AuditReport;
@@ -48,9 +47,11 @@ pub enum Document {
     },
 }
 
-/// The error a result carries, when its run failed.
+/// The error a result carries, when its run failed. Read from an owned copy, as every
+/// result type is (`Envelope::from_value`): one deserializer's instances in the binary, not
+/// two (the board binaries' budget).
 fn run_error(value: &Value) -> Option<RunError> {
-    RunError::deserialize(value.get("error")?).ok()
+    serde_json::from_value(value.get("error")?.clone()).ok()
 }
 
 impl Document {
@@ -65,7 +66,7 @@ impl Document {
         })?;
         if value.get("fio version").is_some() && value.get("jobs").is_some() {
             let ours = value.get("schema").is_some();
-            let output = BenchReport::deserialize(&value)
+            let output: BenchReport = serde_json::from_value(value.clone())
                 .map_err(|e| format!("{name}: fio's JSON, but not as fio writes it ({e})"))?;
             return Ok(Document::Fio {
                 ours,

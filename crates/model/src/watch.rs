@@ -18,6 +18,37 @@ pub struct WatchConfig {
     pub pids: Vec<u32>,
     /// The command run and watched, if any.
     pub command: Vec<String>,
+    /// The watched program's write calls slower than this are explained from the kernel's
+    /// events.
+    #[serde(
+        rename = "stall_threshold_s",
+        with = "sinkrate_units::serde_seconds::seconds",
+        default = "default_stall_threshold"
+    )]
+    pub stall_threshold: Duration,
+    /// Why the kernel's events are not to be read (`--no-kernel-events`).
+    #[serde(skip)]
+    pub kernel_events_off: Option<String>,
+}
+
+fn default_stall_threshold() -> Duration {
+    Duration::from_millis(100)
+}
+
+/// A write call of the watched program over the stall threshold, explained from the
+/// kernel's events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlowCall {
+    pub pid: u32,
+    pub tid: i32,
+    /// The thread's name (its comm), when it could be read.
+    pub thread: String,
+    /// The system call: write, pwrite64, writev, fsync, ...
+    pub call: String,
+    /// When it began, seconds from the start of the watch.
+    pub at_s: f64,
+    pub duration_ms: f64,
+    pub causes: crate::causes::StallCauses,
 }
 
 /// A change to the vm settings seen while watching.
@@ -46,6 +77,15 @@ pub struct WatchReport {
     pub summary: Summary,
     pub hogs: Vec<Hog>,
     pub timeline: Vec<Sample>,
+    /// The watched program's slow write calls, each with its causes (empty without a
+    /// program watched, or without the kernel's events: `kernel` says why).
+    #[serde(default)]
+    pub slow_calls: Vec<SlowCall>,
+    /// How many of its write calls the kernel's events saw in all.
+    #[serde(default)]
+    pub write_calls: u64,
+    #[serde(default = "crate::causes::KernelAccount::absent")]
+    pub kernel: crate::causes::KernelAccount,
 }
 
 mod nanos {

@@ -249,26 +249,7 @@ impl<'a> Account<'a> {
         let mut longest_pause = -1i64;
         let mut journal_at: Option<(f64, usize)> = None;
         let mut close = |state: State, from: u64, to: u64, out: &mut StallCauses| {
-            if to <= from {
-                return;
-            }
-            let s = (to - from) as f64 / 1e9;
-            let cause = match state {
-                State::Running => Cause::Running,
-                State::Runnable => Cause::Cpu,
-                State::Asleep(Some(c)) => c,
-                State::Asleep(None) => match self.commit_over(from, to) {
-                    Some(c) => {
-                        if journal_at.is_none_or(|(longest, _)| s > longest) {
-                            journal_at = Some((s, c));
-                        }
-                        Cause::Journal
-                    }
-                    None if self.requests_over(from, to).0 > 0 => Cause::Device,
-                    None => Cause::Unexplained,
-                },
-            };
-            out.seconds.add(cause, s);
+            self.part(state, from, to, out, &mut journal_at)
         };
         for &i in &mine[first_inside..] {
             let e = &events[i];
@@ -367,6 +348,40 @@ impl<'a> Account<'a> {
         }
         out.largest = Some(out.seconds.largest());
         out
+    }
+
+    /// Books [from, to] of the call to the cause its state gives; an asleep stretch with no
+    /// marker to the journal commit covering most of it, else the device if it had requests
+    /// in flight. Out of line: the walk calls it from four places.
+    #[inline(never)]
+    fn part(
+        &self,
+        state: State,
+        from: u64,
+        to: u64,
+        out: &mut StallCauses,
+        journal_at: &mut Option<(f64, usize)>,
+    ) {
+        if to <= from {
+            return;
+        }
+        let s = (to - from) as f64 / 1e9;
+        let cause = match state {
+            State::Running => Cause::Running,
+            State::Runnable => Cause::Cpu,
+            State::Asleep(Some(c)) => c,
+            State::Asleep(None) => match self.commit_over(from, to) {
+                Some(c) => {
+                    if journal_at.is_none_or(|(longest, _)| s > longest) {
+                        *journal_at = Some((s, c));
+                    }
+                    Cause::Journal
+                }
+                None if self.requests_over(from, to).0 > 0 => Cause::Device,
+                None => Cause::Unexplained,
+            },
+        };
+        out.seconds.add(cause, s);
     }
 
     /// The journal commit that covers most of [from, to], if one covers at least half.
@@ -480,4 +495,44 @@ impl<'a> Account<'a> {
     fn is_target(&self, bdi: &str) -> bool {
         self.target.bdi.as_deref().is_none_or(|t| t == bdi)
     }
+}
+
+/// A system call as the kernel's raw_syscalls events saw it: its thread, number and times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TracedCall {
+    pub tid: i32,
+    pub nr: i64,
+    pub enter_ns: u64,
+    pub exit_ns: u64,
+}
+
+/// The traced calls of the threads not in `ignore` (the watch's own), paired enter to exit
+/// per thread; a call still running at the end, or whose exit was lost, is left out.
+pub fn traced_calls(trace: &KernelTrace, ignore: &[i32]) -> Vec<TracedCall> {
+    let mut open: HashMap<i32, (i64, u64)> = HashMap::new();
+    let mut out = Vec::new();
+    for e in &trace.events {
+        if ignore.contains(&e.pid) {
+            continue;
+        }
+        match e.event {
+            KernelEvent::SyscallEnter { nr } => {
+                open.insert(e.pid, (nr, e.ts_ns));
+            }
+            KernelEvent::SyscallExit { nr, .. } => {
+                if let Some((entered, at)) = open.remove(&e.pid) {
+                    if entered == nr {
+                        out.push(TracedCall {
+                            tid: e.pid,
+                            nr,
+                            enter_ns: at,
+                            exit_ns: e.ts_ns,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }

@@ -11,7 +11,11 @@ use crate::live::{read_vm_settings, SamplerCore};
 use crate::sample::Sample;
 use crate::timeline::Timeline;
 use crate::{analyse, SamplerConfig};
-pub use sinkrate_model::watch::{SettingsChange, WatchConfig, WatchReport};
+use sinkrate_model::causes::{CauseSeconds, KernelAccount};
+pub use sinkrate_model::watch::{SettingsChange, SlowCall, WatchConfig, WatchReport};
+use sinkrate_sys::tracefs::{self, TraceRequest, TraceSession};
+
+use crate::causes::{Account, SlowCall as SlowCallSpan, Target};
 
 /// The shortest interval watch samples at.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -85,6 +89,8 @@ pub fn run<O: WatchObserver>(
         hogs: true,
         ..SamplerConfig::default()
     });
+    // Started before the command, on this thread: the command it forks is followed.
+    let tracing = start_tracing(cfg);
     let mut child: Option<Child> = match cfg.command.split_first() {
         Some((program, rest)) => Some(
             std::process::Command::new(program)
@@ -218,6 +224,13 @@ pub fn run<O: WatchObserver>(
     config.devices = core.devices().to_vec();
     let mut notes = core.notes.clone();
     notes.extend(timeline.note());
+    let watched: Vec<u32> = cfg
+        .pids
+        .iter()
+        .copied()
+        .chain(child.as_ref().map(|c| c.id()))
+        .collect();
+    let (slow_calls, write_calls, kernel) = explain_calls(tracing, cfg, started, &watched);
     Ok(WatchReport {
         config,
         command_exit_code: status.map(exit_code),
@@ -228,7 +241,115 @@ pub fn run<O: WatchObserver>(
         summary,
         hogs: core.top_hogs(10),
         timeline: timeline.into_samples(),
+        slow_calls,
+        write_calls,
+        kernel,
     })
+}
+
+/// The kernel's events of the watched program's threads (their write calls, pauses, waits
+/// and scheduling) and of the watched device; why not, when they cannot be read or nothing
+/// is watched.
+fn start_tracing(cfg: &WatchConfig) -> Result<TraceSession, String> {
+    if let Some(why) = &cfg.kernel_events_off {
+        return Err(why.clone());
+    }
+    let threads: Vec<i32> = if cfg.command.is_empty() {
+        cfg.pids
+            .iter()
+            .flat_map(|p| tracefs::threads_of(*p))
+            .collect()
+    } else {
+        vec![sinkrate_platform::cpu::thread_id()]
+    };
+    if threads.is_empty() {
+        return Err("no program is watched (--pid or a command)".into());
+    }
+    let device = match cfg.devices.as_slice() {
+        [one] => tracefs::block_dev_numbers(one),
+        _ => None,
+    };
+    TraceSession::start(&TraceRequest {
+        threads,
+        disk: device,
+        fs_dev: device,
+        syscalls: tracefs::write_syscalls().iter().map(|(n, _)| *n).collect(),
+    })
+}
+
+/// The watched program's write calls slower than the threshold, each explained; how many
+/// write calls were seen; the kernel's account.
+fn explain_calls(
+    tracing: Result<TraceSession, String>,
+    cfg: &WatchConfig,
+    started: Instant,
+    watched: &[u32],
+) -> (Vec<SlowCall>, u64, KernelAccount) {
+    let session = match tracing {
+        Ok(s) => s,
+        Err(why) => return (Vec::new(), 0, KernelAccount::inferred(why)),
+    };
+    let started_ns = sinkrate_platform::cpu::monotonic_ns_of(started);
+    let trace = session.finish();
+    let device = match cfg.devices.as_slice() {
+        [one] => tracefs::block_dev_numbers(one).map(|(ma, mi)| tracefs::kernel_dev(ma, mi)),
+        _ => None,
+    };
+    let account = Account::new(
+        &trace,
+        Target {
+            disk: device,
+            fs_dev: device,
+            bdi: device.map(tracefs::dev_name),
+            page_bytes: sinkrate_sys::page_size(),
+        },
+    );
+    // The watch's own thread (it writes the CSV and the metrics) is not the program's.
+    let ours = [sinkrate_platform::cpu::thread_id()];
+    let calls = crate::causes::traced_calls(&trace, &ours);
+    let names = tracefs::write_syscalls();
+    let threshold = cfg.stall_threshold.as_nanos() as u64;
+    let owner = |tid: i32| -> (u32, String) {
+        for pid in watched {
+            if let Some(name) = tracefs::thread_name(*pid, tid) {
+                return (*pid, name);
+            }
+        }
+        (
+            watched.first().copied().unwrap_or(0),
+            format!("thread {tid}"),
+        )
+    };
+    let mut total = CauseSeconds::default();
+    let mut slow = Vec::new();
+    for c in calls.iter().filter(|c| c.exit_ns - c.enter_ns >= threshold) {
+        let causes = account.explain(&SlowCallSpan {
+            tid: c.tid,
+            start_ns: c.enter_ns,
+            end_ns: c.exit_ns,
+        });
+        for cause in sinkrate_model::causes::Cause::ALL {
+            total.add(cause, causes.seconds.get(cause));
+        }
+        let (pid, thread) = owner(c.tid);
+        slow.push(SlowCall {
+            pid,
+            tid: c.tid,
+            thread,
+            call: names
+                .iter()
+                .find(|(n, _)| *n == c.nr)
+                .map_or_else(|| format!("syscall {}", c.nr), |(_, name)| name.to_string()),
+            at_s: c.enter_ns.saturating_sub(started_ns) as f64 / 1e9,
+            duration_ms: (c.exit_ns - c.enter_ns) as f64 / 1e6,
+            causes,
+        });
+    }
+    let names_by_tid: std::collections::HashMap<i32, String> =
+        slow.iter().map(|s| (s.tid, s.thread.clone())).collect();
+    let mut kernel = account.summary(&names_by_tid);
+    kernel.stall_seconds = total;
+    (slow, calls.len() as u64, kernel)
 }
 
 #[cfg(test)]
@@ -257,6 +378,8 @@ mod tests {
             devices: Vec::new(),
             pids: Vec::new(),
             command: Vec::new(),
+            stall_threshold: Duration::from_millis(100),
+            kernel_events_off: None,
         };
         let t0 = Instant::now();
         let r = run(&cfg, &AtomicBool::new(false), &mut Count(0)).expect("runs");
@@ -276,6 +399,8 @@ mod tests {
             devices: Vec::new(),
             pids: Vec::new(),
             command: Vec::new(),
+            stall_threshold: Duration::from_millis(100),
+            kernel_events_off: None,
         };
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

@@ -643,6 +643,50 @@ pub fn sweep_left_over() -> Vec<String> {
     removed
 }
 
+/// The system calls by which a recorder writes, syncs or moves data to a file, by this
+/// architecture's numbers (raw_syscalls events carry the number): what `watch` traces of
+/// another program. A 32-bit program on a 64-bit kernel uses other numbers and is not seen.
+pub fn write_syscalls() -> Vec<(i64, &'static str)> {
+    vec![
+        (libc::SYS_write, "write"),
+        (libc::SYS_pwrite64, "pwrite64"),
+        (libc::SYS_writev, "writev"),
+        (libc::SYS_pwritev, "pwritev"),
+        (libc::SYS_pwritev2, "pwritev2"),
+        (libc::SYS_fsync, "fsync"),
+        (libc::SYS_fdatasync, "fdatasync"),
+        (libc::SYS_sendfile, "sendfile"),
+        (libc::SYS_copy_file_range, "copy_file_range"),
+        (libc::SYS_splice, "splice"),
+        (libc::SYS_io_uring_enter, "io_uring_enter"),
+        (libc::SYS_io_submit, "io_submit"),
+    ]
+    .into_iter()
+    // c_long: i32 on 32-bit boards, i64 here.
+    .map(
+        #[allow(clippy::useless_conversion)]
+        |(n, name)| (i64::from(n), name),
+    )
+    .collect()
+}
+
+/// Every thread of a process (/proc/PID/task).
+pub fn threads_of(pid: u32) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// A thread's name (its comm), if it can still be read.
+pub fn thread_name(pid: u32, tid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .ok()
+        .map(|c| c.trim().to_string())
+}
+
 /// The major:minor of a block device by its name under /sys/class/block.
 pub fn block_dev_numbers(name: &str) -> Option<(u32, u32)> {
     let text = std::fs::read_to_string(format!("/sys/class/block/{name}/dev")).ok()?;

@@ -9,6 +9,9 @@
 
 use std::collections::HashMap;
 
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
+
 use tracepoint_decode::{PerfByteReader, PerfEventFormat, PerfFieldArray, PerfFieldFormat};
 
 /// How a sub-buffer (a page) is laid out on this kernel: the width of `commit` and where the
@@ -475,42 +478,8 @@ impl Decoder {
         let data = record.data;
         let id = reader.read_u16(data.get(..2)?);
         let layout = self.by_id.get(&id)?;
-        let int = |f: &PerfFieldFormat| -> Option<i64> {
-            let bytes = f.get_field_bytes(data, reader)?;
-            let signed = f.signed().unwrap_or(false);
-            Some(match bytes.len() {
-                1 => {
-                    if signed {
-                        i64::from(bytes[0] as i8)
-                    } else {
-                        i64::from(bytes[0])
-                    }
-                }
-                2 => {
-                    let v = reader.read_u16(bytes);
-                    if signed {
-                        i64::from(v as i16)
-                    } else {
-                        i64::from(v)
-                    }
-                }
-                4 => {
-                    let v = reader.read_u32(bytes);
-                    if signed {
-                        i64::from(v as i32)
-                    } else {
-                        i64::from(v)
-                    }
-                }
-                8 => reader.read_u64(bytes) as i64,
-                _ => return None,
-            })
-        };
-        let text = |f: &PerfFieldFormat| -> Option<String> {
-            let bytes = f.get_field_bytes(data, reader)?;
-            let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-            Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
-        };
+        let int = |f: &PerfFieldFormat| field_int(f, data, reader);
+        let text = |f: &PerfFieldFormat| field_text(f, data, reader);
         // Arrays of numbers are not read; a text field is a char array or a __data_loc.
         let is_text = |f: &PerfFieldFormat| f.array() != PerfFieldArray::None;
         let all = layout.format.fields();
@@ -635,6 +604,35 @@ fn symbols(print_fmt: &str, field: &str) -> Vec<(i64, String)> {
     out
 }
 
+/// A number field of a record, sign-extended as its format says. Kept out of line: the
+/// decoder reads some forty fields, and the board binary has a size budget.
+#[inline(never)]
+fn field_int(f: &PerfFieldFormat, data: &[u8], reader: PerfByteReader) -> Option<i64> {
+    let bytes = f.get_field_bytes(data, reader)?;
+    let signed = f.signed().unwrap_or(false);
+    let (value, bits) = match bytes.len() {
+        1 => (u64::from(bytes[0]), 8),
+        2 => (u64::from(reader.read_u16(bytes)), 16),
+        4 => (u64::from(reader.read_u32(bytes)), 32),
+        8 => (reader.read_u64(bytes), 64),
+        _ => return None,
+    };
+    Some(if signed && bits < 64 {
+        // Sign-extend from the field's width.
+        ((value << (64 - bits)) as i64) >> (64 - bits)
+    } else {
+        value as i64
+    })
+}
+
+/// A text field (a char array or a `__data_loc` string) up to its first NUL.
+#[inline(never)]
+fn field_text(f: &PerfFieldFormat, data: &[u8], reader: PerfByteReader) -> Option<String> {
+    let bytes = f.get_field_bytes(data, reader)?;
+    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+}
+
 /// The kernel's dev_t as trace events carry it (MAJOR << 20 | MINOR) from a major:minor.
 pub fn kernel_dev(major: u32, minor: u32) -> u32 {
     (major << 20) | (minor & 0xfffff)
@@ -649,11 +647,246 @@ pub fn dev_name(dev: u32) -> String {
 mod tests {
     use super::*;
 
-    const HEADER_PAGE_64: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+    /// A page as the kernel lays it out: header, then each record with its 4-byte header
+    /// (type_len = payload words, time delta in the upper 27 bits).
+    fn page(
+        layout: &PageLayout,
+        start_ts: u64,
+        records: &[(u32, Vec<u8>)],
+        lost: Option<u64>,
+    ) -> Vec<u8> {
+        let mut data = Vec::new();
+        for (delta, payload) in records {
+            assert!(payload.len() % 4 == 0);
+            if payload.len() <= 112 {
+                let header = ((payload.len() / 4) as u32) | (delta << 5);
+                data.extend_from_slice(&header.to_le_bytes());
+            } else {
+                // Longer records carry their length (plus its own 4 bytes) in array[0].
+                data.extend_from_slice(&(delta << 5).to_le_bytes());
+                data.extend_from_slice(&(payload.len() as u32 + 4).to_le_bytes());
+            }
+            data.extend_from_slice(payload);
+        }
+        let mut commit = data.len() as u64;
+        if let Some(n) = lost {
+            commit |= MISSED_EVENTS | MISSED_STORED;
+            data.extend_from_slice(&n.to_le_bytes()[..layout.long_bytes]);
+        }
+        let mut out = start_ts.to_le_bytes().to_vec();
+        out.extend_from_slice(&commit.to_le_bytes()[..layout.long_bytes]);
+        out.extend_from_slice(&data);
+        out.resize(4096, 0);
+        out
+    }
+
+    fn put(buf: &mut [u8], at: usize, bytes: &[u8]) {
+        buf[at..at + bytes.len()].copy_from_slice(bytes);
+    }
 
     #[test]
-    fn header_page_gives_the_layout() {
-        let l = PageLayout::parse(HEADER_PAGE_64, false).expect("layout");
+    fn header_pages_give_the_layout_of_64_and_32_bit_kernels() {
+        let l = PageLayout::parse(fixtures::HEADER_PAGE_6_18, false).expect("6.18");
         assert_eq!((l.long_bytes, l.data_offset), (8, 16));
+        let l = PageLayout::parse(fixtures::HEADER_PAGE_4_4_ARMV7, false).expect("4.4");
+        assert_eq!((l.long_bytes, l.data_offset), (4, 12));
+        assert!(PageLayout::parse("\tfield: u64 timestamp;\toffset:0;\tsize:8;", false).is_err());
+    }
+
+    #[test]
+    fn every_event_of_this_kernel_is_learned_from_its_format() {
+        let layout = PageLayout::parse(fixtures::HEADER_PAGE_6_18, false).expect("layout");
+        let mut d = Decoder::new(&layout);
+        for (kind, text) in fixtures::FORMATS_6_18 {
+            d.learn(*kind, text)
+                .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        }
+        assert!(EventKind::ALL.iter().all(|k| d.knows(*k)));
+    }
+
+    #[test]
+    fn a_throttle_pause_decodes_on_6_18_and_on_a_32_bit_4_4_board() {
+        // 6.18, x86_64: wb_dirty at 72, pause at 112 (8-byte longs).
+        let l64 = PageLayout::parse(fixtures::HEADER_PAGE_6_18, false).expect("layout");
+        let mut d = Decoder::new(&l64);
+        let id = d
+            .learn(EventKind::Throttle, fixtures::FORMATS_6_18[0].1)
+            .expect("learn");
+        let mut rec = vec![0u8; 144];
+        put(&mut rec, 0, &id.to_le_bytes());
+        put(&mut rec, 4, &4242i32.to_le_bytes());
+        put(&mut rec, 8, b"7:0\0");
+        put(&mut rec, 56, &3102u64.to_le_bytes());
+        put(&mut rec, 48, &1_050_938u64.to_le_bytes());
+        put(&mut rec, 72, &3072u64.to_le_bytes());
+        put(&mut rec, 112, &200i64.to_le_bytes());
+        let bytes = page(&l64, 1_000, &[(5, rec.clone())], None);
+        let p = decode_page(&l64, &bytes).expect("page");
+        assert_eq!(p.records.len(), 1);
+        let e = d.decode(1, &p.records[0]).expect("decoded");
+        assert_eq!((e.ts_ns, e.cpu, e.pid), (1_005, 1, 4242));
+        match e.event {
+            KernelEvent::Throttle {
+                bdi,
+                dirty_pages,
+                setpoint_pages,
+                wb_dirty_pages,
+                pause_ms,
+                ..
+            } => {
+                assert_eq!(
+                    (
+                        bdi.as_str(),
+                        dirty_pages,
+                        setpoint_pages,
+                        wb_dirty_pages,
+                        pause_ms
+                    ),
+                    ("7:0", 3102, 1_050_938, 3072, 200)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // 4.4, 32-bit ARM: bdi_dirty at 56, pause at 80 (4-byte longs), data at 12.
+        let l32 = PageLayout::parse(fixtures::HEADER_PAGE_4_4_ARMV7, false).expect("layout");
+        let mut d = Decoder::new(&l32);
+        let id = d
+            .learn(EventKind::Throttle, fixtures::FORMATS_4_4_ARMV7[0].1)
+            .expect("learn");
+        let mut rec = vec![0u8; 92];
+        put(&mut rec, 0, &id.to_le_bytes());
+        put(&mut rec, 4, &77i32.to_le_bytes());
+        put(&mut rec, 8, b"179:0\0");
+        put(&mut rec, 56, &1234u32.to_le_bytes());
+        put(&mut rec, 80, &(-3i32).to_le_bytes());
+        let bytes = page(&l32, 50, &[(1, rec)], None);
+        let p = decode_page(&l32, &bytes).expect("page");
+        match d.decode(0, &p.records[0]).expect("decoded").event {
+            KernelEvent::Throttle {
+                bdi,
+                wb_dirty_pages,
+                pause_ms,
+                ..
+            } => {
+                assert_eq!(
+                    (bdi.as_str(), wb_dirty_pages, pause_ms),
+                    ("179:0", 1234, -3)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_preempted_thread_reads_runnable_on_4_4_and_6_18() {
+        for (header, formats, state_at, long) in [
+            (
+                fixtures::HEADER_PAGE_6_18,
+                fixtures::FORMATS_6_18,
+                32usize,
+                8usize,
+            ),
+            (
+                fixtures::HEADER_PAGE_4_4_ARMV7,
+                fixtures::FORMATS_4_4_ARMV7,
+                32,
+                4,
+            ),
+        ] {
+            let l = PageLayout::parse(header, false).expect("layout");
+            let mut d = Decoder::new(&l);
+            let text = formats
+                .iter()
+                .find(|(k, _)| *k == EventKind::Switch)
+                .expect("switch")
+                .1;
+            let id = d.learn(EventKind::Switch, text).expect("learn");
+            let mut rec = vec![0u8; 64];
+            put(&mut rec, 0, &id.to_le_bytes());
+            put(&mut rec, 24, &10i32.to_le_bytes());
+            put(&mut rec, state_at, &0x802u64.to_le_bytes()[..long]);
+            let next_at = if long == 8 { 56 } else { 52 };
+            put(&mut rec, next_at, &11i32.to_le_bytes());
+            let bytes = page(&l, 0, &[(0, rec)], None);
+            let p = decode_page(&l, &bytes).expect("page");
+            match d.decode(0, &p.records[0]).expect("decoded").event {
+                KernelEvent::Switch {
+                    prev_pid,
+                    prev_state,
+                    next_pid,
+                } => {
+                    assert_eq!((prev_pid, prev_state, next_pid), (10, 0x802, 11));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn time_extends_padding_and_lost_events_are_read() {
+        let l = PageLayout::parse(fixtures::HEADER_PAGE_6_18, false).expect("layout");
+        // A record, a time extend of 3 << 27 + 1, another record, then padding.
+        let mut data = Vec::new();
+        data.extend_from_slice(&(1u32 | (10 << 5)).to_le_bytes());
+        data.extend_from_slice(&[1, 0, 0, 0]);
+        data.extend_from_slice(&(TYPE_TIME_EXTEND | (1 << 5)).to_le_bytes());
+        data.extend_from_slice(&3u32.to_le_bytes());
+        data.extend_from_slice(&(1u32 | (2 << 5)).to_le_bytes());
+        data.extend_from_slice(&[2, 0, 0, 0]);
+        data.extend_from_slice(&TYPE_PADDING.to_le_bytes());
+        data.extend_from_slice(&0u32.to_le_bytes());
+        let commit = data.len() as u64 | MISSED_EVENTS;
+        let mut bytes = 100u64.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&commit.to_le_bytes());
+        bytes.extend_from_slice(&data);
+        let p = decode_page(&l, &bytes).expect("page");
+        let ts: Vec<u64> = p.records.iter().map(|r| r.ts_ns).collect();
+        assert_eq!(ts, vec![110, 110 + (3 << 27) + 1 + 2]);
+        assert_eq!(p.lost_before, Lost::Unknown);
+        let stored = page(&l, 0, &[(1, vec![0; 8])], Some(37));
+        assert_eq!(
+            decode_page(&l, &stored).expect("page").lost_before,
+            Lost::Count(37)
+        );
+    }
+
+    #[test]
+    fn a_truncated_or_lying_page_is_refused_and_garbage_formats_are_named() {
+        let l = PageLayout::parse(fixtures::HEADER_PAGE_6_18, false).expect("layout");
+        assert!(decode_page(&l, &[0u8; 10]).is_err());
+        let mut lying = page(&l, 0, &[(1, vec![0; 8])], None);
+        lying[8..16].copy_from_slice(&100_000u64.to_le_bytes());
+        assert!(decode_page(&l, &lying).is_err());
+        let mut d = Decoder::new(&l);
+        assert!(d.learn(EventKind::Throttle, "garbage\n").is_err());
+        let without_pause = fixtures::FORMATS_6_18[0]
+            .1
+            .replace("field:long pause;", "field:long other;");
+        let why = d
+            .learn(EventKind::Throttle, &without_pause)
+            .expect_err("refused");
+        assert!(why.contains("pause"), "{why}");
+    }
+
+    #[test]
+    fn flush_reasons_are_named_by_the_kernel_s_own_table() {
+        let l = PageLayout::parse(fixtures::HEADER_PAGE_6_18, false).expect("layout");
+        let mut d = Decoder::new(&l);
+        let text = fixtures::FORMATS_6_18
+            .iter()
+            .find(|(k, _)| *k == EventKind::FlushStart)
+            .expect("start")
+            .1;
+        let id = d.learn(EventKind::FlushStart, text).expect("learn");
+        let mut rec = vec![0u8; 80];
+        put(&mut rec, 0, &id.to_le_bytes());
+        put(&mut rec, 8, b"7:0\0");
+        put(&mut rec, 68, &3i32.to_le_bytes());
+        let bytes = page(&l, 0, &[(0, rec)], None);
+        let p = decode_page(&l, &bytes).expect("page");
+        match d.decode(0, &p.records[0]).expect("decoded").event {
+            KernelEvent::FlushStart { reason, .. } => assert_eq!(reason, "periodic"),
+            other => panic!("{other:?}"),
+        }
     }
 }
