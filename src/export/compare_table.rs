@@ -100,6 +100,27 @@ const COLUMNS: &[Column] = &[
         heading: "at risk s",
         cell: |r| f(m(r).at_risk_s, 1),
     },
+    // The stalls' causes from the kernel's events, side by side.
+    Column {
+        heading: "throttled s",
+        cell: |r| f(m(r).stall_throttled_s, 2),
+    },
+    Column {
+        heading: "wb wait s",
+        cell: |r| f(m(r).stall_writeback_s, 2),
+    },
+    Column {
+        heading: "journal s",
+        cell: |r| f(m(r).stall_journal_s, 2),
+    },
+    Column {
+        heading: "device s",
+        cell: |r| f(m(r).stall_device_s, 2),
+    },
+    Column {
+        heading: "CPU wait s",
+        cell: |r| f(m(r).stall_cpu_s, 2),
+    },
 ];
 
 /// A failed run's words in the table: `FAILED (check): what`.

@@ -408,6 +408,11 @@ fn mean_metrics(runs: &[Run]) -> Metrics {
         system_cpu_pct: mean_of(runs, |m| m.system_cpu_pct),
         peak_dirty_mb: mean_of(runs, |m| m.peak_dirty_mb),
         at_risk_s: mean_of(runs, |m| m.at_risk_s),
+        stall_throttled_s: mean_of(runs, |m| m.stall_throttled_s),
+        stall_writeback_s: mean_of(runs, |m| m.stall_writeback_s),
+        stall_journal_s: mean_of(runs, |m| m.stall_journal_s),
+        stall_device_s: mean_of(runs, |m| m.stall_device_s),
+        stall_cpu_s: mean_of(runs, |m| m.stall_cpu_s),
     }
 }
 

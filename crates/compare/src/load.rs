@@ -33,6 +33,18 @@ pub struct Metrics {
     pub peak_dirty_mb: Option<f64>,
     /// The peak dirty data in seconds of the stream: what a power cut could lose.
     pub at_risk_s: Option<f64>,
+    /// The stalls' time by cause, from the kernel's events (None where they were not read):
+    /// throttled, waiting for writeback, journal commits, the device, waiting for a CPU.
+    #[serde(default)]
+    pub stall_throttled_s: Option<f64>,
+    #[serde(default)]
+    pub stall_writeback_s: Option<f64>,
+    #[serde(default)]
+    pub stall_journal_s: Option<f64>,
+    #[serde(default)]
+    pub stall_device_s: Option<f64>,
+    #[serde(default)]
+    pub stall_cpu_s: Option<f64>,
 }
 
 /// One second of a recording: what the block bootstrap resamples.
@@ -220,6 +232,11 @@ pub fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
         at_risk_s: peak
             .filter(|_| t.requested_bytes_per_s > 0.0)
             .map(|b| b as f64 / t.requested_bytes_per_s),
+        stall_throttled_s: cause(r, |c| c.throttled_s),
+        stall_writeback_s: cause(r, |c| c.writeback_wait_s),
+        stall_journal_s: cause(r, |c| c.journal_s),
+        stall_device_s: cause(r, |c| c.device_s),
+        stall_cpu_s: cause(r, |c| c.cpu_s),
     };
     Run {
         file: file.to_string(),
@@ -230,6 +247,11 @@ pub fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
         seconds: seconds(r),
         windows: r.windows.clone(),
     }
+}
+
+/// One cause's share of the run's stall time, where the kernel's events were read.
+fn cause(r: &RecordReport, f: fn(&sinkrate_model::causes::CauseSeconds) -> f64) -> Option<f64> {
+    r.kernel.from_kernel().then(|| f(&r.kernel.stall_seconds))
 }
 
 /// The recording second by second: drops from the intervals, each frame's write time from

@@ -5,11 +5,12 @@ use crate::figures::Chart;
 pub type Make = fn() -> Chart;
 
 /// The order charts appear in.
-pub const ORDER: [&str; 8] = [
+pub const ORDER: [&str; 9] = [
     "throughput",
     "page_cache",
     "write_latency",
     "lateness",
+    "stall_causes",
     "write_cdf",
     "job_latency_cdf",
     "cpu",
@@ -69,6 +70,18 @@ pub const LATENESS: (&str, Make) = ("lateness", || {
     );
     c.caption = "How late each frame reached the disk against its deadline; red ticks are \
                  dropped frames, numbered lines the stalls listed below."
+        .into();
+    c
+});
+
+pub const STALL_CAUSES: (&str, Make) = ("stall_causes", || {
+    let mut c = Chart::new(
+        "stall_causes",
+        "Why each stall took its time (the kernel's events)",
+        "time (s)",
+        "stalled (ms)",
+    );
+    c.caption = "A bar per stalled write call, as long as the call and as high as the time                  each cause took in it: throttled, waiting for writeback, a journal commit,                  the device, waiting for a CPU, running, unexplained."
         .into();
     c
 });

@@ -5,7 +5,7 @@
 use sinkrate_model::record::{RecordReport, StallReport};
 use sinkrate_stats::LatencyDistribution;
 
-use crate::charts::{LATENESS, THROUGHPUT, WRITE_CDF, WRITE_LATENCY};
+use crate::charts::{LATENESS, STALL_CAUSES, THROUGHPUT, WRITE_CDF, WRITE_LATENCY};
 use crate::figures::{Column, Headline, Mark, MarkKind, Page, Style, Table};
 use crate::{mb_s, ms, timeline};
 
@@ -103,6 +103,40 @@ pub fn add(page: &mut Page, run: usize, prefix: &str, r: &RecordReport) {
             label,
         });
     }
+    add_stall_causes(page, run, prefix, r);
+}
+
+/// A bar per stall for each cause it had (a step up at its start by the cause's share, down
+/// at its end), so the causes of every stall can be read on the run's time axis.
+fn add_stall_causes(page: &mut Page, run: usize, prefix: &str, r: &RecordReport) {
+    use sinkrate_model::causes::Cause;
+    let mut explained: Vec<&StallReport> = r.stalls.iter().filter(|s| s.causes.is_some()).collect();
+    if explained.is_empty() {
+        return;
+    }
+    explained.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    for cause in Cause::ALL {
+        let mut xs = Vec::new();
+        let mut ys = Vec::new();
+        for s in &explained {
+            let Some(c) = &s.causes else { continue };
+            let part = c.seconds.get(cause) * 1e3;
+            xs.extend([s.at_s, s.at_s + s.duration_ms / 1e3]);
+            ys.extend([Some(part), Some(0.0)]);
+        }
+        if ys.iter().flatten().all(|v| *v < 0.5) {
+            continue;
+        }
+        let x = page.column(Column::time(xs));
+        page.series(
+            STALL_CAUSES,
+            run,
+            format!("{prefix}{}", cause.name()),
+            x,
+            Column::of(ys),
+            Style::Step,
+        );
+    }
 }
 
 /// What the sampler saw when a write stalled, in a sentence.
@@ -131,6 +165,12 @@ pub fn stall_words(s: &StallReport) -> String {
         s.stream,
         duration_words(s.duration_ms)
     );
+    // The kernel's own account, where it was read, rather than the nearest sample.
+    if let Some(c) = &s.causes {
+        text.push_str(": ");
+        text.push_str(&c.evidence());
+        return text;
+    }
     if !seen.is_empty() {
         text.push_str("; ");
         text.push_str(&seen.join(", "));
@@ -311,6 +351,57 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_stall_s_causes_are_drawn_as_bars_on_the_time_axis() {
+        use sinkrate_model::causes::{Cause, CauseSeconds, StallCauses};
+        let text = include_str!("../../../tests/fixtures/results/record.json");
+        let mut r: RecordReport = serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .expect("the record fixture reads");
+        let stall = StallReport {
+            stream: "cam0".into(),
+            frame: Some(60),
+            tid: Some(7),
+            at_s: 2.0,
+            duration_ms: 400.0,
+            dirty_bytes: None,
+            writeback_bytes: None,
+            throttled: None,
+            disk_util_pct: None,
+            cpu_iowait_pct: None,
+            causes: Some(StallCauses {
+                seconds: CauseSeconds {
+                    throttled_s: 0.3,
+                    device_s: 0.1,
+                    ..Default::default()
+                },
+                largest: Some(Cause::Throttled),
+                ..Default::default()
+            }),
+        };
+        r.stalls = vec![stall];
+        let mut page = Page::default();
+        add(&mut page, 0, "", &r);
+        let chart = page
+            .charts
+            .iter()
+            .find(|c| c.id == "stall_causes")
+            .expect("the causes chart");
+        let labels: Vec<&str> = chart.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["throttled", "device"]);
+        let lateness = page
+            .charts
+            .iter()
+            .find(|c| c.id == "lateness")
+            .expect("lateness");
+        assert!(
+            lateness.notes[0].contains("throttled 0.30 s"),
+            "{:?}",
+            lateness.notes
+        );
+    }
 
     #[test]
     fn cdf_ends_at_the_worst_value_and_100_percent() {
