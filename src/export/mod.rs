@@ -59,6 +59,12 @@ pub fn causes_text(r: &sinkrate_model::record::RecordReport) -> String {
             }
         ));
     }
+    if k.stalls_not_explained > 0 {
+        t.push_str(&format!(
+            "{} later stall(s) not explained: the kernel's events kept per run ran out ({} more were read)\n",
+            k.stalls_not_explained, k.events_not_kept
+        ));
+    }
     if !k.missing.is_empty() && !r.stalls.is_empty() {
         t.push_str(&format!("not traced: {}\n", k.missing.join("; ")));
     }

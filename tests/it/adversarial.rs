@@ -678,14 +678,6 @@ fn a_bad_mount_option_gets_the_kernels_reason() {
 // ---- Safety, second pass: each case below harmed a user's files before it was fixed. ----
 
 /// `sinkrate ARGS` run in `cwd`, to its end.
-fn sinkrate_in(cwd: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(sinkrate_path())
-        .current_dir(cwd)
-        .args(args)
-        .output()
-        .expect("sinkrate runs")
-}
-
 /// Starts `cmd` (its output discarded) and kills it with SIGKILL once `file` exists and
 /// its identity has been journaled (right after it is created).
 fn kill_once_made(cmd: &mut Command, file: &Path) {
@@ -721,21 +713,28 @@ fn the_sweep_removes_only_the_file_the_killed_run_made() {
     let users = y.path().join("rec/sinkrate-record-cam0.bin");
     std::fs::write(&users, b"the user's own recording").expect("write");
     let leftover = x.path().join("rec/sinkrate-record-cam0.bin");
+    // A state directory of this test's own: what the killed run leaves (its files, its
+    // trace instances) is swept by this test's next run, not by another test's beside it.
+    let state = tempfile::tempdir().expect("tempdir");
     kill_once_made(
-        Command::new(sinkrate_path()).current_dir(x.path()).args([
-            "record",
-            "--dir",
-            "rec",
-            "--duration",
-            "20s",
-            "--live",
-            "never",
-        ]),
+        Command::new(sinkrate_path())
+            .env("SINKRATE_STATE_DIR", state.path())
+            .current_dir(x.path())
+            .args([
+                "record",
+                "--dir",
+                "rec",
+                "--duration",
+                "20s",
+                "--live",
+                "never",
+            ]),
         &leftover,
     );
-    let out = sinkrate_in(
-        y.path(),
-        &[
+    let out = Command::new(sinkrate_path())
+        .env("SINKRATE_STATE_DIR", state.path())
+        .current_dir(y.path())
+        .args([
             "record",
             "--dir",
             "o",
@@ -745,8 +744,9 @@ fn the_sweep_removes_only_the_file_the_killed_run_made() {
             "null",
             "--live",
             "never",
-        ],
-    );
+        ])
+        .output()
+        .expect("sinkrate runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         std::fs::read(&users).expect("the user's file is still there"),
@@ -1973,7 +1973,10 @@ fn a_killed_replays_directory_is_removed_by_the_next_run_and_named() {
     let out = d.path().join("out");
     std::fs::create_dir(&out).expect("mkdir");
     let trace = paced_trace(d.path(), "long.iolog", 20, 60);
+    // Its own state directory: the killed run's leftovers are this test's to sweep.
+    let state = tempfile::tempdir().expect("tempdir");
     let mut child = Command::new(sinkrate_path())
+        .env("SINKRATE_STATE_DIR", state.path())
         .args(["record", "--live", "never", "--replay"])
         .arg(&trace)
         .arg("--dir")
@@ -1993,13 +1996,13 @@ fn a_killed_replays_directory_is_removed_by_the_next_run_and_named() {
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].starts_with("sinkrate-replay-"), "{left:?}");
     // Any later command that writes sweeps it, and says so.
-    let (_, _, err) = sinkrate(&[
-        "record",
-        "--replay",
-        "/nonexistent.iolog",
-        "--dir",
-        out.to_str().expect("utf8"),
-    ]);
+    let swept = Command::new(sinkrate_path())
+        .env("SINKRATE_STATE_DIR", state.path())
+        .args(["record", "--replay", "/nonexistent.iolog", "--dir"])
+        .arg(&out)
+        .output()
+        .expect("sinkrate runs");
+    let err = String::from_utf8_lossy(&swept.stderr).into_owned();
     assert!(
         common::files_in(&out).is_empty(),
         "{:?}\n{err}",

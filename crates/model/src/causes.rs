@@ -261,6 +261,12 @@ pub struct KernelAccount {
     /// Events that were lost in an unknown number.
     #[serde(default)]
     pub lost_unknown: bool,
+    /// Events read but not kept (the per-run limit), and the stalls after the first of them
+    /// left without a breakdown.
+    #[serde(default)]
+    pub events_not_kept: u64,
+    #[serde(default)]
+    pub stalls_not_explained: u64,
     /// Events not used, each with why (not on this kernel, a format this reader cannot read).
     #[serde(default)]
     pub missing: Vec<String>,

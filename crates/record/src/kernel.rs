@@ -90,6 +90,7 @@ impl Tracing {
         let trace = session.finish();
         let account = Account::new(&trace, self.target);
         let mut total = CauseSeconds::default();
+        let mut not_explained = 0;
         for stall in stalls.iter_mut() {
             let Some(tid) = stall.tid else { continue };
             let start_ns = clock_mono_ns + (stall.at_s * 1e9) as u64;
@@ -98,6 +99,11 @@ impl Tracing {
                 start_ns,
                 end_ns: start_ns + (stall.duration_ms * 1e6) as u64,
             };
+            // Past the events kept: no breakdown rather than a wrong one.
+            if trace.kept_until_ns.is_some_and(|t| call.end_ns >= t) {
+                not_explained += 1;
+                continue;
+            }
             let causes = account.explain(&call);
             for c in sinkrate_model::causes::Cause::ALL {
                 total.add(c, causes.seconds.get(c));
@@ -106,6 +112,7 @@ impl Tracing {
         }
         let mut summary = account.summary(names);
         summary.stall_seconds = total;
+        summary.stalls_not_explained = not_explained;
         summary
     }
 }

@@ -465,6 +465,8 @@ impl<'a> Account<'a> {
             events: self.trace.events.len() as u64,
             lost_events: self.trace.lost,
             lost_unknown: self.trace.lost_unknown,
+            events_not_kept: self.trace.not_kept,
+            stalls_not_explained: 0,
             missing: self.trace.missing.clone(),
             throttled_threads: throttles
                 .into_iter()

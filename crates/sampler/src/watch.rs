@@ -322,7 +322,12 @@ fn explain_calls(
     };
     let mut total = CauseSeconds::default();
     let mut slow = Vec::new();
+    let mut not_explained = 0;
     for c in calls.iter().filter(|c| c.exit_ns - c.enter_ns >= threshold) {
+        if trace.kept_until_ns.is_some_and(|t| c.exit_ns >= t) {
+            not_explained += 1;
+            continue;
+        }
         let causes = account.explain(&SlowCallSpan {
             tid: c.tid,
             start_ns: c.enter_ns,
@@ -349,6 +354,7 @@ fn explain_calls(
         slow.iter().map(|s| (s.tid, s.thread.clone())).collect();
     let mut kernel = account.summary(&names_by_tid);
     kernel.stall_seconds = total;
+    kernel.stalls_not_explained = not_explained;
     (slow, calls.len() as u64, kernel)
 }
 

@@ -20,9 +20,12 @@ use std::time::Duration;
 use sinkrate_procparse::trace::{decode_page, Decoder, EventKind, Lost, PageLayout, TimedEvent};
 pub use sinkrate_procparse::trace::{dev_name, kernel_dev};
 
-/// Events kept per run; beyond this they are counted as lost (the breakdown says partial).
-/// At two 30 fps streams a run keeps some 200 events a second.
-pub const MAX_EVENTS: usize = 400_000;
+/// Events kept per run (some 130 bytes each: 8 MB at most, so a soak's memory stays flat);
+/// later ones are counted, and the stalls after the first of them are not explained. A
+/// recording of two 30 fps streams keeps 200 to 700 events a second: a minute and a half
+/// to five minutes are explained. (Explaining stalls while the run goes on, and dropping
+/// the events behind them, would lift the limit.)
+pub const MAX_EVENTS: usize = 64_000;
 /// The per-CPU ring buffer each instance asks for.
 const BUFFER_KB_PER_CPU: u64 = 1024;
 /// How often the reader empties the buffers.
@@ -52,6 +55,10 @@ pub struct KernelTrace {
     pub lost: u64,
     /// Some were lost and the kernel did not say how many.
     pub lost_unknown: bool,
+    /// Events read but not kept ([`MAX_EVENTS`]), and the time of the first of them: what
+    /// happened after it is not explained.
+    pub not_kept: u64,
+    pub kept_until_ns: Option<u64>,
     /// Events this kernel lacks or whose format this reader could not use, with why.
     pub missing: Vec<String>,
     /// Where the events came from: the tracefs mount and the instance names.
@@ -80,6 +87,8 @@ struct Collected {
     events: Vec<TimedEvent>,
     lost: u64,
     lost_unknown: bool,
+    not_kept: u64,
+    first_not_kept_ns: Option<u64>,
 }
 
 /// Where tracefs is mounted, from this process's mount table (tracefs itself, or debugfs's
@@ -132,6 +141,7 @@ fn mount_private() -> Result<PathBuf, String> {
             "tracefs is not mounted and could not be mounted: {e}"
         ));
     }
+    note_made(&format!("{INSTANCE_PREFIX}tracefs-{}", std::process::id()));
     Ok(dir)
 }
 
@@ -142,7 +152,11 @@ fn unmount_private(dir: &Path) {
     // SAFETY: umount2 with a NUL-terminated path; MNT_DETACH lets go even if a reader of
     // another program has a file open there.
     unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-    let _ = std::fs::remove_dir(dir);
+    if std::fs::remove_dir(dir).is_ok() {
+        if let Some(name) = dir.file_name() {
+            note_removed(&name.to_string_lossy());
+        }
+    }
 }
 
 /// Reads a tracefs file with one large read first: some kernels (6.18's header_page) answer
@@ -301,6 +315,9 @@ impl TraceSession {
                     "could not make the trace instance {}: {e}",
                     dir.display()
                 ));
+            }
+            if let Some(name) = dir.file_name() {
+                note_made(&name.to_string_lossy());
             }
             made.push(dir.clone());
             // The run's clock; an older kernel without `mono` would stamp on another.
@@ -478,6 +495,8 @@ impl TraceSession {
             events,
             lost,
             lost_unknown: collected.lost_unknown,
+            not_kept: collected.not_kept,
+            kept_until_ns: collected.first_not_kept_ns,
             missing: std::mem::take(&mut self.missing),
             source: std::mem::take(&mut self.source),
             kinds: std::mem::take(&mut self.kinds),
@@ -531,7 +550,22 @@ fn overruns(dir: &Path) -> u64 {
 fn remove_instance(dir: &Path) {
     let _ = write_attr(&dir.join("tracing_on"), "0");
     let _ = write_attr(&dir.join("events/enable"), "0");
-    let _ = std::fs::remove_dir(dir);
+    // The kernel answers EBUSY while a reader it is letting go of (a run that just ended)
+    // still holds the instance: a second is plenty.
+    for _ in 0..20 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => {
+                if let Some(name) = dir.file_name() {
+                    note_removed(&name.to_string_lossy());
+                }
+                return;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(_) => return,
+        }
+    }
 }
 
 fn read_loop(
@@ -561,7 +595,11 @@ fn read_loop(
                                     if out.events.len() < MAX_EVENTS {
                                         out.events.push(e);
                                     } else {
-                                        out.lost += 1;
+                                        out.not_kept += 1;
+                                        out.first_not_kept_ns = Some(
+                                            out.first_not_kept_ns
+                                                .map_or(e.ts_ns, |t| t.min(e.ts_ns)),
+                                        );
                                     }
                                 }
                             }
@@ -581,62 +619,96 @@ fn read_loop(
     }
 }
 
-/// Instances and private mounts that an earlier run, killed before it could remove them,
-/// left behind: removed if their run is gone. Returns what was removed.
+/// Where a run notes what it made in tracefs (an empty file per instance, and one per
+/// private mount), beside its owned-files journal: the next run sweeps what is noted in
+/// its own state directory only, as it does files (a test lane's runs, with
+/// SINKRATE_STATE_DIR, sweep their lane's).
+fn notes_dir() -> Option<PathBuf> {
+    let dir = crate::owned::journal_dir().join("tracefs");
+    crate::owned::private_dir(&dir).then_some(dir)
+}
+
+fn note_made(name: &str) {
+    if let Some(dir) = notes_dir() {
+        let _ = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join(name));
+    }
+}
+
+fn note_removed(name: &str) {
+    if let Some(dir) = notes_dir() {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+}
+
+/// Instances and private mounts that an earlier run of this state directory, killed before
+/// it could remove them, left behind: removed if their run is gone. Returns what was
+/// removed.
 pub fn sweep_left_over() -> Vec<String> {
     let mut removed = Vec::new();
-    let alive = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sinkrate")
-    };
-    if !crate::is_root() {
+    let Some(notes) = notes_dir().filter(|_| crate::is_root()) else {
         return removed;
-    }
-    let tmp = std::env::temp_dir();
-    for e in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+    };
+    // Any live process of that pid keeps them (the run itself, under another name when a
+    // test binary made them); a reused pid only delays the sweep.
+    // /proc/N also answers for a thread N of another process: a process is one whose
+    // thread group is its own.
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .is_some_and(|t| t.trim() == pid.to_string())
+        })
+    };
+    let root = find_mounted();
+    for e in std::fs::read_dir(&notes).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = name
-            .strip_prefix(&format!("{INSTANCE_PREFIX}tracefs-"))
+        let Some(rest) = name.strip_prefix(INSTANCE_PREFIX) else {
+            continue;
+        };
+        let pid_text = rest.strip_prefix("tracefs-").unwrap_or(rest);
+        let Some(pid) = pid_text
+            .split('-')
+            .next()
             .and_then(|p| p.parse::<u32>().ok())
-        {
-            if pid != std::process::id() && !alive(pid) {
-                let dir = e.path();
-                for i in std::fs::read_dir(dir.join("instances"))
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                {
-                    if i.file_name()
-                        .to_string_lossy()
-                        .starts_with(&format!("{INSTANCE_PREFIX}{pid}-"))
-                    {
-                        remove_instance(&i.path());
-                        removed.push(i.path().display().to_string());
-                    }
-                }
-                unmount_private(&dir);
-                removed.push(dir.display().to_string());
-            }
+        else {
+            continue;
+        };
+        if pid == std::process::id() || alive(pid) {
+            continue;
         }
-    }
-    if let Some(root) = find_mounted() {
-        for i in std::fs::read_dir(root.join("instances"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let name = i.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name
-                .strip_prefix(INSTANCE_PREFIX)
-                .and_then(|r| r.split('-').next())
-                .and_then(|p| p.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if pid != std::process::id() && !alive(pid) {
-                remove_instance(&i.path());
-                if !i.path().exists() {
-                    removed.push(i.path().display().to_string());
+        if rest.starts_with("tracefs-") {
+            let dir = std::env::temp_dir().join(&name);
+            for i in std::fs::read_dir(dir.join("instances"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if i.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{INSTANCE_PREFIX}{pid}-"))
+                {
+                    remove_instance(&i.path());
                 }
+            }
+            unmount_private(&dir);
+            if !dir.exists() {
+                removed.push(dir.display().to_string());
+                let _ = std::fs::remove_file(e.path());
+            }
+        } else if let Some(root) = &root {
+            let dir = root.join("instances").join(&name);
+            if dir.exists() {
+                remove_instance(&dir);
+                if !dir.exists() {
+                    removed.push(dir.display().to_string());
+                }
+            }
+            if !dir.exists() {
+                let _ = std::fs::remove_file(e.path());
             }
         }
     }
