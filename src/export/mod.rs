@@ -27,7 +27,6 @@ pub trait Exporter<T> {
     fn export(&self, run: &T) -> Result<Vec<u8>>;
 }
 
-/// Any result as pretty JSON with a final newline.
 /// Why the stalls happened: the longest with its kernel cause and evidence, all of them by
 /// cause, what the kernel could not say; or that causes are inferred, and why.
 pub fn causes_text(r: &sinkrate_model::record::RecordReport) -> String {
@@ -71,6 +70,7 @@ pub fn causes_text(r: &sinkrate_model::record::RecordReport) -> String {
     t
 }
 
+/// Any result as pretty JSON with a final newline.
 pub struct Json;
 
 impl<T: Serialize> Exporter<T> for Json {
