@@ -203,24 +203,29 @@ impl<'a> Account<'a> {
         let mut state = State::Running;
         let mut marker: Option<Cause> = None;
         let mut saw_scheduler = false;
+        // Woken after its last switch but not yet running: waiting for a CPU at the start.
+        let mut woken = false;
         for &i in mine[..first_inside].iter().rev() {
-            if let KernelEvent::Switch {
-                prev_pid,
-                prev_state,
-                ..
-            } = events[i].event
-            {
-                saw_scheduler = true;
-                state = if prev_pid == call.tid {
-                    if runnable(prev_state) {
-                        State::Runnable
+            match events[i].event {
+                KernelEvent::Wakeup { .. } => woken = true,
+                KernelEvent::Switch {
+                    prev_pid,
+                    prev_state,
+                    ..
+                } => {
+                    saw_scheduler = true;
+                    state = if prev_pid == call.tid {
+                        if runnable(prev_state) || woken {
+                            State::Runnable
+                        } else {
+                            State::Asleep(None)
+                        }
                     } else {
-                        State::Asleep(None)
-                    }
-                } else {
-                    State::Running
-                };
-                break;
+                        State::Running
+                    };
+                    break;
+                }
+                _ => {}
             }
         }
         // A marker emitted before the call and before the thread slept still names it.
@@ -537,4 +542,96 @@ pub fn traced_calls(trace: &KernelTrace, ignore: &[i32]) -> Vec<TracedCall> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sinkrate_procparse::trace::TimedEvent;
+
+    fn at(ts_ns: u64, pid: i32, event: KernelEvent) -> TimedEvent {
+        TimedEvent {
+            ts_ns,
+            cpu: 0,
+            pid,
+            event,
+        }
+    }
+
+    fn throttle(pause_ms: i64) -> KernelEvent {
+        KernelEvent::Throttle {
+            bdi: "7:0".into(),
+            limit_pages: 1000,
+            setpoint_pages: 900,
+            dirty_pages: 950,
+            wb_setpoint_pages: 90,
+            wb_dirty_pages: 95,
+            pause_ms,
+            paused_ms: 0,
+        }
+    }
+
+    fn switch(prev_pid: i32, prev_state: i64, next_pid: i32) -> KernelEvent {
+        KernelEvent::Switch {
+            prev_pid,
+            prev_state,
+            next_pid,
+        }
+    }
+
+    /// Running, then paused by the throttle until woken, then waiting for the CPU, then
+    /// running again; preempted while running later (a CPU wait), a sleep with nothing
+    /// behind it (unexplained): every part booked, adding up to the call.
+    #[test]
+    fn a_call_is_split_by_what_its_thread_did() {
+        let ms = 1_000_000u64;
+        let trace = KernelTrace {
+            events: vec![
+                at(100 * ms, 5, throttle(200)),
+                at(100 * ms, 5, switch(5, 2, 0)),
+                at(300 * ms, 0, KernelEvent::Wakeup { pid: 5 }),
+                at(350 * ms, 0, switch(0, 0, 5)),
+                at(400 * ms, 5, switch(5, 0x100, 9)),
+                at(420 * ms, 9, switch(9, 1, 5)),
+                at(450 * ms, 5, switch(5, 1, 0)),
+                at(480 * ms, 0, switch(0, 0, 5)),
+            ],
+            ..Default::default()
+        };
+        let account = Account::new(
+            &trace,
+            Target {
+                page_bytes: 4096,
+                ..Default::default()
+            },
+        );
+        let c = account.explain(&SlowCall {
+            tid: 5,
+            start_ns: 50 * ms,
+            end_ns: 500 * ms,
+        });
+        let s = &c.seconds;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(s.throttled_s, 0.200), "{s:?}");
+        assert!(close(s.cpu_s, 0.050 + 0.020), "{s:?}");
+        assert!(close(s.unexplained_s, 0.030), "{s:?}");
+        assert!(close(s.running_s, 0.050 + 0.050 + 0.030 + 0.020), "{s:?}");
+        assert!(close(s.total(), 0.450), "{s:?}");
+        assert_eq!(c.largest, Some(Cause::Throttled));
+        let t = c.throttle.as_ref().expect("evidence");
+        assert_eq!((t.pauses, t.wb_dirty_bytes), (1, 95 * 4096));
+        assert!(
+            c.evidence()
+                .starts_with("throttled 0.20 s in balance_dirty_pages"),
+            "{}",
+            c.evidence()
+        );
+        // A thread already woken when the call begins waits for the CPU, not the sleep.
+        let c = account.explain(&SlowCall {
+            tid: 5,
+            start_ns: 320 * ms,
+            end_ns: 350 * ms,
+        });
+        assert!(close(c.seconds.cpu_s, 0.030), "{:?}", c.seconds);
+    }
 }
