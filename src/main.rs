@@ -165,6 +165,7 @@ fn sweep_left_over() {
             );
         }
     }
+    #[cfg(target_os = "linux")]
     for left in sinkrate_sys::tracefs::sweep_left_over() {
         eprintln!(
             "sinkrate: note: removed {left}, which an earlier sinkrate run that was stopped before it could remove it left behind"

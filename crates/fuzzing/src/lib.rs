@@ -49,6 +49,14 @@ pub const TARGETS: &[Target] = &[
 /// A tracefs `format` file (or `events/header_page`), as the kernel's tracing reader learns
 /// it: the first byte picks the event kind and the word size.
 pub fn trace_format(data: &[u8]) {
+    #[cfg(target_os = "linux")]
+    trace_format_linux(data);
+    #[cfg(not(target_os = "linux"))]
+    let _ = data;
+}
+
+#[cfg(target_os = "linux")]
+fn trace_format_linux(data: &[u8]) {
     use sinkrate_procparse::trace::{Decoder, EventKind, PageLayout};
     let Some((&which, rest)) = data.split_first() else {
         return;
@@ -78,6 +86,14 @@ pub fn trace_format(data: &[u8]) {
 /// A ring-buffer page as `trace_pipe_raw` returns it, decoded with every event the reader
 /// knows taught from this kernel's formats (the fixtures' own), on 64- and 32-bit layouts.
 pub fn trace_page(data: &[u8]) {
+    #[cfg(target_os = "linux")]
+    trace_page_linux(data);
+    #[cfg(not(target_os = "linux"))]
+    let _ = data;
+}
+
+#[cfg(target_os = "linux")]
+fn trace_page_linux(data: &[u8]) {
     use sinkrate_procparse::trace::{decode_page, Decoder, EventKind, PageLayout};
     let Some((&which, page)) = data.split_first() else {
         return;

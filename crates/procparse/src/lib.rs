@@ -9,6 +9,7 @@ pub mod meminfo;
 pub mod mountinfo;
 pub mod pid;
 pub mod pressure;
+#[cfg(target_os = "linux")]
 pub mod trace;
 pub mod vmsettings;
 pub mod vmstat;

@@ -4,7 +4,35 @@ pub mod config;
 pub mod find_max;
 pub mod frame_header;
 pub mod frames;
+#[cfg(target_os = "linux")]
 pub mod kernel;
+/// Elsewhere the kernel's trace events are not read: causes are inferred, and said so.
+#[cfg(not(target_os = "linux"))]
+pub mod kernel {
+    use std::collections::HashMap;
+    use std::path::Path;
+    use std::time::Instant;
+
+    use sinkrate_model::causes::KernelAccount;
+    use sinkrate_model::record::StallReport;
+
+    pub struct Tracing;
+
+    impl Tracing {
+        pub fn start(_dir: &Path, _why_not: Option<&str>) -> Tracing {
+            Tracing
+        }
+
+        pub fn finish(
+            self,
+            _clock: Instant,
+            _stalls: &mut [StallReport],
+            _names: &HashMap<i32, String>,
+        ) -> KernelAccount {
+            KernelAccount::inferred("the kernel's trace events are read on Linux only")
+        }
+    }
+}
 pub mod power_cut;
 pub mod replay;
 pub mod report;

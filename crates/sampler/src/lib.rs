@@ -4,6 +4,7 @@
 //! memory available, peak dirty + writeback, throttled time, and the settings that avoid it.
 
 pub mod analysis;
+#[cfg(target_os = "linux")]
 pub mod causes;
 pub mod fleet;
 pub mod hogs;

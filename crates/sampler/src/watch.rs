@@ -11,11 +11,35 @@ use crate::live::{read_vm_settings, SamplerCore};
 use crate::sample::Sample;
 use crate::timeline::Timeline;
 use crate::{analyse, SamplerConfig};
-use sinkrate_model::causes::{CauseSeconds, KernelAccount};
+#[cfg(target_os = "linux")]
+use sinkrate_model::causes::CauseSeconds;
+use sinkrate_model::causes::KernelAccount;
 pub use sinkrate_model::watch::{SettingsChange, SlowCall, WatchConfig, WatchReport};
+#[cfg(target_os = "linux")]
 use sinkrate_sys::tracefs::{self, TraceRequest, TraceSession};
 
+#[cfg(target_os = "linux")]
 use crate::causes::{Account, SlowCall as SlowCallSpan, Target};
+
+/// Elsewhere the kernel's trace events are not read.
+#[cfg(not(target_os = "linux"))]
+struct TraceSession;
+
+#[cfg(not(target_os = "linux"))]
+fn start_tracing(_cfg: &WatchConfig) -> Result<TraceSession, String> {
+    Err("the kernel's trace events are read on Linux only".into())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn explain_calls(
+    tracing: Result<TraceSession, String>,
+    _cfg: &WatchConfig,
+    _started: Instant,
+    _watched: &[u32],
+) -> (Vec<SlowCall>, u64, KernelAccount) {
+    let why = tracing.err().unwrap_or_default();
+    (Vec::new(), 0, KernelAccount::inferred(why))
+}
 
 /// The shortest interval watch samples at.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -247,6 +271,7 @@ pub fn run<O: WatchObserver>(
     })
 }
 
+#[cfg(target_os = "linux")]
 /// The kernel's events of the watched program's threads (their write calls, pauses, waits
 /// and scheduling) and of the watched device; why not, when they cannot be read or nothing
 /// is watched.
@@ -277,6 +302,7 @@ fn start_tracing(cfg: &WatchConfig) -> Result<TraceSession, String> {
     })
 }
 
+#[cfg(target_os = "linux")]
 /// The watched program's write calls slower than the threshold, each explained; how many
 /// write calls were seen; the kernel's account.
 fn explain_calls(

@@ -23,6 +23,7 @@ pub mod signature;
 pub mod space;
 pub mod swaps;
 pub mod sysctl_conf;
+#[cfg(target_os = "linux")]
 pub mod tracefs;
 pub mod usb;
 
