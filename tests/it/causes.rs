@@ -144,6 +144,20 @@ impl Drop for PeerTrace {
     }
 }
 
+/// The card may hold 16 MB of dirty data and no more (strict: even while the machine is
+/// under its own limit), until dropped. max_ratio is restored after max_bytes, which the
+/// kernel keeps as a ratio.
+fn per_device_limit(bdi: &str) -> [Sysctl; 3] {
+    let class = format!("/sys/class/bdi/{bdi}");
+    let ratio = std::fs::read_to_string(format!("{class}/max_ratio")).expect("ratio");
+    // Set as ratio (unchanged, to be put back), bytes, strict; put back in the opposite
+    // order (an array drops front to back), the ratio last.
+    let ratio = Sysctl::set(&format!("{class}/max_ratio"), ratio.trim());
+    let bytes = Sysctl::set(&format!("{class}/max_bytes"), "16777216");
+    let strict = Sysctl::set(&format!("{class}/strict_limit"), "1");
+    [strict, bytes, ratio]
+}
+
 /// `7:0` and the kernel's dev_t of a block device by name.
 fn dev_of(name: &str) -> (String, u64) {
     let text = std::fs::read_to_string(format!("/sys/class/block/{name}/dev")).expect("dev");
@@ -186,14 +200,7 @@ fn a_throttled_writer_is_named_throttled_and_trace_cmd_agrees() {
         || {
             let card = SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
             let (bdi, dev) = dev_of(&card.device_name());
-            // The card may hold 16 MB of dirty data and no more (strict: even while the
-            // machine is under its own limit). max_ratio is restored after max_bytes, which
-            // the kernel keeps as a ratio.
-            let class = format!("/sys/class/bdi/{bdi}");
-            let ratio = std::fs::read_to_string(format!("{class}/max_ratio")).expect("ratio");
-            let _ratio = Sysctl::set(&format!("{class}/max_ratio"), ratio.trim());
-            let _bytes = Sysctl::set(&format!("{class}/max_bytes"), "16777216");
-            let _strict = Sysctl::set(&format!("{class}/strict_limit"), "1");
+            let _limit = per_device_limit(&bdi);
             let dev_filter = Some(format!("dev == {dev}"));
             let peer = PeerTrace::start(&[
                 ("writeback/balance_dirty_pages", None),
@@ -693,11 +700,7 @@ fn watch_pid_explains_a_gstreamer_recorder_s_slow_writes() {
             let card = SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
             let name = card.device_name();
             let (bdi, _) = dev_of(&name);
-            let class = format!("/sys/class/bdi/{bdi}");
-            let ratio = std::fs::read_to_string(format!("{class}/max_ratio")).expect("ratio");
-            let _ratio = Sysctl::set(&format!("{class}/max_ratio"), ratio.trim());
-            let _bytes = Sysctl::set(&format!("{class}/max_bytes"), "16777216");
-            let _strict = Sysctl::set(&format!("{class}/strict_limit"), "1");
+            let _limit = per_device_limit(&bdi);
             let mut gst = Command::new("gst-launch-1.0")
                 .args([
                     "-q",

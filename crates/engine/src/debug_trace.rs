@@ -86,18 +86,10 @@ pub fn shown(path: &Path) -> std::path::Display<'_> {
 }
 
 fn emit(kind: &str, text: impl Display) {
-    let line = format!("{kind:<8} {:<5} {text}\n", thread_id());
+    let line = format!(
+        "{kind:<8} {:<5} {text}\n",
+        sinkrate_platform::cpu::thread_id()
+    );
     // One write per line: lines of jobs running at once do not interleave.
     let _ = std::io::stdout().lock().write_all(line.as_bytes());
-}
-
-#[cfg(target_os = "linux")]
-fn thread_id() -> libc::c_long {
-    // SAFETY: gettid takes no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn thread_id() -> u32 {
-    std::process::id()
 }
