@@ -196,11 +196,49 @@ fn a_state_directory_keeps_its_runs_leftovers_to_itself() {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
     let journal_dir = suite.join(format!("owned-{uid}"));
+    // Beside the journal, the notes of the tracefs instances the run made (record traces
+    // the kernel's events where it can): they are the state directory's too.
+    let notes_dir = journal_dir.join("tracefs");
+    let journals: Vec<String> = names(&journal_dir)
+        .into_iter()
+        .filter(|n| n != "tracefs")
+        .collect();
     assert_eq!(
-        names(&journal_dir),
+        journals,
         vec![pid.to_string()],
         "the killed run's journal is in its state directory"
     );
+    let notes = names(&notes_dir);
+    assert!(
+        notes
+            .iter()
+            .all(|n| n.starts_with(&format!("sinkrate-{pid}-"))
+                || *n == format!("sinkrate-tracefs-{pid}")),
+        "only the killed run's tracefs notes: {notes:?}"
+    );
+    // Where tracefs is mounted (a private mount of the run's own was noted apart, above).
+    let instances_left = || {
+        [
+            "/sys/kernel/tracing/instances",
+            "/sys/kernel/debug/tracing/instances",
+        ]
+        .iter()
+        .flat_map(std::fs::read_dir)
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("sinkrate-{pid}-"))
+        })
+        .count()
+    };
+    if notes.iter().any(|n| n.ends_with("-threads")) {
+        assert!(
+            instances_left() > 0,
+            "a noted instance is there until swept"
+        );
+    }
     let run_in = |state: &Path| {
         let out = Command::new(sinkrate_path())
             .env("SINKRATE_STATE_DIR", state)
@@ -222,5 +260,11 @@ fn a_state_directory_keeps_its_runs_leftovers_to_itself() {
         "{said}"
     );
     assert!(names(&rec).is_empty(), "every recording file swept");
-    assert!(names(&journal_dir).is_empty(), "the journal went with it");
+    assert!(
+        names(&journal_dir).iter().all(|n| n == "tracefs"),
+        "the journal went with it: {:?}",
+        names(&journal_dir)
+    );
+    assert!(names(&notes_dir).is_empty(), "the tracefs notes went too");
+    assert_eq!(instances_left(), 0, "and the instances they named");
 }

@@ -888,9 +888,17 @@ fn search_runs_your_own_recorder_and_a_job_file_and_tries_queue_and_mount_knobs(
                     // The recorder ran until the search stopped it, past the first flush,
                     // and its own count was read.
                     assert!(t["duration_s"].as_f64() >= Some(11.0), "{t}");
-                    assert!(t["frames_dropped"].as_u64().is_some(), "{t}");
+                    let dropped = t["frames_dropped"].as_u64();
+                    assert!(dropped.is_some(), "{t}");
                     assert!(t["worst_write_ms"].is_null(), "not seen from outside: {t}");
-                    assert_eq!(t["verdict"], "keeps_up", "{t}");
+                    // The verdict is the recorder's own count (whether a 2 MB/s writer
+                    // keeps up is the machine's: beside other writers it may not).
+                    let verdict = if dropped == Some(0) {
+                        "keeps_up"
+                    } else {
+                        "drops"
+                    };
+                    assert_eq!(t["verdict"], verdict, "{t}");
                 }
             }
             // --apply: the winner's system settings are held as applied, besides the 100/100

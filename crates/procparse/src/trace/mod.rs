@@ -2,17 +2,19 @@
 //! ring buffer's page header (`events/header_page`), and the binary pages that
 //! `per_cpu/cpuN/trace_pipe_raw` returns. Pure: text and bytes in, typed events out.
 //!
-//! Format files are parsed by `tracepoint_decode` (fields, offsets, sizes, arrays and
-//! `__data_loc` strings). The page decoder is written here because no crate decodes ftrace's
-//! ring-buffer sub-buffers without libtraceevent (C); it follows the layout the kernel
-//! describes in `events/header_page` and `events/header_event` (kernel/trace/ring_buffer.c).
+//! Format files are parsed in [`format`] (see there why by hand). The page decoder is
+//! written here because no crate decodes ftrace's ring-buffer sub-buffers without
+//! libtraceevent (C); it follows the layout the kernel describes in `events/header_page` and
+//! `events/header_event` (kernel/trace/ring_buffer.c).
 
 use std::collections::HashMap;
 
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 
-use tracepoint_decode::{PerfByteReader, PerfEventFormat, PerfFieldArray, PerfFieldFormat};
+pub mod format;
+
+use format::{EventFormat, FieldFormat};
 
 /// How a sub-buffer (a page) is laid out on this kernel: the width of `commit` and where the
 /// data starts, from `events/header_page`; the byte order is the running kernel's.
@@ -82,10 +84,6 @@ impl PageLayout {
         } else {
             self.u32_at(b, at).map(u64::from)
         }
-    }
-
-    pub fn byte_reader(&self) -> PerfByteReader {
-        PerfByteReader::new(self.big_endian)
     }
 }
 
@@ -409,10 +407,9 @@ pub struct TimedEvent {
 #[derive(Debug)]
 struct Layout {
     kind: EventKind,
-    format: PerfEventFormat,
-    /// Indexes into the format's fields: `common_pid`, then the kind's fields in order.
-    pid: usize,
-    fields: Vec<usize>,
+    pid: FieldFormat,
+    /// The kind's fields, in the order of [`EventKind::fields`].
+    fields: Vec<FieldFormat>,
     /// The names `__print_symbolic(REC->reason, ...)` gives the reason's numbers.
     reasons: Vec<(i64, String)>,
 }
@@ -422,30 +419,28 @@ struct Layout {
 #[derive(Debug, Default)]
 pub struct Decoder {
     by_id: HashMap<u16, Layout>,
-    reader: Option<PerfByteReader>,
-    long_is_64: bool,
+    big_endian: bool,
 }
 
 impl Decoder {
     pub fn new(layout: &PageLayout) -> Self {
         Decoder {
             by_id: HashMap::new(),
-            reader: Some(layout.byte_reader()),
-            long_is_64: layout.long_bytes == 8,
+            big_endian: layout.big_endian,
         }
     }
 
     /// Learns one event from its format file. Refuses a file it cannot read, or one that
     /// lacks a field this reader needs, naming what is missing.
     pub fn learn(&mut self, kind: EventKind, format: &str) -> Result<u16, String> {
-        let parsed = PerfEventFormat::parse(self.long_is_64, "", format)
-            .ok_or("not a format file (no name or ID)")?;
-        let id = u16::try_from(parsed.id())
-            .map_err(|_| format!("event ID {} too large", parsed.id()))?;
-        let find = |names: &[&str]| -> Option<usize> {
+        let parsed: EventFormat = format::parse(format)?;
+        let id =
+            u16::try_from(parsed.id).map_err(|_| format!("event ID {} too large", parsed.id))?;
+        let find = |names: &[&str]| -> Option<FieldFormat> {
             names
                 .iter()
-                .find_map(|n| parsed.fields().iter().position(|f| f.name() == *n))
+                .find_map(|n| parsed.fields.iter().find(|f| f.name == *n))
+                .cloned()
         };
         let pid = find(&["common_pid"]).ok_or("format has no common_pid")?;
         let mut fields = Vec::new();
@@ -453,12 +448,11 @@ impl Decoder {
             let field = find(names).ok_or_else(|| format!("format has no {} field", names[0]))?;
             fields.push(field);
         }
-        let reasons = symbols(parsed.print_fmt(), "reason");
+        let reasons = symbols(&parsed.print_fmt, "reason");
         self.by_id.insert(
             id,
             Layout {
                 kind,
-                format: parsed,
                 pid,
                 fields,
                 reasons,
@@ -474,26 +468,21 @@ impl Decoder {
     /// Decodes one record, or None for an event this decoder was not taught (another
     /// tracer's, a marker) or one too short for its own format.
     pub fn decode(&self, cpu: u32, record: &PageRecord<'_>) -> Option<TimedEvent> {
-        let reader = self.reader?;
         let data = record.data;
-        let id = reader.read_u16(data.get(..2)?);
-        let layout = self.by_id.get(&id)?;
-        let int = |f: &PerfFieldFormat| field_int(f, data, reader);
-        let text = |f: &PerfFieldFormat| field_text(f, data, reader);
-        // Arrays of numbers are not read; a text field is a char array or a __data_loc.
-        let is_text = |f: &PerfFieldFormat| f.array() != PerfFieldArray::None;
-        let all = layout.format.fields();
-        let f: Vec<&PerfFieldFormat> = layout.fields.iter().filter_map(|i| all.get(*i)).collect();
-        let u = |i: usize| int(f.get(i)?).map(|v| v as u64);
-        let s = |i: usize| {
-            let field = f.get(i)?;
-            if is_text(field) {
-                text(field)
-            } else {
-                None
-            }
+        let big_endian = self.big_endian;
+        let raw: [u8; 2] = data.get(..2)?.try_into().ok()?;
+        let id = if big_endian {
+            u16::from_be_bytes(raw)
+        } else {
+            u16::from_le_bytes(raw)
         };
-        let pid = int(all.get(layout.pid)?)? as i32;
+        let layout = self.by_id.get(&id)?;
+        let f = &layout.fields;
+        let int = |f: &FieldFormat| f.int(data, big_endian);
+        let u = |i: usize| int(f.get(i)?).map(|v| v as u64);
+        // Arrays of numbers are not read; a text field is a char array or a __data_loc.
+        let s = |i: usize| f.get(i)?.text(data, big_endian);
+        let pid = int(&layout.pid)? as i32;
         let reason = |n: i64| {
             layout
                 .reasons
@@ -602,35 +591,6 @@ fn symbols(print_fmt: &str, field: &str) -> Vec<(i64, String)> {
         rest = &rest[open + close + 1..];
     }
     out
-}
-
-/// A number field of a record, sign-extended as its format says. Kept out of line: the
-/// decoder reads some forty fields, and the board binary has a size budget.
-#[inline(never)]
-fn field_int(f: &PerfFieldFormat, data: &[u8], reader: PerfByteReader) -> Option<i64> {
-    let bytes = f.get_field_bytes(data, reader)?;
-    let signed = f.signed().unwrap_or(false);
-    let (value, bits) = match bytes.len() {
-        1 => (u64::from(bytes[0]), 8),
-        2 => (u64::from(reader.read_u16(bytes)), 16),
-        4 => (u64::from(reader.read_u32(bytes)), 32),
-        8 => (reader.read_u64(bytes), 64),
-        _ => return None,
-    };
-    Some(if signed && bits < 64 {
-        // Sign-extend from the field's width.
-        ((value << (64 - bits)) as i64) >> (64 - bits)
-    } else {
-        value as i64
-    })
-}
-
-/// A text field (a char array or a `__data_loc` string) up to its first NUL.
-#[inline(never)]
-fn field_text(f: &PerfFieldFormat, data: &[u8], reader: PerfByteReader) -> Option<String> {
-    let bytes = f.get_field_bytes(data, reader)?;
-    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
 }
 
 /// The kernel's dev_t as trace events carry it (MAJOR << 20 | MINOR) from a major:minor.
