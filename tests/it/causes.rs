@@ -11,6 +11,11 @@ use crate::common::{self, SlowDev, Sysctl};
 
 /// The run's JSON, with the kernel's account checked to come from the kernel.
 fn record(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    record_by(Command::new(common::sinkrate_path()), dir, extra)
+}
+
+/// [`record`] by another binary of sinkrate's (an ARM one under qemu-user).
+pub(crate) fn record_by(mut sinkrate: Command, dir: &Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
         "record",
         "--dir",
@@ -25,10 +30,7 @@ fn record(dir: &Path, extra: &[&str]) -> serde_json::Value {
         "json",
     ];
     args.extend_from_slice(extra);
-    let out = Command::new(common::sinkrate_path())
-        .args(&args)
-        .output()
-        .expect("sinkrate record runs");
+    let out = sinkrate.args(&args).output().expect("sinkrate record runs");
     let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "record's JSON ({e}): {}",
@@ -49,7 +51,7 @@ fn record(dir: &Path, extra: &[&str]) -> serde_json::Value {
 }
 
 /// The cause that took the most time over all of the run's stalls.
-fn largest_cause(run: &serde_json::Value) -> String {
+pub(crate) fn largest_cause(run: &serde_json::Value) -> String {
     let seconds = run["kernel"]["stall_seconds"]
         .as_object()
         .expect("stall_seconds");
@@ -65,7 +67,7 @@ fn largest_cause(run: &serde_json::Value) -> String {
 }
 
 /// Every stall's parts add up to its duration (what no event explains is a part too).
-fn parts_add_up(run: &serde_json::Value) {
+pub(crate) fn parts_add_up(run: &serde_json::Value) {
     for st in run["stalls"].as_array().expect("stalls") {
         let total: f64 = st["causes"]["seconds"]
             .as_object()
@@ -147,7 +149,7 @@ impl Drop for PeerTrace {
 /// The card may hold 16 MB of dirty data and no more (strict: even while the machine is
 /// under its own limit), until dropped. max_ratio is restored after max_bytes, which the
 /// kernel keeps as a ratio.
-fn per_device_limit(bdi: &str) -> [Sysctl; 3] {
+pub(crate) fn per_device_limit(bdi: &str) -> [Sysctl; 3] {
     let class = format!("/sys/class/bdi/{bdi}");
     let ratio = std::fs::read_to_string(format!("{class}/max_ratio")).expect("ratio");
     // Set as ratio (unchanged, to be put back), bytes, strict; put back in the opposite
@@ -159,7 +161,7 @@ fn per_device_limit(bdi: &str) -> [Sysctl; 3] {
 }
 
 /// `7:0` and the kernel's dev_t of a block device by name.
-fn dev_of(name: &str) -> (String, u64) {
+pub(crate) fn dev_of(name: &str) -> (String, u64) {
     let text = std::fs::read_to_string(format!("/sys/class/block/{name}/dev")).expect("dev");
     let (ma, mi) = text.trim().split_once(':').expect("major:minor");
     let (ma, mi): (u64, u64) = (ma.parse().expect("major"), mi.parse().expect("minor"));

@@ -17,7 +17,7 @@ pub(crate) struct ArmBinary {
 }
 
 impl ArmBinary {
-    fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut c = Command::new(&self.runner);
         c.arg(&self.path);
         c
@@ -634,4 +634,57 @@ fn the_interposer_for_each_board_reports_writes_through_its_pipe() {
         let (code, bytes) = run(false);
         assert_eq!((code, bytes.len()), (Some(0), 0), "{}", bin.triple);
     }
+}
+
+/// The board binaries read the kernel's events as the host's does: each, under qemu-user on
+/// this kernel's tracefs, names a writer throttled by a card's per-device dirty limit, with
+/// the card's bdi as evidence. The armv7 binary is a 32-bit program reading a 64-bit
+/// kernel's ring buffer (the page layout comes from the kernel's header_page, not from the
+/// program's own word size).
+#[test]
+fn the_board_binaries_explain_a_throttled_writer_from_the_kernel_s_events() {
+    let test = "qemu::the_board_binaries_explain_a_throttled_writer_from_the_kernel_s_events";
+    let Some(bins) = arm_binaries(test) else {
+        return;
+    };
+    common::with_root(test, &[], || {
+        let _alone = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+        for b in &bins {
+            let card = common::SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
+            let (bdi, _) = crate::causes::dev_of(&card.device_name());
+            let _limit = crate::causes::per_device_limit(&bdi);
+            let run = crate::causes::record_by(
+                b.command(),
+                card.path(),
+                &[
+                    "--bitrate",
+                    "120M",
+                    "--write-mode",
+                    "buffered",
+                    "--buffers",
+                    "16",
+                    "--duration",
+                    "5s",
+                ],
+            );
+            crate::causes::parts_add_up(&run);
+            assert_eq!(
+                crate::causes::largest_cause(&run),
+                "throttled",
+                "{}: {}",
+                b.triple,
+                run["kernel"]
+            );
+            let throttled_on_the_card = run["stalls"]
+                .as_array()
+                .expect("stalls")
+                .iter()
+                .any(|st| st["causes"]["throttle"]["bdi"] == bdi.as_str());
+            assert!(
+                throttled_on_the_card,
+                "{}: a stall's evidence names bdi {bdi}: {}",
+                b.triple, run["stalls"]
+            );
+        }
+    });
 }
