@@ -319,6 +319,11 @@ fn config(args: &WatchArgs) -> Result<WatchConfig> {
     if let Some(pid) = watch::first_not_running(&args.pids) {
         return Err(anyhow!("--pid {pid}: no such running process"));
     }
+    if let Some((pid, uid)) = watch::first_not_ours(&args.pids) {
+        return Err(anyhow!(
+            "--pid {pid}: belongs to another user (uid {uid}); watching another user's process needs root"
+        ));
+    }
     for d in &args.devices {
         if !sinkrate_sys::device::exists(&sinkrate_sys::SysRoot::live(), d) {
             return Err(anyhow!("--device {d}: no such block device (names as in /proc/diskstats, e.g. sda, mmcblk0)"));

@@ -196,6 +196,63 @@ fn bad_input_gets_one_line_and_exit_2() {
     }
 }
 
+/// Another user's process: neither its counters nor its calls can be read without root, so
+/// watching it is refused in one line before anything starts; a pid that ends while
+/// watched ends the watch, which says how long it watched.
+#[test]
+fn another_user_s_pid_is_refused_and_one_that_ends_ends_the_watch() {
+    common::with_root(
+        "watch::another_user_s_pid_is_refused_and_one_that_ends_ends_the_watch",
+        &["runuser"],
+        || {
+            let binary = common::BinaryForOtherUsers::new();
+            let out = Command::new("runuser")
+                .current_dir(binary.dir())
+                .args(["-u", "nobody", "--"])
+                .arg(&binary.path)
+                .args(["watch", "--pid", "1", "--duration", "5s"])
+                .output()
+                .expect("runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            assert!(
+                common::one_error_line(&out, &"--pid 1")
+                    .contains("belongs to another user (uid 0)"),
+                "{stderr}"
+            );
+            assert!(
+                out.stdout.is_empty(),
+                "nothing watched: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            let mut short = Command::new("sleep").arg("1").spawn().expect("sleep");
+            let started = std::time::Instant::now();
+            let out = watch(&[
+                "--pid",
+                &short.id().to_string(),
+                "--duration",
+                "30s",
+                "--output-format",
+                "json",
+            ]);
+            let _ = short.wait();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                started.elapsed().as_secs() < 20,
+                "the watch ended with its process"
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+            let watched = v["summary"]["duration_s"].as_f64();
+            assert!(watched.is_some_and(|s| s < 20.0), "{}", v["summary"]);
+        },
+    );
+}
+
 #[test]
 fn throttling_on_a_slow_card_is_seen_and_a_setting_recommended() {
     common::with_root(

@@ -83,6 +83,31 @@ pub fn first_not_running(pids: &[u32]) -> Option<u32> {
     pids.iter().copied().find(|p| !alive(*p))
 }
 
+/// The first pid that belongs to another user, with that user's uid, when this run is not
+/// root: its I/O counters and its calls are not ours to read (the kernel refuses
+/// /proc/PID/io and tracing to another user), so watching it would show nothing of it.
+pub fn first_not_ours(pids: &[u32]) -> Option<(u32, u32)> {
+    if sinkrate_sys::is_root() {
+        return None;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    pids.iter().find_map(|&pid| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        // "Uid:\treal\teffective\tsaved\tfs": the kernel lets a user read another
+        // process's counters only when its real, effective and saved uids are the user's.
+        let uids: Vec<u32> = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))?
+            .split_whitespace()
+            .take(3)
+            .filter_map(|u| u.parse().ok())
+            .collect();
+        let uid = uids.iter().copied().find(|u| *u != me)?;
+        Some((pid, uid))
+    })
+}
+
 fn exit_code(s: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
