@@ -295,7 +295,14 @@ fn recording(s: &mut String, c: &CheckReport, r: &RecordReport) {
         row(
             s,
             "writers throttled by the page cache",
-            if summary.throttled_seconds > 0.0 {
+            // The kernel's own pauses where its events were read: the sampler's estimate
+            // (time with dirty over the machine's limit) misses a per-device limit.
+            if r.kernel.from_kernel() && r.kernel.throttle_pause_s() > 0.0 {
+                format!(
+                    "{:.1} s (the kernel's balance_dirty_pages pauses)",
+                    r.kernel.throttle_pause_s()
+                )
+            } else if summary.throttled_seconds > 0.0 {
                 format!("{:.1} s", summary.throttled_seconds)
             } else {
                 format!(

@@ -98,6 +98,16 @@ impl Exporter<RecordRun> for RecordText {
             ));
         }
         t.push_str(&super::causes_text(r));
+        // What to try, in the order of the time each cause cost this recording; a cause
+        // under a twentieth of the stall time is left out (its fix would not be felt).
+        let causes = r.kernel.causes_by_time();
+        let total: f64 = causes.iter().map(|(_, s)| s).sum();
+        if !causes.is_empty() {
+            t.push_str("what to try, by the stall time each cause cost:\n");
+            for (cause, s) in causes.iter().filter(|(_, s)| *s >= 0.05 * total) {
+                t.push_str(&format!("  {} ({s:.2} s): {}\n", cause.name(), cause.fix()));
+            }
+        }
         // The kernel's own pauses where its events were read; the sampler's estimate (time
         // with dirty over the machine's limit) misses a per-device limit.
         let throttled = if r.kernel.from_kernel() {

@@ -327,6 +327,62 @@ fn a_throttled_writer_is_named_throttled_and_trace_cmd_agrees() {
     );
 }
 
+/// The case as a user meets it: `check` on a card with a per-device dirty limit
+/// names the kernel's throttling with its evidence (where the sampler alone saw "never"),
+/// and `record` puts the throttling's fix first.
+#[test]
+fn check_and_record_name_a_per_device_limit_s_throttling_and_put_its_fix_first() {
+    common::with_root(
+        "causes::check_and_record_name_a_per_device_limit_s_throttling_and_put_its_fix_first",
+        &[],
+        || {
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
+            let (bdi, _) = dev_of(&card.device_name());
+            let _limit = per_device_limit(&bdi);
+            let work = tempfile::tempdir().expect("tempdir");
+            let out = Command::new(common::sinkrate_path())
+                .current_dir(work.path())
+                .arg("check")
+                .arg(card.path())
+                .args(["--quick", "--bitrate", "120M", "--progress", "never"])
+                .output()
+                .expect("check runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let row = |name: &str| {
+                text.lines()
+                    .find(|l| l.trim_start().starts_with(name))
+                    .unwrap_or_else(|| panic!("no '{name}' row: {text}"))
+                    .to_string()
+            };
+            let why = row("why (kernel events)");
+            assert!(
+                why.contains("throttled") && why.contains(&format!("bdi {bdi}")),
+                "{why}"
+            );
+            let throttled = row("writers throttled by the page cache");
+            assert!(
+                throttled.contains("balance_dirty_pages pauses") && !throttled.contains("never"),
+                "{throttled}"
+            );
+            let out = Command::new(common::sinkrate_path())
+                .args(["record", "--dir"])
+                .arg(card.path())
+                .args(["--streams", "1", "--bitrate", "120M", "--duration", "5s"])
+                .args(["--write-mode", "buffered", "--live", "never"])
+                .output()
+                .expect("record runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut lines = text.lines();
+            assert!(
+                lines.any(|l| l.starts_with("what to try, by the stall time")),
+                "{text}"
+            );
+            let first = lines.next().unwrap_or_default();
+            assert!(first.trim_start().starts_with("throttled ("), "{text}");
+        },
+    );
+}
+
 #[test]
 fn a_journal_bound_writer_waits_for_its_commits() {
     common::with_root(

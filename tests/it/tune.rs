@@ -1025,15 +1025,18 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
             apply_cycle("500", "100");
             let before = vm_snapshot();
             let path = card.path().to_str().expect("utf8");
-            let (code, out, err) = quick_search(path, &["--max-loss", "1s", "--power-cut"]);
+            // A 2 s bound: met by syncing candidates on a busy machine too (beside two busy
+            // loops and a writer, fdatasync every 0.5 s left up to 1.3 s unacknowledged on
+            // this card), and never by the buffered baseline under a 5 s expiry.
+            let (code, out, err) = quick_search(path, &["--max-loss", "2s", "--power-cut"]);
             assert_eq!(code, Some(0), "{err}\n{out}");
             let v: serde_json::Value = serde_json::from_str(&out).expect("json");
-            assert_eq!(v["max_loss_s"], 1.0);
+            assert_eq!(v["max_loss_s"], 2.0);
             assert_eq!(v["max_loss_met"], true, "the verdict a script reads");
             let ranked = v["ranked"].as_array().expect("ranked");
             let winner = &ranked[0];
             let worst = winner["unacknowledged_worst_s"].as_f64();
-            assert!(worst.is_some_and(|w| w <= 1.0), "{winner}");
+            assert!(worst.is_some_and(|w| w <= 2.0), "{winner}");
             let changes = winner["candidate"]["recorder"].to_string();
             assert!(
                 changes.contains("fdatasync_every") || changes.contains("dsync"),
@@ -1062,10 +1065,10 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
             // and a frame's interval (the frame in capture at the cut).
             let its_worst = cut["unacknowledged_worst_s"].as_f64().expect("bounded");
             assert!(won <= its_worst + 1.0 / 30.0 + 0.01, "{cut}");
-            assert!(won <= 1.0, "{cut}");
+            assert!(won <= 2.0, "{cut}");
             let base_lost = lost(&baseline["candidate"]["label"]);
             assert!(
-                base_lost > 1.0,
+                base_lost > 2.0,
                 "buffered without a sync loses more than the bound: {base_lost}"
             );
             assert_eq!(vm_snapshot(), before, "every trial's settings put back");

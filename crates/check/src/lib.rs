@@ -71,19 +71,6 @@ fn addresses(cause: Cause, id: &str) -> bool {
     }
 }
 
-/// What to do about a cause that no finding addresses.
-fn advice(cause: Cause) -> &'static str {
-    match cause {
-        Cause::Cpu => "give the recorder's writer a CPU of its own or a higher priority (nice, chrt, a cpuset); no storage setting shortens a wait for the CPU",
-        Cause::Running => "the writer was busy on the CPU inside its calls (copying, reclaiming memory): smaller writes, or memory kept free (vm.min_free_kbytes)",
-        Cause::Journal => "fewer journal commits in the stream's path: a longer commit interval (commit=), data=ordered instead of data=journal, fewer syncs",
-        Cause::WritebackWait => "fewer waits for writeback: sync less often, or a device that does not require stable pages",
-        Cause::Throttled => "a per-device dirty limit sized to the card (bdi max_bytes) or a smaller machine-wide one",
-        Cause::Device => "a faster card, or a lower bitrate",
-        Cause::Unexplained => "the kernel's events do not say: run again with `sinkrate watch` beside it",
-    }
-}
-
 /// FIX FIRST as the recording measured it: findings that address the cause that cost the
 /// most stall time come first (then the next cause's), then the rest by severity; and a note
 /// when the largest measured cause has no finding. Without the kernel's account, the
@@ -99,12 +86,7 @@ pub fn ranked_findings<'a>(
     let Some(k) = kernel.filter(|k| k.from_kernel()) else {
         return (open.into_iter().take(3).collect(), None);
     };
-    let mut causes: Vec<(Cause, f64)> = Cause::ALL
-        .iter()
-        .map(|c| (*c, k.stall_seconds.get(*c)))
-        .filter(|(_, s)| *s >= 0.001)
-        .collect();
-    causes.sort_by(|x, y| y.1.total_cmp(&x.1));
+    let causes = k.causes_by_time();
     let mut ranked: Vec<&sinkrate_audit::Finding> = Vec::new();
     for (cause, _) in &causes {
         for f in &open {
@@ -124,7 +106,7 @@ pub fn ranked_findings<'a>(
             format!(
                 "the stalls' largest measured cause, {} ({s:.2} s in all), is not addressed by any finding below: {}",
                 cause.name(),
-                advice(*cause)
+                cause.fix()
             )
         })
     });

@@ -50,6 +50,19 @@ impl Cause {
             Cause::Unexplained => "unexplained",
         }
     }
+
+    /// What shortens this cause's waits, in a line (docs/causes.md has the longer story).
+    pub fn fix(self) -> &'static str {
+        match self {
+            Cause::Cpu => "give the recorder's writer a CPU of its own or a higher priority (nice, chrt, a cpuset); no storage setting shortens a wait for the CPU",
+            Cause::Running => "the writer was busy on the CPU inside its calls (copying, reclaiming memory): smaller writes, or memory kept free (vm.min_free_kbytes)",
+            Cause::Journal => "fewer journal commits in the stream's path: a longer commit interval (commit=), data=ordered instead of data=journal, fewer syncs",
+            Cause::WritebackWait => "fewer waits for writeback: sync less often, or a device that does not require stable pages",
+            Cause::Throttled => "a per-device dirty limit sized to the card (bdi max_bytes) or a smaller machine-wide one",
+            Cause::Device => "a faster card, or a lower bitrate",
+            Cause::Unexplained => "the kernel's events do not say: run again with `sinkrate watch` beside it",
+        }
+    }
 }
 
 /// A stalled call's time, by cause, in seconds; the parts add up to the call's duration.
@@ -335,9 +348,12 @@ pub struct FlushCount {
 }
 
 impl KernelAccount {
-    /// The causes of all stalls together, largest first, in words: "throttled 4.47 s,
-    /// device 0.20 s"; causes under a millisecond are left out.
-    pub fn stall_causes_text(&self) -> String {
+    /// The causes of all stalls with the time each cost, largest first; causes under a
+    /// millisecond are left out. Empty without the kernel's events.
+    pub fn causes_by_time(&self) -> Vec<(Cause, f64)> {
+        if !self.from_kernel() {
+            return Vec::new();
+        }
         let mut parts: Vec<(Cause, f64)> = Cause::ALL
             .iter()
             .map(|c| (*c, self.stall_seconds.get(*c)))
@@ -345,6 +361,12 @@ impl KernelAccount {
             .collect();
         parts.sort_by(|a, b| b.1.total_cmp(&a.1));
         parts
+    }
+
+    /// The causes of all stalls together, largest first, in words: "throttled 4.47 s,
+    /// device 0.20 s"; causes under a millisecond are left out.
+    pub fn stall_causes_text(&self) -> String {
+        self.causes_by_time()
             .iter()
             .map(|(c, s)| format!("{} {s:.2} s", c.name()))
             .collect::<Vec<_>>()
