@@ -863,6 +863,14 @@ pub struct CaptureArgs {
     /// (slower: two stops a write; for comparison, or a recorder the interposer upsets)
     #[arg(long, conflicts_with = "pid")]
     pub ptrace_only: bool,
+    /// The recorder's calls slower than this are explained from the kernel's events
+    /// (throttled, waiting for writeback, a journal commit, the device, the CPU)
+    #[arg(long, default_value = "100ms", value_parser = values::duration_value)]
+    pub stall_threshold: std::time::Duration,
+    /// Do not read the kernel's trace events (the recorder's slow calls are then listed
+    /// without their causes)
+    #[arg(long)]
+    pub no_kernel_events: bool,
     /// The recorder to run and capture (after --)
     #[arg(last = true, required_unless_present = "pid", value_name = "COMMAND")]
     pub command: Vec<String>,

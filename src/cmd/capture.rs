@@ -150,14 +150,28 @@ pub fn run(args: CaptureArgs) -> Result<ExitCode> {
         (None, None) => return Err(anyhow!("no recorder to capture")),
     };
     let attached = args.pid.is_some();
-    let captured = sinkrate_capture::session(&recorder, iolog, calls, &header, &stop, &mut |p| {
-        // A recorder sinkrate started is its own to stop on a second Ctrl-C; one it
-        // attached to is the user's, and runs on.
-        if !attached {
-            pid = Some(p);
-            sinkrate_sys::children::started(p, &line);
-        }
-    });
+    let explain = sinkrate_capture::Explain {
+        stall_threshold: args.stall_threshold,
+        kernel_events_off: args
+            .no_kernel_events
+            .then(|| "--no-kernel-events was given".to_string()),
+    };
+    let captured = sinkrate_capture::session(
+        &recorder,
+        iolog,
+        calls,
+        &header,
+        &stop,
+        &explain,
+        &mut |p| {
+            // A recorder sinkrate started is its own to stop on a second Ctrl-C; one it
+            // attached to is the user's, and runs on.
+            if !attached {
+                pid = Some(p);
+                sinkrate_sys::children::started(p, &line);
+            }
+        },
+    );
     if let Some(p) = pid {
         sinkrate_sys::children::ended(p);
     }

@@ -108,9 +108,63 @@ impl Exporter<Envelope<CaptureReport>> for CaptureText {
         for u in &r.unseen {
             writeln!(o, "  not seen: {u}")?;
         }
+        o.push_str(&slow_calls_text(r));
         if let Some(e) = &run.error {
             writeln!(o, "\n  the capture failed: {}", e.what)?;
         }
         Ok(o.into_bytes())
     }
+}
+
+/// The recorder's slow calls from the kernel's events: the longest explained, all by cause,
+/// what was not listed; or why the causes were not read.
+fn slow_calls_text(r: &CaptureReport) -> String {
+    let k = &r.kernel;
+    if let Some(why) = &k.inferred_because {
+        return format!(
+            "\n  slow calls not explained (the kernel's events were not read): {why}\n"
+        );
+    }
+    let mut t = format!(
+        "\n  slow calls, from the kernel's events: {}\n",
+        r.slow_calls.len()
+    );
+    if let Some(w) = r
+        .slow_calls
+        .iter()
+        .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
+    {
+        t.push_str(&format!(
+            "  the longest: {}() on {} by tid {} at {:.1} s took {:.0} ms: {}\n",
+            w.call,
+            w.file.as_deref().unwrap_or("?"),
+            w.tid,
+            w.at_s,
+            w.duration_ms,
+            w.causes.evidence()
+        ));
+        t.push_str(&format!(
+            "  all {} by cause: {}\n",
+            r.slow_calls.len(),
+            k.stall_causes_text()
+        ));
+    }
+    let unlisted = r.slow_calls_not_listed + k.stalls_not_explained;
+    if unlisted > 0 {
+        t.push_str(&format!(
+            "  {unlisted} more not listed (the list and the kernel's events kept per run are bounded)\n"
+        ));
+    }
+    if k.lost_events > 0 || k.lost_unknown {
+        t.push_str(&format!(
+            "  the kernel's events: {} lost{}: the breakdown may be partial\n",
+            k.lost_events,
+            if k.lost_unknown {
+                " (and more in an unknown number)"
+            } else {
+                ""
+            }
+        ));
+    }
+    t
 }

@@ -905,15 +905,23 @@ fn status_interval_reports_the_results_so_far_as_fio_does() {
             (job["job_runtime"].as_u64().expect("job_runtime"), ios)
         })
         .collect();
+    // At the end, 95% of the pace at least; on a machine too busy for that (two busy loops
+    // and a writer beside the suite made 93%), no fewer than fio's own count, paced the
+    // same way beside it, less 3%.
+    let fio_final = fio
+        .as_ref()
+        .and_then(|docs| docs.last())
+        .and_then(|v| v["jobs"][0]["read"]["total_ios"].as_u64());
+    let floor = fio_final.map_or(1187, |theirs| 1187.min(theirs * 97 / 100));
     assert!(
         figures.iter().all(|(ms, ios)| *ios <= ms / 2 + 2)
             && figures
                 .windows(2)
                 .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1)
             && figures.last().is_some_and(|(ms, ios)| {
-                (2500..2600).contains(ms) && (1187..=1252).contains(ios)
+                (2500..2600).contains(ms) && (floor..=1252).contains(ios)
             }),
-        "{figures:?}: (runtime ms, I/Os) at 500 IOPS"
+        "{figures:?}: (runtime ms, I/Os) at 500 IOPS; fio's final count {fio_final:?}"
     );
     let keys = |v: &serde_json::Value| {
         v["jobs"][0]

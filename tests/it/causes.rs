@@ -383,6 +383,67 @@ fn check_and_record_name_a_per_device_limit_s_throttling_and_put_its_fix_first()
     );
 }
 
+/// A recorder of the user's own under `capture`: its slow writes are listed with their
+/// causes from the kernel's events (traced from before it started, on every device, judged
+/// against the card it wrote to), with no change to what the capture records.
+#[test]
+fn capture_explains_a_recorder_s_slow_writes_by_the_card_they_went_to() {
+    common::with_root(
+        "causes::capture_explains_a_recorder_s_slow_writes_by_the_card_they_went_to",
+        &["python3"],
+        || {
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
+            let (bdi, _) = dev_of(&card.device_name());
+            let _limit = per_device_limit(&bdi);
+            let work = tempfile::tempdir().expect("tempdir");
+            let out_file = card.path().join("own.bin");
+            // 15 MB/s at 30 writes a second, for 5 s: over the card's 10 MB/s.
+            let writer = "import sys, time\nbuf = b'\\xab' * 500_000\nwith open(sys.argv[1], 'wb') as f:\n    t = time.monotonic()\n    for i in range(150):\n        f.write(buf)\n        t += 1 / 30\n        time.sleep(max(0, t - time.monotonic()))\n";
+            let capture = |extra: &[&str], name: &str| {
+                let out = Command::new(common::sinkrate_path())
+                    .current_dir(work.path())
+                    .args(["capture", "--output", name, "--output-format", "json"])
+                    .args(extra)
+                    .args(["--", "python3", "-c", writer])
+                    .arg(&out_file)
+                    .output()
+                    .expect("capture runs");
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+                v
+            };
+            let r = capture(&[], "explained.iolog");
+            assert!(r["kernel"]["inferred_because"].is_null(), "{}", r["kernel"]);
+            let slow = r["slow_calls"].as_array().expect("slow calls");
+            assert!(!slow.is_empty(), "the card throttled the writer: {r}");
+            for c in slow {
+                assert_eq!(c["file"], out_file.to_str().expect("utf-8"), "{c}");
+                assert!(c["duration_ms"].as_f64() >= Some(100.0), "{c}");
+            }
+            assert_eq!(largest_cause(&r), "throttled", "{}", r["kernel"]);
+            assert!(
+                slow.iter()
+                    .any(|c| c["causes"]["throttle"]["bdi"] == bdi.as_str()),
+                "the card's bdi is the evidence: {slow:?}"
+            );
+            // The same capture without the kernel's events: no causes, and why.
+            let r = capture(&["--no-kernel-events"], "plain.iolog");
+            assert_eq!(
+                r["kernel"]["inferred_because"], "--no-kernel-events was given",
+                "{}",
+                r["kernel"]
+            );
+            assert!(r["slow_calls"].as_array().expect("list").is_empty());
+            assert_eq!(r["files"][0]["writes"], 150, "{r}");
+        },
+    );
+}
+
 #[test]
 fn a_journal_bound_writer_waits_for_its_commits() {
     common::with_root(

@@ -11,6 +11,8 @@ pub mod plan;
 pub mod preload;
 #[cfg(target_os = "linux")]
 mod regs;
+#[cfg(target_os = "linux")]
+mod slow;
 pub mod summary;
 pub mod trace;
 #[cfg(target_os = "linux")]
@@ -100,14 +102,26 @@ pub enum Recorder<'a> {
     Attach { pid: i32, command: &'a [String] },
 }
 
+/// Which of the recorder's calls are explained from the kernel's events, and whether the
+/// events are read at all.
+#[derive(Debug, Clone, Default)]
+pub struct Explain {
+    /// Calls at least this long are listed with their causes.
+    pub stall_threshold: std::time::Duration,
+    /// Why the kernel's events are not read (the user said so), if so.
+    pub kernel_events_off: Option<String>,
+}
+
 /// Captures the recorder into an iolog and a sidecar as it runs, until it and its children
-/// have ended (or, attached, until `stop`); the calls summed up per file.
+/// have ended (or, attached, until `stop`); the calls summed up per file, and the slow
+/// ones explained by the kernel's events.
 pub fn session<W: Write>(
     recorder: &Recorder<'_>,
     iolog: W,
     sidecar: W,
     header: &Header,
     stop: &AtomicBool,
+    explain: &Explain,
     started: &mut dyn FnMut(u32),
 ) -> Result<(CaptureReport, Outcome), CaptureError> {
     let cstr = |s: &str| {
@@ -126,11 +140,22 @@ pub fn session<W: Write>(
     // it runs on to its own end whatever happens to the trace's filesystem.
     let mut cut: Option<TraceCut> = None;
     #[cfg(target_os = "linux")]
+    let threshold_ns = explain.stall_threshold.as_nanos() as u64;
+    #[cfg(target_os = "linux")]
+    let mut slow = slow::SlowCalls::default();
+    // Tracing starts before the recorder does (a command: this thread, whose child it will
+    // be, followed into it; attached: the recorder's threads as they are now).
+    #[cfg(target_os = "linux")]
+    let tracing = slow::start_tracing(recorder, explain);
+    #[cfg(target_os = "linux")]
     let outcome = {
         let mut sink = |seen: Seen<'_>| {
             let (written, at_ns) = match seen {
                 Seen::Call(c) => {
                     summary.add(c);
+                    if c.dur_ns >= threshold_ns {
+                        slow.add(c);
+                    }
                     (cut.is_none().then(|| writer.call(c)), c.t_ns)
                 }
                 Seen::Unseen(what) => (
@@ -164,9 +189,19 @@ pub fn session<W: Write>(
             }
         }
     };
+    #[cfg(target_os = "linux")]
+    let slow_calls_not_listed = slow.not_listed;
+    #[cfg(target_os = "linux")]
+    let (slow_calls, kernel) = slow.explain(tracing, t0, summary.busiest_file());
+    #[cfg(not(target_os = "linux"))]
+    let (slow_calls, slow_calls_not_listed, kernel) = (
+        Vec::new(),
+        0,
+        sinkrate_model::causes::KernelAccount::inferred("the kernel's trace events are Linux's"),
+    );
     #[cfg(not(target_os = "linux"))]
     let outcome: Outcome = {
-        let _ = (cstr, stop, t0, started, &mut summary);
+        let _ = (cstr, stop, t0, started, &mut summary, explain);
         Err(CaptureError::Setup(
             "capture needs Linux (ptrace and seccomp)".into(),
         ))?
@@ -212,6 +247,9 @@ pub fn session<W: Write>(
         },
         unseen: outcome.unseen.clone(),
         trace_cut_short: cut,
+        slow_calls_not_listed,
+        slow_calls,
+        kernel,
     };
     Ok((report, outcome))
 }

@@ -53,6 +53,15 @@ impl Summary {
         }
     }
 
+    /// The file the recorder wrote the most bytes to: where its target is.
+    pub fn busiest_file(&self) -> Option<&str> {
+        self.files
+            .iter()
+            .filter(|f| f.file.bytes > 0)
+            .max_by_key(|f| f.file.bytes)
+            .map(|f| f.file.file.as_str())
+    }
+
     pub fn add(&mut self, c: &Call) {
         if c.errno.is_some() {
             return;

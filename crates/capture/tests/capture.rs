@@ -49,6 +49,11 @@ fn capture_of(
         &mut sidecar,
         &header(&command),
         &stop,
+        // The kernel's account of slow calls is tested end to end (tests/it/causes.rs).
+        &sinkrate_capture::Explain {
+            stall_threshold: std::time::Duration::from_millis(100),
+            kernel_events_off: Some("not read in these tests".into()),
+        },
         &mut |_| {},
     )
     .expect("capture");

@@ -29,7 +29,20 @@ pub struct CaptureReport {
     /// the calls before that one.
     #[serde(default)]
     pub trace_cut_short: Option<TraceCut>,
+    /// The recorder's calls over the stall threshold, each with its causes from the
+    /// kernel's events; without them (`kernel.inferred_because`), with none.
+    #[serde(default)]
+    pub slow_calls: Vec<crate::watch::SlowCall>,
+    /// Calls over the threshold that are not listed (the list keeps the first
+    /// [`SLOW_CALLS_KEPT`]).
+    #[serde(default)]
+    pub slow_calls_not_listed: u64,
+    #[serde(default = "crate::causes::KernelAccount::absent")]
+    pub kernel: crate::causes::KernelAccount,
 }
+
+/// How many slow calls a capture lists: a bounded report however long the recorder runs.
+pub const SLOW_CALLS_KEPT: usize = 10_000;
 
 /// Where and why a trace stops short of the recorder's end.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -45,6 +45,9 @@ pub struct SlowCall {
     pub thread: String,
     /// The system call: write, pwrite64, writev, fsync, ...
     pub call: String,
+    /// The file it was on, where the observer knows it (capture does; watch does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// When it began, seconds from the start of the watch.
     pub at_s: f64,
     pub duration_ms: f64,

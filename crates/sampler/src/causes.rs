@@ -504,6 +504,37 @@ impl<'a> Account<'a> {
     }
 }
 
+/// Each slow call explained (None past the events kept: no breakdown rather than a wrong
+/// one), and the run's account with every cause's time summed over them.
+pub fn explain_all(
+    trace: &KernelTrace,
+    target: Target,
+    calls: &[SlowCall],
+    names: &HashMap<i32, String>,
+) -> (Vec<Option<StallCauses>>, KernelAccount) {
+    let account = Account::new(trace, target);
+    let mut total = CauseSeconds::default();
+    let mut not_explained = 0;
+    let causes = calls
+        .iter()
+        .map(|call| {
+            if trace.kept_until_ns.is_some_and(|t| call.end_ns >= t) {
+                not_explained += 1;
+                return None;
+            }
+            let causes = account.explain(call);
+            for c in Cause::ALL {
+                total.add(c, causes.seconds.get(c));
+            }
+            Some(causes)
+        })
+        .collect();
+    let mut summary = account.summary(names);
+    summary.stall_seconds = total;
+    summary.stalls_not_explained = not_explained;
+    (causes, summary)
+}
+
 /// A system call as the kernel's raw_syscalls events saw it: its thread, number and times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TracedCall {

@@ -10,6 +10,8 @@ pub mod fleet;
 pub mod hogs;
 pub mod live;
 pub mod sample;
+#[cfg(target_os = "linux")]
+pub mod target;
 pub mod timeline;
 pub mod watch;
 

@@ -11,15 +11,13 @@ use crate::live::{read_vm_settings, SamplerCore};
 use crate::sample::Sample;
 use crate::timeline::Timeline;
 use crate::{analyse, SamplerConfig};
-#[cfg(target_os = "linux")]
-use sinkrate_model::causes::CauseSeconds;
 use sinkrate_model::causes::KernelAccount;
 pub use sinkrate_model::watch::{SettingsChange, SlowCall, WatchConfig, WatchReport};
 #[cfg(target_os = "linux")]
 use sinkrate_sys::tracefs::{self, TraceRequest, TraceSession};
 
 #[cfg(target_os = "linux")]
-use crate::causes::{Account, SlowCall as SlowCallSpan, Target};
+use crate::causes::{SlowCall as SlowCallSpan, Target};
 
 /// Elsewhere the kernel's trace events are not read.
 #[cfg(not(target_os = "linux"))]
@@ -324,6 +322,7 @@ fn start_tracing(cfg: &WatchConfig) -> Result<TraceSession, String> {
         disk: device,
         fs_dev: device,
         syscalls: tracefs::write_syscalls().iter().map(|(n, _)| *n).collect(),
+        all_devices: false,
     })
 }
 
@@ -346,15 +345,12 @@ fn explain_calls(
         [one] => tracefs::block_dev_numbers(one).map(|(ma, mi)| tracefs::kernel_dev(ma, mi)),
         _ => None,
     };
-    let account = Account::new(
-        &trace,
-        Target {
-            disk: device,
-            fs_dev: device,
-            bdi: device.map(tracefs::dev_name),
-            page_bytes: sinkrate_sys::page_size(),
-        },
-    );
+    let target = Target {
+        disk: device,
+        fs_dev: device,
+        bdi: device.map(tracefs::dev_name),
+        page_bytes: sinkrate_sys::page_size(),
+    };
     // The watch's own thread (it writes the CSV and the metrics) is not the program's.
     let ours = [sinkrate_platform::cpu::thread_id()];
     let calls = crate::causes::traced_calls(&trace, &ours);
@@ -371,41 +367,45 @@ fn explain_calls(
             format!("thread {tid}"),
         )
     };
-    let mut total = CauseSeconds::default();
-    let mut slow = Vec::new();
-    let mut not_explained = 0;
-    for c in calls.iter().filter(|c| c.exit_ns - c.enter_ns >= threshold) {
-        if trace.kept_until_ns.is_some_and(|t| c.exit_ns >= t) {
-            not_explained += 1;
-            continue;
-        }
-        let causes = account.explain(&SlowCallSpan {
+    let over: Vec<&crate::causes::TracedCall> = calls
+        .iter()
+        .filter(|c| c.exit_ns - c.enter_ns >= threshold)
+        .collect();
+    let spans: Vec<SlowCallSpan> = over
+        .iter()
+        .map(|c| SlowCallSpan {
             tid: c.tid,
             start_ns: c.enter_ns,
             end_ns: c.exit_ns,
-        });
-        for cause in sinkrate_model::causes::Cause::ALL {
-            total.add(cause, causes.seconds.get(cause));
-        }
-        let (pid, thread) = owner(c.tid);
-        slow.push(SlowCall {
-            pid,
-            tid: c.tid,
-            thread,
-            call: names
-                .iter()
-                .find(|(n, _)| *n == c.nr)
-                .map_or_else(|| format!("syscall {}", c.nr), |(_, name)| name.to_string()),
-            at_s: c.enter_ns.saturating_sub(started_ns) as f64 / 1e9,
-            duration_ms: (c.exit_ns - c.enter_ns) as f64 / 1e6,
-            causes,
-        });
-    }
-    let names_by_tid: std::collections::HashMap<i32, String> =
-        slow.iter().map(|s| (s.tid, s.thread.clone())).collect();
-    let mut kernel = account.summary(&names_by_tid);
-    kernel.stall_seconds = total;
-    kernel.stalls_not_explained = not_explained;
+        })
+        .collect();
+    let owners: std::collections::HashMap<i32, (u32, String)> =
+        over.iter().map(|c| (c.tid, owner(c.tid))).collect();
+    let names_by_tid: std::collections::HashMap<i32, String> = owners
+        .iter()
+        .map(|(tid, (_, name))| (*tid, name.clone()))
+        .collect();
+    let (causes, kernel) = crate::causes::explain_all(&trace, target, &spans, &names_by_tid);
+    let slow = over
+        .iter()
+        .zip(causes)
+        .filter_map(|(c, causes)| {
+            let (pid, thread) = owners.get(&c.tid).cloned().unwrap_or_default();
+            Some(SlowCall {
+                pid,
+                tid: c.tid,
+                thread,
+                call: names
+                    .iter()
+                    .find(|(n, _)| *n == c.nr)
+                    .map_or_else(|| format!("syscall {}", c.nr), |(_, name)| name.to_string()),
+                file: None,
+                at_s: c.enter_ns.saturating_sub(started_ns) as f64 / 1e9,
+                duration_ms: (c.exit_ns - c.enter_ns) as f64 / 1e6,
+                causes: causes?,
+            })
+        })
+        .collect();
     (slow, calls.len() as u64, kernel)
 }
 

@@ -45,6 +45,9 @@ pub struct TraceRequest {
     /// System call numbers to trace for `threads` (another program's write calls); empty:
     /// none.
     pub syscalls: Vec<i64>,
+    /// Every device's requests and journal commits, unfiltered: for a program whose target
+    /// is known only once it has written (capture); `disk` and `fs_dev` are then ignored.
+    pub all_devices: bool,
 }
 
 /// The events a run read, and what it could not.
@@ -256,9 +259,11 @@ impl TraceSession {
         for kind in EventKind::ALL {
             let wanted = match kind {
                 EventKind::SyscallEnter | EventKind::SyscallExit => !req.syscalls.is_empty(),
-                EventKind::RequestIssue | EventKind::RequestComplete => req.disk.is_some(),
+                EventKind::RequestIssue | EventKind::RequestComplete => {
+                    req.all_devices || req.disk.is_some()
+                }
                 EventKind::CommitStart | EventKind::CommitEnd | EventKind::CommitStats => {
-                    req.fs_dev.is_some()
+                    req.all_devices || req.fs_dev.is_some()
                 }
                 _ => true,
             };
@@ -352,11 +357,13 @@ impl TraceSession {
                 EventKind::RequestIssue | EventKind::RequestComplete => (
                     &device_side,
                     req.disk
+                        .filter(|_| !req.all_devices)
                         .map(|(ma, mi)| format!("dev == {}", kernel_dev(ma, mi))),
                 ),
                 EventKind::CommitStart | EventKind::CommitEnd | EventKind::CommitStats => (
                     &device_side,
                     req.fs_dev
+                        .filter(|_| !req.all_devices)
                         .map(|(ma, mi)| format!("dev == {}", kernel_dev(ma, mi))),
                 ),
                 EventKind::FlushStart | EventKind::FlushWritten => (&device_side, None),

@@ -1,0 +1,157 @@
+//! The recorder's slow calls, each explained from the kernel's events
+//! (`sinkrate_sampler::causes`): tracing starts before the recorder runs, the calls over
+//! the threshold are kept as they come (bounded), and once the recorder has ended each is
+//! split by cause against the device of the file it wrote most to.
+
+#[cfg(target_os = "linux")]
+use std::time::Instant;
+
+use sinkrate_model::capture::SLOW_CALLS_KEPT;
+#[cfg(target_os = "linux")]
+use sinkrate_model::causes::KernelAccount;
+use sinkrate_model::causes::StallCauses;
+use sinkrate_model::watch::SlowCall;
+
+use crate::trace::{Call, Op};
+
+/// The calls over the threshold, the first [`SLOW_CALLS_KEPT`] of them, listed with their
+/// causes once explained.
+#[derive(Default)]
+pub(crate) struct SlowCalls {
+    calls: Vec<Kept>,
+    pub(crate) not_listed: u64,
+}
+
+struct Kept {
+    t_ns: u64,
+    dur_ns: u64,
+    tid: i32,
+    call: &'static str,
+    file: Option<String>,
+}
+
+/// The call's name as the recorder made it (a write by its system call's name).
+fn call_name(op: &Op) -> &'static str {
+    match op {
+        Op::Write { call, .. } => match call.as_str() {
+            "pwrite64" => "pwrite64",
+            "writev" => "writev",
+            "pwritev" => "pwritev",
+            "pwritev2" => "pwritev2",
+            "sendfile" => "sendfile",
+            "copy_file_range" => "copy_file_range",
+            "splice" => "splice",
+            _ => "write",
+        },
+        Op::Open { .. } => "open",
+        Op::Fsync { .. } => "fsync",
+        Op::Fdatasync { .. } => "fdatasync",
+        Op::SyncFileRange { .. } => "sync_file_range",
+        Op::Ftruncate { .. } => "ftruncate",
+        Op::Fallocate { .. } => "fallocate",
+        Op::Close { .. } => "close",
+        Op::Rename { .. } => "rename",
+        Op::SetFlags { .. } => "fcntl",
+        Op::Unlink { .. } => "unlink",
+        Op::MappedForWrite { .. } => "mmap",
+        Op::IoUring => "io_uring_setup",
+    }
+}
+
+impl SlowCalls {
+    pub(crate) fn add(&mut self, c: &Call) {
+        if self.calls.len() >= SLOW_CALLS_KEPT {
+            self.not_listed += 1;
+            return;
+        }
+        self.calls.push(Kept {
+            t_ns: c.t_ns,
+            dur_ns: c.dur_ns,
+            tid: c.tid,
+            call: call_name(&c.op),
+            file: c.op.file().map(str::to_string),
+        });
+    }
+
+    fn listed(self, causes: impl Iterator<Item = Option<StallCauses>>) -> Vec<SlowCall> {
+        self.calls
+            .into_iter()
+            .zip(causes)
+            .filter_map(|(k, causes)| {
+                Some(SlowCall {
+                    pid: 0,
+                    tid: k.tid,
+                    thread: String::new(),
+                    call: k.call.to_string(),
+                    file: k.file,
+                    at_s: k.t_ns as f64 / 1e9,
+                    duration_ms: k.dur_ns as f64 / 1e6,
+                    causes: causes?,
+                })
+            })
+            .collect()
+    }
+
+    /// Each call explained against the target of `busiest` (the file the recorder wrote
+    /// most to); the run's account. `t0` is the capture's clock (calls' `t_ns`).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn explain(
+        self,
+        tracing: Result<sinkrate_sys::tracefs::TraceSession, String>,
+        t0: Instant,
+        busiest: Option<&str>,
+    ) -> (Vec<SlowCall>, KernelAccount) {
+        use sinkrate_sampler::causes::{explain_all, SlowCall as Span, Target};
+        let session = match tracing {
+            Ok(s) => s,
+            // Listed only with their causes: the durations are in the calls file.
+            Err(why) => return (Vec::new(), KernelAccount::inferred(why)),
+        };
+        let trace = session.finish();
+        let t0_ns = sinkrate_platform::cpu::monotonic_ns_of(t0);
+        let target = busiest
+            .and_then(|f| std::path::Path::new(f).parent())
+            .map(sinkrate_sampler::target::target_of)
+            .unwrap_or(Target {
+                page_bytes: sinkrate_sys::page_size(),
+                ..Target::default()
+            });
+        let spans: Vec<Span> = self
+            .calls
+            .iter()
+            .map(|k| Span {
+                tid: k.tid,
+                start_ns: t0_ns + k.t_ns,
+                end_ns: t0_ns + k.t_ns + k.dur_ns,
+            })
+            .collect();
+        // The recorder's threads are gone by now: named by what their calls were on.
+        let names = std::collections::HashMap::new();
+        let (causes, account) = explain_all(&trace, target, &spans, &names);
+        // Calls past the events kept are not listed, and counted in the account.
+        (self.listed(causes.into_iter()), account)
+    }
+}
+
+/// Tracing for the recorder: this thread (the command it starts is its child, followed by
+/// `options/event-fork`) or the attached recorder's threads; every device, since the
+/// recorder's target is known only once it has written.
+#[cfg(target_os = "linux")]
+pub(crate) fn start_tracing(
+    recorder: &crate::Recorder<'_>,
+    explain: &crate::Explain,
+) -> Result<sinkrate_sys::tracefs::TraceSession, String> {
+    use sinkrate_sys::tracefs::{threads_of, TraceRequest, TraceSession};
+    if let Some(why) = &explain.kernel_events_off {
+        return Err(why.clone());
+    }
+    let threads = match recorder {
+        crate::Recorder::Run { .. } => vec![sinkrate_platform::cpu::thread_id()],
+        crate::Recorder::Attach { pid, .. } => threads_of(*pid as u32),
+    };
+    TraceSession::start(&TraceRequest {
+        threads,
+        all_devices: true,
+        ..TraceRequest::default()
+    })
+}
