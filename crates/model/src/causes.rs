@@ -280,6 +280,9 @@ pub struct KernelAccount {
     pub events_not_kept: u64,
     #[serde(default)]
     pub stalls_not_explained: u64,
+    /// The reader thread's CPU time over the run: what reading the events cost.
+    #[serde(default)]
+    pub reader_cpu_s: Option<f64>,
     /// Events not used, each with why (not on this kernel, a format this reader cannot read).
     #[serde(default)]
     pub missing: Vec<String>,

@@ -472,6 +472,7 @@ impl<'a> Account<'a> {
             lost_unknown: self.trace.lost_unknown,
             events_not_kept: self.trace.not_kept,
             stalls_not_explained: 0,
+            reader_cpu_s: self.trace.reader_cpu_s,
             missing: self.trace.missing.clone(),
             throttled_threads: throttles
                 .into_iter()

@@ -62,6 +62,8 @@ pub struct KernelTrace {
     /// happened after it is not explained.
     pub not_kept: u64,
     pub kept_until_ns: Option<u64>,
+    /// The reader thread's own CPU time over the run (what tracing cost this process).
+    pub reader_cpu_s: Option<f64>,
     /// Events this kernel lacks or whose format this reader could not use, with why.
     pub missing: Vec<String>,
     /// Where the events came from: the tracefs mount and the instance names.
@@ -92,6 +94,8 @@ struct Collected {
     lost_unknown: bool,
     not_kept: u64,
     first_not_kept_ns: Option<u64>,
+    /// The reader thread's own CPU time (user + system), when the system accounts it.
+    reader_cpu_ns: Option<u64>,
 }
 
 /// Where tracefs is mounted, from this process's mount table (tracefs itself, or debugfs's
@@ -504,6 +508,7 @@ impl TraceSession {
             lost_unknown: collected.lost_unknown,
             not_kept: collected.not_kept,
             kept_until_ns: collected.first_not_kept_ns,
+            reader_cpu_s: collected.reader_cpu_ns.map(|ns| ns as f64 / 1e9),
             missing: std::mem::take(&mut self.missing),
             source: std::mem::take(&mut self.source),
             kinds: std::mem::take(&mut self.kinds),
@@ -620,6 +625,7 @@ fn read_loop(
             }
         }
         if last {
+            out.reader_cpu_ns = sinkrate_platform::cpu::thread_usage().map(|u| u.cpu_ns());
             return out;
         }
         std::thread::sleep(READ_EVERY);

@@ -310,7 +310,10 @@ impl EventKind {
                 &[&["name"], &["nr_pages"], &["reason"]]
             }
             EventKind::RequestIssue => &[&["dev"], &["sector"], &["nr_sector"], &["rwbs"]],
-            EventKind::RequestComplete => &[&["dev"], &["sector"], &["nr_sector"], &["error"]],
+            // `errors` before 4.13.
+            EventKind::RequestComplete => {
+                &[&["dev"], &["sector"], &["nr_sector"], &["error", "errors"]]
+            }
             EventKind::Switch => &[&["prev_pid"], &["prev_state"], &["next_pid"]],
             EventKind::Wakeup => &[&["pid"]],
             EventKind::SyscallEnter => &[&["id"]],
@@ -662,6 +665,58 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
         }
         assert!(EventKind::ALL.iter().all(|k| d.knows(*k)));
+    }
+
+    /// A 4.9 board: every event sinkrate reads but the writeback wait (4.9 has none) is
+    /// learned, and a request's completion, whose status 4.9 calls `errors`, decodes.
+    #[test]
+    fn a_4_9_board_s_events_are_learned_and_its_completions_decode() {
+        let layout = PageLayout::parse(fixtures::HEADER_PAGE_4_9_AARCH64, false).expect("layout");
+        assert_eq!((layout.long_bytes, layout.data_offset), (8, 16));
+        let mut d = Decoder::new(&layout);
+        let mut complete = 0;
+        for (kind, text) in fixtures::FORMATS_4_9_AARCH64 {
+            let id = d
+                .learn(*kind, text)
+                .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+            if *kind == EventKind::RequestComplete {
+                complete = id;
+            }
+        }
+        let unknown: Vec<EventKind> = EventKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| !d.knows(*k))
+            .collect();
+        assert_eq!(unknown, [EventKind::WritebackWait]);
+        // dev at 8, sector at 16, nr_sector at 24, errors at 28.
+        let mut rec = vec![0u8; 48];
+        put(&mut rec, 0, &complete.to_le_bytes());
+        put(&mut rec, 8, &kernel_dev(179, 0).to_le_bytes());
+        put(&mut rec, 16, &2048u64.to_le_bytes());
+        put(&mut rec, 24, &256u32.to_le_bytes());
+        put(&mut rec, 28, &(-5i32).to_le_bytes());
+        let bytes = page(&layout, 10, &[(2, rec)], None);
+        let p = decode_page(&layout, &bytes).expect("page");
+        assert_eq!(
+            d.decode(0, &p.records[0]).expect("decoded").event,
+            KernelEvent::RequestComplete {
+                dev: kernel_dev(179, 0),
+                sector: 2048,
+                sectors: 256,
+                error: -5,
+            }
+        );
+        // 4.9's flush reasons are its own: 1 was try_to_free_pages (vmscan later).
+        let flush = fixtures::FORMATS_4_9_AARCH64
+            .iter()
+            .find(|(k, _)| *k == EventKind::FlushStart)
+            .expect("writeback_start")
+            .1;
+        assert_eq!(
+            symbols(&format::parse(flush).expect("format").print_fmt, "reason")[1],
+            (1, "try_to_free_pages".to_string())
+        );
     }
 
     #[test]
