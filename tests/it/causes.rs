@@ -444,6 +444,77 @@ fn capture_explains_a_recorder_s_slow_writes_by_the_card_they_went_to() {
     );
 }
 
+/// The kernel's buffer overrun (the run stopped while a noisy writer filled its device's
+/// trace buffer): the loss is counted, and every breakdown is marked partial rather than
+/// silently short.
+#[test]
+fn a_ring_buffer_overrun_is_counted_and_marks_the_breakdown_partial() {
+    common::with_root(
+        "causes::a_ring_buffer_overrun_is_counted_and_marks_the_breakdown_partial",
+        &["mkfs.ext4", "dd"],
+        || {
+            let fs = common::ScratchFs::new("512M", "ext4", "");
+            let dir = fs.path().to_str().expect("utf-8").to_string();
+            let recorder = Command::new(common::sinkrate_path())
+                .args(["record", "--dir", &dir, "--streams", "1", "--fps", "30"])
+                .args([
+                    "--bitrate",
+                    "40M",
+                    "--write-mode",
+                    "buffered",
+                    "--duration",
+                    "7s",
+                ])
+                .args(["--live", "never", "--output-format", "json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("record runs");
+            let pid = recorder.id() as i32;
+            let signal = |sig: libc::c_int| {
+                // SAFETY: kill(2) on the test's own child.
+                assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {sig}");
+            };
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            // 4 KiB direct writes on the same device: two block events each, far more than
+            // a megabyte of trace buffer per CPU holds while the reader is stopped.
+            let mut noise = Command::new("dd")
+                .args([
+                    "if=/dev/zero",
+                    "bs=4k",
+                    "count=40000",
+                    "oflag=direct",
+                    "status=none",
+                ])
+                .arg(format!("of={dir}/noise.bin"))
+                .spawn()
+                .expect("dd runs");
+            signal(libc::SIGSTOP);
+            let _ = noise.wait();
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            signal(libc::SIGCONT);
+            let out = recorder.wait_with_output().expect("record ends");
+            let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!(
+                    "record's JSON ({e}): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+            let k = &run["kernel"];
+            assert!(k["inferred_because"].is_null(), "{k}");
+            assert!(
+                k["lost_events"].as_u64() > Some(0) || k["lost_unknown"] == true,
+                "the overrun is counted: {k}"
+            );
+            for st in run["stalls"].as_array().expect("stalls") {
+                if !st["causes"].is_null() {
+                    assert_eq!(st["causes"]["partial"], true, "{st}");
+                }
+            }
+        },
+    );
+}
+
 #[test]
 fn a_journal_bound_writer_waits_for_its_commits() {
     common::with_root(
