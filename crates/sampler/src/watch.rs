@@ -90,18 +90,12 @@ pub fn first_not_ours(pids: &[u32]) -> Option<(u32, u32)> {
     }
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
+    // The kernel lets a user read another process's counters only when its real,
+    // effective and saved uids are the user's.
     pids.iter().find_map(|&pid| {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        // "Uid:\treal\teffective\tsaved\tfs": the kernel lets a user read another
-        // process's counters only when its real, effective and saved uids are the user's.
-        let uids: Vec<u32> = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))?
-            .split_whitespace()
-            .take(3)
-            .filter_map(|u| u.parse().ok())
-            .collect();
-        let uid = uids.iter().copied().find(|u| *u != me)?;
+        let uid = sinkrate_sys::process::uids(pid)?
+            .into_iter()
+            .find(|u| *u != me)?;
         Some((pid, uid))
     })
 }

@@ -18,6 +18,7 @@ pub mod kmsg;
 pub mod mounts;
 pub mod output;
 pub mod owned;
+pub mod process;
 pub mod root;
 pub mod signature;
 pub mod space;
