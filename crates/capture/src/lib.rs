@@ -144,9 +144,9 @@ pub fn session<W: Write>(
     #[cfg(target_os = "linux")]
     let mut slow = slow::SlowCalls::default();
     // Tracing starts before the recorder does (a command: this thread, whose child it will
-    // be, followed into it; attached: the recorder's threads as they are now).
+    // be, followed into it); attached, beside the attach (the recorder's threads).
     #[cfg(target_os = "linux")]
-    let tracing = slow::start_tracing(recorder, explain);
+    let tracing = slow::Tracing::start(recorder, explain);
     #[cfg(target_os = "linux")]
     let outcome = {
         let mut sink = |seen: Seen<'_>| {

@@ -97,12 +97,12 @@ impl SlowCalls {
     #[cfg(target_os = "linux")]
     pub(crate) fn explain(
         self,
-        tracing: Result<sinkrate_sys::tracefs::TraceSession, String>,
+        tracing: Tracing,
         t0: Instant,
         busiest: Option<&str>,
     ) -> (Vec<SlowCall>, KernelAccount) {
         use sinkrate_sampler::causes::{explain_all, SlowCall as Span, Target};
-        let session = match tracing {
+        let session = match tracing.session() {
             Ok(s) => s,
             // Listed only with their causes: the durations are in the calls file.
             Err(why) => return (Vec::new(), KernelAccount::inferred(why)),
@@ -134,24 +134,45 @@ impl SlowCalls {
 }
 
 /// Tracing for the recorder: this thread (the command it starts is its child, followed by
-/// `options/event-fork`) or the attached recorder's threads; every device, since the
-/// recorder's target is known only once it has written.
-#[cfg(target_os = "linux")]
-pub(crate) fn start_tracing(
-    recorder: &crate::Recorder<'_>,
-    explain: &crate::Explain,
-) -> Result<sinkrate_sys::tracefs::TraceSession, String> {
-    use sinkrate_sys::tracefs::{threads_of, TraceRequest, TraceSession};
-    if let Some(why) = &explain.kernel_events_off {
-        return Err(why.clone());
+/// `options/event-fork`), before it starts; or, attached, the recorder's threads, on a
+/// thread of its own so that the attach is not delayed by it (a recorder that execs just
+/// then must be seized at once). Every device, since the recorder's target is known only
+/// once it has written.
+pub(crate) enum Tracing {
+    Started(Result<sinkrate_sys::tracefs::TraceSession, String>),
+    Starting(std::thread::JoinHandle<Result<sinkrate_sys::tracefs::TraceSession, String>>),
+}
+
+impl Tracing {
+    pub(crate) fn start(recorder: &crate::Recorder<'_>, explain: &crate::Explain) -> Tracing {
+        use sinkrate_sys::tracefs::{threads_of, TraceRequest, TraceSession};
+        if let Some(why) = &explain.kernel_events_off {
+            return Tracing::Started(Err(why.clone()));
+        }
+        let request = |threads| TraceRequest {
+            threads,
+            all_devices: true,
+            ..TraceRequest::default()
+        };
+        match recorder {
+            crate::Recorder::Run { .. } => Tracing::Started(TraceSession::start(&request(vec![
+                sinkrate_platform::cpu::thread_id(),
+            ]))),
+            crate::Recorder::Attach { pid, .. } => {
+                let pid = *pid as u32;
+                Tracing::Starting(std::thread::spawn(move || {
+                    TraceSession::start(&request(threads_of(pid)))
+                }))
+            }
+        }
     }
-    let threads = match recorder {
-        crate::Recorder::Run { .. } => vec![sinkrate_platform::cpu::thread_id()],
-        crate::Recorder::Attach { pid, .. } => threads_of(*pid as u32),
-    };
-    TraceSession::start(&TraceRequest {
-        threads,
-        all_devices: true,
-        ..TraceRequest::default()
-    })
+
+    fn session(self) -> Result<sinkrate_sys::tracefs::TraceSession, String> {
+        match self {
+            Tracing::Started(s) => s,
+            Tracing::Starting(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err("the thread starting the trace failed".into())),
+        }
+    }
 }
