@@ -155,16 +155,8 @@ fn slow_calls_text(r: &CaptureReport) -> String {
             "  {unlisted} more not listed (the list and the kernel's events kept per run are bounded)\n"
         ));
     }
-    if k.lost_events > 0 || k.lost_unknown {
-        t.push_str(&format!(
-            "  the kernel's events: {} lost{}: the breakdown may be partial\n",
-            k.lost_events,
-            if k.lost_unknown {
-                " (and more in an unknown number)"
-            } else {
-                ""
-            }
-        ));
+    if let Some(line) = super::lost_events_line(k) {
+        t.push_str(&format!("  {line}\n"));
     }
     t
 }

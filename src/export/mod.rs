@@ -47,16 +47,9 @@ pub fn causes_text(r: &sinkrate_model::record::RecordReport) -> String {
             k.stall_causes_text()
         ));
     }
-    if k.lost_events > 0 || k.lost_unknown {
-        t.push_str(&format!(
-            "the kernel's events: {} lost{}: the breakdown may be partial\n",
-            k.lost_events,
-            if k.lost_unknown {
-                " (and more in an unknown number)"
-            } else {
-                ""
-            }
-        ));
+    if let Some(line) = lost_events_line(k) {
+        t.push_str(&line);
+        t.push('\n');
     }
     if k.stalls_not_explained > 0 {
         t.push_str(&format!(
@@ -68,6 +61,21 @@ pub fn causes_text(r: &sinkrate_model::record::RecordReport) -> String {
         t.push_str(&format!("not traced: {}\n", k.missing.join("; ")));
     }
     t
+}
+
+/// "the kernel's events: N lost: the breakdown may be partial", when any were.
+pub fn lost_events_line(k: &sinkrate_model::causes::KernelAccount) -> Option<String> {
+    (k.lost_events > 0 || k.lost_unknown).then(|| {
+        format!(
+            "the kernel's events: {} lost{}: the breakdown may be partial",
+            k.lost_events,
+            if k.lost_unknown {
+                " (and more in an unknown number)"
+            } else {
+                ""
+            }
+        )
+    })
 }
 
 /// Any result as pretty JSON with a final newline.
