@@ -129,11 +129,7 @@ fn slow_calls_text(r: &CaptureReport) -> String {
         "\n  slow calls, from the kernel's events: {}\n",
         r.slow_calls.len()
     );
-    if let Some(w) = r
-        .slow_calls
-        .iter()
-        .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
-    {
+    if let Some(w) = sinkrate_model::watch::SlowCall::longest(&r.slow_calls) {
         t.push_str(&format!(
             "  the longest: {}() on {} by tid {} at {:.1} s took {:.0} ms: {}\n",
             w.call,

@@ -48,11 +48,7 @@ fn slow_calls_text(r: &WatchReport) -> String {
         r.write_calls,
         r.slow_calls.len()
     );
-    if let Some(w) = r
-        .slow_calls
-        .iter()
-        .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
-    {
+    if let Some(w) = sinkrate_model::watch::SlowCall::longest(&r.slow_calls) {
         t.push_str(&format!(
             "the longest: {} (tid {}) {}() at {:.1} s took {:.0} ms: {}\n",
             w.thread,

@@ -54,6 +54,15 @@ pub struct SlowCall {
     pub causes: crate::causes::StallCauses,
 }
 
+impl SlowCall {
+    /// The longest of the calls (what watch and capture explain first).
+    pub fn longest(calls: &[SlowCall]) -> Option<&SlowCall> {
+        calls
+            .iter()
+            .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
+    }
+}
+
 /// A change to the vm settings seen while watching.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SettingsChange {
