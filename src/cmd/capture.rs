@@ -82,24 +82,22 @@ fn open_trace(
     ))
 }
 
-/// A running process's command line (/proc/PID/cmdline), or why it cannot be captured.
+/// A running process's command line, or why it cannot be captured.
 fn running(pid: i32) -> Result<Vec<String>> {
+    use sinkrate_sys::process::{describe, Process};
     if pid <= 0 || pid as u32 == std::process::id() {
         return Err(anyhow!("--pid {pid}: not a process sinkrate can capture"));
     }
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map_err(|_| anyhow!("--pid {pid}: no such running process"))?;
-    let words: Vec<String> = raw
-        .split(|b| *b == 0)
-        .filter(|w| !w.is_empty())
-        .map(|w| String::from_utf8_lossy(w).into_owned())
-        .collect();
-    if words.is_empty() {
-        return Err(anyhow!(
-            "--pid {pid}: a kernel thread or a process that has ended"
-        ));
+    match describe(pid as u32) {
+        Process::Running(words) => Ok(words),
+        Process::Gone => Err(anyhow!("--pid {pid}: no such running process")),
+        Process::KernelThread => Err(anyhow!(
+            "--pid {pid}: a kernel thread, which has no program to capture"
+        )),
+        Process::Ended => Err(anyhow!(
+            "--pid {pid}: the process has ended (not yet reaped by its parent)"
+        )),
     }
-    Ok(words)
 }
 
 /// Removes the file just made at `path` (its other half could not be), only while it is
