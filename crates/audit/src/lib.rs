@@ -128,7 +128,8 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
     if memory.total_bytes.is_none() {
         notes.push(format!(
             "{}: missing: memory findings skipped",
-            root.host_path("/proc/meminfo").display()
+            root.host_path(sinkrate_sys::counters::Counters::MemInfo.path())
+                .display()
         ));
     }
     let space = if root.is_live() {

@@ -1,28 +1,16 @@
 //! Memory and the page cache's writeback settings, with the kernel's current thresholds.
 
-use sinkrate_procparse::vmsettings::VmSettings;
-use sinkrate_procparse::{meminfo, vmstat};
+use sinkrate_sys::host;
 
 use crate::root::SysRoot;
 pub use sinkrate_model::facts::{JournaledSetting, Memory};
 
 pub fn read(root: &SysRoot) -> Memory {
-    let mem = root
-        .read("/proc/meminfo")
-        .map(|t| meminfo::parse(&t))
-        .unwrap_or_default();
-    let vm = root
-        .read("/proc/vmstat")
-        .map(|t| vmstat::parse(&t))
-        .unwrap_or_default();
+    let mem = host::meminfo_at(root).unwrap_or_default();
+    let vm = host::vmstat_at(root).unwrap_or_default();
+    // A fixture tree of another machine counts in 4 KiB pages, as nearly every board does.
     let page = if root.is_live() {
-        // SAFETY: sysconf has no preconditions.
-        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if p > 0 {
-            p as u64
-        } else {
-            4096
-        }
+        sinkrate_sys::page_size()
     } else {
         4096
     };
@@ -31,7 +19,7 @@ pub fn read(root: &SysRoot) -> Memory {
         available_bytes: mem.mem_available_bytes,
         dirty_bytes: mem.dirty_bytes,
         writeback_bytes: mem.writeback_bytes,
-        vm: VmSettings::parse_with(|name| root.read(&format!("/proc/sys/vm/{name}"))),
+        vm: host::vm_settings_at(root),
         dirty_threshold_bytes: vm.nr_dirty_threshold.map(|p| p * page),
         background_threshold_bytes: vm.nr_dirty_background_threshold.map(|p| p * page),
         freerun_ceiling_bytes: vm.freerun_ceiling_pages().map(|p| p * page),

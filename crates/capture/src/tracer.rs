@@ -23,6 +23,7 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
 
+use sinkrate_sys::process;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use crate::filter;
@@ -68,7 +69,7 @@ fn fd_file(tid: Pid, fd: i32, regular: &mut HashMap<String, bool>) -> Option<Str
     if fd < 0 {
         return None;
     }
-    let link = match std::fs::read_link(format!("/proc/{tid}/fd/{fd}")) {
+    let link = match process::descriptor_target(tid.as_raw() as u32, fd) {
         Ok(link) => link,
         Err(e) => {
             if e.kind() == std::io::ErrorKind::PermissionDenied {
@@ -85,18 +86,15 @@ fn fd_file(tid: Pid, fd: i32, regular: &mut HashMap<String, bool>) -> Option<Str
     if let Some(p) = path.strip_suffix(" (deleted)") {
         path = p.to_string();
     }
-    let is_file = *regular.entry(path.clone()).or_insert_with(|| {
-        std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).is_ok_and(|m| m.is_file())
-    });
+    let is_file = *regular
+        .entry(path.clone())
+        .or_insert_with(|| process::descriptor_is_file(tid.as_raw() as u32, fd));
     is_file.then_some(path)
 }
 
 /// A descriptor's position (/proc/TID/fdinfo/N's `pos:`).
 fn fd_pos(tid: Pid, fd: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("pos:"))
-        .and_then(|v| v.trim().parse().ok())
+    process::descriptor_info(tid.as_raw() as u32, fd).map(|i| i.pos)
 }
 
 /// A NUL-terminated string in the tracee's memory, read a page's piece at a time.
@@ -134,9 +132,9 @@ fn absolute(tid: Pid, dirfd: i64, path: &str) -> String {
         std::path::PathBuf::from(path)
     } else {
         let base = if dirfd == libc::AT_FDCWD as i64 {
-            std::fs::read_link(format!("/proc/{tid}/cwd"))
+            process::working_directory(tid.as_raw() as u32)
         } else {
-            std::fs::read_link(format!("/proc/{tid}/fd/{dirfd}"))
+            process::descriptor_target(tid.as_raw() as u32, dirfd as i32)
         };
         match base {
             Ok(b) => b.join(path),
@@ -697,23 +695,7 @@ impl Drop for Waiter {
 }
 
 fn fdinfo_flags(tid: Pid, fd: i32) -> Option<i32> {
-    let text = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("flags:"))
-        .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
-}
-
-/// Whether the running kernel is older than `major.minor`.
-fn kernel_before(major: u32, minor: u32) -> bool {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut parts = release
-        .trim()
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|p| p.parse::<u32>().ok());
-    match (parts.next(), parts.next()) {
-        (Some(a), Some(b)) => (a, b) < (major, minor),
-        _ => false,
-    }
+    process::descriptor_info(tid.as_raw() as u32, fd).map(|i| i.flags)
 }
 
 /// This process's CPU time so far (user + system).
@@ -856,7 +838,7 @@ pub fn run(
     let mut out = Outcome::default();
     let mut pending: HashMap<Pid, Pending> = HashMap::new();
     let mut known: HashSet<Pid> = HashSet::from([child]);
-    let seccomp_stop_first = kernel_before(4, 8);
+    let seccomp_stop_first = sinkrate_sys::kernel_older_than(4, 8);
     let mut write_error = None;
     PROC_DENIED.store(false, Ordering::Relaxed);
     loop {
@@ -1062,15 +1044,12 @@ fn syscall_stop(tid: Pid) -> nix::Result<SyscallStop> {
     })
 }
 
-/// The threads of a running process (/proc/PID/task).
+/// The threads of a running process.
 fn threads(pid: Pid) -> Vec<Pid> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .map(Pid::from_raw)
-                .collect()
-        })
-        .unwrap_or_default()
+    process::threads(pid.as_raw() as u32)
+        .into_iter()
+        .map(|t| Pid::from_raw(t as i32))
+        .collect()
 }
 
 /// Captures a recorder already running (`--pid`): every thread attached (and each new one),

@@ -300,27 +300,20 @@ fn check_nothing_stacked(state: &State) -> Result<(), EmulateError> {
 
 /// Running (not gone, and not a zombie waiting for a parent that does not reap it).
 fn alive(pid: i32) -> bool {
-    pid > 0
-        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .is_some_and(|t| sinkrate_procparse::pid::parse_stat(&t).is_some_and(|s| s.running()))
+    pid > 0 && sinkrate_sys::process::alive(pid as u32)
 }
 
 /// nbdkit processes whose command line names `socket`.
 fn processes_serving(socket: &Path) -> Vec<i32> {
     let needle = socket.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+    sinkrate_sys::process::all_pids()
+        .into_iter()
         .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            let args = sinkrate_sys::process::command_line(*pid).unwrap_or_default();
             args.first().is_some_and(|a| a.ends_with(b"nbdkit"))
-                && args.contains(&needle.as_bytes())
+                && args.iter().any(|a| a.as_slice() == needle.as_bytes())
         })
+        .map(|pid| pid as i32)
         .collect()
 }
 
@@ -519,9 +512,7 @@ pub(crate) fn absolute(p: &Path) -> PathBuf {
 }
 
 fn mem_available() -> u64 {
-    let m = sinkrate_procparse::meminfo::parse(
-        &std::fs::read_to_string("/proc/meminfo").unwrap_or_default(),
-    );
+    let m = sinkrate_sys::host::read_meminfo();
     m.mem_available_bytes.or(m.mem_free_bytes).unwrap_or(0)
 }
 

@@ -73,10 +73,9 @@ pub fn fuse_driver(fs: &str) -> Option<(&'static str, &'static str)> {
 }
 
 fn kernel_has(fs: &str) -> bool {
-    std::fs::read_to_string("/proc/filesystems")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.split_whitespace().last() == Some(fs))
+    sinkrate_sys::kernel_filesystems(&sinkrate_sys::SysRoot::live())
+        .iter()
+        .any(|f| f == fs)
 }
 
 /// How `fs` can be mounted here, or why it cannot (one line with the fix).

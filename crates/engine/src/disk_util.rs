@@ -5,9 +5,9 @@
 use std::time::Instant;
 
 use sinkrate_model::{DiskUtil, TargetFacts};
-use sinkrate_procparse::diskstats::{self, DiskCounters};
-use sinkrate_sys::device;
+use sinkrate_procparse::diskstats::DiskCounters;
 use sinkrate_sys::root::SysRoot;
+use sinkrate_sys::{device, disks};
 
 pub struct DiskWatch {
     disks: Vec<(String, DiskCounters)>,
@@ -23,10 +23,6 @@ fn whole_disk(t: &TargetFacts) -> Option<String> {
     Some(device::read(&root, &sys).disk)
 }
 
-fn read_all() -> Option<String> {
-    std::fs::read_to_string("/proc/diskstats").ok()
-}
-
 impl DiskWatch {
     /// Starts counting for the disks under `targets` (none for targets without one).
     pub fn start(targets: &[TargetFacts]) -> DiskWatch {
@@ -37,12 +33,8 @@ impl DiskWatch {
                 names.push(n);
             }
         }
-        let text = read_all().unwrap_or_default();
         DiskWatch {
-            disks: names
-                .into_iter()
-                .filter_map(|n| diskstats::device(&text, &n).map(|c| (n, c)))
-                .collect(),
+            disks: disks::counters(&SysRoot::live(), &names),
             started: Instant::now(),
         }
     }
@@ -50,12 +42,13 @@ impl DiskWatch {
     /// The disks' counts since [`DiskWatch::start`] (a status report's, and the end's).
     pub fn so_far(&self) -> Vec<DiskUtil> {
         let ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        let text = read_all().unwrap_or_default();
+        let names: Vec<String> = self.disks.iter().map(|(n, _)| n.clone()).collect();
+        let now = disks::counters(&SysRoot::live(), &names);
         self.disks
             .iter()
             .filter_map(|(name, before)| {
-                let after = diskstats::device(&text, name)?;
-                Some(between(name.clone(), before, &after, ms))
+                let (_, after) = now.iter().find(|(n, _)| n == name)?;
+                Some(between(name.clone(), before, after, ms))
             })
             .collect()
     }

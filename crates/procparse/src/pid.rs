@@ -9,6 +9,8 @@ pub struct PidStat<'a> {
     pub comm: &'a str,
     pub state: char,
     pub ppid: u32,
+    /// The task's flags (`PF_*` of include/linux/sched.h), the ninth field.
+    pub flags: u64,
     /// Clock ticks in user and kernel mode.
     pub utime: u64,
     pub stime: u64,
@@ -17,7 +19,13 @@ pub struct PidStat<'a> {
 impl PidStat<'_> {
     /// Neither a zombie (ended, not yet reaped) nor dead.
     pub fn running(&self) -> bool {
-        !matches!(self.state, 'Z' | 'X')
+        !matches!(self.state, 'Z' | 'X' | 'x')
+    }
+
+    /// A kernel thread (`PF_KTHREAD`): no program behind it.
+    pub fn kernel_thread(&self) -> bool {
+        const PF_KTHREAD: u64 = 0x0020_0000;
+        self.flags & PF_KTHREAD != 0
     }
 }
 
@@ -31,8 +39,11 @@ pub fn parse_stat(text: &str) -> Option<PidStat<'_>> {
     let mut f = text[close + 1..].split_ascii_whitespace();
     let state = f.next()?.chars().next()?;
     let ppid = f.next()?.parse().ok()?;
-    // Fields 14 and 15 (utime, stime) are the 12th and 13th after the state.
-    let mut rest = f.skip(9);
+    // Field 9 (flags) comes after pgrp, session, tty_nr and tpgid; fields 14 and 15 (utime,
+    // stime) after minflt, cminflt, majflt and cmajflt.
+    let mut rest = f.skip(4);
+    let flags = rest.next()?.parse().ok()?;
+    let mut rest = rest.skip(4);
     let utime = rest.next()?.parse().ok()?;
     let stime = rest.next()?.parse().ok()?;
     Some(PidStat {
@@ -40,6 +51,7 @@ pub fn parse_stat(text: &str) -> Option<PidStat<'_>> {
         comm,
         state,
         ppid,
+        flags,
         utime,
         stime,
     })
@@ -86,6 +98,10 @@ mod tests {
             parse_stat(include_str!("../fixtures/x86-vm-6.18/pid-stat-kworker")).expect("kworker");
         assert_eq!(k.comm, "kworker/u4:2+flush-254:0");
         assert_eq!((k.state, k.ppid, k.utime, k.stime), ('I', 2, 0, 1234));
+        assert!(k.kernel_thread() && !s.kernel_thread());
+        assert!(k.running());
+        let zombie = parse_stat("9 (py) Z 1 0 0 0 -1 4227084 0 0 0 0 1 2 0 0").expect("zombie");
+        assert!(!zombie.running() && !zombie.kernel_thread());
         let odd = parse_stat("7 (a (b) c) S 1 0 0 0 -1 0 0 0 0 0 5 6 0 0").expect("odd");
         assert_eq!((odd.comm, odd.utime, odd.stime), ("a (b) c", 5, 6));
         assert!(parse_stat("garbage").is_none());

@@ -3,10 +3,9 @@
 //! wakes, as in seed 001.
 
 use std::collections::HashMap;
-use std::io::Read;
 
 pub use sinkrate_model::timeline::Hog;
-use sinkrate_procparse::pid::{parse_io, parse_stat};
+use sinkrate_sys::process;
 
 /// The ended processes whose totals are kept, the busiest: a soak of hours on a busy
 /// machine sees thousands of processes come and go, and keeping each one's figures (and its
@@ -20,8 +19,9 @@ pub struct HogTracker {
     totals: HashMap<u32, Hog>,
     /// The processes the last scan found.
     alive: std::collections::HashSet<u32>,
-    buf: Vec<u8>,
-    io_buf: Vec<u8>,
+    procs: process::Scanner,
+    /// The scanned process's name, kept between scans.
+    comm: String,
     ticks_per_s: f64,
     flusher_pct: f64,
 }
@@ -30,36 +30,25 @@ impl HogTracker {
     pub fn new() -> HogTracker {
         HogTracker {
             ticks_per_s: sinkrate_sys::clock_ticks_per_s() as f64,
-            buf: Vec::with_capacity(1024),
             ..HogTracker::default()
         }
     }
 
     /// Scans every process; returns the top CPU user of the interval since the last scan.
     pub fn scan(&mut self, interval_s: f64) -> Option<(String, f64)> {
-        let entries = std::fs::read_dir("/proc").ok()?;
         let mut top: Option<(u32, f64)> = None;
         self.flusher_pct = 0.0;
         self.alive.clear();
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        for pid in process::all_pids() {
+            let Some(st) = self.procs.stat(pid) else {
                 continue;
             };
-            self.buf.clear();
-            let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            if f.read_to_end(&mut self.buf).is_err() {
-                continue;
-            }
-            let Ok(text) = std::str::from_utf8(&self.buf) else {
-                continue;
-            };
-            let Some(st) = parse_stat(text) else { continue };
-            self.alive.insert(pid);
             let ticks = st.utime + st.stime;
+            self.comm.clear();
+            self.comm.push_str(st.comm);
+            self.alive.insert(pid);
             let prev = self.last_ticks.insert(pid, ticks);
-            let written = read_write_bytes(pid, &mut self.io_buf);
+            let written = self.procs.io(pid).map(|io| io.write_bytes);
             let prev_written = match written {
                 Some(w) => self.last_written.insert(pid, w),
                 None => None,
@@ -76,7 +65,7 @@ impl HogTracker {
             let pct = 100.0 * delta as f64 / self.ticks_per_s / interval_s.max(1e-3);
             let entry = self.totals.entry(pid).or_insert_with(|| Hog {
                 pid,
-                name: st.comm.to_string(),
+                name: self.comm.clone(),
                 cpu_seconds: 0.0,
                 peak_cpu_pct: 0.0,
                 write_bytes: 0,
@@ -84,9 +73,9 @@ impl HogTracker {
             entry.write_bytes += wrote;
             entry.cpu_seconds += delta as f64 / self.ticks_per_s;
             entry.peak_cpu_pct = entry.peak_cpu_pct.max(pct);
-            if st.comm != entry.name {
+            if self.comm != entry.name {
                 // Kernel workers rename themselves with what they work on (+flush-8:0).
-                entry.name = st.comm.to_string();
+                entry.name.clone_from(&self.comm);
             }
             if is_flusher(&entry.name) {
                 self.flusher_pct += pct;
@@ -143,13 +132,6 @@ impl HogTracker {
 /// The kernel's writeback workers name what they flush (`kworker/u8:2+flush-8:0`).
 pub fn is_flusher(name: &str) -> bool {
     name.contains("flush")
-}
-
-fn read_write_bytes(pid: u32, buf: &mut Vec<u8>) -> Option<u64> {
-    buf.clear();
-    let mut f = std::fs::File::open(format!("/proc/{pid}/io")).ok()?;
-    f.read_to_end(buf).ok()?;
-    parse_io(std::str::from_utf8(buf).ok()?).map(|io| io.write_bytes)
 }
 
 #[cfg(test)]

@@ -1,8 +1,7 @@
-//! Reading the live system: files opened once and re-read with `pread` at offset 0 into a
-//! buffer kept from sample to sample, so a sample costs a handful of syscalls and no fork.
+//! Reading the live system: the system layer's counters files, opened once and re-read
+//! each sample, so a sample costs a handful of syscalls and no fork.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
+use sinkrate_sys::counters::{Counters, CountersFile as ProcFile};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -13,36 +12,6 @@ use sinkrate_procparse::{cpustat, diskstats, meminfo, pressure, vmstat};
 use crate::hogs::{Hog, HogTracker};
 use crate::sample::{self, Raw, Sample, VmSettings};
 use crate::timeline::Timeline;
-
-struct ProcFile {
-    file: File,
-    buf: Vec<u8>,
-}
-
-impl ProcFile {
-    fn open(path: &std::path::Path) -> Option<ProcFile> {
-        Some(ProcFile {
-            file: File::open(path).ok()?,
-            buf: vec![0; 64 * 1024],
-        })
-    }
-
-    fn read(&mut self) -> Option<&str> {
-        let mut len = 0;
-        loop {
-            if len == self.buf.len() {
-                // Rare (a machine with many disks): grow once, then keep the larger buffer.
-                self.buf.resize(self.buf.len() * 2, 0);
-            }
-            let n = self.file.read_at(&mut self.buf[len..], len as u64).ok()?;
-            if n == 0 {
-                break;
-            }
-            len += n;
-        }
-        std::str::from_utf8(&self.buf[..len]).ok()
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct SamplerConfig {
@@ -122,26 +91,29 @@ pub fn physical_disks() -> Vec<String> {
 }
 
 pub fn read_vm_settings() -> VmSettings {
-    VmSettings::parse_with(|name| std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok())
+    sinkrate_sys::host::vm_settings_at(&sinkrate_sys::SysRoot::live())
 }
 
 impl SamplerCore {
     pub fn new(config: &SamplerConfig) -> SamplerCore {
         let mut notes = Vec::new();
         let root = &config.root;
-        let mut open = |path: &str, what: &str| {
-            let f = ProcFile::open(&root.host_path(path));
+        let mut open = |which: Counters, what: &str| {
+            let f = ProcFile::open(root, which);
             if f.is_none() {
-                notes.push(format!("{path} cannot be read: no {what} in the results"));
+                notes.push(format!(
+                    "{} cannot be read: no {what} in the results",
+                    which.path()
+                ));
             }
             f
         };
-        let meminfo = open("/proc/meminfo", "memory series");
-        let vmstat = open("/proc/vmstat", "dirty thresholds");
-        let diskstats = open("/proc/diskstats", "disk series");
-        let stat = open("/proc/stat", "CPU series");
-        let psi_io = ProcFile::open(&root.host_path("/proc/pressure/io"));
-        let psi_mem = ProcFile::open(&root.host_path("/proc/pressure/memory"));
+        let meminfo = open(Counters::MemInfo, "memory series");
+        let vmstat = open(Counters::VmStat, "dirty thresholds");
+        let diskstats = open(Counters::DiskStats, "disk series");
+        let stat = open(Counters::CpuStat, "CPU series");
+        let psi_io = ProcFile::open(root, Counters::PressureIo);
+        let psi_mem = ProcFile::open(root, Counters::PressureMemory);
         if psi_io.is_none() {
             notes.push(
                 "no /proc/pressure (PSI needs Linux 4.20 with CONFIG_PSI): no stall series".into(),

@@ -70,15 +70,11 @@ pub enum WatchError<E> {
     Observer(E),
 }
 
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .is_some_and(|t| sinkrate_procparse::pid::parse_stat(&t).is_some_and(|s| s.running()))
-}
-
 /// Whether every pid names a running process; the first that does not, if any.
 pub fn first_not_running(pids: &[u32]) -> Option<u32> {
-    pids.iter().copied().find(|p| !alive(*p))
+    pids.iter()
+        .copied()
+        .find(|p| !sinkrate_sys::process::alive(*p))
 }
 
 /// The first pid that belongs to another user, with that user's uid, when this run is not
@@ -233,7 +229,7 @@ pub fn run<O: WatchObserver>(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        if !cfg.pids.is_empty() && cfg.pids.iter().all(|p| !alive(*p)) {
+        if !cfg.pids.is_empty() && cfg.pids.iter().all(|p| !sinkrate_sys::process::alive(*p)) {
             break;
         }
         k += 1;

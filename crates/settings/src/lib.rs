@@ -73,7 +73,7 @@ struct JournalFile {
 }
 
 fn alive(pid: u32) -> bool {
-    pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+    pid == std::process::id() || sinkrate_sys::process::alive(pid)
 }
 
 /// The journal and the host it describes.

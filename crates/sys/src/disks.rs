@@ -25,6 +25,16 @@ pub fn written_bytes(root: &SysRoot, devices: &[&str]) -> Option<u64> {
     (seen > 0).then_some(total)
 }
 
+/// Each named disk's counters now, in the order given; a disk /proc/diskstats does not list
+/// is left out.
+pub fn counters(root: &SysRoot, names: &[String]) -> Vec<(String, diskstats::DiskCounters)> {
+    let text = root.read("/proc/diskstats").unwrap_or_default();
+    names
+        .iter()
+        .filter_map(|n| diskstats::device(&text, n).map(|c| (n.clone(), c)))
+        .collect()
+}
+
 /// The devices' own count of the bytes written since a start: what a run cost them (other
 /// writers to them count too).
 pub struct WrittenSince {

@@ -22,7 +22,7 @@ pub fn host_facts() -> HostFacts {
     });
     HostFacts {
         hostname: read_trimmed("/proc/sys/kernel/hostname"),
-        kernel: read_trimmed("/proc/sys/kernel/osrelease"),
+        kernel: crate::kernel_release(),
         arch: std::env::consts::ARCH.to_string(),
         cpu_model,
         cpu_count: std::thread::available_parallelism()
@@ -32,8 +32,26 @@ pub fn host_facts() -> HostFacts {
     }
 }
 
+/// This machine's /proc/meminfo (every field None when it cannot be read).
 pub fn read_meminfo() -> meminfo::MemInfo {
-    meminfo::parse(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default())
+    meminfo_at(&SysRoot::live()).unwrap_or_default()
+}
+
+/// /proc/meminfo under `root`; None when it is missing or unreadable.
+pub fn meminfo_at(root: &SysRoot) -> Option<meminfo::MemInfo> {
+    root.read("/proc/meminfo").map(|t| meminfo::parse(&t))
+}
+
+/// /proc/vmstat under `root`; None when it is missing or unreadable.
+pub fn vmstat_at(root: &SysRoot) -> Option<vmstat::VmStat> {
+    root.read("/proc/vmstat").map(|t| vmstat::parse(&t))
+}
+
+/// The page cache's writeback settings (/proc/sys/vm) under `root`.
+pub fn vm_settings_at(root: &SysRoot) -> sinkrate_procparse::vmsettings::VmSettings {
+    sinkrate_procparse::vmsettings::VmSettings::parse_with(|name| {
+        root.read(&format!("/proc/sys/vm/{name}"))
+    })
 }
 
 /// Dirty + Writeback right now, in bytes.
@@ -45,8 +63,7 @@ pub use crate::{is_root, page_size};
 
 /// The kernel's dirty limit (nr_dirty_threshold) in bytes.
 pub fn dirty_threshold_bytes() -> Option<u64> {
-    let v = vmstat::parse(&std::fs::read_to_string("/proc/vmstat").ok()?);
-    Some(v.nr_dirty_threshold? * page_size())
+    Some(vmstat_at(&SysRoot::live())?.nr_dirty_threshold? * page_size())
 }
 
 /// Mount facts for the file system that holds `path` (which may not exist yet), from the

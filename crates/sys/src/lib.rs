@@ -6,6 +6,7 @@
 //! it.
 
 pub mod children;
+pub mod counters;
 pub mod device;
 pub mod disks;
 pub mod files;
@@ -110,6 +111,27 @@ pub fn clock_ticks_per_s() -> u64 {
     } else {
         100
     }
+}
+
+/// The running kernel's release (`6.18.0-1-amd64`), as uname and /proc give it.
+pub fn kernel_release() -> Option<String> {
+    SysRoot::live().attr("/proc/sys/kernel/osrelease")
+}
+
+/// The major and minor numbers of a kernel release (`4.9.337-xilinx` is 4.9).
+pub fn release_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    Some((parts.next()?, parts.next()?))
+}
+
+/// Whether the running kernel is older than `major.minor`; false when it cannot be told.
+pub fn kernel_older_than(major: u32, minor: u32) -> bool {
+    kernel_release()
+        .and_then(|r| release_version(&r))
+        .is_some_and(|v| v < (major, minor))
 }
 
 /// Filesystems this kernel can mount (/proc/filesystems).

@@ -1,6 +1,8 @@
 //! Other processes as /proc describes them: the system layer's one reader of /proc/PID for
 //! questions about who a process is.
 
+use sinkrate_procparse::pid;
+
 /// A process's real, effective and saved user ids (`Uid:` of /proc/PID/status); None when
 /// it is gone or the line cannot be read.
 pub fn uids(pid: u32) -> Option<[u32; 3]> {
@@ -30,10 +32,6 @@ pub enum Process {
     Running(Vec<String>),
 }
 
-/// The `PF_KTHREAD` bit of a task's flags (include/linux/sched.h), the field /proc/PID/stat
-/// shows ninth.
-const PF_KTHREAD: u64 = 0x0020_0000;
-
 /// What `pid` is. A process in the middle of execve shows an empty command line for a moment
 /// (its new memory has no arguments yet): read again for up to a second before naming it by
 /// its `comm` alone, so that a recorder just started through a wrapper script is not taken
@@ -41,23 +39,23 @@ const PF_KTHREAD: u64 = 0x0020_0000;
 pub fn describe(pid: u32) -> Process {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
     loop {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             return Process::Gone;
         };
-        let Some((state, flags)) = parse_state_flags(&stat) else {
+        let Some(stat) = pid::parse_stat(&text) else {
             return Process::Gone;
         };
-        if flags & PF_KTHREAD != 0 {
+        if stat.kernel_thread() {
             return Process::KernelThread;
         }
-        if matches!(state, 'Z' | 'X' | 'x') {
+        if !stat.running() {
             return Process::Ended;
         }
-        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        let Some(args) = command_line(pid) else {
             return Process::Gone;
         };
-        let words: Vec<String> = raw
-            .split(|b| *b == 0)
+        let words: Vec<String> = args
+            .iter()
             .filter(|w| !w.is_empty())
             .map(|w| String::from_utf8_lossy(w).into_owned())
             .collect();
@@ -65,22 +63,131 @@ pub fn describe(pid: u32) -> Process {
             return Process::Running(words);
         }
         if std::time::Instant::now() >= deadline {
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            return Process::Running(vec![format!("[{}]", comm.trim_end())]);
+            return Process::Running(vec![format!("[{}]", stat.comm)]);
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
-/// The state letter and the flags of a /proc/PID/stat line. The name in parentheses may hold
-/// spaces and parentheses itself, so the fields are counted from its last `)`.
-fn parse_state_flags(stat: &str) -> Option<(char, u64)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    // state, ppid, pgrp, session, tty_nr, tpgid, flags
-    let flags = fields.nth(5)?.parse().ok()?;
-    Some((state, flags))
+/// Running: neither gone nor a zombie waiting for a parent that does not reap it.
+pub fn alive(pid: u32) -> bool {
+    pid > 0
+        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .is_some_and(|t| pid::parse_stat(&t).is_some_and(|s| s.running()))
+}
+
+/// A process's arguments as the kernel holds them (/proc/PID/cmdline split at its NULs);
+/// None when it is gone.
+pub fn command_line(pid: u32) -> Option<Vec<Vec<u8>>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut args: Vec<Vec<u8>> = raw.split(|b| *b == 0).map(<[u8]>::to_vec).collect();
+    if args.last().is_some_and(|a| a.is_empty()) {
+        args.pop();
+    }
+    Some(args)
+}
+
+/// Every process's pid, as /proc lists them now.
+pub fn all_pids() -> Vec<u32> {
+    numbered_entries("/proc")
+}
+
+/// The threads of a process (/proc/PID/task); empty when it is gone.
+pub fn threads(pid: u32) -> Vec<u32> {
+    numbered_entries(&format!("/proc/{pid}/task"))
+}
+
+fn numbered_entries(dir: &str) -> Vec<u32> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A process's stat and io files read into buffers kept between reads: what a scan of every
+/// process every second reads, without a new allocation each time.
+#[derive(Default)]
+pub struct Scanner {
+    stat: Vec<u8>,
+    io: Vec<u8>,
+}
+
+impl Scanner {
+    /// /proc/PID/stat, parsed; None when the process is gone.
+    pub fn stat(&mut self, pid: u32) -> Option<pid::PidStat<'_>> {
+        read_into(&format!("/proc/{pid}/stat"), &mut self.stat)?;
+        pid::parse_stat(std::str::from_utf8(&self.stat).ok()?)
+    }
+
+    /// /proc/PID/io, parsed; None when gone or not readable by this user.
+    pub fn io(&mut self, pid: u32) -> Option<pid::PidIo> {
+        read_into(&format!("/proc/{pid}/io"), &mut self.io)?;
+        pid::parse_io(std::str::from_utf8(&self.io).ok()?)
+    }
+}
+
+fn read_into(path: &str, buf: &mut Vec<u8>) -> Option<()> {
+    use std::io::Read;
+    buf.clear();
+    std::fs::File::open(path).ok()?.read_to_end(buf).ok()?;
+    Some(())
+}
+
+/// CPU time (user, system, in ns) of this process's thread `tid`, at clock-tick resolution;
+/// zeros when it cannot be read.
+pub fn own_thread_cpu_ns(tid: i32) -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return (0, 0);
+    };
+    let Some(stat) = pid::parse_stat(&text) else {
+        return (0, 0);
+    };
+    let per_tick = 1_000_000_000 / crate::clock_ticks_per_s();
+    (stat.utime * per_tick, stat.stime * per_tick)
+}
+
+/// What a thread's descriptor names (/proc/TID/fd/N), for a tracer of that thread. A
+/// permission error is told apart from a closed descriptor: the caller says what it could
+/// not see.
+pub fn descriptor_target(tid: u32, fd: i32) -> std::io::Result<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{tid}/fd/{fd}"))
+}
+
+/// Whether a thread's descriptor is a regular file (stat through /proc/TID/fd/N).
+pub fn descriptor_is_file(tid: u32, fd: i32) -> bool {
+    std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).is_ok_and(|m| m.is_file())
+}
+
+/// A descriptor's offset and open flags (/proc/TID/fdinfo/N's `pos:` and `flags:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DescriptorInfo {
+    pub pos: u64,
+    /// The open flags (O_ACCMODE, O_APPEND, O_DIRECT...), as the kernel prints them in octal.
+    pub flags: i32,
+}
+
+pub fn descriptor_info(tid: u32, fd: i32) -> Option<DescriptorInfo> {
+    parse_fdinfo(&std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?)
+}
+
+fn parse_fdinfo(text: &str) -> Option<DescriptorInfo> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    Some(DescriptorInfo {
+        pos: field("pos:")?.parse().ok()?,
+        flags: i32::from_str_radix(field("flags:")?, 8).ok()?,
+    })
+}
+
+/// A thread's working directory (/proc/TID/cwd).
+pub fn working_directory(tid: u32) -> std::io::Result<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{tid}/cwd"))
 }
 
 #[cfg(test)]
@@ -97,15 +204,32 @@ mod tests {
     }
 
     #[test]
-    fn a_stat_line_gives_state_and_flags_past_an_awkward_name() {
-        let stat = "15586 (py (3) x) Z 15583 15582 11786 0 -1 4227084 2842 6559 1 0\n";
-        assert_eq!(parse_state_flags(stat), Some(('Z', 4227084)));
-        let kthread = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0\n";
-        assert_eq!(
-            parse_state_flags(kthread).map(|(_, f)| f & PF_KTHREAD != 0),
-            Some(true)
-        );
-        assert_eq!(parse_state_flags("12 (cut"), None);
-        assert!(matches!(describe(std::process::id()), Process::Running(w) if !w.is_empty()));
+    fn this_process_is_described_running_with_its_threads_and_descriptors() {
+        let me = std::process::id();
+        assert!(matches!(describe(me), Process::Running(w) if !w.is_empty()));
+        assert!(alive(me));
+        assert!(threads(me).contains(&me));
+        assert!(all_pids().contains(&me));
+        assert!(command_line(me).is_some_and(|a| !a.is_empty()));
+        let mut scan = Scanner::default();
+        assert_eq!(scan.stat(me).map(|s| s.pid), Some(me));
+        assert_eq!(describe(u32::MAX / 2), Process::Gone);
+        assert!(!alive(u32::MAX / 2));
+        let file = tempfile::tempfile().expect("tempfile");
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        assert!(descriptor_is_file(me, fd));
+        assert!(descriptor_target(me, fd).is_ok());
+        let info = descriptor_info(me, fd).expect("fdinfo");
+        assert_eq!((info.pos, info.flags & libc::O_ACCMODE), (0, libc::O_RDWR));
+    }
+
+    #[test]
+    fn fdinfo_flags_are_octal() {
+        let info = parse_fdinfo("pos:\t4096\nflags:\t0102001\nmnt_id:\t27\n").expect("info");
+        assert_eq!(info.pos, 4096);
+        assert_eq!(info.flags & libc::O_ACCMODE, libc::O_WRONLY);
+        assert_ne!(info.flags & libc::O_APPEND, 0);
+        assert_eq!(parse_fdinfo("pos:\t1\n"), None);
     }
 }

@@ -156,17 +156,10 @@ pub trait Backend {
     }
 }
 
-/// CPU time (user, system, in ns) of thread `tid` of this process, from /proc (clock-tick
-/// resolution); zeros when it cannot be read.
+/// CPU time (user, system, in ns) of thread `tid` of this process (clock-tick resolution);
+/// zeros when it cannot be read.
 pub(crate) fn thread_cpu_ns(tid: i32) -> (u64, u64) {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
-        return (0, 0);
-    };
-    let Some(stat) = sinkrate_procparse::pid::parse_stat(&text) else {
-        return (0, 0);
-    };
-    let per_tick = 1_000_000_000 / sinkrate_sys::clock_ticks_per_s();
-    (stat.utime * per_tick, stat.stime * per_tick)
+    sinkrate_sys::process::own_thread_cpu_ns(tid)
 }
 
 /// Copies a read or write between the request's buffer and memory at `base` (a mapping of
