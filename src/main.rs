@@ -103,7 +103,9 @@ fn run() -> Result<ExitCode> {
         // usage block.
         Err(e) => return Err(anyhow::anyhow!(cli::one_line_error(&e.to_string()))),
     };
-    sweep_left_over();
+    if cli.command.writes_or_emulates() {
+        sweep_left_over();
+    }
     match cli.command {
         Command::Bench(mut args) => {
             args.job_options = job_options;

@@ -113,6 +113,31 @@ pub enum Command {
     Man,
 }
 
+impl Command {
+    /// Whether this command makes files, devices or trace instances that a killed run can
+    /// leave behind: those commands take the leftovers of earlier runs first. A command that
+    /// only reads (audit, compare, report, completions, man) leaves them, so that rendering a
+    /// report beside a running recording never touches what that recording made.
+    pub fn writes_or_emulates(&self) -> bool {
+        match self {
+            Command::Bench(_)
+            | Command::Emulate { .. }
+            | Command::Tune { .. }
+            | Command::Watch(_)
+            | Command::Record(_)
+            | Command::Verify(_)
+            | Command::Check(_)
+            | Command::Suite(_)
+            | Command::Capture(_) => true,
+            Command::Audit(_)
+            | Command::Compare(_)
+            | Command::Report(_)
+            | Command::Completions { .. }
+            | Command::Man => false,
+        }
+    }
+}
+
 pub const RECORD_EXAMPLES: &str = "\
 Examples:
   # Two 1080p30 H.264 streams (the default profile) to an SD card for 30 s

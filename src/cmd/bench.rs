@@ -12,62 +12,11 @@ use sinkrate_bench_output::OutputFormat;
 use sinkrate_jobspec::JobSet;
 use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
 
-use crate::cli::bench_config::{load_jobs, read_stdin_job, run_options};
+use crate::cli::bench_config::{load_jobs, run_options};
 use crate::cli::BenchArgs;
+use crate::cmd::bench_info;
 use crate::export::bench::{BenchJson, BenchResult, BenchTerse, BenchText};
 use crate::export::Exporter;
-
-/// `--cmdhelp [OPTION]`: the option table's help, for every option or for one.
-fn option_help(option: &str) -> Result<ExitCode> {
-    use sinkrate_jobspec::table;
-    let text = if option == "all" {
-        table::help_all()
-    } else {
-        let name = option.trim_start_matches("--");
-        table::help_one(name).ok_or_else(|| {
-            let near = table::near(name);
-            if near.is_empty() {
-                anyhow!("--cmdhelp {name}: sinkrate takes no option of that name (sinkrate bench --cmdhelp lists them)")
-            } else {
-                anyhow!(
-                    "--cmdhelp {name}: sinkrate takes no option of that name; did you mean {}?",
-                    near.join(" or ")
-                )
-            }
-        })?
-    };
-    print!("{text}");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `--showcmd`: each job file as the `sinkrate bench` command line that runs its jobs.
-fn show_command(args: &BenchArgs) -> Result<ExitCode> {
-    use sinkrate_jobspec::showcmd::{arguments, shell_quoted};
-    let ctx = sinkrate_engine::probe::LiveContext;
-    let mut out = String::new();
-    for f in &args.job_files {
-        let sections = if f.as_os_str() == "-" {
-            let text = read_stdin_job()?;
-            sinkrate_jobspec::grammar::parse_job_text(std::path::Path::new("<stdin>"), &text, &ctx)
-        } else {
-            sinkrate_jobspec::grammar::parse_job_file(f, &ctx)
-        }
-        .map_err(|e| anyhow!("{e}"))?;
-        let words: Vec<String> = arguments(&sections)
-            .iter()
-            .chain(&args.job_options)
-            .map(|a| shell_quoted(a))
-            .collect();
-        out.push_str(&format!("sinkrate bench {}\n", words.join(" ")));
-    }
-    if args.job_files.is_empty() {
-        return Err(anyhow!(
-            "--showcmd: no job file given (sinkrate bench --showcmd JOB.fio)"
-        ));
-    }
-    crate::write_stdout(out.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
-}
 
 /// The results in each output format asked for, one after another.
 fn render(formats: &[OutputFormat], result: &BenchResult) -> Result<Vec<u8>> {
@@ -84,20 +33,8 @@ fn render(formats: &[OutputFormat], result: &BenchResult) -> Result<Vec<u8>> {
 }
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
-    if let Some(option) = &args.cmdhelp {
-        return option_help(option);
-    }
-    if args.showcmd {
-        return show_command(&args);
-    }
-    if let Some(file) = &args.inflate_log {
-        let text = sinkrate_engine::logs::inflate_log(file).map_err(|e| anyhow!(e))?;
-        let mut out = std::io::stdout().lock();
-        return match std::io::Write::write_all(&mut out, &text) {
-            // A reader that stopped early (`| head`) is not an error.
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-            _ => Ok(ExitCode::SUCCESS),
-        };
+    if let Some(answered) = bench_info::answer(&args) {
+        return answered;
     }
     if let Some(v) = args.terse_version.filter(|v| *v != 3) {
         return Err(anyhow!(

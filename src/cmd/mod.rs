@@ -1,5 +1,6 @@
 pub mod audit;
 pub mod bench;
+pub mod bench_info;
 pub mod capture;
 pub mod check;
 pub mod compare;

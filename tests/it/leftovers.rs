@@ -92,6 +92,25 @@ fn what_a_killed_run_made_is_removed_by_the_next_and_its_json_is_absent() {
         || names(d).iter().any(|n| n.starts_with("k.")),
     );
     assert!(!json.exists(), "no half-written result");
+    // Commands that only read leave another run's leftovers to one that writes: a report
+    // rendered while a recording is killed does not sweep.
+    let missing = d.join("missing.json");
+    for args in [
+        vec!["compare".to_string(), missing.display().to_string()],
+        vec!["report".to_string(), missing.display().to_string()],
+        vec!["completions".to_string(), "bash".to_string()],
+    ] {
+        let out = Command::new(sinkrate_path())
+            .args(&args)
+            .output()
+            .expect("sinkrate runs");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!said.contains("earlier sinkrate run"), "{args:?}: {said}");
+    }
+    assert!(
+        names(d).iter().any(|n| n.starts_with("k.")),
+        "the killed bench's file is there until a writing command runs"
+    );
     let said = next_run_says();
     assert!(
         said.contains(&format!("left by an earlier sinkrate run (pid {pid})")),

@@ -66,12 +66,6 @@ impl Uring {
         })
     }
 
-    /// I/Os queued and not yet reaped are the caller's to count; this says whether the
-    /// completion queue holds any now.
-    pub fn has_completions(&mut self) -> bool {
-        !self.ring.completion().is_empty()
-    }
-
     fn entry(&self, req: &IoRequest, len: u32) -> squeue::Entry {
         // The same opcode for a registered file index or a plain descriptor.
         macro_rules! read_or_write {

@@ -21,10 +21,6 @@ impl Uring {
     pub fn with_eventfd(_entries: u32, _eventfd: RawFd) -> io::Result<Uring> {
         Err(unsupported())
     }
-
-    pub fn has_completions(&mut self) -> bool {
-        match self.0 {}
-    }
 }
 
 impl Backend for Uring {
