@@ -9,7 +9,6 @@
 //! length, `60..64` write time (seconds since the Unix epoch, low 32 bits).
 
 use serde::{Deserialize, Serialize};
-use sinkrate_platform::rng::Rng;
 
 pub const MAGIC: [u8; 8] = *b"SNKRVRFY";
 pub const VERSION: u16 = 1;
@@ -145,14 +144,24 @@ pub struct Expected {
     pub total_blocks: u64,
 }
 
-/// Fills `buf` (the whole block) with the block `e` describes.
-pub fn fill(buf: &mut [u8], e: &Expected, written_unix_s: u32) {
-    let seed = e
-        .run_id
+/// The seed of a block's payload: unique to the run, the block and the generation.
+pub fn payload_seed(e: &Expected) -> u64 {
+    e.run_id
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(e.block.rotate_left(17))
-        ^ u64::from(e.generation);
-    Rng::new(seed).fill(&mut buf[HEADER_LEN..]);
+        ^ u64::from(e.generation)
+}
+
+/// Fills `buf` (the whole block) with the block `e` describes: `payload` fills the bytes after
+/// the header from the block's [`payload_seed`] (the generator is the caller's, so that this
+/// crate stays free of anything but layouts), then the header is written over its checksum.
+pub fn fill(
+    buf: &mut [u8],
+    e: &Expected,
+    written_unix_s: u32,
+    payload: impl FnOnce(u64, &mut [u8]),
+) {
+    payload(payload_seed(e), &mut buf[HEADER_LEN..]);
     let header = Header {
         run_id: e.run_id,
         generation: e.generation,
@@ -216,7 +225,15 @@ mod tests {
 
     fn block(e: &Expected) -> Vec<u8> {
         let mut b = vec![0u8; 8192];
-        fill(&mut b, e, 1_700_000_000);
+        // Any generator will do for the layout: splitmix64, one word at a time.
+        fill(&mut b, e, 1_700_000_000, |mut seed, payload| {
+            for chunk in payload.chunks_mut(8) {
+                seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let z = (seed ^ (seed >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB) ^ (z >> 31);
+                chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+            }
+        });
         b
     }
 
