@@ -125,12 +125,8 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         .and_then(|d| usb::path_of(root, &d.sysfs_path));
     let filesystem = filesystem_facts(root, &target, devices.first(), &mut notes);
     let memory = memory::read(root);
-    if memory.total_bytes.is_none() {
-        notes.push(format!(
-            "{}: missing: memory findings skipped",
-            root.host_path(sinkrate_sys::counters::Counters::MemInfo.path())
-                .display()
-        ));
+    if let Err(e) = sinkrate_sys::host::meminfo_at(root) {
+        notes.push(format!("{e}: memory findings skipped"));
     }
     let space = if root.is_live() {
         sinkrate_sys::space(std::path::Path::new(&resolved)).ok()

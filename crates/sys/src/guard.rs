@@ -90,10 +90,14 @@ pub fn block_device_in_use(root: &SysRoot, path: &Path) -> std::io::Result<Optio
         return Ok(None);
     };
     let related = related_devices(root, node.major, node.minor);
-    let mounts = root
-        .read("/proc/self/mountinfo")
-        .map(|t| mountinfo::parse(&t))
-        .unwrap_or_default();
+    // Without the mount table nothing can be said about what is mounted: refused, not
+    // taken for unmounted.
+    let Ok(text) = root.read("/proc/self/mountinfo") else {
+        return Ok(Some(InUse::CannotTell {
+            device: node.path.clone(),
+        }));
+    };
+    let mounts = mountinfo::parse(&text);
     for m in &mounts {
         if let Some((_, _, which)) = related
             .iter()

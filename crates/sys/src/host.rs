@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::root::ReadError;
 use crate::{device, mounts, SysRoot};
 use sinkrate_model::{HostFacts, TargetFacts};
 use sinkrate_procparse::{meminfo, vmstat};
@@ -37,20 +38,20 @@ pub fn read_meminfo() -> meminfo::MemInfo {
     meminfo_at(&SysRoot::live()).unwrap_or_default()
 }
 
-/// /proc/meminfo under `root`; None when it is missing or unreadable.
-pub fn meminfo_at(root: &SysRoot) -> Option<meminfo::MemInfo> {
+/// /proc/meminfo under `root`, or which file could not be read and why.
+pub fn meminfo_at(root: &SysRoot) -> Result<meminfo::MemInfo, ReadError> {
     root.read("/proc/meminfo").map(|t| meminfo::parse(&t))
 }
 
-/// /proc/vmstat under `root`; None when it is missing or unreadable.
-pub fn vmstat_at(root: &SysRoot) -> Option<vmstat::VmStat> {
+/// /proc/vmstat under `root`, or which file could not be read and why.
+pub fn vmstat_at(root: &SysRoot) -> Result<vmstat::VmStat, ReadError> {
     root.read("/proc/vmstat").map(|t| vmstat::parse(&t))
 }
 
 /// The page cache's writeback settings (/proc/sys/vm) under `root`.
 pub fn vm_settings_at(root: &SysRoot) -> sinkrate_procparse::vmsettings::VmSettings {
     sinkrate_procparse::vmsettings::VmSettings::parse_with(|name| {
-        root.read(&format!("/proc/sys/vm/{name}"))
+        root.read(&format!("/proc/sys/vm/{name}")).ok()
     })
 }
 
@@ -63,7 +64,7 @@ pub use crate::{is_root, page_size};
 
 /// The kernel's dirty limit (nr_dirty_threshold) in bytes.
 pub fn dirty_threshold_bytes() -> Option<u64> {
-    Some(vmstat_at(&SysRoot::live())?.nr_dirty_threshold? * page_size())
+    Some(vmstat_at(&SysRoot::live()).ok()?.nr_dirty_threshold? * page_size())
 }
 
 /// Mount facts for the file system that holds `path` (which may not exist yet), from the

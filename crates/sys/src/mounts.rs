@@ -44,12 +44,9 @@ pub fn stacked_at(root: &SysRoot, path: &str) -> Vec<mountinfo::Mount> {
 }
 
 pub fn resolve(root: &SysRoot, path: &str) -> Result<Target, String> {
-    let text = root.read("/proc/self/mountinfo").ok_or_else(|| {
-        format!(
-            "{}: cannot read",
-            root.host_path("/proc/self/mountinfo").display()
-        )
-    })?;
+    let text = root
+        .read("/proc/self/mountinfo")
+        .map_err(|e| e.to_string())?;
     let mounts = mountinfo::parse(&text);
     let path = normalise(path);
     let m = mountinfo::mount_for_path(&mounts, &path)

@@ -3,6 +3,36 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// A file under a root that could not be read, and why.
+#[derive(Debug)]
+pub struct ReadError {
+    pub path: PathBuf,
+    pub error: std::io::Error,
+}
+
+impl ReadError {
+    /// The file is not there (this kernel, or the fixture tree, has none).
+    pub fn is_missing(&self) -> bool {
+        self.error.kind() == std::io::ErrorKind::NotFound
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.error.kind() {
+            std::io::ErrorKind::NotFound => write!(f, "{}: missing", self.path.display()),
+            std::io::ErrorKind::PermissionDenied => write!(
+                f,
+                "{}: this user may not read it (root may)",
+                self.path.display()
+            ),
+            _ => write!(f, "{}: {}", self.path.display(), self.error),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
 #[derive(Debug, Clone)]
 pub struct SysRoot {
     base: PathBuf,
@@ -41,15 +71,19 @@ impl SysRoot {
         self.host_path(abs).exists()
     }
 
-    /// A file's contents without the trailing newline; None when missing or unreadable.
-    pub fn read(&self, abs: &str) -> Option<String> {
-        let text = std::fs::read_to_string(self.host_path(abs)).ok()?;
-        Some(text.trim_end_matches(['\n', '\r']).to_string())
+    /// A file's contents without the trailing newline; the error names the file and tells
+    /// a missing file from one this user may not read.
+    pub fn read(&self, abs: &str) -> Result<String, ReadError> {
+        let path = self.host_path(abs);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(text.trim_end_matches(['\n', '\r']).to_string()),
+            Err(e) => Err(ReadError { path, error: e }),
+        }
     }
 
-    /// A sysfs attribute, trimmed; None when missing or empty.
+    /// A sysfs attribute, trimmed; None when missing, unreadable or empty.
     pub fn attr(&self, abs: &str) -> Option<String> {
-        let v = self.read(abs)?.trim().to_string();
+        let v = self.read(abs).ok()?.trim().to_string();
         (!v.is_empty()).then_some(v)
     }
 
@@ -136,6 +170,30 @@ pub fn normalise(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_error_names_the_file_and_tells_missing_from_denied() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let root = SysRoot::at(d.path());
+        let missing = root.read("/proc/meminfo").expect_err("missing");
+        assert!(missing.is_missing());
+        assert_eq!(
+            missing.to_string(),
+            format!("{}: missing", d.path().join("proc/meminfo").display())
+        );
+        let denied = ReadError {
+            path: PathBuf::from("/proc/1/io"),
+            error: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert!(!denied.is_missing());
+        assert_eq!(
+            denied.to_string(),
+            "/proc/1/io: this user may not read it (root may)"
+        );
+        std::fs::create_dir(d.path().join("proc")).expect("dir");
+        std::fs::write(d.path().join("proc/meminfo"), "MemTotal: 1 kB\n\n").expect("write");
+        assert_eq!(root.read("/proc/meminfo").expect("read"), "MemTotal: 1 kB");
+    }
 
     #[test]
     fn relative_and_absolute_links_resolve_inside_the_root() {

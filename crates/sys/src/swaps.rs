@@ -6,7 +6,7 @@ use crate::{device, mounts};
 pub use sinkrate_model::facts::SwapArea;
 
 pub fn read(root: &SysRoot, disk: Option<&str>) -> Vec<SwapArea> {
-    let Some(text) = root.read("/proc/swaps") else {
+    let Ok(text) = root.read("/proc/swaps") else {
         return Vec::new();
     };
     text.lines()
