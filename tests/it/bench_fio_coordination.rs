@@ -315,14 +315,24 @@ fn offload_keeps_the_schedule_and_counts_the_queueing_as_fio_does() {
         let d = tempfile::tempdir().expect("tmp");
         fio = run(true, d.path(), text);
     }
+    let iops_of = |r: &Outcome| job(&r.1, "offload")["read"]["iops"].as_f64().unwrap_or(0.0);
+    // The schedule is kept as closely as fio keeps it beside it: on a quiet machine both
+    // within 2% of the rate; on a busy one, where neither submitter is woken every
+    // millisecond, sinkrate no further below it than fio (3% apart).
+    let floor = 980f64.min(iops_of(&fio) * 0.97);
     for (who, r) in [("fio", &fio), ("sinkrate", &ours)] {
         assert_eq!(r.0, Some(0), "{who}: {}", r.2);
         let read = &job(&r.1, "offload")["read"];
-        let iops = read["iops"].as_f64().unwrap_or(0.0);
-        assert!(
-            (iops - 1000.0).abs() <= 20.0,
-            "{who}: {iops} IOPS for 1000 asked"
-        );
+        let iops = iops_of(r);
+        eprintln!("{who}: {iops:.0} IOPS for 1000 asked");
+        assert!(iops <= 1020.0, "{who}: {iops} IOPS for 1000 asked");
+        if who == "sinkrate" {
+            assert!(
+                iops >= floor,
+                "{who}: {iops} IOPS for 1000 asked; fio beside it {:.0}",
+                iops_of(&fio)
+            );
+        }
         // A synchronous engine has no submission latency of its own; the wait for a
         // submitter shows in lat, above clat.
         assert_eq!(read["slat_ns"]["N"].as_u64(), Some(0), "{who}");

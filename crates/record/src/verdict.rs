@@ -179,7 +179,17 @@ pub fn decide(e: &Evidence) -> Outcome {
         (!e.buffered && e.writer_busy_fraction > 0.0).then(|| 1.0 / e.writer_busy_fraction)
     });
     if let (Some(start), Some(end)) = (e.unwritten_start_bytes, e.unwritten_end_bytes) {
-        let growth = (end as f64 - start as f64) / e.duration_s.max(1e-9);
+        // /proc/meminfo's dirty data is every writer's: another program filling the page
+        // cache beside the recording is not this recording's backlog. What the streams wrote
+        // less what their device wrote bounds the recording's own (the device's bytes also
+        // hold metadata and other writers', so it is not more than the truth).
+        let everyone = (end as f64 - start as f64) / e.duration_s.max(1e-9);
+        let growth = match e.device_bytes_per_s {
+            Some(d) => everyone.min((e.requested_bytes_per_s - d).max(0.0)),
+            None => everyone,
+        };
+        let machine_end = end;
+        let end = start.saturating_add((growth.max(0.0) * e.duration_s) as u64);
         let drains_slower = e
             .device_bytes_per_s
             .is_none_or(|d| d < e.requested_bytes_per_s * 0.98);
@@ -207,9 +217,11 @@ pub fn decide(e: &Evidence) -> Outcome {
                     )
                 };
             }
+            // Throttling starts when the machine's dirty data reaches the ceiling, whoever
+            // wrote it; at least as soon as this recording alone would take it there.
             let after = e
                 .freerun_ceiling_bytes
-                .map(|c| (c.saturating_sub(end)) as f64 / growth);
+                .map(|c| (c.saturating_sub(machine_end)) as f64 / growth.max(everyone));
             let text = format!(
                 "no frame dropped yet, but dirty data grows {} in RAM: the device drains {} while the streams produce {}{}",
                 mb(growth),
@@ -290,6 +302,37 @@ mod tests {
             fewest_frames: 300,
             ..Evidence::default()
         }
+    }
+
+    #[test]
+    fn another_writer_s_dirty_data_is_not_the_recording_s_backlog() {
+        // Under a background dd: RAM's dirty data grew 106 MB/s, the recording's device
+        // drained 2.1 of its 3 MB/s while idle, and sustains 739 MB/s.
+        let beside_dd = Evidence {
+            duration_s: 8.0,
+            unwritten_start_bytes: Some(200 << 20),
+            unwritten_end_bytes: Some((200 << 20) + 847 * 1_000_000),
+            background_threshold_bytes: Some(2 << 30),
+            device_bytes_per_s: Some(2.1e6),
+            device_busy_fraction: Some(0.0),
+            sustained_bytes_per_s: Some(738.8e6),
+            ..base()
+        };
+        let o = decide(&beside_dd);
+        assert_eq!(o.verdict, Verdict::KeepsUp, "{}", o.text);
+        assert!(o.deferred_writeback);
+        let growth = o.backlog_growth_bytes_per_s.expect("growth");
+        assert!((growth - 0.9e6).abs() < 1.0, "{growth}");
+        // A card that drains less than the stream while busy falls behind all the same,
+        // by its own deficit rather than the machine's.
+        let slow = Evidence {
+            device_busy_fraction: Some(0.97),
+            sustained_bytes_per_s: Some(2.2e6),
+            ..beside_dd
+        };
+        let o = decide(&slow);
+        assert_eq!(o.verdict, Verdict::FallingBehind, "{}", o.text);
+        assert!((o.backlog_growth_bytes_per_s.expect("growth") - 0.9e6).abs() < 1.0);
     }
 
     #[test]
