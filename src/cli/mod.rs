@@ -83,7 +83,7 @@ pub enum Command {
         action: EmulateAction,
     },
     /// Apply fixes through a journal, put them back, and see what sinkrate holds changed
-    #[command(after_help = TUNE_EXAMPLES)]
+    #[command(after_help = tune_examples())]
     Tune {
         #[command(subcommand)]
         action: TuneAction,
@@ -169,13 +169,38 @@ Writers are throttled (balance_dirty_pages) once dirty + writeback pass the free
 midway between the kernel's background and hard dirty thresholds (nr_dirty_*threshold in
 /proc/vmstat); watch reads those thresholds every sample rather than recomputing them.";
 
-pub const TUNE_EXAMPLES: &str = "\
+/// `tune`'s examples, and the settings it takes listed from the one table of them.
+pub fn tune_examples() -> String {
+    use sinkrate_settings::setting::{BDI_ATTRS, MOUNT_FAMILIES, QUEUE_ATTRS, SYSCTLS};
+    let prefixed = |prefix: &str, names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("{prefix}{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mount: Vec<&str> = MOUNT_FAMILIES
+        .iter()
+        .flat_map(|(_, members)| members.iter().copied())
+        .collect();
+    let settings = format!(
+        "Settings: {}; {}; {}; mount:{}|commit=N. data= cannot change on a remount: put it in /etc/fstab.",
+        SYSCTLS.join(", "),
+        prefixed("queue:", QUEUE_ATTRS),
+        prefixed("bdi:", BDI_ATTRS),
+        mount.join("|")
+    );
+    format!(
+        "\
 Examples:
   # Seed 001's fix, journaled, kept until restore
   sinkrate tune apply vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100
 
   # Queue and mount settings of the device under /mnt/card, first as a dry run
   sinkrate tune apply --path /mnt/card --dry-run queue:scheduler=none queue:max_sectors_kb=1024 mount:noatime
+
+  # The card under /mnt/card may hold at most 50 MiB of dirty data, always
+  sinkrate tune apply --path /mnt/card bdi:strict_limit=1 bdi:max_bytes=50M
 
   # Seed 001's fix, also in /etc/sysctl.d/60-sinkrate.conf (merged; restore puts it back)
   sinkrate tune apply --persist vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100
@@ -188,16 +213,36 @@ Examples:
   sinkrate tune status
   sinkrate tune restore
 
-Settings: vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs, vm.dirty_bytes,
-vm.dirty_background_bytes, vm.dirty_ratio, vm.dirty_background_ratio; queue:scheduler,
-queue:nr_requests, queue:read_ahead_kb, queue:max_sectors_kb, queue:write_cache;
-mount:noatime|relatime|strictatime|sync|async|discard|nodiscard|barrier|nobarrier|commit=N.
-data= cannot change on a remount: put it in /etc/fstab.";
+{}",
+        textwrap(&settings, 90)
+    )
+}
+
+/// `text` broken at spaces into lines of at most `width` characters. By hand: clap does not
+/// wrap `after_help`, and a wrapping crate for one paragraph would weigh on the board binary
+/// (its size budget has 13 KB to spare).
+fn textwrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out
+}
 
 #[derive(Debug, Subcommand)]
 pub enum TuneAction {
     /// Journal the settings, then change them; they stay until `sinkrate tune restore`
-    #[command(after_help = TUNE_EXAMPLES)]
+    #[command(after_help = tune_examples())]
     Apply(Box<TuneApplyArgs>),
     /// Put back every setting `tune apply` changed (and any a killed run left)
     Restore {
@@ -427,17 +472,18 @@ pub struct TuneSearchArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct TuneApplyArgs {
-    /// Settings: vm.NAME=VALUE, queue:ATTR=VALUE, mount:OPTION (see the examples); none:
+    /// Settings: vm.NAME=VALUE, queue:ATTR=VALUE, bdi:ATTR=VALUE, mount:OPTION (see the
+    /// examples); none:
     /// the fixes of --from's findings, or of a fresh audit of --path
     #[arg(value_name = "SETTING")]
     pub settings: Vec<String>,
     /// A check or audit report (JSON): apply the fixes of its findings to its target
     #[arg(long, value_name = "REPORT.json", conflicts_with = "settings")]
     pub from: Option<PathBuf>,
-    /// The directory whose mount and block device queue: and mount: settings apply to
+    /// The directory whose mount and block device queue:, bdi: and mount: settings apply to
     #[arg(long, default_value = ".")]
     pub path: PathBuf,
-    /// The block device for queue: settings, by name (sda, mmcblk0); also allows the
+    /// The block device for queue: and bdi: settings, by name (sda, mmcblk0); also allows the
     /// system's own disk
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,

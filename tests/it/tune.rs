@@ -1314,3 +1314,213 @@ fn restore_puts_a_scheduler_back_before_what_it_resets_and_apply_says_what_the_k
         },
     );
 }
+
+/// A bdi's writeback limits as the kernel keeps them. Not max_bytes: the kernel derives it
+/// from max_ratio_fine and the dirty limit of the moment, which follows free memory, so it
+/// reads a few hundred KB apart from one second to the next with nothing changed.
+fn bdi_limits(bdi: &str) -> Vec<(String, String)> {
+    ["strict_limit", "max_ratio", "max_ratio_fine", "min_ratio"]
+        .iter()
+        .map(|a| {
+            let v = std::fs::read_to_string(format!("/sys/class/bdi/{bdi}/{a}"))
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            (a.to_string(), v)
+        })
+        .collect()
+}
+
+fn bdi_of(device: &str) -> String {
+    std::fs::read_link(format!("/sys/block/{device}/bdi"))
+        .expect("the disk's bdi link")
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `bdi:strict_limit` and `bdi:max_bytes` on a real loop device: set through the journal,
+/// what the kernel holds read back, persisted as a udev rule, put back byte for byte by
+/// `tune restore` and after `kill -9` mid-apply, also beside a change of vm.dirty_bytes
+/// (which moves what max_bytes reads); bad values and a device without a bdi get one line.
+#[test]
+fn per_device_limits_are_set_read_back_persisted_and_put_back_exactly() {
+    serial(
+        "per_device_limits_are_set_read_back_persisted_and_put_back_exactly",
+        &["mkfs.ext4"],
+        || {
+            let _end = RestoreAtEnd;
+            let fs = ScratchFs::new("64M", "ext4", "relatime");
+            let device = fs.device_name();
+            let bdi = bdi_of(&device);
+            if !Path::new(&format!("/sys/class/bdi/{bdi}/max_bytes")).exists() {
+                // Said by the product itself, with the ratio it would take instead.
+                let (code, _, err) = tune(&[
+                    "apply",
+                    "--path",
+                    fs.path().to_str().expect("utf8"),
+                    "bdi:max_bytes=50M",
+                ]);
+                assert_eq!(code, Some(2), "{err}");
+                assert!(
+                    err.contains("Linux 6.2") && err.contains("bdi:max_ratio="),
+                    "{err}"
+                );
+                return;
+            }
+            let before = bdi_limits(&bdi);
+            let vm_before = vm_snapshot();
+            let path = fs.path().to_str().expect("utf8");
+            let (code, out, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "--output-format",
+                "json",
+                "bdi:strict_limit=1",
+                "bdi:max_bytes=50M",
+            ]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            let now = bdi_limits(&bdi);
+            let get = |l: &[(String, String)], a: &str| {
+                l.iter()
+                    .find(|(k, _)| k == a)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            };
+            assert_eq!(get(&now, "strict_limit"), "1");
+            // The kernel keeps a ratio of the dirty limit: max_bytes reads back near what was
+            // asked, and the report carries what it holds.
+            let held: u64 = std::fs::read_to_string(format!("/sys/class/bdi/{bdi}/max_bytes"))
+                .expect("max_bytes")
+                .trim()
+                .parse()
+                .expect("bytes");
+            assert!(held.abs_diff(52_428_800) <= 52_428_800 / 100, "{held}");
+            assert_ne!(get(&now, "max_ratio_fine"), get(&before, "max_ratio_fine"));
+            let report: serde_json::Value = serde_json::from_str(&out).expect("json");
+            let change = report["changes"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["setting"]["attr"] == "max_bytes"))
+                .unwrap_or_else(|| panic!("{report}"));
+            // What the kernel held when sinkrate read it back (it moves with the memory the
+            // dirty limit is a share of), not the figure asked for.
+            let reported: u64 = change["to"]
+                .as_str()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{report}"));
+            assert!(
+                reported.abs_diff(held) <= held / 100,
+                "{reported} vs {held}"
+            );
+            assert!(
+                report["not_as_asked"].to_string().contains("max_bytes") || reported == 52_428_800,
+                "{report}"
+            );
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}{out}");
+            assert_eq!(bdi_limits(&bdi), before, "put back byte for byte");
+
+            // Beside vm.dirty_bytes, which changes what max_bytes reads: both come back.
+            let (code, _, err) = tune(&[
+                "apply",
+                "--path",
+                path,
+                "vm.dirty_bytes=268435456",
+                "bdi:max_bytes=16M",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let (code, out, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(!out.contains("left alone"), "{out}");
+            assert_eq!(bdi_limits(&bdi), before);
+            assert_eq!(vm_snapshot(), vm_before);
+
+            // Killed after the first of the two was written: the next command puts it back.
+            let both = [
+                "apply",
+                "--path",
+                path,
+                "bdi:strict_limit=1",
+                "bdi:max_bytes=50M",
+            ];
+            kill_at("applied-one", &both, &|| {
+                bdi_limits(&bdi)
+                    .iter()
+                    .find(|(k, _)| k == "strict_limit")
+                    .is_some_and(|(_, v)| v == "1")
+            });
+            let (code, out, err) = tune(&["status"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert!(out.contains("put back"), "{out}");
+            assert_eq!(bdi_limits(&bdi), before);
+
+            // Persisted as a udev rule for the disk, removed again by the restore.
+            let rules = Path::new(sinkrate_settings::persist::UDEV_FILE);
+            if rules.parent().is_some_and(Path::is_dir) {
+                struct Keep(Option<Vec<u8>>);
+                impl Drop for Keep {
+                    fn drop(&mut self) {
+                        let rules = Path::new(sinkrate_settings::persist::UDEV_FILE);
+                        match &self.0 {
+                            Some(b) => drop(std::fs::write(rules, b)),
+                            None => drop(std::fs::remove_file(rules)),
+                        }
+                    }
+                }
+                let kept = Keep(std::fs::read(rules).ok());
+                let (code, _, err) = tune(&[
+                    "apply",
+                    "--persist",
+                    "--path",
+                    path,
+                    "bdi:strict_limit=1",
+                    "bdi:max_bytes=50M",
+                ]);
+                assert_eq!(code, Some(0), "{err}");
+                let text = std::fs::read_to_string(rules).expect("the rule file");
+                for attr in [
+                    "ATTR{bdi/strict_limit}=\"1\"",
+                    "ATTR{bdi/max_bytes}=\"52428800\"",
+                ] {
+                    assert!(
+                        text.lines()
+                            .any(|l| l.contains(&format!("KERNEL==\"{device}\""))
+                                && l.contains(attr)),
+                        "{attr} in {text}"
+                    );
+                }
+                let (code, _, err) = tune(&["restore"]);
+                assert_eq!(code, Some(0), "{err}");
+                assert_eq!(std::fs::read(rules).ok(), kept.0, "the rule file as it was");
+                assert_eq!(bdi_limits(&bdi), before);
+            }
+
+            // Bad input: one line, exit 2, nothing changed.
+            let total = std::fs::read_to_string("/proc/meminfo")
+                .expect("meminfo")
+                .lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .expect("MemTotal")
+                * 1024;
+            let too_much = format!("bdi:max_bytes={}", total + 1);
+            for (bad, says) in [
+                ("bdi:max_bytes=0", "no dirty memory"),
+                ("bdi:max_bytes=-1M", "takes a size"),
+                (too_much.as_str(), "more than this machine's memory"),
+                ("bdi:strict_limit=yes", "0 or 1"),
+            ] {
+                let (code, _, err) = tune(&["apply", "--path", path, bad]);
+                assert_eq!(code, Some(2), "{bad}: {err}");
+                assert!(err.contains(says), "{bad}: {err}");
+                assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
+            }
+            let (code, _, err) = tune(&["apply", "--path", "/dev/shm", "bdi:strict_limit=1"]);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("no bdi"), "{err}");
+            assert_eq!(bdi_limits(&bdi), before);
+        },
+    );
+}

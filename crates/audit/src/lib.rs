@@ -135,6 +135,14 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
     };
     let swap = sinkrate_sys::swaps::read(root, physical.map(|d| d.disk.as_str()));
     let health = sinkrate_sys::health::read(root, &devices, &mut notes);
+    let bdi = sinkrate_sys::bdi::of_mount(root, target.major, target.minor)
+        .and_then(|name| sinkrate_sys::bdi::read(root, &name));
+    if let Some(b) = bdi.as_ref().filter(|b| b.strict_limit.is_none()) {
+        notes.push(format!(
+            "/sys/class/bdi/{}: no strict_limit or max_bytes (Linux 6.2 added them): the device's share of dirty memory can be capped only by max_ratio there",
+            b.name
+        ));
+    }
     let mut a = Audit {
         target,
         filesystem,
@@ -142,6 +150,7 @@ pub fn audit(path: &std::path::Path, opts: &Options) -> Result<Audit, String> {
         memory,
         space,
         swap,
+        bdi,
         health,
         measured_write_bytes_per_s: None,
         stream_bytes_per_s: opts.stream_bytes_per_s,

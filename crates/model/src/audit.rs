@@ -45,6 +45,10 @@ pub struct Audit {
     pub memory: Memory,
     pub space: Option<FsSpace>,
     pub swap: Vec<SwapArea>,
+    /// The target's per-device writeback limits; None where it has no bdi (tmpfs) or the
+    /// kernel shows none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bdi: Option<crate::facts::BdiLimits>,
     /// What the card or drive says of itself: identity, claimed classes, wear.
     #[serde(default)]
     pub health: CardHealth,

@@ -13,6 +13,9 @@ pub enum Setting {
     Sysctl { name: String },
     /// `/sys/block/DEVICE/queue/ATTR`.
     Queue { device: String, attr: String },
+    /// `/sys/class/bdi/BDI/ATTR`: a device's own writeback limit (`strict_limit`,
+    /// `max_bytes`, `max_ratio`, `max_ratio_fine`).
+    Bdi { bdi: String, attr: String },
     /// One family of a mount's options (`atime`, `sync`, `commit`, ...) at a mount point.
     Mount { mount_point: String, family: String },
     /// A configuration file `--persist` writes (sysctl.d, udev rules): its whole content,
@@ -28,6 +31,7 @@ impl fmt::Display for Setting {
         match self {
             Setting::Sysctl { name } => write!(f, "{}", name.replace('/', ".")),
             Setting::Queue { device, attr } => write!(f, "/sys/block/{device}/queue/{attr}"),
+            Setting::Bdi { bdi, attr } => write!(f, "/sys/class/bdi/{bdi}/{attr}"),
             Setting::Mount {
                 mount_point,
                 family,
@@ -43,12 +47,20 @@ impl Setting {
         matches!(self, Setting::Queue { attr, .. } if attr == "scheduler")
     }
 
+    /// A device's dirty-memory share in one of its forms (`max_bytes`, `max_ratio`,
+    /// `max_ratio_fine`): the kernel keeps one ratio behind all three.
+    pub fn is_bdi_share(&self) -> bool {
+        matches!(self, Setting::Bdi { attr, .. } if attr.starts_with("max_"))
+    }
+
     /// The setting with `value` as `sinkrate tune apply` takes it: `vm.NAME=VALUE`,
-    /// `queue:ATTR=VALUE`, `mount:OPTION` (a mount value is the option itself).
+    /// `queue:ATTR=VALUE`, `bdi:ATTR=VALUE`, `mount:OPTION` (a mount value is the option
+    /// itself).
     pub fn argument(&self, value: &str) -> String {
         match self {
             Setting::Sysctl { name } => format!("{}={value}", name.replace('/', ".")),
             Setting::Queue { attr, .. } => format!("queue:{attr}={value}"),
+            Setting::Bdi { attr, .. } => format!("bdi:{attr}={value}"),
             Setting::Mount { .. } => format!("mount:{value}"),
             Setting::File { path } => format!("{path} (a file)"),
         }

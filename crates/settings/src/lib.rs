@@ -220,8 +220,36 @@ impl Journal {
         Ok(out)
     }
 
+    /// The exact form of a device's dirty-memory share that a change of `s` (its
+    /// `max_bytes` or `max_ratio`) moves: `max_ratio_fine` where the kernel has it (6.2+),
+    /// else `max_ratio`. It is journaled beside the change and is what a restore writes:
+    /// `max_bytes` reads as the ratio times the dirty limit in force, so it moves whenever
+    /// vm.dirty_* do and cannot be put back byte for byte itself.
+    fn share_companion(&self, s: &Setting) -> Option<Setting> {
+        let Setting::Bdi { bdi, .. } = s else {
+            return None;
+        };
+        if !s.is_bdi_share() {
+            return None;
+        }
+        let fine = Setting::Bdi {
+            bdi: bdi.clone(),
+            attr: "max_ratio_fine".into(),
+        };
+        let exact = if self.host.has(&fine) {
+            fine
+        } else {
+            Setting::Bdi {
+                bdi: bdi.clone(),
+                attr: "max_ratio".into(),
+            }
+        };
+        (&exact != s).then_some(exact)
+    }
+
     /// Journals `changes`, then makes them. Sysctls' `_bytes`/`_ratio` companions are
-    /// journaled too. On any failure what this call wrote is put back.
+    /// journaled too, and a device's share in its exact form. On any failure what this call
+    /// wrote is put back.
     pub fn apply(&self, changes: &[(Setting, String)], mode: Mode) -> Result<Vec<Entry>, Error> {
         self.recover()?;
         let _lock = self.lock()?;
@@ -238,6 +266,7 @@ impl Journal {
                     }
                 }
             }
+            settings.extend(self.share_companion(s));
         }
         settings.dedup();
         let mut mine: Vec<Entry> = Vec::new();
@@ -295,9 +324,10 @@ impl Journal {
                 let done: Vec<Entry> = mine
                     .iter()
                     .filter(|m| {
-                        changes[..i]
-                            .iter()
-                            .any(|(c, _)| same_or_companion(c, &m.setting))
+                        changes[..i].iter().any(|(c, _)| {
+                            same_or_companion(c, &m.setting)
+                                || self.share_companion(c).as_ref() == Some(&m.setting)
+                        })
                     })
                     .cloned()
                     .collect();
@@ -308,9 +338,14 @@ impl Journal {
             }
         }
         // A companion the kernel zeroed is not sinkrate's value: only what was asked for is
-        // checked for someone else's change at restore.
+        // checked for someone else's change at restore, and a device's share in its exact
+        // form, which is what this call set.
+        let exact: Vec<Setting> = changes
+            .iter()
+            .filter_map(|(c, _)| self.share_companion(c))
+            .collect();
         for m in mine.iter_mut() {
-            if changes.iter().any(|(c, _)| c == &m.setting) {
+            if changes.iter().any(|(c, _)| c == &m.setting) || exact.contains(&m.setting) {
                 m.written = Some(self.host.read(&m.setting)?);
             }
         }
@@ -360,12 +395,21 @@ impl Journal {
                         .iter()
                         .find(|x| x.setting == Setting::Sysctl { name: c.clone() })
                 }),
+                Setting::Bdi { bdi, .. } if e.setting.is_bdi_share() => entries.iter().find(|x| {
+                    x.setting != e.setting
+                        && x.setting.is_bdi_share()
+                        && matches!(&x.setting, Setting::Bdi { bdi: b, .. } if b == bdi)
+                }),
                 _ => None,
             };
             let members: Vec<&Entry> = std::iter::once(e).chain(pair).collect();
             // Changed by someone else: the value now is not what sinkrate wrote.
             let mut changed = None;
             for m in &members {
+                // max_bytes moves with the machine's dirty limit: its exact form is checked.
+                if matches!(&m.setting, Setting::Bdi { attr, .. } if attr == "max_bytes") {
+                    continue;
+                }
                 if let Some(w) = &m.written {
                     let now = match before.iter().find(|(s, _)| **s == m.setting) {
                         Some((_, v)) => v.clone(),
@@ -385,6 +429,14 @@ impl Journal {
                 continue;
             }
             let target = match pair {
+                // The exact form of a device's share is what goes back.
+                Some(other) if e.setting.is_bdi_share() => {
+                    if share_exactness(&other.setting) < share_exactness(&e.setting) {
+                        other
+                    } else {
+                        e
+                    }
+                }
                 Some(other) => {
                     let (bytes, ratio) = if e.setting.to_string().ends_with("_bytes") {
                         (e, other)
@@ -415,6 +467,16 @@ impl Journal {
 /// applied entry under it stays.
 fn replaced_by(e: &Entry, settings: &[Setting], mode: Mode) -> bool {
     settings.contains(&e.setting) && (mode == Mode::Applied || e.mode == Mode::Temporary)
+}
+
+/// How exactly a form of a device's share puts it back: parts per million, then percent,
+/// then bytes (which move with the dirty limit).
+fn share_exactness(s: &Setting) -> u8 {
+    match s {
+        Setting::Bdi { attr, .. } if attr == "max_ratio_fine" => 0,
+        Setting::Bdi { attr, .. } if attr == "max_ratio" => 1,
+        _ => 2,
+    }
 }
 
 fn same_or_companion(changed: &Setting, journaled: &Setting) -> bool {

@@ -7,11 +7,12 @@ pub use sinkrate_sys::sysctl_conf::{merge_command, merge_sysctl_conf, FILE};
 /// The one file sinkrate's persistent queue settings go into.
 pub const UDEV_FILE: &str = "/etc/udev/rules.d/60-sinkrate.rules";
 
-/// `text` (a udev rules file) with one queue attribute of one disk set: the rule for the
-/// same disk and attribute replaced, every other line kept.
+/// `text` (a udev rules file) with one attribute of one disk set (`queue/scheduler`,
+/// `bdi/max_bytes`, a path under the disk's sysfs directory): the rule for the same disk and
+/// attribute replaced, every other line kept.
 pub fn merge_udev_rule(text: &str, device: &str, attr: &str, value: &str) -> String {
     let kernel = format!("KERNEL==\"{device}\"");
-    let attribute = format!("ATTR{{queue/{attr}}}");
+    let attribute = format!("ATTR{{{attr}}}");
     let mut out: String = text
         .lines()
         .filter(|l| !(l.contains(&kernel) && l.contains(&attribute)))
@@ -129,11 +130,17 @@ mod tests {
             "vm.dirty_expire_centisecs = 100\n# kept\nvm.dirty_bytes = 67108864\n"
         );
         let rules = "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"sda\", ATTR{queue/scheduler}=\"bfq\"\nOTHER\n";
-        let merged = merge_udev_rule(rules, "sda", "scheduler", "none");
+        let merged = merge_udev_rule(rules, "sda", "queue/scheduler", "none");
         assert_eq!(
             merged,
             "OTHER\nACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"sda\", ATTR{queue/scheduler}=\"none\"\n"
         );
+        // A disk's writeback limit, through its bdi link, beside its queue's rule.
+        let both = merge_udev_rule(&merged, "sda", "bdi/max_bytes", "52428800");
+        assert!(both.starts_with(&merged), "{both}");
+        assert!(both.ends_with("KERNEL==\"sda\", ATTR{bdi/max_bytes}=\"52428800\"\n"));
+        let again = merge_udev_rule(&both, "sda", "bdi/max_bytes", "16777216");
+        assert_eq!(again.matches("bdi/max_bytes").count(), 1, "{again}");
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub const QUEUE_ATTRS: &[&str] = &[
     "write_cache",
 ];
 
+/// The per-device writeback limits sinkrate changes (/sys/class/bdi/BDI/ATTR): the device's
+/// share of the dirty limit, as bytes or a percentage, and whether it holds to it always.
+pub const BDI_ATTRS: &[&str] = &["strict_limit", "max_bytes", "max_ratio"];
+
 /// Mount options a remount can change, by family: applying one member replaces the member
 /// in force, and restoring writes that member back.
 pub const MOUNT_FAMILIES: &[(&str, &[&str])] = &[
@@ -59,6 +63,14 @@ impl Host {
         Host { root }
     }
 
+    /// Whether the kernel has this setting (a bdi attribute of a kernel before 6.2 is not).
+    pub fn has(&self, s: &Setting) -> bool {
+        match s {
+            Setting::Mount { .. } | Setting::File { .. } => true,
+            _ => self.path(s).is_some_and(|p| p.exists()),
+        }
+    }
+
     /// A sysctl's file under /proc/sys (`vm/dirty_bytes`).
     pub fn sysctl_path(&self, name: &str) -> PathBuf {
         self.root.host_path(&format!("/proc/sys/{name}"))
@@ -70,6 +82,9 @@ impl Host {
             Setting::Queue { device, attr } => Some(sinkrate_sys::device::queue_attr_path(
                 &self.root, device, attr,
             )),
+            Setting::Bdi { bdi, attr } => {
+                Some(self.root.host_path(&format!("/sys/class/bdi/{bdi}/{attr}")))
+            }
             Setting::Mount { .. } => None,
             Setting::File { path } => Some(PathBuf::from(path)),
         }
@@ -234,14 +249,24 @@ fn remount_once(mount_point: &str, option: &str) -> Result<(), Error> {
     }
 }
 
+/// Where the settings of a target directory apply: its whole disk (queue attributes), its
+/// bdi (per-device writeback limits) and its mount point (mount options).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Place<'a> {
+    pub device: Option<&'a str>,
+    pub bdi: Option<&'a str>,
+    pub mount_point: Option<&'a str>,
+}
+
 /// A setting as a user names it, with the value to write: `vm.dirty_expire_centisecs=100`,
-/// `queue:scheduler=none`, `mount:noatime`, `mount:commit=60`. Queue and mount settings apply
-/// to the device and mount point given (those of the target directory).
-pub fn parse(
-    text: &str,
-    device: Option<&str>,
-    mount_point: Option<&str>,
-) -> Result<(Setting, String), Error> {
+/// `queue:scheduler=none`, `bdi:max_bytes=50M`, `mount:noatime`, `mount:commit=60`. Queue,
+/// bdi and mount settings apply where `place` says (those of the target directory).
+pub fn parse(text: &str, place: Place<'_>) -> Result<(Setting, String), Error> {
+    let Place {
+        device,
+        bdi,
+        mount_point,
+    } = place;
     let bad = |why: String| Error::BadSetting {
         text: text.to_string(),
         why,
@@ -293,6 +318,19 @@ pub fn parse(
     if value.is_empty() {
         return Err(bad("the value is empty".into()));
     }
+    if let Some(attr) = name.strip_prefix("bdi:") {
+        let value = bdi_value(attr, value).map_err(bad)?;
+        let bdi = bdi.ok_or_else(|| {
+            bad("no bdi to apply it to: the target has no backing device of its own (tmpfs and other memory filesystems have none)".into())
+        })?;
+        return Ok((
+            Setting::Bdi {
+                bdi: bdi.to_string(),
+                attr: attr.to_string(),
+            },
+            value,
+        ));
+    }
     if let Some(attr) = name.strip_prefix("queue:") {
         if !QUEUE_ATTRS.contains(&attr) {
             return Err(bad(format!(
@@ -314,7 +352,7 @@ pub fn parse(
     }
     if !SYSCTLS.contains(&name) {
         return Err(bad(format!(
-            "not a setting sinkrate changes (accepted: {}, queue:ATTR=VALUE, mount:OPTION)",
+            "not a setting sinkrate changes (accepted: {}, queue:ATTR=VALUE, bdi:ATTR=VALUE, mount:OPTION)",
             SYSCTLS.join(", ")
         )));
     }
@@ -337,6 +375,39 @@ pub fn parse(
     ))
 }
 
+/// A bdi attribute's value as the kernel takes it (`max_bytes` in bytes, from `50M`), or why
+/// it is refused.
+fn bdi_value(attr: &str, value: &str) -> Result<String, String> {
+    match attr {
+        "strict_limit" => match value {
+            "0" | "1" => Ok(value.to_string()),
+            _ => Err("strict_limit is 0 or 1".into()),
+        },
+        "max_ratio" => match value.parse::<u64>() {
+            Ok(0) => Err("max_ratio=0 leaves the device no dirty memory: every buffered write would wait for it (open the file O_DIRECT instead)".into()),
+            Ok(r) if r <= 100 => Ok(r.to_string()),
+            _ => Err("max_ratio is a percentage of the dirty limit, 1 to 100".into()),
+        },
+        "max_bytes" => {
+            if value.starts_with('-') {
+                return Err("max_bytes takes a size, e.g. 50M".into());
+            }
+            let zero = value
+                .trim_end_matches(char::is_alphabetic)
+                .parse::<f64>()
+                .is_ok_and(|v| v == 0.0);
+            if zero || sinkrate_units::product::parse_size(value)? == 0 {
+                return Err("max_bytes=0 leaves the device no dirty memory: every buffered write would wait for it (open the file O_DIRECT instead)".into());
+            }
+            sinkrate_units::product::parse_size(value).map(|b| b.to_string())
+        }
+        _ => Err(format!(
+            "not a bdi attribute sinkrate changes (accepted: {})",
+            BDI_ATTRS.join(", ")
+        )),
+    }
+}
+
 pub use sinkrate_model::settings::{Setting, ABSENT};
 pub use sinkrate_sys::sysctl_conf::companion;
 
@@ -346,7 +417,7 @@ mod tests {
 
     #[test]
     fn names_parse_and_bad_ones_say_what_is_accepted() {
-        let (s, v) = parse("vm.dirty_expire_centisecs=100", None, None).expect("sysctl");
+        let (s, v) = parse("vm.dirty_expire_centisecs=100", Place::default()).expect("sysctl");
         assert_eq!(
             s,
             Setting::Sysctl {
@@ -354,9 +425,23 @@ mod tests {
             }
         );
         assert_eq!(v, "100");
-        let (s, _) = parse("queue:scheduler=none", Some("sda"), None).expect("queue");
+        let (s, _) = parse(
+            "queue:scheduler=none",
+            Place {
+                device: Some("sda"),
+                ..Place::default()
+            },
+        )
+        .expect("queue");
         assert_eq!(s.to_string(), "/sys/block/sda/queue/scheduler");
-        let (s, v) = parse("mount:noatime", None, Some("/mnt/card")).expect("mount");
+        let (s, v) = parse(
+            "mount:noatime",
+            Place {
+                mount_point: Some("/mnt/card"),
+                ..Place::default()
+            },
+        )
+        .expect("mount");
         assert_eq!(
             s,
             Setting::Mount {
@@ -365,6 +450,20 @@ mod tests {
             }
         );
         assert_eq!(v, "noatime");
+        let card = Place {
+            bdi: Some("179:0"),
+            ..Place::default()
+        };
+        let (s, v) = parse("bdi:max_bytes=50M", card).expect("bdi");
+        assert_eq!(s.to_string(), "/sys/class/bdi/179:0/max_bytes");
+        assert_eq!(
+            (s.argument(&v), v.as_str()),
+            ("bdi:max_bytes=52428800".to_string(), "52428800")
+        );
+        let e = parse("bdi:strict_limit=1", Place::default())
+            .expect_err("no bdi")
+            .to_string();
+        assert!(e.contains("tmpfs"), "{e}");
         for (bad, says) in [
             ("vm.swappiness=10", "accepted: vm.dirty_expire_centisecs"),
             ("vm.dirty_ratio=150", "0 to 100"),
@@ -375,10 +474,23 @@ mod tests {
             ("mount:dirsync", "cannot change on a remount"),
             ("mount:ro", "accepted: noatime"),
             ("dirty", "NAME=VALUE"),
+            ("bdi:max_bytes=0", "no dirty memory"),
+            ("bdi:max_bytes=-5M", "takes a size"),
+            ("bdi:max_bytes=lots", "not a size"),
+            ("bdi:max_ratio=0", "no dirty memory"),
+            ("bdi:max_ratio=101", "1 to 100"),
+            ("bdi:strict_limit=2", "0 or 1"),
+            (
+                "bdi:min_ratio=5",
+                "accepted: strict_limit, max_bytes, max_ratio",
+            ),
         ] {
-            let e = parse(bad, Some("sda"), Some("/mnt"))
-                .expect_err(bad)
-                .to_string();
+            let place = Place {
+                device: Some("sda"),
+                bdi: Some("8:0"),
+                mount_point: Some("/mnt"),
+            };
+            let e = parse(bad, place).expect_err(bad).to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -5,6 +5,7 @@
 //! the root check. The engine's run header, record, watch's device choice and audit all use
 //! it.
 
+pub mod bdi;
 pub mod children;
 pub mod counters;
 pub mod device;

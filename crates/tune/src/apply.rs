@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use sinkrate_sys::root::SysRoot;
 
 pub use sinkrate_model::settings::{Change, Held, TuneReport};
-use sinkrate_settings::setting::{parse, Setting};
+use sinkrate_settings::setting::{parse, Place, Setting};
 use sinkrate_settings::{Error, Journal, Mode, Outcome};
 
 /// Where queue and mount settings apply: the target directory's mount and block device.
@@ -18,6 +18,9 @@ pub struct Target {
     pub mount_point: String,
     /// The whole disk whose queue serves the mount (`sda` for `sda1`, `loop3`).
     pub device: Option<String>,
+    /// The bdi its dirty pages count against (`8:0`, `0:45` for FUSE); None for tmpfs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bdi: Option<String>,
     /// The mount point or device was named by the user (`--mount-point`, `--device`), not
     /// found from the path: a change to the system's own disk is then allowed.
     pub named: bool,
@@ -51,9 +54,14 @@ pub fn target(
         .map_err(|e| Error::Unknown(format!("{}: {e}", path.display())))?;
     let found_device = sinkrate_sys::device::sysfs_dir(&root, t.major, t.minor, &t.source)
         .map(|sys| sinkrate_sys::device::read(&root, &sys).disk);
+    let bdi = match device {
+        Some(d) => sinkrate_sys::bdi::of_disk(&root, d),
+        None => sinkrate_sys::bdi::of_mount(&root, t.major, t.minor),
+    };
     Ok(Target {
         path: canonical.display().to_string(),
         mount_point: mount_point.map(str::to_string).unwrap_or(t.mount_point),
+        bdi,
         device: device.map(str::to_string).or(found_device),
         named: device.is_some() || mount_point.is_some(),
     })
@@ -89,7 +97,7 @@ pub fn plan(cfg: &ApplyConfig, journal: &Journal) -> Result<Vec<Change>, Error> 
     let needs_target = cfg
         .settings
         .iter()
-        .any(|s| s.starts_with("queue:") || s.starts_with("mount:"));
+        .any(|s| s.starts_with("queue:") || s.starts_with("bdi:") || s.starts_with("mount:"));
     let t = if needs_target {
         Some(target(
             &cfg.path,
@@ -103,20 +111,28 @@ pub fn plan(cfg: &ApplyConfig, journal: &Journal) -> Result<Vec<Change>, Error> 
     for text in &cfg.settings {
         let (setting, to) = parse(
             text,
-            t.as_ref().and_then(|t| t.device.as_deref()),
-            t.as_ref().map(|t| t.mount_point.as_str()),
+            Place {
+                device: t.as_ref().and_then(|t| t.device.as_deref()),
+                bdi: t.as_ref().and_then(|t| t.bdi.as_deref()),
+                mount_point: t.as_ref().map(|t| t.mount_point.as_str()),
+            },
         )?;
-        if let (Some(t), Setting::Queue { .. } | Setting::Mount { .. }) = (&t, &setting) {
+        if let (Some(t), Setting::Queue { .. } | Setting::Bdi { .. } | Setting::Mount { .. }) =
+            (&t, &setting)
+        {
             if !t.named {
                 if let Some(why) = holds_system(t, journal.path()) {
                     return Err(Error::BadSetting {
                         text: text.clone(),
                         why: format!(
-                            "{why}: a queue or mount change there is made only when asked for by name (--device or --mount-point)"
+                            "{why}: a queue, bdi or mount change there is made only when asked for by name (--device or --mount-point)"
                         ),
                     });
                 }
             }
+        }
+        if let Setting::Bdi { bdi, attr } = &setting {
+            check_bdi(text, bdi, attr, &to, journal)?;
         }
         if let Setting::Queue { device, attr } = &setting {
             if attr == "max_sectors_kb" {
@@ -140,18 +156,70 @@ pub fn plan(cfg: &ApplyConfig, journal: &Journal) -> Result<Vec<Change>, Error> 
     Ok(changes)
 }
 
+/// A bdi change this kernel can make, within this machine's memory.
+fn check_bdi(text: &str, bdi: &str, attr: &str, to: &str, journal: &Journal) -> Result<(), Error> {
+    let bad = |why: String| Error::BadSetting {
+        text: text.to_string(),
+        why,
+    };
+    let setting = Setting::Bdi {
+        bdi: bdi.to_string(),
+        attr: attr.to_string(),
+    };
+    if !journal.host().has(&setting) {
+        let kernel = sinkrate_sys::kernel_release().unwrap_or_else(|| "?".into());
+        let dirty = sinkrate_sys::host::dirty_threshold_bytes();
+        let fallback = match (attr, to.parse::<u64>().ok(), dirty) {
+            ("max_bytes", Some(bytes), Some(limit)) if limit > 0 => format!(
+                "; bdi:max_ratio={} gives the device that share of the dirty limit now in force ({} bytes)",
+                (bytes * 100).div_ceil(limit).clamp(1, 100),
+                limit
+            ),
+            ("max_bytes", ..) => "; bdi:max_ratio=N caps the device at N% of the dirty limit".into(),
+            _ => String::new(),
+        };
+        return Err(bad(format!(
+            "this kernel ({kernel}) has no /sys/class/bdi/{bdi}/{attr} (Linux 6.2 added it){fallback}"
+        )));
+    }
+    if attr == "max_bytes" {
+        let total = sinkrate_sys::host::read_meminfo().mem_total_bytes;
+        if let (Some(total), Ok(bytes)) = (total, to.parse::<u64>()) {
+            if bytes > total {
+                return Err(bad(format!(
+                    "{bytes} bytes is more than this machine's memory ({total} bytes)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What sinkrate holds changed now.
 pub fn held(journal: &Journal) -> Result<Vec<Held>, Error> {
-    Ok(journal
-        .entries()?
-        .into_iter()
+    let entries = journal.entries()?;
+    let in_force = |entry: &sinkrate_settings::Entry| {
+        let now = journal.host().read(&entry.setting).ok();
+        entry.written.is_some() && now == entry.written
+    };
+    Ok(entries
+        .iter()
         .map(|entry| {
+            // max_bytes reads as the kernel's ratio times a dirty limit that follows free
+            // memory: whether it is still sinkrate's is told by the ratio it derives from.
+            let exact = match &entry.setting {
+                Setting::Bdi { bdi, attr } if attr == "max_bytes" => entries.iter().find(|e| {
+                    matches!(&e.setting, Setting::Bdi { bdi: b, attr: a }
+                        if b == bdi && (a == "max_ratio_fine" || a == "max_ratio"))
+                }),
+                _ => None,
+            };
             let now = journal.host().read(&entry.setting).ok();
             Held {
-                in_force: entry.written.is_some() && now == entry.written,
-                running: journal.is_live(&entry),
+                in_force: in_force(exact.unwrap_or(entry)),
+                running: journal.is_live(entry),
                 now,
-                entry,
+                entry: entry.clone(),
             }
         })
         .collect())
@@ -186,8 +254,14 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
                 .find(|e| e.setting == c.setting)
                 .and_then(|e| e.written.clone());
             if let Some(held) = held.filter(|h| *h != c.to) {
+                let why = match &c.setting {
+                    Setting::Bdi { attr, .. } if attr == "max_bytes" => {
+                        " (it keeps the device's share of the dirty limit in millionths, so max_bytes reads the share times the limit of the moment, which follows free memory)"
+                    }
+                    _ => "",
+                };
                 not_as_asked.push(format!(
-                    "{}: the kernel holds {held}, not the {} asked for",
+                    "{}: the kernel holds {held}, not the {} asked for{why}",
                     c.setting, c.to
                 ));
                 c.to = held;
@@ -249,6 +323,7 @@ fn persistent_forms(
         })
     };
     let mut notes = Vec::new();
+    let mut notes_for_bdi = Vec::new();
     // A directory that is not there means nothing on this system reads such files: say so
     // rather than make it.
     let has_dir = |file: &str, what: &str, notes: &mut Vec<String>| {
@@ -272,15 +347,25 @@ fn persistent_forms(
             persist::merge_sysctl_conf(text, &pairs)
         })?);
     }
-    let queues: Vec<(&str, &str, &str)> = changes
-        .iter()
-        .filter_map(|c| match &c.setting {
+    // A udev rule sets a disk's attributes when it appears: its queue's, and through the
+    // disk's bdi link its writeback limits. A bdi with no disk (FUSE) has no rule to match.
+    let root = SysRoot::live();
+    let mut queues: Vec<(String, String, &str)> = Vec::new();
+    for c in changes {
+        match &c.setting {
             Setting::Queue { device, attr } => {
-                Some((device.as_str(), attr.as_str(), c.to.as_str()))
+                queues.push((device.clone(), format!("queue/{attr}"), c.to.as_str()))
             }
-            _ => None,
-        })
-        .collect();
+            Setting::Bdi { bdi, attr } => match sinkrate_sys::bdi::disk_of(&root, bdi) {
+                Some(disk) => queues.push((disk, format!("bdi/{attr}"), c.to.as_str())),
+                None => notes_for_bdi.push(format!(
+                    "{}: no disk under it for a udev rule to match: this lasts until reboot",
+                    c.setting
+                )),
+            },
+            _ => {}
+        }
+    }
     if !queues.is_empty() && has_dir(persist::UDEV_FILE, "udev rules", &mut notes) {
         files.push(file_change(persist::UDEV_FILE, &|text| {
             queues.iter().fold(text.to_string(), |acc, (d, a, v)| {
@@ -288,6 +373,7 @@ fn persistent_forms(
             })
         })?);
     }
+    notes.append(&mut notes_for_bdi);
     notes.extend(changes
         .iter()
         .filter(|_| fstab_lines)
