@@ -1057,6 +1057,7 @@ fn memory(r: &mut Rules) {
             )),
         );
     }
+    device_share(r, limit);
     if let Some(expire) = vm.dirty_expire_centisecs {
         if expire >= 1000 {
             let burst = rate * expire as f64 / 100.0;
@@ -1094,6 +1095,123 @@ fn memory(r: &mut Rules) {
             );
         }
     }
+}
+
+/// Seconds of the device's own writing that its dirty-memory cap is sized to hold when no
+/// stall of a recording has been measured: longer than the pauses an SD card's garbage
+/// collection takes (hundreds of ms, seed 003), short enough to lose little at a power cut.
+const SHARE_SECONDS: f64 = 5.0;
+
+/// The smallest per-device cap offered: below it a recorder's own bursts (a GOP, a
+/// segment's header rewrite) meet the cap.
+const SHARE_FLOOR_BYTES: u64 = 16 << 20;
+
+/// A device with no dirty-memory cap of its own may hold the machine's whole pool: slow to
+/// drain, lost at a power cut, and when it fills every writer on the machine is throttled.
+fn device_share(r: &mut Rules, limit: u64) {
+    let Some(bdi) = r.a.bdi.clone() else {
+        return;
+    };
+    if !bdi.shares_whole_pool() {
+        let cap = bdi
+            .max_bytes
+            .unwrap_or(limit * bdi.max_ratio.unwrap_or(100) / 100);
+        r.add(
+            "bdi.share",
+            Severity::Ok,
+            format!("this device may hold at most {} of dirty data", mb(cap as f64)),
+            format!(
+                "/sys/class/bdi/{}: max_ratio {}, strict_limit {}",
+                bdi.name,
+                bdi.max_ratio.map(|r| r.to_string()).unwrap_or_else(|| "?".into()),
+                bdi.strict_limit.map(|s| u8::from(s).to_string()).unwrap_or_else(|| "absent".into())
+            ),
+            "A cap of the device's own keeps a slow card's backlog, and what a power cut loses, small, and leaves the rest of the dirty memory to the machine's other writers.",
+            &[],
+            &[],
+            None,
+        );
+        return;
+    }
+    let measured = r.a.measured_write_bytes_per_s.filter(|m| *m > 0.0);
+    let drain = measured.map(|m| limit as f64 / m);
+    let sized = measured
+        .map(|m| ((m * SHARE_SECONDS) as u64).div_ceil(1 << 20) << 20)
+        .unwrap_or(SHARE_FLOOR_BYTES)
+        .max(SHARE_FLOOR_BYTES)
+        .min(limit.max(SHARE_FLOOR_BYTES));
+    let sized_from = match measured {
+        Some(m) => format!(
+            "{} = {SHARE_SECONDS:.0} s of the {} this device sustained",
+            mb(sized as f64),
+            sinkrate_units::product::mb_per_s(m)
+        ),
+        None => String::new(),
+    };
+    let title = match drain {
+        Some(s) => format!(
+            "this device may hold {} of dirty data: at {} that is {s:.0} s to drain",
+            mb(limit as f64),
+            sinkrate_units::product::mb_per_s(measured.unwrap_or(0.0))
+        ),
+        None => format!(
+            "this device may hold all {} of the machine's dirty data",
+            mb(limit as f64)
+        ),
+    };
+    let (now, persistent) = if bdi.strict_limit.is_some() && bdi.max_bytes.is_some() {
+        (
+            vec![
+                format!("echo 1 > /sys/class/bdi/{}/strict_limit", bdi.name),
+                format!("echo {sized} > /sys/class/bdi/{}/max_bytes", bdi.name),
+            ],
+            vec![format!(
+                "/etc/udev/rules.d/60-sinkrate.rules: ATTR{{bdi/strict_limit}}=\"1\", ATTR{{bdi/max_bytes}}=\"{sized}\" for this disk (sinkrate tune apply --persist writes it)"
+            )],
+        )
+    } else {
+        // Before Linux 6.2 only the ratio of the dirty limit can be set.
+        let ratio = (sized * 100).div_ceil(limit.max(1)).clamp(1, 100);
+        (
+            vec![format!("echo {ratio} > /sys/class/bdi/{}/max_ratio", bdi.name)],
+            vec![format!(
+                "/etc/udev/rules.d/60-sinkrate.rules: ATTR{{bdi/max_ratio}}=\"{ratio}\" for this disk (sinkrate tune apply --persist writes it)"
+            )],
+        )
+    };
+    // A cap is offered only where it is sized from a measured rate and the device would
+    // take long to drain the pool: `tune apply --path` makes every fix that is offered, and a
+    // guessed cap on a fast disk would throttle its writers for nothing.
+    let (severity, now, persistent) = match drain {
+        Some(s) if s > 30.0 => (Severity::Warn, now, persistent),
+        Some(_) => (Severity::Ok, Vec::new(), Vec::new()),
+        None => (Severity::Info, Vec::new(), Vec::new()),
+    };
+    r.add(
+        "bdi.whole_pool",
+        severity,
+        title,
+        format!(
+            "/sys/class/bdi/{}: max_ratio {}, strict_limit {}; the machine's dirty limit now {}{}",
+            bdi.name,
+            bdi.max_ratio.map(|r| r.to_string()).unwrap_or_else(|| "?".into()),
+            bdi.strict_limit.map(|s| u8::from(s).to_string()).unwrap_or_else(|| "absent (before Linux 6.2)".into()),
+            mb(limit as f64),
+            measured
+                .map(|m| format!("; measured {}", sinkrate_units::product::mb_per_s(m)))
+                .unwrap_or_default()
+        ),
+        "Without a cap of its own a device may fill the machine's whole dirty pool: what it holds is lost at a power cut and takes that long to drain, and once the pool is full every writer on the machine is throttled, not only the recorder. A cap sized to the device keeps its backlog to what it drains in a few seconds.",
+        &now,
+        &persistent,
+        Some(if measured.is_some() {
+            format!(
+                "cap {sized_from}: a recorder that outruns the card is throttled once the card holds that much, not when the whole machine does, and a power cut loses at most that"
+            )
+        } else {
+            "a cap is sized from the device's measured rate: `sinkrate check` measures it and offers one".to_string()
+        }),
+    );
 }
 
 fn space(r: &mut Rules) {
@@ -1219,6 +1337,14 @@ mod settings_tests {
             f(&["echo 1024 > /sys/block/sda/queue/max_sectors_kb"]).settings(),
             ["queue:max_sectors_kb=1024"]
         );
+        assert_eq!(
+            f(&[
+                "echo 1 > /sys/class/bdi/179:0/strict_limit",
+                "echo 52428800 > /sys/class/bdi/179:0/max_bytes"
+            ])
+            .settings(),
+            ["bdi:strict_limit=1", "bdi:max_bytes=52428800"]
+        );
         assert!(f(&["move the camera to another root hub"])
             .settings()
             .is_empty());
@@ -1277,6 +1403,87 @@ mod card_tests {
             severity_of(&a, "card.class_below_stream"),
             Some(Severity::Warn)
         );
+    }
+
+    #[test]
+    fn a_card_that_may_hold_the_whole_dirty_pool_gets_a_cap_sized_to_its_rate() {
+        let mut a = fixture_audit("rpi4-sd-card-v30", "/", 3e6);
+        let bdi = a.bdi.clone().expect("the card's bdi");
+        assert_eq!((bdi.name.as_str(), bdi.max_ratio), ("179:0", Some(100)));
+        let limit = a.memory.dirty_threshold_bytes.expect("limit");
+        // Without a measured rate: said, as information, with no cap to apply.
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.id == "bdi.whole_pool")
+            .expect("finding");
+        assert_eq!(f.severity, Severity::Info);
+        assert!(f.settings().is_empty());
+        a.measured_write_bytes_per_s = Some(11.8e6);
+        judge_for(&mut a, 3e6);
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.id == "bdi.whole_pool")
+            .expect("finding");
+        let drain = limit as f64 / 11.8e6;
+        assert!(drain > 30.0, "the fixture's pool takes {drain} s to drain");
+        assert!(
+            f.title.contains(&format!("{drain:.0} s to drain")),
+            "{}",
+            f.title
+        );
+        assert_eq!(f.severity, Severity::Warn);
+        // Linux 6.1: only the ratio. 5 s of 11.8 MB/s, in whole MiB, as a share of the limit.
+        let sized: u64 = 57 << 20;
+        let ratio = (sized * 100).div_ceil(limit).clamp(1, 100);
+        assert_eq!(f.settings(), [format!("bdi:max_ratio={ratio}")]);
+        assert!(
+            f.tradeoff
+                .as_deref()
+                .is_some_and(|t| t.contains("5 s of the 11.8 MB/s")),
+            "{:?}",
+            f.tradeoff
+        );
+        // 6.2 and later: held to bytes of its own, always.
+        a.bdi = Some(sinkrate_model::facts::BdiLimits {
+            strict_limit: Some(false),
+            max_bytes: Some(limit),
+            max_ratio_fine: Some(1_000_000),
+            ..bdi.clone()
+        });
+        judge_for(&mut a, 3e6);
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.id == "bdi.whole_pool")
+            .expect("finding");
+        assert_eq!(
+            f.settings(),
+            [
+                "bdi:strict_limit=1".to_string(),
+                format!("bdi:max_bytes={sized}")
+            ]
+        );
+        assert!(
+            f.fix.persistent[0].contains("ATTR{bdi/max_bytes}"),
+            "{:?}",
+            f.fix
+        );
+        // A device that drains the pool within 30 s: said, nothing offered.
+        a.measured_write_bytes_per_s = Some(limit as f64 / 20.0);
+        judge_for(&mut a, 3e6);
+        assert_eq!(severity_of(&a, "bdi.whole_pool"), Some(Severity::Ok));
+        a.measured_write_bytes_per_s = Some(11.8e6);
+        // Capped already: said as it is.
+        a.bdi = Some(sinkrate_model::facts::BdiLimits {
+            strict_limit: Some(true),
+            max_bytes: Some(sized),
+            ..bdi
+        });
+        judge_for(&mut a, 3e6);
+        assert_eq!(severity_of(&a, "bdi.whole_pool"), None);
+        assert_eq!(severity_of(&a, "bdi.share"), Some(Severity::Ok));
     }
 
     #[test]

@@ -157,7 +157,7 @@ pub struct Finding {
 
 impl Finding {
     /// The fix's commands as settings `sinkrate tune apply` takes (`vm.NAME=VALUE`,
-    /// `mount:OPTION`, `queue:ATTR=VALUE`); a fix that is not a setting (move a cable,
+    /// `mount:OPTION`, `queue:ATTR=VALUE`, `bdi:ATTR=VALUE`); a fix that is not a setting (move a cable,
     /// repartition) has none.
     pub fn settings(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -183,6 +183,11 @@ impl Finding {
                         .map(|(_, attr)| attr)
                     {
                         out.push(format!("queue:{attr}={value}"));
+                    } else if let Some((_, attr)) = path
+                        .strip_prefix("/sys/class/bdi/")
+                        .and_then(|p| p.split_once('/'))
+                    {
+                        out.push(format!("bdi:{attr}={value}"));
                     }
                 }
             }
