@@ -108,6 +108,9 @@ impl Exporter<RecordRun> for RecordText {
                 t.push_str(&format!("  {} ({s:.2} s): {}\n", cause.name(), cause.fix()));
             }
         }
+        if let Some(sizes) = &r.sizes {
+            t.push_str(&sizes_text(sizes));
+        }
         // The kernel's own pauses where its events were read; the sampler's estimate (time
         // with dirty over the machine's limit) misses a per-device limit.
         let throttled = if r.kernel.from_kernel() {
@@ -223,6 +226,52 @@ fn power_cut_text(cut: &PowerCutReport) -> String {
                 s.stream, s.frames_durable_lost
             ));
         }
+    }
+    t
+}
+
+/// What the run says its recording needs: the pool per stream and the card class, each with
+/// what it rests on, and whether the run was long enough to meet the first flush of expired
+/// data.
+pub(crate) fn sizes_text(s: &sinkrate_model::record::Sizes) -> String {
+    let mut t = String::from("what this recording needs, from its own frames:\n");
+    for p in &s.pools {
+        let rests_on = if p.rests_on_write_ms > 0.0 && p.frames > 1 {
+            format!(
+                "; it rests on the {:.0} ms write at {:.1} s",
+                p.rests_on_write_ms, p.rests_on_write_at_s
+            )
+        } else {
+            String::new()
+        };
+        t.push_str(&format!(
+            "  {}: a pool of {} frame(s) ({}, {:.2} s of the stream) would have dropped nothing (this run had {}){rests_on}{}\n",
+            p.stream,
+            p.frames,
+            sinkrate_units::product::bytes_si(p.bytes),
+            p.seconds,
+            p.buffers,
+            if p.truncated { "; only the frames listed were replayed" } else { "" }
+        ));
+    }
+    match &s.card_class {
+        Some(c) => t.push_str(&format!(
+            "  card: {} or better ({} sustained against the streams' {}), with those pools\n",
+            c.name,
+            sinkrate_units::product::mb_per_s(c.min_bytes_per_s),
+            sinkrate_units::product::mb_per_s(s.streams_bytes_per_s)
+        )),
+        None => t.push_str(&format!(
+            "  card: no SD video class guarantees {} (V90 is 90 MB/s)\n",
+            sinkrate_units::product::mb_per_s(s.streams_bytes_per_s)
+        )),
+    }
+    if let Some(expiry) = s.first_expiry_writeback_s.filter(|e| s.run_s < *e) {
+        t.push_str(&format!(
+            "  the run lasted {:.0} s: the first writeback of expired data comes at {expiry:.0} s (dirty_expire + dirty_writeback), so its stalls are not in these figures; record at least {:.0} s to include them\n",
+            s.run_s,
+            expiry + 10.0
+        ));
     }
     t
 }

@@ -797,3 +797,103 @@ fn preallocation_modes_keep_exact_files() {
         }
     }
 }
+
+/// The pool a recording needed, counted from its frames' own times: at each frame's capture,
+/// the frames captured so far whose write had not yet returned (the frame itself included).
+/// Only for a run that dropped nothing, where every frame has its times.
+fn pool_from_frames(columns: &serde_json::Value) -> usize {
+    let num = |k: &str| -> Vec<u64> {
+        columns[k]
+            .as_array()
+            .unwrap_or_else(|| panic!("{k}"))
+            .iter()
+            .map(|v| v.as_u64().unwrap_or_else(|| panic!("{k}: a dropped frame")))
+            .collect()
+    };
+    let (capture, end) = (num("capture_us"), num("write_end_us"));
+    (0..capture.len())
+        .map(|k| (0..=k).filter(|&j| end[j] > capture[k]).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// `record` says what pool would have ridden out every stall, from its own frames: on a card
+/// that pauses 250 ms every 4 MB, with a pool big enough, the figure is the backlog the frames'
+/// own times show and the pool the recorder counted; with 3 buffers, it is more than 3 and
+/// rests on the card's pause. (Whether a rerun at that size drops nothing is measured in
+/// bench/pool-size.)
+#[test]
+fn the_pool_a_recording_needed_is_counted_from_its_frames_and_rests_on_its_stall() {
+    serial(
+        "the_pool_a_recording_needed_is_counted_from_its_frames_and_rests_on_its_stall",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&[
+                "--write-rate",
+                "20MB",
+                "--gc-pauses",
+                "250ms/4M",
+                "--size",
+                "256M",
+            ]);
+            let run = |buffers: &str| {
+                let (code, v, stderr) = record(
+                    card.path(),
+                    &[
+                        "--streams",
+                        "1",
+                        "--fps",
+                        "30",
+                        "--frame-size",
+                        "66000",
+                        "--write-mode",
+                        "dsync",
+                        "--duration",
+                        "6s",
+                        "--buffers",
+                        buffers,
+                    ],
+                );
+                assert!(matches!(code, Some(0 | 1)), "{stderr}");
+                v
+            };
+            let roomy = run("64");
+            assert_eq!(
+                totals(&roomy, "frames_dropped"),
+                0,
+                "{}",
+                roomy["verdict_text"]
+            );
+            let pool = &roomy["sizes"]["pools"][0];
+            let frames = pool["frames"].as_u64().expect("frames") as usize;
+            assert_eq!(frames, pool_from_frames(&roomy["frames"][0]), "{pool}");
+            assert_eq!(
+                roomy["streams"][0]["pool_high_water"].as_u64(),
+                Some(frames as u64),
+                "{pool}"
+            );
+            // The 250 ms pauses built a backlog: more than one frame waited.
+            assert!(frames > 1, "{pool}");
+            assert!(
+                pool["rests_on_write_ms"].as_f64().unwrap_or(0.0) >= 200.0,
+                "{pool}"
+            );
+            assert_eq!(
+                pool["bytes"].as_u64(),
+                Some(frames as u64 * 66_000),
+                "{pool}"
+            );
+            let tight = run("3");
+            let pool = &tight["sizes"]["pools"][0];
+            if totals(&tight, "frames_dropped") > 0 {
+                assert!(pool["frames"].as_u64().unwrap_or(0) > 3, "{pool}");
+                assert_eq!(pool["buffers"].as_u64(), Some(3));
+                assert!(
+                    pool["rests_on_write_ms"].as_f64().unwrap_or(0.0) >= 200.0,
+                    "{pool}"
+                );
+            }
+            assert_eq!(tight["sizes"]["card_class"]["name"], "V6");
+        },
+    );
+}

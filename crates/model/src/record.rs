@@ -381,6 +381,9 @@ pub struct RecordReport {
     /// `--replay`: the captured recorder replayed, and how well its timing was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::replay::ReplaySummary>,
+    /// The capture pool and card class this recording needs, from its own frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Sizes>,
 }
 
 /// A window of a long recording: what it wrote and its worst write.
@@ -593,6 +596,50 @@ pub struct Interval {
     /// in this interval.
     pub frame_write_max_ns: u64,
     pub frame_write_p99_ns: u64,
+}
+
+/// What the run says its recording needs: a capture pool per stream and the lowest card
+/// class, each with what it rests on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Sizes {
+    pub pools: Vec<PoolSize>,
+    /// The lowest SD video speed class whose guaranteed rate carries all streams; None
+    /// above V90.
+    pub card_class: Option<CardClass>,
+    pub streams_bytes_per_s: f64,
+    pub run_s: f64,
+    /// When the first dirty data to expire is written back (dirty_expire_centisecs plus one
+    /// dirty_writeback_centisecs): a run shorter than this never met that flush.
+    pub first_expiry_writeback_s: Option<f64>,
+}
+
+/// The capture pool a stream needed to drop nothing.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PoolSize {
+    pub stream: String,
+    /// Frames from capture until their write returned, at the most (`--buffers`).
+    pub frames: usize,
+    /// That many of the stream's largest frame.
+    pub bytes: u64,
+    /// That many frames as seconds of the stream.
+    pub seconds: f64,
+    /// When the pool was fullest.
+    pub peak_at_s: f64,
+    /// The longest write of the backlog that peak came from: what the figure rests on.
+    pub rests_on_write_at_s: f64,
+    pub rests_on_write_ms: f64,
+    /// The pool the run had.
+    pub buffers: usize,
+    /// Frames replayed for the figure.
+    pub frames_judged: u64,
+    /// The run listed only its first frames: later stalls are not in the figure.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CardClass {
+    pub name: String,
+    pub min_bytes_per_s: f64,
 }
 
 /// A stream's frames as columns of equal length (compact for long runs): times in

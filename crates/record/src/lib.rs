@@ -40,6 +40,7 @@ pub mod run;
 pub mod segments;
 pub mod session;
 mod sink;
+pub mod sizes;
 pub mod soak;
 pub mod stream;
 mod uring_sink;

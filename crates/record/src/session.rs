@@ -873,6 +873,17 @@ fn judge(
         .try_fold(0.0f64, |worst, s| s.map(|s| worst.max(s)))
         .filter(|_| !streams.is_empty() && cfg.write_mode != WriteMode::Null);
     let sum = |f: fn(&StreamResult) -> u64| results.iter().map(f).sum::<u64>();
+    let sizes = sinkrate_model::record::Sizes {
+        pools: frames
+            .iter()
+            .zip(&streams)
+            .filter_map(|(c, st)| crate::sizes::pool_needed(c, st.buffers))
+            .collect(),
+        card_class: crate::sizes::card_class(requested),
+        streams_bytes_per_s: requested,
+        run_s: elapsed_s,
+        first_expiry_writeback_s: evidence.expire_and_interval_s,
+    };
     RecordReport {
         target: Some(target.clone()),
         config: cfg.clone(),
@@ -925,6 +936,7 @@ fn judge(
         windows: windows(&results, cfg.window(), elapsed_s),
         soak,
         replay: None,
+        sizes: Some(sizes),
     }
 }
 

@@ -141,11 +141,14 @@ pub fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
-/// An amount written as the product prints it for a person: megabytes, gigabytes or
-/// terabytes (1000-based) as they grow (`64 MB`, `3.1 GB`, `40.0 TB`).
+/// An amount written as the product prints it for a person: kilobytes below a megabyte, then
+/// megabytes, gigabytes or terabytes (1000-based) as they grow (`33 kB`, `64 MB`, `3.1 GB`,
+/// `40.0 TB`).
 pub fn bytes_si(bytes: u64) -> String {
     let b = bytes as f64;
-    if b >= 1e12 {
+    if bytes > 0 && b < 1e6 {
+        format!("{:.0} kB", b / 1e3)
+    } else if b >= 1e12 {
         format!("{:.1} TB", b / 1e12)
     } else if b >= 1e9 {
         format!("{:.1} GB", b / 1e9)
@@ -187,5 +190,7 @@ mod format_tests {
         assert_eq!(super::bytes_si(64_000_000), "64 MB");
         assert_eq!(super::bytes_si(3_100_000_000), "3.1 GB");
         assert_eq!(super::bytes_si(40_000_000_000_000), "40.0 TB");
+        assert_eq!(super::bytes_si(33_333), "33 kB");
+        assert_eq!(super::bytes_si(0), "0 MB");
     }
 }

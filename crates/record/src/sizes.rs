@@ -1,0 +1,156 @@
+//! Sizes from the run: the capture pool that would have ridden out every stall the recording
+//! met, and the lowest card class that carries its streams. Pure: the frames' own timings in,
+//! figures out.
+
+use std::collections::VecDeque;
+
+use sinkrate_model::record::{CardClass, FrameColumns, PoolSize};
+
+/// The SD Association's video speed classes and the minimum sustained sequential write
+/// each guarantees (SD Specifications Part 1, Physical Layer, 4.13: V6 to V90), bytes/s.
+pub const VIDEO_CLASSES: &[(&str, f64)] = &[
+    ("V6", 6e6),
+    ("V10", 10e6),
+    ("V30", 30e6),
+    ("V60", 60e6),
+    ("V90", 90e6),
+];
+
+/// The smallest pool (in frames, as `--buffers` counts them: from capture until the frame's
+/// write returns) with which this stream would have dropped nothing: its frames replayed
+/// in order through one writer with an unbounded pool, each written frame taking the time
+/// its write took, each dropped one the median of the others. None without frames.
+pub fn pool_needed(c: &FrameColumns, buffers: usize) -> Option<PoolSize> {
+    let n = c.frame.len();
+    let services: Vec<Option<u64>> = (0..n)
+        .map(
+            |k| match (c.write_start_us.get(k)?, c.write_end_us.get(k)?) {
+                (Some(s), Some(e)) => Some(e.saturating_sub(*s)),
+                _ => None,
+            },
+        )
+        .collect();
+    let mut written: Vec<u64> = services.iter().flatten().copied().collect();
+    if written.is_empty() {
+        return None;
+    }
+    written.sort_unstable();
+    let typical = written[written.len() / 2];
+    let largest_frame = c.size_bytes.iter().copied().max().unwrap_or(0);
+    let mut in_pool: VecDeque<u64> = VecDeque::new();
+    let mut finish_prev = 0u64;
+    let mut peak = 0usize;
+    let mut peak_at_us = 0u64;
+    // The longest write since the pool was last empty: what the backlog at its peak rests on.
+    let mut episode_longest = (0u64, 0u64);
+    let mut peak_rests_on = (0u64, 0u64);
+    for (k, &capture) in c.capture_us.iter().enumerate().take(n) {
+        while in_pool.front().is_some_and(|f| *f <= capture) {
+            in_pool.pop_front();
+        }
+        if in_pool.is_empty() {
+            episode_longest = (0, 0);
+        }
+        let service = services.get(k).copied().flatten().unwrap_or(typical);
+        let start = capture.max(finish_prev);
+        let finish = start + service;
+        finish_prev = finish;
+        if service > episode_longest.1 {
+            episode_longest = (start, service);
+        }
+        in_pool.push_back(finish);
+        if in_pool.len() > peak {
+            peak = in_pool.len();
+            peak_at_us = capture;
+            peak_rests_on = episode_longest;
+        }
+    }
+    let interval_s = match (c.capture_us.first(), c.capture_us.last()) {
+        (Some(a), Some(b)) if n > 1 => b.saturating_sub(*a) as f64 / 1e6 / (n - 1) as f64,
+        _ => 0.0,
+    };
+    Some(PoolSize {
+        stream: c.stream.clone(),
+        frames: peak,
+        bytes: peak as u64 * largest_frame,
+        seconds: peak as f64 * interval_s,
+        peak_at_s: peak_at_us as f64 / 1e6,
+        rests_on_write_at_s: peak_rests_on.0 as f64 / 1e6,
+        rests_on_write_ms: peak_rests_on.1 as f64 / 1e3,
+        buffers,
+        frames_judged: n as u64,
+        truncated: c.truncated,
+    })
+}
+
+/// The lowest video speed class whose guaranteed rate carries `bytes_per_s` with a tenth to
+/// spare (a filesystem's own writes take some of a card's rate).
+pub fn card_class(bytes_per_s: f64) -> Option<CardClass> {
+    VIDEO_CLASSES
+        .iter()
+        .find(|(_, rate)| *rate >= bytes_per_s * 1.1)
+        .map(|(name, rate)| CardClass {
+            name: name.to_string(),
+            min_bytes_per_s: *rate,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 30 fps frames of 100 kB, each written in 2 ms, but frame 10's write takes `stall_ms`.
+    fn columns(stall_ms: u64, dropped: &[usize]) -> FrameColumns {
+        let n = 60;
+        let mut c = FrameColumns {
+            stream: "s0".into(),
+            ..FrameColumns::default()
+        };
+        let mut free_at = 0;
+        for k in 0..n {
+            let capture = k as u64 * 33_333;
+            c.frame.push(k as u64);
+            c.size_bytes.push(100_000);
+            c.capture_us.push(capture);
+            if dropped.contains(&k) {
+                c.write_start_us.push(None);
+                c.write_end_us.push(None);
+                continue;
+            }
+            let start = capture.max(free_at);
+            let took = if k == 10 { stall_ms * 1000 } else { 2_000 };
+            c.write_start_us.push(Some(start));
+            c.write_end_us.push(Some(start + took));
+            free_at = start + took;
+        }
+        c
+    }
+
+    #[test]
+    fn a_stall_needs_the_frames_that_arrive_while_it_lasts() {
+        // Without a stall one frame is in the pool at a time.
+        let quiet = pool_needed(&columns(2, &[]), 4).expect("pool");
+        assert_eq!(quiet.frames, 1);
+        // A 250 ms write from 333.3 ms holds its own frame while frames 11 to 17 arrive
+        // (every 33.3 ms, the last at 566.7 ms): 8.
+        let p = pool_needed(&columns(250, &[]), 16).expect("pool");
+        assert_eq!(p.frames, 8);
+        assert_eq!(p.bytes, 800_000);
+        assert!((p.seconds - 8.0 / 30.0).abs() < 1e-3, "{}", p.seconds);
+        assert!((p.rests_on_write_ms - 250.0).abs() < 1e-9);
+        assert!((p.rests_on_write_at_s - 10.0 / 30.0).abs() < 1e-3);
+        // The same stall with a pool of 4: frames dropped in the run are replayed at the
+        // median write time, and the pool that would have held them is the same 8.
+        let dropped = pool_needed(&columns(250, &[14, 15, 16, 17]), 4).expect("pool");
+        assert_eq!(dropped.frames, 8);
+        assert_eq!(dropped.buffers, 4);
+        assert!(pool_needed(&FrameColumns::default(), 4).is_none());
+    }
+
+    #[test]
+    fn the_card_class_carries_the_stream_with_a_tenth_to_spare() {
+        assert_eq!(card_class(3e6).map(|c| c.name), Some("V6".into()));
+        assert_eq!(card_class(9.5e6).map(|c| c.name), Some("V30".into()));
+        assert_eq!(card_class(100e6), None);
+    }
+}
