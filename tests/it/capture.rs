@@ -513,22 +513,23 @@ fn a_captured_recorder_replays_on_its_card_with_its_frames_syncs_and_files() {
                     .map(|f| f[key].as_u64().unwrap_or(0))
                     .sum::<u64>()
             };
+            // Kept (--keep): the files under the run's own directory.
+            let run_dir = common::files_in(&replay_dir);
+            assert_eq!(run_dir.len(), 1, "{run_dir:?}");
+            let kept = replay_dir.join(&run_dir[0]);
             if totals["frames_dropped"] == 0 {
                 // Every sync of the recorder's, and the final one record makes of its files.
                 assert!(calls("fdatasync") >= sum("fdatasyncs"), "{report}");
                 assert!(calls("fsync") >= sum("fsyncs"), "{report}");
-                // Kept: the files under the run's own directory, as the recorder left them.
-                let run_dir = common::files_in(&replay_dir);
-                assert_eq!(run_dir.len(), 1, "{run_dir:?}");
-                let kept = replay_dir.join(&run_dir[0]);
+                // As the recorder left them.
                 for (name, len) in &sizes {
                     let got = std::fs::metadata(kept.join(name))
                         .unwrap_or_else(|e| panic!("{name}: {e}"))
                         .len();
                     assert_eq!(got, *len, "{name}");
                 }
-                std::fs::remove_dir_all(&kept).expect("rm kept");
             }
+            std::fs::remove_dir_all(&kept).expect("rm kept");
             // Without --keep nothing is left behind.
             let out = Command::new(common::sinkrate_path())
                 .args([
