@@ -1,5 +1,6 @@
 //! `sinkrate check`'s table: the verdict with its headroom, the sustained rate, the
-//! recording test, the worst write and what the page cache did, then what to fix first.
+//! recording test, the worst write and what the page cache did, what the recording needs
+//! (pool, card class), then what to fix first.
 
 use anyhow::Result;
 use sinkrate_audit::Severity;
@@ -27,6 +28,10 @@ impl Exporter<CheckRun> for CheckText {
             recording(&mut s, c, &rec.result);
         }
         test_cost(&mut s, c);
+        if let Some(sizes) = c.record.as_ref().and_then(|r| r.result.sizes.as_ref()) {
+            s.push('\n');
+            s.push_str(&super::record_text::sizes_text(sizes));
+        }
         self.findings(&mut s, c);
         Ok(s.into_bytes())
     }
