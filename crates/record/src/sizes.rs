@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 
 use sinkrate_model::record::{CardClass, FrameColumns, PoolSize};
 
-/// The SD Association's video speed classes and the minimum sustained sequential write
-/// each guarantees (SD Specifications Part 1, Physical Layer, 4.13: V6 to V90), bytes/s.
+/// The SD Association's video speed classes and the minimum sustained sequential write each
+/// guarantees, as the class's number in MB/s (V6 to V90), bytes/s.
 pub const VIDEO_CLASSES: &[(&str, f64)] = &[
     ("V6", 6e6),
     ("V10", 10e6),
