@@ -1405,6 +1405,13 @@ mod card_tests {
         );
     }
 
+    fn whole_pool(a: &Audit) -> &Finding {
+        a.findings
+            .iter()
+            .find(|f| f.id == "bdi.whole_pool")
+            .expect("the whole-pool finding")
+    }
+
     #[test]
     fn a_card_that_may_hold_the_whole_dirty_pool_gets_a_cap_sized_to_its_rate() {
         let mut a = fixture_audit("rpi4-sd-card-v30", "/", 3e6);
@@ -1412,20 +1419,12 @@ mod card_tests {
         assert_eq!((bdi.name.as_str(), bdi.max_ratio), ("179:0", Some(100)));
         let limit = a.memory.dirty_threshold_bytes.expect("limit");
         // Without a measured rate: said, as information, with no cap to apply.
-        let f = a
-            .findings
-            .iter()
-            .find(|f| f.id == "bdi.whole_pool")
-            .expect("finding");
+        let f = whole_pool(&a);
         assert_eq!(f.severity, Severity::Info);
         assert!(f.settings().is_empty());
         a.measured_write_bytes_per_s = Some(11.8e6);
         judge_for(&mut a, 3e6);
-        let f = a
-            .findings
-            .iter()
-            .find(|f| f.id == "bdi.whole_pool")
-            .expect("finding");
+        let f = whole_pool(&a);
         let drain = limit as f64 / 11.8e6;
         assert!(drain > 30.0, "the fixture's pool takes {drain} s to drain");
         assert!(
@@ -1453,11 +1452,7 @@ mod card_tests {
             ..bdi.clone()
         });
         judge_for(&mut a, 3e6);
-        let f = a
-            .findings
-            .iter()
-            .find(|f| f.id == "bdi.whole_pool")
-            .expect("finding");
+        let f = whole_pool(&a);
         assert_eq!(
             f.settings(),
             [

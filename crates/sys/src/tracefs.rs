@@ -757,11 +757,9 @@ pub fn write_syscalls() -> Vec<(i64, &'static str)> {
 
 /// Every thread of a process (/proc/PID/task).
 pub fn threads_of(pid: u32) -> Vec<i32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
+    crate::process::threads(pid)
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .map(|t| t as i32)
         .collect()
 }
 

@@ -198,27 +198,29 @@ fn check_bdi(text: &str, bdi: &str, attr: &str, to: &str, journal: &Journal) -> 
 /// What sinkrate holds changed now.
 pub fn held(journal: &Journal) -> Result<Vec<Held>, Error> {
     let entries = journal.entries()?;
-    let in_force = |entry: &sinkrate_settings::Entry| {
-        let now = journal.host().read(&entry.setting).ok();
-        entry.written.is_some() && now == entry.written
-    };
+    // Each setting read once.
+    let values: Vec<Option<String>> = entries
+        .iter()
+        .map(|e| journal.host().read(&e.setting).ok())
+        .collect();
+    let in_force = |i: usize| entries[i].written.is_some() && values[i] == entries[i].written;
     Ok(entries
         .iter()
-        .map(|entry| {
+        .enumerate()
+        .map(|(i, entry)| {
             // max_bytes reads as the kernel's ratio times a dirty limit that follows free
             // memory: whether it is still sinkrate's is told by the ratio it derives from.
             let exact = match &entry.setting {
-                Setting::Bdi { bdi, attr } if attr == "max_bytes" => entries.iter().find(|e| {
+                Setting::Bdi { bdi, attr } if attr == "max_bytes" => entries.iter().position(|e| {
                     matches!(&e.setting, Setting::Bdi { bdi: b, attr: a }
                         if b == bdi && (a == "max_ratio_fine" || a == "max_ratio"))
                 }),
                 _ => None,
             };
-            let now = journal.host().read(&entry.setting).ok();
             Held {
-                in_force: in_force(exact.unwrap_or(entry)),
+                in_force: in_force(exact.unwrap_or(i)),
                 running: journal.is_live(entry),
-                now,
+                now: values[i].clone(),
                 entry: entry.clone(),
             }
         })
