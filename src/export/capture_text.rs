@@ -145,11 +145,15 @@ fn slow_calls_text(r: &CaptureReport) -> String {
             k.stall_causes_text()
         ));
     }
-    let unlisted = r.slow_calls_not_listed + k.stalls_not_explained;
-    if unlisted > 0 {
+    if r.slow_calls_not_listed > 0 {
         t.push_str(&format!(
-            "  {unlisted} more not listed (the list and the kernel's events kept per run are bounded)\n"
+            "  {} more not listed (the list holds the first {})\n",
+            r.slow_calls_not_listed,
+            sinkrate_model::capture::SLOW_CALLS_KEPT
         ));
+    }
+    if let Some(line) = super::not_explained_line(k) {
+        t.push_str(&format!("  {line}\n"));
     }
     if let Some(line) = super::lost_events_line(k) {
         t.push_str(&format!("  {line}\n"));

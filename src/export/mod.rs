@@ -51,16 +51,33 @@ pub fn causes_text(r: &sinkrate_model::record::RecordReport) -> String {
         t.push_str(&line);
         t.push('\n');
     }
-    if k.stalls_not_explained > 0 {
-        t.push_str(&format!(
-            "{} later stall(s) not explained: the kernel's events kept per run ran out ({} more were read)\n",
-            k.stalls_not_explained, k.events_not_kept
-        ));
+    if let Some(line) = not_explained_line(k) {
+        t.push_str(&line);
+        t.push('\n');
     }
     if !k.missing.is_empty() && !r.stalls.is_empty() {
         t.push_str(&format!("not traced: {}\n", k.missing.join("; ")));
     }
     t
+}
+
+/// Why some stalls have no breakdown: the events before them were no longer kept.
+pub fn not_explained_line(k: &sinkrate_model::causes::KernelAccount) -> Option<String> {
+    (k.stalls_not_explained > 0).then(|| {
+        format!(
+            "{} stall(s) not explained: they began before the events kept behind the run (the last {} s{})",
+            k.stalls_not_explained,
+            sinkrate_model::causes::KEPT_BEHIND_S,
+            if k.events_not_kept > 0 {
+                format!(
+                    ", less where {} events were let go sooner to bound memory",
+                    k.events_not_kept
+                )
+            } else {
+                String::new()
+            }
+        )
+    })
 }
 
 /// "the kernel's events: N lost: the breakdown may be partial", when any were.

@@ -46,7 +46,7 @@ fn slow_calls_text(r: &WatchReport) -> String {
     let mut t = format!(
         "\nthe program's write calls (the kernel's events): {} in all, {} over {threshold_ms:.0} ms\n",
         r.write_calls,
-        r.slow_calls.len()
+        r.slow_calls.len() as u64 + r.slow_calls_not_listed
     );
     if let Some(w) = sinkrate_model::watch::SlowCall::longest(&r.slow_calls) {
         t.push_str(&format!(
@@ -60,9 +60,23 @@ fn slow_calls_text(r: &WatchReport) -> String {
         ));
         t.push_str(&format!(
             "all {} by cause: {}\n",
-            r.slow_calls.len(),
+            r.slow_calls.len() as u64 + r.slow_calls_not_listed,
             k.stall_causes_text()
         ));
+    }
+    if r.slow_calls_not_listed > 0 {
+        t.push_str(&format!(
+            "{} more not listed (the list holds the first {})\n",
+            r.slow_calls_not_listed,
+            r.slow_calls.len()
+        ));
+    }
+    for line in [super::not_explained_line(k), super::lost_events_line(k)]
+        .into_iter()
+        .flatten()
+    {
+        t.push_str(&line);
+        t.push('\n');
     }
     t
 }

@@ -91,10 +91,12 @@ pub(crate) fn parts_add_up(run: &serde_json::Value) {
 struct PeerTrace {
     dir: PathBuf,
     name: String,
+    _top_level_untouched_elsewhere: common::LanesLock,
 }
 
 impl PeerTrace {
     fn start(events: &[(&str, Option<String>)]) -> PeerTrace {
+        let turn = common::trace_cmd_runs_here();
         let root = Path::new("/sys/kernel/tracing");
         if !root.join("instances").is_dir() {
             let _ = Command::new("mount")
@@ -113,7 +115,11 @@ impl PeerTrace {
             }
             std::fs::write(e.join("enable"), "1").expect("enable");
         }
-        PeerTrace { dir, name }
+        PeerTrace {
+            dir,
+            name,
+            _top_level_untouched_elsewhere: turn,
+        }
     }
 
     /// trace-cmd's report of the instance, one event per line.
@@ -397,8 +403,11 @@ fn capture_explains_a_recorder_s_slow_writes_by_the_card_they_went_to() {
             let _limit = per_device_limit(&bdi);
             let work = tempfile::tempdir().expect("tempdir");
             let out_file = card.path().join("own.bin");
-            // 15 MB/s at 30 writes a second, for 5 s: over the card's 10 MB/s.
-            let writer = "import sys, time\nbuf = b'\\xab' * 500_000\nwith open(sys.argv[1], 'wb') as f:\n    t = time.monotonic()\n    for i in range(150):\n        f.write(buf)\n        t += 1 / 30\n        time.sleep(max(0, t - time.monotonic()))\n";
+            // 15 MB/s at 30 writes a second, for 5 s: over the card's 10 MB/s; and beside it
+            // a thread of its own (the kernel throttles a task by the device of the write
+            // that crossed its ratelimit) writing twice as much to a log on the machine's
+            // own disk, the file the recorder writes most to.
+            let writer = "import sys, threading, time\nbuf = b'\\xab' * 500_000\ndef side():\n    with open('side.log', 'wb') as log:\n        for i in range(150):\n            log.write(buf + buf)\n            time.sleep(1 / 30)\nthreading.Thread(target=side).start()\nwith open(sys.argv[1], 'wb') as f:\n    t = time.monotonic()\n    for i in range(150):\n        f.write(buf)\n        t += 1 / 30\n        time.sleep(max(0, t - time.monotonic()))\n";
             let capture = |extra: &[&str], name: &str| {
                 let out = Command::new(common::sinkrate_path())
                     .current_dir(work.path())
@@ -422,7 +431,6 @@ fn capture_explains_a_recorder_s_slow_writes_by_the_card_they_went_to() {
             let slow = r["slow_calls"].as_array().expect("slow calls");
             assert!(!slow.is_empty(), "the card throttled the writer: {r}");
             for c in slow {
-                assert_eq!(c["file"], out_file.to_str().expect("utf-8"), "{c}");
                 assert!(c["duration_ms"].as_f64() >= Some(100.0), "{c}");
             }
             assert_eq!(largest_cause(&r), "throttled", "{}", r["kernel"]);
@@ -431,6 +439,17 @@ fn capture_explains_a_recorder_s_slow_writes_by_the_card_they_went_to() {
                     .any(|c| c["causes"]["throttle"]["bdi"] == bdi.as_str()),
                 "the card's bdi is the evidence: {slow:?}"
             );
+            // Each card write is explained by the card's requests, though the recorder
+            // wrote most to the log on another disk.
+            let with_requests: Vec<&serde_json::Value> = slow
+                .iter()
+                .filter(|c| c["file"] == out_file.to_str().expect("utf-8"))
+                .filter(|c| !c["causes"]["device"].is_null())
+                .collect();
+            assert!(!with_requests.is_empty(), "{slow:?}");
+            for c in with_requests {
+                assert_eq!(c["causes"]["device"]["dev"], bdi.as_str(), "{c}");
+            }
             // The same capture without the kernel's events: no causes, and why.
             let r = capture(&["--no-kernel-events"], "plain.iolog");
             assert_eq!(
@@ -836,6 +855,7 @@ fn another_tracer_s_top_level_buffer_is_left_as_it_was() {
         "causes::another_tracer_s_top_level_buffer_is_left_as_it_was",
         &[],
         || {
+            let _alone = common::the_top_level_trace_is_set_here();
             let root = Path::new("/sys/kernel/tracing");
             // Another tracer's setup at the top level: an event on, a pid filter, a marker
             // already in its buffer.
@@ -953,6 +973,71 @@ fn watch_pid_explains_a_gstreamer_recorder_s_slow_writes() {
             );
             assert!(!c["thread"].as_str().unwrap_or("").is_empty(), "{c}");
             assert_eq!(c["causes"]["throttle"]["bdi"], bdi.as_str(), "{c}");
+        },
+    );
+}
+
+/// A program that makes far more traced calls than a run kept events before (64,000) and only
+/// then writes throttled: its slow writes at the end are still explained, because the
+/// analysis explains each call as it comes and lets go of the events behind it.
+#[test]
+fn a_watch_past_a_burst_of_calls_still_explains_the_slow_writes_after_it() {
+    common::with_root(
+        "causes::a_watch_past_a_burst_of_calls_still_explains_the_slow_writes_after_it",
+        &["python3"],
+        || {
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "1G"]);
+            let name = card.device_name();
+            let (bdi, _) = dev_of(&name);
+            let _limit = per_device_limit(&bdi);
+            // 40 bursts of 4,000 one-byte writes to /dev/null (320,000 traced events, paced
+            // so that the kernel's 1 MB buffers hold each burst), then 48 MB onto the card.
+            let program = format!(
+                r#"
+import os, time
+null = os.open("/dev/null", os.O_WRONLY)
+for _ in range(40):
+    for _ in range(4000):
+        os.write(null, b"x")
+    time.sleep(0.1)
+f = os.open("{}", os.O_WRONLY | os.O_CREAT, 0o600)
+chunk = b"\0" * (1 << 20)
+for _ in range(48):
+    os.write(f, chunk)
+os.close(f)
+"#,
+                card.path().join("after-burst.bin").display()
+            );
+            let out = Command::new(common::sinkrate_path())
+                .args(["watch", "--device", &name, "--duration", "60s"])
+                .args(["--live", "never", "--output-format", "json", "--"])
+                .args(["python3", "-c", &program])
+                .output()
+                .expect("sinkrate watch runs");
+            let run: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+            let kernel = &run["kernel"];
+            assert!(kernel["inferred_because"].is_null(), "{kernel}");
+            assert!(
+                run["write_calls"].as_u64() > Some(100_000),
+                "every burst's writes were paired: {}",
+                run["write_calls"]
+            );
+            assert!(kernel["events"].as_u64() > Some(200_000), "{kernel}");
+            eprintln!(
+                "{} write calls, {} events ({} lost), {} slow calls",
+                run["write_calls"],
+                kernel["events"],
+                kernel["lost_events"],
+                run["slow_calls"].as_array().map_or(0, Vec::len)
+            );
+            assert_eq!(kernel["stalls_not_explained"].as_u64(), Some(0), "{kernel}");
+            let slow = run["slow_calls"].as_array().expect("slow calls");
+            assert!(
+                slow.iter().any(|c| c["causes"]["largest"] == "throttled"
+                    && c["causes"]["throttle"]["bdi"] == bdi.as_str()),
+                "a write after the burst is explained as throttled on {bdi}: {slow:?}"
+            );
         },
     );
 }

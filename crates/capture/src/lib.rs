@@ -142,11 +142,11 @@ pub fn session<W: Write>(
     #[cfg(target_os = "linux")]
     let threshold_ns = explain.stall_threshold.as_nanos() as u64;
     #[cfg(target_os = "linux")]
-    let mut slow = slow::SlowCalls::default();
+    let mut slow = slow::SlowCalls::new(t0);
     // Tracing starts before the recorder does (a command: this thread, whose child it will
     // be, followed into it); attached, beside the attach (the recorder's threads).
     #[cfg(target_os = "linux")]
-    let tracing = slow::Tracing::start(recorder, explain);
+    let tracing = slow::Tracing::start(recorder, explain, &slow);
     #[cfg(target_os = "linux")]
     let outcome = {
         let mut sink = |seen: Seen<'_>| {
@@ -192,7 +192,7 @@ pub fn session<W: Write>(
     #[cfg(target_os = "linux")]
     let slow_calls_not_listed = slow.not_listed;
     #[cfg(target_os = "linux")]
-    let (slow_calls, kernel) = slow.explain(tracing, t0, summary.busiest_file());
+    let (slow_calls, kernel) = slow.explain(tracing, summary.busiest_file());
     #[cfg(not(target_os = "linux"))]
     let (slow_calls, slow_calls_not_listed, kernel) = (
         Vec::new(),

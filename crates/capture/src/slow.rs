@@ -1,7 +1,8 @@
 //! The recorder's slow calls, each explained from the kernel's events
-//! (`sinkrate_sampler::causes`): tracing starts before the recorder runs, the calls over
-//! the threshold are kept as they come (bounded), and once the recorder has ended each is
-//! split by cause against the device of the file it wrote most to.
+//! (`sinkrate_sampler::causes`): tracing starts before the recorder runs, each call over the
+//! threshold is handed to the analysis as it ends and explained against the device of the
+//! file it wrote while the recorder goes on (a capture of hours keeps a minute of events);
+//! the first [`SLOW_CALLS_KEPT`] are listed.
 
 #[cfg(target_os = "linux")]
 use std::time::Instant;
@@ -16,10 +17,14 @@ use crate::trace::{Call, Op};
 
 /// The calls over the threshold, the first [`SLOW_CALLS_KEPT`] of them, listed with their
 /// causes once explained.
-#[derive(Default)]
 pub(crate) struct SlowCalls {
     calls: Vec<Kept>,
     pub(crate) not_listed: u64,
+    #[cfg(target_os = "linux")]
+    analysis: sinkrate_sampler::causes::LiveAnalysis,
+    /// Where the capture's clock (the calls' `t_ns`) started on CLOCK_MONOTONIC.
+    #[cfg(target_os = "linux")]
+    t0_ns: u64,
 }
 
 struct Kept {
@@ -58,22 +63,62 @@ fn call_name(op: &Op) -> &'static str {
     }
 }
 
+/// The tag of a call handed over but not listed (past [`SLOW_CALLS_KEPT`]).
+#[cfg(target_os = "linux")]
+const NOT_LISTED: u64 = u64::MAX;
+
 impl SlowCalls {
-    pub(crate) fn add(&mut self, c: &Call) {
-        if self.calls.len() >= SLOW_CALLS_KEPT {
-            self.not_listed += 1;
-            return;
+    #[cfg(target_os = "linux")]
+    pub(crate) fn new(t0: Instant) -> SlowCalls {
+        SlowCalls {
+            calls: Vec::new(),
+            not_listed: 0,
+            // Explained against the device of each call's own file; the account against
+            // that of the file the recorder wrote most to, once known.
+            analysis: sinkrate_sampler::causes::LiveAnalysis::new(
+                sinkrate_sampler::causes::Target {
+                    page_bytes: sinkrate_sys::page_size(),
+                    ..Default::default()
+                },
+            ),
+            t0_ns: sinkrate_platform::cpu::monotonic_ns_of(t0),
         }
-        self.calls.push(Kept {
-            t_ns: c.t_ns,
-            dur_ns: c.dur_ns,
-            tid: c.tid,
-            call: call_name(&c.op),
-            file: c.op.file().map(str::to_string),
-        });
     }
 
-    fn listed(self, causes: impl Iterator<Item = Option<StallCauses>>) -> Vec<SlowCall> {
+    /// A call over the threshold, as it ends: handed to the analysis (on the tracer's
+    /// thread: a push, the analysis runs on the trace reader's) and listed while there is
+    /// room.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn add(&mut self, c: &Call) {
+        let file = c.op.file().map(str::to_string);
+        let tag = if self.calls.len() < SLOW_CALLS_KEPT {
+            self.calls.push(Kept {
+                t_ns: c.t_ns,
+                dur_ns: c.dur_ns,
+                tid: c.tid,
+                call: call_name(&c.op),
+                file: file.clone(),
+            });
+            self.calls.len() as u64 - 1
+        } else {
+            self.not_listed += 1;
+            NOT_LISTED
+        };
+        let dir = file
+            .as_deref()
+            .and_then(|f| std::path::Path::new(f).parent());
+        self.analysis.hand_over(
+            tag,
+            sinkrate_sampler::causes::SlowCall {
+                tid: c.tid,
+                start_ns: self.t0_ns + c.t_ns,
+                end_ns: self.t0_ns + c.t_ns + c.dur_ns,
+            },
+            dir,
+        );
+    }
+
+    fn listed(self, causes: Vec<Option<StallCauses>>) -> Vec<SlowCall> {
         self.calls
             .into_iter()
             .zip(causes)
@@ -92,44 +137,38 @@ impl SlowCalls {
             .collect()
     }
 
-    /// Each call explained against the target of `busiest` (the file the recorder wrote
-    /// most to); the run's account. `t0` is the capture's clock (calls' `t_ns`).
+    /// Each listed call with its causes; the run's account on the target of `busiest` (the
+    /// file the recorder wrote most to).
     #[cfg(target_os = "linux")]
     pub(crate) fn explain(
         self,
         tracing: Tracing,
-        t0: Instant,
         busiest: Option<&str>,
     ) -> (Vec<SlowCall>, KernelAccount) {
-        use sinkrate_sampler::causes::{explain_all, SlowCall as Span, Target};
+        use sinkrate_sampler::causes::CallTag;
         let session = match tracing.session() {
             Ok(s) => s,
             // Listed only with their causes: the durations are in the calls file.
             Err(why) => return (Vec::new(), KernelAccount::inferred(why)),
         };
         let trace = session.finish();
-        let t0_ns = sinkrate_platform::cpu::monotonic_ns_of(t0);
         let target = busiest
             .and_then(|f| std::path::Path::new(f).parent())
-            .map(sinkrate_sampler::target::target_of)
-            .unwrap_or(Target {
-                page_bytes: sinkrate_sys::page_size(),
-                ..Target::default()
-            });
-        let spans: Vec<Span> = self
-            .calls
-            .iter()
-            .map(|k| Span {
-                tid: k.tid,
-                start_ns: t0_ns + k.t_ns,
-                end_ns: t0_ns + k.t_ns + k.dur_ns,
-            })
-            .collect();
+            .map(sinkrate_sampler::target::target_of);
         // The recorder's threads are gone by now: named by what their calls were on.
-        let names = std::collections::HashMap::new();
-        let (causes, account) = explain_all(&trace, target, &spans, &names);
-        // Calls past the events kept are not listed, and counted in the account.
-        (self.listed(causes.into_iter()), account)
+        let finished = self
+            .analysis
+            .finish(&trace, target, &std::collections::HashMap::new());
+        let mut causes = vec![None; self.calls.len()];
+        for e in finished.explained {
+            if let CallTag::Caller(i) = e.tag {
+                if let Some(slot) = causes.get_mut(i as usize) {
+                    *slot = e.causes;
+                }
+            }
+        }
+        // Calls whose events were no longer kept are not listed, and counted in the account.
+        (self.listed(causes), finished.account)
     }
 }
 
@@ -144,24 +183,30 @@ pub(crate) enum Tracing {
 }
 
 impl Tracing {
-    pub(crate) fn start(recorder: &crate::Recorder<'_>, explain: &crate::Explain) -> Tracing {
+    pub(crate) fn start(
+        recorder: &crate::Recorder<'_>,
+        explain: &crate::Explain,
+        slow: &SlowCalls,
+    ) -> Tracing {
         use sinkrate_sys::tracefs::{threads_of, TraceRequest, TraceSession};
         if let Some(why) = &explain.kernel_events_off {
             return Tracing::Started(Err(why.clone()));
         }
+        let sink = slow.analysis.sink();
         let request = |threads| TraceRequest {
             threads,
             all_devices: true,
             ..TraceRequest::default()
         };
         match recorder {
-            crate::Recorder::Run { .. } => Tracing::Started(TraceSession::start(&request(vec![
-                sinkrate_platform::cpu::thread_id(),
-            ]))),
+            crate::Recorder::Run { .. } => Tracing::Started(TraceSession::start(
+                &request(vec![sinkrate_platform::cpu::thread_id()]),
+                sink,
+            )),
             crate::Recorder::Attach { pid, .. } => {
                 let pid = *pid as u32;
                 Tracing::Starting(std::thread::spawn(move || {
-                    TraceSession::start(&request(threads_of(pid)))
+                    TraceSession::start(&request(threads_of(pid)), sink)
                 }))
             }
         }

@@ -254,6 +254,11 @@ pub struct DeviceEvidence {
     pub max_request_bytes: u64,
 }
 
+/// How far behind the newest events the analysis keeps them while a run goes on: a call
+/// that took longer, or began before events were let go sooner to bound memory, has no
+/// breakdown (`KernelAccount::stalls_not_explained`).
+pub const KEPT_BEHIND_S: u64 = 60;
+
 /// The run's account from the kernel's events, or why there is none.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelAccount {
@@ -274,8 +279,8 @@ pub struct KernelAccount {
     /// Events that were lost in an unknown number.
     #[serde(default)]
     pub lost_unknown: bool,
-    /// Events read but not kept (the per-run limit), and the stalls after the first of them
-    /// left without a breakdown.
+    /// Events let go sooner than [`KEPT_BEHIND_S`] behind the run, to keep memory bounded,
+    /// and the stalls that began before the events they needed, left without a breakdown.
     #[serde(default)]
     pub events_not_kept: u64,
     #[serde(default)]

@@ -93,6 +93,9 @@ pub struct WatchReport {
     /// program watched, or without the kernel's events: `kernel` says why).
     #[serde(default)]
     pub slow_calls: Vec<SlowCall>,
+    /// Slow calls past the first 10,000, summed by cause in `kernel` but not listed.
+    #[serde(default)]
+    pub slow_calls_not_listed: u64,
     /// How many of its write calls the kernel's events saw in all.
     #[serde(default)]
     pub write_calls: u64,

@@ -1,6 +1,7 @@
-//! The kernel's account of a recording: tracing started before the writers, and each stall
-//! explained from the events once they are done (`sinkrate_sampler::causes`). Without
-//! tracefs the run goes on as before, and the report says why causes are inferred.
+//! The kernel's account of a recording: tracing started before the writers, each stall
+//! handed over by its writer as it ends and explained from the events while the recording
+//! goes on (`sinkrate_sampler::causes`), so a recording of hours is explained to its end.
+//! Without tracefs the run goes on as before, and the report says why causes are inferred.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -8,14 +9,35 @@ use std::time::Instant;
 
 use sinkrate_model::causes::KernelAccount;
 use sinkrate_model::record::StallReport;
-use sinkrate_sampler::causes::{explain_all, SlowCall, Target};
+use sinkrate_sampler::causes::{CallTag, LiveAnalysis, SlowCall};
 use sinkrate_sampler::target::target_of;
 use sinkrate_sys::tracefs::{TraceRequest, TraceSession};
 
-/// A recording's tracing: the session when it started, or why it did not.
+/// A recording's tracing: the session and its analysis when it started, or why it did not.
 pub struct Tracing {
-    session: Result<TraceSession, String>,
-    target: Target,
+    session: Result<(TraceSession, LiveAnalysis), String>,
+}
+
+/// Where a writer hands its slow calls over: their times on the recording's clock.
+#[derive(Clone)]
+pub struct StallSink {
+    analysis: LiveAnalysis,
+    clock_mono_ns: u64,
+}
+
+impl StallSink {
+    /// A write of thread `tid` from `start_ns` to `end_ns` on the recording's clock.
+    pub fn hand_over(&self, tid: i32, start_ns: u64, end_ns: u64) {
+        self.analysis.hand_over(
+            start_ns,
+            SlowCall {
+                tid,
+                start_ns: self.clock_mono_ns + start_ns,
+                end_ns: self.clock_mono_ns + end_ns,
+            },
+            None,
+        );
+    }
 }
 
 impl Tracing {
@@ -25,53 +47,58 @@ impl Tracing {
         let target = target_of(dir);
         let session = match why_not {
             Some(why) => Err(why.to_string()),
-            None => TraceSession::start(&TraceRequest {
-                threads: vec![sinkrate_platform::cpu::thread_id()],
-                disk: target.disk.map(|d| (d >> 20, d & 0xfffff)),
-                fs_dev: target.fs_dev.map(|d| (d >> 20, d & 0xfffff)),
-                syscalls: Vec::new(),
-                all_devices: false,
-            }),
+            None => {
+                let analysis = LiveAnalysis::new(target.clone());
+                TraceSession::start(
+                    &TraceRequest {
+                        threads: vec![sinkrate_platform::cpu::thread_id()],
+                        disk: target.disk.map(|d| (d >> 20, d & 0xfffff)),
+                        fs_dev: target.fs_dev.map(|d| (d >> 20, d & 0xfffff)),
+                        syscalls: Vec::new(),
+                        all_devices: false,
+                    },
+                    analysis.sink(),
+                )
+                .map(|s| (s, analysis))
+            }
         };
-        Tracing { session, target }
+        Tracing { session }
     }
 
-    /// Stops tracing and explains each stall (their times are on `clock`, which started on
-    /// the monotonic clock at `clock_mono_ns`).
-    pub fn finish(
-        self,
-        clock: Instant,
-        stalls: &mut [StallReport],
-        names: &HashMap<i32, String>,
-    ) -> KernelAccount {
-        let session = match self.session {
+    /// Where the writers of a recording on `clock` hand their stalls over; None when
+    /// nothing is traced.
+    pub fn stall_sink(&self, clock: Instant) -> Option<StallSink> {
+        let (_, analysis) = self.session.as_ref().ok()?;
+        Some(StallSink {
+            analysis: analysis.clone(),
+            clock_mono_ns: sinkrate_platform::cpu::monotonic_ns_of(clock),
+        })
+    }
+
+    /// Stops tracing and gives each stall its causes (the stall handed over by the same
+    /// thread at the same time on the recording's clock).
+    pub fn finish(self, stalls: &mut [StallReport], names: &HashMap<i32, String>) -> KernelAccount {
+        let (session, analysis) = match self.session {
             Ok(s) => s,
             Err(why) => return KernelAccount::inferred(why),
         };
-        let clock_mono_ns = sinkrate_platform::cpu::monotonic_ns_of(clock);
         let trace = session.finish();
-        // Stalls without a thread (none today) are not asked about.
-        let asked: Vec<(usize, SlowCall)> = stalls
-            .iter()
-            .enumerate()
-            .filter_map(|(i, stall)| {
-                let tid = stall.tid?;
-                let start_ns = clock_mono_ns + (stall.at_s * 1e9) as u64;
-                Some((
-                    i,
-                    SlowCall {
-                        tid,
-                        start_ns,
-                        end_ns: start_ns + (stall.duration_ms * 1e6) as u64,
-                    },
-                ))
+        let finished = analysis.finish(&trace, None, names);
+        let mut causes: HashMap<(i32, u64), _> = finished
+            .explained
+            .into_iter()
+            .filter_map(|e| match e.tag {
+                CallTag::Caller(start_ns) => Some(((e.call.tid, start_ns), e.causes)),
+                CallTag::Syscall(_) => None,
             })
             .collect();
-        let calls: Vec<SlowCall> = asked.iter().map(|(_, c)| *c).collect();
-        let (causes, account) = explain_all(&trace, self.target, &calls, names);
-        for ((i, _), causes) in asked.iter().zip(causes) {
-            stalls[*i].causes = causes;
+        for stall in stalls.iter_mut() {
+            let Some(tid) = stall.tid else { continue };
+            // The writer's whole nanoseconds, as it handed them over: at_s holds them
+            // exactly for any run shorter than 104 days.
+            let start_ns = (stall.at_s * 1e9).round() as u64;
+            stall.causes = causes.remove(&(tid, start_ns)).flatten();
         }
-        account
+        finished.account
     }
 }

@@ -575,6 +575,7 @@ fn writer(
             r.lateness
                 .record(end.saturating_sub(item.due_ns + interval_ns));
             if took >= cfg.stall_threshold.as_nanos() as u64 {
+                shared.stalled(start, end);
                 r.stalls.push(Stall {
                     stream: stream.name.clone(),
                     frame: item.frame,
@@ -633,8 +634,13 @@ fn thread_cpu_ns() -> u64 {
 /// Starts every recorder thread's replay under a directory of the run's own in `cfg.dir`.
 /// The streams judged are the threads that wrote frames (`ReplayStream::judged`); a thread
 /// that wrote a few times, or only opened, renamed or removed files, runs all the same.
-pub fn start(cfg: &RecordConfig, plan: Arc<ReplayPlan>, stop: Arc<AtomicBool>) -> Recording {
-    let clock = Instant::now();
+pub fn start(
+    cfg: &RecordConfig,
+    plan: Arc<ReplayPlan>,
+    stop: Arc<AtomicBool>,
+    clock: Instant,
+    stalls: Option<crate::kernel::StallSink>,
+) -> Recording {
     let halt = Arc::new(AtomicBool::new(false));
     let ended = Arc::new(AtomicBool::new(false));
     let closed = Arc::new(Mutex::new(Vec::new()));
@@ -690,6 +696,7 @@ pub fn start(cfg: &RecordConfig, plan: Arc<ReplayPlan>, stop: Arc<AtomicBool>) -
         ended: ended.clone(),
         clock,
         closed: closed.clone(),
+        stalls,
     };
     let (cfg, plan_c, files_c) = (cfg.clone(), plan.clone(), files.clone());
     let progress_c = progress.clone();

@@ -281,11 +281,16 @@ fn run_group(
     })
 }
 
-pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
+/// Starts the recording on `clock`; each stalled write is handed to `stalls` as it ends.
+pub fn start(
+    cfg: &RecordConfig,
+    stop: Arc<AtomicBool>,
+    clock: Instant,
+    stalls: Option<crate::kernel::StallSink>,
+) -> Recording {
     if let Some(plan) = &cfg.replay {
-        return crate::replay::start(cfg, plan.clone(), stop);
+        return crate::replay::start(cfg, plan.clone(), stop, clock, stalls);
     }
-    let clock = Instant::now();
     let n = cfg.streams.len();
     let progress: Vec<Arc<StreamProgress>> = (0..n)
         .map(|_| Arc::new(StreamProgress::default()))
@@ -310,6 +315,7 @@ pub fn start(cfg: &RecordConfig, stop: Arc<AtomicBool>) -> Recording {
             ended: ended.clone(),
             clock,
             closed: closed.clone(),
+            stalls: stalls.clone(),
         };
         let thread_name = if group.len() == 1 {
             format!("sinkrate-{}", names[0])

@@ -355,7 +355,8 @@ pub fn run(
     let mut record_cfg = cfg.clone();
     record_cfg.frame_records = true;
     record_cfg.run_tag = started_unix_ms ^ (u64::from(std::process::id()) << 40);
-    let recording = crate::run::start(&record_cfg, stop.clone());
+    let clock = std::time::Instant::now();
+    let recording = crate::run::start(&record_cfg, stop.clone(), clock, tracing.stall_sink(clock));
     let verifier = cfg.verify_every.map(|every| {
         crate::soak::Verifier::start(
             crate::soak::VerifierLinks {
@@ -473,7 +474,7 @@ pub fn run(
         }),
     );
     report.power_cut = power_cut;
-    report.kernel = tracing.finish(clock, &mut report.stalls, &writer_names);
+    report.kernel = tracing.finish(&mut report.stalls, &writer_names);
     if let Some(plan) = &cfg.replay {
         report.replay = Some(crate::replay::summary(plan, &report, cfg.replay_speed));
         // A trace whose capture could not see all of the recorder's calls: the verdict is

@@ -145,9 +145,18 @@ pub(crate) struct Shared {
     pub clock: Instant,
     /// Segments closed and not yet read back (`--verify-every`).
     pub closed: Arc<std::sync::Mutex<Vec<ClosedSegment>>>,
+    /// Where each stalled write is handed over to be explained while the run goes on.
+    pub stalls: Option<crate::kernel::StallSink>,
 }
 
 impl Shared {
+    /// A write of this thread from `start_ns` to `end_ns` took over the stall threshold.
+    pub fn stalled(&self, start_ns: u64, end_ns: u64) {
+        if let Some(sink) = &self.stalls {
+            sink.hand_over(sinkrate_platform::cpu::thread_id(), start_ns, end_ns);
+        }
+    }
+
     pub fn stopping(&self) -> bool {
         self.stop.load(std::sync::atomic::Ordering::Relaxed)
             || self.halt.load(std::sync::atomic::Ordering::Relaxed)

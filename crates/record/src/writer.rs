@@ -406,6 +406,7 @@ impl<'a> StreamWriter<'a> {
                 r.lateness
                     .record(t1.saturating_sub(frame.capture_ns + self.interval_ns));
                 if t1.saturating_sub(t0) > self.cfg.stall_threshold.as_nanos() as u64 {
+                    shared.stalled(t0, t1);
                     r.stalls.push(Stall {
                         stream: self.spec.name.clone(),
                         frame: Some(frame.index),

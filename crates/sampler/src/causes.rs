@@ -7,15 +7,39 @@
 //! before it slept (a balance_dirty_pages pause: throttled; folio_wait_writeback: waiting for
 //! writeback); without one, from what the target was doing meanwhile (a journal commit
 //! covering most of it: the journal; requests in flight: the device); else unexplained.
+//!
+//! The analysis streams: [`Live`] takes the events as the trace reader hands them over (in
+//! time order), explains each call it is handed once the events up to a little past its
+//! end are in, and lets go of the events behind it, so a watch of hours keeps about a
+//! minute of events ([`KEEP_BEHIND_NS`], at most [`MAX_KEPT`]) and its account covers the
+//! whole run.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use sinkrate_model::causes::{
     Cause, CauseSeconds, CommitEvidence, DeviceEvidence, FlushCount, KernelAccount, StallCauses,
     ThreadThrottle, ThrottleEvidence,
 };
-use sinkrate_procparse::trace::{dev_name, KernelEvent};
-use sinkrate_sys::tracefs::KernelTrace;
+use sinkrate_procparse::trace::{dev_name, KernelEvent, TimedEvent};
+use sinkrate_stats::LatencyRecorder;
+use sinkrate_sys::tracefs::{EventSink, KernelTrace};
+
+/// How far behind the newest settled event the events are kept for calls still to be handed
+/// over: a call is handed over when it ends, so one that took up to this long is explained.
+pub const KEEP_BEHIND_NS: u64 = sinkrate_model::causes::KEPT_BEHIND_S * 1_000_000_000;
+/// Events kept at most (scheduler events, requests, commits; some 100 bytes each). A thread
+/// that makes more than this in [`KEEP_BEHIND_NS`] has its oldest let go sooner, and the
+/// calls that began before them are counted as not explained.
+pub const MAX_KEPT: usize = 64_000;
+/// Calls listed with their breakdown; later ones are still summed by cause and counted.
+pub const MAX_LISTED: usize = 10_000;
+/// A call is explained once the events up to this long after its end are in: the requests
+/// and commits it waited on have completed by then, and say how long they took.
+const EXPLAIN_AFTER_NS: u64 = 2_000_000_000;
+/// Requests a device may have in flight before the oldest are taken for lost completions.
+const MAX_IN_FLIGHT: usize = 4096;
 
 /// Whether a thread that switched out was still runnable (preempted), from sched_switch's
 /// prev_state: the sleeping states are the low seven bits (S D T t X Z P) on every kernel
@@ -72,64 +96,112 @@ enum State {
     Asleep(Option<Cause>),
 }
 
-/// The run's events, indexed for the questions asked per stall.
-pub struct Account<'a> {
-    trace: &'a KernelTrace,
-    target: Target,
-    /// Per thread: indexes into the trace's events that concern it, in time order.
-    by_thread: HashMap<i32, Vec<usize>>,
-    requests: Vec<Request>,
-    commits: Vec<Commit>,
+/// One device's requests: those in flight by sector, those completed (in the order they
+/// completed, kept while a call may still ask about them) and every service time.
+#[derive(Default)]
+struct DeviceLog {
+    in_flight: HashMap<u64, Vec<(u64, u64)>>,
+    in_flight_count: usize,
+    done: VecDeque<Request>,
+    service: LatencyRecorder,
 }
 
-impl<'a> Account<'a> {
-    pub fn new(trace: &'a KernelTrace, target: Target) -> Self {
-        let mut by_thread: HashMap<i32, Vec<usize>> = HashMap::new();
-        let mut issued: HashMap<(u32, u64), Vec<(u64, u64)>> = HashMap::new();
-        let mut requests = Vec::new();
-        let mut open_commits: HashMap<(u32, u32), usize> = HashMap::new();
-        let mut commits: Vec<Commit> = Vec::new();
-        for (i, e) in trace.events.iter().enumerate() {
-            match &e.event {
-                KernelEvent::Switch {
-                    prev_pid, next_pid, ..
-                } => {
-                    by_thread.entry(*prev_pid).or_default().push(i);
-                    if next_pid != prev_pid {
-                        by_thread.entry(*next_pid).or_default().push(i);
-                    }
+/// One filesystem's journal commits, kept while a call may ask about them, and counted.
+#[derive(Default)]
+struct JournalLog {
+    commits: VecDeque<Commit>,
+    started: u64,
+    longest_ms: Option<f64>,
+}
+
+/// The run's events, indexed for the questions asked per stall, fed in time order; what
+/// lies behind `kept_from_ns` has been let go, and the account's totals cover every event.
+#[derive(Default)]
+pub struct Account {
+    /// Per thread, the events that concern it (its scheduling, throttle pauses and
+    /// writeback waits), in time order.
+    threads: HashMap<i32, VecDeque<(u64, KernelEvent)>>,
+    thread_events: usize,
+    /// Per device as trace events number them.
+    devices: HashMap<u32, DeviceLog>,
+    journals: HashMap<u32, JournalLog>,
+    throttles: BTreeMap<i32, (u64, f64)>,
+    /// The flusher's work by (bdi, reason).
+    flushes: BTreeMap<(String, String), u64>,
+    events: u64,
+    kept_from_ns: u64,
+    /// Events let go before [`KEEP_BEHIND_NS`] to stay within [`MAX_KEPT`].
+    let_go_early: u64,
+}
+
+impl Account {
+    /// Takes one event; events come in time order.
+    pub fn add(&mut self, e: &TimedEvent) {
+        self.events += 1;
+        let mut to_thread = |tid: i32, threads: &mut HashMap<i32, VecDeque<(u64, KernelEvent)>>| {
+            threads
+                .entry(tid)
+                .or_default()
+                .push_back((e.ts_ns, e.event.clone()));
+            self.thread_events += 1;
+        };
+        match &e.event {
+            KernelEvent::Switch {
+                prev_pid, next_pid, ..
+            } => {
+                to_thread(*prev_pid, &mut self.threads);
+                if next_pid != prev_pid {
+                    to_thread(*next_pid, &mut self.threads);
                 }
-                KernelEvent::Wakeup { pid } => by_thread.entry(*pid).or_default().push(i),
-                KernelEvent::Throttle { .. } | KernelEvent::WritebackWait { .. } => {
-                    by_thread.entry(e.pid).or_default().push(i)
+            }
+            KernelEvent::Wakeup { pid } => to_thread(*pid, &mut self.threads),
+            // A throttle that did not put the writer to sleep explains nothing.
+            KernelEvent::Throttle { pause_ms, .. } if *pause_ms > 0 => {
+                let t = self.throttles.entry(e.pid).or_default();
+                t.0 += 1;
+                t.1 += *pause_ms as f64 / 1e3;
+                to_thread(e.pid, &mut self.threads);
+            }
+            KernelEvent::WritebackWait { .. } => to_thread(e.pid, &mut self.threads),
+            KernelEvent::RequestIssue {
+                dev,
+                sector,
+                sectors,
+                ..
+            } => {
+                let d = self.devices.entry(*dev).or_default();
+                // A sector has one request in flight: a second issue is the first
+                // requeued. Flushes (no sectors) queue up under their own key.
+                let key = if *sectors == 0 { FLUSH } else { *sector };
+                let waiting = d.in_flight.entry(key).or_default();
+                if *sectors > 0 {
+                    d.in_flight_count -= waiting.len();
+                    waiting.clear();
                 }
-                KernelEvent::RequestIssue {
-                    dev,
-                    sector,
-                    sectors,
-                    ..
-                } if Some(*dev) == target.disk => {
-                    // A sector has one request in flight: a second issue is the first
-                    // requeued. Flushes (no sectors) queue up under their own key.
-                    let key = if *sectors == 0 { FLUSH } else { *sector };
-                    let waiting = issued.entry((*dev, key)).or_default();
-                    if *sectors > 0 {
-                        waiting.clear();
-                    }
-                    waiting.push((e.ts_ns, u64::from(*sectors) * 512));
+                waiting.push((e.ts_ns, u64::from(*sectors) * 512));
+                d.in_flight_count += 1;
+                if d.in_flight_count > MAX_IN_FLIGHT {
+                    d.forget_oldest_in_flight();
                 }
-                // A flush completes at sector -1; the empty completion that follows a
-                // write with a pre-flush (0 sectors at 0) ends no request of its own.
-                KernelEvent::RequestComplete {
-                    dev,
-                    sector,
-                    sectors,
-                    ..
-                } if Some(*dev) == target.disk && (*sectors > 0 || *sector == FLUSH) => {
-                    if let Some(waiting) = issued.get_mut(&(*dev, *sector)) {
+            }
+            // A flush completes at sector -1; the empty completion that follows a write with
+            // a pre-flush (0 sectors at 0) ends no request of its own.
+            KernelEvent::RequestComplete {
+                dev,
+                sector,
+                sectors,
+                ..
+            } if *sectors > 0 || *sector == FLUSH => {
+                if let Some(d) = self.devices.get_mut(dev) {
+                    if let Some(waiting) = d.in_flight.get_mut(sector) {
                         if !waiting.is_empty() {
                             let (issue, bytes) = waiting.remove(0);
-                            requests.push(Request {
+                            if waiting.is_empty() {
+                                d.in_flight.remove(sector);
+                            }
+                            d.in_flight_count -= 1;
+                            d.service.record(e.ts_ns.saturating_sub(issue));
+                            d.done.push_back(Request {
                                 issue,
                                 complete: Some(e.ts_ns),
                                 bytes,
@@ -137,76 +209,129 @@ impl<'a> Account<'a> {
                         }
                     }
                 }
-                KernelEvent::CommitStart { dev, transaction } if Some(*dev) == target.fs_dev => {
-                    open_commits.insert((*dev, *transaction), commits.len());
-                    commits.push(Commit {
-                        transaction: *transaction,
-                        start: e.ts_ns,
-                        end: None,
-                        blocks: None,
-                    });
-                }
-                KernelEvent::CommitEnd { dev, transaction } if Some(*dev) == target.fs_dev => {
-                    if let Some(&c) = open_commits.get(&(*dev, *transaction)) {
-                        commits[c].end = Some(e.ts_ns);
-                    }
-                }
-                KernelEvent::CommitStats {
-                    dev,
-                    transaction,
-                    blocks,
-                    ..
-                } if Some(*dev) == target.fs_dev => {
-                    if let Some(&c) = open_commits.get(&(*dev, *transaction)) {
-                        commits[c].blocks = Some(*blocks);
-                    }
-                }
-                _ => {}
             }
-        }
-        // Requests the run ended before the device completed.
-        for ((_, _), waiting) in issued {
-            for (issue, bytes) in waiting {
-                requests.push(Request {
-                    issue,
-                    complete: None,
-                    bytes,
+            KernelEvent::CommitStart { dev, transaction } => {
+                let j = self.journals.entry(*dev).or_default();
+                j.started += 1;
+                j.commits.push_back(Commit {
+                    transaction: *transaction,
+                    start: e.ts_ns,
+                    end: None,
+                    blocks: None,
                 });
             }
-        }
-        requests.sort_by_key(|r| r.issue);
-        Account {
-            trace,
-            target,
-            by_thread,
-            requests,
-            commits,
+            KernelEvent::CommitEnd { dev, transaction } => {
+                if let Some(j) = self.journals.get_mut(dev) {
+                    if let Some(c) = j.find(*transaction) {
+                        c.end = Some(e.ts_ns);
+                        let ms = e.ts_ns.saturating_sub(c.start) as f64 / 1e6;
+                        j.longest_ms = Some(j.longest_ms.map_or(ms, |m: f64| m.max(ms)));
+                    }
+                }
+            }
+            KernelEvent::CommitStats {
+                dev,
+                transaction,
+                blocks,
+                ..
+            } => {
+                if let Some(c) = self
+                    .journals
+                    .get_mut(dev)
+                    .and_then(|j| j.find(*transaction))
+                {
+                    c.blocks = Some(*blocks);
+                }
+            }
+            KernelEvent::FlushStart { bdi, reason } => {
+                *self
+                    .flushes
+                    .entry((bdi.clone(), reason.clone()))
+                    .or_default() += 1;
+            }
+            _ => {}
         }
     }
 
-    fn bytes(&self, pages: u64) -> u64 {
-        pages.saturating_mul(self.target.page_bytes.max(1))
+    /// Events kept now (scheduler events, completed requests, commits).
+    fn kept(&self) -> usize {
+        self.thread_events
+            + self.devices.values().map(|d| d.done.len()).sum::<usize>()
+            + self
+                .journals
+                .values()
+                .map(|j| j.commits.len())
+                .sum::<usize>()
     }
 
-    /// The call's time by cause, with the evidence for what it waited on.
-    pub fn explain(&self, call: &SlowCall) -> StallCauses {
+    /// Lets go of what no call starting at or after `horizon_ns` asks about. Each thread
+    /// keeps its last switch onto a CPU before the horizon and what followed: where the
+    /// thread was at the horizon, and the marker it left before sleeping. Returns how many
+    /// events went.
+    fn let_go_before(&mut self, horizon_ns: u64) -> usize {
+        if horizon_ns <= self.kept_from_ns {
+            return 0;
+        }
+        let before = self.kept();
+        self.threads.retain(|tid, events| {
+            let behind = events.partition_point(|(ts, _)| *ts < horizon_ns);
+            let switch_in = events.range(..behind).rposition(
+                |(_, e)| matches!(e, KernelEvent::Switch { next_pid, .. } if next_pid == tid),
+            );
+            let any_switch = events
+                .range(..behind)
+                .rposition(|(_, e)| matches!(e, KernelEvent::Switch { .. }));
+            let keep_from = switch_in.or(any_switch).unwrap_or(behind);
+            events.drain(..keep_from);
+            !events.is_empty()
+        });
+        self.thread_events = self.threads.values().map(VecDeque::len).sum();
+        for d in self.devices.values_mut() {
+            while d
+                .done
+                .front()
+                .is_some_and(|r| r.complete.is_some_and(|c| c < horizon_ns))
+            {
+                d.done.pop_front();
+            }
+        }
+        for j in self.journals.values_mut() {
+            while j
+                .commits
+                .front()
+                .is_some_and(|c| c.end.is_some_and(|e| e < horizon_ns))
+            {
+                j.commits.pop_front();
+            }
+        }
+        self.kept_from_ns = horizon_ns;
+        before.saturating_sub(self.kept())
+    }
+
+    fn bytes(pages: u64, target: &Target) -> u64 {
+        pages.saturating_mul(target.page_bytes.max(1))
+    }
+
+    /// Whether the events a call needs are still kept.
+    fn can_explain(&self, call: &SlowCall) -> bool {
+        call.start_ns >= self.kept_from_ns
+    }
+
+    /// The call's time by cause, with the evidence for what it waited on, against `target`.
+    pub fn explain(&self, call: &SlowCall, target: &Target) -> StallCauses {
         let (a, b) = (call.start_ns, call.end_ns.max(call.start_ns));
-        let mut out = StallCauses {
-            partial: self.trace.lost > 0 || self.trace.lost_unknown,
-            ..Default::default()
-        };
-        let empty = Vec::new();
-        let mine = self.by_thread.get(&call.tid).unwrap_or(&empty);
-        let events = &self.trace.events;
+        let mut out = StallCauses::default();
+        let empty = VecDeque::new();
+        let mine = self.threads.get(&call.tid).unwrap_or(&empty);
         // Where the thread was at the call's start: its last scheduler event before it.
-        let first_inside = mine.partition_point(|&i| events[i].ts_ns < a);
+        let first_inside = mine.partition_point(|(ts, _)| *ts < a);
         let mut state = State::Running;
         let mut marker: Option<Cause> = None;
         let mut saw_scheduler = false;
         // Woken after its last switch but not yet running: waiting for a CPU at the start.
         let mut woken = false;
-        for &i in mine[..first_inside].iter().rev() {
-            match events[i].event {
+        for (_, e) in mine.range(..first_inside).rev() {
+            match e {
                 KernelEvent::Wakeup { .. } => woken = true,
                 KernelEvent::Switch {
                     prev_pid,
@@ -214,8 +339,8 @@ impl<'a> Account<'a> {
                     ..
                 } => {
                     saw_scheduler = true;
-                    state = if prev_pid == call.tid {
-                        if runnable(prev_state) || woken {
+                    state = if *prev_pid == call.tid {
+                        if runnable(*prev_state) || woken {
                             State::Runnable
                         } else {
                             State::Asleep(None)
@@ -230,8 +355,8 @@ impl<'a> Account<'a> {
         }
         // A marker emitted before the call and before the thread slept still names it.
         if let State::Asleep(_) = state {
-            for &i in mine[..first_inside].iter().rev() {
-                match &events[i].event {
+            for (_, e) in mine.range(..first_inside).rev() {
+                match e {
                     KernelEvent::Throttle { pause_ms, .. } if *pause_ms > 0 => {
                         state = State::Asleep(Some(Cause::Throttled));
                         break;
@@ -240,28 +365,24 @@ impl<'a> Account<'a> {
                         state = State::Asleep(Some(Cause::WritebackWait));
                         break;
                     }
-                    KernelEvent::Switch { .. } => {}
+                    KernelEvent::Switch { next_pid, .. } if *next_pid == call.tid => break,
                     _ => {}
-                }
-                if matches!(events[i].event, KernelEvent::Switch { next_pid, .. } if next_pid == call.tid)
-                {
-                    break;
                 }
             }
         }
         let mut since = a;
         let mut throttle = ThrottleEvidence::default();
         let mut longest_pause = -1i64;
-        let mut journal_at: Option<(f64, usize)> = None;
+        let mut journal_at: Option<(f64, Commit)> = None;
         let mut close = |state: State, from: u64, to: u64, out: &mut StallCauses| {
-            self.part(state, from, to, out, &mut journal_at)
+            self.part(state, from, to, target, out, &mut journal_at)
         };
-        for &i in &mine[first_inside..] {
-            let e = &events[i];
-            if e.ts_ns > b {
+        for (ts, e) in mine.range(first_inside..) {
+            let ts = *ts;
+            if ts > b {
                 break;
             }
-            match &e.event {
+            match e {
                 KernelEvent::Switch {
                     prev_pid,
                     prev_state,
@@ -269,24 +390,24 @@ impl<'a> Account<'a> {
                 } => {
                     saw_scheduler = true;
                     if *prev_pid == call.tid && *next_pid != call.tid {
-                        close(state, since, e.ts_ns, &mut out);
-                        since = e.ts_ns;
+                        close(state, since, ts, &mut out);
+                        since = ts;
                         state = if runnable(*prev_state) {
                             State::Runnable
                         } else {
                             State::Asleep(marker.take())
                         };
                     } else if *next_pid == call.tid {
-                        close(state, since, e.ts_ns, &mut out);
-                        since = e.ts_ns;
+                        close(state, since, ts, &mut out);
+                        since = ts;
                         state = State::Running;
                         marker = None;
                     }
                 }
                 KernelEvent::Wakeup { .. } => {
                     if let State::Asleep(_) = state {
-                        close(state, since, e.ts_ns, &mut out);
-                        since = e.ts_ns;
+                        close(state, since, ts, &mut out);
+                        since = ts;
                         state = State::Runnable;
                     }
                 }
@@ -306,11 +427,11 @@ impl<'a> Account<'a> {
                     if *pause_ms > longest_pause {
                         longest_pause = *pause_ms;
                         throttle.bdi = bdi.clone();
-                        throttle.dirty_bytes = self.bytes(*dirty_pages);
-                        throttle.setpoint_bytes = self.bytes(*setpoint_pages);
-                        throttle.limit_bytes = self.bytes(*limit_pages);
-                        throttle.wb_dirty_bytes = self.bytes(*wb_dirty_pages);
-                        throttle.wb_setpoint_bytes = self.bytes(*wb_setpoint_pages);
+                        throttle.dirty_bytes = Self::bytes(*dirty_pages, target);
+                        throttle.setpoint_bytes = Self::bytes(*setpoint_pages, target);
+                        throttle.limit_bytes = Self::bytes(*limit_pages, target);
+                        throttle.wb_dirty_bytes = Self::bytes(*wb_dirty_pages, target);
+                        throttle.wb_setpoint_bytes = Self::bytes(*wb_setpoint_pages, target);
                     }
                 }
                 KernelEvent::WritebackWait { .. } => marker = Some(Cause::WritebackWait),
@@ -333,18 +454,17 @@ impl<'a> Account<'a> {
             out.throttle = Some(throttle);
         }
         if let Some((_, c)) = journal_at {
-            let c = &self.commits[c];
             out.journal = Some(CommitEvidence {
-                dev: self.target.fs_dev.map(dev_name).unwrap_or_default(),
+                dev: target.fs_dev.map(dev_name).unwrap_or_default(),
                 transaction: c.transaction,
                 took_ms: c.end.map(|e| e.saturating_sub(c.start) as f64 / 1e6),
                 blocks: c.blocks,
             });
         }
-        let (requests, bytes, longest) = self.requests_over(a, b);
+        let (requests, bytes, longest) = self.requests_over(target, a, b);
         if requests > 0 {
             out.device = Some(DeviceEvidence {
-                dev: self.target.disk.map(dev_name).unwrap_or_default(),
+                dev: target.disk.map(dev_name).unwrap_or_default(),
                 requests,
                 bytes,
                 max_service_ms: longest.map_or(0.0, |(ns, _)| ns as f64 / 1e6),
@@ -364,8 +484,9 @@ impl<'a> Account<'a> {
         state: State,
         from: u64,
         to: u64,
+        target: &Target,
         out: &mut StallCauses,
-        journal_at: &mut Option<(f64, usize)>,
+        journal_at: &mut Option<(f64, Commit)>,
     ) {
         if to <= from {
             return;
@@ -375,14 +496,14 @@ impl<'a> Account<'a> {
             State::Running => Cause::Running,
             State::Runnable => Cause::Cpu,
             State::Asleep(Some(c)) => c,
-            State::Asleep(None) => match self.commit_over(from, to) {
+            State::Asleep(None) => match self.commit_over(target, from, to) {
                 Some(c) => {
                     if journal_at.is_none_or(|(longest, _)| s > longest) {
                         *journal_at = Some((s, c));
                     }
                     Cause::Journal
                 }
-                None if self.requests_over(from, to).0 > 0 => Cause::Device,
+                None if self.requests_over(target, from, to).0 > 0 => Cause::Device,
                 None => Cause::Unexplained,
             },
         };
@@ -390,30 +511,45 @@ impl<'a> Account<'a> {
     }
 
     /// The journal commit that covers most of [from, to], if one covers at least half.
-    fn commit_over(&self, from: u64, to: u64) -> Option<usize> {
+    fn commit_over(&self, target: &Target, from: u64, to: u64) -> Option<Commit> {
         let span = to - from;
-        self.commits
+        let journal = self.journals.get(&target.fs_dev?)?;
+        journal
+            .commits
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
+            .map(|c| {
                 let end = c.end.unwrap_or(u64::MAX);
-                (i, end.min(to).saturating_sub(c.start.max(from)))
+                (c, end.min(to).saturating_sub(c.start.max(from)))
             })
             .filter(|(_, overlap)| *overlap * 2 >= span)
             .max_by_key(|(_, overlap)| *overlap)
-            .map(|(i, _)| i)
+            .map(|(c, _)| *c)
     }
 
     /// Requests in flight on the target at some point in [from, to]: how many, their bytes,
-    /// and the longest service time with that request's size.
-    fn requests_over(&self, from: u64, to: u64) -> (u64, u64, Option<(u64, u64)>) {
-        let upto = self.requests.partition_point(|r| r.issue <= to);
+    /// and the longest service time with that request's size (one still in flight counts
+    /// until `to`).
+    fn requests_over(&self, target: &Target, from: u64, to: u64) -> (u64, u64, Option<(u64, u64)>) {
+        let Some(d) = target.disk.and_then(|k| self.devices.get(&k)) else {
+            return (0, 0, None);
+        };
+        let first = d
+            .done
+            .partition_point(|r| r.complete.is_some_and(|c| c < from));
+        let in_flight = d
+            .in_flight
+            .values()
+            .flatten()
+            .map(|&(issue, bytes)| Request {
+                issue,
+                complete: None,
+                bytes,
+            });
         let mut n = 0;
         let mut bytes = 0;
         let mut longest: Option<(u64, u64)> = None;
-        for r in &self.requests[..upto] {
-            let end = r.complete.unwrap_or(u64::MAX);
-            if end < from {
+        for r in d.done.range(first..).copied().chain(in_flight) {
+            if r.issue > to {
                 continue;
             }
             n += 1;
@@ -426,154 +562,392 @@ impl<'a> Account<'a> {
         (n, bytes, longest)
     }
 
-    /// The run's account: throttling per thread, journal commits, the device's service
-    /// times, the flusher's work; `stall_seconds` is left for the caller to sum.
-    pub fn summary(&self, names: &HashMap<i32, String>) -> KernelAccount {
-        let mut throttles: BTreeMap<i32, (u64, f64)> = BTreeMap::new();
-        let mut flushes: BTreeMap<String, u64> = BTreeMap::new();
-        for e in &self.trace.events {
-            match &e.event {
-                KernelEvent::Throttle { pause_ms, .. } if *pause_ms > 0 => {
-                    let t = throttles.entry(e.pid).or_default();
-                    t.0 += 1;
-                    t.1 += *pause_ms as f64 / 1e3;
-                }
-                KernelEvent::FlushStart { bdi, reason } if self.is_target(bdi) => {
-                    *flushes.entry(reason.clone()).or_default() += 1;
-                }
-                _ => {}
-            }
-        }
-        let mut service: Vec<u64> = self
-            .requests
-            .iter()
-            .filter_map(|r| r.complete.map(|c| c.saturating_sub(r.issue)))
-            .collect();
-        service.sort_unstable();
-        let pick = |p: f64| -> Option<f64> {
-            if service.is_empty() {
-                return None;
-            }
-            // Nearest rank, as trace-cmd users compute it from the same list.
-            let rank = ((p * service.len() as f64).ceil() as usize).clamp(1, service.len());
-            Some(service[rank - 1] as f64 / 1e6)
-        };
-        let finished: Vec<f64> = self
-            .commits
-            .iter()
-            .filter_map(|c| c.end.map(|e| e.saturating_sub(c.start) as f64 / 1e6))
-            .collect();
+    /// The run's account on `target`: throttling per thread, journal commits, the device's
+    /// service times, the flusher's work; `stall_seconds` is left for the caller to sum.
+    pub fn summary(
+        &self,
+        trace: &KernelTrace,
+        target: &Target,
+        names: &HashMap<i32, String>,
+    ) -> KernelAccount {
+        let device = target.disk.and_then(|k| self.devices.get(&k));
+        let journal = target.fs_dev.and_then(|k| self.journals.get(&k));
+        let service = device.map(|d| &d.service).filter(|s| s.count() > 0);
+        let ms = |ns: u64| ns as f64 / 1e6;
         KernelAccount {
             inferred_because: None,
-            source: self.trace.source.clone(),
-            traced_mono_ns: Some([self.trace.window_ns.0, self.trace.window_ns.1]),
-            events: self.trace.events.len() as u64,
-            lost_events: self.trace.lost,
-            lost_unknown: self.trace.lost_unknown,
-            events_not_kept: self.trace.not_kept,
+            source: trace.source.clone(),
+            traced_mono_ns: Some([trace.window_ns.0, trace.window_ns.1]),
+            events: self.events,
+            lost_events: trace.lost,
+            lost_unknown: trace.lost_unknown,
+            events_not_kept: self.let_go_early,
             stalls_not_explained: 0,
-            reader_cpu_s: self.trace.reader_cpu_s,
-            missing: self.trace.missing.clone(),
-            throttled_threads: throttles
-                .into_iter()
+            reader_cpu_s: trace.reader_cpu_s,
+            missing: trace.missing.clone(),
+            throttled_threads: self
+                .throttles
+                .iter()
                 .map(|(tid, (pauses, pause_s))| ThreadThrottle {
-                    tid,
+                    tid: *tid,
                     name: names
-                        .get(&tid)
+                        .get(tid)
                         .cloned()
                         .unwrap_or_else(|| format!("thread {tid}")),
-                    pauses,
-                    pause_s,
+                    pauses: *pauses,
+                    pause_s: *pause_s,
                 })
                 .collect(),
-            journal_commits: self.commits.len() as u64,
-            journal_commit_max_ms: finished.iter().copied().reduce(f64::max),
-            device_requests: self.requests.len() as u64,
-            device_service_p50_ms: pick(0.50),
-            device_service_p99_ms: pick(0.99),
-            device_service_max_ms: service.last().map(|ns| *ns as f64 / 1e6),
-            flushes: flushes
+            journal_commits: journal.map_or(0, |j| j.started),
+            journal_commit_max_ms: journal.and_then(|j| j.longest_ms),
+            device_requests: device.map_or(0, |d| d.service.count() + d.in_flight_count as u64),
+            device_service_p50_ms: service.map(|s| ms(s.value_at_percentile(50.0))),
+            device_service_p99_ms: service.map(|s| ms(s.value_at_percentile(99.0))),
+            device_service_max_ms: service.map(|s| ms(s.summary(&[]).max_ns)),
+            flushes: self
+                .flushes
+                .iter()
+                .filter(|((bdi, _), _)| target.bdi.as_deref().is_none_or(|t| t == bdi))
+                .fold(BTreeMap::<&str, u64>::new(), |mut by, ((_, reason), n)| {
+                    *by.entry(reason).or_default() += n;
+                    by
+                })
                 .into_iter()
-                .map(|(reason, count)| FlushCount { reason, count })
+                .map(|(reason, count)| FlushCount {
+                    reason: reason.to_string(),
+                    count,
+                })
                 .collect(),
             stall_seconds: CauseSeconds::default(),
         }
     }
+}
 
-    fn is_target(&self, bdi: &str) -> bool {
-        self.target.bdi.as_deref().is_none_or(|t| t == bdi)
+impl DeviceLog {
+    /// Drops the request in flight longest: its completion was lost.
+    fn forget_oldest_in_flight(&mut self) {
+        let oldest = self
+            .in_flight
+            .iter()
+            .filter_map(|(k, v)| v.first().map(|(issue, _)| (*issue, *k)))
+            .min();
+        if let Some((_, key)) = oldest {
+            if let Some(v) = self.in_flight.get_mut(&key) {
+                v.remove(0);
+                if v.is_empty() {
+                    self.in_flight.remove(&key);
+                }
+                self.in_flight_count -= 1;
+            }
+        }
     }
 }
 
-/// Each slow call explained (None past the events kept: no breakdown rather than a wrong
-/// one), and the run's account with every cause's time summed over them.
-pub fn explain_all(
-    trace: &KernelTrace,
-    target: Target,
-    calls: &[SlowCall],
-    names: &HashMap<i32, String>,
-) -> (Vec<Option<StallCauses>>, KernelAccount) {
-    let account = Account::new(trace, target);
-    let mut total = CauseSeconds::default();
-    let mut not_explained = 0;
-    let causes = calls
-        .iter()
-        .map(|call| {
-            if trace.kept_until_ns.is_some_and(|t| call.end_ns >= t) {
-                not_explained += 1;
-                return None;
-            }
-            let causes = account.explain(call);
-            for c in Cause::ALL {
-                total.add(c, causes.seconds.get(c));
-            }
-            Some(causes)
-        })
-        .collect();
-    let mut summary = account.summary(names);
-    summary.stall_seconds = total;
-    summary.stalls_not_explained = not_explained;
-    (causes, summary)
+impl JournalLog {
+    /// The newest commit of this transaction (they are searched from the newest: the one
+    /// asked about is the latest).
+    fn find(&mut self, transaction: u32) -> Option<&mut Commit> {
+        self.commits
+            .iter_mut()
+            .rev()
+            .find(|c| c.transaction == transaction)
+    }
 }
 
-/// A system call as the kernel's raw_syscalls events saw it: its thread, number and times.
+/// Who handed a call over: the caller's own number for it, or the traced system call (by
+/// its number) that the analysis found slow itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TracedCall {
-    pub tid: i32,
-    pub nr: i64,
-    pub enter_ns: u64,
-    pub exit_ns: u64,
+pub enum CallTag {
+    Caller(u64),
+    Syscall(i64),
 }
 
-/// The traced calls of the threads not in `ignore` (the watch's own), paired enter to exit
-/// per thread; a call still running at the end, or whose exit was lost, is left out.
-pub fn traced_calls(trace: &KernelTrace, ignore: &[i32]) -> Vec<TracedCall> {
-    let mut open: HashMap<i32, (i64, u64)> = HashMap::new();
-    let mut out = Vec::new();
-    for e in &trace.events {
-        if ignore.contains(&e.pid) {
-            continue;
+/// A call handed over, explained (None: the events it needed were no longer kept).
+#[derive(Debug, Clone)]
+pub struct Explained {
+    pub tag: CallTag,
+    pub call: SlowCall,
+    pub causes: Option<StallCauses>,
+}
+
+struct Pending {
+    tag: CallTag,
+    call: SlowCall,
+    /// The directory of the file the call wrote, when its target is that file's, not the
+    /// run's (a captured recorder writes anywhere).
+    dir: Option<PathBuf>,
+}
+
+/// Traced write calls of another program, paired enter to exit per thread as they come.
+struct Syscalls {
+    threshold_ns: u64,
+    /// The watch's own threads.
+    ignore: Vec<i32>,
+    open: HashMap<i32, (i64, u64)>,
+    seen: u64,
+}
+
+/// The analysis while the run goes on: the events as the reader hands them over, the calls
+/// as the run hands them over, each explained once its events are in.
+pub struct Live {
+    account: Account,
+    target: Target,
+    /// Targets by directory, for calls that name theirs.
+    targets: HashMap<PathBuf, Target>,
+    pending: Vec<Pending>,
+    explained: Vec<Explained>,
+    not_listed: u64,
+    not_explained: u64,
+    stall_seconds: CauseSeconds,
+    settled_ns: u64,
+    syscalls: Option<Syscalls>,
+}
+
+impl Live {
+    fn new(target: Target) -> Live {
+        Live {
+            account: Account::default(),
+            target,
+            targets: HashMap::new(),
+            pending: Vec::new(),
+            explained: Vec::new(),
+            not_listed: 0,
+            not_explained: 0,
+            stall_seconds: CauseSeconds::default(),
+            settled_ns: 0,
+            syscalls: None,
+        }
+    }
+
+    fn take(&mut self, events: &[TimedEvent], settled_ns: u64) {
+        for e in events {
+            if let Some(s) = &mut self.syscalls {
+                s.add(e, &mut self.pending);
+            }
+            self.account.add(e);
+        }
+        self.settled_ns = self.settled_ns.max(settled_ns);
+        self.explain_settled();
+        if settled_ns != u64::MAX {
+            self.let_go();
+        }
+    }
+
+    /// Explains the calls whose events are all in.
+    fn explain_settled(&mut self) {
+        let settled = self.settled_ns;
+        let (ready, waiting): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| {
+                settled == u64::MAX || p.call.end_ns.saturating_add(EXPLAIN_AFTER_NS) <= settled
+            });
+        self.pending = waiting;
+        for p in ready {
+            let causes = if self.account.can_explain(&p.call) {
+                let target = match &p.dir {
+                    Some(dir) => self
+                        .targets
+                        .entry(dir.clone())
+                        .or_insert_with(|| crate::target::target_of(dir))
+                        .clone(),
+                    None => self.target.clone(),
+                };
+                let causes = self.account.explain(&p.call, &target);
+                for c in Cause::ALL {
+                    self.stall_seconds.add(c, causes.seconds.get(c));
+                }
+                Some(causes)
+            } else {
+                self.not_explained += 1;
+                None
+            };
+            if self.explained.len() < MAX_LISTED {
+                self.explained.push(Explained {
+                    tag: p.tag,
+                    call: p.call,
+                    causes,
+                });
+            } else {
+                self.not_listed += 1;
+            }
+        }
+    }
+
+    /// Lets go of the events behind every call still to come, and more while over
+    /// [`MAX_KEPT`].
+    fn let_go(&mut self) {
+        let settled = self.settled_ns;
+        let mut horizon = self
+            .pending
+            .iter()
+            .map(|p| p.call.start_ns)
+            .fold(settled.saturating_sub(KEEP_BEHIND_NS), u64::min);
+        self.account.let_go_before(horizon);
+        while self.account.kept() > MAX_KEPT && horizon < settled {
+            horizon += (settled - horizon).div_ceil(2);
+            let n = self.account.let_go_before(horizon);
+            self.account.let_go_early += n as u64;
+        }
+    }
+}
+
+impl Syscalls {
+    fn add(&mut self, e: &TimedEvent, pending: &mut Vec<Pending>) {
+        if self.ignore.contains(&e.pid) {
+            return;
         }
         match e.event {
             KernelEvent::SyscallEnter { nr } => {
-                open.insert(e.pid, (nr, e.ts_ns));
+                self.open.insert(e.pid, (nr, e.ts_ns));
             }
             KernelEvent::SyscallExit { nr, .. } => {
-                if let Some((entered, at)) = open.remove(&e.pid) {
+                // A call still running at the end, or whose exit was lost, is left out.
+                if let Some((entered, at)) = self.open.remove(&e.pid) {
                     if entered == nr {
-                        out.push(TracedCall {
-                            tid: e.pid,
-                            nr,
-                            enter_ns: at,
-                            exit_ns: e.ts_ns,
-                        });
+                        self.seen += 1;
+                        if e.ts_ns.saturating_sub(at) >= self.threshold_ns {
+                            pending.push(Pending {
+                                tag: CallTag::Syscall(nr),
+                                call: SlowCall {
+                                    tid: e.pid,
+                                    start_ns: at,
+                                    end_ns: e.ts_ns,
+                                },
+                                dir: None,
+                            });
+                        }
                     }
                 }
             }
             _ => {}
         }
     }
-    out
+}
+
+/// A run's analysis, shared between the trace reader (which hands it the events) and the
+/// run's threads (which hand it their slow calls).
+#[derive(Clone)]
+pub struct LiveAnalysis(Arc<Mutex<Live>>);
+
+/// What a finished analysis found: each call handed over, explained, and the run's account.
+pub struct Finished {
+    pub explained: Vec<Explained>,
+    /// Calls past [`MAX_LISTED`], summed in the account but not listed.
+    pub not_listed: u64,
+    /// Traced write calls seen (`watching_syscalls`).
+    pub syscalls_seen: u64,
+    pub account: KernelAccount,
+}
+
+struct Feed(LiveAnalysis);
+
+impl EventSink for Feed {
+    fn events(&mut self, events: &[TimedEvent], settled_ns: u64) {
+        self.0.lock().take(events, settled_ns);
+    }
+}
+
+impl LiveAnalysis {
+    /// An analysis of calls on `target`.
+    pub fn new(target: Target) -> LiveAnalysis {
+        LiveAnalysis(Arc::new(Mutex::new(Live::new(target))))
+    }
+
+    /// An analysis that also finds the slow calls itself among the traced system calls of
+    /// the threads not in `ignore`: each taking `threshold_ns` or longer is explained.
+    pub fn watching_syscalls(target: Target, threshold_ns: u64, ignore: Vec<i32>) -> LiveAnalysis {
+        let mut live = Live::new(target);
+        live.syscalls = Some(Syscalls {
+            threshold_ns,
+            ignore,
+            open: HashMap::new(),
+            seen: 0,
+        });
+        LiveAnalysis(Arc::new(Mutex::new(live)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the trace session hands its events to.
+    pub fn sink(&self) -> Box<dyn EventSink> {
+        Box::new(Feed(self.clone()))
+    }
+
+    /// Hands over a slow call, once it has ended: explained against the run's target, or
+    /// that of `dir` (the directory of the file it wrote) when given.
+    pub fn hand_over(&self, tag: u64, call: SlowCall, dir: Option<&Path>) {
+        let mut live = self.lock();
+        // Calls wait here 2 s at most while events come in; more than this many waiting
+        // means none do (the trace never started): they are counted, not kept.
+        if live.pending.len() >= MAX_KEPT {
+            live.not_explained += 1;
+            return;
+        }
+        live.pending.push(Pending {
+            tag: CallTag::Caller(tag),
+            call,
+            dir: dir.map(Path::to_path_buf),
+        });
+    }
+
+    /// Explains what is still pending (call it after the trace session has finished, so
+    /// that every event is in) and gives the run's account on `summary_target` (the run's
+    /// own target when None). A trace that lost events marks every breakdown partial.
+    pub fn finish(
+        &self,
+        trace: &KernelTrace,
+        summary_target: Option<Target>,
+        names: &HashMap<i32, String>,
+    ) -> Finished {
+        let mut live = self.lock();
+        live.settled_ns = u64::MAX;
+        live.explain_settled();
+        let target = summary_target.unwrap_or_else(|| live.target.clone());
+        let mut account = live.account.summary(trace, &target, names);
+        account.stall_seconds = live.stall_seconds.clone();
+        account.stalls_not_explained = live.not_explained;
+        let partial = trace.lost > 0 || trace.lost_unknown;
+        let mut explained = std::mem::take(&mut live.explained);
+        if partial {
+            for c in explained.iter_mut().filter_map(|e| e.causes.as_mut()) {
+                c.partial = true;
+            }
+        }
+        Finished {
+            explained,
+            not_listed: live.not_listed,
+            syscalls_seen: live.syscalls.as_ref().map_or(0, |s| s.seen),
+            account,
+        }
+    }
+}
+
+/// Each slow call explained from a whole run's events at once (None where the events it
+/// needed were let go), and the run's account with every cause's time summed over them.
+pub fn explain_all(
+    trace: &KernelTrace,
+    events: &[TimedEvent],
+    target: Target,
+    calls: &[SlowCall],
+    names: &HashMap<i32, String>,
+) -> (Vec<Option<StallCauses>>, KernelAccount) {
+    let analysis = LiveAnalysis::new(target);
+    for (i, call) in calls.iter().enumerate() {
+        analysis.hand_over(i as u64, *call, None);
+    }
+    analysis.sink().events(events, u64::MAX);
+    let finished = analysis.finish(trace, None, names);
+    let mut causes = vec![None; calls.len()];
+    for e in finished.explained {
+        if let CallTag::Caller(i) = e.tag {
+            if let Some(slot) = causes.get_mut(i as usize) {
+                *slot = e.causes;
+            }
+        }
+    }
+    (causes, finished.account)
 }
 
 #[cfg(test)]
@@ -617,31 +991,31 @@ mod tests {
     #[test]
     fn a_call_is_split_by_what_its_thread_did() {
         let ms = 1_000_000u64;
-        let trace = KernelTrace {
-            events: vec![
-                at(100 * ms, 5, throttle(200)),
-                at(100 * ms, 5, switch(5, 2, 0)),
-                at(300 * ms, 0, KernelEvent::Wakeup { pid: 5 }),
-                at(350 * ms, 0, switch(0, 0, 5)),
-                at(400 * ms, 5, switch(5, 0x100, 9)),
-                at(420 * ms, 9, switch(9, 1, 5)),
-                at(450 * ms, 5, switch(5, 1, 0)),
-                at(480 * ms, 0, switch(0, 0, 5)),
-            ],
+        let mut account = Account::default();
+        for e in [
+            at(100 * ms, 5, throttle(200)),
+            at(100 * ms, 5, switch(5, 2, 0)),
+            at(300 * ms, 0, KernelEvent::Wakeup { pid: 5 }),
+            at(350 * ms, 0, switch(0, 0, 5)),
+            at(400 * ms, 5, switch(5, 0x100, 9)),
+            at(420 * ms, 9, switch(9, 1, 5)),
+            at(450 * ms, 5, switch(5, 1, 0)),
+            at(480 * ms, 0, switch(0, 0, 5)),
+        ] {
+            account.add(&e);
+        }
+        let target = Target {
+            page_bytes: 4096,
             ..Default::default()
         };
-        let account = Account::new(
-            &trace,
-            Target {
-                page_bytes: 4096,
-                ..Default::default()
+        let c = account.explain(
+            &SlowCall {
+                tid: 5,
+                start_ns: 50 * ms,
+                end_ns: 500 * ms,
             },
+            &target,
         );
-        let c = account.explain(&SlowCall {
-            tid: 5,
-            start_ns: 50 * ms,
-            end_ns: 500 * ms,
-        });
         let s = &c.seconds;
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(close(s.throttled_s, 0.200), "{s:?}");
@@ -659,11 +1033,185 @@ mod tests {
             c.evidence()
         );
         // A thread already woken when the call begins waits for the CPU, not the sleep.
-        let c = account.explain(&SlowCall {
-            tid: 5,
-            start_ns: 320 * ms,
-            end_ns: 350 * ms,
-        });
+        let c = account.explain(
+            &SlowCall {
+                tid: 5,
+                start_ns: 320 * ms,
+                end_ns: 350 * ms,
+            },
+            &target,
+        );
         assert!(close(c.seconds.cpu_s, 0.030), "{:?}", c.seconds);
+    }
+
+    /// A writer thread on device 7:0 for `seconds`: every 100 ms it writes for 2 ms, issues
+    /// a request that the device completes 30 ms later, and sleeps; every 10 s a write is
+    /// throttled for 80 ms. Returns the events and the throttled calls.
+    fn a_long_recording(seconds: u64) -> (Vec<TimedEvent>, Vec<SlowCall>) {
+        let ms = 1_000_000u64;
+        let dev = 7 << 20;
+        let mut events = Vec::new();
+        let mut calls = Vec::new();
+        for k in 0..seconds * 10 {
+            let t = 1_000 * ms + k * 100 * ms;
+            events.push(at(t, 0, switch(0, 0, 5)));
+            let issue = KernelEvent::RequestIssue {
+                dev,
+                sector: k * 8,
+                sectors: 8,
+                rwbs: "W".into(),
+            };
+            events.push(at(t + ms, 5, issue));
+            if k % 100 == 50 {
+                events.push(at(t + 2 * ms, 5, throttle(80)));
+                events.push(at(t + 2 * ms, 5, switch(5, 2, 0)));
+                events.push(at(t + 82 * ms, 0, KernelEvent::Wakeup { pid: 5 }));
+                events.push(at(t + 82 * ms, 0, switch(0, 0, 5)));
+                calls.push(SlowCall {
+                    tid: 5,
+                    start_ns: t,
+                    end_ns: t + 83 * ms,
+                });
+            }
+            let complete = KernelEvent::RequestComplete {
+                dev,
+                sector: k * 8,
+                sectors: 8,
+                error: 0,
+            };
+            events.push(at(t + 31 * ms, 0, complete));
+            let sleep_at = if k % 100 == 50 {
+                t + 83 * ms
+            } else {
+                t + 2 * ms
+            };
+            events.push(at(sleep_at, 5, switch(5, 1, 0)));
+        }
+        events.sort_by_key(|e| e.ts_ns);
+        (events, calls)
+    }
+
+    /// Hours of events fed as the reader hands them over, each call handed over as it ends:
+    /// every call explained as the whole run explains it, the account the same, and never
+    /// more than a minute and a half of events kept.
+    #[test]
+    fn a_long_run_is_explained_while_it_goes_on_and_keeps_a_window_of_events() {
+        let (events, calls) = a_long_recording(2 * 3600);
+        let target = Target {
+            disk: Some(7 << 20),
+            page_bytes: 4096,
+            ..Default::default()
+        };
+        let trace = KernelTrace::default();
+        let names = HashMap::new();
+        let (whole, whole_account) = explain_all(&trace, &events, target.clone(), &calls, &names);
+        let live = LiveAnalysis::new(target);
+        let mut sink = live.sink();
+        let mut handed = 0;
+        let mut peak = 0;
+        // Batches of 100 ms, settled at the start of the one before, as the reader does.
+        let mut from = 0;
+        let mut settled = 0;
+        let batch_ns = 100_000_000;
+        let mut until = events[0].ts_ns;
+        while from < events.len() {
+            until += batch_ns;
+            let to = events.partition_point(|e| e.ts_ns < until);
+            while handed < calls.len() && calls[handed].end_ns < until {
+                live.hand_over(handed as u64, calls[handed], None);
+                handed += 1;
+            }
+            sink.events(&events[from..to], settled);
+            peak = peak.max(live.lock().account.kept());
+            settled = until - batch_ns;
+            from = to;
+        }
+        sink.events(&[], u64::MAX);
+        let finished = live.finish(&trace, None, &names);
+        assert_eq!(finished.explained.len(), calls.len());
+        for e in &finished.explained {
+            let CallTag::Caller(i) = e.tag else {
+                panic!("a caller's tag")
+            };
+            assert_eq!(e.causes, whole[i as usize], "call {i}");
+        }
+        let c = finished.explained[3].causes.as_ref().expect("explained");
+        assert_eq!(c.largest, Some(Cause::Throttled), "{c:?}");
+        assert!(c.device.is_some(), "{c:?}");
+        assert_eq!(finished.account.events, whole_account.events);
+        assert_eq!(finished.account.device_requests, 72_000);
+        assert_eq!(
+            finished.account.device_service_p99_ms,
+            whole_account.device_service_p99_ms
+        );
+        assert_eq!(finished.account.stall_seconds, whole_account.stall_seconds);
+        assert_eq!(finished.account.stalls_not_explained, 0);
+        // 60 s behind, plus the 2 s a call waits for its requests, at about 50 events a
+        // second: some 3,100 events, of 360,000.
+        assert!(peak < 4_000, "kept at most {peak} events");
+    }
+
+    /// More events than may be kept in the window: the oldest go sooner, a call that
+    /// began before them is counted as not explained, and what is kept stays bounded.
+    #[test]
+    fn too_many_events_let_the_oldest_go_and_say_which_calls_lost_theirs() {
+        let ms = 1_000_000u64;
+        let live = LiveAnalysis::new(Target::default());
+        let mut sink = live.sink();
+        // A call of 30 s, handed over when it ends, behind 3,000 switches a second.
+        let long = SlowCall {
+            tid: 5,
+            start_ns: 1_000 * ms,
+            end_ns: 31_000 * ms,
+        };
+        let mut t = 1_000 * ms;
+        let mut peak = 0;
+        while t < 40_000 * ms {
+            let batch: Vec<TimedEvent> = (0..300)
+                .map(|i| at(t + i * ms / 3, 0, switch(9, 1, 9 + (i % 7) as i32)))
+                .collect();
+            sink.events(&batch, t);
+            if t == 31_000 * ms {
+                live.hand_over(0, long, None);
+            }
+            peak = peak.max(live.lock().account.kept());
+            t += 100 * ms;
+        }
+        let finished = live.finish(&KernelTrace::default(), None, &HashMap::new());
+        assert!(peak <= MAX_KEPT + 600, "kept {peak}");
+        assert_eq!(finished.explained.len(), 1);
+        assert!(finished.explained[0].causes.is_none());
+        assert_eq!(finished.account.stalls_not_explained, 1);
+        assert!(finished.account.events_not_kept > 0);
+    }
+
+    /// Another program's traced write calls are paired enter to exit per thread, and the
+    /// slow ones found and explained without being handed over.
+    #[test]
+    fn slow_traced_calls_are_found_in_the_stream() {
+        let ms = 1_000_000u64;
+        let live = LiveAnalysis::watching_syscalls(Target::default(), 100 * ms, vec![99]);
+        let mut sink = live.sink();
+        let events = vec![
+            at(10 * ms, 7, KernelEvent::SyscallEnter { nr: 1 }),
+            at(11 * ms, 7, KernelEvent::SyscallExit { nr: 1, ret: 4096 }),
+            at(20 * ms, 7, KernelEvent::SyscallEnter { nr: 1 }),
+            at(20 * ms, 7, switch(7, 2, 0)),
+            at(270 * ms, 0, KernelEvent::Wakeup { pid: 7 }),
+            at(270 * ms, 0, switch(0, 0, 7)),
+            at(271 * ms, 7, KernelEvent::SyscallExit { nr: 1, ret: 4096 }),
+            // The watch's own thread, however slow, is not the program's.
+            at(300 * ms, 99, KernelEvent::SyscallEnter { nr: 1 }),
+            at(900 * ms, 99, KernelEvent::SyscallExit { nr: 1, ret: 1 }),
+        ];
+        sink.events(&events, u64::MAX);
+        let finished = live.finish(&KernelTrace::default(), None, &HashMap::new());
+        assert_eq!(finished.syscalls_seen, 2);
+        assert_eq!(finished.explained.len(), 1);
+        let e = &finished.explained[0];
+        assert_eq!(e.tag, CallTag::Syscall(1));
+        assert_eq!((e.call.start_ns, e.call.end_ns), (20 * ms, 271 * ms));
+        let c = e.causes.as_ref().expect("explained");
+        assert!((c.seconds.unexplained_s - 0.250).abs() < 1e-9, "{c:?}");
     }
 }

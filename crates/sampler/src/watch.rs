@@ -17,26 +17,25 @@ pub use sinkrate_model::watch::{SettingsChange, SlowCall, WatchConfig, WatchRepo
 use sinkrate_sys::tracefs::{self, TraceRequest, TraceSession};
 
 #[cfg(target_os = "linux")]
-use crate::causes::{SlowCall as SlowCallSpan, Target};
+use crate::causes::{CallTag, LiveAnalysis, Target};
 
 /// Elsewhere the kernel's trace events are not read.
 #[cfg(not(target_os = "linux"))]
-struct TraceSession;
+struct Tracing;
 
 #[cfg(not(target_os = "linux"))]
-fn start_tracing(_cfg: &WatchConfig) -> Result<TraceSession, String> {
+fn start_tracing(_cfg: &WatchConfig) -> Result<Tracing, String> {
     Err("the kernel's trace events are read on Linux only".into())
 }
 
 #[cfg(not(target_os = "linux"))]
 fn explain_calls(
-    tracing: Result<TraceSession, String>,
+    tracing: Result<Tracing, String>,
     _cfg: &WatchConfig,
     _started: Instant,
     _watched: &[u32],
-) -> (Vec<SlowCall>, u64, KernelAccount) {
-    let why = tracing.err().unwrap_or_default();
-    (Vec::new(), 0, KernelAccount::inferred(why))
+) -> TracedCalls {
+    TracedCalls::inferred(tracing.err().unwrap_or_default())
 }
 
 /// The shortest interval watch samples at.
@@ -267,7 +266,7 @@ pub fn run<O: WatchObserver>(
         .copied()
         .chain(child.as_ref().map(|c| c.id()))
         .collect();
-    let (slow_calls, write_calls, kernel) = explain_calls(tracing, cfg, started, &watched);
+    let traced = explain_calls(tracing, cfg, started, &watched);
     Ok(WatchReport {
         config,
         command_exit_code: status.map(exit_code),
@@ -278,17 +277,55 @@ pub fn run<O: WatchObserver>(
         summary,
         hogs: core.top_hogs(10),
         timeline: timeline.into_samples(),
-        slow_calls,
-        write_calls,
-        kernel,
+        slow_calls: traced.slow,
+        slow_calls_not_listed: traced.not_listed,
+        write_calls: traced.write_calls,
+        kernel: traced.kernel,
     })
+}
+
+/// The watched program's traced write calls: the slow ones explained, how many more were
+/// slow than listed, how many there were, and the kernel's account.
+struct TracedCalls {
+    slow: Vec<SlowCall>,
+    not_listed: u64,
+    write_calls: u64,
+    kernel: KernelAccount,
+}
+
+impl TracedCalls {
+    fn inferred(why: String) -> TracedCalls {
+        TracedCalls {
+            slow: Vec::new(),
+            not_listed: 0,
+            write_calls: 0,
+            kernel: KernelAccount::inferred(why),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// A watch's tracing: the session and the analysis its events stream into.
+struct Tracing {
+    session: TraceSession,
+    analysis: LiveAnalysis,
+}
+
+#[cfg(target_os = "linux")]
+/// The device the watch explains stalls against, as trace events number it: the one
+/// `--device` given.
+fn watched_device(cfg: &WatchConfig) -> Option<(u32, u32)> {
+    match cfg.devices.as_slice() {
+        [one] => tracefs::block_dev_numbers(one),
+        _ => None,
+    }
 }
 
 #[cfg(target_os = "linux")]
 /// The kernel's events of the watched program's threads (their write calls, pauses, waits
-/// and scheduling) and of the watched device; why not, when they cannot be read or nothing
-/// is watched.
-fn start_tracing(cfg: &WatchConfig) -> Result<TraceSession, String> {
+/// and scheduling) and of the watched device, explained as they come (a watch of days
+/// keeps a minute of events); why not, when they cannot be read or nothing is watched.
+fn start_tracing(cfg: &WatchConfig) -> Result<Tracing, String> {
     if let Some(why) = &cfg.kernel_events_off {
         return Err(why.clone());
     }
@@ -303,49 +340,49 @@ fn start_tracing(cfg: &WatchConfig) -> Result<TraceSession, String> {
     if threads.is_empty() {
         return Err("no program is watched (--pid or a command)".into());
     }
-    let device = match cfg.devices.as_slice() {
-        [one] => tracefs::block_dev_numbers(one),
-        _ => None,
+    let device = watched_device(cfg);
+    let kernel = device.map(|(ma, mi)| tracefs::kernel_dev(ma, mi));
+    let target = Target {
+        disk: kernel,
+        fs_dev: kernel,
+        bdi: kernel.map(tracefs::dev_name),
+        page_bytes: sinkrate_sys::page_size(),
     };
-    TraceSession::start(&TraceRequest {
-        threads,
-        disk: device,
-        fs_dev: device,
-        syscalls: tracefs::write_syscalls().iter().map(|(n, _)| *n).collect(),
-        all_devices: false,
-    })
+    // The watch's own thread (it writes the CSV and the metrics) is not the program's.
+    let analysis = LiveAnalysis::watching_syscalls(
+        target,
+        cfg.stall_threshold.as_nanos() as u64,
+        vec![sinkrate_platform::cpu::thread_id()],
+    );
+    let session = TraceSession::start(
+        &TraceRequest {
+            threads,
+            disk: device,
+            fs_dev: device,
+            syscalls: tracefs::write_syscalls().iter().map(|(n, _)| *n).collect(),
+            all_devices: false,
+        },
+        analysis.sink(),
+    )?;
+    Ok(Tracing { session, analysis })
 }
 
 #[cfg(target_os = "linux")]
 /// The watched program's write calls slower than the threshold, each explained; how many
 /// write calls were seen; the kernel's account.
 fn explain_calls(
-    tracing: Result<TraceSession, String>,
-    cfg: &WatchConfig,
+    tracing: Result<Tracing, String>,
+    _cfg: &WatchConfig,
     started: Instant,
     watched: &[u32],
-) -> (Vec<SlowCall>, u64, KernelAccount) {
-    let session = match tracing {
-        Ok(s) => s,
-        Err(why) => return (Vec::new(), 0, KernelAccount::inferred(why)),
+) -> TracedCalls {
+    let Tracing { session, analysis } = match tracing {
+        Ok(t) => t,
+        Err(why) => return TracedCalls::inferred(why),
     };
     let started_ns = sinkrate_platform::cpu::monotonic_ns_of(started);
     let trace = session.finish();
-    let device = match cfg.devices.as_slice() {
-        [one] => tracefs::block_dev_numbers(one).map(|(ma, mi)| tracefs::kernel_dev(ma, mi)),
-        _ => None,
-    };
-    let target = Target {
-        disk: device,
-        fs_dev: device,
-        bdi: device.map(tracefs::dev_name),
-        page_bytes: sinkrate_sys::page_size(),
-    };
-    // The watch's own thread (it writes the CSV and the metrics) is not the program's.
-    let ours = [sinkrate_platform::cpu::thread_id()];
-    let calls = crate::causes::traced_calls(&trace, &ours);
     let names = tracefs::write_syscalls();
-    let threshold = cfg.stall_threshold.as_nanos() as u64;
     let owner = |tid: i32| -> (u32, String) {
         for pid in watched {
             if let Some(name) = tracefs::thread_name(*pid, tid) {
@@ -357,46 +394,49 @@ fn explain_calls(
             format!("thread {tid}"),
         )
     };
-    let over: Vec<&crate::causes::TracedCall> = calls
+    // Threads are named once the analysis has found which made slow calls.
+    let finished = analysis.finish(&trace, None, &std::collections::HashMap::new());
+    let owners: std::collections::HashMap<i32, (u32, String)> = finished
+        .explained
         .iter()
-        .filter(|c| c.exit_ns - c.enter_ns >= threshold)
+        .map(|e| (e.call.tid, owner(e.call.tid)))
         .collect();
-    let spans: Vec<SlowCallSpan> = over
-        .iter()
-        .map(|c| SlowCallSpan {
-            tid: c.tid,
-            start_ns: c.enter_ns,
-            end_ns: c.exit_ns,
-        })
-        .collect();
-    let owners: std::collections::HashMap<i32, (u32, String)> =
-        over.iter().map(|c| (c.tid, owner(c.tid))).collect();
-    let names_by_tid: std::collections::HashMap<i32, String> = owners
-        .iter()
-        .map(|(tid, (_, name))| (*tid, name.clone()))
-        .collect();
-    let (causes, kernel) = crate::causes::explain_all(&trace, target, &spans, &names_by_tid);
-    let slow = over
-        .iter()
-        .zip(causes)
-        .filter_map(|(c, causes)| {
-            let (pid, thread) = owners.get(&c.tid).cloned().unwrap_or_default();
+    let mut kernel = finished.account;
+    for t in &mut kernel.throttled_threads {
+        if let Some((_, name)) = owners.get(&t.tid) {
+            t.name = name.clone();
+        }
+    }
+    let slow = finished
+        .explained
+        .into_iter()
+        .filter_map(|e| {
+            let (pid, thread) = owners.get(&e.call.tid).cloned().unwrap_or_default();
+            let nr = match e.tag {
+                CallTag::Syscall(nr) => nr,
+                CallTag::Caller(_) => return None,
+            };
             Some(SlowCall {
                 pid,
-                tid: c.tid,
+                tid: e.call.tid,
                 thread,
                 call: names
                     .iter()
-                    .find(|(n, _)| *n == c.nr)
-                    .map_or_else(|| format!("syscall {}", c.nr), |(_, name)| name.to_string()),
+                    .find(|(n, _)| *n == nr)
+                    .map_or_else(|| format!("syscall {nr}"), |(_, name)| name.to_string()),
                 file: None,
-                at_s: c.enter_ns.saturating_sub(started_ns) as f64 / 1e9,
-                duration_ms: (c.exit_ns - c.enter_ns) as f64 / 1e6,
-                causes: causes?,
+                at_s: e.call.start_ns.saturating_sub(started_ns) as f64 / 1e9,
+                duration_ms: e.call.end_ns.saturating_sub(e.call.start_ns) as f64 / 1e6,
+                causes: e.causes?,
             })
         })
         .collect();
-    (slow, calls.len() as u64, kernel)
+    TracedCalls {
+        slow,
+        not_listed: finished.not_listed,
+        write_calls: finished.syscalls_seen,
+        kernel,
+    }
 }
 
 #[cfg(test)]

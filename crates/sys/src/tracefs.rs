@@ -20,12 +20,6 @@ use std::time::Duration;
 use sinkrate_procparse::trace::{decode_page, Decoder, EventKind, Lost, PageLayout, TimedEvent};
 pub use sinkrate_procparse::trace::{dev_name, kernel_dev};
 
-/// Events kept per run (some 130 bytes each: 8 MB at most, so a soak's memory stays flat);
-/// later ones are counted, and the stalls after the first of them are not explained. A
-/// recording of two 30 fps streams keeps 200 to 700 events a second: a minute and a half
-/// to five minutes are explained. (Explaining stalls while the run goes on, and dropping
-/// the events behind them, would lift the limit.)
-pub const MAX_EVENTS: usize = 64_000;
 /// The per-CPU ring buffer each instance asks for.
 const BUFFER_KB_PER_CPU: u64 = 1024;
 /// How often the reader empties the buffers.
@@ -50,18 +44,23 @@ pub struct TraceRequest {
     pub all_devices: bool,
 }
 
-/// The events a run read, and what it could not.
+/// Where a session's events go as they are read: the reader thread hands each batch over
+/// in time order, so that a consumer can explain what it has been asked about and let go of
+/// the events behind it while the run goes on (a run of hours keeps minutes of events).
+pub trait EventSink: Send {
+    /// Events read since the last call, in time order; no event handed over later is older
+    /// than `settled_ns` (`u64::MAX` at the end of the session).
+    fn events(&mut self, events: &[TimedEvent], settled_ns: u64);
+}
+
+/// What a session read besides its events, which went to its [`EventSink`]: what it could
+/// not read, and where from.
 #[derive(Debug, Clone, Default)]
 pub struct KernelTrace {
-    pub events: Vec<TimedEvent>,
-    /// Events the kernel could not store (its buffer was full) or this reader did not keep.
+    /// Events the kernel could not store (its buffer was full).
     pub lost: u64,
     /// Some were lost and the kernel did not say how many.
     pub lost_unknown: bool,
-    /// Events read but not kept ([`MAX_EVENTS`]), and the time of the first of them: what
-    /// happened after it is not explained.
-    pub not_kept: u64,
-    pub kept_until_ns: Option<u64>,
     /// The reader thread's own CPU time over the run (what tracing cost this process).
     pub reader_cpu_s: Option<f64>,
     /// Events this kernel lacks or whose format this reader could not use, with why.
@@ -80,20 +79,18 @@ pub struct TraceSession {
     instances: Vec<PathBuf>,
     mounted: Option<PathBuf>,
     stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<Collected>>,
+    reader: Option<JoinHandle<ReaderEnd>>,
     missing: Vec<String>,
     source: String,
     kinds: BTreeSet<EventKind>,
     started_ns: u64,
 }
 
+/// What the reader thread counted besides the events it handed over.
 #[derive(Default)]
-struct Collected {
-    events: Vec<TimedEvent>,
+struct ReaderEnd {
     lost: u64,
     lost_unknown: bool,
-    not_kept: u64,
-    first_not_kept_ns: Option<u64>,
     /// The reader thread's own CPU time (user + system), when the system accounts it.
     reader_cpu_ns: Option<u64>,
 }
@@ -129,6 +126,9 @@ fn mount_private() -> Result<PathBuf, String> {
                 dir.display()
             )
         })?;
+    let name = format!("{INSTANCE_PREFIX}tracefs-{}", std::process::id());
+    // Noted before it is mounted, as an instance is before it is made.
+    note_made(&name);
     let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
     let target = c(&dir.to_string_lossy());
     // SAFETY: mount(2) with NUL-terminated strings that outlive the call.
@@ -144,11 +144,11 @@ fn mount_private() -> Result<PathBuf, String> {
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         let _ = std::fs::remove_dir(&dir);
+        note_removed(&name);
         return Err(format!(
             "tracefs is not mounted and could not be mounted: {e}"
         ));
     }
-    note_made(&format!("{INSTANCE_PREFIX}tracefs-{}", std::process::id()));
     Ok(dir)
 }
 
@@ -210,9 +210,10 @@ fn pid_filter(field: &str, pids: &[i32]) -> String {
 }
 
 impl TraceSession {
-    /// Starts tracing, or says why it cannot: not root, no tracefs, a kernel without the
-    /// events, lockdown. Events this kernel lacks are named in the result; the others run.
-    pub fn start(req: &TraceRequest) -> Result<TraceSession, String> {
+    /// Starts tracing into `sink`, or says why it cannot: not root, no tracefs, a kernel
+    /// without the events, lockdown. Events this kernel lacks are named in the result; the
+    /// others run.
+    pub fn start(req: &TraceRequest, sink: Box<dyn EventSink>) -> Result<TraceSession, String> {
         if !crate::is_root() {
             return Err("the kernel's trace events need root".into());
         }
@@ -318,15 +319,20 @@ impl TraceSession {
             }
         };
         for dir in [&thread_side, &device_side] {
+            // Noted before it is made: a run killed between the two leaves nothing that
+            // the next run does not know of.
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            note_made(&name);
             if let Err(e) = std::fs::create_dir(dir) {
+                note_removed(&name);
                 cleanup(&made, &mounted);
                 return Err(format!(
                     "could not make the trace instance {}: {e}",
                     dir.display()
                 ));
-            }
-            if let Some(name) = dir.file_name() {
-                note_made(&name.to_string_lossy());
             }
             made.push(dir.clone());
             // The run's clock; an older kernel without `mono` would stamp on another.
@@ -457,7 +463,9 @@ impl TraceSession {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("sinkrate-trace".into())
-                .spawn(move || read_loop(pipes, layout, decoder, page_bytes, stop))
+                .spawn(move || {
+                    read_loop(pipes, layout, decoder, page_bytes, stop, started_ns, sink)
+                })
                 .map_err(|e| {
                     cleanup(&made, &mounted);
                     format!("could not start the trace reader: {e}")
@@ -483,7 +491,8 @@ impl TraceSession {
         })
     }
 
-    /// Stops tracing, reads what is left, removes the instances: the run's account.
+    /// Stops tracing, hands what is left to the sink, removes the instances: what was lost
+    /// and missing.
     pub fn finish(mut self) -> KernelTrace {
         for dir in &self.instances {
             let _ = write_attr(&dir.join("tracing_on"), "0");
@@ -500,14 +509,9 @@ impl TraceSession {
             lost += overruns(dir);
         }
         self.teardown();
-        let mut events = collected.events;
-        events.sort_by_key(|e| e.ts_ns);
         KernelTrace {
-            events,
             lost,
             lost_unknown: collected.lost_unknown,
-            not_kept: collected.not_kept,
-            kept_until_ns: collected.first_not_kept_ns,
             reader_cpu_s: collected.reader_cpu_ns.map(|ns| ns as f64 / 1e9),
             missing: std::mem::take(&mut self.missing),
             source: std::mem::take(&mut self.source),
@@ -580,17 +584,26 @@ fn remove_instance(dir: &Path) {
     }
 }
 
+/// Empties the buffers every [`READ_EVERY`] and hands the events over in time order. The
+/// per-CPU buffers are read one after another, so an event of one CPU may be read after a
+/// later one of another: each batch holds back what is newer than the start of the pass
+/// before (by then every CPU's buffer has been read once since: nothing older can come).
 fn read_loop(
     mut pipes: Vec<(u32, File)>,
     layout: PageLayout,
     decoder: Decoder,
     page_bytes: usize,
     stop: Arc<AtomicBool>,
-) -> Collected {
-    let mut out = Collected::default();
+    started_ns: u64,
+    mut sink: Box<dyn EventSink>,
+) -> ReaderEnd {
+    let mut out = ReaderEnd::default();
     let mut page = vec![0u8; page_bytes];
+    let mut held: Vec<TimedEvent> = Vec::new();
+    let mut settled_ns = started_ns;
     loop {
         let last = stop.load(Ordering::SeqCst);
+        let pass_started_ns = sinkrate_platform::cpu::monotonic_ns();
         for (cpu, pipe) in pipes.iter_mut() {
             loop {
                 match pipe.read(&mut page) {
@@ -602,19 +615,7 @@ fn read_loop(
                                 Lost::Count(c) => out.lost += c,
                                 Lost::Unknown => out.lost_unknown = true,
                             }
-                            for r in &p.records {
-                                if let Some(e) = decoder.decode(*cpu, r) {
-                                    if out.events.len() < MAX_EVENTS {
-                                        out.events.push(e);
-                                    } else {
-                                        out.not_kept += 1;
-                                        out.first_not_kept_ns = Some(
-                                            out.first_not_kept_ns
-                                                .map_or(e.ts_ns, |t| t.min(e.ts_ns)),
-                                        );
-                                    }
-                                }
-                            }
+                            held.extend(p.records.iter().filter_map(|r| decoder.decode(*cpu, r)));
                         }
                         Err(_) => out.lost_unknown = true,
                     },
@@ -624,10 +625,17 @@ fn read_loop(
                 }
             }
         }
+        // Stable: one CPU's events keep their order where two share a timestamp.
+        held.sort_by_key(|e| e.ts_ns);
         if last {
+            sink.events(&held, u64::MAX);
             out.reader_cpu_ns = sinkrate_platform::cpu::thread_usage().map(|u| u.cpu_ns());
             return out;
         }
+        let ready = held.partition_point(|e| e.ts_ns < settled_ns);
+        sink.events(&held[..ready], settled_ns);
+        held.drain(..ready);
+        settled_ns = pass_started_ns;
         std::thread::sleep(READ_EVERY);
     }
 }
@@ -707,9 +715,12 @@ pub fn sweep_left_over() -> Vec<String> {
                     remove_instance(&i.path());
                 }
             }
+            let was_there = dir.exists();
             unmount_private(&dir);
             if !dir.exists() {
-                removed.push(dir.display().to_string());
+                if was_there {
+                    removed.push(dir.display().to_string());
+                }
                 let _ = std::fs::remove_file(e.path());
             }
         } else if let Some(root) = &root {
@@ -781,19 +792,51 @@ pub fn block_dev_numbers(name: &str) -> Option<(u32, u32)> {
 mod tests {
     use super::*;
     use sinkrate_procparse::trace::KernelEvent;
+    use std::sync::Mutex;
+
+    /// Every event handed over, and whether each batch came in time order after the last.
+    #[derive(Default)]
+    struct Kept {
+        events: Vec<TimedEvent>,
+        settled_ns: u64,
+        out_of_order: usize,
+    }
+
+    struct Keep(Arc<Mutex<Kept>>);
+
+    impl EventSink for Keep {
+        fn events(&mut self, events: &[TimedEvent], settled_ns: u64) {
+            let mut k = self.0.lock().expect("lock");
+            let floor = k.settled_ns;
+            k.out_of_order += events.iter().filter(|e| e.ts_ns < floor).count();
+            k.out_of_order += events
+                .windows(2)
+                .filter(|w| w[1].ts_ns < w[0].ts_ns)
+                .count();
+            if let (Some(last), Some(first)) = (k.events.last(), events.first()) {
+                k.out_of_order += usize::from(first.ts_ns < last.ts_ns);
+            }
+            k.events.extend_from_slice(events);
+            k.settled_ns = settled_ns;
+        }
+    }
 
     /// A thread that writes and syncs is seen switching out and back on the run's clock,
-    /// and the instance is gone after.
+    /// every event handed over in time order, and the instance is gone after.
     #[test]
     fn a_writing_thread_is_seen_by_its_own_instance() {
         if !crate::is_root() {
             eprintln!("SKIP: the kernel's trace events need root");
             return;
         }
-        let session = TraceSession::start(&TraceRequest {
-            threads: vec![sinkrate_platform::cpu::thread_id()],
-            ..Default::default()
-        })
+        let kept = Arc::new(Mutex::new(Kept::default()));
+        let session = TraceSession::start(
+            &TraceRequest {
+                threads: vec![sinkrate_platform::cpu::thread_id()],
+                ..Default::default()
+            },
+            Box::new(Keep(kept.clone())),
+        )
         .expect("tracefs");
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f");
@@ -807,11 +850,16 @@ mod tests {
             sinkrate_platform::cpu::thread_id()
         });
         let tid = writer.join().expect("writer");
-        let ended = sinkrate_platform::cpu::monotonic_ns();
         let instances = session.instances.clone();
         let trace = session.finish();
+        // After the trace ends: the writer's last switch, as it exits, may come after the
+        // join returns (the kernel wakes the joiner before the exiting thread's last
+        // schedule).
+        let ended = sinkrate_platform::cpu::monotonic_ns();
         assert!(instances.iter().all(|i| !i.exists()), "instances removed");
-        let switches: Vec<_> = trace
+        let kept = kept.lock().expect("lock");
+        assert_eq!(kept.out_of_order, 0, "events handed over in time order");
+        let switches: Vec<_> = kept
             .events
             .iter()
             .filter(|e| matches!(e.event, KernelEvent::Switch { prev_pid, .. } if prev_pid == tid))
@@ -820,7 +868,7 @@ mod tests {
             !switches.is_empty(),
             "{:?} {:?}",
             trace.missing,
-            trace.events.len()
+            kept.events.len()
         );
         assert!(switches
             .iter()

@@ -229,16 +229,22 @@ impl Drop for MemoryFs {
 /// status of /dev/loopN: Transport endpoint is not connected"), whichever device it was given.
 /// So a test that formats btrfs (itself, or through a suite) holds this lock shared, and a
 /// test whose card vanishes holds it alone from before the card is made until it is down.
-pub struct MountTableLock {
-    /// Closing it lets the lock go.
+pub struct LanesLock {
+    /// Closing it lets the lock go (the same type holds every lock the lanes share).
     _held: std::fs::File,
 }
 
-fn mount_table_lock(operation: libc::c_int) -> MountTableLock {
+fn mount_table_lock(operation: libc::c_int) -> LanesLock {
+    lanes_lock("mount-table.lock", operation)
+}
+
+/// A lock named `name` that every process of the tests shares (flock(2), `operation`
+/// LOCK_SH or LOCK_EX), held until the value is dropped.
+fn lanes_lock(name: &str, operation: libc::c_int) -> LanesLock {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
     // Cargo's scratch directory for integration tests, under target/: one for every lane.
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mount-table.lock");
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -249,17 +255,29 @@ fn mount_table_lock(operation: libc::c_int) -> MountTableLock {
     // SAFETY: flock(2) on a descriptor this function owns; it blocks until granted.
     let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
     assert_eq!(rc, 0, "flock {}", path.display());
-    MountTableLock { _held: file }
+    LanesLock { _held: file }
 }
 
 /// Held by a test whose emulated card vanishes, declared before the card (so that it is
 /// dropped after the card is down).
-pub fn a_card_vanishes_here() -> MountTableLock {
+pub fn a_card_vanishes_here() -> LanesLock {
     mount_table_lock(libc::LOCK_EX)
 }
 
+/// Held shared while `trace-cmd extract` may run: it turns off every event of the top-level
+/// trace buffer when it ends (other instances it leaves alone).
+pub fn trace_cmd_runs_here() -> LanesLock {
+    lanes_lock("top-level-trace.lock", libc::LOCK_SH)
+}
+
+/// Held alone by a test that sets up the top-level trace buffer as another tracer would and
+/// checks that it stays so.
+pub fn the_top_level_trace_is_set_here() -> LanesLock {
+    lanes_lock("top-level-trace.lock", libc::LOCK_EX)
+}
+
 /// Held while mkfs.btrfs runs, in the test or in the sinkrate run it starts.
-pub fn btrfs_is_made_here() -> MountTableLock {
+pub fn btrfs_is_made_here() -> LanesLock {
     mount_table_lock(libc::LOCK_SH)
 }
 
