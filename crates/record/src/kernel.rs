@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-use sinkrate_model::causes::KernelAccount;
+use sinkrate_model::causes::{KernelAccount, StallCauses};
 use sinkrate_model::record::StallReport;
 use sinkrate_sampler::causes::{CallTag, LiveAnalysis, SlowCall};
 use sinkrate_sampler::target::target_of;
@@ -84,7 +84,9 @@ impl Tracing {
         };
         let trace = session.finish();
         let finished = analysis.finish(&trace, None, names);
-        let mut causes: HashMap<(i32, u64), _> = finished
+        // Sorted by thread and start, each stall looked up (a hash map would cost the board
+        // binary more than the search).
+        let mut causes: Vec<((i32, u64), Option<StallCauses>)> = finished
             .explained
             .into_iter()
             .filter_map(|e| match e.tag {
@@ -92,12 +94,15 @@ impl Tracing {
                 CallTag::Syscall(_) => None,
             })
             .collect();
+        causes.sort_unstable_by_key(|(key, _)| *key);
         for stall in stalls.iter_mut() {
             let Some(tid) = stall.tid else { continue };
             // The writer's whole nanoseconds, as it handed them over: at_s holds them
             // exactly for any run shorter than 104 days.
             let start_ns = (stall.at_s * 1e9).round() as u64;
-            stall.causes = causes.remove(&(tid, start_ns)).flatten();
+            if let Ok(i) = causes.binary_search_by_key(&(tid, start_ns), |(key, _)| *key) {
+                stall.causes = causes[i].1.take();
+            }
         }
         finished.account
     }

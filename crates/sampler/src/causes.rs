@@ -13,8 +13,11 @@
 //! end are in, and lets go of the events behind it, so a watch of hours keeps about a
 //! minute of events ([`KEEP_BEHIND_NS`], at most [`MAX_KEPT`]) and its account covers the
 //! whole run.
+//!
+//! (The larger functions are kept out of line: each is called from two places, and the
+//! board binary has a size budget.)
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -114,6 +117,45 @@ struct JournalLog {
     longest_ms: Option<f64>,
 }
 
+/// Logs by device number: a run sees one or two devices (a capture a few more), so a list
+/// is searched (and keeps the board binary smaller than a hash map of each kind would).
+struct ByDevice<V>(Vec<(u32, V)>);
+
+impl<V: Default> Default for ByDevice<V> {
+    fn default() -> Self {
+        ByDevice(Vec::new())
+    }
+}
+
+impl<V: Default> ByDevice<V> {
+    fn get(&self, dev: u32) -> Option<&V> {
+        self.0.iter().find(|(d, _)| *d == dev).map(|(_, v)| v)
+    }
+
+    fn get_mut(&mut self, dev: u32) -> Option<&mut V> {
+        self.0.iter_mut().find(|(d, _)| *d == dev).map(|(_, v)| v)
+    }
+
+    fn entry(&mut self, dev: u32) -> &mut V {
+        let at = match self.0.iter().position(|(d, _)| *d == dev) {
+            Some(at) => at,
+            None => {
+                self.0.push((dev, V::default()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[at].1
+    }
+
+    fn values(&self) -> impl Iterator<Item = &V> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.0.iter_mut().map(|(_, v)| v)
+    }
+}
+
 /// The run's events, indexed for the questions asked per stall, fed in time order; what
 /// lies behind `kept_from_ns` has been let go, and the account's totals cover every event.
 #[derive(Default)]
@@ -123,11 +165,13 @@ pub struct Account {
     threads: HashMap<i32, VecDeque<(u64, KernelEvent)>>,
     thread_events: usize,
     /// Per device as trace events number them.
-    devices: HashMap<u32, DeviceLog>,
-    journals: HashMap<u32, JournalLog>,
-    throttles: BTreeMap<i32, (u64, f64)>,
+    devices: ByDevice<DeviceLog>,
+    journals: ByDevice<JournalLog>,
+    /// Throttle pauses per thread: (tid, pauses, seconds). A run has a few threads, so a
+    /// list is searched (and costs the board binary less than another map type).
+    throttles: Vec<(i32, u64, f64)>,
     /// The flusher's work by (bdi, reason).
-    flushes: BTreeMap<(String, String), u64>,
+    flushes: Vec<(String, String, u64)>,
     events: u64,
     kept_from_ns: u64,
     /// Events let go before [`KEEP_BEHIND_NS`] to stay within [`MAX_KEPT`].
@@ -136,6 +180,7 @@ pub struct Account {
 
 impl Account {
     /// Takes one event; events come in time order.
+    #[inline(never)]
     pub fn add(&mut self, e: &TimedEvent) {
         self.events += 1;
         let mut to_thread = |tid: i32, threads: &mut HashMap<i32, VecDeque<(u64, KernelEvent)>>| {
@@ -157,9 +202,14 @@ impl Account {
             KernelEvent::Wakeup { pid } => to_thread(*pid, &mut self.threads),
             // A throttle that did not put the writer to sleep explains nothing.
             KernelEvent::Throttle { pause_ms, .. } if *pause_ms > 0 => {
-                let t = self.throttles.entry(e.pid).or_default();
-                t.0 += 1;
-                t.1 += *pause_ms as f64 / 1e3;
+                let s = *pause_ms as f64 / 1e3;
+                match self.throttles.iter_mut().find(|t| t.0 == e.pid) {
+                    Some(t) => {
+                        t.1 += 1;
+                        t.2 += s;
+                    }
+                    None => self.throttles.push((e.pid, 1, s)),
+                }
                 to_thread(e.pid, &mut self.threads);
             }
             KernelEvent::WritebackWait { .. } => to_thread(e.pid, &mut self.threads),
@@ -169,7 +219,7 @@ impl Account {
                 sectors,
                 ..
             } => {
-                let d = self.devices.entry(*dev).or_default();
+                let d = self.devices.entry(*dev);
                 // A sector has one request in flight: a second issue is the first
                 // requeued. Flushes (no sectors) queue up under their own key.
                 let key = if *sectors == 0 { FLUSH } else { *sector };
@@ -192,7 +242,7 @@ impl Account {
                 sectors,
                 ..
             } if *sectors > 0 || *sector == FLUSH => {
-                if let Some(d) = self.devices.get_mut(dev) {
+                if let Some(d) = self.devices.get_mut(*dev) {
                     if let Some(waiting) = d.in_flight.get_mut(sector) {
                         if !waiting.is_empty() {
                             let (issue, bytes) = waiting.remove(0);
@@ -211,7 +261,7 @@ impl Account {
                 }
             }
             KernelEvent::CommitStart { dev, transaction } => {
-                let j = self.journals.entry(*dev).or_default();
+                let j = self.journals.entry(*dev);
                 j.started += 1;
                 j.commits.push_back(Commit {
                     transaction: *transaction,
@@ -221,7 +271,7 @@ impl Account {
                 });
             }
             KernelEvent::CommitEnd { dev, transaction } => {
-                if let Some(j) = self.journals.get_mut(dev) {
+                if let Some(j) = self.journals.get_mut(*dev) {
                     if let Some(c) = j.find(*transaction) {
                         c.end = Some(e.ts_ns);
                         let ms = e.ts_ns.saturating_sub(c.start) as f64 / 1e6;
@@ -237,17 +287,21 @@ impl Account {
             } => {
                 if let Some(c) = self
                     .journals
-                    .get_mut(dev)
+                    .get_mut(*dev)
                     .and_then(|j| j.find(*transaction))
                 {
                     c.blocks = Some(*blocks);
                 }
             }
             KernelEvent::FlushStart { bdi, reason } => {
-                *self
+                match self
                     .flushes
-                    .entry((bdi.clone(), reason.clone()))
-                    .or_default() += 1;
+                    .iter_mut()
+                    .find(|f| f.0 == *bdi && f.1 == *reason)
+                {
+                    Some(f) => f.2 += 1,
+                    None => self.flushes.push((bdi.clone(), reason.clone(), 1)),
+                }
             }
             _ => {}
         }
@@ -268,6 +322,7 @@ impl Account {
     /// keeps its last switch onto a CPU before the horizon and what followed: where the
     /// thread was at the horizon, and the marker it left before sleeping. Returns how many
     /// events went.
+    #[inline(never)]
     fn let_go_before(&mut self, horizon_ns: u64) -> usize {
         if horizon_ns <= self.kept_from_ns {
             return 0;
@@ -318,6 +373,7 @@ impl Account {
     }
 
     /// The call's time by cause, with the evidence for what it waited on, against `target`.
+    #[inline(never)]
     pub fn explain(&self, call: &SlowCall, target: &Target) -> StallCauses {
         let (a, b) = (call.start_ns, call.end_ns.max(call.start_ns));
         let mut out = StallCauses::default();
@@ -513,7 +569,7 @@ impl Account {
     /// The journal commit that covers most of [from, to], if one covers at least half.
     fn commit_over(&self, target: &Target, from: u64, to: u64) -> Option<Commit> {
         let span = to - from;
-        let journal = self.journals.get(&target.fs_dev?)?;
+        let journal = self.journals.get(target.fs_dev?)?;
         journal
             .commits
             .iter()
@@ -530,7 +586,7 @@ impl Account {
     /// and the longest service time with that request's size (one still in flight counts
     /// until `to`).
     fn requests_over(&self, target: &Target, from: u64, to: u64) -> (u64, u64, Option<(u64, u64)>) {
-        let Some(d) = target.disk.and_then(|k| self.devices.get(&k)) else {
+        let Some(d) = target.disk.and_then(|k| self.devices.get(k)) else {
             return (0, 0, None);
         };
         let first = d
@@ -564,16 +620,34 @@ impl Account {
 
     /// The run's account on `target`: throttling per thread, journal commits, the device's
     /// service times, the flusher's work; `stall_seconds` is left for the caller to sum.
+    #[inline(never)]
     pub fn summary(
         &self,
         trace: &KernelTrace,
         target: &Target,
         names: &HashMap<i32, String>,
     ) -> KernelAccount {
-        let device = target.disk.and_then(|k| self.devices.get(&k));
-        let journal = target.fs_dev.and_then(|k| self.journals.get(&k));
+        let device = target.disk.and_then(|k| self.devices.get(k));
+        let journal = target.fs_dev.and_then(|k| self.journals.get(k));
         let service = device.map(|d| &d.service).filter(|s| s.count() > 0);
         let ms = |ns: u64| ns as f64 / 1e6;
+        let mut throttles = self.throttles.clone();
+        throttles.sort_unstable_by_key(|t| t.0);
+        // The target's flushes by reason, in the order of the kernel's names for them.
+        let mut flushes: Vec<FlushCount> = Vec::new();
+        for (bdi, reason, n) in &self.flushes {
+            if target.bdi.as_deref().is_some_and(|t| t != bdi) {
+                continue;
+            }
+            match flushes.iter_mut().find(|f| f.reason == *reason) {
+                Some(f) => f.count += n,
+                None => flushes.push(FlushCount {
+                    reason: reason.clone(),
+                    count: *n,
+                }),
+            }
+        }
+        flushes.sort_unstable_by(|a, b| a.reason.cmp(&b.reason));
         KernelAccount {
             inferred_because: None,
             source: trace.source.clone(),
@@ -585,10 +659,9 @@ impl Account {
             stalls_not_explained: 0,
             reader_cpu_s: trace.reader_cpu_s,
             missing: trace.missing.clone(),
-            throttled_threads: self
-                .throttles
+            throttled_threads: throttles
                 .iter()
-                .map(|(tid, (pauses, pause_s))| ThreadThrottle {
+                .map(|(tid, pauses, pause_s)| ThreadThrottle {
                     tid: *tid,
                     name: names
                         .get(tid)
@@ -604,20 +677,7 @@ impl Account {
             device_service_p50_ms: service.map(|s| ms(s.value_at_percentile(50.0))),
             device_service_p99_ms: service.map(|s| ms(s.value_at_percentile(99.0))),
             device_service_max_ms: service.map(|s| ms(s.summary(&[]).max_ns)),
-            flushes: self
-                .flushes
-                .iter()
-                .filter(|((bdi, _), _)| target.bdi.as_deref().is_none_or(|t| t == bdi))
-                .fold(BTreeMap::<&str, u64>::new(), |mut by, ((_, reason), n)| {
-                    *by.entry(reason).or_default() += n;
-                    by
-                })
-                .into_iter()
-                .map(|(reason, count)| FlushCount {
-                    reason: reason.to_string(),
-                    count,
-                })
-                .collect(),
+            flushes,
             stall_seconds: CauseSeconds::default(),
         }
     }
@@ -693,7 +753,7 @@ pub struct Live {
     account: Account,
     target: Target,
     /// Targets by directory, for calls that name theirs.
-    targets: HashMap<PathBuf, Target>,
+    targets: Vec<(PathBuf, Target)>,
     pending: Vec<Pending>,
     explained: Vec<Explained>,
     not_listed: u64,
@@ -708,7 +768,7 @@ impl Live {
         Live {
             account: Account::default(),
             target,
-            targets: HashMap::new(),
+            targets: Vec::new(),
             pending: Vec::new(),
             explained: Vec::new(),
             not_listed: 0,
@@ -719,6 +779,7 @@ impl Live {
         }
     }
 
+    #[inline(never)]
     fn take(&mut self, events: &[TimedEvent], settled_ns: u64) {
         for e in events {
             if let Some(s) = &mut self.syscalls {
@@ -734,6 +795,7 @@ impl Live {
     }
 
     /// Explains the calls whose events are all in.
+    #[inline(never)]
     fn explain_settled(&mut self) {
         let settled = self.settled_ns;
         let (ready, waiting): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
@@ -745,11 +807,7 @@ impl Live {
         for p in ready {
             let causes = if self.account.can_explain(&p.call) {
                 let target = match &p.dir {
-                    Some(dir) => self
-                        .targets
-                        .entry(dir.clone())
-                        .or_insert_with(|| crate::target::target_of(dir))
-                        .clone(),
+                    Some(dir) => self.target_of(dir),
                     None => self.target.clone(),
                 };
                 let causes = self.account.explain(&p.call, &target);
@@ -771,6 +829,16 @@ impl Live {
                 self.not_listed += 1;
             }
         }
+    }
+
+    /// The target of a directory a call wrote in, resolved once per directory.
+    fn target_of(&mut self, dir: &Path) -> Target {
+        if let Some((_, t)) = self.targets.iter().find(|(d, _)| d == dir) {
+            return t.clone();
+        }
+        let t = crate::target::target_of(dir);
+        self.targets.push((dir.to_path_buf(), t.clone()));
+        t
     }
 
     /// Lets go of the events behind every call still to come, and more while over
@@ -827,7 +895,13 @@ impl Syscalls {
 /// A run's analysis, shared between the trace reader (which hands it the events) and the
 /// run's threads (which hand it their slow calls).
 #[derive(Clone)]
-pub struct LiveAnalysis(Arc<Mutex<Live>>);
+pub struct LiveAnalysis {
+    live: Arc<Mutex<Live>>,
+    /// Calls handed over and not yet taken in: a run's thread only ever waits for a push
+    /// here, never for an explanation under way (capture's tracer holds a stopped
+    /// recorder while it hands a call over).
+    inbox: Arc<Mutex<Vec<Pending>>>,
+}
 
 /// What a finished analysis found: each call handed over, explained, and the run's account.
 pub struct Finished {
@@ -843,14 +917,17 @@ struct Feed(LiveAnalysis);
 
 impl EventSink for Feed {
     fn events(&mut self, events: &[TimedEvent], settled_ns: u64) {
-        self.0.lock().take(events, settled_ns);
+        let handed = std::mem::take(&mut *self.0.inbox());
+        let mut live = self.0.lock();
+        live.pending.extend(handed);
+        live.take(events, settled_ns);
     }
 }
 
 impl LiveAnalysis {
     /// An analysis of calls on `target`.
     pub fn new(target: Target) -> LiveAnalysis {
-        LiveAnalysis(Arc::new(Mutex::new(Live::new(target))))
+        LiveAnalysis::of(Live::new(target))
     }
 
     /// An analysis that also finds the slow calls itself among the traced system calls of
@@ -863,11 +940,22 @@ impl LiveAnalysis {
             open: HashMap::new(),
             seen: 0,
         });
-        LiveAnalysis(Arc::new(Mutex::new(live)))
+        LiveAnalysis::of(live)
+    }
+
+    fn of(live: Live) -> LiveAnalysis {
+        LiveAnalysis {
+            live: Arc::new(Mutex::new(live)),
+            inbox: Arc::new(Mutex::new(Vec::new())),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn inbox(&self) -> std::sync::MutexGuard<'_, Vec<Pending>> {
+        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// What the trace session hands its events to.
@@ -878,14 +966,15 @@ impl LiveAnalysis {
     /// Hands over a slow call, once it has ended: explained against the run's target, or
     /// that of `dir` (the directory of the file it wrote) when given.
     pub fn hand_over(&self, tag: u64, call: SlowCall, dir: Option<&Path>) {
-        let mut live = self.lock();
-        // Calls wait here 2 s at most while events come in; more than this many waiting
-        // means none do (the trace never started): they are counted, not kept.
-        if live.pending.len() >= MAX_KEPT {
-            live.not_explained += 1;
+        let mut inbox = self.inbox();
+        // The reader takes the calls in every 100 ms; more than this many waiting means it
+        // does not (the trace never started): they are counted, not kept.
+        if inbox.len() >= MAX_KEPT {
+            drop(inbox);
+            self.lock().not_explained += 1;
             return;
         }
-        live.pending.push(Pending {
+        inbox.push(Pending {
             tag: CallTag::Caller(tag),
             call,
             dir: dir.map(Path::to_path_buf),
@@ -901,7 +990,9 @@ impl LiveAnalysis {
         summary_target: Option<Target>,
         names: &HashMap<i32, String>,
     ) -> Finished {
+        let handed = std::mem::take(&mut *self.inbox());
         let mut live = self.lock();
+        live.pending.extend(handed);
         live.settled_ns = u64::MAX;
         live.explain_settled();
         let target = summary_target.unwrap_or_else(|| live.target.clone());

@@ -4,8 +4,9 @@
 //! `wb_`, a 4-byte `prev_state`, the page's data at 12), 4.9 on aarch64 (laid out by
 //! `formats/derive.py` from 4.9's definitions: no writeback-wait event yet, a request's
 //! status named `errors`, jbd2's older types, `success` in sched_wakeup), and the long-term
-//! kernels boards ship after it, laid out by the same script from each release's
-//! definitions ([`LONG_TERM`]: 4.14, 4.19, 5.4, 5.10 and 6.1 on aarch64 and 32-bit ARM, 6.6).
+//! kernels boards ship, laid out by the same script from each release's definitions
+//! ([`LONG_TERM`]: 4.4 on 32-bit ARM in full; 4.14, 4.19, 5.4, 5.10, 6.1 and 6.6 on aarch64;
+//! 5.10 and 6.1 on 32-bit ARM too).
 
 use super::EventKind;
 
@@ -252,11 +253,18 @@ pub struct Kernel {
     pub reason_5: &'static str,
 }
 
-/// The long-term kernels after 4.9, as `formats/derive.py` lays them out from each release's
-/// definitions: 4.14 and 4.19 without a writeback-wait event, wait_on_page_writeback in 5.4
+/// The long-term kernels but 4.9, as `formats/derive.py` lays them out from each release's
+/// definitions: 4.4 (a 32-bit ARM board: a request's `errors`, the writeback cgroup as a
+/// path), 4.14 and 4.19 without a writeback-wait event, wait_on_page_writeback in 5.4
 /// (backported to its stable series) and 5.10, folio_wait_writeback from 6.1; 32-bit ARM
 /// boards (4-byte longs) on 5.10 and 6.1.
 pub const LONG_TERM: &[Kernel] = &[
+    Kernel {
+        name: "4.4-armv7",
+        header_page: HEADER_PAGE_4_4_ARMV7,
+        formats: long_term!("4.4-armv7"),
+        reason_5: "free_more_memory",
+    },
     Kernel {
         name: "4.14-aarch64",
         header_page: include_str!("formats/4.14-aarch64/header_page"),

@@ -176,19 +176,25 @@ def kernel_4_9(directory, word):
     ], word, '"NR %ld = %ld", REC->id, REC->ret')
 
 
-# The kernels after 4.9, from each version's include/trace/events/{writeback,sched,block,
-# jbd2,syscalls}.h as released (4.14.170, 4.19.124, 5.4.214, 5.10.44, 6.1.166, 6.6.63): the
+# The long-term kernels, from each version's include/trace/events/{writeback,sched,block,
+# jbd2,syscalls}.h as released (4.4.121, 4.14.170, 4.19.124, 5.4.214, 5.10.44, 6.1.166,
+# 6.6.63; 4.9 above): the
 # events sinkrate reads kept their order and names there (balance_dirty_pages says
 # `bdi_setpoint`/`bdi_dirty` through 6.6), and changed only in what each entry notes.
 class Version:
     def __init__(self, name, wait=None, wait_ino="unsigned long", cgroup_ino="unsigned int",
-                 tid="int", run_tid="unsigned long", wakeup_success=True, reasons=None):
+                 tid="int", run_tid="unsigned long", wakeup_success=True, reasons=None,
+                 status="error"):
         self.name = name
+        # A request's status on completion: `errors` until 4.13.
+        self.status = status
         # The writeback wait event: None (4.14 and 4.19 have none), wait_on_page_writeback
         # (5.4.214 and 5.10 have it, backported to 5.4's stable series) or
         # folio_wait_writeback (5.16 on).
         self.wait = wait
         self.wait_ino = wait_ino
+        # The writeback cgroup: its path as a dynamic array on 4.4 ("__data_loc"), its
+        # inode number later.
         self.cgroup_ino = cgroup_ino
         # jbd2's transaction (start/end commit) and run_stats' tid: int and unsigned long
         # until tid_t replaced both (5.11).
@@ -203,6 +209,8 @@ def reasons(names):
     return ", ".join(f'{{ {i}, "{n}" }}' for i, n in enumerate(names))
 
 
+REASONS_4_4 = reasons(["background", "try_to_free_pages", "sync", "periodic", "laptop_timer",
+                       "free_more_memory", "fs_free_space", "forker_thread"])
 REASONS_4_14 = reasons(["background", "vmscan", "sync", "periodic", "laptop_timer",
                         "free_more_memory", "fs_free_space", "forker_thread"])
 REASONS_5_10 = reasons(["background", "vmscan", "sync", "periodic", "laptop_timer",
@@ -211,6 +219,7 @@ REASONS_6_1 = reasons(["background", "vmscan", "sync", "periodic", "laptop_timer
                        "fs_free_space", "forker_thread", "foreign_flush"])
 
 VERSIONS = {
+    "4.4": Version("4.4", cgroup_ino="__data_loc", reasons=REASONS_4_4, status="errors"),
     "4.14": Version("4.14", reasons=REASONS_4_14),
     "4.19": Version("4.19", reasons=REASONS_4_14),
     "5.4": Version("5.4", wait="wait_on_page_writeback", reasons=REASONS_4_14),
@@ -229,6 +238,11 @@ def kernel(v):
     """Writes the format files of version `v` (a key of VERSIONS) for a board of `word`."""
     def derive(directory, word):
         k = VERSIONS[v]
+        if k.cgroup_ino == "__data_loc":
+            cgroup, cgroup_fmt, cgroup_arg = ("__data_loc", "cgroup"), "cgroup=%s", "__get_str(cgroup)"
+        else:
+            cgroup, cgroup_fmt, cgroup_arg = ((k.cgroup_ino, "cgroup_ino"), "cgroup_ino=%lu",
+                                              "(unsigned long)REC->cgroup_ino")
         header_page(directory, word)
         write(directory, "writeback.balance_dirty_pages", 600, [
             ("char", "bdi", 32), ("unsigned long", "limit"), ("unsigned long", "setpoint"),
@@ -236,14 +250,14 @@ def kernel(v):
             ("unsigned long", "bdi_dirty"), ("unsigned long", "dirty_ratelimit"),
             ("unsigned long", "task_ratelimit"), ("unsigned int", "dirtied"),
             ("unsigned int", "dirtied_pause"), ("unsigned long", "paused"), ("long", "pause"),
-            ("unsigned long", "period"), ("long", "think"), (k.cgroup_ino, "cgroup_ino"),
+            ("unsigned long", "period"), ("long", "think"), cgroup,
         ], word, '"bdi %s: limit=%lu setpoint=%lu dirty=%lu bdi_setpoint=%lu bdi_dirty=%lu '
                  'dirty_ratelimit=%lu task_ratelimit=%lu dirtied=%u dirtied_pause=%u '
-                 'paused=%lu pause=%ld period=%lu think=%ld cgroup_ino=%lu", REC->bdi, '
+                 f'paused=%lu pause=%ld period=%lu think=%ld {cgroup_fmt}", REC->bdi, '
                  'REC->limit, REC->setpoint, REC->dirty, REC->bdi_setpoint, REC->bdi_dirty, '
                  'REC->dirty_ratelimit, REC->task_ratelimit, REC->dirtied, '
                  'REC->dirtied_pause, REC->paused, REC->pause, REC->period, REC->think, '
-                 '(unsigned long)REC->cgroup_ino')
+                 f'{cgroup_arg}')
         if k.wait:
             write(directory, f"writeback.{k.wait}", 601, [
                 ("char", "name", 32), (k.wait_ino, "ino"), ("pgoff_t", "index"),
@@ -251,14 +265,13 @@ def kernel(v):
                      'REC->index')
         work = [("char", "name", 32), ("long", "nr_pages"), ("dev_t", "sb_dev"),
                 ("int", "sync_mode"), ("int", "for_kupdate"), ("int", "range_cyclic"),
-                ("int", "for_background"), ("int", "reason"), (k.cgroup_ino, "cgroup_ino")]
+                ("int", "for_background"), ("int", "reason"), cgroup]
         work_fmt = ('"bdi %s: sb_dev %d:%d nr_pages=%ld sync_mode=%d kupdate=%d '
-                    'range_cyclic=%d background=%d reason=%s cgroup_ino=%lu", REC->name, '
+                    f'range_cyclic=%d background=%d reason=%s {cgroup_fmt}", REC->name, '
                     '((unsigned int) ((REC->sb_dev) >> 20)), '
                     '((unsigned int) ((REC->sb_dev) & ((1U << 20) - 1))), REC->nr_pages, '
                     'REC->sync_mode, REC->for_kupdate, REC->range_cyclic, REC->for_background, '
-                    f'__print_symbolic(REC->reason, {k.reasons}), '
-                    '(unsigned long)REC->cgroup_ino')
+                    f'__print_symbolic(REC->reason, {k.reasons}), {cgroup_arg}')
         write(directory, "writeback.writeback_start", 602, work, word, work_fmt)
         write(directory, "writeback.writeback_written", 603, work, word, work_fmt)
         commit = [("dev_t", "dev"), ("char", "sync_commit"), (k.tid, "transaction")]
@@ -287,20 +300,28 @@ def kernel(v):
                  '__get_str(cmd), (unsigned long long)REC->sector, REC->nr_sector, REC->comm')
         write(directory, "block.block_rq_complete", 621, [
             ("dev_t", "dev"), ("sector_t", "sector"), ("unsigned int", "nr_sector"),
-            ("int", "error"), ("char", "rwbs", 8), ("__data_loc", "cmd"),
+            ("int", k.status), ("char", "rwbs", 8), ("__data_loc", "cmd"),
         ], word, f'"%d,%d %s (%s) %llu + %u [%d]", {DEV}, REC->rwbs, __get_str(cmd), '
-                 '(unsigned long long)REC->sector, REC->nr_sector, REC->error')
+                 f'(unsigned long long)REC->sector, REC->nr_sector, REC->{k.status}')
+        if k.name == "4.4":
+            # 4.4 masks with TASK_STATE_MAX (2048) and names each flag; 4.14 on with
+            # TASK_REPORT_MAX (0x100).
+            state_fmt = ('REC->prev_state & (2048-1) ? __print_flags(REC->prev_state & (2048-1), '
+                         '"|", { 1, "S"} , { 2, "D" }, { 4, "T" }, { 8, "t" }, { 16, "Z" }, '
+                         '{ 32, "X" }, { 64, "x" }, { 128, "K" }, { 256, "W" }, { 512, "P" }, '
+                         '{ 1024, "N" }) : "R", REC->prev_state & 2048 ? "+" : ""')
+        else:
+            state_fmt = ('(REC->prev_state & ((((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | '
+                         '0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1)) ? "S|D|T|t|X|Z|P|I" : "R", '
+                         'REC->prev_state & (((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | '
+                         '0x0010 | 0x0020 | 0x0040) + 1) << 1) ? "+" : ""')
         write(directory, "sched.sched_switch", 630, [
             ("char", "prev_comm", 16), ("pid_t", "prev_pid"), ("int", "prev_prio"),
             ("long", "prev_state"), ("char", "next_comm", 16), ("pid_t", "next_pid"),
             ("int", "next_prio"),
         ], word, '"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s '
                  'next_pid=%d next_prio=%d", REC->prev_comm, REC->prev_pid, REC->prev_prio, '
-                 '(REC->prev_state & ((((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 '
-                 '| 0x0020 | 0x0040) + 1) << 1) - 1)) ? "S|D|T|t|X|Z|P|I" : "R", '
-                 'REC->prev_state & (((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 | '
-                 '0x0020 | 0x0040) + 1) << 1) ? "+" : "", REC->next_comm, REC->next_pid, '
-                 'REC->next_prio')
+                 f'{state_fmt}, REC->next_comm, REC->next_pid, REC->next_prio')
         wakeup = [("char", "comm", 16), ("pid_t", "pid"), ("int", "prio")]
         if k.wakeup_success:
             wakeup.append(("int", "success"))
@@ -319,6 +340,7 @@ def kernel(v):
 
 
 KERNELS = [
+    ("4.4-armv7", kernel("4.4"), 4),
     ("4.9-aarch64", kernel_4_9, 8),
     ("4.14-aarch64", kernel("4.14"), 8),
     ("4.19-aarch64", kernel("4.19"), 8),
