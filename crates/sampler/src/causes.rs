@@ -329,6 +329,15 @@ impl Account {
         }
         let before = self.kept();
         self.threads.retain(|tid, events| {
+            // A thread silent for a whole window before the horizon (one that ended, or
+            // one running all along) goes: a call it makes later begins after a switch onto
+            // a CPU that will be kept, and a thread with no events reads as running.
+            if events
+                .back()
+                .is_none_or(|(ts, _)| ts.saturating_add(KEEP_BEHIND_NS) < horizon_ns)
+            {
+                return false;
+            }
             let behind = events.partition_point(|(ts, _)| *ts < horizon_ns);
             let switch_in = events.range(..behind).rposition(
                 |(_, e)| matches!(e, KernelEvent::Switch { next_pid, .. } if next_pid == tid),
@@ -1240,6 +1249,29 @@ mod tests {
         // 60 s behind, plus the 2 s a call waits for its requests, at about 50 events a
         // second: some 3,100 events, of 360,000.
         assert!(peak < 4_000, "kept at most {peak} events");
+    }
+
+    /// Threads that ended (each a few events, long ago) are let go, not kept forever for
+    /// their last switch onto a CPU.
+    #[test]
+    fn threads_that_ended_long_ago_are_let_go() {
+        let ms = 1_000_000u64;
+        let live = LiveAnalysis::new(Target::default());
+        let mut sink = live.sink();
+        // A thread a second for 10 minutes, each running 10 ms and ending.
+        for k in 0..600u64 {
+            let t = 1_000 * ms + k * 1_000 * ms;
+            let tid = 1_000 + k as i32;
+            sink.events(
+                &[
+                    at(t, 0, switch(0, 0, tid)),
+                    at(t + 10 * ms, tid, switch(tid, 0x10, 0)),
+                ],
+                t,
+            );
+        }
+        let threads = live.lock().account.threads.len();
+        assert!(threads <= 130, "{threads} threads kept");
     }
 
     /// More events than may be kept in the window: the oldest go sooner, a call that
