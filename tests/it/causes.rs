@@ -310,9 +310,21 @@ fn a_throttled_writer_is_named_throttled_and_trace_cmd_agrees() {
                 let tid = t["tid"].as_i64().expect("tid");
                 let ours = t["pause_s"].as_f64().expect("pause_s");
                 let theirs = pauses.get(&tid).copied().unwrap_or(0.0);
+                let stamps: Vec<(u64, i64)> = report
+                    .lines()
+                    .filter(|l| l.contains(" balance_dirty_pages: "))
+                    .filter_map(stamp)
+                    .collect();
                 assert!(
                     (ours - theirs).abs() <= (0.05 * theirs).max(0.004),
-                    "thread {tid}: sinkrate {ours:.3} s of pauses, trace-cmd {theirs:.3} s"
+                    "thread {tid}: sinkrate {ours:.3} s of pauses, trace-cmd {theirs:.3} s \
+                     (trace-cmd's report: {} lines, {} balance_dirty_pages events, the first \
+                     and last {:?} {:?}, sinkrate's window {from}-{to}; its pauses by thread \
+                     in the window {pauses:?})",
+                    report.lines().count(),
+                    stamps.len(),
+                    stamps.first(),
+                    stamps.last()
                 );
             }
             assert_eq!(
