@@ -135,112 +135,21 @@ pub const FORMATS_4_4_ARMV7: &[(EventKind, &str)] = &[
 /// A long-term kernel's events on one board: each kind with its format file, the
 /// writeback wait under the name that kernel gives it.
 macro_rules! long_term {
-    ($dir:literal, $wait:literal) => {
+    ($dir:literal $(, $wait:literal)?) => {
         &[
-            (
-                EventKind::Throttle,
-                include_str!(concat!("formats/", $dir, "/writeback.balance_dirty_pages")),
-            ),
-            (
-                EventKind::WritebackWait,
-                include_str!(concat!("formats/", $dir, "/writeback.", $wait)),
-            ),
-            (
-                EventKind::CommitStart,
-                include_str!(concat!("formats/", $dir, "/jbd2.jbd2_start_commit")),
-            ),
-            (
-                EventKind::CommitEnd,
-                include_str!(concat!("formats/", $dir, "/jbd2.jbd2_end_commit")),
-            ),
-            (
-                EventKind::CommitStats,
-                include_str!(concat!("formats/", $dir, "/jbd2.jbd2_run_stats")),
-            ),
-            (
-                EventKind::FlushStart,
-                include_str!(concat!("formats/", $dir, "/writeback.writeback_start")),
-            ),
-            (
-                EventKind::FlushWritten,
-                include_str!(concat!("formats/", $dir, "/writeback.writeback_written")),
-            ),
-            (
-                EventKind::RequestIssue,
-                include_str!(concat!("formats/", $dir, "/block.block_rq_issue")),
-            ),
-            (
-                EventKind::RequestComplete,
-                include_str!(concat!("formats/", $dir, "/block.block_rq_complete")),
-            ),
-            (
-                EventKind::Switch,
-                include_str!(concat!("formats/", $dir, "/sched.sched_switch")),
-            ),
-            (
-                EventKind::Wakeup,
-                include_str!(concat!("formats/", $dir, "/sched.sched_wakeup")),
-            ),
-            (
-                EventKind::SyscallEnter,
-                include_str!(concat!("formats/", $dir, "/raw_syscalls.sys_enter")),
-            ),
-            (
-                EventKind::SyscallExit,
-                include_str!(concat!("formats/", $dir, "/raw_syscalls.sys_exit")),
-            ),
-        ]
-    };
-    ($dir:literal) => {
-        &[
-            (
-                EventKind::Throttle,
-                include_str!(concat!("formats/", $dir, "/writeback.balance_dirty_pages")),
-            ),
-            (
-                EventKind::CommitStart,
-                include_str!(concat!("formats/", $dir, "/jbd2.jbd2_start_commit")),
-            ),
-            (
-                EventKind::CommitEnd,
-                include_str!(concat!("formats/", $dir, "/jbd2.jbd2_end_commit")),
-            ),
-            (
-                EventKind::CommitStats,
-                include_str!(concat!("formats/", $dir, "/jbd2.jbd2_run_stats")),
-            ),
-            (
-                EventKind::FlushStart,
-                include_str!(concat!("formats/", $dir, "/writeback.writeback_start")),
-            ),
-            (
-                EventKind::FlushWritten,
-                include_str!(concat!("formats/", $dir, "/writeback.writeback_written")),
-            ),
-            (
-                EventKind::RequestIssue,
-                include_str!(concat!("formats/", $dir, "/block.block_rq_issue")),
-            ),
-            (
-                EventKind::RequestComplete,
-                include_str!(concat!("formats/", $dir, "/block.block_rq_complete")),
-            ),
-            (
-                EventKind::Switch,
-                include_str!(concat!("formats/", $dir, "/sched.sched_switch")),
-            ),
-            (
-                EventKind::Wakeup,
-                include_str!(concat!("formats/", $dir, "/sched.sched_wakeup")),
-            ),
-            (
-                EventKind::SyscallEnter,
-                include_str!(concat!("formats/", $dir, "/raw_syscalls.sys_enter")),
-            ),
-            (
-                EventKind::SyscallExit,
-                include_str!(concat!("formats/", $dir, "/raw_syscalls.sys_exit")),
-            ),
+            (EventKind::Throttle, include_str!(concat!("formats/", $dir, "/writeback.balance_dirty_pages"))),
+            $((EventKind::WritebackWait, include_str!(concat!("formats/", $dir, "/writeback.", $wait))),)?
+            (EventKind::CommitStart, include_str!(concat!("formats/", $dir, "/jbd2.jbd2_start_commit"))),
+            (EventKind::CommitEnd, include_str!(concat!("formats/", $dir, "/jbd2.jbd2_end_commit"))),
+            (EventKind::CommitStats, include_str!(concat!("formats/", $dir, "/jbd2.jbd2_run_stats"))),
+            (EventKind::FlushStart, include_str!(concat!("formats/", $dir, "/writeback.writeback_start"))),
+            (EventKind::FlushWritten, include_str!(concat!("formats/", $dir, "/writeback.writeback_written"))),
+            (EventKind::RequestIssue, include_str!(concat!("formats/", $dir, "/block.block_rq_issue"))),
+            (EventKind::RequestComplete, include_str!(concat!("formats/", $dir, "/block.block_rq_complete"))),
+            (EventKind::Switch, include_str!(concat!("formats/", $dir, "/sched.sched_switch"))),
+            (EventKind::Wakeup, include_str!(concat!("formats/", $dir, "/sched.sched_wakeup"))),
+            (EventKind::SyscallEnter, include_str!(concat!("formats/", $dir, "/raw_syscalls.sys_enter"))),
+            (EventKind::SyscallExit, include_str!(concat!("formats/", $dir, "/raw_syscalls.sys_exit"))),
         ]
     };
 }
