@@ -1025,7 +1025,9 @@ impl LiveAnalysis {
 }
 
 /// Each slow call explained from a whole run's events at once (None where the events it
-/// needed were let go), and the run's account with every cause's time summed over them.
+/// needed were let go), and the run's account with every cause's time summed over them: the
+/// reference the streaming analysis is tested against.
+#[cfg(test)]
 pub fn explain_all(
     trace: &KernelTrace,
     events: &[TimedEvent],
