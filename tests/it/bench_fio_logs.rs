@@ -103,14 +103,26 @@ fn averaged_logs_hold_each_windows_average_as_fios_do() {
             "iops" => 500.0,
             _ => continue,
         };
-        // Each window holds the rate of its own second: never ahead of the pace in either
-        // tool (a pacer cannot be pushed ahead by load). How near the pace each gets, and
-        // the mean latency of the paced I/Os (fio's io_u_quiesce: the queue completes
-        // before the job sleeps to its next slot, so no latency holds that gap), depend on
-        // the CPU the machine has spare: bench/pacing prints both beside fio's.
-        let at_most = |v: u64, share: f64| v as f64 <= expected * (1.0 + share);
+        // The windows so far hold the pace's worth of their seconds at most: never ahead
+        // of the schedule in either tool (a pacer cannot be pushed ahead by load). A window
+        // after a slow one may hold more than a second's pace, in both tools: the schedule
+        // is caught up (seen beside a background writer: sinkrate [851, 3219] KiB/s, fio
+        // [1640, 2190]). How near the pace each gets, and the mean latency of the paced
+        // I/Os (fio's io_u_quiesce: the queue completes before the job sleeps to its next
+        // slot, so no latency holds that gap), depend on the CPU and the disk the machine
+        // has spare: bench/pacing prints both beside fio's.
+        let never_ahead = |windows: &[u64], share: f64| {
+            windows
+                .iter()
+                .scan(0, |sum, v| {
+                    *sum += v;
+                    Some(*sum)
+                })
+                .zip(1..)
+                .all(|(sum, seconds)| sum as f64 <= expected * seconds as f64 * (1.0 + share))
+        };
         assert!(
-            ours.iter().all(|v| at_most(*v, 0.02)) && theirs.iter().all(|v| at_most(*v, 0.05)),
+            never_ahead(&ours, 0.02) && never_ahead(&theirs, 0.05),
             "{kind}: {ours:?} / fio {theirs:?}"
         );
         assert!(ours.iter().all(|v| *v > 0), "{kind}: {ours:?}");

@@ -861,9 +861,10 @@ fn status_interval_reports_the_results_so_far_as_fio_does() {
         "--rw=randread",
         "--bs=4k",
         "--rate_iops=500",
-        // Reads from the page cache the layout filled: the pace is then the pacer's, not
-        // the disk's while the tests beside this one load it (one CI run fell to 90%).
-        "--invalidate=0",
+        // Reads from the page cache, read in full before the job (the layout's own pages
+        // are dropped, as fio's): the pace is then the pacer's, not the disk's while the
+        // tests beside this one load it (one CI run fell to 90%).
+        "--pre_read=1",
         "--time_based",
         "--runtime=2500ms",
         "--status-interval=1",
