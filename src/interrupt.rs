@@ -69,7 +69,7 @@ fn exit_now() -> ! {
     let own = std::process::id();
     if std::path::Path::new(sinkrate_settings::DEFAULT_JOURNAL).exists() {
         match sinkrate_settings::Journal::live()
-            .restore(&|e| e.mode == sinkrate_settings::Mode::Temporary && e.pid == own)
+            .restore(&|e| e.mode == sinkrate_model::settings::Mode::Temporary && e.pid == own)
         {
             Ok(o) if !o.is_empty() => line.push_str(&format!("; {}", o.describe())),
             Ok(_) => {}

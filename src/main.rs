@@ -35,8 +35,6 @@ pub fn write_stdout_with(
     }
 }
 
-pub use sinkrate_sys::files::writable;
-
 /// Refuses, before any work, an output file that could not be written at the end: a run's
 /// results must not be lost to a typo in --output.
 pub fn check_output_path(flag: &str, path: &std::path::Path) -> Result<()> {

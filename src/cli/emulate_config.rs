@@ -184,10 +184,10 @@ fn device_model(args: &EmulateUpArgs, size: u64) -> Result<sinkrate_emulate::sta
                 "--wear-out {w}: the bytes before the card wears out must be above zero (e.g. 2G:read-only)"
             ));
         }
-        if sinkrate_emulate::WearMode::parse(mode).is_none() {
+        if sinkrate_devicemodel::WearMode::parse(mode).is_none() {
             return Err(anyhow!(
                 "--wear-out {w}: '{mode}' is not a way to wear out (accepted: {})",
-                sinkrate_emulate::WearMode::NAMES
+                sinkrate_devicemodel::WearMode::NAMES
             ));
         }
         d.wear_out = Some((after, mode.to_string()));

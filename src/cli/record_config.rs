@@ -3,9 +3,9 @@
 //! for `--find-max`.
 
 use anyhow::{anyhow, Result};
-use sinkrate_record::config::{profile, RecordConfig, StreamSpec};
+use sinkrate_model::record::{FrameSizes, RecordConfig, StreamSpec};
+use sinkrate_record::config::profile;
 use sinkrate_record::find_max::MAX_STREAMS;
-use sinkrate_record::frames::FrameSizes;
 use sinkrate_record::session::{board_dirty_limits, Session};
 use sinkrate_units::product::parse_bitrate;
 
@@ -97,8 +97,8 @@ fn dirty_limits(args: &RecordArgs) -> Result<Option<(u64, u64)>> {
 }
 
 /// Whether a power cut can be counted in this recording (`flag` names the option asking).
-pub fn power_cut_fits(record: &sinkrate_record::config::RecordConfig, flag: &str) -> Result<()> {
-    if record.write_mode == sinkrate_record::config::WriteMode::Null {
+pub fn power_cut_fits(record: &sinkrate_model::record::RecordConfig, flag: &str) -> Result<()> {
+    if record.write_mode == sinkrate_model::record::WriteMode::Null {
         return Err(anyhow!(
             "{flag}: --write-mode null writes nothing to lose (use buffered, direct, dsync or uring)"
         ));
@@ -269,9 +269,9 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
         streams,
         buffers: args.buffers,
         write_mode: if direct {
-            sinkrate_record::config::WriteMode::Direct
+            sinkrate_model::record::WriteMode::Direct
         } else {
-            sinkrate_record::config::WriteMode::Buffered
+            sinkrate_model::record::WriteMode::Buffered
         },
         queue_depth: args.queue_depth,
         shared_writer: false,
@@ -285,7 +285,7 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
         seed: args.seed,
         keep: args.keep,
         frame_records: true,
-        segments: sinkrate_record::segments::SegmentPolicy {
+        segments: sinkrate_model::record::SegmentPolicy {
             every: None,
             bytes: None,
             loop_fill_pct: None,
@@ -368,7 +368,7 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
             .map(|t| super::values::duration(flag, t))
             .transpose()
     };
-    let segments = sinkrate_record::segments::SegmentPolicy {
+    let segments = sinkrate_model::record::SegmentPolicy {
         every: time("segment-time", &args.segment_time)?,
         bytes: args
             .segment_size
@@ -439,7 +439,7 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
                 "--verify-every reads back closed segments: give --segment-time or --segment-size too"
             ));
         }
-        if record.write_mode == sinkrate_record::config::WriteMode::Null {
+        if record.write_mode == sinkrate_model::record::WriteMode::Null {
             return Err(anyhow!(
                 "--verify-every and --write-mode null: nothing is written to read back"
             ));

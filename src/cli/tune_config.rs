@@ -18,7 +18,7 @@ pub struct Fixes {
 
 /// The fixes among `findings` for `path` (all of them, or those `only` names).
 pub fn fixes_of(
-    findings: &[sinkrate_audit::Finding],
+    findings: &[sinkrate_model::audit::Finding],
     path: &str,
     only: Option<&[String]>,
 ) -> Fixes {
@@ -45,8 +45,9 @@ pub fn fixes_from(file: &std::path::Path) -> Result<Fixes> {
     let bad = |e: sinkrate_model::envelope::ReadError| anyhow!("--from {}: {e}", file.display());
     match kind.as_str() {
         "check" => {
-            let run = Envelope::<sinkrate_check::CheckReport>::from_json(&bytes, RunKind::Check)
-                .map_err(bad)?;
+            let run =
+                Envelope::<sinkrate_model::check::CheckReport>::from_json(&bytes, RunKind::Check)
+                    .map_err(bad)?;
             let a = &run.result.audit.audit;
             Ok(fixes_of(
                 &a.findings,
@@ -55,8 +56,9 @@ pub fn fixes_from(file: &std::path::Path) -> Result<Fixes> {
             ))
         }
         "audit" => {
-            let run = Envelope::<sinkrate_audit::AuditReport>::from_json(&bytes, RunKind::Audit)
-                .map_err(bad)?;
+            let run =
+                Envelope::<sinkrate_model::audit::AuditReport>::from_json(&bytes, RunKind::Audit)
+                    .map_err(bad)?;
             let a = &run.result.audit;
             Ok(fixes_of(&a.findings, &a.target.path, None))
         }
@@ -149,7 +151,7 @@ pub fn workload(args: &TuneSearchArgs) -> Result<Workload> {
     flags.extend(args.record_flags.iter().cloned());
     let record_args = crate::cli::record_config::args_from_flags(&flags)?;
     let session = crate::cli::record_config::session(&record_args)?;
-    if session.record.write_mode == sinkrate_record::config::WriteMode::Null {
+    if session.record.write_mode == sinkrate_model::record::WriteMode::Null {
         return Err(anyhow!(
             "--write-mode null after --: writes nothing, so there is nothing to tune"
         ));

@@ -66,9 +66,9 @@ pub enum WriteModeArg {
     Null,
 }
 
-impl From<WriteModeArg> for sinkrate_record::config::WriteMode {
+impl From<WriteModeArg> for sinkrate_model::record::WriteMode {
     fn from(w: WriteModeArg) -> Self {
-        use sinkrate_record::config::WriteMode;
+        use sinkrate_model::record::WriteMode;
         match w {
             WriteModeArg::Buffered => WriteMode::Buffered,
             WriteModeArg::Direct => WriteMode::Direct,
@@ -94,9 +94,9 @@ pub enum PreallocArg {
     Pregrow,
 }
 
-impl From<PreallocArg> for sinkrate_record::config::PreallocMode {
+impl From<PreallocArg> for sinkrate_model::record::PreallocMode {
     fn from(p: PreallocArg) -> Self {
-        use sinkrate_record::config::PreallocMode;
+        use sinkrate_model::record::PreallocMode;
         match p {
             PreallocArg::Fallocate => PreallocMode::Fallocate,
             PreallocArg::Ftruncate => PreallocMode::Ftruncate,
@@ -124,9 +124,9 @@ pub enum FindMaxArg {
     Speed,
 }
 
-impl From<FindMaxArg> for sinkrate_record::find_max::Searched {
+impl From<FindMaxArg> for sinkrate_model::record::Searched {
     fn from(f: FindMaxArg) -> Self {
-        use sinkrate_record::find_max::Searched;
+        use sinkrate_model::record::Searched;
         match f {
             FindMaxArg::Streams => Searched::Streams,
             FindMaxArg::Bitrate => Searched::Bitrate,

@@ -5,8 +5,9 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use sinkrate_audit::{Audit, AuditReport, Severity, StreamRate, SysRoot};
+use sinkrate_model::audit::{Audit, AuditReport, Severity, StreamRate};
 use sinkrate_model::{Envelope, RunKind};
+use sinkrate_sys::root::SysRoot;
 
 use crate::cli::values::{OutputFormat, When};
 use crate::cli::{AuditArgs, StreamRateArgs};

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
-use sinkrate_check::{CheckConfig, CheckError, Phase, Plan};
+use sinkrate_check::{CheckConfig, CheckError, Phase};
+use sinkrate_model::check::Plan;
 use sinkrate_record::session::SessionError;
 
 use crate::cli::values::{OutputFormat, WriteModeArg};
@@ -48,7 +49,7 @@ fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
         // The profile's name (or the bitrate) heads check's table, as audit names it.
         session.label = super::audit::stream_rate(&args.rate)?.0;
     }
-    if session.record.write_mode == sinkrate_record::config::WriteMode::Null {
+    if session.record.write_mode == sinkrate_model::record::WriteMode::Null {
         return Err(anyhow!(
             "--write-mode null after --: writes nothing, so it cannot check storage"
         ));
@@ -63,7 +64,7 @@ fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
 fn default_report_dir() -> PathBuf {
     let cwd_writable = std::env::current_dir()
         .ok()
-        .is_some_and(|d| crate::writable(&d));
+        .is_some_and(|d| sinkrate_sys::files::writable(&d));
     if cwd_writable {
         PathBuf::new()
     } else {

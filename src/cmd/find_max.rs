@@ -4,8 +4,9 @@
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
+use sinkrate_model::record::{FindMaxReport, Searched};
 use sinkrate_model::{Envelope, RunKind};
-use sinkrate_record::find_max::{search, FindMaxReport, SearchError, Searched};
+use sinkrate_record::find_max::{search, SearchError};
 use sinkrate_record::session::Session;
 
 use crate::cli::values::OutputFormat;

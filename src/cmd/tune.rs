@@ -4,9 +4,10 @@
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
+use sinkrate_model::settings::TuneReport;
 use sinkrate_model::{Envelope, RunKind};
 use sinkrate_settings::Journal;
-use sinkrate_tune::apply::{self as tune, ApplyConfig, TuneReport};
+use sinkrate_tune::apply::{self as tune, ApplyConfig};
 
 use crate::cli::tune_config::{fixes_from, fixes_of, workload};
 use crate::cli::values::OutputFormat;
@@ -176,7 +177,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         (_, false) => None,
         (Workload::Record(s), true) => {
             crate::cli::record_config::power_cut_fits(&s.record, "--power-cut")?;
-            let card: std::sync::Arc<dyn sinkrate_record::power_cut::PowerSwitch> =
+            let card: std::sync::Arc<dyn sinkrate_platform::power::PowerSwitch> =
                 std::sync::Arc::new(super::record::emulated_card(&args.path, "--power-cut")?);
             Some(card)
         }
@@ -217,7 +218,7 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     if args.apply {
         if let Some(w) = report.winner() {
             if !w.candidate.system.is_empty() {
-                journal.apply(&w.candidate.system, sinkrate_settings::Mode::Applied)?;
+                journal.apply(&w.candidate.system, sinkrate_model::settings::Mode::Applied)?;
                 let applied = w.candidate.settings_args();
                 eprintln!(
                     "sinkrate: applied {} (until sinkrate tune restore)",

@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
+use sinkrate_model::timeline::Sample;
+use sinkrate_model::watch::{SettingsChange, WatchConfig};
 use sinkrate_model::{Envelope, RunKind};
-use sinkrate_sampler::watch::{self, SettingsChange, View, WatchConfig, WatchObserver};
-use sinkrate_sampler::Sample;
+use sinkrate_sampler::watch::{self, View, WatchObserver};
 
 use crate::cli::values::OutputFormat;
 use crate::cli::WatchArgs;

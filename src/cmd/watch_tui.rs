@@ -16,8 +16,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
 use ratatui::Terminal;
-use sinkrate_sampler::hogs::Hog;
-use sinkrate_sampler::Sample;
+use sinkrate_model::timeline::{Hog, Sample};
 
 pub struct Tui {
     terminal: Terminal<CrosstermBackend<Stderr>>,

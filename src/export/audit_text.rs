@@ -2,7 +2,7 @@
 //! then the findings grouped by severity, each with its evidence, why, fix and trade-off.
 
 use anyhow::Result;
-use sinkrate_audit::{Audit, AuditReport, Finding, Severity};
+use sinkrate_model::audit::{Audit, AuditReport, Finding, Severity};
 
 use super::Exporter;
 

@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use sinkrate_bench_output::bench_types::BenchSampler;
+use sinkrate_model::fio::BenchSampler;
+use sinkrate_model::timeline::Summary;
 use sinkrate_model::BenchRun;
-use sinkrate_sampler::{SamplerOutput, Summary};
+use sinkrate_sampler::SamplerOutput;
 
 use super::Exporter;
 

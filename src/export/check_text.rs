@@ -3,8 +3,9 @@
 //! (pool, card class), then what to fix first.
 
 use anyhow::Result;
-use sinkrate_audit::Severity;
-use sinkrate_check::{top_findings, CheckReport, CheckRun};
+use sinkrate_check::top_findings;
+use sinkrate_model::audit::Severity;
+use sinkrate_model::check::{CheckReport, CheckRun};
 use sinkrate_model::record::{RecordReport, WriteMode};
 use sinkrate_model::Verdict;
 
@@ -82,7 +83,7 @@ impl CheckText {
         let a = &c.audit.audit;
         let target = &a.target;
         // In the order the check ranked them (by the causes its recording measured).
-        let top: Vec<&sinkrate_audit::Finding> = if c.top_findings.is_empty() {
+        let top: Vec<&sinkrate_model::audit::Finding> = if c.top_findings.is_empty() {
             top_findings(a)
         } else {
             c.top_findings
@@ -129,7 +130,7 @@ impl CheckText {
 /// Whether the target is memory (tmpfs): what the sampler saw of disks and of the page
 /// cache's limits is then the host's other writers', not the check's.
 fn on_memory(c: &CheckReport) -> bool {
-    !sinkrate_audit::mounts::is_storage(&c.audit.audit.target.fs_type)
+    !sinkrate_sys::mounts::is_storage(&c.audit.audit.target.fs_type)
 }
 
 /// The target, its device and fill, and the stream checked.

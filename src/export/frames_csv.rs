@@ -1,7 +1,7 @@
 //! `record --frames-log FILE`: one CSV row per frame, in capture order per stream.
 
 use anyhow::Result;
-use sinkrate_record::report::RecordRun;
+use sinkrate_model::record::RecordRun;
 
 use super::Exporter;
 

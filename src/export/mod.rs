@@ -125,7 +125,7 @@ pub fn mmss(s: f64) -> String {
     format!("{:02}:{:02}", (s / 60.0) as u64, (s % 60.0) as u64)
 }
 
-pub use sinkrate_units::product::mb_per_s as mbs;
+use sinkrate_units::product::mb_per_s as mbs;
 
 #[cfg(test)]
 mod snapshots;

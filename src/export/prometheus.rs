@@ -277,8 +277,8 @@ pub fn write_prometheus(path: &Path, m: &FleetMetrics, running: bool) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sinkrate_model::timeline::Sample;
     use sinkrate_procparse::diskstats::DiskCounters;
-    use sinkrate_sampler::Sample;
 
     fn metrics() -> FleetMetrics {
         let mut m = FleetMetrics::new(1_700_000_000.0);

@@ -1,9 +1,7 @@
 //! `sinkrate record`'s table: the verdict, one row per stream, stalls, and the page cache.
 
 use anyhow::Result;
-use sinkrate_record::config::WriteMode;
-use sinkrate_record::power_cut::PowerCutReport;
-use sinkrate_record::report::RecordRun;
+use sinkrate_model::record::{PowerCutReport, RecordRun, WriteMode};
 
 use super::{ms, Exporter};
 

@@ -1,6 +1,6 @@
 //! `watch --csv FILE`: one row per sample, every figure with its unit in the column name.
 
-use sinkrate_sampler::Sample;
+use sinkrate_model::timeline::Sample;
 
 pub fn csv_header() -> &'static str {
     "t_s,mem_available_bytes,cached_bytes,dirty_bytes,writeback_bytes,dirty_threshold_bytes,background_threshold_bytes,freerun_ceiling_bytes,throttled,disk_read_bytes_per_s,disk_write_bytes_per_s,disk_util_pct,disk_in_flight,disk_await_ms,cpu_user_pct,cpu_system_pct,cpu_iowait_pct,cpu_irq_pct,cpu_idle_pct,psi_io_some_pct,psi_io_full_pct,psi_memory_some_pct,psi_memory_full_pct"

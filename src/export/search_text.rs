@@ -2,8 +2,8 @@
 //! its interval, and the commands that apply the winner.
 
 use anyhow::Result;
+use sinkrate_model::search::SearchReport;
 use sinkrate_model::Envelope;
-use sinkrate_tune::search::SearchReport;
 
 use super::Exporter;
 

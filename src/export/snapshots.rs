@@ -48,7 +48,7 @@ fn check_text_in_colour() {
 
 #[test]
 fn audit_text() {
-    let run = load::<sinkrate_audit::AuditReport>("audit.json", RunKind::Audit);
+    let run = load::<sinkrate_model::audit::AuditReport>("audit.json", RunKind::Audit);
     insta::assert_snapshot!(text(
         AuditText { colour: false }
             .export(&run.result)
@@ -58,6 +58,6 @@ fn audit_text() {
 
 #[test]
 fn watch_text() {
-    let run = load::<sinkrate_sampler::watch::WatchReport>("watch.json", RunKind::Watch);
+    let run = load::<sinkrate_model::watch::WatchReport>("watch.json", RunKind::Watch);
     insta::assert_snapshot!(text(WatchText.export(&run.result).expect("renders")));
 }

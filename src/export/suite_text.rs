@@ -3,8 +3,10 @@
 //! cell's median and the runs' range), and the list of suites.
 
 use anyhow::Result;
-use sinkrate_suite::format::{cell_range, cell_short};
-use sinkrate_suite::{SuiteRun, Table, SUITES};
+use sinkrate_model::suite::format::{cell_range, cell_short};
+use sinkrate_model::suite::table::Table;
+use sinkrate_model::suite::SuiteRun;
+use sinkrate_suite::SUITES;
 
 use super::Exporter;
 

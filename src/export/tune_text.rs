@@ -2,10 +2,8 @@
 //! what was restored or left alone, and what sinkrate still holds changed.
 
 use anyhow::Result;
-use sinkrate_model::settings::TuneReport;
+use sinkrate_model::settings::{Mode, Outcome, Setting, TuneReport, ABSENT};
 use sinkrate_model::Envelope;
-use sinkrate_settings::setting::ABSENT;
-use sinkrate_settings::{Mode, Outcome, Setting};
 
 use super::Exporter;
 

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use sinkrate_sampler::watch::WatchReport;
-use sinkrate_sampler::Summary;
+use sinkrate_model::timeline::Summary;
+use sinkrate_model::watch::WatchReport;
 
 use super::Exporter;
 
@@ -85,7 +85,7 @@ pub fn summary_text(
     sum: &Summary,
     interval: Duration,
     devices: &[String],
-    hogs: &[sinkrate_sampler::hogs::Hog],
+    hogs: &[sinkrate_model::timeline::Hog],
     exit: Option<i32>,
 ) -> String {
     let mut t = String::new();

@@ -9,13 +9,12 @@ use std::process::Command;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use sinkrate_audit::AuditReport;
-use sinkrate_bench_output::bench_types::BenchReport;
-use sinkrate_check::CheckReport;
+use sinkrate_model::audit::AuditReport;
+use sinkrate_model::check::CheckReport;
+use sinkrate_model::fio::BenchReport;
+use sinkrate_model::record::{FindMaxReport, RecordReport, RecordRun};
+use sinkrate_model::watch::WatchReport;
 use sinkrate_model::{Envelope, RunKind, Verdict};
-use sinkrate_record::find_max::FindMaxReport;
-use sinkrate_record::report::{RecordReport, RecordRun};
-use sinkrate_sampler::watch::WatchReport;
 
 use common::sinkrate_path;
 

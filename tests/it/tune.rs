@@ -377,7 +377,7 @@ fn persist_merges_into_sysctl_d_and_restore_puts_the_file_back() {
         "persist_merges_into_sysctl_d_and_restore_puts_the_file_back",
         &[],
         || {
-            let conf = Path::new(sinkrate_settings::persist::FILE);
+            let conf = Path::new(sinkrate_sys::sysctl_conf::FILE);
             if !conf.parent().is_some_and(Path::is_dir) {
                 common::skip(
                     "persist_merges_into_sysctl_d_and_restore_puts_the_file_back",
@@ -389,7 +389,7 @@ fn persist_merges_into_sysctl_d_and_restore_puts_the_file_back() {
             struct Keep(Option<Vec<u8>>);
             impl Drop for Keep {
                 fn drop(&mut self) {
-                    let conf = Path::new(sinkrate_settings::persist::FILE);
+                    let conf = Path::new(sinkrate_sys::sysctl_conf::FILE);
                     match &self.0 {
                         Some(b) => {
                             let _ = std::fs::write(conf, b);

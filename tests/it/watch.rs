@@ -261,7 +261,8 @@ fn throttling_on_a_slow_card_is_seen_and_a_setting_recommended() {
         || {
             let card = common::SlowDev::new(&["--write-rate", "10MB", "--size", "256M"]);
             // Set for the test and restored on drop (also if it fails), journaled like record's.
-            let sysctl = |name: &str| sinkrate_settings::Setting::Sysctl { name: name.into() };
+            let sysctl =
+                |name: &str| sinkrate_model::settings::Setting::Sysctl { name: name.into() };
             let _limits = sinkrate_settings::Temporary::apply(
                 &sinkrate_settings::Journal::live(),
                 &[

@@ -2,9 +2,9 @@
 //! it read, why it matters for a recorder, the exact fix (now and persistent) and the
 //! trade-off where there is one.
 
-use crate::device::Bus;
-use crate::Audit;
-pub use sinkrate_model::audit::{Finding, Fix, Severity};
+use sinkrate_model::audit::Audit;
+use sinkrate_model::audit::{Finding, Fix, Severity};
+use sinkrate_model::facts::Bus;
 
 fn mb(bytes: f64) -> String {
     if bytes >= 1e9 {
@@ -107,7 +107,7 @@ fn filesystem_kind(r: &mut Rules) {
             &[],
             None,
         ),
-        fs if crate::PSEUDO_FS.contains(&fs) => r.add(
+        fs if sinkrate_sys::mounts::PSEUDO_FS.contains(&fs) => r.add(
             "fs.pseudo",
             Severity::Critical,
             format!("{mp} is {fs}, a kernel interface, not storage"),
@@ -216,7 +216,7 @@ fn mount_options(r: &mut Rules) {
     let t = r.a.target.clone();
     let mp = &t.mount_point;
     let storage = !matches!(t.fs_type.as_str(), "tmpfs" | "ramfs" | "overlay")
-        && !crate::PSEUDO_FS.contains(&t.fs_type.as_str());
+        && !sinkrate_sys::mounts::PSEUDO_FS.contains(&t.fs_type.as_str());
     if t.mount_options.iter().any(|o| o == "ro") {
         r.add(
             "mount.read_only",
@@ -944,12 +944,12 @@ fn sinkrate_settings(r: &mut Rules) {
     if entries.is_empty() {
         return;
     }
-    use sinkrate_settings::Mode;
+    use sinkrate_model::settings::Mode;
     let killed: Vec<_> = entries
         .iter()
         .filter(|e| e.entry.mode == Mode::Temporary && !e.running)
         .collect();
-    let names = |list: &[&crate::memory::JournaledSetting]| {
+    let names = |list: &[&sinkrate_model::facts::JournaledSetting]| {
         list.iter()
             .map(|e| e.entry.setting.to_string())
             .collect::<Vec<_>>()
@@ -1354,7 +1354,8 @@ mod settings_tests {
 #[cfg(test)]
 mod card_tests {
     use super::*;
-    use crate::{audit, judge_for, Options, SysRoot};
+    use crate::{audit, judge_for, Options};
+    use sinkrate_sys::root::SysRoot;
 
     fn fixture_audit(tree: &str, path: &str, stream: f64) -> Audit {
         let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -6,17 +6,11 @@ pub mod findings;
 pub mod memory;
 pub mod superblock;
 
-pub use sinkrate_sys::{device, mounts, root, usb};
+use sinkrate_sys::{device, mounts, usb};
 
-pub use root::SysRoot;
-pub use sinkrate_model::audit::{Audit, AuditReport, FsFacts, StreamRate};
-pub use sinkrate_model::audit::{Finding, Fix, Severity};
-
-use device::{BlockDevice, Bus};
-use mounts::Target;
-
-pub use sinkrate_sys::swaps::SwapArea;
-pub use sinkrate_sys::FsSpace as Space;
+use sinkrate_model::audit::{Audit, Finding, FsFacts, Severity};
+use sinkrate_model::facts::{BlockDevice, Bus, Target};
+use sinkrate_sys::root::SysRoot;
 
 pub struct Options {
     pub root: SysRoot,
@@ -24,7 +18,7 @@ pub struct Options {
     pub stream_bytes_per_s: f64,
 }
 
-pub use sinkrate_sys::mounts::PSEUDO_FS;
+use sinkrate_sys::mounts::PSEUDO_FS;
 
 /// The device node to read a superblock from: the live /dev, or the fixture's dev/.
 fn device_node(root: &SysRoot, name: &str) -> std::path::PathBuf {

@@ -2,8 +2,8 @@
 
 use sinkrate_sys::host;
 
-use crate::root::SysRoot;
-pub use sinkrate_model::facts::{JournaledSetting, Memory};
+use sinkrate_model::facts::{JournaledSetting, Memory};
+use sinkrate_sys::root::SysRoot;
 
 pub fn read(root: &SysRoot) -> Memory {
     let mem = host::meminfo_at(root).unwrap_or_default();

@@ -1,7 +1,9 @@
 //! Filesystem facts read from the device itself, read-only: the bytes are read here and
 //! parsed by `sinkrate_formats::superblock`.
 
-pub use sinkrate_formats::superblock::{parse_cluster_bytes, parse_ext4, Ext4Super};
+use sinkrate_formats::superblock::{parse_cluster_bytes, parse_ext4};
+
+use sinkrate_model::audit::Ext4Super;
 
 fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;

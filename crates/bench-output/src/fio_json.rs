@@ -9,14 +9,14 @@ use sinkrate_model::{
 };
 use sinkrate_stats::{BucketUnit, LatencyRecorder};
 
-use crate::bench_types::{
+use crate::format::ms;
+use crate::groups::apply_group_reporting;
+use sinkrate_jobspec::priority::{ioprio_class, ioprio_hint, ioprio_level};
+use sinkrate_model::fio::{
     BenchConfig, BenchReport, BenchRunDoc, ConfigJob, DirectionPairs, FioDirection, FioJob,
     FioLatency, FioPriority, FioSteadyState, FioSteadyStateData, FioSync, FlushExtras, JobExtras,
     JobSeries,
 };
-use crate::format::ms;
-use crate::groups::apply_group_reporting;
-use sinkrate_jobspec::priority::{ioprio_class, ioprio_hint, ioprio_level};
 
 /// C's ctime(3) form, as fio prints its times: `Thu Nov 26 23:05:31 2026`.
 pub fn ctime(unix_ms: u64) -> String {
@@ -39,8 +39,6 @@ pub fn ctime(unix_ms: u64) -> String {
         })
         .unwrap_or_default()
 }
-
-pub use sinkrate_model::envelope::rfc3339;
 
 /// One latency's object: its summary, the percentiles when they are on, and with json+
 /// (`plus`) fio's bins beside them (fio writes bins wherever it writes percentiles).

@@ -2,7 +2,6 @@
 //! finished run and never touch the system: the time of day and anything else they print
 //! comes from the run itself.
 
-pub mod bench_types;
 pub mod fio_json;
 pub mod format;
 pub mod groups;

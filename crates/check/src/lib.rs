@@ -8,14 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use sinkrate_audit::device::Bus;
-use sinkrate_audit::{Audit, AuditReport, Severity, StreamRate, SysRoot};
 use sinkrate_engine::probe::{sustained_write, ProbeError};
+use sinkrate_model::audit::{Audit, AuditReport, Severity, StreamRate};
 use sinkrate_model::causes::{Cause, KernelAccount};
-pub use sinkrate_model::check::{CheckReport, CheckRun, Plan, RawWrite};
+use sinkrate_model::check::{CheckReport, CheckRun, Plan, RawWrite};
+use sinkrate_model::facts::Bus;
+use sinkrate_model::record::WriteMode;
 use sinkrate_model::{Envelope, RunError, RunKind, Verdict};
-use sinkrate_record::config::WriteMode;
 use sinkrate_record::session::{self, EnduranceFrom, Session, SessionError};
+use sinkrate_sys::root::SysRoot;
 
 #[derive(Debug, Clone)]
 pub struct CheckConfig {
@@ -42,7 +43,7 @@ pub struct Phase<'a> {
 }
 
 /// The three findings that matter most: critical first, then warn, then info.
-pub fn top_findings(a: &Audit) -> Vec<&sinkrate_audit::Finding> {
+pub fn top_findings(a: &Audit) -> Vec<&sinkrate_model::audit::Finding> {
     a.findings
         .iter()
         .filter(|f| f.severity != Severity::Ok)
@@ -76,10 +77,10 @@ fn addresses(cause: Cause, id: &str) -> bool {
 /// when the largest measured cause has no finding. Without the kernel's account, the
 /// severity order.
 pub fn ranked_findings<'a>(
-    findings: &'a [sinkrate_audit::Finding],
+    findings: &'a [sinkrate_model::audit::Finding],
     kernel: Option<&KernelAccount>,
-) -> (Vec<&'a sinkrate_audit::Finding>, Option<String>) {
-    let open: Vec<&sinkrate_audit::Finding> = findings
+) -> (Vec<&'a sinkrate_model::audit::Finding>, Option<String>) {
+    let open: Vec<&sinkrate_model::audit::Finding> = findings
         .iter()
         .filter(|f| f.severity != Severity::Ok)
         .collect();
@@ -87,7 +88,7 @@ pub fn ranked_findings<'a>(
         return (open.into_iter().take(3).collect(), None);
     };
     let causes = k.causes_by_time();
-    let mut ranked: Vec<&sinkrate_audit::Finding> = Vec::new();
+    let mut ranked: Vec<&sinkrate_model::audit::Finding> = Vec::new();
     for (cause, _) in &causes {
         for f in &open {
             if addresses(*cause, &f.id) && !ranked.iter().any(|r| r.id == f.id) {
@@ -139,7 +140,7 @@ fn refresh_health(a: &mut Audit, path: &Path, stream_bytes_per_s: f64) {
 /// Why the target cannot take a write test, if it cannot.
 fn unwritable(a: &Audit, path: &Path) -> Option<String> {
     let t = &a.target;
-    if sinkrate_audit::PSEUDO_FS.contains(&t.fs_type.as_str()) {
+    if sinkrate_sys::mounts::PSEUDO_FS.contains(&t.fs_type.as_str()) {
         return Some(format!(
             "{} is on {}, a kernel interface, not storage",
             path.display(),
@@ -274,7 +275,7 @@ pub fn run(
         expected_s: plan.sustained_s + 1,
     });
     // Memory has no sustained rate worth a figure, and the probe would fill RAM with it.
-    let sustained = if sinkrate_audit::mounts::is_storage(&a.target.fs_type) {
+    let sustained = if sinkrate_sys::mounts::is_storage(&a.target.fs_type) {
         sustained_write(&cfg.path, plan.sustained_s, stop.clone())
     } else {
         Err(ProbeError::Failed(format!(
@@ -307,7 +308,7 @@ pub fn run(
     let raw_write = match sustained {
         Ok(m) => RawWrite {
             bytes_per_s: Some(m.bytes_per_s),
-            direct: m.method == sinkrate_engine::probe::ProbeMethod::Direct,
+            direct: m.method == sinkrate_model::check::ProbeMethod::Direct,
             method: Some(m.method.label().to_string()),
             seconds: plan.sustained_s,
             measured: Some(m),
@@ -415,8 +416,8 @@ mod tests {
     use super::*;
     use sinkrate_model::causes::CauseSeconds;
 
-    fn finding(id: &'static str, severity: Severity) -> sinkrate_audit::Finding {
-        sinkrate_audit::Finding {
+    fn finding(id: &'static str, severity: Severity) -> sinkrate_model::audit::Finding {
+        sinkrate_model::audit::Finding {
             id: id.into(),
             severity,
             title: id.to_string(),
@@ -441,7 +442,7 @@ mod tests {
             finding("mount.atime", Severity::Warn),
             finding("vm.dirty", Severity::Warn),
         ];
-        let ids = |v: Vec<&sinkrate_audit::Finding>| -> Vec<String> {
+        let ids = |v: Vec<&sinkrate_model::audit::Finding>| -> Vec<String> {
             v.iter().map(|f| f.id.to_string()).collect()
         };
         // Throttling cost the most: vm.dirty leads, then the device's, then the rest.

@@ -12,7 +12,6 @@ use sinkrate_stats::bootstrap::{over_runs, over_time, Difference};
 
 pub use group::GroupBy;
 pub use load::{failure, has_runs, runs, Metrics, Run, Second};
-pub use sinkrate_model::document::Document;
 
 /// Seconds in a block of the bootstrap over time: longer than a stall and the drops it
 /// causes, short enough for a minute's run to have several.

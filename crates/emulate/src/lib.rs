@@ -12,5 +12,4 @@ pub mod power;
 pub mod stack;
 pub mod tools;
 
-pub use sinkrate_devicemodel::WearMode;
 pub use stack::{down, list, sweep_orphans, up, EmulateError, Orphan, Spec, State};

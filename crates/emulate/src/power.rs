@@ -23,7 +23,7 @@ pub struct Card {
     lost_before: AtomicU64,
 }
 
-pub use sinkrate_platform::power::Restored;
+use sinkrate_platform::power::Restored;
 
 /// The emulated card whose filesystem holds `dir`, if it has a volatile write cache; else one
 /// line saying what `--power-cut-at` needs.

@@ -4,8 +4,6 @@ use sinkrate_jobspec::JobOptions;
 
 use crate::rng::Rng;
 
-pub use sinkrate_platform::buf::{AlignedBuf, ALIGN};
-
 /// Compressible and deduplicable data as fio makes it: each write is generated from a seed
 /// (a repeated seed gives a byte-identical buffer), chunk by chunk: random bytes, then the
 /// compressible share as the pattern (or zeros).
@@ -160,6 +158,7 @@ impl Contents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sinkrate_platform::buf::{AlignedBuf, ALIGN};
 
     #[test]
     fn aligned_and_filled() {

@@ -1,7 +1,7 @@
 //! Which files a job touches, how large, and whether there is room: all decided before any
 //! I/O, so a bad target stops the run with nothing written.
 
-pub use sinkrate_sys::files::{existing_parent, writable};
+use sinkrate_sys::files::existing_parent;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -408,7 +408,7 @@ pub fn bytes_to_allocate(files: &[PlannedFile]) -> u64 {
         .sum()
 }
 
-pub use sinkrate_sys::FsSpace;
+use sinkrate_model::facts::FsSpace;
 
 /// statvfs of the filesystem holding `dir`.
 pub fn space(dir: &Path) -> Result<FsSpace, EngineError> {

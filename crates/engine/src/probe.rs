@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sinkrate_jobspec::{build_job_set, JobSources, SourceContext};
-pub use sinkrate_model::check::{ProbeMethod, SustainedWrite};
+use sinkrate_model::check::{ProbeMethod, SustainedWrite};
 use sinkrate_model::TargetFacts;
 
 use crate::{execute, prepare, RunOptions};

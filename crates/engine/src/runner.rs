@@ -212,7 +212,7 @@ impl Preparation<'_> {
         if o.ioengine == Engine::IoUring {
             let missing = self
                 .uring_missing
-                .get_or_insert_with(crate::backend::io_uring_unavailable);
+                .get_or_insert_with(sinkrate_platform::uring::unavailable);
             if let Some(reason) = missing {
                 let asked = o.ioengine_requested.as_deref().unwrap_or("io_uring");
                 return Err(EngineError::Refused(format!(
@@ -290,7 +290,7 @@ impl Preparation<'_> {
         // Missing directories on the way are made when the job starts, as fio makes
         // them; a file standing where one is needed cannot become one.
         if !f.is_block_device && f.existing_size.is_none() {
-            let nearest = files::existing_parent(&f.path);
+            let nearest = sinkrate_sys::files::existing_parent(&f.path);
             if !nearest.is_dir() {
                 return Err(EngineError::path(
                     &nearest,
@@ -301,7 +301,7 @@ impl Preparation<'_> {
         let dir = if f.is_block_device {
             f.path.clone()
         } else {
-            files::existing_parent(&f.path)
+            sinkrate_sys::files::existing_parent(&f.path)
         };
         if self.seen_dirs.contains(&dir) {
             return Ok(());
@@ -345,7 +345,7 @@ impl Preparation<'_> {
         let Some(first) = planned.iter().find(|f| !f.is_block_device) else {
             return;
         };
-        let dir = files::existing_parent(&first.path);
+        let dir = sinkrate_sys::files::existing_parent(&first.path);
         let dev = std::fs::metadata(&dir).map(|m| m.dev()).unwrap_or(0);
         let fs = self.needed_by_fs.entry(dev).or_insert_with(|| FsNeed {
             dir,
@@ -652,7 +652,8 @@ fn view_meta(jobs: &[(Job, Vec<PlannedFile>)]) -> Vec<(bool, bool, Option<u64>, 
             let region = |f: &PlannedFile| {
                 if o.fill_device && !f.is_block_device {
                     // What the file system can still take: the fill's end, for the ETA.
-                    let free = files::free_bytes(&files::existing_parent(&f.path)).unwrap_or(0);
+                    let free = files::free_bytes(&sinkrate_sys::files::existing_parent(&f.path))
+                        .unwrap_or(0);
                     f.existing_size.unwrap_or(0) + free
                 } else {
                     f.region_len

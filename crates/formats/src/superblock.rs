@@ -2,7 +2,7 @@
 //! the ext2/3/4 superblock (features, default data mode, journal size) and the FAT/exFAT
 //! boot sector (cluster size). Parsing takes bytes; `sinkrate_audit::superblock` reads them.
 
-pub use sinkrate_model::audit::Ext4Super;
+use sinkrate_model::audit::Ext4Super;
 
 const EXT4_MAGIC: u16 = 0xEF53;
 

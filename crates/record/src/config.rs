@@ -2,10 +2,8 @@
 
 use std::time::Duration;
 
-use crate::frames::FrameSizes;
-pub use sinkrate_model::record::{
-    streams_label, PreallocMode, RecordConfig, StreamSpec, WriteMode,
-};
+use sinkrate_model::record::FrameSizes;
+use sinkrate_model::record::StreamSpec;
 
 pub struct Profile {
     pub name: &'static str,

@@ -8,10 +8,8 @@ use std::sync::Arc;
 
 use sinkrate_model::Verdict;
 
-use crate::config::StreamSpec;
-use crate::frames::FrameSizes;
 use crate::session::{run, Session, SessionError};
-pub use sinkrate_model::record::{FindMaxReport, Probe, Searched};
+use sinkrate_model::record::{FindMaxReport, FrameSizes, Probe, Searched, StreamSpec};
 
 /// The most streams a recording runs.
 pub const MAX_STREAMS: u32 = 64;
@@ -76,7 +74,7 @@ pub fn with_value(base: &Session, what: Searched, value: f64) -> Session {
             }
         }
     }
-    s.label = crate::config::streams_label(&s.record.streams);
+    s.label = sinkrate_model::record::streams_label(&s.record.streams);
     s
 }
 
@@ -245,7 +243,7 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{PreallocMode, RecordConfig, WriteMode};
+    use sinkrate_model::record::{PreallocMode, RecordConfig, WriteMode};
     use std::time::Duration;
 
     fn base() -> Session {
@@ -278,7 +276,7 @@ mod tests {
                 seed: 1,
                 keep: false,
                 frame_records: false,
-                segments: crate::segments::SegmentPolicy {
+                segments: sinkrate_model::record::SegmentPolicy {
                     every: None,
                     bytes: None,
                     loop_fill_pct: None,

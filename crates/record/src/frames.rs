@@ -1,7 +1,7 @@
 //! Frame sizes: fixed, or a bitrate with a GOP (an I-frame every N frames, R times larger than
 //! a P-frame) and a seeded jitter, chosen so that the mean rate is exact over every GOP.
 
-pub use sinkrate_model::record::FrameSizes;
+use sinkrate_model::record::FrameSizes;
 use sinkrate_platform::rng::Rng;
 
 /// Produces frame sizes in order; over each whole GOP the total is exact (to the byte).

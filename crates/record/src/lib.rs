@@ -46,7 +46,6 @@ pub mod kernel {
 }
 pub mod power_cut;
 pub mod replay;
-pub mod report;
 pub mod run;
 pub mod segments;
 pub mod session;

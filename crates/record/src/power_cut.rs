@@ -11,8 +11,7 @@ use std::path::PathBuf;
 use crate::frame_header::{self, HEADER_LEN};
 use crate::stream::StreamResult;
 
-pub use sinkrate_model::record::{PowerCutReport, StreamSurvival};
-pub use sinkrate_platform::power::{PowerSwitch, Restored};
+use sinkrate_model::record::StreamSurvival;
 
 /// Frames of this run found whole in `files` (a stream's segments, in order). Reading stops
 /// in a file at the first place that does not hold a whole frame: the writer wrote frames
@@ -56,8 +55,8 @@ pub enum SyncCovers {
 }
 
 impl SyncCovers {
-    pub fn of(mode: crate::config::WriteMode) -> SyncCovers {
-        use crate::config::WriteMode;
+    pub fn of(mode: sinkrate_model::record::WriteMode) -> SyncCovers {
+        use sinkrate_model::record::WriteMode;
         match mode {
             WriteMode::Dsync => SyncCovers::EveryWrite,
             WriteMode::Direct | WriteMode::Uring => SyncCovers::FramesBeforeTheLast,

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use sinkrate_model::replay::{Burst, ReplayOp, ReplayPlan, ReplayStream};
 use sinkrate_platform::buf::AlignedBuf;
 
-use crate::config::RecordConfig;
 use crate::run::Recording;
 use crate::stream::{
     FrameRecord, Shared, Stall, StreamProgress, StreamResult, SyncPoint, MAX_DROP_TIMES,
 };
+use sinkrate_model::record::RecordConfig;
 
 /// The replay's files: where each of the plan's files goes, and which ones the run made (the
 /// only ones it ever removes).

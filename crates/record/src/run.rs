@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use sinkrate_platform::buf::AlignedBuf;
 use sinkrate_platform::rng::Rng;
 
-use crate::config::{RecordConfig, StreamSpec, WriteMode};
 use crate::frames::FrameSource;
 use crate::stream::{Frame, FrameRecord, Shared, StreamProgress, StreamResult, MAX_DROP_TIMES};
 use crate::writer::{drive, StreamWriter};
+use sinkrate_model::record::{RecordConfig, StreamSpec, WriteMode};
 /// The camera side of one stream.
 struct Camera<'a> {
     spec: &'a StreamSpec,

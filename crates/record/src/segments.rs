@@ -2,7 +2,7 @@
 //! seconds or M bytes (dashcam style), with loop recording that deletes a stream's oldest
 //! segments while the file system is fuller than a set level.
 
-pub use sinkrate_model::record::SegmentPolicy;
+use sinkrate_model::record::SegmentPolicy;
 use std::path::{Path, PathBuf};
 
 /// One stream's files.

@@ -10,16 +10,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sinkrate_model::health::{Endurance, Lifetime};
-use sinkrate_model::record::DeviceFailure;
+use sinkrate_model::record::{
+    DeviceFailure, DirtyLimits, FrameColumns, Interval, RecordConfig, RecordReport, RecordRun,
+    RestoredSetting, SamplerSection, StallReport, StreamReport, Totals, WriteMode,
+};
+use sinkrate_model::timeline::Sample;
 use sinkrate_model::{Envelope, RunError, RunKind, TargetFacts};
-use sinkrate_sampler::{analyse, Sample, Sampler, SamplerConfig, SamplerOutput};
+use sinkrate_sampler::{analyse, Sampler, SamplerConfig, SamplerOutput};
 use sinkrate_stats::{LatencyDistribution, LatencyRecorder};
 
-use crate::config::{RecordConfig, WriteMode};
-use crate::report::{
-    DirtyLimits, FrameColumns, Interval, RecordReport, RecordRun, RestoredSetting, SamplerSection,
-    StallReport, StreamReport, Totals,
-};
 use crate::stream::StreamResult;
 use crate::verdict::{decide, Evidence};
 
@@ -40,7 +39,7 @@ pub struct Session {
     /// sampler's timeline are sized to it instead of to this host.
     pub board_ram_bytes: Option<u64>,
     /// What `record.power_cut_at` cuts (an emulated card), supplied by the caller.
-    pub power_switch: Option<std::sync::Arc<dyn crate::power_cut::PowerSwitch>>,
+    pub power_switch: Option<std::sync::Arc<dyn sinkrate_platform::power::PowerSwitch>>,
     /// Where the lifetime estimate takes the device's endurance from.
     pub endurance: EnduranceFrom,
     /// The recorder's duty cycle for the lifetime estimate (`--hours-per-day`).
@@ -157,9 +156,9 @@ pub struct LiveStatus {
 
 /// Settings a killed run left changed go back first; returns what was restored and what was
 /// left alone (changed since by someone else).
-pub fn restore_left_over_settings() -> Result<sinkrate_settings::Outcome, SessionError> {
+pub fn restore_left_over_settings() -> Result<sinkrate_model::settings::Outcome, SessionError> {
     if !Path::new(SETTINGS_JOURNAL).exists() || !sinkrate_sys::host::is_root() {
-        return Ok(sinkrate_settings::Outcome::default());
+        return Ok(sinkrate_model::settings::Outcome::default());
     }
     sinkrate_settings::Journal::live()
         .recover()
@@ -312,7 +311,8 @@ pub fn run(
     let mut restored = Vec::new();
     let _limits_guard = match s.dirty_limits {
         Some((dirty, background)) => {
-            let sysctl = |name: &str| sinkrate_settings::Setting::Sysctl { name: name.into() };
+            let sysctl =
+                |name: &str| sinkrate_model::settings::Setting::Sysctl { name: name.into() };
             let guard = sinkrate_settings::Temporary::apply(
                 &sinkrate_settings::Journal::live(),
                 &[
@@ -543,7 +543,7 @@ struct PowerCutTimer {
 
 impl PowerCutTimer {
     fn start(
-        switch: Arc<dyn crate::power_cut::PowerSwitch>,
+        switch: Arc<dyn sinkrate_platform::power::PowerSwitch>,
         at: Duration,
         recording: &crate::run::Recording,
         stop: &Arc<AtomicBool>,
@@ -592,11 +592,11 @@ impl PowerCutTimer {
 /// run.
 fn after_the_cut(
     cut: &Cut,
-    switch: &dyn crate::power_cut::PowerSwitch,
+    switch: &dyn sinkrate_platform::power::PowerSwitch,
     cfg: &RecordConfig,
     results: &mut [StreamResult],
     notes: &mut Vec<String>,
-) -> crate::power_cut::PowerCutReport {
+) -> sinkrate_model::record::PowerCutReport {
     use crate::power_cut::{frames_on_card, survival, SyncCovers};
     if !cut.failed_before {
         for r in results.iter_mut() {
@@ -629,7 +629,7 @@ fn after_the_cut(
             survival(r, spec.fps, cut.at_ns, covers, &on_card)
         })
         .collect();
-    crate::power_cut::PowerCutReport {
+    sinkrate_model::record::PowerCutReport {
         at_s: cut.at_ns as f64 / 1e9,
         cache_lost_bytes,
         mounted_after,
@@ -724,7 +724,7 @@ fn rate_while_busy(window: &[&Sample]) -> Option<f64> {
 /// closed segments (`--verify-every`).
 struct Watched<'a> {
     sampled: &'a SamplerOutput,
-    soak: Option<crate::soak::SoakVerify>,
+    soak: Option<sinkrate_model::record::SoakVerify>,
 }
 
 /// From the streams' results and the sampler's timeline to the typed report. Pure: no I/O.
@@ -978,7 +978,7 @@ fn windows(
 /// run (the final flush included, so that data the page cache still held at the window's
 /// end counts) per second of recording.
 fn lifetime(
-    report: &crate::report::RecordReport,
+    report: &sinkrate_model::record::RecordReport,
     sampled: &SamplerOutput,
     hours_per_day: f64,
     endurance: Option<Endurance>,

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use sinkrate_platform::buf::AlignedBuf;
 
-use crate::config::{PreallocMode, RecordConfig, WriteMode};
+use sinkrate_model::record::{PreallocMode, RecordConfig, WriteMode};
 
 /// O_DIRECT's alignment for offsets, lengths and buffers.
 pub(crate) const BLOCK: usize = 4096;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::frame_header::{self, HEADER_LEN};
 use crate::stream::ClosedSegment;
-pub use sinkrate_model::record::{SegmentFailure, SoakVerify};
+use sinkrate_model::record::{SegmentFailure, SoakVerify};
 
 /// The reader of closed segments, on its own thread.
 pub struct Verifier {

@@ -18,7 +18,7 @@ pub(crate) const MAX_FRAME_RECORDS: usize = 500_000;
 /// The per-frame records a stream keeps: up to [`MAX_FRAME_RECORDS`], and in a soak (two
 /// hours or more) the first hour's, so that its memory is flat from then on; the windows
 /// (`StreamResult::windows`) summarise the whole run.
-pub(crate) fn frame_record_cap(cfg: &crate::config::RecordConfig, fps: f64) -> usize {
+pub(crate) fn frame_record_cap(cfg: &sinkrate_model::record::RecordConfig, fps: f64) -> usize {
     if cfg.duration >= sinkrate_sampler::timeline::SOAK_FROM {
         MAX_FRAME_RECORDS.min((fps.max(1.0) * 3600.0) as usize)
     } else {

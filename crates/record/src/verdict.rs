@@ -2,7 +2,7 @@
 //! I/O. Every rule here is stated in the README in the words the tool prints.
 
 use serde::{Deserialize, Serialize};
-pub use sinkrate_model::Verdict;
+use sinkrate_model::Verdict;
 
 /// What the verdict is decided from.
 #[derive(Debug, Clone, Default)]

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use sinkrate_platform::buf::AlignedBuf;
 
-use crate::config::{RecordConfig, StreamSpec, WriteMode};
 use crate::segments::Segments;
 use crate::sink::Sink;
 use crate::stream::{
@@ -20,6 +19,7 @@ use crate::stream::{
     MAX_FRAME_RECORDS,
 };
 use crate::uring_sink::{drain_eventfd, DoneFrame, PendingFrame, UringSink};
+use sinkrate_model::record::{RecordConfig, StreamSpec, WriteMode};
 
 enum Output {
     Sync(Sink),

@@ -1,7 +1,9 @@
 //! From a timeline to the summary a user acts on. Pure: no I/O.
 
-use crate::sample::{Sample, VmSettings};
-pub use sinkrate_model::timeline::{Recommendation, Summary};
+use sinkrate_model::timeline::Sample;
+
+use sinkrate_model::timeline::{Recommendation, Summary};
+use sinkrate_procparse::vmsettings::VmSettings;
 
 /// Headroom asked of the recommendation: room for 30% more dirty data than the peak seen.
 const HEADROOM: f64 = 1.3;

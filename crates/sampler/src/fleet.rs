@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sinkrate_procparse::diskstats::DiskCounters;
 
-use crate::Sample;
+use sinkrate_model::timeline::Sample;
 
 /// A device with requests in flight that completes none for this long has stalled: an SD
 /// card's garbage collection, a USB bridge's reset, an eMMC's cache flush. A recorder with a

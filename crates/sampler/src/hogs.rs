@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-pub use sinkrate_model::timeline::Hog;
+use sinkrate_model::timeline::Hog;
 use sinkrate_sys::process;
 
 /// The ended processes whose totals are kept, the busiest: a soak of hours on a busy

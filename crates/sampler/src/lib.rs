@@ -15,6 +15,6 @@ pub mod target;
 pub mod timeline;
 pub mod watch;
 
-pub use analysis::{analyse, Summary};
+pub use analysis::analyse;
+
 pub use live::{Sampler, SamplerConfig, SamplerOutput};
-pub use sample::{Sample, VmSettings};

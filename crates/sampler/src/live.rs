@@ -9,9 +9,13 @@ use std::time::{Duration, Instant};
 
 use sinkrate_procparse::{cpustat, diskstats, meminfo, pressure, vmstat};
 
-use crate::hogs::{Hog, HogTracker};
-use crate::sample::{self, Raw, Sample, VmSettings};
+use sinkrate_model::timeline::Hog;
+
+use crate::hogs::HogTracker;
+use crate::sample::{self, Raw};
 use crate::timeline::Timeline;
+use sinkrate_model::timeline::Sample;
+use sinkrate_procparse::vmsettings::VmSettings;
 
 #[derive(Debug, Clone)]
 pub struct SamplerConfig {

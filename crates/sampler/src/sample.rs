@@ -53,7 +53,7 @@ impl From<&VmStat> for VmStatCopy {
     }
 }
 
-pub use sinkrate_model::timeline::Sample;
+use sinkrate_model::timeline::Sample;
 
 /// Builds a sample from the current readings and the previous ones (for rates).
 pub fn derive(now: &Raw, prev: Option<&Raw>, page_size: u64) -> Sample {
@@ -117,8 +117,6 @@ pub fn derive(now: &Raw, prev: Option<&Raw>, page_size: u64) -> Sample {
     }
     s
 }
-
-pub use sinkrate_procparse::vmsettings::VmSettings;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use sinkrate_sys::tracefs::kernel_dev;
+use sinkrate_procparse::trace::kernel_dev;
 
 use crate::causes::Target;
 

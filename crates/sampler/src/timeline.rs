@@ -4,7 +4,7 @@
 //! with the window's end as its time, the values of its sample with the most dirty and
 //! writeback data (the series a recording is judged by), and throttled when any of them was.
 
-use crate::sample::Sample;
+use sinkrate_model::timeline::Sample;
 
 /// Bounds of the budget: a small board gets a 64th of its memory (8 MB of 512 MB), never more
 /// than 64 MiB (about four hours at ten samples a second before the first halving).

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::live::{read_vm_settings, SamplerCore};
-use crate::sample::Sample;
 use crate::timeline::Timeline;
 use crate::{analyse, SamplerConfig};
 use sinkrate_model::causes::KernelAccount;
-pub use sinkrate_model::watch::{SettingsChange, SlowCall, WatchConfig, WatchReport};
+use sinkrate_model::timeline::Sample;
+use sinkrate_model::watch::{SettingsChange, SlowCall, WatchConfig, WatchReport};
 #[cfg(target_os = "linux")]
 use sinkrate_sys::tracefs::{self, TraceRequest, TraceSession};
 
@@ -341,11 +341,11 @@ fn start_tracing(cfg: &WatchConfig) -> Result<Tracing, String> {
         return Err("no program is watched (--pid or a command)".into());
     }
     let device = watched_device(cfg);
-    let kernel = device.map(|(ma, mi)| tracefs::kernel_dev(ma, mi));
+    let kernel = device.map(|(ma, mi)| sinkrate_procparse::trace::kernel_dev(ma, mi));
     let target = Target {
         disk: kernel,
         fs_dev: kernel,
-        bdi: kernel.map(tracefs::dev_name),
+        bdi: kernel.map(sinkrate_procparse::trace::dev_name),
         page_bytes: sinkrate_sys::page_size(),
     };
     // The watch's own thread (it writes the CSV and the metrics) is not the program's.

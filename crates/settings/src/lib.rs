@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use setting::{companion, Host, Setting};
-pub use sinkrate_model::settings::{Entry, Mode, Outcome};
+pub use setting::Host;
+
+use sinkrate_model::settings::{Entry, Mode, Outcome, Setting};
+use sinkrate_sys::sysctl_conf::companion;
 
 /// The journal of the live system. Under /var/lib so that settings `--persist` wrote to
 /// files can be found again after a reboot; runtime values carry their boot.

@@ -2,8 +2,6 @@
 //! (its old line, and its companion's, replaced; every other line kept), so that one fix
 //! never overwrites another's.
 
-pub use sinkrate_sys::sysctl_conf::{merge_command, merge_sysctl_conf, FILE};
-
 /// The one file sinkrate's persistent queue settings go into.
 pub const UDEV_FILE: &str = "/etc/udev/rules.d/60-sinkrate.rules";
 
@@ -96,6 +94,7 @@ pub fn merge_fstab(text: &str, mount_point: &str, family: &str, value: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sinkrate_sys::sysctl_conf::{merge_command, merge_sysctl_conf};
 
     #[test]
     fn fstab_changes_only_the_options_of_the_line_for_the_mount_point() {

@@ -408,8 +408,7 @@ fn bdi_value(attr: &str, value: &str) -> Result<String, String> {
     }
 }
 
-pub use sinkrate_model::settings::{Setting, ABSENT};
-pub use sinkrate_sys::sysctl_conf::companion;
+use sinkrate_model::settings::{Setting, ABSENT};
 
 #[cfg(test)]
 mod tests {

@@ -4,9 +4,8 @@
 //! the median and spread of each cell, plus what the document could not show.
 
 pub mod devices;
-pub use sinkrate_model::suite::format;
+use sinkrate_model::suite::{format, SuiteReport, SuiteRun};
 pub mod suites;
-pub use sinkrate_model::suite::table;
 mod workdir;
 pub mod writer;
 
@@ -20,8 +19,7 @@ use sinkrate_model::{Envelope, RunKind};
 use sinkrate_record::session::{Session, SessionError};
 
 pub use devices::{Card, Maker, ScratchDevice};
-pub use sinkrate_model::suite::{SuiteReport, SuiteRun};
-pub use table::{Better, Cell, Column, Row, Table, Unit};
+use sinkrate_model::suite::table::Unit;
 pub use workdir::WorkDir;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,7 +207,7 @@ impl From<writer::WriteError> for SuiteError {
     }
 }
 
-pub use sinkrate_sys::is_root;
+use sinkrate_sys::is_root;
 
 /// What a running suite has at hand.
 pub struct Ctx<'a> {

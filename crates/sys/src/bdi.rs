@@ -2,7 +2,7 @@
 //! counted against, and its per-device writeback limits.
 
 use crate::SysRoot;
-pub use sinkrate_model::facts::BdiLimits;
+use sinkrate_model::facts::BdiLimits;
 
 /// The bdi that a mount's dirty pages are counted against: its whole disk's for a block
 /// device (a partition shares its disk's), the mount's own anonymous one for FUSE or NFS;

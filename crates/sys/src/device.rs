@@ -2,7 +2,7 @@
 //! queue settings, a loop device's backing file, a dm/md device's members.
 
 use crate::root::SysRoot;
-pub use sinkrate_model::facts::{BlockDevice, Bus, Partition, Queue};
+use sinkrate_model::facts::{BlockDevice, Bus, Partition, Queue};
 
 fn parent(path: &str) -> String {
     match path.rsplit_once('/') {

@@ -43,7 +43,7 @@ pub(crate) fn registry_test() -> std::sync::MutexGuard<'static, ()> {
     owned::begin_again();
     turn
 }
-pub use space::{free_bytes, space, FsSpace};
+pub use space::{free_bytes, space};
 
 /// The directory named by `SINKRATE_STATE_DIR`, when it is set to an absolute path: where
 /// the journals of the files each run made (`owned/`) and the state of emulated devices

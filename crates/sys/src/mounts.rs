@@ -4,7 +4,7 @@
 use sinkrate_procparse::mountinfo::{self, Mount};
 
 use crate::root::{normalise, SysRoot};
-pub use sinkrate_model::facts::Target;
+use sinkrate_model::facts::Target;
 
 fn target_of(m: &Mount, path: &str) -> Target {
     Target {

@@ -4,7 +4,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-pub use sinkrate_formats::signature::{detect, detect_tail, HEAD_BYTES, TAIL_BYTES};
+use sinkrate_formats::signature::{detect, detect_tail, HEAD_BYTES, TAIL_BYTES};
 
 fn read_full(f: &mut std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<()> {
     let mut got = 0;

@@ -1,6 +1,6 @@
 //! statvfs: size, free space and inodes of the filesystem holding a path.
 
-pub use sinkrate_model::facts::FsSpace;
+use sinkrate_model::facts::FsSpace;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;

@@ -3,7 +3,7 @@
 
 use crate::root::SysRoot;
 use crate::{device, mounts};
-pub use sinkrate_model::facts::SwapArea;
+use sinkrate_model::facts::SwapArea;
 
 pub fn read(root: &SysRoot, disk: Option<&str>) -> Vec<SwapArea> {
     let Ok(text) = root.read("/proc/swaps") else {

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use sinkrate_procparse::trace::kernel_dev;
 use sinkrate_procparse::trace::{decode_page, Decoder, EventKind, Lost, PageLayout, TimedEvent};
-pub use sinkrate_procparse::trace::{dev_name, kernel_dev};
 
 /// The per-CPU ring buffer each instance asks for.
 const BUFFER_KB_PER_CPU: u64 = 1024;

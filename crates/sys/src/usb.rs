@@ -3,7 +3,7 @@
 //! the other devices sharing its root hub (lsusb -t, read directly).
 
 use crate::root::SysRoot;
-pub use sinkrate_model::facts::{UsbNode, UsbPath};
+use sinkrate_model::facts::{UsbNode, UsbPath};
 
 fn is_device_dir(name: &str) -> bool {
     let Some((bus, port)) = name.split_once('-') else {

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sinkrate_sys::root::SysRoot;
 
-pub use sinkrate_model::settings::{Change, Held, TuneReport};
-use sinkrate_settings::setting::{parse, Place, Setting};
-use sinkrate_settings::{Error, Journal, Mode, Outcome};
+use sinkrate_model::settings::Setting;
+use sinkrate_model::settings::{Change, Held, Mode, Outcome, TuneReport};
+use sinkrate_settings::setting::{parse, Place};
+use sinkrate_settings::{Error, Journal};
 
 /// Where queue and mount settings apply: the target directory's mount and block device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -313,7 +314,7 @@ fn persistent_forms(
     let file_change = |path: &str, new: &dyn Fn(&str) -> String| -> Result<Change, Error> {
         let setting = Setting::File { path: path.into() };
         let from = journal.host().read(&setting)?;
-        let base = if from == sinkrate_settings::setting::ABSENT {
+        let base = if from == sinkrate_model::settings::ABSENT {
             ""
         } else {
             from.as_str()
@@ -340,13 +341,19 @@ fn persistent_forms(
             false
         }
     };
-    if !sysctls.is_empty() && has_dir(persist::FILE, "sysctl.d files", &mut notes) {
+    if !sysctls.is_empty()
+        && has_dir(
+            sinkrate_sys::sysctl_conf::FILE,
+            "sysctl.d files",
+            &mut notes,
+        )
+    {
         let pairs: Vec<(&str, String)> = sysctls
             .iter()
             .map(|(k, v)| (k.as_str(), v.clone()))
             .collect();
-        files.push(file_change(persist::FILE, &|text| {
-            persist::merge_sysctl_conf(text, &pairs)
+        files.push(file_change(sinkrate_sys::sysctl_conf::FILE, &|text| {
+            sinkrate_sys::sysctl_conf::merge_sysctl_conf(text, &pairs)
         })?);
     }
     // A udev rule sets a disk's attributes when it appears: its queue's, and through the
@@ -436,7 +443,7 @@ fn fstab_changes(
     let path = fstab.display().to_string();
     let file = Setting::File { path: path.clone() };
     let old = journal.host().read(&file)?;
-    if old == sinkrate_settings::setting::ABSENT {
+    if old == sinkrate_model::settings::ABSENT {
         return Ok(Err(format!("{path} does not exist: nothing edited")));
     }
     let mut new = old.clone();

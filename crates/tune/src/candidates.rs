@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-pub use sinkrate_model::search::{Candidate, RecorderChange};
-use sinkrate_record::config::WriteMode;
+use sinkrate_model::record::WriteMode;
+use sinkrate_model::search::{Candidate, RecorderChange};
+use sinkrate_model::settings::Setting;
 use sinkrate_record::session::Session;
-use sinkrate_settings::Setting;
 
 /// The user's session with `candidate`'s recorder changes.
 pub fn session_for(candidate: &Candidate, base: &Session) -> Session {

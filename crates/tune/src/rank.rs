@@ -5,9 +5,8 @@
 use sinkrate_model::Verdict;
 use sinkrate_stats::bootstrap::relative_change;
 
-use crate::candidates::Candidate;
-use crate::workload::Trial;
-pub use sinkrate_model::search::{Comparison, Objective, Scored};
+use sinkrate_model::search::Candidate;
+use sinkrate_model::search::{Comparison, Objective, Scored, Trial};
 
 /// Latencies up to this many milliseconds are alike, and above it those within this share
 /// of each other (by band): run-to-run noise on a card, not a difference between candidates.

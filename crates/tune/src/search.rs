@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use sinkrate_model::Verdict;
 use sinkrate_settings::{Journal, Temporary};
 
-use crate::candidates::{candidates, Candidate, Knobs, QueueMount};
+use crate::candidates::{candidates, Knobs, QueueMount};
+
 use crate::rank::{better, compare, rank, score};
-pub use crate::rank::{Comparison, Scored};
-pub use crate::workload::{SearchError, Trial, Workload};
-pub use sinkrate_model::search::{PowerCutProof, SearchReport};
+pub use crate::workload::{SearchError, Workload};
+use sinkrate_model::search::{Candidate, PowerCutProof, Scored, SearchReport, Trial};
 
 /// Seconds past the first flush of expired data that a screening run records.
 const PAST_FIRST_FLUSH_S: f64 = 10.0;
@@ -46,7 +46,7 @@ pub struct SearchConfig {
     pub wear: bool,
     /// `--power-cut`: the emulated card under the directory, to cut the power of the
     /// winner's and the baseline's recordings once each and count what they lost.
-    pub power_switch: Option<Arc<dyn sinkrate_record::power_cut::PowerSwitch>>,
+    pub power_switch: Option<Arc<dyn sinkrate_platform::power::PowerSwitch>>,
 }
 
 /// What the search tells its caller as it goes (a progress bar, or a line each).
@@ -77,7 +77,7 @@ pub enum Event {
 struct PowerCuts<'a> {
     cfg: &'a SearchConfig,
     base: &'a sinkrate_record::session::Session,
-    switch: &'a Arc<dyn sinkrate_record::power_cut::PowerSwitch>,
+    switch: &'a Arc<dyn sinkrate_platform::power::PowerSwitch>,
     seconds: f64,
     stop: &'a Arc<AtomicBool>,
 }
@@ -138,9 +138,9 @@ impl PowerCuts<'_> {
 fn proof_of(
     label: &str,
     trial: &Trial,
-    cut: &sinkrate_record::power_cut::PowerCutReport,
+    cut: &sinkrate_model::record::PowerCutReport,
 ) -> PowerCutProof {
-    let sum = |f: fn(&sinkrate_record::power_cut::StreamSurvival) -> u64| {
+    let sum = |f: fn(&sinkrate_model::record::StreamSurvival) -> u64| {
         cut.streams.iter().map(f).sum::<u64>()
     };
     PowerCutProof {
@@ -191,7 +191,7 @@ fn plan(cfg: &SearchConfig, base_session: Option<&sinkrate_record::session::Sess
     };
     let mut notes = Vec::new();
     let buffered = match &cfg.workload {
-        Workload::Record(s) => s.record.write_mode == sinkrate_record::config::WriteMode::Buffered,
+        Workload::Record(s) => s.record.write_mode == sinkrate_model::record::WriteMode::Buffered,
         Workload::Job { jobs, .. } => jobs.jobs.iter().any(|j| !j.options.direct),
         Workload::Exec { .. } => true,
     };
@@ -368,7 +368,7 @@ pub fn search(
         mut notes,
         candidates: all,
     } = plan(cfg, base_session);
-    let objective = crate::rank::Objective {
+    let objective = sinkrate_model::search::Objective {
         runs: cfg.runs.max(1),
         max_loss_s: cfg.max_loss.map(|d| d.as_secs_f64()),
         wear: cfg.wear,
@@ -636,7 +636,7 @@ impl Runner<'_, '_> {
         &mut self,
         planned: usize,
         runs: usize,
-        objective: &crate::rank::Objective,
+        objective: &sinkrate_model::search::Objective,
         fits: impl Fn(f64) -> bool,
     ) -> Result<(usize, bool), SearchError> {
         let mut next_extra = planned;

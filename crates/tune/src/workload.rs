@@ -16,8 +16,10 @@ use sinkrate_platform::child::Signal;
 use sinkrate_record::session::{self, LiveStatus, Session, SessionError};
 use sinkrate_sampler::{analyse, Sampler, SamplerConfig};
 
-use crate::candidates::{session_for, Candidate};
-pub use sinkrate_model::search::Trial;
+use crate::candidates::session_for;
+
+use sinkrate_model::search::Candidate;
+use sinkrate_model::search::Trial;
 
 /// The workload a search tries every candidate on.
 #[derive(Debug, Clone)]
@@ -118,9 +120,9 @@ pub fn power_cut_run(
     candidate: &Candidate,
     duration: Duration,
     cut_at: Duration,
-    switch: &Arc<dyn sinkrate_record::power_cut::PowerSwitch>,
+    switch: &Arc<dyn sinkrate_platform::power::PowerSwitch>,
     stop: &Arc<AtomicBool>,
-) -> Result<Option<(Trial, sinkrate_record::power_cut::PowerCutReport)>, SearchError> {
+) -> Result<Option<(Trial, sinkrate_model::record::PowerCutReport)>, SearchError> {
     sinkrate_sys::sync_filesystem(&base.record.dir);
     let mut base = base.clone();
     base.record.duration = duration;
@@ -177,7 +179,7 @@ fn failed_trial(error: String) -> Trial {
     }
 }
 
-fn record_trial(run: &sinkrate_record::report::RecordRun) -> Trial {
+fn record_trial(run: &sinkrate_model::record::RecordRun) -> Trial {
     let r = &run.result;
     let t = &r.totals;
     Trial {

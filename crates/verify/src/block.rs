@@ -1,7 +1,7 @@
 //! One verify block's layout (in sinkrate_formats, where the fuzz targets reach it), filled
 //! with the platform's generator.
 
-pub use sinkrate_formats::verify_block::*;
+use sinkrate_formats::verify_block::*;
 
 /// Fills `buf` (the whole block) with the block `e` describes, its payload from the seeded
 /// xorshift generator that every sinkrate run uses.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::block::Finding;
+use sinkrate_formats::verify_block::Finding;
 
 /// A size in binary units, as verify's words print it (blocks and offsets are powers of two).
 pub fn size_words(n: u64) -> String {

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use sinkrate_platform::buf::AlignedBuf;
 
-use crate::block::{self, Expected, Finding, Header, MIN_BLOCK};
 use crate::report::{
     size_words as bytes, BadBlock, Counts, Phase, ReadMethod, VerifyReport, VerifyVerdict,
 };
+use sinkrate_formats::verify_block::{self, Expected, Finding, Header, MIN_BLOCK};
 
 /// A directory's default: this much, or less when the filesystem has less free.
 pub const DEFAULT_FILE_SIZE: u64 = 1 << 30;
@@ -541,7 +541,7 @@ fn write_phase(
         }
         let e = plan.expected(b);
         let slice = &mut buf.as_mut_slice()[..plan.block_size];
-        block::fill(slice, &e, now_s);
+        crate::block::fill(slice, &e, now_s);
         f.write_all_at(slice, e.offset).map_err(|source| {
             let path = format!("{} (block {b} at offset {})", path.display(), e.offset);
             (so_far(b), VerifyError::Io { path, source })
@@ -653,7 +653,7 @@ fn read_phase(
                 }
             };
             read += plan.block_size as u64;
-            let finding = block::check(&buf.as_slice()[..plan.block_size], &e);
+            let finding = verify_block::check(&buf.as_slice()[..plan.block_size], &e);
             r.counts.add(&finding);
             if !finding.is_ok() && r.bad_blocks.len() < DESCRIBED {
                 r.bad_blocks.push(BadBlock {

@@ -220,8 +220,6 @@ pub fn for_engine(engine: Engine, depth: u32) -> io::Result<Box<dyn Backend>> {
     })
 }
 
-pub use sinkrate_platform::uring::unavailable as io_uring_unavailable;
-
 pub(crate) fn check(r: isize) -> io::Result<usize> {
     if r < 0 {
         Err(io::Error::last_os_error())

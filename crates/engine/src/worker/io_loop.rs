@@ -14,11 +14,12 @@ use super::choose::BlockSizes;
 use super::monitors::sample_period_ns;
 use super::open::OpenFile;
 use crate::backend::{Backend, Completion, IoDir, IoRequest, Submitted};
-use crate::buffers::{AlignedBuf, Contents};
+use crate::buffers::Contents;
 use crate::clock::Clock;
 use crate::logs::{JobLogs, Window};
 use crate::progress::{JobProgress, Phase};
 use crate::rng::Rng;
+use sinkrate_platform::buf::AlignedBuf;
 use std::sync::atomic::AtomicBool;
 
 /// The queued loop's I/Os in flight: a buffer per slot, what each slot holds (the I/O,

@@ -12,11 +12,11 @@ use sinkrate_jobspec::JobOptions;
 use super::WorkerOutcome;
 use super::WorkerSetup;
 use crate::backend::Backend;
-use crate::buffers::AlignedBuf;
 use crate::distribution::BlockSampler;
 use crate::error::EngineError;
 use crate::files::PlannedFile;
 use crate::rng::{Permutation, Rng};
+use sinkrate_platform::buf::AlignedBuf;
 use std::sync::atomic::AtomicBool;
 
 /// `last_start` of a direction that has not had an I/O yet.

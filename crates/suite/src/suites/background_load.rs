@@ -14,8 +14,8 @@ use std::time::Instant;
 use sinkrate_platform::buf::AlignedBuf;
 
 use crate::suites::recording;
-use crate::table::{Better, Column, Table, Unit};
 use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Load {
@@ -252,7 +252,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                 table.add(label, "load_bytes_per_s", load_rate);
             }
             let _ = std::fs::remove_file(&write_file);
-            crate::suites::settle(&cfg.dir);
+            sinkrate_sys::sync_filesystem(&cfg.dir);
         }
     }
     Ok(vec![table])

@@ -4,12 +4,12 @@
 //! capture buffer or copying out of it, the write size, one writer or one per stream), each
 //! row set against A by `compare` (difference, 95% interval, p-value).
 
-use sinkrate_record::config::WriteMode;
+use sinkrate_model::record::WriteMode;
 use sinkrate_record::session::Session;
 
 use crate::suites::recording;
-use crate::table::{Better, Column, Table, Unit};
 use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 struct Condition {
     label: &'static str,

@@ -5,8 +5,8 @@
 
 use crate::devices::{self, FsSpec};
 use crate::suites::{metadata, recording};
-use crate::table::{Better, Column, Table, Unit};
 use crate::{Ctx, SuiteConfig, SuiteError};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 struct Variant {
     label: &'static str,

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::devices::{self, FsSpec, Maker};
-use crate::table::{Better, Column, Table, Unit};
 use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Sync {
@@ -186,7 +186,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         table.row(v.label, v.about);
     }
     let fs = made_fs(&cfg.dir);
-    let maker = if crate::is_root() {
+    let maker = if sinkrate_sys::is_root() {
         let m = maker(cfg)?;
         ctx.made_on = Some(format!("{}, {fs}", m.describe()));
         Some(m)

@@ -10,8 +10,8 @@ pub mod pregrow;
 pub mod record_size;
 pub mod recording;
 
-use crate::table::Table;
 use crate::{assumed_rate, Ctx, SuiteConfig, SuiteError, SuiteName};
+use sinkrate_model::suite::table::Table;
 
 pub fn estimate_s(cfg: &SuiteConfig) -> f64 {
     let rate = assumed_rate(&cfg.dir);
@@ -34,7 +34,7 @@ pub fn preflight(cfg: &SuiteConfig) -> Result<(), SuiteError> {
         SuiteName::Metadata | SuiteName::Filesystems | SuiteName::PowerCut
     );
     // Without root, metadata runs its rows on the directory and lists the mounts as not run.
-    if makes_filesystems && cfg.scratch.is_none() && crate::is_root() {
+    if makes_filesystems && cfg.scratch.is_none() && sinkrate_sys::is_root() {
         let missing: Vec<&str> = ["nbdkit", "nbdfuse", "losetup"]
             .into_iter()
             .filter(|t| sinkrate_emulate::tools::find_in_path(t).is_none())
@@ -76,7 +76,3 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         SuiteName::PowerCut => power_cut::run(ctx),
     }
 }
-
-/// Writes out what the previous condition left dirty (and commits its deletions), so that
-/// none of it is charged to the next.
-pub use sinkrate_sys::sync_filesystem as settle;

@@ -5,11 +5,13 @@
 //! run (journaled first, restored after) so that "long" is reached in seconds, and each
 //! figure is given with the data still in RAM when it was taken.
 
-use sinkrate_settings::{Journal, Setting, Temporary};
+use sinkrate_settings::{Journal, Temporary};
 
-use crate::table::{Better, Column, Table, Unit};
+use sinkrate_model::settings::Setting;
+
 use crate::writer::{write_file, Api, Prep, WriteJob};
 use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 const RECORD: usize = 1 << 20;
 
@@ -130,7 +132,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             for v in VARIANTS {
                 ctx.check_stop()?;
                 ctx.phase(&format!("run {}: {}", run + 1, v.label));
-                crate::suites::settle(&cfg.dir);
+                sinkrate_sys::sync_filesystem(&cfg.dir);
                 let bytes = if v.long { long } else { short };
                 let w = write_file(
                     &WriteJob {

@@ -5,17 +5,18 @@
 //! are really there. One table: what each fdatasync cadence or write mode costs in write
 //! latency, and what it saves when the power goes.
 
-use sinkrate_record::config::WriteMode;
-use sinkrate_record::power_cut::PowerSwitch;
+use sinkrate_model::record::WriteMode;
+use sinkrate_model::settings::Setting;
+use sinkrate_platform::power::PowerSwitch;
 use sinkrate_record::session::Session;
-use sinkrate_settings::{Journal, Setting, Temporary};
+use sinkrate_settings::{Journal, Temporary};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::devices::{self, FsSpec, Maker};
 use crate::suites::recording;
-use crate::table::{Better, Column, Table, Unit};
 use crate::{Ctx, SuiteConfig, SuiteError};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 struct Condition {
     label: &'static str,
@@ -165,7 +166,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                     cut.mount_notes.join("; ")
                 ));
             }
-            let sum = |f: fn(&sinkrate_record::power_cut::StreamSurvival) -> f64| -> f64 {
+            let sum = |f: fn(&sinkrate_model::record::StreamSurvival) -> f64| -> f64 {
                 cut.streams.iter().map(f).sum()
             };
             table.add(

@@ -3,9 +3,9 @@
 //! The seed's table gave creation, write and total times; this one adds the rate with the
 //! final fsync counted and the worst single write, which is what a recorder misses frames on.
 
-use crate::table::{Better, Column, Table, Unit};
 use crate::writer::{write_file, Api, Prep, WriteJob};
 use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 const RECORD: usize = 8 << 10;
 const VARIANTS: &[(Prep, &str, &str)] = &[
@@ -64,7 +64,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         for (prep, label, _) in VARIANTS {
             ctx.check_stop()?;
             ctx.phase(&format!("run {}: {label}", run + 1));
-            crate::suites::settle(&cfg.dir);
+            sinkrate_sys::sync_filesystem(&cfg.dir);
             let w = write_file(
                 &WriteJob {
                     path: &path,

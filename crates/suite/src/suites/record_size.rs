@@ -6,9 +6,9 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use crate::table::{Better, Column, Table, Unit};
 use crate::writer::{write_file, Api, Prep, WriteJob};
 use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 const FULL_SIZES: &[usize] = &[
     512,
@@ -143,7 +143,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
             // behind (a deletion's journal commit) falls on every API alike.
             for i in 0..APIS.len() {
                 let (api, name) = &APIS[(i + run) % APIS.len()];
-                crate::suites::settle(&cfg.dir);
+                sinkrate_sys::sync_filesystem(&cfg.dir);
                 ctx.check_stop()?;
                 ctx.phase(&format!("run {}: {name}, {}", run + 1, size_label(size)));
                 let w = write_file(

@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use sinkrate_record::report::RecordRun;
+use sinkrate_model::record::RecordRun;
 use sinkrate_record::session::{self, Session};
 
-use crate::table::{Better, Column, Table, Unit};
 use crate::{Ctx, SuiteConfig, SuiteError};
+use sinkrate_model::suite::table::{Better, Column, Table, Unit};
 
 /// Seconds each recording lasts.
 pub fn duration(cfg: &SuiteConfig) -> Duration {

@@ -4,7 +4,6 @@
 
 pub mod fill;
 pub mod probe;
-pub mod tag;
 pub mod undo;
 
 use std::fs::{File, OpenOptions};

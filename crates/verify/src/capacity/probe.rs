@@ -13,7 +13,7 @@
 
 use sinkrate_platform::buf::AlignedBuf;
 
-use super::tag::{fill_unit, read_tag, SECTOR};
+use sinkrate_formats::capacity_tag::{fill_unit, read_tag, SECTOR};
 
 /// Units the probe writes: O_DIRECT-aligned for any logical block size up to 4 KiB.
 pub const UNIT: u64 = 4096;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use sinkrate_platform::buf::AlignedBuf;
 
 use super::probe::{BeforeWrite, Device};
-pub use sinkrate_formats::undo_journal::{parse, Saved, MAGIC, VERSION};
+use sinkrate_formats::undo_journal::{parse, Saved, MAGIC, VERSION};
 
 pub const SUFFIX: &str = ".undo";
 
@@ -99,7 +99,7 @@ pub fn read(path: &Path) -> Result<Saved, String> {
 /// write). The first place holding anything else is returned: the device was written since
 /// (a new filesystem on a reused card), and playing the journal back would destroy that.
 pub fn written_since(saved: &Saved, dev: &mut dyn Device) -> std::io::Result<Option<u64>> {
-    use super::tag::{read_tag, SECTOR};
+    use sinkrate_formats::capacity_tag::{read_tag, SECTOR};
     for (offset, data) in &saved.records {
         let mut buf = AlignedBuf::new(data.len());
         dev.read_at(buf.as_mut_slice(), *offset)?;
