@@ -19,10 +19,31 @@ pub const VIDEO_CLASSES: &[(&str, f64)] = &[
 /// The smallest pool (in frames, as `--buffers` counts them: from capture until the frame's
 /// write returns) with which this stream would have dropped nothing: its frames replayed
 /// in order through one writer with an unbounded pool, each written frame taking the time
-/// its write took, each dropped one the median of the others. None without frames.
+/// the writer took for it, each dropped one the median of the others. None without frames.
+///
+/// The writer's time for a frame runs from when it could have begun it (the frame captured
+/// and the writer's previous write returned) to its write's return: the write call and the
+/// writer's own time around it, which a busy machine lengthens as it does for any recorder
+/// there. A run that dropped nothing is so replayed to the very times it had, so the figure
+/// is the pool the recorder counted.
 pub fn pool_needed(c: &FrameColumns, buffers: usize) -> Option<PoolSize> {
     let n = c.frame.len();
+    let mut last_end: Option<u64> = None;
     let services: Vec<Option<u64>> = (0..n)
+        .map(|k| {
+            let capture = c.capture_us.get(k).copied().unwrap_or(0);
+            match (c.write_start_us.get(k)?, c.write_end_us.get(k)?) {
+                (Some(s), Some(e)) => {
+                    let could_begin = last_end.unwrap_or(0).max(capture).min(*s);
+                    last_end = Some(*e);
+                    Some(e.saturating_sub(could_begin))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    // What a backlog rests on is named by its longest write call, the card's part.
+    let calls: Vec<Option<u64>> = (0..n)
         .map(
             |k| match (c.write_start_us.get(k)?, c.write_end_us.get(k)?) {
                 (Some(s), Some(e)) => Some(e.saturating_sub(*s)),
@@ -52,11 +73,12 @@ pub fn pool_needed(c: &FrameColumns, buffers: usize) -> Option<PoolSize> {
             episode_longest = (0, 0);
         }
         let service = services.get(k).copied().flatten().unwrap_or(typical);
+        let call = calls.get(k).copied().flatten().unwrap_or(service);
         let start = capture.max(finish_prev);
         let finish = start + service;
         finish_prev = finish;
-        if service > episode_longest.1 {
-            episode_longest = (start, service);
+        if call > episode_longest.1 {
+            episode_longest = (start + service - call, call);
         }
         in_pool.push_back(finish);
         if in_pool.len() > peak {
@@ -145,6 +167,42 @@ mod tests {
         assert_eq!(dropped.frames, 8);
         assert_eq!(dropped.buffers, 4);
         assert!(pool_needed(&FrameColumns::default(), 4).is_none());
+    }
+
+    /// A writer that a busy machine leaves 30 ms late before each write: the pool it
+    /// needed is the one its frames' own times show (each frame held from its capture to
+    /// its write's return), not the one of its write calls alone.
+    #[test]
+    fn a_late_writer_needs_the_pool_its_frames_times_show() {
+        let mut c = FrameColumns {
+            stream: "s0".into(),
+            ..FrameColumns::default()
+        };
+        let mut free_at = 0;
+        for k in 0..60u64 {
+            let capture = k * 33_333;
+            let start = capture.max(free_at) + 30_000;
+            let end = start + if k == 10 { 250_000 } else { 2_000 };
+            c.frame.push(k);
+            c.size_bytes.push(100_000);
+            c.capture_us.push(capture);
+            c.write_start_us.push(Some(start));
+            c.write_end_us.push(Some(end));
+            free_at = end;
+        }
+        let held = (0..60)
+            .map(|k| {
+                (0..=k)
+                    .filter(|&j| c.write_end_us[j].unwrap_or(0) > c.capture_us[k])
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        let p = pool_needed(&c, 64).expect("pool");
+        assert_eq!(p.frames, held);
+        // More than the write calls alone would need (8 for the 250 ms write).
+        assert!(held > 8, "{held}");
+        assert!((p.rests_on_write_ms - 250.0).abs() < 1e-9);
     }
 
     #[test]
