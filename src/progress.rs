@@ -131,7 +131,7 @@ pub fn tune_search_event(bar: &mut TimeBar, e: &sinkrate_tune::search::Event) {
             let dropped = if trial.frames_offered > 0 || trial.frames_dropped > 0 {
                 format!("{} dropped", trial.frames_dropped)
             } else {
-                format!("{:?}", trial.verdict).to_lowercase()
+                trial.verdict.key().to_string()
             };
             let worst = trial
                 .worst_write_ms

@@ -33,7 +33,9 @@ fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
                 "--write-mode null writes nothing, so it cannot check storage (accepted: buffered, direct, dsync, uring)"
             ));
         }
-        let mode = format!("{:?}", args.write_mode).to_lowercase();
+        let mode = sinkrate_model::record::WriteMode::from(args.write_mode)
+            .name()
+            .to_string();
         flags.extend(["--write-mode".into(), mode]);
     }
     if !names_streams(&args.record_flags) {

@@ -161,10 +161,7 @@ pub fn health_line(h: &sinkrate_model::health::CardHealth) -> Option<String> {
                 format!("life used {lo}-{hi}%")
             }
         }));
-        parts.extend(
-            c.pre_eol
-                .map(|p| format!("pre-EOL {}", format!("{p:?}").to_lowercase())),
-        );
+        parts.extend(c.pre_eol.map(|p| format!("pre-EOL {}", p.name())));
     }
     if let Some(e) = &h.emulated {
         let bytes = sinkrate_units::product::bytes_si;

@@ -8,12 +8,9 @@ use sinkrate_model::capture::CaptureReport;
 use sinkrate_model::Envelope;
 
 use super::Exporter;
+use sinkrate_units::product::ms_column;
 
 pub struct CaptureText;
-
-fn ms(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
-}
 
 impl Exporter<Envelope<CaptureReport>> for CaptureText {
     fn export(&self, run: &Envelope<CaptureReport>) -> Result<Vec<u8>> {
@@ -77,9 +74,9 @@ impl Exporter<Envelope<CaptureReport>> for CaptureText {
                     f.fdatasyncs,
                     format!(
                         "{}/{}/{}",
-                        ms(f.write_p50_ms),
-                        ms(f.write_p99_ms),
-                        ms(f.write_max_ms)
+                        ms_column(f.write_p50_ms),
+                        ms_column(f.write_p99_ms),
+                        ms_column(f.write_max_ms)
                     ),
                     f.open_flags.join("|"),
                     if f.unlinked { " (removed)" } else { "" }

@@ -114,12 +114,6 @@ impl Json {
     }
 }
 
-/// Milliseconds with one decimal, or "-" for none.
-pub fn ms(ns: Option<u64>) -> String {
-    ns.map(|v| format!("{:.1} ms", v as f64 / 1e6))
-        .unwrap_or_else(|| "-".into())
-}
-
 /// mm:ss.
 pub fn mmss(s: f64) -> String {
     format!("{:02}:{:02}", (s / 60.0) as u64, (s % 60.0) as u64)

@@ -3,7 +3,8 @@
 use anyhow::Result;
 use sinkrate_model::record::{PowerCutReport, RecordRun, WriteMode};
 
-use super::{ms, Exporter};
+use super::Exporter;
+use sinkrate_units::product::ms_text;
 
 pub struct RecordText;
 
@@ -78,10 +79,10 @@ impl Exporter<RecordRun> for RecordText {
                 s.frames_written,
                 s.frames_dropped,
                 s.fps_achieved,
-                ms(Some(s.write_latency_ns.p50)),
-                ms(Some(s.write_latency_ns.p99)),
-                ms(Some(s.write_latency_ns.max)),
-                ms(Some(s.lateness_ns.p99)),
+                ms_text(Some(s.write_latency_ns.p50)),
+                ms_text(Some(s.write_latency_ns.p99)),
+                ms_text(Some(s.write_latency_ns.max)),
+                ms_text(Some(s.lateness_ns.p99)),
                 s.pool_high_water,
                 s.buffers
             ));

@@ -9,7 +9,6 @@ use sinkrate_model::{
 };
 use sinkrate_stats::{BucketUnit, LatencyRecorder};
 
-use crate::format::ms;
 use crate::groups::apply_group_reporting;
 use sinkrate_jobspec::priority::{ioprio_class, ioprio_hint, ioprio_level};
 use sinkrate_model::fio::{
@@ -17,6 +16,7 @@ use sinkrate_model::fio::{
     FioLatency, FioPriority, FioSteadyState, FioSteadyStateData, FioSync, FlushExtras, JobExtras,
     JobSeries,
 };
+use sinkrate_units::fio::ms_rounded;
 
 /// C's ctime(3) form, as fio prints its times: `Thu Nov 26 23:05:31 2026`.
 pub fn ctime(unix_ms: u64) -> String {
@@ -107,7 +107,7 @@ fn direction_object(
         bw_bytes: bw.round() as u64,
         bw: (bw / 1024.0).round() as u64,
         iops: d.iops(),
-        runtime: ms(d.runtime_ns),
+        runtime: ms_rounded(d.runtime_ns),
         total_ios: d.total_ios,
         short_ios: d.short_ios,
         drop_ios: 0,
@@ -259,7 +259,7 @@ pub fn job_object(
             total_ios: job.sync.count().saturating_sub(job.sync_file_ranges),
             lat_ns: latency_object(&job.sync, Some(p), plus),
         },
-        job_runtime: ms(runtime),
+        job_runtime: ms_rounded(runtime),
         usr_cpu: job.usr_cpu_pct,
         sys_cpu: job.sys_cpu_pct,
         ctx: job.ctx_switches,

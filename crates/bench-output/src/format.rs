@@ -55,11 +55,6 @@ pub fn si(v: f64) -> String {
     format!("{}B", num2str(v.max(0.0) as u64, 4, false))
 }
 
-/// Milliseconds from nanoseconds, rounded as fio rounds runtimes.
-pub fn ms(ns: u64) -> u64 {
-    (ns + 500_000) / 1_000_000
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +79,7 @@ mod tests {
         assert_eq!(iec(1_951_000_000.0), "1861MiB");
         assert_eq!(si(1_951_000_000.0), "1951MB");
         assert_eq!(iec(512.0), "512B");
-        assert_eq!(ms(2_400_000), 2);
+        assert_eq!(sinkrate_units::fio::ms_rounded(2_400_000), 2);
+        assert_eq!(sinkrate_units::fio::ms_rounded(2_500_000), 3);
     }
 }

@@ -4,8 +4,8 @@ use sinkrate_jobspec::options::UnifiedReporting;
 use sinkrate_model::{BenchRun, DirectionResult};
 use sinkrate_stats::BucketUnit;
 
-use crate::format::ms;
 use crate::groups::apply_group_reporting;
+use sinkrate_units::fio::ms_rounded;
 
 fn us(ns: f64) -> f64 {
     ns / 1000.0
@@ -21,7 +21,7 @@ fn direction(
     fields.push((d.io_bytes / 1024).to_string());
     fields.push(format!("{}", bw_kib.round() as u64));
     fields.push(format!("{}", d.iops().round() as u64));
-    fields.push(ms(d.runtime_ns).to_string());
+    fields.push(ms_rounded(d.runtime_ns).to_string());
     for rec in [&d.slat, &d.clat] {
         let s = rec.summary(&[]);
         fields.push(format!("{}", us(s.min_ns as f64) as u64));

@@ -8,8 +8,9 @@ use sinkrate_model::{BenchRun, DirectionResult, JobResult, IODEPTH_LABELS, IODEP
 use sinkrate_stats::{BucketUnit, LatencyRecorder, LatencySummary};
 
 use crate::fio_json::ctime;
-use crate::format::{count, iec, ms, num2str, si};
+use crate::format::{count, iec, num2str, si};
 use crate::groups::apply_group_reporting;
+use sinkrate_units::fio::ms_rounded;
 
 /// The unit fio's display_lat picks for a min/max/avg/stdev line: msec when all four are
 /// above a million ns, usec when all four are above a thousand, else nsec.
@@ -103,7 +104,7 @@ fn direction_block(
         iec(bw),
         si(bw),
         iec(d.io_bytes as f64),
-        ms(d.runtime_ns),
+        ms_rounded(d.runtime_ns),
         // fio's zoned-device account on its write and trim lines; sinkrate refuses
         // zonemode=zbd, so it never resets a zone.
         if name == "read" {
@@ -447,8 +448,8 @@ fn group_status(out: &mut String, jobs: &[crate::groups::Reported<'_>]) {
                 si(hi),
                 iec(bytes as f64),
                 si(bytes as f64),
-                ms(min_rt),
-                ms(max_rt)
+                ms_rounded(min_rt),
+                ms_rounded(max_rt)
             );
         }
     }

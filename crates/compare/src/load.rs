@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use sinkrate_model::document::Document;
 use sinkrate_model::fio::BenchReport;
 use sinkrate_model::record::{FrameSizes, RecordReport};
+use sinkrate_units::product::ns_to_ms;
 
 /// One run's figures; a figure the run kind does not have is None.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -136,10 +137,6 @@ fn frame_label(sizes: &FrameSizes) -> String {
     }
 }
 
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 /// A recording's figures and seconds as compare reads them (`kind`: record or check).
 pub fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
     let c = &r.config;
@@ -150,10 +147,7 @@ pub fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
         .map(|s| format!("{}fps x {}", s.fps, frame_label(&s.sizes)))
         .collect();
     config.insert("streams".into(), streams.join(" + "));
-    config.insert(
-        "write_mode".into(),
-        format!("{:?}", c.write_mode).to_lowercase(),
-    );
+    config.insert("write_mode".into(), c.write_mode.name().to_string());
     config.insert("buffers".into(), c.buffers.to_string());
     if let Some(ws) = c.write_size {
         config.insert("write_size".into(), ws.to_string());
@@ -218,10 +212,10 @@ pub fn recording(file: &str, kind: &str, r: &RecordReport) -> Run {
         frames_offered: Some(t.frames_offered),
         frames_dropped: Some(t.frames_dropped),
         write_avg_ms: Some(t.write_latency_ns.mean / 1e6),
-        write_p50_ms: Some(ms(t.write_latency_ns.p50)),
-        write_p99_ms: Some(ms(t.write_latency_ns.p99)),
-        write_max_ms: Some(ms(t.write_latency_ns.max)),
-        lateness_p99_ms: Some(ms(t.lateness_ns.p99)),
+        write_p50_ms: Some(ns_to_ms(t.write_latency_ns.p50)),
+        write_p99_ms: Some(ns_to_ms(t.write_latency_ns.p99)),
+        write_max_ms: Some(ns_to_ms(t.write_latency_ns.max)),
+        lateness_p99_ms: Some(ns_to_ms(t.lateness_ns.p99)),
         app_mb_s: Some(t.written_bytes_per_s / 1e6),
         device_mb_s: t.device_bytes_per_s.map(|b| b / 1e6),
         iops: None,
@@ -287,7 +281,7 @@ fn seconds(r: &RecordReport) -> Vec<Second> {
     if !frames_kept {
         for (s, i) in out.iter_mut().zip(&r.intervals) {
             if i.frame_write_max_ns > 0 {
-                s.writes_ms.push(ms(i.frame_write_max_ns));
+                s.writes_ms.push(ns_to_ms(i.frame_write_max_ns));
             }
         }
     }
@@ -331,9 +325,9 @@ fn bench_runs(file: &str, kind: &str, out: &BenchReport, started_ms: u64) -> Vec
                 config,
                 metrics: Metrics {
                     write_avg_ms: Some(d.clat_ns.mean / 1e6),
-                    write_p50_ms: d.clat_ns.percentile_ns(50.0).map(ms),
-                    write_p99_ms: d.clat_ns.percentile_ns(99.0).map(ms),
-                    write_max_ms: Some(ms(d.clat_ns.max)),
+                    write_p50_ms: d.clat_ns.percentile_ns(50.0).map(ns_to_ms),
+                    write_p99_ms: d.clat_ns.percentile_ns(99.0).map(ns_to_ms),
+                    write_max_ms: Some(ns_to_ms(d.clat_ns.max)),
                     app_mb_s: Some(d.bw_bytes as f64 / 1e6),
                     iops: Some(d.iops),
                     system_cpu_pct: Some(j.usr_cpu + j.sys_cpu),

@@ -295,6 +295,16 @@ pub enum PreEol {
 }
 
 impl PreEol {
+    /// The state in words, as the register's documentation names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PreEol::NotDefined => "not defined",
+            PreEol::Normal => "normal",
+            PreEol::Warning => "warning",
+            PreEol::Urgent => "urgent",
+        }
+    }
+
     pub fn from_register(v: u8) -> Option<PreEol> {
         match v {
             0 => Some(PreEol::NotDefined),

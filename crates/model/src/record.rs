@@ -108,6 +108,19 @@ pub enum WriteMode {
     Null,
 }
 
+impl WriteMode {
+    /// The mode's name as `--write-mode` and the JSON spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteMode::Buffered => "buffered",
+            WriteMode::Direct => "direct",
+            WriteMode::Dsync => "dsync",
+            WriteMode::Uring => "uring",
+            WriteMode::Null => "null",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum PreallocMode {

@@ -36,7 +36,7 @@ impl RecorderChange {
     pub fn flag(&self) -> String {
         match self {
             RecorderChange::WriteMode { mode } => {
-                format!("--write-mode {}", format!("{mode:?}").to_lowercase())
+                format!("--write-mode {}", mode.name())
             }
             RecorderChange::Buffers { buffers } => format!("--buffers {buffers}"),
             RecorderChange::FdatasyncEvery { every_s } => {

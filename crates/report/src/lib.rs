@@ -98,10 +98,6 @@ pub(crate) fn verdict_words(v: Verdict, headroom: Option<f64>) -> String {
     }
 }
 
-pub(crate) fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 pub(crate) fn mb_s(b: Option<f64>) -> String {
     match b {
         Some(b) => sinkrate_units::product::mb_per_s(b),

@@ -7,7 +7,8 @@ use sinkrate_stats::LatencyDistribution;
 
 use crate::charts::{LATENESS, STALL_CAUSES, THROUGHPUT, WRITE_CDF, WRITE_LATENCY};
 use crate::figures::{Column, Headline, Mark, MarkKind, Page, Style, Table};
-use crate::{mb_s, ms, timeline};
+use crate::{mb_s, timeline};
+use sinkrate_units::product::ns_to_ms;
 
 /// Points of a CDF drawn from many values: enough for a smooth curve, and every value of
 /// the worst 0.1% so the tail is exact.
@@ -78,7 +79,7 @@ pub fn add(page: &mut Page, run: usize, prefix: &str, r: &RecordReport) {
             Column::of(
                 r.intervals
                     .iter()
-                    .map(|i| (i.frame_write_max_ns > 0).then(|| ms(i.frame_write_max_ns))),
+                    .map(|i| (i.frame_write_max_ns > 0).then(|| ns_to_ms(i.frame_write_max_ns))),
             ),
             Style::Step,
         );
@@ -207,7 +208,7 @@ fn add_cdf(
             (d.max, 100.0),
         ];
         (
-            pts.iter().map(|(v, _)| ms(*v).max(1e-3)).collect(),
+            pts.iter().map(|(v, _)| ns_to_ms(*v).max(1e-3)).collect(),
             pts.iter().map(|(_, p)| *p).collect(),
         )
     } else {
@@ -256,10 +257,10 @@ pub fn headline(r: &RecordReport) -> Headline {
     ));
     lines.push(format!(
         "write time p50 {:.1} ms, p99 {:.1} ms, worst {:.1} ms; lateness p99 {:.1} ms",
-        ms(t.write_latency_ns.p50),
-        ms(t.write_latency_ns.p99),
-        ms(t.write_latency_ns.max),
-        ms(t.lateness_ns.p99),
+        ns_to_ms(t.write_latency_ns.p50),
+        ns_to_ms(t.write_latency_ns.p99),
+        ns_to_ms(t.write_latency_ns.max),
+        ns_to_ms(t.lateness_ns.p99),
     ));
     Headline {
         verdict: crate::verdict_words(r.verdict, r.headroom),
@@ -295,10 +296,10 @@ pub fn streams_table(r: &RecordReport) -> Table {
                     s.frames_written.to_string(),
                     s.frames_dropped.to_string(),
                     format!("{:.2}", s.fps_achieved),
-                    format!("{:.1}", ms(s.write_latency_ns.p50)),
-                    format!("{:.1}", ms(s.write_latency_ns.p99)),
-                    format!("{:.1}", ms(s.write_latency_ns.max)),
-                    format!("{:.1}", ms(s.lateness_ns.p99)),
+                    format!("{:.1}", ns_to_ms(s.write_latency_ns.p50)),
+                    format!("{:.1}", ns_to_ms(s.write_latency_ns.p99)),
+                    format!("{:.1}", ns_to_ms(s.write_latency_ns.max)),
+                    format!("{:.1}", ns_to_ms(s.lateness_ns.p99)),
                     format!("{} of {}", s.pool_high_water, s.buffers),
                 ]
             })
@@ -317,10 +318,7 @@ pub fn facts(r: &RecordReport) -> Vec<(String, String)> {
                 .collect::<Vec<_>>()
                 .join(" + "),
         ),
-        (
-            "write mode".into(),
-            format!("{:?}", c.write_mode).to_lowercase(),
-        ),
+        ("write mode".into(), c.write_mode.name().to_string()),
         ("capture buffers".into(), c.buffers.to_string()),
         ("duration".into(), format!("{} s", c.duration.as_secs())),
         ("directory".into(), c.dir.display().to_string()),

@@ -180,6 +180,11 @@ pub fn parse_int(text: &str) -> Result<u64, String> {
 
 /// Figures as fio prints them (the status line, bench's notes): 1024-based, with fio's
 /// unit names and its precision.
+/// Milliseconds from nanoseconds, rounded to the nearest as fio rounds a job's runtime.
+pub fn ms_rounded(ns: u64) -> u64 {
+    (ns + 500_000) / 1_000_000
+}
+
 pub fn bytes_per_s_iec(v: f64) -> String {
     format!("{}/s", bytes_iec(v))
 }

@@ -130,6 +130,24 @@ pub fn parse_bitrate(text: &str) -> Result<u64, String> {
     Ok(bits.round() as u64)
 }
 
+/// Milliseconds from nanoseconds, unrounded, for a figure kept or drawn in ms.
+pub fn ns_to_ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// A time as the product prints it in a table: milliseconds, one decimal (`12.3 ms`), or
+/// `-` for none.
+pub fn ms_text(ns: Option<u64>) -> String {
+    ns.map(|v| format!("{:.1} ms", ns_to_ms(v)))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A figure already in milliseconds as a table's column under an "ms" heading: one
+/// decimal, or `-` for none.
+pub fn ms_column(ms: Option<f64>) -> String {
+    ms.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
+}
+
 /// A rate as the product prints it for a person: megabytes (1000-based) a second, one
 /// decimal (`20.0 MB/s`).
 pub fn mb_per_s(bytes_per_s: f64) -> String {
@@ -192,5 +210,14 @@ mod format_tests {
         assert_eq!(super::bytes_si(40_000_000_000_000), "40.0 TB");
         assert_eq!(super::bytes_si(33_333), "33 kB");
         assert_eq!(super::bytes_si(0), "0 MB");
+    }
+
+    #[test]
+    fn times_print_in_milliseconds_with_a_dash_for_none() {
+        assert_eq!(super::ns_to_ms(1_250_000), 1.25);
+        assert_eq!(super::ms_text(Some(12_345_678)), "12.3 ms");
+        assert_eq!(super::ms_text(None), "-");
+        assert_eq!(super::ms_column(Some(0.96)), "1.0");
+        assert_eq!(super::ms_column(None), "-");
     }
 }
