@@ -58,7 +58,6 @@ fn streams(args: &RecordArgs) -> Result<(Vec<StreamSpec>, String, Option<std::ti
         },
         (None, Some(b)) => FrameSizes::Bitrate {
             bits_per_s: parse_bitrate(b).map_err(|e| anyhow!("--bitrate: {e}"))?,
-            fps,
             gop: args.gop.unwrap_or(fps.round().max(1.0) as u32).max(1),
             i_to_p: 8.0,
             jitter: 0.2,
@@ -108,12 +107,12 @@ pub fn power_cut_fits(record: &sinkrate_model::record::RecordConfig, flag: &str)
     if let Some(s) = record
         .streams
         .iter()
-        .find(|s| s.sizes.mean_bytes() < 1024.0)
+        .find(|s| s.mean_frame_bytes() < 1024.0)
     {
         return Err(anyhow!(
             "{flag}: stream {}'s frames average {:.0} bytes; the count needs frames of 1 KiB or more (each carries a {}-byte header)",
             s.name,
-            s.sizes.mean_bytes(),
+            s.mean_frame_bytes(),
             sinkrate_record::frame_header::HEADER_LEN
         ));
     }
@@ -264,17 +263,37 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
         }
     );
     let direct = plan.streams.iter().any(|s| s.direct);
+    // The recorder's own calls: its write mode and one writer per recorder thread.
     let record = RecordConfig {
-        dir: args.dir.clone(),
-        streams,
-        buffers: args.buffers,
         write_mode: if direct {
             sinkrate_model::record::WriteMode::Direct
         } else {
             sinkrate_model::record::WriteMode::Buffered
         },
-        queue_depth: args.queue_depth,
         shared_writer: false,
+        replay: Some(std::sync::Arc::new(plan)),
+        replay_speed: speed,
+        ..record_config(args, streams, duration)
+    };
+    with_system_flags(args, record, label)
+}
+
+/// The one place a recording's config is built from record's arguments: its streams and
+/// length, and everything the arguments say alike for a recording and a replay; what only
+/// one of them sets (the replay's plan, a recording's syncs, segments and power cut) is
+/// set over it by that one.
+fn record_config(
+    args: &RecordArgs,
+    streams: Vec<StreamSpec>,
+    duration: std::time::Duration,
+) -> RecordConfig {
+    RecordConfig {
+        dir: args.dir.clone(),
+        streams,
+        buffers: args.buffers,
+        write_mode: args.write_mode.into(),
+        queue_depth: args.queue_depth,
+        shared_writer: args.writers == Writers::Shared,
         write_size: None,
         fdatasync_every_frames: None,
         fdatasync_every: None,
@@ -293,10 +312,9 @@ fn replay_session(args: &RecordArgs, trace: &std::path::Path) -> Result<Session>
         power_cut_at: None,
         verify_every: None,
         run_tag: 0,
-        replay: Some(std::sync::Arc::new(plan)),
-        replay_speed: speed,
-    };
-    with_system_flags(args, record, label)
+        replay: None,
+        replay_speed: 1.0,
+    }
 }
 
 /// The session of `record`, with the flags every recording has beside its streams: the
@@ -395,12 +413,6 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
         ));
     }
     let record = RecordConfig {
-        dir: args.dir.clone(),
-        streams,
-        buffers: args.buffers,
-        write_mode: args.write_mode.into(),
-        queue_depth: args.queue_depth,
-        shared_writer: args.writers == Writers::Shared,
         write_size: args
             .write_size
             .as_deref()
@@ -408,23 +420,15 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
             .transpose()?,
         fdatasync_every_frames: args.fdatasync_frames,
         fdatasync_every: time("fdatasync-every", &args.fdatasync_every)?.or(profile_sync),
-        prealloc_mode: args.preallocate_mode.into(),
         preallocate: args
             .preallocate
             .as_deref()
             .map(|p| size("preallocate", p))
             .transpose()?,
-        duration,
-        stall_threshold: args.stall_threshold,
-        seed: args.seed,
-        keep: args.keep,
-        frame_records: true,
         segments,
         power_cut_at: args.power_cut_at,
         verify_every: args.verify_every,
-        run_tag: 0,
-        replay: None,
-        replay_speed: 1.0,
+        ..record_config(args, streams, duration)
     };
     if let Some(every) = record.verify_every {
         if every.is_zero() || every >= record.duration {

@@ -29,7 +29,7 @@ pub fn stream_rate(args: &StreamRateArgs) -> Result<(String, f64)> {
     let p = sinkrate_record::config::profile(&args.profile).map_err(|e| anyhow!(e))?;
     let rate = (p.streams)()
         .iter()
-        .map(|s| s.sizes.mean_bytes() * s.fps)
+        .map(sinkrate_model::record::StreamSpec::bytes_per_s)
         .sum();
     Ok((p.name.to_string(), rate))
 }

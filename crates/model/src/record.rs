@@ -16,9 +16,10 @@ pub enum FrameSizes {
     Fixed {
         bytes: u64,
     },
+    /// A bitrate spread over the stream's frames; the frame rate is the stream's own
+    /// (`StreamSpec::fps`), the one place it is kept.
     Bitrate {
         bits_per_s: u64,
-        fps: f64,
         gop: u32,
         i_to_p: f64,
         /// Relative jitter of each frame's size (0.1 = +-10%), compensated within the GOP.
@@ -27,34 +28,33 @@ pub enum FrameSizes {
 }
 
 impl FrameSizes {
-    pub fn mean_bytes(&self) -> f64 {
+    /// The mean frame at `fps` frames a second.
+    pub fn mean_bytes(&self, fps: f64) -> f64 {
         match self {
             FrameSizes::Fixed { bytes } => *bytes as f64,
-            FrameSizes::Bitrate {
-                bits_per_s, fps, ..
-            } => *bits_per_s as f64 / 8.0 / fps,
+            FrameSizes::Bitrate { bits_per_s, .. } => *bits_per_s as f64 / 8.0 / fps,
         }
     }
 
     /// The largest frame this source can produce (buffers are sized for it). The residual
     /// of a GOP is spread over its remaining frames, so a late P-frame can grow to about
     /// e^(jitter x ln(gop)) of its share; 2.5x covers jitter up to 0.25 for GOPs up to 120.
-    pub fn max_bytes(&self) -> u64 {
+    pub fn max_bytes(&self, fps: f64) -> u64 {
         match self {
             FrameSizes::Fixed { bytes } => *bytes,
             FrameSizes::Bitrate { jitter, .. } => {
-                let (i, p) = self.i_and_p();
+                let (i, p) = self.i_and_p(fps);
                 (i.max(p * 2.5) * (1.0 + jitter)).ceil() as u64 + 4096
             }
         }
     }
 
     /// Mean sizes of I- and P-frames such that a GOP carries exactly gop * mean bytes.
-    pub fn i_and_p(&self) -> (f64, f64) {
+    pub fn i_and_p(&self, fps: f64) -> (f64, f64) {
         match self {
             FrameSizes::Fixed { bytes } => (*bytes as f64, *bytes as f64),
             FrameSizes::Bitrate { gop, i_to_p, .. } => {
-                let mean = self.mean_bytes();
+                let mean = self.mean_bytes(fps);
                 let n = (*gop).max(1) as f64;
                 let p = mean * n / (i_to_p + n - 1.0);
                 (p * i_to_p, p)
@@ -88,6 +88,23 @@ pub struct StreamSpec {
     pub name: String,
     pub fps: f64,
     pub sizes: FrameSizes,
+}
+
+impl StreamSpec {
+    /// The stream's mean frame.
+    pub fn mean_frame_bytes(&self) -> f64 {
+        self.sizes.mean_bytes(self.fps)
+    }
+
+    /// The largest frame the stream can produce (its buffers are sized for it).
+    pub fn max_frame_bytes(&self) -> u64 {
+        self.sizes.max_bytes(self.fps)
+    }
+
+    /// Bytes a second the stream produces.
+    pub fn bytes_per_s(&self) -> f64 {
+        self.mean_frame_bytes() * self.fps
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -242,10 +259,7 @@ pub fn streams_label(streams: &[StreamSpec]) -> String {
 impl RecordConfig {
     /// Bytes per second the streams produce.
     pub fn requested_bytes_per_s(&self) -> f64 {
-        self.streams
-            .iter()
-            .map(|s| s.sizes.mean_bytes() * s.fps)
-            .sum()
+        self.streams.iter().map(StreamSpec::bytes_per_s).sum()
     }
 }
 

@@ -18,7 +18,6 @@ fn h264(name: &str, bits: u64, fps: f64) -> StreamSpec {
         fps,
         sizes: FrameSizes::Bitrate {
             bits_per_s: bits,
-            fps,
             gop: fps.round() as u32,
             i_to_p: 8.0,
             jitter: 0.2,
@@ -73,7 +72,6 @@ pub const PROFILES: &[Profile] = &[
                 fps: 30.0,
                 sizes: FrameSizes::Bitrate {
                     bits_per_s: 38_000_000,
-                    fps: 30.0,
                     gop: 1,
                     i_to_p: 1.0,
                     jitter: 0.1,
@@ -112,10 +110,10 @@ mod tests {
     fn profiles_have_the_documented_rates() {
         let dual = super::profile("dual-1080p30").expect("dual");
         let streams = (dual.streams)();
-        let rate: f64 = streams.iter().map(|s| s.sizes.mean_bytes() * s.fps).sum();
+        let rate: f64 = streams.iter().map(super::StreamSpec::bytes_per_s).sum();
         assert!((rate - 3_000_000.0).abs() < 1.0, "{rate}");
         let raw = (super::profile("raw12-1920x1208-30").expect("raw").streams)();
-        assert_eq!(raw[0].sizes.mean_bytes(), 3_479_040.0);
+        assert_eq!(raw[0].mean_frame_bytes(), 3_479_040.0);
         assert!(super::profile("8k")
             .err()
             .is_some_and(|e| e.contains("dual-1080p30")));

@@ -39,8 +39,12 @@ pub fn with_value(base: &Session, what: Searched, value: f64) -> Session {
         // The same calls at another pace: each stream's rate and the run's length with it.
         let ratio = value / base.record.replay_speed;
         s.record.replay_speed = value;
+        // The same frames, more of them a second: a bitrate stream's frames keep their size.
         for st in s.record.streams.iter_mut() {
             st.fps *= ratio;
+            if let FrameSizes::Bitrate { bits_per_s, .. } = &mut st.sizes {
+                *bits_per_s = (*bits_per_s as f64 * ratio).round().max(1.0) as u64;
+            }
         }
         s.record.duration = base.record.duration.div_f64(ratio);
         s.label = format!("{} (probe at {value:.2}x)", base.label);
@@ -60,9 +64,6 @@ pub fn with_value(base: &Session, what: Searched, value: f64) -> Session {
         Searched::Fps => {
             for st in streams.iter_mut() {
                 st.fps = value;
-                if let FrameSizes::Bitrate { fps, .. } = &mut st.sizes {
-                    *fps = value;
-                }
             }
         }
         Searched::Speed => {}
@@ -255,7 +256,6 @@ mod tests {
                     fps: 30.0,
                     sizes: FrameSizes::Bitrate {
                         bits_per_s: 12_000_000,
-                        fps: 30.0,
                         gop: 30,
                         i_to_p: 8.0,
                         jitter: 0.2,
@@ -296,6 +296,25 @@ mod tests {
             hours_per_day: crate::session::DEFAULT_HOURS_PER_DAY,
             kernel_events_off: None,
         }
+    }
+
+    /// One frame rate per stream, so each searched quantity moves the rate the way it
+    /// says: a faster replay keeps each frame's size (the rate grows with it), a higher fps
+    /// spreads the same bitrate over more frames.
+    #[test]
+    fn a_probe_moves_the_rate_as_its_quantity_says() {
+        let b = base();
+        let rate = |s: &Session| s.record.requested_bytes_per_s();
+        let frame = |s: &Session| s.record.streams[0].mean_frame_bytes();
+        let faster = with_value(&b, Searched::Speed, 2.0);
+        assert!((rate(&faster) - 2.0 * rate(&b)).abs() < 1.0);
+        assert!((frame(&faster) - frame(&b)).abs() < 1e-6);
+        assert_eq!(faster.record.duration, b.record.duration / 2);
+        let more_fps = with_value(&b, Searched::Fps, 60.0);
+        assert!((rate(&more_fps) - rate(&b)).abs() < 1e-6);
+        assert!((frame(&more_fps) - frame(&b) / 2.0).abs() < 1e-6);
+        let more_bits = with_value(&b, Searched::Bitrate, 24e6);
+        assert!((rate(&more_bits) - 2.0 * rate(&b)).abs() < 1e-6);
     }
 
     #[test]

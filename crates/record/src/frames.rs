@@ -7,6 +7,7 @@ use sinkrate_platform::rng::Rng;
 /// Produces frame sizes in order; over each whole GOP the total is exact (to the byte).
 pub struct FrameSource {
     sizes: FrameSizes,
+    fps: f64,
     rng: Rng,
     index: u64,
     gop_target: f64,
@@ -14,9 +15,10 @@ pub struct FrameSource {
 }
 
 impl FrameSource {
-    pub fn new(sizes: FrameSizes, seed: u64) -> FrameSource {
+    pub fn new(sizes: FrameSizes, fps: f64, seed: u64) -> FrameSource {
         FrameSource {
             sizes,
+            fps,
             rng: Rng::new(seed),
             index: 0,
             gop_target: 0.0,
@@ -32,9 +34,9 @@ impl FrameSource {
             FrameSizes::Bitrate { gop, jitter, .. } => {
                 let gop = (*gop).max(1) as u64;
                 let pos = i % gop;
-                let (isz, psz) = self.sizes.i_and_p();
+                let (isz, psz) = self.sizes.i_and_p(self.fps);
                 if pos == 0 {
-                    self.gop_target = self.sizes.mean_bytes() * gop as f64;
+                    self.gop_target = self.sizes.mean_bytes(self.fps) * gop as f64;
                     self.gop_sum = 0.0;
                 }
                 let nominal = if pos == 0 && gop > 1 { isz } else { psz };
@@ -52,7 +54,9 @@ impl FrameSource {
                     remaining * nominal / remaining_nominal
                         * (1.0 + jitter * (2.0 * self.rng.unit() - 1.0))
                 };
-                let size = size.round().clamp(1.0, self.sizes.max_bytes() as f64);
+                let size = size
+                    .round()
+                    .clamp(1.0, self.sizes.max_bytes(self.fps) as f64);
                 self.gop_sum += size;
                 size as u64
             }
@@ -66,22 +70,21 @@ mod tests {
 
     #[test]
     fn fixed_sizes() {
-        let mut s = FrameSource::new(FrameSizes::Fixed { bytes: 3_500_000 }, 1);
+        let mut s = FrameSource::new(FrameSizes::Fixed { bytes: 3_500_000 }, 30.0, 1);
         assert_eq!(s.next_size(), 3_500_000);
-        assert_eq!(FrameSizes::Fixed { bytes: 7 }.max_bytes(), 7);
+        assert_eq!(FrameSizes::Fixed { bytes: 7 }.max_bytes(30.0), 7);
     }
 
     #[test]
     fn bitrate_with_gop_is_exact_per_gop_and_i_frames_are_larger() {
         let sizes = FrameSizes::Bitrate {
             bits_per_s: 12_000_000,
-            fps: 30.0,
             gop: 30,
             i_to_p: 8.0,
             jitter: 0.2,
         };
-        let max = sizes.max_bytes();
-        let mut s = FrameSource::new(sizes, 42);
+        let max = sizes.max_bytes(30.0);
+        let mut s = FrameSource::new(sizes, 30.0, 42);
         for _gop in 0..10 {
             let frames: Vec<u64> = (0..30).map(|_| s.next_size()).collect();
             let total: u64 = frames.iter().sum();

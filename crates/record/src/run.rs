@@ -45,6 +45,7 @@ fn producer(
     let frame_cap = crate::stream::frame_record_cap(cfg, spec.fps);
     let mut source = FrameSource::new(
         spec.sizes.clone(),
+        spec.fps,
         cfg.seed.wrapping_add(cam.index as u64 * 7919),
     );
     let mut k: u64 = 0;
@@ -208,7 +209,7 @@ fn run_group(
     for &i in group {
         let spec = &cfg.streams[i];
         let (free_tx, free_rx) = sync_channel::<usize>(cfg.buffers);
-        let max_frame = spec.sizes.max_bytes() as usize;
+        let max_frame = spec.max_frame_bytes() as usize;
         let mut rng = Rng::new(cfg.seed ^ i as u64);
         let buffers: Vec<AlignedBuf> = (0..cfg.buffers)
             .map(|_| {

@@ -208,7 +208,7 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
     let pool_bytes: u64 = cfg
         .streams
         .iter()
-        .map(|st| st.sizes.max_bytes() * (cfg.buffers as u64 + staging))
+        .map(|st| st.max_frame_bytes() * (cfg.buffers as u64 + staging))
         .sum();
     let host_available = sinkrate_sys::host::read_meminfo()
         .mem_available_bytes
@@ -223,7 +223,7 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
             frame_bytes: cfg
                 .streams
                 .iter()
-                .map(|st| st.sizes.max_bytes())
+                .map(sinkrate_model::record::StreamSpec::max_frame_bytes)
                 .max()
                 .unwrap_or(0),
             available_gb: available as f64 / 1e9,

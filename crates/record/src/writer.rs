@@ -74,7 +74,7 @@ impl<'a> StreamWriter<'a> {
             interval_ns: (1e9 / spec.fps) as u64,
             window_ns: cfg.window().as_nanos() as u64,
             frame_cap: crate::stream::frame_record_cap(cfg, spec.fps),
-            max_frame: spec.sizes.max_bytes() as usize,
+            max_frame: spec.max_frame_bytes() as usize,
             since_sync_frames: 0,
             last_sync: shared.clock.elapsed(),
             latencies: Vec::with_capacity(64),

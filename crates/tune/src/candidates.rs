@@ -28,7 +28,7 @@ pub fn session_for(candidate: &Candidate, base: &Session) -> Session {
                     .record
                     .streams
                     .iter()
-                    .map(|st| st.fps * st.sizes.mean_bytes() * secs * 1.1)
+                    .map(|st| st.bytes_per_s() * secs * 1.1)
                     .fold(0.0, f64::max);
                 s.record.preallocate = Some(per_stream as u64);
             }
