@@ -1663,7 +1663,10 @@ fn a_metrics_file_that_cannot_be_written_never_stops_the_watched_recorder() {
         .spawn()
         .expect("watch starts");
     std::thread::sleep(std::time::Duration::from_millis(1200));
-    std::fs::remove_dir_all(&metrics_dir).expect("the metrics directory removed");
+    // Gone from under the watch in one step: a removal could race the watch's own next
+    // write into it (remove_dir_all then met a file made after its listing: ENOTEMPTY).
+    std::fs::rename(&metrics_dir, d.path().join("m.gone"))
+        .expect("the metrics directory moved away");
     let out = child.wait_with_output().expect("waits");
     let err = String::from_utf8_lossy(&out.stderr);
     let log_text = recorder_log(&log);
