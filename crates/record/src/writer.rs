@@ -381,7 +381,12 @@ impl<'a> StreamWriter<'a> {
             Ok(()) => {
                 r.frames_written += 1;
                 r.bytes_written += frame.size;
-                let window = (t1 / self.window_ns.max(1)) as usize;
+                // A write that returns after the recording's end (a writer behind drains its
+                // pool) is the last window's: the run has as many windows as its length
+                // holds, not one more of a few late frames.
+                let window_ns = self.window_ns.max(1);
+                let last = (self.cfg.duration.as_nanos() as u64).saturating_sub(1) / window_ns;
+                let window = (t1 / window_ns).min(last) as usize;
                 if r.windows.len() <= window {
                     r.windows.resize(window + 1, WindowCount::default());
                 }
