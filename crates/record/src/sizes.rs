@@ -28,29 +28,25 @@ pub const VIDEO_CLASSES: &[(&str, f64)] = &[
 /// is the pool the recorder counted.
 pub fn pool_needed(c: &FrameColumns, buffers: usize) -> Option<PoolSize> {
     let n = c.frame.len();
+    // Per written frame: the writer's time for it, and its write call alone (what a backlog
+    // rests on is named by its longest call, the card's part).
     let mut last_end: Option<u64> = None;
-    let services: Vec<Option<u64>> = (0..n)
+    let (services, calls): (Vec<Option<u64>>, Vec<Option<u64>>) = (0..n)
         .map(|k| {
             let capture = c.capture_us.get(k).copied().unwrap_or(0);
-            match (c.write_start_us.get(k)?, c.write_end_us.get(k)?) {
-                (Some(s), Some(e)) => {
+            match (c.write_start_us.get(k), c.write_end_us.get(k)) {
+                (Some(Some(s)), Some(Some(e))) => {
                     let could_begin = last_end.unwrap_or(0).max(capture).min(*s);
                     last_end = Some(*e);
-                    Some(e.saturating_sub(could_begin))
+                    (
+                        Some(e.saturating_sub(could_begin)),
+                        Some(e.saturating_sub(*s)),
+                    )
                 }
-                _ => None,
+                _ => (None, None),
             }
         })
-        .collect();
-    // What a backlog rests on is named by its longest write call, the card's part.
-    let calls: Vec<Option<u64>> = (0..n)
-        .map(
-            |k| match (c.write_start_us.get(k)?, c.write_end_us.get(k)?) {
-                (Some(s), Some(e)) => Some(e.saturating_sub(*s)),
-                _ => None,
-            },
-        )
-        .collect();
+        .unzip();
     let mut written: Vec<u64> = services.iter().flatten().copied().collect();
     if written.is_empty() {
         return None;

@@ -38,6 +38,10 @@ pub(crate) struct StreamWriter<'a> {
     interval_ns: u64,
     /// `RecordConfig::window`, in ns.
     window_ns: u64,
+    /// The run's last window: a write that returns after the recording's end (a writer
+    /// behind drains its pool) counts there, so the run has as many windows as its
+    /// length holds, not one more of a few late frames.
+    last_window: u64,
     /// Per-frame records kept (`frame_record_cap`).
     frame_cap: usize,
     max_frame: usize,
@@ -72,7 +76,9 @@ impl<'a> StreamWriter<'a> {
             output: None,
             null,
             interval_ns: (1e9 / spec.fps) as u64,
-            window_ns: cfg.window().as_nanos() as u64,
+            window_ns: (cfg.window().as_nanos() as u64).max(1),
+            last_window: (cfg.duration.as_nanos() as u64).saturating_sub(1)
+                / (cfg.window().as_nanos() as u64).max(1),
             frame_cap: crate::stream::frame_record_cap(cfg, spec.fps),
             max_frame: spec.max_frame_bytes() as usize,
             since_sync_frames: 0,
@@ -381,12 +387,7 @@ impl<'a> StreamWriter<'a> {
             Ok(()) => {
                 r.frames_written += 1;
                 r.bytes_written += frame.size;
-                // A write that returns after the recording's end (a writer behind drains its
-                // pool) is the last window's: the run has as many windows as its length
-                // holds, not one more of a few late frames.
-                let window_ns = self.window_ns.max(1);
-                let last = (self.cfg.duration.as_nanos() as u64).saturating_sub(1) / window_ns;
-                let window = (t1 / window_ns).min(last) as usize;
+                let window = (t1 / self.window_ns).min(self.last_window) as usize;
                 if r.windows.len() <= window {
                     r.windows.resize(window + 1, WindowCount::default());
                 }
