@@ -49,7 +49,8 @@ soak_listed=$("$soak_bin" --list 2>/dev/null | grep -c ': test$')
   log="$lanes_dir/D.log"
   start=$SECONDS
   rc=0
-  if "$soak_bin" --test-threads=2 >"$log" 2>&1; then
+  # Stopped after 20 minutes, as a hung run of the lanes below is (the soaks take ten).
+  if timeout --kill-after=30 1200 "$soak_bin" --test-threads=2 >"$log" 2>&1; then
     echo "== tests/soak, lane D ($((SECONDS - start)) s, ended at $SECONDS s)"
   else
     echo "== tests/soak, lane D FAILED ($((SECONDS - start)) s, ended at $SECONDS s):"
@@ -123,6 +124,7 @@ done
 # Runs one lane's runs in order; writes each run's output and the count of tests it ran.
 # A failed run does not stop the lane (every failure of the suite is shown at once); the
 # lane's status is then 1.
+run_limit_s=1200
 run_lane() {
   local lane=$1
   shift
@@ -157,10 +159,13 @@ run_lane() {
     # devices or settings sinkrate holds sees its own lane's.
     export SINKRATE_STATE_DIR="$state_dir/$lane"
     local start=$SECONDS
-    if "$it_bin" "${args[@]}" --test-threads=2 >"$log" 2>&1; then
+    # A run that hangs fails within its limit, with its log (libtest names each test still
+    # running after 60 s), rather than holding CI until its own limit; `timeout` signals
+    # the run's whole process group, the sinkrate runs and servers its tests started too.
+    if timeout --kill-after=30 "$run_limit_s" "$it_bin" "${args[@]}" --test-threads=2 >"$log" 2>&1; then
       echo "== tests/it lane $lane: $run ($((SECONDS - start)) s, ended at $SECONDS s)"
     else
-      echo "== tests/it lane $lane: $run FAILED ($((SECONDS - start)) s, ended at $SECONDS s):"
+      echo "== tests/it lane $lane: $run FAILED ($((SECONDS - start)) s, ended at $SECONDS s; a run is stopped after $run_limit_s s):"
       cat "$log"
       lane_rc=1
     fi

@@ -145,23 +145,29 @@ fn sweep_left_over() {
     }
     for left in sinkrate_sys::owned::sweep_left_over() {
         if !left.removed.is_empty() {
-            let names: Vec<String> = left
-                .removed
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
             eprintln!(
                 "sinkrate: note: removed {} file(s) left by an earlier sinkrate run (pid {}) that was stopped or could not remove them itself: {}",
-                names.len(),
+                left.removed.len(),
                 left.pid,
-                names.join(", ")
+                a_few(left.removed.iter().map(|p| p.display().to_string()))
             );
         }
-        for (path, why) in &left.kept {
+        // One line for each reason: a killed filecreate job may leave thousands listed.
+        let mut reasons: Vec<&str> = left.kept.iter().map(|(_, why)| why.as_str()).collect();
+        reasons.sort_unstable();
+        reasons.dedup();
+        for why in reasons {
+            let paths: Vec<String> = left
+                .kept
+                .iter()
+                .filter(|(_, w)| w == why)
+                .map(|(p, _)| p.display().to_string())
+                .collect();
             eprintln!(
-                "sinkrate: note: an earlier sinkrate run (pid {}) left {}, which cannot be removed ({why}); remove it by hand",
+                "sinkrate: note: an earlier sinkrate run (pid {}) left {} file(s), which cannot be removed ({why}); remove them by hand: {}",
                 left.pid,
-                path.display()
+                paths.len(),
+                a_few(paths.into_iter())
             );
         }
     }
@@ -170,6 +176,18 @@ fn sweep_left_over() {
         eprintln!(
             "sinkrate: note: removed {left}, which an earlier sinkrate run that was stopped before it could remove it left behind"
         );
+    }
+}
+
+/// The first few of `names`, then how many more: a note stays a line.
+fn a_few(names: impl ExactSizeIterator<Item = String>) -> String {
+    const SHOWN: usize = 5;
+    let total = names.len();
+    let shown: Vec<String> = names.take(SHOWN).collect();
+    if total > SHOWN {
+        format!("{} and {} more", shown.join(", "), total - SHOWN)
+    } else {
+        shown.join(", ")
     }
 }
 

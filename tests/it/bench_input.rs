@@ -315,6 +315,7 @@ fn no_effect_used(job: &std::path::Path) -> bool {
     let out = sinkrate()
         .arg("--parse-only")
         .arg(job)
+        .timeout(std::time::Duration::from_secs(60))
         .output()
         .expect("runs");
     String::from_utf8_lossy(&out.stdout).contains("has no effect")
@@ -401,8 +402,11 @@ fn run_example(path: &std::path::Path) -> Outcome {
     let runs_on_nbd = job_text.lines().any(|l| l.trim() == "ioengine=nbd");
     let mut cmd = if runs_on_nbd && common::have("nbdkit") {
         // As the example's header runs it: under nbdkit's RAM disk, which exports $uri.
-        let mut c = assert_cmd::Command::new("nbdkit");
-        c.args(["-U", "-", "memory", "size=256M", "--run"])
+        // Under coreutils' timeout, which stops the whole group on a hang: sinkrate runs
+        // in nbdkit's shell, and would hold the output pipes open past nbdkit's kill.
+        let mut c = assert_cmd::Command::new("timeout");
+        c.args(["--kill-after=5", "60", "nbdkit"])
+            .args(["-U", "-", "memory", "size=256M", "--run"])
             .arg(format!(
                 "export uri; exec '{}' bench --eta=never '{}' {}",
                 common::sinkrate_path().display(),

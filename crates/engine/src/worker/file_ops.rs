@@ -18,6 +18,10 @@ use super::WorkerSetup;
 use crate::error::EngineError;
 use crate::progress::Phase;
 
+/// How many files a create engine tracks at a time, ahead of making them: one journal write
+/// per batch.
+const TRACK_AHEAD: usize = 1024;
+
 pub(super) fn run_file_operations(
     setup: &WorkerSetup,
     outcome: &mut WorkerOutcome,
@@ -26,17 +30,26 @@ pub(super) fn run_file_operations(
     let clock = setup.clock;
     let mut created_here: Vec<std::path::PathBuf> = Vec::new();
     let remove = super::open::removes_its_files(setup);
-    // Tracked once, before any is made and outside the timed loop: a killed run's files
-    // are removed by the next run, kept or not.
-    sinkrate_sys::owned::track_all(
-        setup
-            .files
-            .iter()
-            .filter(|f| f.existing_size.is_none())
-            .map(|f| f.path.as_path()),
-    );
+    // Every file is tracked before it is made, outside the timed calls: a killed run's files
+    // are removed by the next run, kept or not. The create engines track a batch ahead of
+    // the loop (a job may list 500,000 files and make a thousand in its runtime; a killed
+    // run's journal, which every later run sweeps, lists only what it came near making).
+    let creates = matches!(o.ioengine, Engine::Filecreate | Engine::Dircreate);
+    let track_absent = |files: &[crate::files::PlannedFile]| {
+        sinkrate_sys::owned::track_all(
+            files
+                .iter()
+                .filter(|f| f.existing_size.is_none())
+                .map(|f| f.path.as_path()),
+        )
+    };
+    let mut tracked_up_to = 0;
+    if !creates {
+        track_absent(&setup.files);
+        tracked_up_to = setup.files.len();
+    }
     let dirs = o.ioengine.on_directories();
-    if !matches!(o.ioengine, Engine::Filecreate | Engine::Dircreate) {
+    if !creates {
         // stat and delete need their targets: create the missing ones first, as fio does.
         for f in &setup.files {
             if f.existing_size.is_none() {
@@ -72,6 +85,10 @@ pub(super) fn run_file_operations(
             if clock.now_ns() - start >= rt.as_nanos() as u64 {
                 break;
             }
+        }
+        if i == tracked_up_to {
+            tracked_up_to = (i + TRACK_AHEAD).min(setup.files.len());
+            track_absent(&setup.files[i..tracked_up_to]);
         }
         let c = CString::new(f.path.as_os_str().as_bytes())
             .map_err(|_| EngineError::path(&f.path, "NUL in path"))?;
