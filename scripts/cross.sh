@@ -9,6 +9,9 @@
 #                                    tests; their list goes to target/cross-test-bins.txt
 #   scripts/cross.sh TRIPLE...       only these targets (release)
 #
+# SINKRATE_DOCS_BIN=PATH: the host sinkrate (of this checkout) that writes the tarballs' man
+# page and completions; without it the host's release binary is built for them.
+#
 # armv7: Rust's armv7-unknown-linux-musleabihf is used when rustup can install its standard
 # library; where it cannot (rustup's server does not always carry it), the binary is a fully
 # static armv7-unknown-linux-gnueabihf build linked with Debian's cross gcc and glibc
@@ -22,7 +25,7 @@ targets=()
 for a in "$@"; do
   case "$a" in
     --test-build) mode=test ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "cross.sh: unknown option '$a' (accepted: --test-build, target triples)" >&2; exit 2 ;;
     *) targets+=("$a") ;;
   esac
@@ -181,8 +184,16 @@ fi
 # budget): a host build of the same source writes the pages, and each board binary is run
 # (under qemu-user for ARM) to prove it starts and names its version.
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
-cargo build --locked --release --bin sinkrate
-docs_bin=target/release/sinkrate
+# SINKRATE_DOCS_BIN: a host binary of this checkout already built (the test suite's), whose
+# pages are the same: no second build of the whole program just to print them.
+if [ -n "${SINKRATE_DOCS_BIN:-}" ]; then
+  docs_bin=$SINKRATE_DOCS_BIN
+  "$docs_bin" --version | grep -qx "sinkrate $version.*" \
+    || { echo "cross.sh: SINKRATE_DOCS_BIN=$docs_bin is not sinkrate $version" >&2; exit 1; }
+else
+  cargo build --locked --release --bin sinkrate
+  docs_bin=target/release/sinkrate
+fi
 mkdir -p target/tarballs
 for t in "${built[@]}"; do
   runner=$(runner_for "$t")

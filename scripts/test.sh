@@ -240,7 +240,7 @@ done
 # still running, judges its memory, CPU and read-back, not its drops).
 echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget), at $SECONDS s"
 board_rc=0
-bash scripts/cross.sh x86_64-unknown-linux-musl || board_rc=$?
+SINKRATE_DOCS_BIN="$PWD/target/test-release/sinkrate" bash scripts/cross.sh x86_64-unknown-linux-musl || board_rc=$?
 wait "$pid_d" || failed=1
 wait "$checks_pid" || true
 cat "$checks_log"
