@@ -470,67 +470,91 @@ pub fn session(args: &RecordArgs) -> Result<Session> {
     with_system_flags(args, record, label)
 }
 
-/// `sinkrate record` flags given after `--` (check's recording test), parsed by the same
-/// definitions as `sinkrate record` itself.
-pub fn args_from_flags(flags: &[String]) -> Result<RecordArgs> {
-    use clap::Parser;
-    #[derive(Parser)]
-    #[command(name = "record flags after --", no_binary_name = true)]
-    struct Flags {
-        #[command(flatten)]
-        args: RecordArgs,
-    }
-    if let Some(e) = super::negative_value(flags) {
-        return Err(anyhow!("after --: {e}"));
-    }
-    Flags::try_parse_from(flags)
-        .map(|f| f.args)
-        .map_err(|e| anyhow!("after --: {}", super::first_line(&e.to_string())))
+/// The `sinkrate record` flags a user gave after `--` to a command that runs a recording for
+/// its own ends (check's recording test, tune search, a suite's recordings): parsed once, by
+/// the same definitions as `sinkrate record` itself, into typed arguments, with which of them
+/// the user gave (clap's value source: `--fps=30`, `--fps 30` and a flag's alias alike). The
+/// command then fills its own choices into the typed arguments, never into the text.
+pub struct RecordFlags {
+    pub args: RecordArgs,
+    given: Vec<String>,
 }
 
-/// Record flags that describe the streams: given after `--` (to check or tune search), they
-/// replace the default profile.
-pub const STREAM_FLAGS: &[&str] = &[
-    "--profile",
-    "--fps",
-    "--frame-size",
-    "--bitrate",
-    "--streams",
-    "--gop",
+/// Record flags that describe the streams (their argument ids): given after `--`, they
+/// replace the command's default profile.
+const STREAM_ARGS: &[&str] = &[
+    "profile",
+    "fps",
+    "frame_size",
+    "bitrate",
+    "streams",
+    "gop",
+    "replay",
 ];
-
-/// A flag's name without its `=value`.
-pub fn flag_name(arg: &str) -> &str {
-    arg.split('=').next().unwrap_or(arg)
-}
 
 /// Record flags every command that runs a recording session for its own ends sets itself:
 /// where it records, what it prints and keeps.
-const SESSION_FLAGS: &[&str] = &[
-    "--dir",
-    "--output",
-    "--output-format",
-    "--live",
-    "--keep",
-    "--find-max",
-    "--frames-log",
+const SESSION_ARGS: &[&str] = &[
+    "dir",
+    "output",
+    "output_format",
+    "live",
+    "keep",
+    "find_max",
+    "frames_log",
 ];
 
-/// Refuses, naming it, the first flag after `--` that the command (`who`) sets itself: the
-/// session flags, and its own `also`.
-pub fn refuse_own_flags(flags: &[String], also: &[&str], who: &str) -> Result<()> {
-    let own = |f: &str| SESSION_FLAGS.contains(&f) || also.contains(&f);
-    match flags.iter().find(|f| own(flag_name(f))) {
-        Some(f) => Err(anyhow!(
-            "{f} after --: {who} sets it itself (accepted there: the stream, pool and write flags of sinkrate record, e.g. --buffers 8)"
-        )),
-        None => Ok(()),
+impl RecordFlags {
+    /// Parses `flags` (what followed `--`) and refuses, naming it, the first flag that the
+    /// command (`who`) sets itself: the session flags, and its own `also` (argument ids).
+    pub fn parse(flags: &[String], also: &[&str], who: &str) -> Result<RecordFlags> {
+        use clap::{CommandFactory, FromArgMatches, Parser};
+        #[derive(Parser)]
+        #[command(name = "record flags after --", no_binary_name = true)]
+        struct Flags {
+            #[command(flatten)]
+            args: RecordArgs,
+        }
+        if let Some(e) = super::negative_value(flags) {
+            return Err(anyhow!("after --: {e}"));
+        }
+        let after = |e: clap::Error| anyhow!("after --: {}", super::first_line(&e.to_string()));
+        let matches = Flags::command()
+            .try_get_matches_from(flags)
+            .map_err(after)?;
+        let given: Vec<String> = matches
+            .ids()
+            .filter(|id| {
+                matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+            })
+            .map(|id| id.as_str().to_string())
+            .collect();
+        let args = Flags::from_arg_matches(&matches).map_err(after)?.args;
+        let parsed = RecordFlags { args, given };
+        let own = SESSION_ARGS.iter().chain(also).find(|id| parsed.given(id));
+        if let Some(id) = own {
+            return Err(anyhow!(
+                "--{} after --: {who} sets it itself (accepted there: the stream, pool and write flags of sinkrate record, e.g. --buffers 8)",
+                id.replace('_', "-")
+            ));
+        }
+        Ok(parsed)
     }
-}
 
-/// Whether the flags after `--` name the streams (and so replace the default profile).
-pub fn names_streams(flags: &[String]) -> bool {
-    flags
-        .iter()
-        .any(|f| STREAM_FLAGS.contains(&flag_name(f)) || flag_name(f) == "--replay")
+    /// Whether the user gave the argument `id` (its field's name: `write_mode`).
+    pub fn given(&self, id: &str) -> bool {
+        self.given.iter().any(|g| g == id)
+    }
+
+    /// Whether the flags name the streams (and so replace the command's default profile).
+    pub fn names_streams(&self) -> bool {
+        STREAM_ARGS.iter().any(|id| self.given(id))
+    }
+
+    /// The command's default streams, where the flags name none: a built-in profile.
+    pub fn default_profile(&mut self, name: &str) {
+        if !self.names_streams() {
+            self.args.profile = Some(name.to_string());
+        }
+    }
 }

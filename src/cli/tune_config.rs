@@ -72,7 +72,7 @@ pub fn fixes_from(file: &std::path::Path) -> Result<Fixes> {
 /// The workload: a job file, the user's recorder, or a recording (check's profile unless
 /// the record flags after -- name the streams).
 pub fn workload(args: &TuneSearchArgs) -> Result<Workload> {
-    use crate::cli::record_config::{names_streams, refuse_own_flags};
+    use crate::cli::record_config::RecordFlags;
     let dir = args.path.clone();
     if let Some(file) = &args.job {
         if args.confirm_duration.is_some() {
@@ -129,27 +129,20 @@ pub fn workload(args: &TuneSearchArgs) -> Result<Workload> {
             drops_file,
         });
     }
-    if let Some(f) = args
-        .record_flags
-        .iter()
-        .find(|f| crate::cli::record_config::flag_name(f) == "--duration")
-    {
-        return Err(anyhow!(
-            "{f} after --: tune search sets each run's length itself (screening runs past the first flush; full-length runs: --confirm-duration)"
-        ));
-    }
     // Dirty limits are the search's own knobs, besides the flags every session sets.
-    refuse_own_flags(
+    let mut flags = RecordFlags::parse(
         &args.record_flags,
-        &["--ram-limit", "--dirty-limit"],
+        &["ram_limit", "dirty_limit"],
         "tune search",
     )?;
-    let mut flags: Vec<String> = vec!["--dir".into(), args.path.display().to_string()];
-    if !names_streams(&args.record_flags) {
-        flags.extend(["--profile".into(), "dual-1080p30".into()]);
+    if flags.given("duration") {
+        return Err(anyhow!(
+            "--duration after --: tune search sets each run's length itself (screening runs past the first flush; full-length runs: --confirm-duration)"
+        ));
     }
-    flags.extend(args.record_flags.iter().cloned());
-    let record_args = crate::cli::record_config::args_from_flags(&flags)?;
+    flags.args.dir = args.path.clone();
+    flags.default_profile("dual-1080p30");
+    let record_args = flags.args;
     let session = crate::cli::record_config::session(&record_args)?;
     if session.record.write_mode == sinkrate_model::record::WriteMode::Null {
         return Err(anyhow!(

@@ -14,40 +14,34 @@ use crate::cli::values::{OutputFormat, WriteModeArg};
 use crate::cli::CheckArgs;
 use crate::export::{check_text::CheckText, Exporter, Json};
 
-/// The recording test's session: check's own choices, then the user's record flags.
+/// The recording test's session: the user's record flags, with check's own choices where
+/// they name none.
 fn recording(args: &CheckArgs) -> Result<sinkrate_record::session::Session> {
-    use crate::cli::record_config::{flag_name, names_streams, refuse_own_flags};
-    // The recording lasts what check plans, besides the flags every session sets.
-    refuse_own_flags(&args.record_flags, &["--duration"], "check")?;
-    let given = |names: &[&str]| {
-        args.record_flags
-            .iter()
-            .any(|f| names.contains(&flag_name(f)))
-    };
-    // The check session puts the recording in the checked directory; a path that is not one
-    // gets the audit and its own line there, not a --dir message from record's flags.
-    let mut flags: Vec<String> = vec!["--dir".into(), ".".into()];
-    if !given(&["--write-mode"]) {
+    use crate::cli::record_config::RecordFlags;
+    // The recording lasts what check plans, besides the flags every session sets. It goes in
+    // the checked directory (record's default, `.`, where the session runs): a path that is
+    // not one gets the audit and its own line there, not a --dir message from record's flags.
+    let mut flags = RecordFlags::parse(&args.record_flags, &["duration"], "check")?;
+    if !flags.given("write_mode") {
         if args.write_mode == WriteModeArg::Null {
             return Err(anyhow!(
                 "--write-mode null writes nothing, so it cannot check storage (accepted: buffered, direct, dsync, uring)"
             ));
         }
-        let mode = sinkrate_model::record::WriteMode::from(args.write_mode)
-            .name()
-            .to_string();
-        flags.extend(["--write-mode".into(), mode]);
+        flags.args.write_mode = args.write_mode;
     }
-    if !names_streams(&args.record_flags) {
+    let names_streams = flags.names_streams();
+    if !names_streams {
         match &args.rate.bitrate {
-            Some(b) => flags.extend(["--fps".into(), "30".into(), "--bitrate".into(), b.clone()]),
-            None => flags.extend(["--profile".into(), args.rate.profile.clone()]),
+            Some(b) => {
+                flags.args.fps = Some(30.0);
+                flags.args.bitrate = Some(b.clone());
+            }
+            None => flags.default_profile(&args.rate.profile),
         }
     }
-    flags.extend(args.record_flags.iter().cloned());
-    let record_args = crate::cli::record_config::args_from_flags(&flags)?;
-    let mut session = crate::cli::record_config::session(&record_args)?;
-    if !names_streams(&args.record_flags) {
+    let mut session = crate::cli::record_config::session(&flags.args)?;
+    if !names_streams {
         // The profile's name (or the bitrate) heads check's table, as audit names it.
         session.label = super::audit::stream_rate(&args.rate)?.0;
     }

@@ -39,7 +39,7 @@ fn list(args: &SuiteArgs) -> Result<ExitCode> {
 }
 
 fn recording(args: &SuiteArgs, suite: SuiteName) -> Result<sinkrate_record::session::Session> {
-    use crate::cli::record_config::{args_from_flags, names_streams, refuse_own_flags, session};
+    use crate::cli::record_config::{session, RecordFlags};
     let info = suite.info();
     if !args.record_flags.is_empty() && !info.takes_recording {
         let takers: Vec<&str> = SUITES
@@ -53,13 +53,9 @@ fn recording(args: &SuiteArgs, suite: SuiteName) -> Result<sinkrate_record::sess
             takers.join(", ")
         ));
     }
-    refuse_own_flags(&args.record_flags, &["--duration"], "the suite")?;
-    let mut flags: Vec<String> = vec!["--dir".into(), ".".into()];
-    if !names_streams(&args.record_flags) {
-        flags.extend(["--profile".into(), DEFAULT_PROFILE.into()]);
-    }
-    flags.extend(args.record_flags.iter().cloned());
-    session(&args_from_flags(&flags)?)
+    let mut flags = RecordFlags::parse(&args.record_flags, &["duration"], "the suite")?;
+    flags.default_profile(DEFAULT_PROFILE);
+    session(&flags.args)
 }
 
 fn config(args: &SuiteArgs, suite: SuiteName) -> Result<SuiteConfig> {

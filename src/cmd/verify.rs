@@ -5,9 +5,10 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
+use sinkrate_model::verify::VerifyVerdict;
 use sinkrate_model::{Envelope, RunError, RunKind};
 use sinkrate_verify::capacity::{self, CapacityConfig};
-use sinkrate_verify::{Config, VerifyError, VerifyVerdict};
+use sinkrate_verify::{Config, VerifyError};
 
 use crate::cli::values::{size, OutputFormat};
 use crate::cli::VerifyArgs;
@@ -167,7 +168,7 @@ fn capacity_result<T: serde::Serialize + Clone>(
     started: u64,
     report: &T,
     error: Option<String>,
-    verdict: capacity::CapacityVerdict,
+    verdict: sinkrate_model::verify::CapacityVerdict,
     text: impl FnOnce(&T) -> Result<Vec<u8>>,
 ) -> Result<ExitCode> {
     emit(args, RunKind::Capacity, started, report, error, text)?;

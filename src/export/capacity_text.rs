@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use sinkrate_verify::capacity::{CapacityReport, CapacityVerdict};
-use sinkrate_verify::report::size_words as size;
+use sinkrate_model::verify::{CapacityReport, CapacityVerdict};
+use sinkrate_units::product::bytes_binary as size;
 
 use super::Exporter;
 

@@ -4,9 +4,8 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use sinkrate_verify::report::size_words as size;
-use sinkrate_verify::session::finding_words;
-use sinkrate_verify::{VerifyReport, VerifyVerdict};
+use sinkrate_model::verify::VerifyReport;
+use sinkrate_units::product::bytes_binary as size;
 
 use super::{mbs, Exporter};
 
@@ -26,11 +25,7 @@ impl Exporter<VerifyReport> for VerifyText {
             size(r.block_size_bytes),
             r.run_id
         )?;
-        let (word, code) = match r.verdict {
-            VerifyVerdict::Verified => ("VERIFIED", 0),
-            VerifyVerdict::BadBlocks => ("BAD BLOCKS", 1),
-            VerifyVerdict::Failed => ("FAILED", 2),
-        };
+        let (word, code) = r.verdict.word_and_exit_code();
         writeln!(
             o,
             "\nVERDICT  {word}    (exit {code})\n  {}\n",
@@ -71,7 +66,7 @@ impl Exporter<VerifyReport> for VerifyText {
                     "  block {:>8}  at {:>10}  {}",
                     b.block,
                     size(b.offset_bytes),
-                    finding_words(&b.finding, run_id, r.generation)
+                    b.finding.words(run_id, r.generation)
                 )?;
             }
         }

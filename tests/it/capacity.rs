@@ -106,6 +106,21 @@ fn a_1g_card_that_says_8g_is_caught_in_under_a_minute_and_left_as_it_was() {
             "{r}"
         );
         assert!(took < Duration::from_secs(60), "took {took:?}");
+        // Read back through the type that wrote it, and shown by the report as a capacity
+        // run: the verdict and the size the card really holds.
+        let bytes = serde_json::to_vec(r).expect("json");
+        let run: sinkrate_model::Envelope<sinkrate_model::verify::CapacityReport> =
+            sinkrate_model::Envelope::from_json(&bytes, sinkrate_model::RunKind::Capacity)
+                .expect("reads as a capacity result");
+        assert_eq!(
+            serde_json::to_value(&run).expect("json"),
+            *r,
+            "unchanged on the way"
+        );
+        let html = common::report_html(dir.path(), &bytes);
+        for words in ["fake capacity", "1.00 GiB", "8.00 GiB", "restored"] {
+            assert!(html.contains(words), "the report lacks {words:?}");
+        }
         assert!(
             r["bytes_written"].as_u64().is_some_and(|b| b < 64 << 20),
             "a probe, not a full write: {r}"

@@ -167,6 +167,18 @@ fn tune_results_round_trip() {
     let run: Envelope<sinkrate_model::settings::TuneReport> = round_trip(&bytes, RunKind::Tune);
     assert!(run.result.dry_run);
     assert_eq!(run.result.changes.len(), 1);
+    // The report shows it as a tune run: what would change, from what to what.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let html = common::report_html(dir.path(), &bytes);
+    let from = &run.result.changes[0].from;
+    for words in [
+        "1 setting(s) would change (dry run)",
+        "Would change",
+        "vm.dirty_expire_centisecs",
+        from.as_str(),
+    ] {
+        assert!(html.contains(words), "the report lacks {words:?}");
+    }
 }
 
 #[test]
@@ -262,8 +274,11 @@ fn bench_results_round_trip_and_keep_fio_keys() {
             job.sinkrate.flush.is_some(),
             "buffered writes carry the flush"
         );
+        let options: sinkrate_jobspec::JobOptions =
+            serde_json::from_value(run.result.config.jobs[0].options.clone())
+                .expect("the resolved options read back typed");
         assert_eq!(
-            run.result.config.jobs[0].options.size,
+            options.size,
             Some(sinkrate_jobspec::options::SizeSpec::Bytes(4 << 20))
         );
         let text = String::from_utf8_lossy(&bytes);
@@ -278,5 +293,7 @@ fn bench_results_written_before_units_were_in_the_keys_still_load() {
     let bytes = std::fs::read(dir.join("bench-before-units.json")).expect("fixture");
     let run: Envelope<BenchReport> = Envelope::from_json(&bytes, RunKind::Bench).expect("bench");
     assert_eq!(run.result.jobs[0].write.io_bytes, 4 << 20);
-    assert!(run.result.config.jobs[0].options.ramp_time.is_zero());
+    let options: sinkrate_jobspec::JobOptions =
+        serde_json::from_value(run.result.config.jobs[0].options.clone()).expect("typed");
+    assert!(options.ramp_time.is_zero());
 }

@@ -132,6 +132,27 @@ fn each_kind_of_bad_block_is_found_and_named() {
     assert!(text.starts_with("5 of 32 blocks"), "{text}");
     // Read-only never removes what a kept run left.
     assert!(file.exists() && earlier.exists());
+    // The result reads back through the type that wrote it, and the report shows it as a
+    // verify run: its verdict, the blocks by kind, the bad ones in words.
+    let bytes = serde_json::to_vec(&v).expect("json");
+    let run: sinkrate_model::Envelope<sinkrate_model::verify::VerifyReport> =
+        sinkrate_model::Envelope::from_json(&bytes, sinkrate_model::RunKind::Verify)
+            .expect("reads as a verify result");
+    assert_eq!(
+        serde_json::to_value(&run).expect("json"),
+        v,
+        "unchanged on the way"
+    );
+    let html = common::report_html(a.path(), &bytes);
+    for words in [
+        "bad blocks",
+        "Blocks read back",
+        "The first 5 bad blocks",
+        "a wrap-around or a misdirected write",
+        "a payload that does not match its checksum",
+    ] {
+        assert!(html.contains(words), "the report lacks {words:?}");
+    }
 }
 
 /// fio cannot tell a write that never reached the medium when the block there is from an

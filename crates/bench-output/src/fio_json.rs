@@ -350,7 +350,9 @@ pub fn run_document(run: &BenchRun, plus: bool) -> BenchRunDoc {
                     job_number: j.job_number,
                     name: j.name.clone(),
                     group: j.group,
-                    options: j.options.clone(),
+                    options: serde_json::to_value(&j.options).unwrap_or_else(|e| {
+                        serde_json::Value::String(format!("the options could not be written: {e}"))
+                    }),
                 })
                 .collect(),
         },

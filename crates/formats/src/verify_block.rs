@@ -8,7 +8,7 @@
 //! `32..40` block number, `40..48` byte offset, `48..56` blocks in the run, `56..60` block
 //! length, `60..64` write time (seconds since the Unix epoch, low 32 bits).
 
-use serde::{Deserialize, Serialize};
+use sinkrate_model::verify::Finding;
 
 pub const MAGIC: [u8; 8] = *b"SNKRVRFY";
 pub const VERSION: u16 = 1;
@@ -26,40 +26,6 @@ pub struct Header {
     pub total_blocks: u64,
     pub length: u32,
     pub written_unix_s: u32,
-}
-
-/// What a block read back as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Finding {
-    Ok,
-    /// Every byte zero: never written, or trimmed.
-    Zeros,
-    /// Not a sinkrate block at all: another program's data, or what the card invents.
-    Garbage,
-    /// A sinkrate block from another run, or from an earlier generation of this one: the
-    /// write never reached the medium, and the old data is still there.
-    Stale {
-        run_id: u64,
-        generation: u32,
-        written_unix_s: u32,
-    },
-    /// A block of this run that belongs at another offset: the device wrapped around (a fake
-    /// capacity) or put a write in the wrong place.
-    Misplaced {
-        from_block: u64,
-        from_offset: u64,
-    },
-    /// The header or the payload does not match its checksum: bit errors.
-    Corrupt {
-        header: bool,
-    },
-}
-
-impl Finding {
-    pub fn is_ok(&self) -> bool {
-        matches!(self, Finding::Ok)
-    }
 }
 
 fn put_u16(b: &mut [u8], at: usize, v: u16) {

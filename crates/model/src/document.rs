@@ -10,7 +10,9 @@ use crate::envelope::{ReadError, RunError};
 use crate::fio::BenchReport;
 use crate::record::{FindMaxReport, RecordReport};
 use crate::search::SearchReport;
+use crate::settings::TuneReport;
 use crate::suite::SuiteReport;
+use crate::verify::{CapacityReport, VerifyReport};
 use crate::watch::WatchReport;
 use crate::{Envelope, RunKind, SCHEMA};
 
@@ -29,9 +31,12 @@ pub enum Document {
     Watch(Box<Envelope<WatchReport>>),
     TuneSearch(Box<Envelope<SearchReport>>),
     Suite(Box<Envelope<SuiteReport>>),
-    /// A kind read as its fields: one without a picture of its own (tune, compare, verify,
-    /// capacity), or one whose fields do not match its type (`problem` says how, and the
-    /// fields are still shown).
+    Tune(Box<Envelope<TuneReport>>),
+    Verify(Box<Envelope<VerifyReport>>),
+    Capacity(Box<Envelope<CapacityReport>>),
+    /// A kind read as its fields: one without a picture of its own (compare, capture),
+    /// or one whose fields do not match its type (`problem` says how, and the fields are
+    /// still shown).
     Fields {
         kind: RunKind,
         value: Value,
@@ -159,12 +164,19 @@ impl Document {
                 Ok(env) => Document::Suite(env),
                 Err(e) => fields(value, Some(e)),
             },
-            RunKind::Bench
-            | RunKind::Tune
-            | RunKind::Compare
-            | RunKind::Verify
-            | RunKind::Capacity
-            | RunKind::Capture => fields(value, None),
+            RunKind::Tune => match typed(&value, kind) {
+                Ok(env) => Document::Tune(env),
+                Err(e) => fields(value, Some(e)),
+            },
+            RunKind::Verify => match typed(&value, kind) {
+                Ok(env) => Document::Verify(env),
+                Err(e) => fields(value, Some(e)),
+            },
+            RunKind::Capacity => match typed(&value, kind) {
+                Ok(env) => Document::Capacity(env),
+                Err(e) => fields(value, Some(e)),
+            },
+            RunKind::Bench | RunKind::Compare | RunKind::Capture => fields(value, None),
         })
     }
 
@@ -180,6 +192,9 @@ impl Document {
             Document::Watch(_) => RunKind::Watch,
             Document::TuneSearch(_) => RunKind::TuneSearch,
             Document::Suite(_) => RunKind::Suite,
+            Document::Tune(_) => RunKind::Tune,
+            Document::Verify(_) => RunKind::Verify,
+            Document::Capacity(_) => RunKind::Capacity,
             Document::Fields { kind, .. } => *kind,
             Document::Failed { kind, .. } => return *kind,
         })
@@ -205,6 +220,9 @@ impl Document {
             Document::Watch(env) => env.error.clone(),
             Document::TuneSearch(env) => env.error.clone(),
             Document::Suite(env) => env.error.clone(),
+            Document::Tune(env) => env.error.clone(),
+            Document::Verify(env) => env.error.clone(),
+            Document::Capacity(env) => env.error.clone(),
             Document::Failed { error, .. } => Some(error.clone()),
         }
     }
@@ -243,7 +261,7 @@ mod tests {
         assert!(parse(json!({"schema": SCHEMA, "error": null})).is_err());
         assert!(parse(json!({"schema": "other/1", "error": error})).is_err());
         // A kind read as its fields keeps its error.
-        let d = parse(json!({"schema": SCHEMA, "kind": "verify", "error": error})).unwrap();
+        let d = parse(json!({"schema": SCHEMA, "kind": "capture", "error": error})).unwrap();
         assert!(matches!(&d, Document::Fields { .. }));
         assert_eq!(d.error().unwrap().what, "sinkrate not found on the board");
     }

@@ -12,7 +12,6 @@ use crate::timeline::{Sample, Summary};
 use crate::{DiskUtil, Envelope, LatencyTargetResult, TargetFacts};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use sinkrate_jobspec::JobOptions;
 
 /// A bench run's result inside the run envelope.
 pub type BenchRunDoc = Envelope<BenchReport>;
@@ -59,14 +58,18 @@ pub struct BenchConfig {
     pub jobs: Vec<ConfigJob>,
 }
 
-/// One job as it ran, every option resolved.
+/// One job as it ran, every option resolved: `options` is the job's `JobOptions` as they
+/// serialize, kept as JSON on the way back in. No command reads them back (compare and
+/// report read the figures, and fio's "job options" as written); a reader that wants them
+/// typed takes `serde_json::from_value::<JobOptions>`. Read typed here, their deserializer
+/// of some 200 options was 55 KB of the board binaries' 5 MB budget.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ConfigJob {
     pub job_number: u32,
     pub name: String,
     pub group: u32,
-    pub options: JobOptions,
+    pub options: serde_json::Value,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -26,6 +26,7 @@ pub mod settings;
 pub mod suite;
 pub mod timeline;
 pub mod verdict;
+pub mod verify;
 pub mod watch;
 
 pub use envelope::{Envelope, RunError, RunKind, Tool};

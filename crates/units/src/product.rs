@@ -175,6 +175,19 @@ pub fn bytes_si(bytes: u64) -> String {
     }
 }
 
+/// A size as verify prints blocks and offsets (powers of two): gibibytes with two decimals,
+/// mebibytes with one, else kibibytes (`1.00 GiB`, `4.0 MiB`, `64 KiB`).
+pub fn bytes_binary(n: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    match n {
+        n if n >= GIB => format!("{:.2} GiB", n as f64 / GIB as f64),
+        n if n >= MIB => format!("{:.1} MiB", n as f64 / MIB as f64),
+        n => format!("{:.0} KiB", n as f64 / KIB as f64),
+    }
+}
+
 /// A moment in a recording as the product prints it: HH:MM:SS, whole seconds (a negative
 /// time as zero; the hours grow past two digits for runs of days).
 pub fn hh_mm_ss(seconds: f64) -> String {

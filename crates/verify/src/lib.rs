@@ -6,8 +6,6 @@
 
 pub mod block;
 pub mod capacity;
-pub mod report;
 pub mod session;
 
-pub use report::{BadBlock, Counts, Phase, ReadMethod, VerifyReport, VerifyVerdict};
 pub use session::{run, Config, VerifyError};

@@ -11,10 +11,11 @@ use std::time::Instant;
 
 use sinkrate_platform::buf::AlignedBuf;
 
-use crate::report::{
-    size_words as bytes, BadBlock, Counts, Phase, ReadMethod, VerifyReport, VerifyVerdict,
+use sinkrate_formats::verify_block::{self, Expected, Header, MIN_BLOCK};
+use sinkrate_model::verify::{
+    BadBlock, Counts, Finding, Phase, ReadMethod, VerifyReport, VerifyVerdict,
 };
-use sinkrate_formats::verify_block::{self, Expected, Finding, Header, MIN_BLOCK};
+use sinkrate_units::product::bytes_binary as bytes;
 
 /// A directory's default: this much, or less when the filesystem has less free.
 pub const DEFAULT_FILE_SIZE: u64 = 1 << 30;
@@ -702,41 +703,6 @@ pub(crate) fn read_block(f: &File, buf: &mut [u8], offset: u64) -> std::io::Resu
     Ok(())
 }
 
-/// What one bad block holds, in words.
-pub fn finding_words(f: &Finding, run_id: u64, generation: u32) -> String {
-    match f {
-        Finding::Ok => "as written".into(),
-        Finding::Zeros => "zeros (never written, or discarded)".into(),
-        Finding::Garbage => "no verify header: other data, or what the device made up".into(),
-        Finding::Stale {
-            run_id: other,
-            generation: g,
-            ..
-        } if *other == run_id => format!(
-            "stale: generation {g} of this run where {generation} was written last: that write did not reach the medium"
-        ),
-        Finding::Stale {
-            run_id: other,
-            written_unix_s,
-            ..
-        } => format!(
-            "stale: a block of an earlier run ({other:016x}, written {}): this run's write did not reach the medium",
-            sinkrate_model::envelope::rfc3339(u64::from(*written_unix_s) * 1000)
-        ),
-        Finding::Misplaced {
-            from_block,
-            from_offset,
-        } => format!(
-            "the block written for offset {} (block {from_block}): a wrap-around or a misdirected write",
-            bytes(*from_offset)
-        ),
-        Finding::Corrupt { header: true } => "a damaged header (bit errors)".into(),
-        Finding::Corrupt { header: false } => {
-            "a payload that does not match its checksum (bit errors)".into()
-        }
-    }
-}
-
 fn judge(plan: &Plan, r: &VerifyReport, failure: Option<String>) -> (VerifyVerdict, String) {
     let c = &r.counts;
     let checked = c.ok + c.bad();
@@ -779,7 +745,7 @@ fn judge(plan: &Plan, r: &VerifyReport, failure: Option<String>) -> (VerifyVerdi
         kinds.join(", "),
         first.block,
         bytes(first.offset_bytes),
-        finding_words(&first.finding, plan.run_id, plan.generation)
+        first.finding.words(plan.run_id, plan.generation)
     );
     // A device that wraps: from some offset on, every read returns what was written one
     // fixed distance earlier (one misplaced block alone is a misdirected write).

@@ -60,6 +60,29 @@ pub fn with_root(test: &str, tools: &[&str], f: impl FnOnce()) {
     f();
 }
 
+/// `sinkrate report` of one result (`json`, written to a file in `dir`): the HTML page.
+pub fn report_html(dir: &Path, json: &[u8]) -> String {
+    let input = dir.join("result-for-the-report.json");
+    let page = dir.join("result-for-the-report.html");
+    std::fs::write(&input, json).expect("test setup");
+    let out = Command::new(sinkrate_path())
+        .arg("report")
+        .arg(&input)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .expect("sinkrate report runs");
+    assert!(
+        out.status.success(),
+        "report: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).expect("the report page");
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&page);
+    html
+}
+
 pub fn run(cmd: &str, args: &[&str]) -> String {
     let out = Command::new(cmd)
         .args(args)

@@ -10,6 +10,8 @@ pub mod find_max;
 pub mod record;
 pub mod search;
 pub mod suite;
+pub mod tune;
+pub mod verify;
 pub mod watch;
 
 use sinkrate_model::audit::Finding as AuditFinding;
@@ -33,6 +35,9 @@ pub fn section(page: &mut Page, run: usize, prefix: &str, input: &Input) -> Sect
         Document::Suite(env) => words(input, RunKind::Suite, env, suite::words),
         Document::FindMax(env) => words(input, RunKind::FindMax, env, find_max::words),
         Document::TuneSearch(env) => words(input, RunKind::TuneSearch, env, search::words),
+        Document::Tune(env) => words(input, RunKind::Tune, env, tune::words),
+        Document::Verify(env) => words(input, RunKind::Verify, env, verify::blocks),
+        Document::Capacity(env) => words(input, RunKind::Capacity, env, verify::capacity),
         Document::Fields {
             kind,
             value,

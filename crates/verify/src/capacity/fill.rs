@@ -14,9 +14,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use sinkrate_platform::buf::AlignedBuf;
 
-use super::CapacityVerdict;
 use crate::session::VerifyError;
 use sinkrate_formats::capacity_tag::{fill_unit, read_tag, SECTOR};
+use sinkrate_model::verify::CapacityVerdict;
 
 const FILE_BYTES: u64 = 1 << 30;
 const CHUNK: usize = 1 << 20;

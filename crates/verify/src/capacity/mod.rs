@@ -12,10 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use crate::session::VerifyError;
-pub use probe::Behaviour;
+use sinkrate_model::verify::{Behaviour, CapacityReport, CapacityVerdict, WrapEvidence};
 
 #[derive(Debug, Clone)]
 pub struct CapacityConfig {
@@ -26,59 +24,6 @@ pub struct CapacityConfig {
     /// Probe a device that holds a filesystem signature (its blocks are still put back).
     pub force: bool,
     pub undo_dir: PathBuf,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CapacityVerdict {
-    /// It holds what it reports.
-    Genuine,
-    /// It holds less than it reports, or loses data.
-    Fake,
-    /// The probe could not finish.
-    Failed,
-}
-
-impl CapacityVerdict {
-    /// The verdict as the text shows it, and the exit code it gives.
-    pub fn word_and_exit_code(self) -> (&'static str, u8) {
-        match self {
-            CapacityVerdict::Genuine => ("GENUINE", 0),
-            CapacityVerdict::Fake => ("FAKE CAPACITY", 1),
-            CapacityVerdict::Failed => ("FAILED", 2),
-        }
-    }
-}
-
-/// Where a wrapped write turned up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WrapEvidence {
-    pub written_at_bytes: u64,
-    pub found_at_bytes: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CapacityReport {
-    pub target: String,
-    pub reported_bytes: u64,
-    /// Bytes from the start that keep their data (the reported size when genuine).
-    pub real_bytes: u64,
-    /// None when the probe could not finish.
-    pub behaviour: Option<Behaviour>,
-    pub verdict: CapacityVerdict,
-    pub verdict_text: String,
-    pub wrap_evidence: Option<WrapEvidence>,
-    /// Written in full at the start; single 4 KiB units every this many bytes above it.
-    pub low_region_bytes: u64,
-    pub units_written: u64,
-    pub bytes_written: u64,
-    /// O_DIRECT on the device, flushed (fdatasync) between writing and reading.
-    pub read_method: String,
-    /// "restored" (every place put back from the undo journal), "destructive" (nothing
-    /// saved), or what went wrong putting them back.
-    pub restore: String,
-    pub seconds: f64,
-    pub error: Option<String>,
 }
 
 struct BlockDevice {
@@ -114,7 +59,7 @@ pub fn bytes_words(n: u64) -> String {
     } else {
         format!("{:.1} MB", n as f64 / 1e6)
     };
-    format!("{decimal} ({})", crate::report::size_words(n))
+    format!("{decimal} ({})", sinkrate_units::product::bytes_binary(n))
 }
 
 fn verdict_words(o: &probe::Outcome) -> (CapacityVerdict, String) {
@@ -125,7 +70,7 @@ fn verdict_words(o: &probe::Outcome) -> (CapacityVerdict, String) {
             CapacityVerdict::Genuine,
             format!(
                 "this device holds the {reported} it reports: every probe kept its data ({} written at the start, {} 4 KiB probes up to its end)",
-                crate::report::size_words(o.low_region_bytes),
+                sinkrate_units::product::bytes_binary(o.low_region_bytes),
                 o.units_written.saturating_sub(o.low_region_bytes / probe::UNIT)
             ),
         ),
@@ -157,6 +102,19 @@ pub fn recover_pending(dir: &Path) -> Vec<String> {
     use std::os::unix::fs::MetadataExt;
     let mut said = Vec::new();
     for path in undo::pending(dir) {
+        // Held until this journal is done with: no other run plays it back meanwhile.
+        let _claimed = match undo::claim(&path) {
+            Ok(Some(file)) => file,
+            // A probe running now (another verify --capacity): its own to put back.
+            Ok(None) => continue,
+            Err(e) => {
+                said.push(format!(
+                    "{}: not a usable undo journal ({e})",
+                    path.display()
+                ));
+                continue;
+            }
+        };
         let saved = match undo::read(&path) {
             Ok(s) => s,
             Err(e) => {
@@ -170,7 +128,7 @@ pub fn recover_pending(dir: &Path) -> Vec<String> {
         if !same {
             said.push(format!(
                 "a killed capacity probe left {} to put back on {dev}, which is not here now (the journal is kept: {})",
-                crate::report::size_words(saved.records.iter().map(|r| r.1.len() as u64).sum()),
+                sinkrate_units::product::bytes_binary(saved.records.iter().map(|r| r.1.len() as u64).sum()),
                 path.display()
             ));
             continue;
@@ -185,14 +143,14 @@ pub fn recover_pending(dir: &Path) -> Vec<String> {
         match played {
             Ok(Err(at)) => said.push(format!(
                 "a killed capacity probe left {} to put back on {dev}, but {dev} was written since (at byte {at} it holds neither the probe's data nor what was there before: a new filesystem?): nothing was put back; the journal is kept: {} (remove it once {dev} holds nothing you want restored)",
-                crate::report::size_words(saved.records.iter().map(|r| r.1.len() as u64).sum()),
+                sinkrate_units::product::bytes_binary(saved.records.iter().map(|r| r.1.len() as u64).sum()),
                 path.display()
             )),
             Ok(Ok(bytes)) => {
                 let _ = std::fs::remove_file(&path);
                 said.push(format!(
                     "put back {} on {dev} that a killed capacity probe had overwritten",
-                    crate::report::size_words(bytes)
+                    sinkrate_units::product::bytes_binary(bytes)
                 ));
             }
             Err(e) => said.push(format!(
@@ -275,9 +233,9 @@ pub fn run(
     let restore = match journal {
         None => "destructive".to_string(),
         Some(j) => {
+            // Read back and removed while still locked: no other run takes it meanwhile.
             let path = j.path.clone();
-            drop(j);
-            match undo::read(&path).and_then(|saved| {
+            let restore = match undo::read(&path).and_then(|saved| {
                 undo::play_back(&saved, &mut dev)
                     .map_err(|e| format!("{}: putting back: {e}", device.display()))
             }) {
@@ -289,7 +247,9 @@ pub fn run(
                     "not restored: {e}; the journal is kept and the next sinkrate verify plays it back ({})",
                     path.display()
                 ),
-            }
+            };
+            drop(j);
+            restore
         }
     };
     let seconds = started.elapsed().as_secs_f64();

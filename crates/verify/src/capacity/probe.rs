@@ -14,6 +14,7 @@
 use sinkrate_platform::buf::AlignedBuf;
 
 use sinkrate_formats::capacity_tag::{fill_unit, read_tag, SECTOR};
+use sinkrate_model::verify::Behaviour;
 
 /// Units the probe writes: O_DIRECT-aligned for any logical block size up to 4 KiB.
 pub const UNIT: u64 = 4096;
@@ -42,19 +43,6 @@ impl BeforeWrite for NoUndo {
     fn save(&mut self, _: &mut dyn Device, _: &[(u64, u64)]) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Behaviour {
-    /// Every probe kept its data.
-    Genuine,
-    /// Writes past the real end land at the start again.
-    Wraps,
-    /// Writes past the real end are lost: zeros or old data come back.
-    Drops,
-    /// Data within what it holds does not come back as written.
-    Damages,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -447,7 +435,14 @@ mod tests {
         assert_eq!(o.real_bytes, 64 << 20);
         assert!(card.flash != before);
         assert_eq!(journal.saved_bytes, o.bytes_written);
+        // A running probe's journal is not another run's to play back; a killed one's is,
+        // for one run at a time.
+        assert!(super::super::undo::claim(&path).unwrap().is_none());
         drop(journal);
+        let claimed = super::super::undo::claim(&path).unwrap();
+        assert!(claimed.is_some());
+        assert!(super::super::undo::claim(&path).unwrap().is_none());
+        drop(claimed);
         let saved = super::super::undo::read(&path).unwrap();
         assert_eq!(saved.size, GIB);
         super::super::undo::play_back(&saved, &mut card).unwrap();

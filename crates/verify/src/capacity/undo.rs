@@ -22,6 +22,9 @@ use sinkrate_formats::undo_journal::{parse, Saved, MAGIC, VERSION};
 
 pub const SUFFIX: &str = ".undo";
 
+/// A probe's undo journal, locked (`flock`, exclusive) for as long as the probe runs: the
+/// kernel lets the lock go when the process ends, killed or not, so a journal another run
+/// can lock is a killed probe's, and one it cannot is a running probe's (see [`claim`]).
 pub struct Journal {
     file: File,
     pub path: PathBuf,
@@ -45,6 +48,12 @@ impl Journal {
             .write(true)
             .create_new(true)
             .open(&path)?;
+        if !try_lock(&file)? {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                format!("{}: locked by another run", path.display()),
+            ));
+        }
         let dev = device.as_os_str().as_bytes();
         let mut head = Vec::with_capacity(40 + dev.len());
         head.extend_from_slice(MAGIC);
@@ -84,6 +93,30 @@ impl BeforeWrite for Journal {
         }
         self.file.sync_data()
     }
+}
+
+/// An exclusive `flock` on `file`, without waiting: `Ok(false)` when another open file holds
+/// one. (std's `File::try_lock` is newer than the Rust this builds with.)
+fn try_lock(file: &File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor `file` owns; the lock goes when it is closed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// The journal at `path`, locked for this run: `Ok(None)` when a probe still running holds
+/// it (its own, to play back itself), `Ok(Some)` a killed probe's, now this run's alone until
+/// the returned file is dropped (two runs never play one journal back at once).
+pub fn claim(path: &Path) -> std::io::Result<Option<File>> {
+    let file = File::open(path)?;
+    Ok(try_lock(&file)?.then_some(file))
 }
 
 pub fn read(path: &Path) -> Result<Saved, String> {
