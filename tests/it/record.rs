@@ -441,12 +441,21 @@ fn segments_rotate_by_size_and_keep_exact_accounting() {
             "--keep",
         ],
     );
-    assert_eq!(code, Some(0), "{stderr}");
+    // Keeping up is the machine's (a busy one can leave a 1 s recording a frame behind, and
+    // then says so with exit 1); the accounting of what was written is exact either way.
+    let (written, dropped) = (totals(&v, "frames_written"), totals(&v, "frames_dropped"));
+    assert!(
+        code == Some(0) || (code == Some(1) && dropped > 0),
+        "exit {code:?} with {dropped} dropped: {stderr}"
+    );
+    assert_eq!(written + dropped, 20, "20 frames offered in 1 s at 20 fps");
+    assert!(written >= 4, "at least one rotation to check: {v}");
     let s = &v["streams"][0];
-    // 20 frames of 50,000 bytes, a new file once 100,000 bytes are in the current one.
-    assert_eq!(s["segments_created"], 10);
+    // Frames of 50,000 bytes, a new file once 100,000 bytes are in the current one.
+    assert_eq!(s["segments_created"], written.div_ceil(2));
+    assert_eq!(totals(&v, "bytes_written"), written * 50_000);
     let files = s["files"].as_array().expect("files");
-    assert_eq!(files.len(), 10);
+    assert_eq!(files.len() as u64, written.div_ceil(2));
     let on_disk: u64 = files
         .iter()
         .map(|f| {
