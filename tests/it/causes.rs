@@ -230,21 +230,35 @@ fn a_throttled_writer_is_named_throttled_and_trace_cmd_agrees() {
             let work = tempfile::tempdir().expect("tempdir");
             let report = peer.finish(work.path());
             parts_add_up(&run);
-            // The worst stall and the run are named throttled, on this card.
-            let worst = run["stalls"]
-                .as_array()
-                .expect("stalls")
-                .iter()
-                .max_by(|a, b| {
-                    a["duration_ms"]
-                        .as_f64()
-                        .unwrap_or(0.0)
-                        .total_cmp(&b["duration_ms"].as_f64().unwrap_or(0.0))
-                })
-                .expect("a worst stall");
-            assert_eq!(worst["causes"]["largest"], "throttled", "{worst}");
-            assert_eq!(worst["causes"]["throttle"]["bdi"], bdi.as_str(), "{worst}");
+            // The run is named throttled, on this card: most of its stalls' time, and the
+            // longest of the stalls named so, with the card's bdi as the evidence. (The
+            // single worst stall may be a journal commit waiting on the same saturated card,
+            // 0.75 s on one machine, its commit in the kernel's events: named journal.)
+            let stalls = run["stalls"].as_array().expect("stalls");
+            let longest = |cause: &str| {
+                stalls
+                    .iter()
+                    .filter(|s| s["causes"]["largest"] == cause)
+                    .max_by(|a, b| {
+                        a["duration_ms"]
+                            .as_f64()
+                            .unwrap_or(0.0)
+                            .total_cmp(&b["duration_ms"].as_f64().unwrap_or(0.0))
+                    })
+            };
             assert_eq!(largest_cause(&run), "throttled", "{}", run["kernel"]);
+            let throttled = longest("throttled").expect("a stall named throttled");
+            assert_eq!(
+                throttled["causes"]["throttle"]["bdi"],
+                bdi.as_str(),
+                "{throttled}"
+            );
+            if let Some(journal) = longest("journal") {
+                assert!(
+                    journal["causes"]["journal"]["took_ms"].as_f64().is_some(),
+                    "a journal stall carries its commit: {journal}"
+                );
+            }
             let k = &run["kernel"];
             let window = k["traced_mono_ns"].as_array().expect("the traced window");
             let (from, to) = (
@@ -799,18 +813,11 @@ fn without_the_kernel_s_events_causes_are_inferred_and_say_why() {
     );
 }
 
-/// The trace instances of a sinkrate run with this pid.
-fn instances_of(pid: u32) -> Vec<PathBuf> {
-    std::fs::read_dir("/sys/kernel/tracing/instances")
+/// The trace instances of a sinkrate run with this pid, by name.
+fn instances_of(pid: u32) -> Vec<String> {
+    common::trace_instances()
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("sinkrate-{pid}-"))
-        })
-        .map(|e| e.path())
+        .filter(|n| n.starts_with(&format!("sinkrate-{pid}-")))
         .collect()
 }
 
@@ -839,7 +846,7 @@ fn a_killed_run_s_trace_instances_are_removed_by_the_next_run_and_named() {
             assert_eq!(left.len(), 2, "the run made its two instances");
             let _ = killed.kill();
             let _ = killed.wait();
-            assert!(left.iter().all(|p| p.exists()), "SIGKILL leaves them");
+            assert_eq!(instances_of(pid), left, "SIGKILL leaves them");
             let next = tempfile::tempdir().expect("tempdir");
             let out = Command::new(common::sinkrate_path())
                 .args(["record", "--dir"])
@@ -849,12 +856,11 @@ fn a_killed_run_s_trace_instances_are_removed_by_the_next_run_and_named() {
                 .output()
                 .expect("the next run");
             let stderr = String::from_utf8_lossy(&out.stderr);
-            for p in &left {
-                assert!(!p.exists(), "{} was removed", p.display());
+            assert!(instances_of(pid).is_empty(), "{left:?} were removed");
+            for name in &left {
                 assert!(
-                    stderr.contains(&format!("removed {}", p.display())),
-                    "the next run names {}: {stderr}",
-                    p.display()
+                    stderr.contains(&format!("removed the trace instance {name}")),
+                    "the next run names {name}: {stderr}"
                 );
             }
         },

@@ -235,22 +235,11 @@ fn a_state_directory_keeps_its_runs_leftovers_to_itself() {
                 || *n == format!("sinkrate-tracefs-{pid}")),
         "only the killed run's tracefs notes: {notes:?}"
     );
-    // Where tracefs is mounted (a private mount of the run's own was noted apart, above).
     let instances_left = || {
-        [
-            "/sys/kernel/tracing/instances",
-            "/sys/kernel/debug/tracing/instances",
-        ]
-        .iter()
-        .flat_map(std::fs::read_dir)
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("sinkrate-{pid}-"))
-        })
-        .count()
+        common::trace_instances()
+            .iter()
+            .filter(|n| n.starts_with(&format!("sinkrate-{pid}-")))
+            .count()
     };
     if notes.iter().any(|n| n.ends_with("-threads")) {
         assert!(

@@ -100,8 +100,19 @@ struct ReaderEnd {
 fn find_mounted() -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let mounts = sinkrate_procparse::mountinfo::parse(&text);
+    // Another sinkrate run's private mount is not used: that run unmounts it when it ends,
+    // and every path of this run's under it (its instance, to be removed at its end) would
+    // go with it.
+    let own = format!("{INSTANCE_PREFIX}tracefs-{}", std::process::id());
+    let another_runs = |m: &&sinkrate_procparse::mountinfo::Mount| {
+        Path::new(&m.mount_point)
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .is_some_and(|n| n.starts_with(&format!("{INSTANCE_PREFIX}tracefs-")) && n != own)
+    };
     let tracefs = mounts
         .iter()
+        .filter(|m| !another_runs(m))
         .find(|m| m.fs_type == "tracefs")
         .map(|m| PathBuf::from(&m.mount_point));
     tracefs.or_else(|| {
@@ -667,7 +678,8 @@ fn note_removed(name: &str) {
 
 /// Instances and private mounts that an earlier run of this state directory, killed before
 /// it could remove them, left behind: removed if their run is gone. Returns what was
-/// removed.
+/// removed, in words that do not depend on where tracefs is mounted ("the trace instance
+/// sinkrate-123-device", "the private tracefs mount /tmp/sinkrate-tracefs-123").
 pub fn sweep_left_over() -> Vec<String> {
     let mut removed = Vec::new();
     let Some(notes) = notes_dir().filter(|_| crate::is_root()) else {
@@ -684,13 +696,19 @@ pub fn sweep_left_over() -> Vec<String> {
                 .is_some_and(|t| t.trim() == pid.to_string())
         })
     };
-    let root = find_mounted();
+    // The notes of runs that are gone: instances ("sinkrate-PID-what") and private mounts
+    // ("sinkrate-tracefs-PID").
+    let mut instances = Vec::new();
+    let mut mounts = Vec::new();
     for e in std::fs::read_dir(&notes).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(rest) = name.strip_prefix(INSTANCE_PREFIX) else {
             continue;
         };
-        let pid_text = rest.strip_prefix("tracefs-").unwrap_or(rest);
+        let (is_mount, pid_text) = match rest.strip_prefix("tracefs-") {
+            Some(pid) => (true, pid),
+            None => (false, rest),
+        };
         let Some(pid) = pid_text
             .split('-')
             .next()
@@ -701,39 +719,49 @@ pub fn sweep_left_over() -> Vec<String> {
         if pid == std::process::id() || alive(pid) {
             continue;
         }
-        if rest.starts_with("tracefs-") {
-            let dir = std::env::temp_dir().join(&name);
-            for i in std::fs::read_dir(dir.join("instances"))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                if i.file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{INSTANCE_PREFIX}{pid}-"))
-                {
-                    remove_instance(&i.path());
+        if is_mount {
+            mounts.push((name, e.path()));
+        } else {
+            instances.push((name, e.path()));
+        }
+    }
+    // The instances first, through a mount of tracefs that is no other run's (a killed
+    // run's private mount is still there, but is unmounted below), else one of this
+    // sweep's own, made only if a note needs it and unmounted after. tracefs has one
+    // superblock: every mount shows every instance.
+    if !instances.is_empty() {
+        let mut sweep_mount = None;
+        let root = find_mounted().or_else(|| {
+            sweep_mount = mount_private().ok();
+            sweep_mount.clone()
+        });
+        if let Some(root) = &root {
+            for (name, note) in &instances {
+                let dir = root.join("instances").join(name);
+                if dir.exists() {
+                    remove_instance(&dir);
+                    if !dir.exists() {
+                        removed.push(format!("the trace instance {name}"));
+                    }
                 }
-            }
-            let was_there = dir.exists();
-            unmount_private(&dir);
-            if !dir.exists() {
-                if was_there {
-                    removed.push(dir.display().to_string());
-                }
-                let _ = std::fs::remove_file(e.path());
-            }
-        } else if let Some(root) = &root {
-            let dir = root.join("instances").join(&name);
-            if dir.exists() {
-                remove_instance(&dir);
                 if !dir.exists() {
-                    removed.push(dir.display().to_string());
+                    let _ = std::fs::remove_file(note);
                 }
             }
-            if !dir.exists() {
-                let _ = std::fs::remove_file(e.path());
+        }
+        if let Some(m) = &sweep_mount {
+            unmount_private(m);
+        }
+    }
+    for (name, note) in &mounts {
+        let dir = std::env::temp_dir().join(name);
+        let was_there = dir.exists();
+        unmount_private(&dir);
+        if !dir.exists() {
+            if was_there {
+                removed.push(format!("the private tracefs mount {}", dir.display()));
             }
+            let _ = std::fs::remove_file(note);
         }
     }
     removed

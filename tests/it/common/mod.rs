@@ -980,3 +980,27 @@ pub fn traced_write(t_ms: u64, file: &str, offset: u64, len: u64) -> String {
         t_ms * 1_000_000
     )
 }
+
+/// The names of the trace instances the kernel holds, seen through a tracefs mount of the
+/// test's own in a mount namespace of its own (tracefs has one superblock): whatever the
+/// runs mounted or unmounted (with no tracefs mounted, each run mounts a private one and
+/// unmounts it at its end), and invisible to every other run. Root only.
+pub fn trace_instances() -> Vec<String> {
+    let out = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "set -e; d=$(mktemp -d); mount -t tracefs nodev \"$d\"; \
+             ls -1 \"$d/instances\"; umount \"$d\"; rmdir \"$d\"",
+        )
+        .output()
+        .expect("unshare runs");
+    assert!(
+        out.status.success(),
+        "a view of tracefs: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
