@@ -1042,6 +1042,40 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
                 changes.contains("fdatasync_every") || changes.contains("dsync"),
                 "the winner acknowledges its frames: {changes}"
             );
+            // The cadence is sized from the baseline's own run: the device's rate while busy
+            // (diskstats) against the stream's 4.9 MB/s (2 x 30 x 80 KiB), cadence and sync
+            // within half the bound; every syncing candidate uses it.
+            let baseline_run =
+                &ranked[v["baseline"].as_u64().expect("baseline") as usize]["trials"][0];
+            let device = baseline_run["device_rate_while_busy_bytes_per_s"]
+                .as_f64()
+                .expect("the baseline measured the card");
+            let stream = 2.0 * 30.0 * 80.0 * 1024.0;
+            assert_eq!(v["rate_bytes_per_s"].as_f64(), Some(stream));
+            let notes = v["notes"].to_string();
+            let sized = ranked
+                .iter()
+                .flat_map(|s| {
+                    s["candidate"]["recorder"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .filter_map(|c| c["every_s"].as_f64())
+                .collect::<Vec<f64>>();
+            assert!(!sized.is_empty(), "a syncing candidate ran: {ranked:?}");
+            for every in &sized {
+                assert!(
+                    every * (1.0 + stream / device) <= 1.0 + 1e-9 && *every >= 0.1,
+                    "cadence {every} s against a device of {device} B/s: {notes}"
+                );
+                assert!(
+                    notes.contains(&format!(
+                        "fdatasync every {every} s, sized from the baseline's run"
+                    )),
+                    "{notes}"
+                );
+            }
             // The configuration as it is never asks the device: nothing bounds its loss.
             let baseline = &ranked[v["baseline"].as_u64().expect("baseline") as usize];
             assert!(baseline["unacknowledged_worst_s"].is_null(), "{baseline}");

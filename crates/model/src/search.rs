@@ -128,6 +128,10 @@ pub struct Trial {
     /// Bytes the device wrote in this run, its final flush included (record workloads).
     #[serde(default)]
     pub device_bytes_written: Option<u64>,
+    /// Bytes the device wrote per second of its busy time in this run (record workloads,
+    /// diskstats): what sizes a `--max-loss` sync cadence.
+    #[serde(default)]
+    pub device_rate_while_busy_bytes_per_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

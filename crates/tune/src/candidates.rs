@@ -125,6 +125,9 @@ pub struct Knobs<'a> {
     /// (the recorder's fdatasync cadence and write mode, with the buffers and writeback that
     /// let it keep up) first.
     pub max_loss: Option<Duration>,
+    /// The fdatasync cadence for `max_loss`, once sized from a run ([`sized_cadence`]);
+    /// before, [`cadence_for`]'s first guess.
+    pub cadence: Option<Duration>,
 }
 
 /// The fdatasync cadence that keeps a recording within `bound`: the frame waiting longest
@@ -135,16 +138,35 @@ pub fn cadence_for(bound: Duration) -> Duration {
     Duration::from_millis(ms / 50 * 50)
 }
 
+/// The fdatasync cadence sized from a run that measured the device: a sync after a cadence
+/// `c` of buffered recording writes `c x stream` bytes at the device's rate while busy, so
+/// the frame that waits longest is unacknowledged for about `c x (1 + stream / device)`.
+/// That is held to half the bound; the other half is for what the rate does not show (a
+/// card's volatile cache drained by the sync, a device slowed by other writers). Within
+/// [`cadence_for`]'s range, in steps of 50 ms; at most its first guess.
+pub fn sized_cadence(
+    bound: Duration,
+    stream_bytes_per_s: f64,
+    device_bytes_per_s: f64,
+) -> Duration {
+    let guess = cadence_for(bound);
+    if !(stream_bytes_per_s > 0.0 && device_bytes_per_s > 0.0) {
+        return guess;
+    }
+    let share = stream_bytes_per_s / device_bytes_per_s;
+    let ms = (bound.as_secs_f64() / 2.0 / (1.0 + share) * 1000.0) as u64;
+    Duration::from_millis(ms.clamp(100, 1000) / 50 * 50).min(guess)
+}
+
 /// The data-at-risk family: ways for the recorder to have its frames acknowledged on the
 /// device within `bound`, and what lets each keep up (more capture buffers ride out a sync's
 /// wait; small dirty limits keep each sync short).
 fn data_at_risk(
-    bound: Duration,
+    every: Duration,
     base: &Session,
     writeback: bool,
     small_limits: Vec<(Setting, String)>,
 ) -> Vec<Candidate> {
-    let every = cadence_for(bound);
     let secs = every.as_secs_f64();
     let sync = RecorderChange::FdatasyncEvery { every_s: every };
     let more = (base.record.buffers * 4).max(16);
@@ -250,7 +272,8 @@ pub fn candidates(k: &Knobs) -> Vec<Candidate> {
     };
     let writeback = k.system && k.buffered;
     if let (Some(bound), Some(base)) = (k.max_loss, k.recorder) {
-        for c in data_at_risk(bound, base, writeback, small_limits.clone()) {
+        let every = k.cadence.unwrap_or_else(|| cadence_for(bound));
+        for c in data_at_risk(every, base, writeback, small_limits.clone()) {
             add(&c.label, c.system, c.recorder);
         }
     }
@@ -398,6 +421,7 @@ mod tests {
             rate: 5e6,
             target,
             max_loss: None,
+            cadence: None,
         }
     }
 
@@ -441,6 +465,26 @@ mod tests {
         assert_eq!(ms(Duration::from_millis(300)), 150);
         assert_eq!(ms(Duration::from_millis(50)), 100);
         assert_eq!(ms(Duration::from_secs(10)), 1000);
+    }
+
+    #[test]
+    fn a_cadence_sized_from_the_device_leaves_half_the_bound_to_spare() {
+        let ms = |bound: f64, stream: f64, device: f64| {
+            sized_cadence(Duration::from_secs_f64(bound), stream, device).as_millis()
+        };
+        // 4.8 MB/s to a card that writes 10 MB/s while busy: 0.65 s of recording and its
+        // sync (0.31 s) fill 0.96 s of a 2 s bound.
+        assert_eq!(ms(2.0, 4.8e6, 10e6), 650);
+        let c = 0.65;
+        assert!(c * (1.0 + 4.8 / 10.0) <= 1.0);
+        // A device far faster than the stream: the first guess (half the bound).
+        assert_eq!(ms(2.0, 1e6, 1e9), 950);
+        assert_eq!(ms(1.0, 1e6, 1e9), 450);
+        // A device no faster than the stream: the shortest cadence.
+        assert_eq!(ms(0.5, 10e6, 5e6), 100);
+        // Nothing measured: the first guess.
+        assert_eq!(ms(2.0, 4.8e6, 0.0), 1000);
+        assert_eq!(ms(2.0, 0.0, f64::NAN), 1000);
     }
 
     #[test]

@@ -170,7 +170,11 @@ struct Plan {
     candidates: Vec<Candidate>,
 }
 
-fn plan(cfg: &SearchConfig, base_session: Option<&sinkrate_record::session::Session>) -> Plan {
+fn plan(
+    cfg: &SearchConfig,
+    base_session: Option<&sinkrate_record::session::Session>,
+    cadence: Option<Duration>,
+) -> Plan {
     let vm = sinkrate_sampler::live::read_vm_settings();
     let fixed_s = match &cfg.workload {
         Workload::Job { jobs, .. } => Some(
@@ -236,6 +240,7 @@ fn plan(cfg: &SearchConfig, base_session: Option<&sinkrate_record::session::Sess
         rate,
         target: cfg.target.as_ref(),
         max_loss: cfg.max_loss,
+        cadence,
     });
     // A candidate whose every setting is already in force is the baseline again.
     let host = cfg.journal.host();
@@ -367,7 +372,7 @@ pub fn search(
         rate,
         mut notes,
         candidates: all,
-    } = plan(cfg, base_session);
+    } = plan(cfg, base_session, None);
     let objective = sinkrate_model::search::Objective {
         runs: cfg.runs.max(1),
         max_loss_s: cfg.max_loss.map(|d| d.as_secs_f64()),
@@ -397,18 +402,30 @@ pub fn search(
     });
     let mut runner = Runner {
         cfg,
-        all: &all,
+        trials: vec![Vec::new(); all.len()],
+        all,
         len: &len,
         stop: &stop,
         progress,
-        trials: vec![Vec::new(); all.len()],
         interrupted: false,
         failed: None,
     };
-    runner.screen(planned)?;
+    runner.screen(0..1)?;
+    // The baseline measured the device: a `--max-loss` sync cadence is sized from it, and
+    // the candidates that sync are the family at that cadence.
+    let mut planned = planned;
+    if let Some(sized) = runner.sized_cadence(rate) {
+        let resized = plan(cfg, base_session, Some(sized.cadence)).candidates;
+        notes.push(sized.note);
+        runner.trials.resize(resized.len(), Vec::new());
+        runner.all = resized;
+        planned = fit_budget(&runner.all, &len, runs, budget_s).0;
+    }
+    runner.screen(1..planned)?;
     let fits = |seconds: f64| started.elapsed().as_secs_f64() + seconds <= budget_s;
     let (next_extra, left_unconfirmed) = runner.confirm(planned, runs, &objective, fits)?;
     let Runner {
+        all,
         trials,
         mut interrupted,
         failed,
@@ -532,7 +549,7 @@ fn failure(t: &Trial) -> Option<String> {
 /// lasts. Stops at the first interruption or when the baseline fails.
 struct Runner<'a, 'p> {
     cfg: &'a SearchConfig,
-    all: &'a [Candidate],
+    all: Vec<Candidate>,
     len: &'a Lengths,
     stop: &'a Arc<AtomicBool>,
     progress: &'p mut dyn FnMut(&Event),
@@ -542,7 +559,57 @@ struct Runner<'a, 'p> {
     failed: Option<String>,
 }
 
+/// A `--max-loss` cadence sized from the baseline's run, and the note that says from what.
+struct SizedCadence {
+    cadence: Duration,
+    note: String,
+}
+
 impl Runner<'_, '_> {
+    /// With `--max-loss` and a recording in process: the sync cadence sized from the
+    /// device's rate while busy in the baseline's run against the stream's `rate`. None
+    /// without a bound; with a note and the first guess kept when the run did not measure
+    /// the device (no diskstats, too little written).
+    fn sized_cadence(&self, rate: f64) -> Option<SizedCadence> {
+        let bound = self.cfg.max_loss?;
+        let Workload::Record(s) = &self.cfg.workload else {
+            return None;
+        };
+        if s.record.replay.is_some() {
+            return None;
+        }
+        let guess = crate::candidates::cadence_for(bound);
+        let measured = self.trials[0]
+            .first()
+            .filter(|t| t.verdict != Verdict::Failed)
+            .and_then(|t| t.device_rate_while_busy_bytes_per_s)
+            .filter(|d| *d > 0.0);
+        let Some(device) = measured else {
+            return Some(SizedCadence {
+                cadence: guess,
+                note: format!(
+                    "fdatasync every {} s (half the {} s bound): the baseline's run did not measure the device's rate, which would size it",
+                    guess.as_secs_f64(),
+                    bound.as_secs_f64()
+                ),
+            });
+        };
+        let cadence = crate::candidates::sized_cadence(bound, rate, device);
+        let sync_s = cadence.as_secs_f64() * rate / device;
+        Some(SizedCadence {
+            cadence,
+            note: format!(
+                "fdatasync every {} s, sized from the baseline's run: the device wrote {} while busy against the recording's {}, so a sync of {} s of recording takes about {:.2} s, and the two fill at most half the {} s bound (the rest for a card's cache and other writers)",
+                cadence.as_secs_f64(),
+                sinkrate_units::product::mb_per_s(device),
+                sinkrate_units::product::mb_per_s(rate),
+                cadence.as_secs_f64(),
+                sync_s,
+                bound.as_secs_f64()
+            ),
+        })
+    }
+
     /// One run of candidate `k`, its settings applied for the run and put back after.
     /// `Ok(false)` when it was interrupted.
     fn run_one(&mut self, k: usize, confirmation: bool) -> Result<bool, SearchError> {
@@ -595,11 +662,14 @@ impl Runner<'_, '_> {
         Ok(true)
     }
 
-    /// The screening pass: the baseline's full-length run, then one screening run of each
-    /// of the first `planned` candidates. Fails the search when the baseline (or every
-    /// candidate) fails.
-    fn screen(&mut self, planned: usize) -> Result<(), SearchError> {
-        for k in 0..planned {
+    /// The screening pass over `which` of the candidates: the baseline's (0) full-length
+    /// run, then one screening run of each other. Fails the search when the baseline (or
+    /// every candidate) fails.
+    fn screen(&mut self, which: std::ops::Range<usize>) -> Result<(), SearchError> {
+        if self.interrupted || self.failed.is_some() {
+            return Ok(());
+        }
+        for k in which.clone() {
             if !self.run_one(k, k == 0)? {
                 self.interrupted = true;
                 break;
@@ -617,7 +687,8 @@ impl Runner<'_, '_> {
             .iter()
             .flatten()
             .all(|t| t.verdict == Verdict::Failed);
-        if self.failed.is_none() && !self.interrupted && every_run_failed {
+        // (judged once every planned candidate has run: the baseline is run alone first)
+        if which.start > 0 && self.failed.is_none() && !self.interrupted && every_run_failed {
             let why = self
                 .trials
                 .iter()
@@ -641,7 +712,7 @@ impl Runner<'_, '_> {
     ) -> Result<(usize, bool), SearchError> {
         let mut next_extra = planned;
         while !self.interrupted && self.failed.is_none() {
-            let ranked = rank(self.all, &self.trials, objective);
+            let ranked = rank(&self.all, &self.trials, objective);
             let trials = &self.trials;
             // A leader given up on during screening is not confirmed: it was clearly worse.
             let leader = ranked
@@ -715,6 +786,7 @@ mod tests {
             error: None,
             device_bytes_per_hour: None,
             device_bytes_written: None,
+            device_rate_while_busy_bytes_per_s: None,
         };
         let candidate = Candidate {
             label: label.into(),

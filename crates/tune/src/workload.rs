@@ -176,6 +176,7 @@ fn failed_trial(error: String) -> Trial {
         error: Some(error),
         device_bytes_per_hour: None,
         device_bytes_written: None,
+        device_rate_while_busy_bytes_per_s: None,
     }
 }
 
@@ -199,6 +200,7 @@ fn record_trial(run: &sinkrate_model::record::RecordRun) -> Trial {
         error: run.error.as_ref().map(|e| e.what.clone()),
         device_bytes_per_hour: r.lifetime.as_ref().map(|l| l.device_bytes_per_hour),
         device_bytes_written: t.device_bytes_written,
+        device_rate_while_busy_bytes_per_s: t.device_rate_while_busy_bytes_per_s,
     }
 }
 
@@ -283,6 +285,7 @@ fn job_trial(
         error,
         device_bytes_per_hour: None,
         device_bytes_written: None,
+        device_rate_while_busy_bytes_per_s: None,
     })
 }
 
@@ -426,5 +429,6 @@ fn exec_trial(
         error,
         device_bytes_per_hour: None,
         device_bytes_written: None,
+        device_rate_while_busy_bytes_per_s: None,
     })
 }
