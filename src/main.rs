@@ -149,7 +149,7 @@ fn sweep_left_over() {
                 "sinkrate: note: removed {} file(s) left by an earlier sinkrate run (pid {}) that was stopped or could not remove them itself: {}",
                 left.removed.len(),
                 left.pid,
-                a_few(left.removed.iter().map(|p| p.display().to_string()))
+                sinkrate_units::a_few(left.removed.iter().map(|p| p.display().to_string()), 5)
             );
         }
         // One line for each reason: a killed filecreate job may leave thousands listed.
@@ -167,7 +167,7 @@ fn sweep_left_over() {
                 "sinkrate: note: an earlier sinkrate run (pid {}) left {} file(s), which cannot be removed ({why}); remove them by hand: {}",
                 left.pid,
                 paths.len(),
-                a_few(paths.into_iter())
+                sinkrate_units::a_few(paths.into_iter(), 5)
             );
         }
     }
@@ -176,18 +176,6 @@ fn sweep_left_over() {
         eprintln!(
             "sinkrate: note: removed {left}, which an earlier sinkrate run that was stopped before it could remove it left behind"
         );
-    }
-}
-
-/// The first few of `names`, then how many more: a note stays a line.
-fn a_few(names: impl ExactSizeIterator<Item = String>) -> String {
-    const SHOWN: usize = 5;
-    let total = names.len();
-    let shown: Vec<String> = names.take(SHOWN).collect();
-    if total > SHOWN {
-        format!("{} and {} more", shown.join(", "), total - SHOWN)
-    } else {
-        shown.join(", ")
     }
 }
 

@@ -559,15 +559,14 @@ fn keep_what_the_jobs_left(outcomes: &[WorkerOutcome], notices: &mut Vec<String>
         .filter_map(|p| std::fs::symlink_metadata(p).ok())
         .map(|m| m.len())
         .sum();
-    let named = match kept.as_slice() {
-        [one] => crate::debug_trace::shown(one).to_string(),
-        [first, ..] => format!(
-            "{} and {} more",
-            crate::debug_trace::shown(first),
-            kept.len() - 1
-        ),
-        [] => return,
-    };
+    if kept.is_empty() {
+        return;
+    }
+    let named = sinkrate_units::a_few(
+        kept.iter()
+            .map(|p| crate::debug_trace::shown(p).to_string()),
+        1,
+    );
     notices.push(format!(
         "kept {} file(s) the jobs made, {} in all ({named}), as fio does; unlink=1 in a job removes its files",
         kept.len(),

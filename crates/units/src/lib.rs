@@ -19,6 +19,36 @@ pub fn escaped(text: &str) -> String {
     out
 }
 
+/// A list as a line shows it: the first `shown` names, then "and N more" for the rest, so a
+/// line about thousands of files stays a line.
+pub fn a_few(names: impl ExactSizeIterator<Item = String>, shown: usize) -> String {
+    let total = names.len();
+    let listed: Vec<String> = names.take(shown.max(1)).collect();
+    if total > listed.len() {
+        format!("{} and {} more", listed.join(", "), total - listed.len())
+    } else {
+        listed.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_list_is_cut_with_a_count_of_the_rest() {
+        let names = |n: usize| {
+            (0..n)
+                .map(|k| format!("f{k}"))
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        assert_eq!(super::a_few(names(0), 5), "");
+        assert_eq!(super::a_few(names(2), 5), "f0, f1");
+        assert_eq!(super::a_few(names(5), 5), "f0, f1, f2, f3, f4");
+        assert_eq!(super::a_few(names(7), 5), "f0, f1, f2, f3, f4 and 2 more");
+        assert_eq!(super::a_few(names(3), 1), "f0 and 2 more");
+    }
+}
+
 pub mod fio;
 pub mod product;
 pub mod serde_seconds;
