@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use sinkrate_compare::{CompareConfig, CompareReport, FailedRun, GroupBy};
+use sinkrate_compare::{CompareConfig, GroupBy};
+use sinkrate_model::compare::{CompareReport, FailedRun};
 use sinkrate_model::{Envelope, RunKind};
 
 use crate::cli::{CompareArgs, CompareFormat};

@@ -26,7 +26,7 @@ impl Exporter<Envelope<CaptureReport>> for CaptureText {
             "sinkrate capture  {}\n  ran {:.1} s, {ended}{}\n",
             r.command.join(" "),
             r.duration_s,
-            if r.interrupted { ", interrupted" } else { "" }
+            if run.interrupted { ", interrupted" } else { "" }
         )?;
         writeln!(
             o,

@@ -3,7 +3,7 @@
 //! the baseline.
 
 use anyhow::Result;
-use sinkrate_compare::{CompareReport, FailedRun, Metrics, Row};
+use sinkrate_model::compare::{CompareReport, FailedRun, Metrics, Row};
 use sinkrate_model::Envelope;
 
 use super::Exporter;
@@ -20,7 +20,7 @@ fn f(v: Option<f64>, digits: usize) -> Option<String> {
 }
 
 /// A row's least and most over its runs ("0-3"), when it has two runs or more.
-fn range(r: Option<sinkrate_compare::Range>, digits: usize) -> Option<String> {
+fn range(r: Option<sinkrate_model::compare::Range>, digits: usize) -> Option<String> {
     r.map(|r| format!("{:.digits$}-{:.digits$}", r.min + 0.0, r.max + 0.0))
 }
 

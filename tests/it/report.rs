@@ -390,7 +390,10 @@ fn every_run_kind_renders_in_chromium() {
                 assert!(r.dom.contains("Streams") && r.dom.contains("cam0"));
             }
             "fio" => assert!(r.dom.contains("fio-3"), "fio's version named"),
-            "compare" => assert!(r.dom.contains("rows"), "compare's rows as a table"),
+            "compare" => assert!(
+                r.dom.contains("Runs by configuration") && r.dom.contains("the baseline"),
+                "compare's rows as a table"
+            ),
             _ => {}
         }
     }

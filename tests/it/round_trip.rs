@@ -182,6 +182,124 @@ fn tune_results_round_trip() {
 }
 
 #[test]
+fn compare_results_round_trip_and_report_their_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf8");
+    // Two configurations of a null recording (nothing written): 4 and 16 capture buffers.
+    let mut inputs = Vec::new();
+    for buffers in ["4", "16"] {
+        let bytes = run_json(&[
+            "record",
+            "--dir",
+            d,
+            "--fps",
+            "20",
+            "--frame-size",
+            "64k",
+            "--duration",
+            "1s",
+            "--write-mode",
+            "null",
+            "--buffers",
+            buffers,
+            "--output-format",
+            "json",
+            "--live",
+            "never",
+        ]);
+        let file = dir.path().join(format!("rec{buffers}.json"));
+        std::fs::write(&file, bytes).expect("test setup");
+        inputs.push(file.to_str().expect("utf8").to_string());
+    }
+    let bytes = run_json(&["compare", &inputs[0], &inputs[1], "--output-format", "json"]);
+    let run: Envelope<sinkrate_model::compare::CompareReport> =
+        round_trip(&bytes, RunKind::Compare);
+    let r = &run.result;
+    assert_eq!(r.rows.len(), 2, "{:?}", r.rows);
+    assert_eq!(r.baseline, 0);
+    assert!(r.rows[0].against_baseline.is_none());
+    let verdict = &r.rows[1]
+        .against_baseline
+        .as_ref()
+        .expect("row 2 against row 1")
+        .text;
+    // The report shows it as a compare run: each row, and each verdict in its words.
+    let html = common::report_html(dir.path(), &bytes);
+    for words in [
+        "compare run",
+        "Runs by configuration",
+        "the baseline",
+        "row(s) against",
+        r.rows[0].label.as_str(),
+        r.rows[1].label.as_str(),
+        verdict.as_str(),
+    ] {
+        let escaped = words
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(html.contains(&escaped), "the report lacks {words:?}");
+    }
+}
+
+#[test]
+fn capture_results_round_trip_and_report_their_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(sinkrate_path())
+        .current_dir(dir.path())
+        .args([
+            "capture",
+            "--output",
+            "t.iolog",
+            "--output-format",
+            "json",
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=seg.mp4",
+            "bs=64k",
+            "count=8",
+            "conv=fdatasync",
+            "status=none",
+        ])
+        .output()
+        .expect("sinkrate runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Envelope<sinkrate_model::capture::CaptureReport> =
+        round_trip(&out.stdout, RunKind::Capture);
+    let r = &run.result;
+    let seg = r
+        .files
+        .iter()
+        .find(|f| f.file.ends_with("seg.mp4"))
+        .expect("the file dd wrote");
+    // Against the file's own size and dd's arguments.
+    assert_eq!(seg.bytes, 8 * 65536);
+    assert_eq!(
+        seg.size,
+        std::fs::metadata(dir.path().join("seg.mp4"))
+            .expect("stat")
+            .len()
+    );
+    assert_eq!(seg.fdatasyncs, 1, "conv=fdatasync");
+    let html = common::report_html(dir.path(), &out.stdout);
+    for words in [
+        "capture run",
+        "captured: dd if=/dev/zero",
+        "Files written",
+        seg.file.as_str(),
+        "512 KiB",
+        "the recorder: exit 0",
+    ] {
+        assert!(html.contains(words), "the report lacks {words:?}");
+    }
+}
+#[test]
 fn find_max_results_round_trip() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf8");

@@ -7,11 +7,13 @@ pub mod load;
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use sinkrate_stats::bootstrap::{over_runs, over_time, Difference};
 
 pub use group::GroupBy;
-pub use load::{failure, has_runs, runs, Metrics, Run, Second};
+pub use load::{failure, has_runs, runs, Run, Second};
+use sinkrate_model::compare::{
+    CompareReport, FailedRun, Metrics, Range, Row, Significance, Spread, WindowFigures, WindowRow,
+};
 
 /// Seconds in a block of the bootstrap over time: longer than a stall and the drops it
 /// causes, short enough for a minute's run to have several.
@@ -21,123 +23,6 @@ const RUNS_ENOUGH: usize = 4;
 /// Seconds of recording a side below which the bootstrap over time has too few blocks to
 /// resample (one 3 s run is less than one block: its interval has zero width).
 const SECONDS_ENOUGH: usize = 4 * BLOCK_S;
-
-/// One configuration: its runs, and the mean of their figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    pub label: String,
-    pub kind: String,
-    pub files: Vec<String>,
-    pub runs: usize,
-    pub config: BTreeMap<String, String>,
-    /// Means over the runs (frames: totals).
-    pub metrics: Metrics,
-    /// Against the baseline; None for the baseline itself.
-    pub against_baseline: Option<Significance>,
-    /// How far the row's runs lie apart (two runs or more): the same board and card can
-    /// differ from run to run as much as two boards do.
-    #[serde(default)]
-    pub spread: Option<Spread>,
-}
-
-/// The least and the most of a figure over a row's runs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Range {
-    pub min: f64,
-    pub max: f64,
-}
-
-/// A row's runs, each figure's least and most.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub frames_dropped: Option<Range>,
-    pub write_p99_ms: Option<Range>,
-    pub app_mb_s: Option<Range>,
-}
-
-impl Spread {
-    fn of(runs: &[Run]) -> Option<Spread> {
-        if runs.len() < 2 {
-            return None;
-        }
-        let range = |f: &dyn Fn(&Metrics) -> Option<f64>| {
-            let v: Vec<f64> = runs.iter().filter_map(|r| f(&r.metrics)).collect();
-            (v.len() >= 2).then(|| Range {
-                min: v.iter().copied().fold(f64::INFINITY, f64::min),
-                max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            })
-        };
-        Some(Spread {
-            frames_dropped: range(&|m| m.frames_dropped.map(|d| d as f64)),
-            write_p99_ms: range(&|m| m.write_p99_ms),
-            app_mb_s: range(&|m| m.app_mb_s),
-        })
-    }
-}
-
-/// How a row differs from the baseline, and how sure that is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Significance {
-    /// "runs" (bootstrap and permutation over runs) or "block bootstrap over time".
-    pub method: String,
-    /// Dropped frames as a share of those offered.
-    pub drops: Option<Difference>,
-    pub write_p99_ms: Option<Difference>,
-    pub lateness_p99_ms: Option<Difference>,
-    pub app_mb_s: Option<Difference>,
-    /// Significantly worse than the baseline on drops or p99 write latency.
-    pub worse: bool,
-    /// The verdict in words.
-    pub text: String,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CompareReport {
-    pub baseline: usize,
-    pub rows: Vec<Row>,
-    /// Inputs that could not be read, one line each.
-    pub unreadable: Vec<String>,
-    pub notes: Vec<String>,
-    /// Long recordings (soaks) side by side, window by window: empty unless a row's runs
-    /// have two windows or more.
-    #[serde(default)]
-    pub windows: Vec<WindowRow>,
-    /// What the rows are grouped by when not by configuration (`host`, `fs`, a JSON
-    /// pointer).
-    #[serde(default)]
-    pub grouped_by: Option<String>,
-    /// Runs that failed (a board a lab could not reach or run on, a recording stopped by
-    /// an error): shown beside the rows, their figures in none of them.
-    #[serde(default)]
-    pub failed: Vec<FailedRun>,
-}
-
-/// A run that failed, as the table shows it: never left out in silence.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FailedRun {
-    /// Its group's label (`--by`), else its file's name.
-    pub label: String,
-    /// What was run (check, record...), or `failed` when it failed before any command.
-    pub kind: String,
-    pub file: String,
-    /// Its error, one line.
-    pub what: String,
-}
-
-/// One window of the soaks compared: each row's rate (mean over its runs) and worst write
-/// (the worst of its runs); None where a row's runs did not last that long.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WindowRow {
-    pub start_s: f64,
-    pub end_s: f64,
-    pub rows: Vec<Option<WindowFigures>>,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct WindowFigures {
-    pub written_mb_s: f64,
-    pub worst_write_ms: f64,
-}
 
 /// The rows' windows side by side, when any run has two windows or more.
 fn window_rows(groups: &[(String, Vec<Run>)]) -> Vec<WindowRow> {
@@ -196,6 +81,25 @@ pub enum CompareError {
     NoBaseline(String, String),
     #[error("{0}")]
     Mixed(String),
+}
+
+/// How far a row's runs lie apart: each figure's least and most (two runs or more).
+fn spread_of(runs: &[Run]) -> Option<Spread> {
+    if runs.len() < 2 {
+        return None;
+    }
+    let range = |f: &dyn Fn(&Metrics) -> Option<f64>| {
+        let v: Vec<f64> = runs.iter().filter_map(|r| f(&r.metrics)).collect();
+        (v.len() >= 2).then(|| Range {
+            min: v.iter().copied().fold(f64::INFINITY, f64::min),
+            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    };
+    Some(Spread {
+        frames_dropped: range(&|m| m.frames_dropped.map(|d| d as f64)),
+        write_p99_ms: range(&|m| m.write_p99_ms),
+        app_mb_s: range(&|m| m.app_mb_s),
+    })
 }
 
 /// Groups `runs` into rows and sets each against the baseline; the `failed` runs are listed
@@ -329,7 +233,7 @@ pub fn compare(
                 config: runs[0].config.clone(),
                 metrics: mean_metrics(&runs),
                 against_baseline: against,
-                spread: Spread::of(&runs),
+                spread: spread_of(&runs),
                 label,
             }
         })

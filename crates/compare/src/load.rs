@@ -5,48 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use sinkrate_model::compare::Metrics;
 use sinkrate_model::document::Document;
 use sinkrate_model::fio::BenchReport;
 use sinkrate_model::record::{FrameSizes, RecordReport};
 use sinkrate_units::product::ns_to_ms;
-
-/// One run's figures; a figure the run kind does not have is None.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Metrics {
-    pub frames_offered: Option<u64>,
-    pub frames_dropped: Option<u64>,
-    pub write_avg_ms: Option<f64>,
-    pub write_p50_ms: Option<f64>,
-    pub write_p99_ms: Option<f64>,
-    pub write_max_ms: Option<f64>,
-    pub lateness_p99_ms: Option<f64>,
-    /// What the application (or the job) wrote, MB/s.
-    pub app_mb_s: Option<f64>,
-    /// What the device wrote, MB/s.
-    pub device_mb_s: Option<f64>,
-    pub iops: Option<f64>,
-    pub writer_cpu_s: Option<f64>,
-    pub flusher_cpu_s: Option<f64>,
-    /// The whole system's CPU in kernel mode, mean percent (the sampler's), or a bench
-    /// job's user + system CPU percent.
-    pub system_cpu_pct: Option<f64>,
-    pub peak_dirty_mb: Option<f64>,
-    /// The peak dirty data in seconds of the stream: what a power cut could lose.
-    pub at_risk_s: Option<f64>,
-    /// The stalls' time by cause, from the kernel's events (None where they were not read):
-    /// throttled, waiting for writeback, journal commits, the device, waiting for a CPU.
-    #[serde(default)]
-    pub stall_throttled_s: Option<f64>,
-    #[serde(default)]
-    pub stall_writeback_s: Option<f64>,
-    #[serde(default)]
-    pub stall_journal_s: Option<f64>,
-    #[serde(default)]
-    pub stall_device_s: Option<f64>,
-    #[serde(default)]
-    pub stall_cpu_s: Option<f64>,
-}
 
 /// One second of a recording: what the block bootstrap resamples.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -13,7 +13,9 @@ pub struct CaptureReport {
     pub duration_s: f64,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
-    /// Ctrl-C came during the capture (the recorder got it too).
+    /// Ctrl-C came during the capture (the recorder got it too). Written as the envelope's
+    /// `interrupted`, not twice.
+    #[serde(skip)]
     pub interrupted: bool,
     /// Calls in the trace.
     pub calls: u64,

@@ -5,7 +5,9 @@
 use serde_json::Value;
 
 use crate::audit::AuditReport;
+use crate::capture::CaptureReport;
 use crate::check::CheckReport;
+use crate::compare::CompareReport;
 use crate::envelope::{ReadError, RunError};
 use crate::fio::BenchReport;
 use crate::record::{FindMaxReport, RecordReport};
@@ -16,41 +18,103 @@ use crate::verify::{CapacityReport, VerifyReport};
 use crate::watch::WatchReport;
 use crate::{Envelope, RunKind, SCHEMA};
 
-pub enum Document {
-    /// fio's JSON: fio's own (`ours` false), or `sinkrate bench`'s, which carries fio's keys
-    /// inside the run envelope. `value` keeps the document as read, for the envelope's words.
-    Fio {
-        ours: bool,
-        output: Box<BenchReport>,
-        value: Value,
-    },
-    Record(Box<Envelope<RecordReport>>),
-    Check(Box<Envelope<CheckReport>>),
-    FindMax(Box<Envelope<FindMaxReport>>),
-    Audit(Box<Envelope<AuditReport>>),
-    Watch(Box<Envelope<WatchReport>>),
-    TuneSearch(Box<Envelope<SearchReport>>),
-    Suite(Box<Envelope<SuiteReport>>),
-    Tune(Box<Envelope<TuneReport>>),
-    Verify(Box<Envelope<VerifyReport>>),
-    Capacity(Box<Envelope<CapacityReport>>),
-    /// A kind read as its fields: one without a picture of its own (compare, capture),
-    /// or one whose fields do not match its type (`problem` says how, and the fields are
-    /// still shown).
-    Fields {
-        kind: RunKind,
-        value: Value,
-        problem: Option<String>,
-    },
-    /// A run that failed before it had a result of its kind: its envelope and its error. A
-    /// lab writes one for a board it could not reach, install on or run on (`kind` is the
-    /// command it was running, None before any); sinkrate, for a run stopped at its start.
-    Failed {
-        kind: Option<RunKind>,
-        error: RunError,
-        value: Value,
-    },
+/// The run kinds read back through their result types, each with its type: a new kind is
+/// one line here (and its section in `sinkrate report`). Record and check come first: a
+/// document of theirs that does not match its type is refused (their runs are compared);
+/// any other is kept as its fields.
+macro_rules! typed_kinds {
+    ($then:ident) => {
+        $then! {
+            strict: Record(RecordReport), Check(CheckReport);
+            lenient: FindMax(FindMaxReport), Audit(AuditReport), Watch(WatchReport),
+                TuneSearch(SearchReport), Suite(SuiteReport), Tune(TuneReport),
+                Verify(VerifyReport), Capacity(CapacityReport), Compare(CompareReport),
+                Capture(CaptureReport);
+        }
+    };
 }
+
+macro_rules! document_enum {
+    (strict: $($s:ident($st:ty)),*; lenient: $($l:ident($lt:ty)),*;) => {
+        pub enum Document {
+            /// fio's JSON: fio's own (`ours` false), or `sinkrate bench`'s, which carries
+            /// fio's keys inside the run envelope. `value` keeps the document as read, for
+            /// the envelope's words.
+            Fio {
+                ours: bool,
+                output: Box<BenchReport>,
+                value: Value,
+            },
+            $($s(Box<Envelope<$st>>),)*
+            $($l(Box<Envelope<$lt>>),)*
+            /// A kind read as its fields: bench's envelope without fio's keys, or a document
+            /// whose fields do not match its type (`problem` says how, and the fields are
+            /// still shown).
+            Fields {
+                kind: RunKind,
+                value: Value,
+                problem: Option<String>,
+            },
+            /// A run that failed before it had a result of its kind: its envelope and its
+            /// error. A lab writes one for a board it could not reach, install on or run on
+            /// (`kind` is the command it was running, None before any); sinkrate, for a run
+            /// stopped at its start.
+            Failed {
+                kind: Option<RunKind>,
+                error: RunError,
+                value: Value,
+            },
+        }
+
+        impl Document {
+            /// The document read as the result type of its `kind`, or why it does not
+            /// match; None for a kind without a type of its own (bench without fio's keys).
+            fn typed(value: &Value, kind: RunKind) -> Option<Result<Document, ReadError>> {
+                // A copy of the document, kept for its fields should it not match its type.
+                Some(match kind {
+                    $(RunKind::$s => Envelope::from_value(value.clone(), kind)
+                        .map(|e| Document::$s(Box::new(e))),)*
+                    $(RunKind::$l => Envelope::from_value(value.clone(), kind)
+                        .map(|e| Document::$l(Box::new(e))),)*
+                    RunKind::Bench => return None,
+                })
+            }
+
+            /// Whether a document of this kind that does not match its type is refused.
+            fn strict(kind: RunKind) -> bool {
+                matches!(kind, $(RunKind::$s)|*)
+            }
+
+            /// The run's kind; None for fio's own JSON.
+            pub fn kind(&self) -> Option<RunKind> {
+                Some(match self {
+                    Document::Fio { ours: false, .. } => return None,
+                    Document::Fio { ours: true, .. } => RunKind::Bench,
+                    $(Document::$s(_) => RunKind::$s,)*
+                    $(Document::$l(_) => RunKind::$l,)*
+                    Document::Fields { kind, .. } => *kind,
+                    Document::Failed { kind, .. } => return *kind,
+                })
+            }
+
+            /// Why the run failed, when it did: a failed run's error, or the error a result
+            /// of its kind carries (a recording stopped by a full card keeps what it
+            /// measured).
+            pub fn error(&self) -> Option<RunError> {
+                match self {
+                    Document::Fio { value, .. } | Document::Fields { value, .. } => {
+                        run_error(value)
+                    }
+                    $(Document::$s(env) => env.error.clone(),)*
+                    $(Document::$l(env) => env.error.clone(),)*
+                    Document::Failed { error, .. } => Some(error.clone()),
+                }
+            }
+        }
+    };
+}
+
+typed_kinds!(document_enum);
 
 /// The error a result carries, when its run failed. Read from an owned copy, as every
 /// result type is (`Envelope::from_value`): one deserializer's instances in the binary, not
@@ -120,83 +184,14 @@ impl Document {
                 problem: problem.map(|e| e.to_string()),
             },
         };
-        // A copy of the document, kept for its fields should it not match its type.
-        fn typed<T: serde::de::DeserializeOwned>(
-            value: &Value,
-            kind: RunKind,
-        ) -> Result<Box<Envelope<T>>, ReadError> {
-            Envelope::<T>::from_value(value.clone(), kind).map(Box::new)
-        }
-        Ok(match kind {
-            // These two have no fallback to their fields (their runs are compared), only to
-            // a failed run's error.
-            RunKind::Record => match typed(&value, kind) {
-                Ok(env) => Document::Record(env),
-                Err(e) => match fields(value, Some(e.clone())) {
-                    failed @ Document::Failed { .. } => failed,
-                    _ => return Err(bad(e)),
-                },
+        Ok(match Document::typed(&value, kind) {
+            Some(Ok(typed)) => typed,
+            None => fields(value, None),
+            Some(Err(e)) => match fields(value, Some(e.clone())) {
+                failed @ Document::Failed { .. } => failed,
+                _ if Document::strict(kind) => return Err(bad(e)),
+                kept => kept,
             },
-            RunKind::Check => match typed(&value, kind) {
-                Ok(env) => Document::Check(env),
-                Err(e) => match fields(value, Some(e.clone())) {
-                    failed @ Document::Failed { .. } => failed,
-                    _ => return Err(bad(e)),
-                },
-            },
-            RunKind::FindMax => match typed(&value, kind) {
-                Ok(env) => Document::FindMax(env),
-                Err(e) => fields(value, Some(e)),
-            },
-            RunKind::Audit => match typed(&value, kind) {
-                Ok(env) => Document::Audit(env),
-                Err(e) => fields(value, Some(e)),
-            },
-            RunKind::Watch => match typed(&value, kind) {
-                Ok(env) => Document::Watch(env),
-                Err(e) => fields(value, Some(e)),
-            },
-            RunKind::TuneSearch => match typed(&value, kind) {
-                Ok(env) => Document::TuneSearch(env),
-                Err(e) => fields(value, Some(e)),
-            },
-            RunKind::Suite => match typed(&value, kind) {
-                Ok(env) => Document::Suite(env),
-                Err(e) => fields(value, Some(e)),
-            },
-            RunKind::Tune => match typed(&value, kind) {
-                Ok(env) => Document::Tune(env),
-                Err(e) => fields(value, Some(e)),
-            },
-            RunKind::Verify => match typed(&value, kind) {
-                Ok(env) => Document::Verify(env),
-                Err(e) => fields(value, Some(e)),
-            },
-            RunKind::Capacity => match typed(&value, kind) {
-                Ok(env) => Document::Capacity(env),
-                Err(e) => fields(value, Some(e)),
-            },
-            RunKind::Bench | RunKind::Compare | RunKind::Capture => fields(value, None),
-        })
-    }
-
-    /// The run's kind; None for fio's own JSON.
-    pub fn kind(&self) -> Option<RunKind> {
-        Some(match self {
-            Document::Fio { ours: false, .. } => return None,
-            Document::Fio { ours: true, .. } => RunKind::Bench,
-            Document::Record(_) => RunKind::Record,
-            Document::Check(_) => RunKind::Check,
-            Document::FindMax(_) => RunKind::FindMax,
-            Document::Audit(_) => RunKind::Audit,
-            Document::Watch(_) => RunKind::Watch,
-            Document::TuneSearch(_) => RunKind::TuneSearch,
-            Document::Suite(_) => RunKind::Suite,
-            Document::Tune(_) => RunKind::Tune,
-            Document::Verify(_) => RunKind::Verify,
-            Document::Capacity(_) => RunKind::Capacity,
-            Document::Fields { kind, .. } => *kind,
-            Document::Failed { kind, .. } => return *kind,
         })
     }
 
@@ -205,25 +200,6 @@ impl Document {
         match self {
             Document::Failed { kind: None, .. } => "failed",
             _ => self.kind().map_or("fio", RunKind::name),
-        }
-    }
-
-    /// Why the run failed, when it did: a failed run's error, or the error a result of its
-    /// kind carries (a recording stopped by a full card keeps what it measured).
-    pub fn error(&self) -> Option<RunError> {
-        match self {
-            Document::Fio { value, .. } | Document::Fields { value, .. } => run_error(value),
-            Document::Record(env) => env.error.clone(),
-            Document::Check(env) => env.error.clone(),
-            Document::FindMax(env) => env.error.clone(),
-            Document::Audit(env) => env.error.clone(),
-            Document::Watch(env) => env.error.clone(),
-            Document::TuneSearch(env) => env.error.clone(),
-            Document::Suite(env) => env.error.clone(),
-            Document::Tune(env) => env.error.clone(),
-            Document::Verify(env) => env.error.clone(),
-            Document::Capacity(env) => env.error.clone(),
-            Document::Failed { error, .. } => Some(error.clone()),
         }
     }
 }

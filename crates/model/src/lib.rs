@@ -13,6 +13,7 @@ pub mod audit;
 pub mod capture;
 pub mod causes;
 pub mod check;
+pub mod compare;
 pub mod document;
 pub mod envelope;
 pub mod facts;

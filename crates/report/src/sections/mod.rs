@@ -4,7 +4,9 @@
 
 pub mod audit;
 pub mod bench;
+pub mod capture;
 pub mod check;
+pub mod compare;
 pub mod fields;
 pub mod find_max;
 pub mod record;
@@ -38,6 +40,8 @@ pub fn section(page: &mut Page, run: usize, prefix: &str, input: &Input) -> Sect
         Document::Tune(env) => words(input, RunKind::Tune, env, tune::words),
         Document::Verify(env) => words(input, RunKind::Verify, env, verify::blocks),
         Document::Capacity(env) => words(input, RunKind::Capacity, env, verify::capacity),
+        Document::Compare(env) => words(input, RunKind::Compare, env, compare::words),
+        Document::Capture(env) => words(input, RunKind::Capture, env, capture::words),
         Document::Fields {
             kind,
             value,
