@@ -180,12 +180,14 @@ pub fn decide(e: &Evidence) -> Outcome {
     });
     if let (Some(start), Some(end)) = (e.unwritten_start_bytes, e.unwritten_end_bytes) {
         // /proc/meminfo's dirty data is every writer's: another program filling the page
-        // cache beside the recording is not this recording's backlog. What the streams wrote
-        // less what their device wrote bounds the recording's own (the device's bytes also
-        // hold metadata and other writers', so it is not more than the truth).
+        // cache beside the recording is not this recording's backlog, and another program's
+        // data leaving it (a background writer's fsync) does not drain the recording's.
+        // What the streams wrote less what their device wrote is the recording's own (the
+        // device's bytes also hold metadata and other writers', so it is not more than the
+        // truth); the machine's figure only where the device's is not known.
         let everyone = (end as f64 - start as f64) / e.duration_s.max(1e-9);
         let growth = match e.device_bytes_per_s {
-            Some(d) => everyone.min((e.requested_bytes_per_s - d).max(0.0)),
+            Some(d) => (e.requested_bytes_per_s - d).max(0.0),
             None => everyone,
         };
         let machine_end = end;
@@ -333,6 +335,25 @@ mod tests {
         let o = decide(&slow);
         assert_eq!(o.verdict, Verdict::FallingBehind, "{}", o.text);
         assert!((o.backlog_growth_bytes_per_s.expect("growth") - 0.9e6).abs() < 1.0);
+    }
+
+    #[test]
+    fn another_writer_s_flush_does_not_drain_the_recording_s_backlog() {
+        // 15 MB/s into a 10 MB/s card, busy all the time, while a background dd's fsync took
+        // 400 MB out of the machine's dirty data: the recording still falls 5 MB/s behind.
+        let flushed_beside = Evidence {
+            duration_s: 4.0,
+            requested_bytes_per_s: 15e6,
+            unwritten_start_bytes: Some(600 << 20),
+            unwritten_end_bytes: Some(200 << 20),
+            device_bytes_per_s: Some(10e6),
+            device_busy_fraction: Some(0.97),
+            device_rate_while_busy_bytes_per_s: Some(10.3e6),
+            ..base()
+        };
+        let o = decide(&flushed_beside);
+        assert_eq!(o.verdict, Verdict::FallingBehind, "{}", o.text);
+        assert!((o.backlog_growth_bytes_per_s.expect("growth") - 5e6).abs() < 1.0);
     }
 
     #[test]
