@@ -236,9 +236,19 @@ mod tests {
         assert!(parse(json!({"schema": SCHEMA, "kind": "check"})).is_err());
         assert!(parse(json!({"schema": SCHEMA, "error": null})).is_err());
         assert!(parse(json!({"schema": "other/1", "error": error})).is_err());
-        // A kind read as its fields keeps its error.
-        let d = parse(json!({"schema": SCHEMA, "kind": "capture", "error": error})).unwrap();
+        // A kind read as its fields (bench's envelope without fio's keys) keeps its error;
+        // a typed kind's document with nothing of its type but an error is a failed run.
+        let d = parse(json!({"schema": SCHEMA, "kind": "bench", "error": error})).unwrap();
         assert!(matches!(&d, Document::Fields { .. }));
+        assert_eq!(d.error().unwrap().what, "sinkrate not found on the board");
+        let d = parse(json!({"schema": SCHEMA, "kind": "capture", "error": error})).unwrap();
+        assert!(matches!(
+            &d,
+            Document::Failed {
+                kind: Some(RunKind::Capture),
+                ..
+            }
+        ));
         assert_eq!(d.error().unwrap().what, "sinkrate not found on the board");
     }
 }
