@@ -116,7 +116,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     if let Some(what) = args.find_max {
         return super::find_max::run(&args, session, what.into());
     }
-    session::preflight(&session).map_err(refusal)?;
+    let checked = session::preflight(&session).map_err(refusal)?;
     if let Some((dirty, background)) = session.dirty_limits {
         eprintln!(
             "sinkrate: note: vm.dirty_bytes={dirty} vm.dirty_background_bytes={background} for this run (journal {}; restored at the end)",
@@ -126,8 +126,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let stop = crate::interrupt_flag()?;
     let mut print_live = |s: &LiveStatus| eprintln!("{}", live_line(s));
     let live = args.live.wanted(std::io::stderr().is_terminal());
-    let run = session::run(
+    let run = session::run_checked(
         &session,
+        checked,
         stop,
         live.then_some(&mut print_live as &mut dyn FnMut(&LiveStatus)),
     )

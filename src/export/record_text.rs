@@ -265,6 +265,9 @@ pub(crate) fn sizes_text(s: &sinkrate_model::record::Sizes) -> String {
             sinkrate_units::product::mb_per_s(s.streams_bytes_per_s)
         )),
     }
+    if let Some(l) = &s.device_limit {
+        t.push_str(&device_limit_text(l, s.streams_bytes_per_s));
+    }
     if let Some(expiry) = s.first_expiry_writeback_s.filter(|e| s.run_s < *e) {
         t.push_str(&format!(
             "  the run lasted {:.0} s: the first writeback of expired data comes at {expiry:.0} s (dirty_expire + dirty_writeback), so its stalls are not in these figures; record at least {:.0} s to include them\n",
@@ -273,4 +276,78 @@ pub(crate) fn sizes_text(s: &sinkrate_model::record::Sizes) -> String {
         ));
     }
     t
+}
+
+/// The per-device dirty limit's line: the cap, what it rests on, and how to set it.
+fn device_limit_text(l: &sinkrate_model::record::DeviceLimit, streams: f64) -> String {
+    use sinkrate_units::product::{bytes_binary, mb_per_s};
+    let (Some(bytes), Some(rate)) = (l.max_bytes, l.device_bytes_per_s) else {
+        return format!(
+            "  per-device dirty limit: not sized: {}\n",
+            l.why_not
+                .as_deref()
+                .unwrap_or("the device's rate was not measured")
+        );
+    };
+    let bdi = l.bdi.as_deref().unwrap_or("its bdi");
+    let rests_on = format!(
+        "{:.1} s of its measured {} (while busy), the stall the smallest capture pool rides out",
+        l.ride_out_s,
+        mb_per_s(rate)
+    );
+    if !l.keeps_up {
+        return format!(
+            "  per-device dirty limit: {} ({rests_on}) would bound what the card holds, but the card writes {} against the streams' {}: no limit keeps the recorder out of throttling on it\n",
+            bytes_binary(bytes),
+            mb_per_s(rate),
+            mb_per_s(streams)
+        );
+    }
+    if l.in_force {
+        return format!(
+            "  per-device dirty limit: bdi {bdi} already holds the card to at most {} (strict_limit=1): {rests_on}\n",
+            bytes_binary(bytes)
+        );
+    }
+    format!(
+        "  per-device dirty limit: at most {} on this card (bdi {bdi}), {rests_on}; the card then holds no more than that of the recording, and other writers are not throttled for it: sinkrate tune apply --path DIR bdi:strict_limit=1 bdi:max_bytes={}\n",
+        bytes_binary(bytes),
+        bytes
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use sinkrate_model::record::DeviceLimit;
+
+    #[test]
+    fn a_device_limit_is_printed_with_what_it_rests_on_and_how_to_set_it() {
+        let mut l = DeviceLimit {
+            bdi: Some("43:0".into()),
+            max_bytes: Some(12 << 20),
+            device_bytes_per_s: Some(9.8e6),
+            ride_out_s: 1.2,
+            keeps_up: true,
+            in_force: false,
+            why_not: None,
+        };
+        let t = super::device_limit_text(&l, 4.9e6);
+        for words in [
+            "at most 12.0 MiB on this card (bdi 43:0)",
+            "1.2 s of its measured 9.8 MB/s (while busy), the stall the smallest capture pool rides out",
+            "sinkrate tune apply --path DIR bdi:strict_limit=1 bdi:max_bytes=12582912",
+        ] {
+            assert!(t.contains(words), "{t}");
+        }
+        l.in_force = true;
+        assert!(super::device_limit_text(&l, 4.9e6)
+            .contains("already holds the card to at most 12.0 MiB"));
+        l.keeps_up = false;
+        assert!(super::device_limit_text(&l, 12e6)
+            .contains("no limit keeps the recorder out of throttling"));
+        l.max_bytes = None;
+        l.why_not = Some("the device's rate was not measured".into());
+        assert!(super::device_limit_text(&l, 4.9e6)
+            .contains("not sized: the device's rate was not measured"));
+    }
 }

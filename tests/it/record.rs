@@ -909,3 +909,64 @@ fn the_pool_a_recording_needed_is_counted_from_its_frames_and_rests_on_its_stall
         },
     );
 }
+
+/// A buffered recording on an emulated card of 10 MB/s sizes the card's own dirty limit from
+/// its run: the device's rate while busy (which cannot be above the card's 10 MB/s) times
+/// the stall its smallest pool rides out, in whole MiB, on the card's bdi; and `tune apply`
+/// takes the figure as printed (dry run: nothing changed).
+#[test]
+fn a_buffered_recording_sizes_its_card_s_dirty_limit_from_the_run() {
+    serial(
+        "a_buffered_recording_sizes_its_card_s_dirty_limit_from_the_run",
+        TOOLS,
+        || {
+            let card = SlowDev::new(&["--write-rate", "10MB", "--size", "256M"]);
+            let (code, v, stderr) = record(
+                card.path(),
+                &[
+                    "--streams",
+                    "2",
+                    "--fps",
+                    "30",
+                    "--frame-size",
+                    "80k",
+                    "--write-mode",
+                    "buffered",
+                    "--buffers",
+                    "36",
+                    "--duration",
+                    "4s",
+                ],
+            );
+            assert!(matches!(code, Some(0 | 1)), "{stderr}");
+            let l = &v["sizes"]["device_limit"];
+            let rate = l["device_bytes_per_s"].as_f64().expect("measured");
+            // The card's own rate limit, against what diskstats showed while it was busy.
+            assert!(rate > 1e6 && rate <= 10e6 * 1.1, "{l}");
+            let ride_out = l["ride_out_s"].as_f64().expect("ride out");
+            assert!((ride_out - 36.0 / 30.0).abs() < 1e-6, "{l}");
+            let mib = (1u64 << 20) as f64;
+            let bytes = l["max_bytes"].as_u64().expect("sized");
+            assert_eq!(bytes, ((rate * ride_out / mib).ceil() * mib) as u64, "{l}");
+            assert_eq!(
+                l["keeps_up"].as_bool(),
+                Some(rate >= 2.0 * 30.0 * 80.0 * 1024.0 * 1.1),
+                "{l}"
+            );
+            let (bdi, _) = crate::causes::dev_of(&card.device_name());
+            assert_eq!(l["bdi"].as_str(), Some(bdi.as_str()), "{l}");
+            // tune takes the cap as the text prints it (`bdi:max_bytes=BYTES`).
+            let out = Command::new(sinkrate_path())
+                .args(["tune", "apply", "--dry-run", "--path"])
+                .arg(card.path())
+                .args(["bdi:strict_limit=1", &format!("bdi:max_bytes={bytes}")])
+                .output()
+                .expect("runs");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        },
+    );
+}

@@ -269,7 +269,8 @@ pub fn run(
         return Ok(not_writable(cfg, plan, a, why, started, started_ms));
     }
     // Every refusal of the recording comes before the first byte of the sustained write.
-    session::preflight(&recording)?;
+    // (its target resolved once, for the recording below too)
+    let checked = session::preflight(&recording)?;
     phase(Phase {
         name: "sustained write",
         expected_s: plan.sustained_s + 1,
@@ -339,7 +340,7 @@ pub fn run(
         name: &format!("recording test ({})", recording.label),
         expected_s: plan.record_s + 2,
     });
-    let record = session::run(&recording, stop.clone(), None)?;
+    let record = session::run_checked(&recording, checked, stop.clone(), None)?;
     if stop.load(Ordering::Relaxed) || record.interrupted {
         return Err(CheckError::Interrupted);
     }

@@ -638,6 +638,38 @@ pub struct Sizes {
     /// When the first dirty data to expire is written back (dirty_expire_centisecs plus one
     /// dirty_writeback_centisecs): a run shorter than this never met that flush.
     pub first_expiry_writeback_s: Option<f64>,
+    /// The per-device dirty limit for the recording's card, sized from this run; None for a
+    /// recording that wrote through no page cache (O_DIRECT, O_DSYNC, a null writer).
+    #[serde(default)]
+    pub device_limit: Option<DeviceLimit>,
+}
+
+/// A per-device dirty limit (the bdi's `strict_limit=1` and `max_bytes`) sized from a run:
+/// the device's measured rate times the stall the recording rides out. Under it the card
+/// holds at most that much of the recording: a flush or a sync of all of it takes no longer
+/// than the pool rides out, a power cut loses no more, and other writers on the machine are
+/// not throttled for the card's backlog. The recorder's writes stay unthrottled as long as
+/// the card writes faster than the streams (`keeps_up`): the flusher then holds the card's
+/// dirty data near half the cap, below where the kernel throttles a writer.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceLimit {
+    /// The card's bdi (`MAJ:MIN`), when known.
+    pub bdi: Option<String>,
+    /// The cap, bytes (whole MiB, rounded up); None when the device's rate was not measured.
+    pub max_bytes: Option<u64>,
+    /// The device's rate while busy in this run (diskstats).
+    pub device_bytes_per_s: Option<f64>,
+    /// The stall the recording rides out: the seconds of stream its smallest capture pool
+    /// holds (at least a second: the flusher writes in pieces of about that).
+    pub ride_out_s: f64,
+    /// The card writes faster than the streams, with a tenth to spare.
+    pub keeps_up: bool,
+    /// The bdi's cap already in force (`strict_limit` set and `max_bytes` at most the size).
+    #[serde(default)]
+    pub in_force: bool,
+    /// Why there is no cap when `max_bytes` is None.
+    #[serde(default)]
+    pub why_not: Option<String>,
 }
 
 /// The capture pool a stream needed to drop nothing.

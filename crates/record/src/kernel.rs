@@ -4,18 +4,19 @@
 //! Without tracefs the run goes on as before, and the report says why causes are inferred.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Instant;
 
 use sinkrate_model::causes::{KernelAccount, StallCauses};
 use sinkrate_model::record::StallReport;
 use sinkrate_sampler::causes::{CallTag, LiveAnalysis, SlowCall};
-use sinkrate_sampler::target::target_of;
+use sinkrate_sampler::target::target_of_mount;
 use sinkrate_sys::tracefs::{TraceRequest, TraceSession};
 
 /// A recording's tracing: the session and its analysis when it started, or why it did not.
 pub struct Tracing {
     session: Result<(TraceSession, LiveAnalysis), String>,
+    /// The card's bdi (`MAJ:MIN`), resolved once for the trace and the sizes.
+    pub bdi: Option<String>,
 }
 
 /// Where a writer hands its slow calls over: their times on the recording's clock.
@@ -41,10 +42,11 @@ impl StallSink {
 }
 
 impl Tracing {
-    /// Starts tracing this thread (the writers it starts are followed) and the devices
-    /// under `dir`; `why_not` when the user turned it off.
-    pub fn start(dir: &Path, why_not: Option<&str>) -> Tracing {
-        let target = target_of(dir);
+    /// Starts tracing this thread (the writers it starts are followed) and the devices of
+    /// the recording's mount (resolved once for the run); `why_not` when the user turned it
+    /// off.
+    pub fn start(mount: Option<&sinkrate_model::facts::Target>, why_not: Option<&str>) -> Tracing {
+        let target = target_of_mount(mount);
         let session = match why_not {
             Some(why) => Err(why.to_string()),
             None => {
@@ -62,7 +64,10 @@ impl Tracing {
                 .map(|s| (s, analysis))
             }
         };
-        Tracing { session }
+        Tracing {
+            session,
+            bdi: target.bdi,
+        }
     }
 
     /// Where the writers of a recording on `clock` hand their stalls over; None when

@@ -180,14 +180,23 @@ pub fn board_dirty_limits(ram: u64) -> (u64, u64) {
     (dirty, background)
 }
 
+/// A recording that passed its checks, with its target resolved: what [`run_checked`]
+/// records with (the target is resolved once a run, and handed down).
+pub struct Checked {
+    target: sinkrate_sys::host::ResolvedTarget,
+}
+
 /// Every check that can refuse the recording, before anything is written or changed.
-pub fn preflight(s: &Session) -> Result<(), SessionError> {
+pub fn preflight(s: &Session) -> Result<Checked, SessionError> {
     let cfg = &s.record;
     if !cfg.dir.is_dir() {
         return Err(SessionError::NotADirectory(cfg.dir.display().to_string()));
     }
-    if let Some(fs_type) = sinkrate_sys::host::target_facts(&cfg.dir, false)
+    let target = sinkrate_sys::host::resolve_target(&cfg.dir, false);
+    if let Some(fs_type) = target
+        .facts
         .fs_type
+        .clone()
         .filter(|f| sinkrate_sys::mounts::PSEUDO_FS.contains(&f.as_str()))
     {
         return Err(SessionError::NotStorage {
@@ -276,7 +285,7 @@ pub fn preflight(s: &Session) -> Result<(), SessionError> {
             return Err(SessionError::NeedsRoot);
         }
     }
-    Ok(())
+    Ok(Checked { target })
 }
 
 /// A file in the directory with a name one of the streams would write (a recording kept
@@ -304,9 +313,23 @@ pub fn run(
     stop: Arc<AtomicBool>,
     on_second: Option<&mut dyn FnMut(&LiveStatus)>,
 ) -> Result<RecordRun, SessionError> {
-    preflight(s)?;
+    let checked = preflight(s)?;
+    run_checked(s, checked, stop, on_second)
+}
+
+/// [`run`] for a recording its caller checked already ([`preflight`]), with the target
+/// that check resolved.
+pub fn run_checked(
+    s: &Session,
+    checked: Checked,
+    stop: Arc<AtomicBool>,
+    on_second: Option<&mut dyn FnMut(&LiveStatus)>,
+) -> Result<RecordRun, SessionError> {
     let cfg = &s.record;
-    let target = sinkrate_sys::host::target_facts(&cfg.dir, false);
+    let sinkrate_sys::host::ResolvedTarget {
+        facts: target,
+        mount,
+    } = checked.target;
     // Journaled before the change; restored when `_limits_guard` drops, whatever happens.
     let mut restored = Vec::new();
     let _limits_guard = match s.dirty_limits {
@@ -337,7 +360,7 @@ pub fn run(
     // own account (SMART, an emulated card's).
     let endurance = match &s.endurance {
         EnduranceFrom::Known(e) => e.clone(),
-        EnduranceFrom::Device => sinkrate_sys::health::of_path(&cfg.dir)
+        EnduranceFrom::Device => sinkrate_sys::health::of_mount(mount.as_ref())
             .0
             .remaining_endurance(),
     };
@@ -350,7 +373,7 @@ pub fn run(
         cfg.duration,
     );
     // Started on this thread before the writers, which it follows.
-    let tracing = crate::kernel::Tracing::start(&cfg.dir, s.kernel_events_off.as_deref());
+    let tracing = crate::kernel::Tracing::start(mount.as_ref(), s.kernel_events_off.as_deref());
     let started_unix_ms = sinkrate_sys::host::unix_ms_now();
     let mut record_cfg = cfg.clone();
     record_cfg.frame_records = true;
@@ -474,6 +497,24 @@ pub fn run(
         }),
     );
     report.power_cut = power_cut;
+    // The device limit's bdi, and whether a cap at most that size is in force already.
+    if let Some(limit) = report
+        .sizes
+        .as_mut()
+        .and_then(|sizes| sizes.device_limit.as_mut())
+    {
+        limit.bdi.clone_from(&tracing.bdi);
+        let held = tracing
+            .bdi
+            .as_deref()
+            .and_then(|name| sinkrate_sys::bdi::read(&sinkrate_sys::SysRoot::live(), name));
+        limit.in_force = held.is_some_and(|b| {
+            b.strict_limit == Some(true)
+                && b.max_bytes
+                    .zip(limit.max_bytes)
+                    .is_some_and(|(now, size)| now <= size)
+        });
+    }
     report.kernel = tracing.finish(&mut report.stalls, &writer_names);
     if let Some(plan) = &cfg.replay {
         report.replay = Some(crate::replay::summary(plan, &report, cfg.replay_speed));
@@ -884,6 +925,26 @@ fn judge(
         streams_bytes_per_s: requested,
         run_s: elapsed_s,
         first_expiry_writeback_s: evidence.expire_and_interval_s,
+        // Through the page cache only: a cap on dirty data holds nothing else back.
+        device_limit: (cfg.write_mode == WriteMode::Buffered).then(|| {
+            let pool_s = results
+                .iter()
+                .zip(&streams)
+                .map(|(r, st)| st.buffers as f64 / r.fps_requested.max(1e-9))
+                .fold(f64::INFINITY, f64::min);
+            // The device's rate while busy in the recording's window; else in the whole
+            // run with its final flush (a short buffered run leaves its data in the page
+            // cache until the writers' final sync drains it at the card's rate); else the
+            // sustained rate check measured before.
+            let whole: Vec<&Sample> = sampled.timeline.iter().collect();
+            crate::sizes::device_limit(
+                device_rate_while_busy
+                    .or_else(|| rate_while_busy(&whole))
+                    .or(s.sustained_bytes_per_s),
+                requested,
+                if pool_s.is_finite() { pool_s } else { 0.0 },
+            )
+        }),
     };
     RecordReport {
         target: Some(target.clone()),

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use sinkrate_model::record::{CardClass, FrameColumns, PoolSize};
+use sinkrate_model::record::{CardClass, DeviceLimit, FrameColumns, PoolSize};
 
 /// The SD Association's video speed classes and the minimum sustained sequential write each
 /// guarantees, as the class's number in MB/s (V6 to V90), bytes/s.
@@ -113,9 +113,55 @@ pub fn card_class(bytes_per_s: f64) -> Option<CardClass> {
         })
 }
 
+/// The per-device dirty limit sized from a run: `device_bytes_per_s` (its rate while busy)
+/// times the stall the recording rides out, the seconds of stream its smallest capture pool
+/// holds (`pool_s`, at least a second), rounded up to whole MiB. Pure: the bdi and what is in
+/// force are the caller's to fill.
+pub fn device_limit(
+    device_bytes_per_s: Option<f64>,
+    stream_bytes_per_s: f64,
+    pool_s: f64,
+) -> DeviceLimit {
+    const MIB: f64 = (1u64 << 20) as f64;
+    let ride_out_s = pool_s.max(1.0);
+    let measured = device_bytes_per_s.filter(|d| d.is_finite() && *d > 0.0);
+    DeviceLimit {
+        bdi: None,
+        max_bytes: measured.map(|d| ((d * ride_out_s / MIB).ceil().max(1.0) * MIB) as u64),
+        device_bytes_per_s: measured,
+        ride_out_s,
+        keeps_up: measured.is_some_and(|d| d >= stream_bytes_per_s * 1.1),
+        in_force: false,
+        why_not: measured.is_none().then(|| {
+            "the device's rate was not measured (no diskstats for it, or too little written)"
+                .to_string()
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_limit_is_the_device_rate_times_the_stall_the_pool_rides_out() {
+        // 10 MB/s card, 36 frames of 30 fps (1.2 s): 12 MB, 11.44 MiB, rounded up to 12 MiB.
+        let l = device_limit(Some(10e6), 4.9e6, 36.0 / 30.0);
+        assert_eq!(l.max_bytes, Some(12 << 20));
+        assert!((l.ride_out_s - 1.2).abs() < 1e-9);
+        assert!(l.keeps_up);
+        // A pool of 4 frames (0.13 s): a second of the device's rate at least.
+        let l = device_limit(Some(10e6), 4.9e6, 4.0 / 30.0);
+        assert_eq!(l.ride_out_s, 1.0);
+        assert_eq!(l.max_bytes, Some(10 << 20));
+        // A card slower than the streams: sized, but said not to keep up.
+        assert!(!device_limit(Some(5e6), 4.9e6, 2.0).keeps_up);
+        // Nothing measured: no cap, and why.
+        let l = device_limit(None, 4.9e6, 2.0);
+        assert_eq!(l.max_bytes, None);
+        assert!(l.why_not.is_some() && !l.keeps_up);
+        assert_eq!(device_limit(Some(f64::NAN), 1.0, 1.0).max_bytes, None);
+    }
 
     /// 30 fps frames of 100 kB, each written in 2 ms, but frame 10's write takes `stall_ms`.
     fn columns(stall_ms: u64, dropped: &[usize]) -> FrameColumns {

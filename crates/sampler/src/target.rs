@@ -10,15 +10,21 @@ use crate::causes::Target;
 /// The devices a directory is stored on, as trace events name them: its filesystem's
 /// device, the whole disk, the backing device's bdi name.
 pub fn target_of(dir: &Path) -> Target {
+    let root = sinkrate_sys::SysRoot::live();
+    let mount = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|path| sinkrate_sys::mounts::resolve(&root, &path.to_string_lossy()).ok());
+    target_of_mount(mount.as_ref())
+}
+
+/// [`target_of`] for a mount already resolved (a run resolves its target once).
+pub fn target_of_mount(mount: Option<&sinkrate_model::facts::Target>) -> Target {
     let mut target = Target {
         page_bytes: sinkrate_sys::page_size(),
         ..Target::default()
     };
     let root = sinkrate_sys::SysRoot::live();
-    let Some(path) = std::fs::canonicalize(dir).ok() else {
-        return target;
-    };
-    let Ok(mount) = sinkrate_sys::mounts::resolve(&root, &path.to_string_lossy()) else {
+    let Some(mount) = mount else {
         return target;
     };
     target.fs_dev = Some(kernel_dev(mount.major, mount.minor));

@@ -41,10 +41,17 @@ pub fn read(root: &SysRoot, chain: &[BlockDevice], notes: &mut Vec<String>) -> C
 /// The health facts of the device `path` is stored on (the live system), with notes.
 pub fn of_path(path: &std::path::Path) -> (CardHealth, Vec<String>) {
     let root = SysRoot::live();
-    let mut notes = Vec::new();
-    let chain = std::fs::canonicalize(path)
+    let mount = std::fs::canonicalize(path)
         .ok()
-        .and_then(|p| crate::mounts::resolve(&root, &p.to_string_lossy()).ok())
+        .and_then(|p| crate::mounts::resolve(&root, &p.to_string_lossy()).ok());
+    of_mount(mount.as_ref())
+}
+
+/// The health facts of the device under a mount already resolved (the live system).
+pub fn of_mount(mount: Option<&sinkrate_model::facts::Target>) -> (CardHealth, Vec<String>) {
+    let root = SysRoot::live();
+    let mut notes = Vec::new();
+    let chain = mount
         .and_then(|t| crate::device::sysfs_dir(&root, t.major, t.minor, &t.source))
         .map(|sys| crate::device::chain(&root, &sys))
         .unwrap_or_default();

@@ -67,9 +67,24 @@ pub fn dirty_threshold_bytes() -> Option<u64> {
     Some(vmstat_at(&SysRoot::live()).ok()?.nr_dirty_threshold? * page_size())
 }
 
+/// A directory's storage as the system layer resolved it once: the facts a result shows,
+/// and the mount they came from (its device numbers, for the sampler, the trace and the
+/// health readers), so that one run resolves its target once and hands it down.
+#[derive(Debug, Clone, Default)]
+pub struct ResolvedTarget {
+    pub facts: TargetFacts,
+    /// None for a block device given as the target, or a path whose mount was not found.
+    pub mount: Option<sinkrate_model::facts::Target>,
+}
+
 /// Mount facts for the file system that holds `path` (which may not exist yet), from the
 /// system layer's resolver (bind mounts noted, overlays followed to their upper directory).
 pub fn target_facts(path: &Path, is_block_device: bool) -> TargetFacts {
+    resolve_target(path, is_block_device).facts
+}
+
+/// [`target_facts`] with the mount they came from.
+pub fn resolve_target(path: &Path, is_block_device: bool) -> ResolvedTarget {
     let mut facts = TargetFacts {
         path: path.display().to_string(),
         is_block_device,
@@ -77,7 +92,7 @@ pub fn target_facts(path: &Path, is_block_device: bool) -> TargetFacts {
     };
     if is_block_device {
         facts.device = Some(path.display().to_string());
-        return facts;
+        return ResolvedTarget { facts, mount: None };
     }
     let probe = if path.exists() {
         path.to_path_buf()
@@ -85,18 +100,19 @@ pub fn target_facts(path: &Path, is_block_device: bool) -> TargetFacts {
         crate::files::existing_parent(path)
     };
     let Ok(canonical) = std::fs::canonicalize(&probe) else {
-        return facts;
+        return ResolvedTarget { facts, mount: None };
     };
     let root = SysRoot::live();
-    if let Ok(t) = mounts::resolve(&root, &canonical.to_string_lossy()) {
+    let mount = mounts::resolve(&root, &canonical.to_string_lossy()).ok();
+    if let Some(t) = &mount {
         let device = device::sysfs_dir(&root, t.major, t.minor, &t.source)
             .map(|sys| format!("/dev/{}", device::read(&root, &sys).name));
-        facts.mount_point = Some(t.mount_point);
-        facts.fs_type = Some(t.fs_type);
-        facts.device = device.or(Some(t.source));
-        facts.mount_options = t.mount_options;
+        facts.mount_point = Some(t.mount_point.clone());
+        facts.fs_type = Some(t.fs_type.clone());
+        facts.device = device.or(Some(t.source.clone()));
+        facts.mount_options = t.mount_options.clone();
     }
-    facts
+    ResolvedTarget { facts, mount }
 }
 
 /// File systems that accept O_DIRECT without a device behind it, by statfs magic.

@@ -200,7 +200,11 @@ fn record_trial(run: &sinkrate_model::record::RecordRun) -> Trial {
         error: run.error.as_ref().map(|e| e.what.clone()),
         device_bytes_per_hour: r.lifetime.as_ref().map(|l| l.device_bytes_per_hour),
         device_bytes_written: t.device_bytes_written,
-        device_rate_while_busy_bytes_per_s: t.device_rate_while_busy_bytes_per_s,
+        // Else the rate the run's sizes measured in its final flush (a short buffered run's
+        // data reaches the device only then).
+        device_rate_while_busy_bytes_per_s: t
+            .device_rate_while_busy_bytes_per_s
+            .or_else(|| r.sizes.as_ref()?.device_limit.as_ref()?.device_bytes_per_s),
     }
 }
 
