@@ -31,6 +31,56 @@ echo "== cargo test"
 lanes_dir="$PWD/target/test-lanes"
 rm -rf "$lanes_dir"
 mkdir -p "$lanes_dir"
+# The cross builds start at once, beside the host's build (two cargo builds at once keep
+# both cores busy, and beside other work on the machine take a fair share of it), in a
+# target directory of their own so that they and the host's builds never wait for each
+# other's cargo lock: the ARM binaries of tests/it/qemu.rs, then, below the tests' priority
+# and beside the lanes, the x86_64 board binary as shipped. A lane waits for the ARM
+# binaries (`@arm-binaries`) before qemu's tests, which run them.
+cross_log="$PWD/target/cross-builds.log"
+arm_rc="$PWD/target/arm-binaries.rc"
+board_rc_file="$PWD/target/board.rc"
+host_built="$PWD/target/host-built"
+rm -f "$arm_rc" "$board_rc_file" "$host_built"
+checks_log="$PWD/target/checks.log"
+checks_rc="$PWD/target/checks.rc"
+unit_rc_file="$PWD/target/unit-tests.rc"
+rm -f "$checks_rc" "$unit_rc_file"
+(
+  export CARGO_TARGET_DIR="$PWD/target/cross"
+  rc=0
+  # The ARM test binaries first: a lane's qemu tests wait for them (`@arm-binaries`).
+  (
+    set -euo pipefail
+    echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user), at $SECONDS s"
+    bash scripts/cross.sh --test-build
+    echo "   ARM test binaries built, at $SECONDS s"
+  ) >"$cross_log" 2>&1 || rc=$?
+  echo "$rc" >"$arm_rc"
+  # From here on beside the lanes: below the tests' priority.
+  renice -n 3 -p "$BASHPID" >/dev/null
+  # The board build as shipped, of the largest of the board targets: static, smoke-run and
+  # within the 5 MB budget (scripts/cross.sh builds all three). Its pages come from the
+  # suite's own host binary.
+  rc=0
+  (
+    set -euo pipefail
+    echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget), at $SECONDS s"
+    # (the host binary is the suite's: built by the time the ARM binaries are, or waited for)
+    while [ ! -s "$host_built" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
+    SINKRATE_DOCS_BIN="$PWD/target/test-release/sinkrate" bash scripts/cross.sh x86_64-unknown-linux-musl
+    echo "   board build ended at $SECONDS s"
+  ) >>"$cross_log" 2>&1 || rc=$?
+  echo "$rc" >"$board_rc_file"
+) &
+cross_pid=$!
+# A run that ends early (a build failed) stops the cross builds it started.
+stop_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do stop_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+trap 'stop_tree "$cross_pid"' EXIT
 # The soaks (tests/soak, lane D: ten minutes of recording) first, as soon as their small
 # binary, the sinkrate binary they run and sinkrate's nbdkit plugin (a card that wears out)
 # are built, beside every build and run after them: the longest run of the suite, mostly
@@ -73,7 +123,7 @@ it_bin=$(cargo test --locked --workspace --profile test-release --test it --no-r
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 [ -x "$it_bin" ] || { echo "FAIL: the tests/it binary was not built" >&2; exit 1; }
 echo "== the sinkrate binary and tests/it built, at $SECONDS s"
-it_sinkrate="$PWD/target/test-release/sinkrate"
+: >"$host_built"
 # The integration tests are one binary (tests/it), run in three lanes at once (A to C,
 # beside the soaks of lane D), each lane a list of runs one after another. Most tests wait
 # on paced writers and emulated cards, so lanes overlap those waits on two cores. Every
@@ -187,48 +237,12 @@ for f in crates/*/tests/*.rs; do
 done
 crate_test_args=()
 for t in "${crate_tests[@]}"; do crate_test_args+=(--test "$t"); done
-# The checks that build for no test run here run beside the integration tests, in two
-# chains at once, each a list of builds one after another: the cross builds (the ARM binaries
-# of tests/it/qemu.rs, then the x86_64 board binary as shipped, in a target directory of their
-# own so that the two chains never wait for each other's cargo lock) and the host's checks
-# (the unit tests, clippy, the POSIX port's check). A lane waits for the ARM binaries
-# (`@arm-binaries`) before qemu's tests, which run them. They run at a slightly lower
-# priority than the tests (nice 3: the tests mostly wait on paced writers and emulated
+# The host's checks that no test needs (the unit tests, clippy, the POSIX port's check) run
+# beside the integration tests, one after another, as the board build does: at a slightly
+# lower priority than the tests (nice 3: the tests mostly wait on paced writers and emulated
 # cards), not a low one: beside other work at the normal priority (the busy loops of a
-# shared runner) a low priority would leave them almost no CPU, and the suite would wait
-# on them for most of an hour. Their output is shown when they all end.
-cross_log="$PWD/target/cross-builds.log"
-checks_log="$PWD/target/checks.log"
-checks_rc="$PWD/target/checks.rc"
-arm_rc="$PWD/target/arm-binaries.rc"
-board_rc_file="$PWD/target/board.rc"
-unit_rc_file="$PWD/target/unit-tests.rc"
-rm -f "$checks_rc" "$arm_rc" "$board_rc_file" "$unit_rc_file"
-(
-  renice -n 3 -p "$BASHPID" >/dev/null
-  export CARGO_TARGET_DIR="$PWD/target/cross"
-  rc=0
-  # The ARM test binaries first: a lane's qemu tests wait for them (`@arm-binaries`).
-  (
-    set -euo pipefail
-    echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user), at $SECONDS s"
-    bash scripts/cross.sh --test-build
-    echo "   ARM test binaries built, at $SECONDS s"
-  ) >"$cross_log" 2>&1 || rc=$?
-  echo "$rc" >"$arm_rc"
-  # The board build as shipped, of the largest of the board targets: static, smoke-run and
-  # within the 5 MB budget (scripts/cross.sh builds all three). Its pages come from the
-  # suite's own host binary.
-  rc=0
-  (
-    set -euo pipefail
-    echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget), at $SECONDS s"
-    SINKRATE_DOCS_BIN="$it_sinkrate" bash scripts/cross.sh x86_64-unknown-linux-musl
-    echo "   board build ended at $SECONDS s"
-  ) >>"$cross_log" 2>&1 || rc=$?
-  echo "$rc" >"$board_rc_file"
-) &
-cross_pid=$!
+# shared runner) a low priority left them almost no CPU (nice 10: the ARM binaries took some
+# 2,200 s), and the suite waited on them. Their output is shown when they all end.
 (
   renice -n 3 -p "$BASHPID" >/dev/null
   rc=0
@@ -265,6 +279,7 @@ for pid in $pid_a $pid_b $pid_c; do
 done
 wait "$pid_d" || failed=1
 wait "$cross_pid" || true
+trap - EXIT
 wait "$checks_pid" || true
 cat "$cross_log" "$checks_log"
 # Skipped tests are listed whatever else failed: a run that fails for one reason still shows
