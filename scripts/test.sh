@@ -50,12 +50,13 @@ rm -f "$checks_rc" "$unit_rc_file"
   export CARGO_TARGET_DIR="$PWD/target/cross"
   rc=0
   # The ARM test binaries first: a lane's qemu tests wait for them (`@arm-binaries`).
-  (
-    set -euo pipefail
-    echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user), at $SECONDS s"
-    bash scripts/cross.sh --test-build
-    echo "   ARM test binaries built, at $SECONDS s"
-  ) >"$cross_log" 2>&1 || rc=$?
+  # Each step is one && list: inside a group whose status is tested, `set -e` stops
+  # nothing, and a failure followed by an echo would pass.
+  {
+    echo "== ARM test binaries (tests/it/qemu.rs runs them under qemu-user), at $SECONDS s" &&
+      bash scripts/cross.sh --test-build &&
+      echo "   ARM test binaries built, at $SECONDS s"
+  } >"$cross_log" 2>&1 || rc=$?
   echo "$rc" >"$arm_rc"
   # From here on beside the lanes: below the tests' priority.
   renice -n 3 -p "$BASHPID" >/dev/null
@@ -63,14 +64,13 @@ rm -f "$checks_rc" "$unit_rc_file"
   # within the 5 MB budget (scripts/cross.sh builds all three). Its pages come from the
   # suite's own host binary.
   rc=0
-  (
-    set -euo pipefail
-    echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget), at $SECONDS s"
-    # (the host binary is the suite's: built by the time the ARM binaries are, or waited for)
-    while [ ! -s "$host_built" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
-    SINKRATE_DOCS_BIN="$PWD/target/test-release/sinkrate" bash scripts/cross.sh x86_64-unknown-linux-musl
-    echo "   board build ended at $SECONDS s"
-  ) >>"$cross_log" 2>&1 || rc=$?
+  # (the host binary is the suite's: built by the time the ARM binaries are, or waited for)
+  while [ ! -e "$host_built" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
+  {
+    echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget), at $SECONDS s" &&
+      SINKRATE_DOCS_BIN="$PWD/target/test-release/sinkrate" bash scripts/cross.sh x86_64-unknown-linux-musl &&
+      echo "   board build ended at $SECONDS s"
+  } >>"$cross_log" 2>&1 || rc=$?
   echo "$rc" >"$board_rc_file"
 ) &
 cross_pid=$!
@@ -246,24 +246,26 @@ for t in "${crate_tests[@]}"; do crate_test_args+=(--test "$t"); done
 (
   renice -n 3 -p "$BASHPID" >/dev/null
   rc=0
-  (
-    set -euo pipefail
+  # Each step is one && list (see the cross builds'): a failed clippy followed by the
+  # FreeBSD check, each in one group, passed before.
+  {
     # The crates' unit tests, their own integration tests (the fuzz corpus replay, the
     # capture of real programs) and the binary's unit tests.
-    echo "== unit tests, at $SECONDS s"
-    cargo test --locked --workspace --profile test-release --lib --bins "${crate_test_args[@]}" \
-      -- --test-threads=2
-    echo "   unit tests ended at $SECONDS s"
-  ) >"$checks_log" 2>&1 || { rc=1; echo 1 >"$unit_rc_file"; }
-  (
-    set -euo pipefail
-    echo "== cargo clippy, at $SECONDS s"
-    cargo clippy --locked --workspace --all-targets -- -D warnings
-    echo "== cargo check --target x86_64-unknown-freebsd (the stand-in for QNX and other POSIX ports), at $SECONDS s"
-    CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
-      cargo check --locked --workspace --target x86_64-unknown-freebsd
-    echo "   the checks ended at $SECONDS s"
-  ) >>"$checks_log" 2>&1 || rc=$?
+    echo "== unit tests, at $SECONDS s" &&
+      cargo test --locked --workspace --profile test-release --lib --bins "${crate_test_args[@]}" \
+        -- --test-threads=2 &&
+      echo "   unit tests ended at $SECONDS s"
+  } >"$checks_log" 2>&1 || { rc=1; echo 1 >"$unit_rc_file"; }
+  {
+    echo "== cargo clippy, at $SECONDS s" &&
+      cargo clippy --locked --workspace --all-targets -- -D warnings
+  } >>"$checks_log" 2>&1 || rc=1
+  {
+    echo "== cargo check --target x86_64-unknown-freebsd (the stand-in for QNX and other POSIX ports), at $SECONDS s" &&
+      CARGO_TARGET_X86_64_UNKNOWN_FREEBSD_RUSTFLAGS="-D warnings" \
+        cargo check --locked --workspace --target x86_64-unknown-freebsd &&
+      echo "   the checks ended at $SECONDS s"
+  } >>"$checks_log" 2>&1 || rc=1
   echo "$rc" >"$checks_rc"
 ) &
 checks_pid=$!
