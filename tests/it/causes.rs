@@ -828,7 +828,11 @@ fn a_killed_run_s_trace_instances_are_removed_by_the_next_run_and_named() {
         &[],
         || {
             let dir = tempfile::tempdir().expect("tempdir");
+            // A state directory of the test's own: the lane's other runs (each sweeps what
+            // killed runs of its state directory left) never take the killed run's notes.
+            let state = tempfile::tempdir().expect("tempdir");
             let mut killed = Command::new(common::sinkrate_path())
+                .env("SINKRATE_STATE_DIR", state.path())
                 .args(["record", "--dir"])
                 .arg(dir.path())
                 .args(["--duration", "30s", "--live", "never", "--fps", "30"])
@@ -849,6 +853,7 @@ fn a_killed_run_s_trace_instances_are_removed_by_the_next_run_and_named() {
             assert_eq!(instances_of(pid), left, "SIGKILL leaves them");
             let next = tempfile::tempdir().expect("tempdir");
             let out = Command::new(common::sinkrate_path())
+                .env("SINKRATE_STATE_DIR", state.path())
                 .args(["record", "--dir"])
                 .arg(next.path())
                 .args(["--duration", "1s", "--live", "never", "--fps", "30"])

@@ -10,13 +10,15 @@ pub mod kernel;
 #[cfg(not(target_os = "linux"))]
 pub mod kernel {
     use std::collections::HashMap;
-    use std::path::Path;
     use std::time::Instant;
 
     use sinkrate_model::causes::KernelAccount;
     use sinkrate_model::record::StallReport;
 
-    pub struct Tracing;
+    pub struct Tracing {
+        /// No bdi is known off Linux.
+        pub bdi: Option<String>,
+    }
 
     /// Nothing is traced, so no writer hands a stall over.
     #[derive(Clone)]
@@ -27,8 +29,11 @@ pub mod kernel {
     }
 
     impl Tracing {
-        pub fn start(_dir: &Path, _why_not: Option<&str>) -> Tracing {
-            Tracing
+        pub fn start(
+            _mount: Option<&sinkrate_model::facts::Target>,
+            _why_not: Option<&str>,
+        ) -> Tracing {
+            Tracing { bdi: None }
         }
 
         pub fn stall_sink(&self, _clock: Instant) -> Option<StallSink> {
