@@ -146,7 +146,7 @@ lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watc
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
   "round_trip::tune_results_" "check" "bench_fio_sync_range"
   "bench_devices::honest_numbers_" "emulate::buffered_writes_" "endurance::check_on_"
-  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_")
+  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_" "capture::gstreamer_")
 lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "leftovers" "old_kernels" "verify"
@@ -160,7 +160,7 @@ lane_c=("capacity" "report"
   "bench_fio_behaviour" "bench_fio_compat" "bench_fio_coordination" "bench_fio_engines"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"
-  "bench_verify" "endurance -endurance::check_on_" "fleet -fleet::a_recording_at_risk_" "capture::gstreamer_" "@arm-binaries" "qemu"
+  "bench_verify" "endurance -endurance::check_on_" "fleet -fleet::a_recording_at_risk_" "@arm-binaries" "qemu"
   "lab::an_aarch64_board_")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
 listed=$(($("$it_bin" --list 2>/dev/null | grep -c ': test$') + soak_listed))
