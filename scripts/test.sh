@@ -130,7 +130,8 @@ echo "== the sinkrate binary and tests/it built, at $SECONDS s"
 # test that changes a setting of the whole machine runs in lane A, one run after another:
 # the writeback sysctls through the settings journal (tune apply and search, also in
 # faults; suite's page-cache and power-cut suites; record --ram-limit and --dirty-limit),
-# fs.protected_symlinks, watch's throttling test; and what is planned or judged from the
+# fs.protected_symlinks, watch's throttling test; the stall causes' per-device limits, which
+# the kernel keeps as a share of the machine's dirty limit; and what is planned or judged from the
 # settings in force (a tune dry run, check's note on the first writeback, sync_file_range's
 # control run, which lane A's lowered dirty limits would flush, bench's warning that a
 # buffered job fit under the dirty limit, emulate's buffered writes that the page cache
@@ -146,13 +147,13 @@ lane_a=("tune" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watc
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
   "round_trip::tune_results_" "check" "bench_fio_sync_range"
   "bench_devices::honest_numbers_" "emulate::buffered_writes_" "endurance::check_on_"
-  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_" "capture::gstreamer_")
+  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_" "causes")
 lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "leftovers" "old_kernels" "verify"
   "emulate -emulate::buffered_writes_" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing" "lab -lab::the_tune_play_ -lab::an_aarch64_board_"
-  "capture -capture::gstreamer_ -capture::ffmpeg_" "capture::ffmpeg_" "causes")
+  "capture -capture::gstreamer_ -capture::ffmpeg_" "capture::ffmpeg_")
 lane_c=("capacity" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
   "board" "round_trip -round_trip::tune_results_" "compare"
@@ -161,7 +162,7 @@ lane_c=("capacity" "report"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"
   "bench_verify" "endurance -endurance::check_on_" "fleet -fleet::a_recording_at_risk_" "@arm-binaries" "qemu"
-  "lab::an_aarch64_board_")
+  "lab::an_aarch64_board_" "capture::gstreamer_")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
 listed=$(($("$it_bin" --list 2>/dev/null | grep -c ': test$') + soak_listed))
 # Every module is in a lane (a new module must be given one); the count of tests run, checked

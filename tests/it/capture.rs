@@ -556,8 +556,9 @@ fn a_captured_recorder_replays_on_its_card_with_its_frames_syncs_and_files() {
 
 /// The files a strace of `argv` (with `-y`: each descriptor's path) saw the program open for
 /// writing under `dir`, and its syncs of them: the independent count of one run.
-fn strace_counts(argv: &[String], dir: &Path, log: &Path) -> (usize, usize) {
+fn strace_counts(argv: &[String], dir: &Path, log: &Path, registry: &Path) -> (usize, usize) {
     let ok = Command::new("strace")
+        .env("GST_REGISTRY", registry)
         .args([
             "-f",
             "-qq",
@@ -653,11 +654,33 @@ fn a_real_recorder(test: &str, tool: &str, argv: impl Fn(&Path) -> Vec<String>) 
         let rec2 = twin.path().join("rec");
         std::fs::create_dir(&rec).expect("rec");
         std::fs::create_dir(&rec2).expect("rec");
+        // GStreamer's registry cache in a file of the test's own, built before either run:
+        // on a machine where GStreamer never ran, the first run writes and fsyncs it, which
+        // the trace (and fio's replay of it) would carry and the machine's own cache would
+        // take a replay's bytes.
+        let registry = work.path().join("gst-registry.bin");
+        if tool.starts_with("gst-") {
+            let built = Command::new("gst-inspect-1.0")
+                .arg("coreelements")
+                .env("GST_REGISTRY", &registry)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("gst-inspect-1.0 runs");
+            assert!(
+                built.success() && registry.exists(),
+                "the registry is built"
+            );
+        }
         // The capture and strace's run side by side, on cards of their own.
         let strace_log = work.path().join("strace.txt");
         let twin_argv = argv(&rec2);
-        let counted = std::thread::spawn(move || strace_counts(&twin_argv, &rec2, &strace_log));
+        let twin_registry = registry.clone();
+        let counted = std::thread::spawn(move || {
+            strace_counts(&twin_argv, &rec2, &strace_log, &twin_registry)
+        });
         let out = Command::new(common::sinkrate_path())
+            .env("GST_REGISTRY", &registry)
             .args(["capture", "--output-format", "json", "--output"])
             .arg(&trace)
             .arg("--")

@@ -155,15 +155,21 @@ impl Drop for PeerTrace {
 /// The card may hold 16 MB of dirty data and no more (strict: even while the machine is
 /// under its own limit), until dropped. max_ratio is restored after max_bytes, which the
 /// kernel keeps as a ratio.
-pub(crate) fn per_device_limit(bdi: &str) -> [Sysctl; 3] {
+pub(crate) fn per_device_limit(bdi: &str) -> Vec<Sysctl> {
     let class = format!("/sys/class/bdi/{bdi}");
     let ratio = std::fs::read_to_string(format!("{class}/max_ratio")).expect("ratio");
     // Set as ratio (unchanged, to be put back), bytes, strict; put back in the opposite
-    // order (an array drops front to back), the ratio last.
+    // order (a Vec drops front to back), the ratio last.
     let ratio = Sysctl::set(&format!("{class}/max_ratio"), ratio.trim());
-    let bytes = Sysctl::set(&format!("{class}/max_bytes"), "16777216");
+    // The kernel keeps max_bytes as a share of the machine's dirty limit and refuses more
+    // than all of it (EINVAL): a lane that lowered vm.dirty_bytes under 16 MiB has made the
+    // whole limit smaller than the cap already, and the device's share stays at all of it.
+    let bytes = Sysctl::try_set(&format!("{class}/max_bytes"), "16777216");
     let strict = Sysctl::set(&format!("{class}/strict_limit"), "1");
-    [strict, bytes, ratio]
+    [Some(strict), bytes, Some(ratio)]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// `7:0` and the kernel's dev_t of a block device by name.

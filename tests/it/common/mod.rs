@@ -732,6 +732,16 @@ pub struct Sysctl {
 }
 
 impl Sysctl {
+    /// As [`Sysctl::set`], None when the kernel refuses the value (nothing changed then).
+    pub fn try_set(path: &str, value: &str) -> Option<Sysctl> {
+        let before = std::fs::read_to_string(path).expect("read the setting");
+        std::fs::write(path, value).ok()?;
+        Some(Sysctl {
+            path: PathBuf::from(path),
+            before,
+        })
+    }
+
     pub fn set(path: &str, value: &str) -> Sysctl {
         let before = std::fs::read_to_string(path).expect("read the setting");
         std::fs::write(path, value).expect("write the setting");
