@@ -67,7 +67,7 @@ fn exit_now() -> ! {
     }
     // This process's own temporary changes (its guard will not get to drop).
     let own = std::process::id();
-    if std::path::Path::new(sinkrate_settings::DEFAULT_JOURNAL).exists() {
+    if std::path::Path::new(sinkrate_model::settings::DEFAULT_JOURNAL).exists() {
         match sinkrate_settings::Journal::live()
             .restore(&|e| e.mode == sinkrate_model::settings::Mode::Temporary && e.pid == own)
         {

@@ -171,25 +171,7 @@ midway between the kernel's background and hard dirty thresholds (nr_dirty_*thre
 
 /// `tune`'s examples, and the settings it takes listed from the one table of them.
 pub fn tune_examples() -> String {
-    use sinkrate_settings::setting::{BDI_ATTRS, MOUNT_FAMILIES, QUEUE_ATTRS, SYSCTLS};
-    let prefixed = |prefix: &str, names: &[&str]| {
-        names
-            .iter()
-            .map(|n| format!("{prefix}{n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mount: Vec<&str> = MOUNT_FAMILIES
-        .iter()
-        .flat_map(|(_, members)| members.iter().copied())
-        .collect();
-    let settings = format!(
-        "Settings: {}; {}; {}; mount:{}|commit=N. data= cannot change on a remount: put it in /etc/fstab.",
-        SYSCTLS.join(", "),
-        prefixed("queue:", QUEUE_ATTRS),
-        prefixed("bdi:", BDI_ATTRS),
-        mount.join("|")
-    );
+    let settings = format!("Settings: {}", sinkrate_model::tunables::help_list());
     format!(
         "\
 Examples:
@@ -424,8 +406,9 @@ pub struct TuneSearchArgs {
     /// out to fit, and named)
     #[arg(long, default_value = "10m", value_parser = values::duration_value)]
     pub budget: std::time::Duration,
-    /// The length of a full-length run (default 60s; at least the writeback cycle plus 10 s;
-    /// not with --job, whose runs are as its runtime= says)
+    /// The length of a full-length run (default: 10 s past the first flush of expired data,
+    /// 45 s with the kernel's defaults; at least a candidate's writeback cycle plus 10 s; not
+    /// with --job, whose runs are as its runtime= says)
     #[arg(long, value_name = "DURATION", value_parser = values::duration_value)]
     pub confirm_duration: Option<std::time::Duration>,
     /// The workload is this bench (fio) job file, run in PATH, not a recording
@@ -458,6 +441,9 @@ pub struct TuneSearchArgs {
     /// noatime, preallocation, write size and fsync cadence move it)
     #[arg(long, value_enum, default_value_t = ObjectiveArg::Latency)]
     pub objective: ObjectiveArg,
+    /// Try every candidate: no fix predicted from the baseline's stalls and proven first
+    #[arg(long)]
+    pub no_predict: bool,
     /// text or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,

@@ -13,7 +13,7 @@ use super::TuneSearchArgs;
 pub struct Fixes {
     pub path: std::path::PathBuf,
     pub ids: Vec<String>,
-    pub settings: Vec<String>,
+    pub settings: Vec<sinkrate_model::tunables::Assignment>,
 }
 
 /// The fixes among `findings` for `path` (all of them, or those `only` names).

@@ -7,7 +7,7 @@ use anyhow::{anyhow, Result};
 use sinkrate_model::settings::TuneReport;
 use sinkrate_model::{Envelope, RunKind};
 use sinkrate_settings::Journal;
-use sinkrate_tune::apply::{self as tune, ApplyConfig};
+use sinkrate_tune::apply::{self as tune, ApplyConfig, Requested};
 
 use crate::cli::tune_config::{fixes_from, fixes_of, workload};
 use crate::cli::values::OutputFormat;
@@ -87,10 +87,15 @@ fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
         }
     }
     let cfg = ApplyConfig {
-        settings: fixes
-            .as_ref()
-            .map(|f| f.settings.clone())
-            .unwrap_or_else(|| args.settings.clone()),
+        settings: match &fixes {
+            Some(f) => f.settings.iter().cloned().map(Requested::Fixed).collect(),
+            None => args
+                .settings
+                .iter()
+                .cloned()
+                .map(Requested::Named)
+                .collect(),
+        },
         path: fixes
             .as_ref()
             .map(|f| f.path.clone())
@@ -120,9 +125,6 @@ fn apply(args: &TuneApplyArgs, journal: &Journal) -> Result<TuneReport> {
     report.from_findings = fixes.map(|f| f.ids).unwrap_or_default();
     Ok(report)
 }
-
-/// The length of a full-length run of tune search unless --confirm-duration says.
-const DEFAULT_CONFIRM: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// dual-1080p30, check's default profile: the rate a fresh audit's findings are judged for.
 const DEFAULT_STREAM_BYTES_PER_S: f64 = 3e6;
@@ -194,7 +196,8 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
         workload,
         runs: args.runs,
         budget: args.budget,
-        confirm: args.confirm_duration.unwrap_or(DEFAULT_CONFIRM),
+        confirm: args.confirm_duration,
+        predict: !args.no_predict,
         system: root,
         target,
         journal: journal.clone(),

@@ -38,6 +38,9 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
         if let Some(why) = &r.failed {
             s.push_str(&format!("\nFAILED: {why}\n"));
         }
+        if let Some(p) = &r.prediction {
+            prediction(p, &mut s);
+        }
         if let Some(c) = &r.comparison {
             s.push_str(&format!("\n{}\n", c.text));
         }
@@ -57,6 +60,24 @@ impl Exporter<Envelope<SearchReport>> for SearchText {
             );
         }
         Ok(s.into_bytes())
+    }
+}
+
+/// The fix predicted from the baseline's stalls, what it rests on, and whether its runs
+/// proved it.
+fn prediction(p: &sinkrate_model::search::Prediction, s: &mut String) {
+    match &p.label {
+        Some(label) => {
+            s.push_str(&format!(
+                "\npredicted: {label}, {}\n  because {}\n",
+                if p.proven { "PROVEN" } else { "not proven" },
+                p.because
+            ));
+            if let Some(proof) = &p.proof {
+                s.push_str(&format!("  runs: {proof}\n"));
+            }
+        }
+        None => s.push_str(&format!("\nno fix predicted: {}\n", p.because)),
     }
 }
 
@@ -179,9 +200,10 @@ fn winner_commands(r: &SearchReport, s: &mut String) {
     if let Some(w) = r.winner() {
         let mut settings = w.candidate.settings_args();
         if !settings.is_empty() {
-            if settings
+            if w.candidate
+                .system
                 .iter()
-                .any(|a| a.starts_with("queue:") || a.starts_with("mount:"))
+                .any(|a| a.scope().is_some_and(|s| s.needs_target()))
             {
                 settings.insert(0, format!("--path {}", r.dir));
             }

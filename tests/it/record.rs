@@ -650,7 +650,7 @@ fn ram_limit_is_applied_for_the_run_and_restored_even_after_kill_9() {
             // SAFETY: killing our own child.
             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
             let _ = child.wait_with_output();
-            assert!(std::path::Path::new(sinkrate_settings::DEFAULT_JOURNAL).exists());
+            assert!(std::path::Path::new(sinkrate_model::settings::DEFAULT_JOURNAL).exists());
             // Until then, audit says whose limits it is judging.
             let temporary = |card: &std::path::Path| -> Option<serde_json::Value> {
                 let out = Command::new(sinkrate_path())

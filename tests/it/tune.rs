@@ -111,7 +111,7 @@ fn queue(device: &str, attr: &str) -> String {
 }
 
 fn journal() -> &'static Path {
-    Path::new(sinkrate_settings::DEFAULT_JOURNAL)
+    Path::new(sinkrate_model::settings::DEFAULT_JOURNAL)
 }
 
 #[test]
@@ -556,6 +556,146 @@ fn search_ranks_candidates_on_an_emulated_card_and_leaves_every_setting_as_it_wa
                     .all(|f| !f.starts_with("sinkrate")),
                 "no recording left"
             );
+            restore_to(&original);
+        },
+    );
+}
+
+/// With the kernel's account of the baseline's stalls, the search predicts a fix, runs it
+/// full-length against the baseline in turn, and ends there when every run of it kept up
+/// where the baseline dropped frames; when it dropped a frame, the other candidates are
+/// tried as without a prediction. Here the card pauses 400 ms after every 8 MB (its
+/// garbage collection), and the recorder writes O_DIRECT with 4 buffers (133 ms of a 30 fps
+/// stream): the stalls are the device's own, and the prediction is the pool the run sized.
+/// Either way the report says what the prediction rested on, and its verdict agrees with the
+/// runs it lists.
+#[test]
+fn a_search_predicts_from_the_baselines_stalls_and_proves_it_or_tries_the_rest() {
+    serial(
+        "a_search_predicts_from_the_baselines_stalls_and_proves_it_or_tries_the_rest",
+        EMULATE_TOOLS,
+        || {
+            let card = common::SlowDev::new(&[
+                "--write-rate",
+                "20MB",
+                "--gc-pauses",
+                "400ms/8M",
+                "--size",
+                "1G",
+            ]);
+            let original = vm_snapshot();
+            let _restore = RestoreAtEnd;
+            // Full-length runs of 16 s: past the first flush of expired data 6 s in.
+            apply_cycle("500", "100");
+            let before = vm_snapshot();
+            let (code, out, err) = tune(&[
+                "search",
+                card.path().to_str().expect("utf8"),
+                "--runs",
+                "2",
+                "--budget",
+                "120s",
+                "--confirm-duration",
+                "12s",
+                "--output-format",
+                "json",
+                "--",
+                "--streams",
+                "1",
+                "--fps",
+                "30",
+                "--frame-size",
+                "128k",
+                "--write-mode",
+                "direct",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            let p = &v["prediction"];
+            let because = p["because"]
+                .as_str()
+                .expect("a prediction or why there is none");
+            let ranked = v["ranked"].as_array().expect("ranked");
+            let baseline = &ranked[v["baseline"].as_u64().expect("baseline") as usize];
+            let first = &baseline["trials"][0];
+            let diagnosis = &first["diagnosis"];
+            assert!(
+                diagnosis.is_object(),
+                "a recording's run carries its diagnosis: {first}"
+            );
+            let confirmed = |c: &serde_json::Value| -> Vec<serde_json::Value> {
+                c["trials"]
+                    .as_array()
+                    .expect("trials")
+                    .iter()
+                    .filter(|t| t["confirmation"] == true)
+                    .cloned()
+                    .collect()
+            };
+            let dropped = |t: &[serde_json::Value]| -> u64 {
+                t.iter()
+                    .map(|t| t["frames_dropped"].as_u64().expect("dropped"))
+                    .sum()
+            };
+            // The card's pauses drop frames from a 4-buffer pool; with the kernel's account
+            // read (root, tracefs), they are the device's, and the run sized a pool for them.
+            assert!(first["frames_dropped"].as_u64() > Some(0), "{first}");
+            let Some(label) = p["label"].as_str() else {
+                assert!(
+                    diagnosis["stall_causes"].is_null(),
+                    "stalls with their causes read are predicted from: {because}"
+                );
+                assert!(because.contains("not read"), "{because}");
+                return restore_to(&original);
+            };
+            let pool = diagnosis["pool_frames"].as_u64().expect("the run's pool");
+            assert_eq!(label, format!("{pool} capture buffers"), "{because}");
+            assert!(because.contains("device"), "{because}");
+            let predicted = ranked
+                .iter()
+                .find(|c| c["candidate"]["label"] == label)
+                .unwrap_or_else(|| panic!("the predicted {label} was run: {out}"));
+            assert_eq!(
+                predicted["candidate"]["recorder"][0]["buffers"].as_u64(),
+                Some(pool),
+                "{predicted}"
+            );
+            let (mine, base) = (confirmed(predicted), confirmed(baseline));
+            let kept = predicted["trials"]
+                .as_array()
+                .expect("trials")
+                .iter()
+                .all(|t| {
+                    t["frames_dropped"] == 0
+                        && t["verdict"] == "keeps_up"
+                        && t["stopped_early"] == false
+                });
+            let proven = kept && mine.len() >= 2 && base.len() >= 2 && dropped(&base) > 0;
+            assert_eq!(p["proven"].as_bool(), Some(proven), "{p}\n{out}");
+            let proof = p["proof"].as_str().expect("proof");
+            assert!(
+                proof.contains(&format!("{} of", dropped(&mine)))
+                    && proof.contains(&format!("baseline's {} of", dropped(&base))),
+                "{proof}"
+            );
+            let notes = v["notes"].as_array().expect("notes");
+            let noted = |what: &str| {
+                notes
+                    .iter()
+                    .any(|n| n.as_str().is_some_and(|n| n.contains(what)))
+            };
+            if proven {
+                assert_eq!(ranked.len(), 2, "{out}");
+                assert_eq!(ranked[0]["candidate"]["label"], label);
+                assert!(noted("not run: the predicted fix was proven"), "{out}");
+            } else {
+                // The rest of the candidates, as far as the budget held them.
+                assert!(
+                    ranked.len() > 2 || noted("not tried within the budget"),
+                    "{out}"
+                );
+            }
+            assert_eq!(vm_snapshot(), before, "every trial's settings put back");
             restore_to(&original);
         },
     );
@@ -1188,6 +1328,9 @@ fn a_card_that_fills_during_a_candidates_run_fails_that_candidate_and_its_settin
                     "60s",
                     "--confirm-duration",
                     "5s",
+                    // (the candidates' screening runs, where the card fills: no prediction
+                    // run first)
+                    "--no-predict",
                     "--progress",
                     "always",
                     "--output-format",
@@ -1529,6 +1672,45 @@ fn per_device_limits_are_set_read_back_persisted_and_put_back_exactly() {
                 assert_eq!(code, Some(0), "{err}");
                 assert_eq!(std::fs::read(rules).ok(), kept.0, "the rule file as it was");
                 assert_eq!(bdi_limits(&bdi), before);
+
+                // Killed at every phase of a persisted apply and of its restore: the limits
+                // and the rule file come back byte for byte.
+                let persisted = [
+                    "apply",
+                    "--persist",
+                    "--path",
+                    path,
+                    "bdi:strict_limit=1",
+                    "bdi:max_bytes=50M",
+                ];
+                kill_at("journaled", &persisted, &|| journal().exists());
+                assert_eq!(bdi_limits(&bdi), before, "nothing changed before the pause");
+                assert_eq!(std::fs::read(rules).ok(), kept.0, "no rule written yet");
+                let (code, out, err) = tune(&["status"]);
+                assert_eq!(code, Some(0), "{err}");
+                assert!(
+                    out.contains("put back") || out.contains("holds no setting"),
+                    "{out}"
+                );
+                assert_eq!(bdi_limits(&bdi), before);
+                assert_eq!(std::fs::read(rules).ok(), kept.0);
+                let (code, _, err) = tune(&persisted);
+                assert_eq!(code, Some(0), "{err}");
+                let applied = (bdi_limits(&bdi), std::fs::read(rules).ok());
+                assert_ne!(applied.1, kept.0, "the rule written");
+                // (whichever of the limits and the rule file the restore puts back first)
+                kill_at("restored-one", &["restore"], &|| {
+                    (bdi_limits(&bdi), std::fs::read(rules).ok()) != applied
+                });
+                let (code, _, err) = tune(&["restore"]);
+                assert_eq!(code, Some(0), "{err}");
+                assert_eq!(bdi_limits(&bdi), before, "put back after a killed restore");
+                assert_eq!(
+                    std::fs::read(rules).ok(),
+                    kept.0,
+                    "the rule file as it was after a killed restore"
+                );
+                assert!(!journal().exists() || tune(&["status"]).1.contains("holds no setting"));
             }
 
             // Bad input: one line, exit 2, nothing changed.

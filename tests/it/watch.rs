@@ -261,16 +261,12 @@ fn throttling_on_a_slow_card_is_seen_and_a_setting_recommended() {
         || {
             let card = common::SlowDev::new(&["--write-rate", "10MB", "--size", "256M"]);
             // Set for the test and restored on drop (also if it fails), journaled like record's.
-            let sysctl =
-                |name: &str| sinkrate_model::settings::Setting::Sysctl { name: name.into() };
+            use sinkrate_model::tunables::Assignment;
             let _limits = sinkrate_settings::Temporary::apply(
                 &sinkrate_settings::Journal::live(),
                 &[
-                    (sysctl("vm/dirty_bytes"), (16u64 << 20).to_string()),
-                    (
-                        sysctl("vm/dirty_background_bytes"),
-                        (8u64 << 20).to_string(),
-                    ),
+                    Assignment::sysctl("vm.dirty_bytes", 16u64 << 20),
+                    Assignment::sysctl("vm.dirty_background_bytes", 8u64 << 20),
                 ],
             )
             .expect("set the dirty limits");

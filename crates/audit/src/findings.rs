@@ -3,7 +3,25 @@
 //! trade-off where there is one.
 
 use sinkrate_model::audit::Audit;
-use sinkrate_model::audit::{Finding, Fix, Severity};
+use sinkrate_model::audit::{Finding, Fix, Severity, Step};
+use sinkrate_model::tunables::Assignment;
+
+/// A step of a fix that is not a setting: a command for the user.
+fn run(command: impl Into<String>) -> Step {
+    Step::Run(command.into())
+}
+
+/// A mount option a remount changes, as a setting (`tune apply` makes it).
+fn remount(mount_point: &str, option: &str) -> Step {
+    match Assignment::mount(mount_point, option) {
+        Some(a) => Step::Set(a),
+        None => run(format!("mount -o remount,{option} {mount_point}")),
+    }
+}
+
+fn runs(commands: Vec<String>) -> Vec<Step> {
+    commands.into_iter().map(Step::Run).collect()
+}
 use sinkrate_model::facts::Bus;
 
 fn mb(bytes: f64) -> String {
@@ -36,7 +54,7 @@ impl Rules<'_> {
         title: String,
         evidence: String,
         why: &str,
-        now: &[String],
+        now: &[Step],
         persistent: &[String],
         tradeoff: Option<String>,
     ) {
@@ -46,10 +64,7 @@ impl Rules<'_> {
             title,
             evidence,
             why: why.to_string(),
-            fix: Fix {
-                now: now.to_vec(),
-                persistent: persistent.to_vec(),
-            },
+            fix: Fix::of(now, persistent),
             tradeoff,
         });
     }
@@ -103,7 +118,7 @@ fn filesystem_kind(r: &mut Rules) {
             format!("{mp} is {}: it is memory, not storage", t.fs_type),
             evidence,
             "Writes here never reach a storage device; any rate measured on it is the speed of RAM and says nothing about the card or drive.",
-            &["point sinkrate (and the recorder) at the mount point of the real device".to_string()],
+            &[run("point sinkrate (and the recorder) at the mount point of the real device".to_string())],
             &[],
             None,
         ),
@@ -113,7 +128,7 @@ fn filesystem_kind(r: &mut Rules) {
             format!("{mp} is {fs}, a kernel interface, not storage"),
             evidence,
             "Nothing can be recorded here.",
-            &["point sinkrate at the mount point of the recording device".to_string()],
+            &[run("point sinkrate at the mount point of the recording device".to_string())],
             &[],
             None,
         ),
@@ -136,7 +151,7 @@ fn filesystem_kind(r: &mut Rules) {
                 ),
                 evidence,
                 "A long recording in one file fails at 4 GiB, and a power cut during a write can leave the FAT inconsistent until fsck; FAT also updates its allocation table near the start of the card on every cluster allocated.",
-                &[suggest],
+                &[run(suggest)],
                 &[],
                 Some("other operating systems read FAT everywhere; ext4 needs a driver on Windows and macOS".to_string()),
             );
@@ -160,7 +175,7 @@ fn filesystem_kind(r: &mut Rules) {
             format!("{mp} is btrfs: copy-on-write and checksums add work to every write"),
             evidence,
             "Rewriting preallocated files (pregrown segments) fragments them under copy-on-write, and checksumming costs CPU on small boards.",
-            &[format!("chattr +C {mp}   (new files in the directory skip copy-on-write)")],
+            &[run(format!("chattr +C {mp}   (new files in the directory skip copy-on-write)"))],
             &[],
             Some("files with +C lose btrfs data checksums and compression".to_string()),
         ),
@@ -224,7 +239,7 @@ fn mount_options(r: &mut Rules) {
             format!("{mp} is mounted read-only"),
             r.mount_line(),
             "Nothing can be recorded; a filesystem remounted read-only after an error (errors=remount-ro) also shows this.",
-            &["dmesg | grep -i -e ext4 -e error   (why it is read-only)".to_string(), format!("mount -o remount,rw {mp}")],
+            &[run("dmesg | grep -i -e ext4 -e error   (why it is read-only)".to_string()), run(format!("mount -o remount,rw {mp}"))],
             &[r.fstab_hint("use rw")],
             None,
         );
@@ -239,7 +254,7 @@ fn mount_options(r: &mut Rules) {
             format!("{mp} is mounted with \"sync\": every write waits for the device"),
             r.mount_line(),
             "With sync each write(2) returns only when the data is on the medium, so the page cache cannot absorb the device's pauses and a recorder stalls on every one of them (seed 000: SD cards and USB drives automounted with -o sync).",
-            &[format!("mount -o remount,async {mp}")],
+            &[remount(mp, "async")],
             &[
                 r.fstab_hint("replace \"sync\" by \"async,noatime\""),
                 "automounted media (udisks2): /etc/udisks2/mount_options.conf, [defaults] ext4_defaults=noatime".to_string(),
@@ -255,7 +270,7 @@ fn mount_options(r: &mut Rules) {
             "Segment rotation and loop-recording deletion then stall the writer for a device round trip each.",
             // The kernel keeps dirsync across a remount (it is not among the flags a remount
             // changes), so the only fix is a fresh mount without it.
-            &[format!("umount {mp} && mount {mp}   # after removing dirsync from its fstab line; a remount keeps it")],
+            &[run(format!("umount {mp} && mount {mp}   # after removing dirsync from its fstab line; a remount keeps it"))],
             &[r.fstab_hint("remove \"dirsync\"")],
             None,
         );
@@ -274,7 +289,7 @@ fn mount_options(r: &mut Rules) {
             format!("{mp} records access times ({mode})"),
             r.mount_line(),
             &format!("{why} (seeds 000 and 001 mount recording media with noatime)."),
-            &[format!("mount -o remount,noatime {mp}")],
+            &[remount(mp, "noatime")],
             &[r.fstab_hint("add \"noatime\"")],
             Some("tools that rely on atime (mutt's new-mail check, some cleanup scripts) stop seeing reads".to_string()),
         ),
@@ -297,7 +312,7 @@ fn mount_options(r: &mut Rules) {
             format!("{mp} discards freed blocks online (\"discard\")"),
             r.mount_line(),
             "Each delete sends TRIM requests inline; on SD cards and USB sticks these are slow and stall the writes queued behind them, which loop recording (deleting old segments while recording) hits every time.",
-            &[format!("mount -o remount,nodiscard {mp}"), format!("fstrim -v {mp}   (trim once, now)")],
+            &[remount(mp, "nodiscard"), run(format!("fstrim -v {mp}   (trim once, now)"))],
             &[r.fstab_hint("remove \"discard\""), "systemctl enable --now fstrim.timer   (trim weekly instead)".to_string()],
             None,
         );
@@ -345,7 +360,7 @@ fn ext4(r: &mut Rules) {
             format!("{dev} is ext4 without a journal"),
             evidence.clone(),
             "Without a journal, a power cut while recording (a dashcam's normal way to stop) leaves the filesystem needing a full fsck at the next boot, which can take minutes on a large card and can lose the last files.",
-            &[format!("umount {mp} && tune2fs -O has_journal {dev} && mount {dev} {mp}")],
+            &[run(format!("umount {mp} && tune2fs -O has_journal {dev} && mount {dev} {mp}"))],
             &[],
             Some("the journal costs a few percent of write throughput; data=writeback keeps most of it while keeping metadata safe".to_string()),
         );
@@ -357,7 +372,7 @@ fn ext4(r: &mut Rules) {
             format!("{mp} journals data (data=journal): every byte is written twice"),
             evidence.clone(),
             "With data=journal each block goes to the journal first and to its place later, halving the sustained write rate; seed 000 advises data=ordered or data=writeback for recording.",
-            &[format!("umount {mp} && mount -o data=ordered {dev} {mp}   (the data mode cannot change on remount)")],
+            &[run(format!("umount {mp} && mount -o data=ordered {dev} {mp}   (the data mode cannot change on remount)"))],
             &[r.fstab_hint("replace data=journal by data=ordered"), format!("tune2fs -o journal_data_ordered {dev}   (the default stored in the superblock)")],
             Some("data=journal protects file contents written just before a crash; ordered protects metadata and never exposes stale blocks".to_string()),
         ),
@@ -381,7 +396,10 @@ fn ext4(r: &mut Rules) {
                 format!("{mp} commits its journal every {c} s (commit={c})"),
                 evidence.clone(),
                 "Each commit forces the journal and the data it orders to the device; committing more often than the default 5 s turns a steady stream into frequent small synchronous writes (seed 002's table: commit frequency drives metadata cost).",
-                &[format!("mount -o remount,commit=5 {mp}   (or higher, e.g. 30, for fewer flushes)")],
+                &[match Assignment::mount(mp, "commit=5") {
+                    Some(a) => Step::SetNoted(a, "(or higher, e.g. 30, for fewer flushes)".into()),
+                    None => run(format!("mount -o remount,commit=5 {mp}")),
+                }],
                 &[r.fstab_hint("set commit=5 or remove commit=")],
                 Some(format!("a longer commit interval loses up to that many seconds of metadata on a power cut; commit={c} loses at most {c} s")),
             );
@@ -400,7 +418,7 @@ fn ext4(r: &mut Rules) {
             format!("{mp} is mounted without write barriers (nobarrier)"),
             format!("{evidence}{cache}"),
             "Without barriers the journal's ordering is not enforced on a device with a volatile write cache: a power cut can corrupt the filesystem, not only lose recent data.",
-            &[format!("mount -o remount,barrier {mp}")],
+            &[remount(mp, "barrier")],
             &[r.fstab_hint("remove \"nobarrier\"")],
             Some("barriers cost a cache flush per journal commit; on a device without a volatile cache (write_cache: write through) they cost nothing".to_string()),
         );
@@ -477,10 +495,10 @@ fn device(r: &mut Rules) {
                 ),
                 format!("/sys/class/block/{name}/start = {}", p.start_bytes / 512),
                 "Flash erases in large blocks (4 MiB on most SD cards); a partition that does not start on one makes every large write straddle two erase blocks and costs the card extra internal copying.",
-                &[{
+                &[run({
                     let at = size_label(erase.max(4 << 20));
                     format!("back up the data, then repartition with the first partition at {at} (destroys every partition on /dev/{disk}): parted -a optimal /dev/{disk} mklabel msdos mkpart primary {} 100%", at.replace(' ', ""))
-                }],
+                })],
                 &[],
                 None,
             );
@@ -510,7 +528,7 @@ fn device(r: &mut Rules) {
                 format!("{} splits writes at {cur} KiB though the hardware takes {hw} KiB", phys.disk),
                 format!("/sys/block/{0}/queue/max_sectors_kb = {cur}, max_hw_sectors_kb = {hw}", phys.disk),
                 "Each request carries at most max_sectors_kb; larger requests mean fewer commands per MB, which helps USB bridges and SD cards keep their rate.",
-                &[format!("echo {want} > /sys/block/{}/queue/max_sectors_kb", phys.disk)],
+                &[Step::Set(Assignment::queue(&phys.disk, "max_sectors_kb", want))],
                 &[format!(
                     "/etc/udev/rules.d/60-sinkrate.rules: ACTION==\"add|change\", KERNEL==\"{}\", ATTR{{queue/max_sectors_kb}}=\"{want}\"",
                     phys.disk
@@ -605,7 +623,7 @@ fn card(r: &mut Rules) {
                         ),
                         format!("{node}/device/ssr; check's sustained write (direct I/O, fsync'd)"),
                         "A card that does not reach its class is worn, counterfeit, or runs in a slower bus mode than it supports (a UHS card in a slot or reader without UHS). A recorder sized for the class will drop frames.",
-                        &["compare with the same card in a UHS reader on a PC, and check the slot's bus mode: cat /sys/kernel/debug/mmc0/ios (timing spec)".to_string()],
+                        &[run("compare with the same card in a UHS reader on a PC, and check the slot's bus mode: cat /sys/kernel/debug/mmc0/ios (timing spec)".to_string())],
                         &["replace the card with one whose class is met on this board (sinkrate check on the new card)".to_string()],
                         None,
                     );
@@ -623,7 +641,7 @@ fn card(r: &mut Rules) {
                     ),
                     format!("{node}/device/ssr"),
                     "The class is the sustained rate a card guarantees while recording; a stream above it relies on the card doing better than it promises, which ends when the card is full, worn or warm.",
-                    &["choose a card whose class is above the stream (V30 for up to 30 MB/s)".to_string()],
+                    &[run("choose a card whose class is above the stream (V30 for up to 30 MB/s)".to_string())],
                     &[],
                     None,
                 );
@@ -657,11 +675,11 @@ fn card(r: &mut Rules) {
                     title,
                     evidence,
                     "JEDEC's life-time estimate counts the erase cycles used of those the memory is rated for. Past it, writes slow down and the device can turn read-only or lose data.",
-                    &if severity == Severity::Ok {
+                    &runs(if severity == Severity::Ok {
                         Vec::new()
                     } else {
                         vec!["plan the board's replacement; lower the bytes written per day (noatime, a longer ext4 commit interval, fewer small syncs)".to_string()]
-                    },
+                    }),
                     &[],
                     None,
                 );
@@ -693,11 +711,11 @@ fn card(r: &mut Rules) {
                     title.to_string(),
                     format!("{node}/device/pre_eol_info"),
                     "Worn blocks are replaced from a reserve; once it is used up the device turns read-only.",
-                    &if severity == Severity::Ok {
+                    &runs(if severity == Severity::Ok {
                         Vec::new()
                     } else {
                         vec!["back up what the device holds and plan its replacement".to_string()]
-                    },
+                    }),
                     &[],
                     None,
                 );
@@ -746,11 +764,11 @@ fn card(r: &mut Rules) {
                 e.endurance_bytes, e.mode
             ),
             "A card at the end of its life turns read-only, fails writes or silently keeps old data; a recorder on it loses everything from then on.",
-            &if severity == Severity::Ok {
+            &runs(if severity == Severity::Ok {
                 Vec::new()
             } else {
                 vec!["replace the card (here: sinkrate emulate down, then up again)".to_string()]
-            },
+            }),
             &[],
             None,
         );
@@ -767,7 +785,9 @@ fn card(r: &mut Rules) {
                     smart.device
                 ),
                 "The drive predicts its own failure.",
-                &["back up what the drive holds and replace it".to_string()],
+                &[run(
+                    "back up what the drive holds and replace it".to_string()
+                )],
                 &[],
                 None,
             );
@@ -790,11 +810,11 @@ fn card(r: &mut Rules) {
                     smart.percentage_used_source.clone().unwrap_or_default()
                 ),
                 "The rated endurance is the writes the maker warrants; past it, the drive may slow down, turn read-only or lose data.",
-                &if severity == Severity::Ok {
+                &runs(if severity == Severity::Ok {
                     Vec::new()
                 } else {
                     vec!["plan the drive's replacement; lower the bytes written per day (noatime, a longer ext4 commit interval, fewer small syncs)".to_string()]
-                },
+                }),
                 &[],
                 None,
             );
@@ -866,10 +886,10 @@ fn usb(r: &mut Rules) {
                 speed(n),
                 if n <= 480.0 { "35-40" } else { "400" }
             ),
-            &[match slow_hub {
+            &[run(match slow_hub {
                 Some(h) => format!("hub {h} on the path runs at USB 2 speed: connect the drive to a USB 3 port directly or through a USB 3 hub, with a USB 3 cable"),
                 None => "use a certified USB 3 cable and a USB 3 port (blue or marked SS); then run sinkrate audit again".to_string(),
-            }],
+            })],
             &[],
             None,
         ),
@@ -879,7 +899,7 @@ fn usb(r: &mut Rules) {
             format!("{} is a USB 2 device: about 35-40 MB/s at most", u.device.product.clone().unwrap_or_else(|| u.device.name.clone())),
             evidence,
             "The port could do more; the drive itself cannot.",
-            &["for more than ~35 MB/s use a USB 3 drive".to_string()],
+            &[run("for more than ~35 MB/s use a USB 3 drive".to_string())],
             &[],
             None,
         ),
@@ -930,7 +950,7 @@ fn usb(r: &mut Rules) {
             format!("{} other device(s) share root hub {} with the drive", busy.len(), u.root_hub.name),
             busy.join("; "),
             "Devices on one root hub share its bandwidth: a USB camera streaming on the same bus takes from the drive's write rate exactly when recording (seed 000).",
-            &["move the camera or the drive to a port of another root hub (lsusb -t shows which ports share one)".to_string()],
+            &[run("move the camera or the drive to a port of another root hub (lsusb -t shows which ports share one)".to_string())],
             &[],
             None,
         );
@@ -973,9 +993,9 @@ fn sinkrate_settings(r: &mut Rules) {
                 "{} are still a killed sinkrate run's temporary settings",
                 names(&killed)
             ),
-            format!("{}: {evidence}", sinkrate_settings::DEFAULT_JOURNAL),
+            format!("{}: {evidence}", sinkrate_model::settings::DEFAULT_JOURNAL),
             "A sinkrate run set them for its test and was killed before it could put them back; the next sinkrate that changes settings (sinkrate tune status included) restores them from the journal. Until then the findings here judge the test's values, not the system's.",
-            &["sinkrate tune status   (restores a killed run's temporary settings and lists what stays changed)".to_string()],
+            &[run("sinkrate tune status   (restores a killed run's temporary settings and lists what stays changed)".to_string())],
             &[],
             None,
         );
@@ -986,9 +1006,9 @@ fn sinkrate_settings(r: &mut Rules) {
         "sinkrate.settings",
         Severity::Info,
         format!("{} changed by sinkrate", names(&all)),
-        format!("{}: {evidence}", sinkrate_settings::DEFAULT_JOURNAL),
+        format!("{}: {evidence}", sinkrate_model::settings::DEFAULT_JOURNAL),
         "Values applied with sinkrate tune apply (kept until sinkrate tune restore), or a running test's temporary values: the findings here judge them as they are now.",
-        &["sinkrate tune restore   (puts back what tune apply changed)".to_string()],
+        &[run("sinkrate tune restore   (puts back what tune apply changed)".to_string())],
         &[],
         None,
     );
@@ -1029,7 +1049,7 @@ fn memory(r: &mut Rules) {
             format!("the page cache absorbs only {seconds:.1} s of this stream before writers are throttled"),
             evidence.clone(),
             "When the device pauses (an SD card's garbage collection takes hundreds of ms), the recorder keeps writing into the page cache; with a small dirty limit the kernel throttles it almost at once and frames back up.",
-            &[format!("sysctl -w vm.dirty_bytes={} vm.dirty_background_bytes={}", want * 2, want)],
+            &[Step::Set(Assignment::sysctl("vm.dirty_bytes", want * 2)), Step::Set(Assignment::sysctl("vm.dirty_background_bytes", want))],
             &[format!("{persistent_file}: vm.dirty_bytes = {}, vm.dirty_background_bytes = {}", want * 2, want)],
             Some(format!(
                 "up to {} of recording (about {:.0} s) would be lost on a power cut instead of {}",
@@ -1075,7 +1095,7 @@ fn memory(r: &mut Rules) {
                     expire / 100,
                     mb(burst)
                 ),
-                &["sysctl -w vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100".to_string()],
+                &[Step::Set(Assignment::sysctl("vm.dirty_expire_centisecs", 100)), Step::Set(Assignment::sysctl("vm.dirty_writeback_centisecs", 100))],
                 &[format!("{persistent_file}: vm.dirty_expire_centisecs = 100, vm.dirty_writeback_centisecs = 100")],
                 Some("more frequent, smaller flushes; none for a recorder, whose data is written once".to_string()),
             );
@@ -1089,7 +1109,7 @@ fn memory(r: &mut Rules) {
                 format!("only {} of {} memory is available", mb(avail as f64), mb(total as f64)),
                 format!("/proc/meminfo MemAvailable {avail} bytes, MemTotal {total} bytes"),
                 "Dirty limits given as ratios scale with available memory: when it is low, the page cache absorbs little and writers are throttled early.",
-                &["find what holds memory: sinkrate watch (top hogs), or ps aux --sort=-rss | head".to_string()],
+                &[run("find what holds memory: sinkrate watch (top hogs), or ps aux --sort=-rss | head".to_string())],
                 &[],
                 None,
             );
@@ -1162,8 +1182,8 @@ fn device_share(r: &mut Rules, limit: u64) {
     let (now, persistent) = if bdi.strict_limit.is_some() && bdi.max_bytes.is_some() {
         (
             vec![
-                format!("echo 1 > /sys/class/bdi/{}/strict_limit", bdi.name),
-                format!("echo {sized} > /sys/class/bdi/{}/max_bytes", bdi.name),
+                Step::Set(Assignment::bdi(&bdi.name, "strict_limit", 1)),
+                Step::Set(Assignment::bdi(&bdi.name, "max_bytes", sized)),
             ],
             vec![format!(
                 "/etc/udev/rules.d/60-sinkrate.rules: ATTR{{bdi/strict_limit}}=\"1\", ATTR{{bdi/max_bytes}}=\"{sized}\" for this disk (sinkrate tune apply --persist writes it)"
@@ -1173,7 +1193,7 @@ fn device_share(r: &mut Rules, limit: u64) {
         // Before Linux 6.2 only the ratio of the dirty limit can be set.
         let ratio = (sized * 100).div_ceil(limit.max(1)).clamp(1, 100);
         (
-            vec![format!("echo {ratio} > /sys/class/bdi/{}/max_ratio", bdi.name)],
+            vec![Step::Set(Assignment::bdi(&bdi.name, "max_ratio", ratio))],
             vec![format!(
                 "/etc/udev/rules.d/60-sinkrate.rules: ATTR{{bdi/max_ratio}}=\"{ratio}\" for this disk (sinkrate tune apply --persist writes it)"
             )],
@@ -1242,7 +1262,7 @@ fn space(r: &mut Rules) {
                 ),
                 evidence,
                 "A recorder without loop recording stops within the minute, and every write until then allocates in the last scattered pieces.",
-                &["delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)".to_string()],
+                &[run("delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)".to_string())],
                 &[],
                 None,
             );
@@ -1253,7 +1273,7 @@ fn space(r: &mut Rules) {
                 format!("{mp} has {} free: {hours:.1} h of this stream", mb(s.available_bytes as f64)),
                 evidence,
                 "A nearly full filesystem allocates in scattered small pieces (slower writes), and a recorder without loop recording stops when it is full.",
-                &["delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)".to_string()],
+                &[run("delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)".to_string())],
                 &[],
                 None,
             );
@@ -1283,7 +1303,7 @@ fn space(r: &mut Rules) {
                 format!("{mp} has only {} free inodes", s.inodes_free),
                 format!("{} of {} inodes free", s.inodes_free, s.inodes),
                 "Each segment file needs an inode; when they run out, creating the next segment fails although space is left.",
-                &["delete small files, or recreate the filesystem with more inodes (mkfs.ext4 -i 65536 ... destroys data)".to_string()],
+                &[run("delete small files, or recreate the filesystem with more inodes (mkfs.ext4 -i 65536 ... destroys data)".to_string())],
                 &[],
                 None,
             );
@@ -1296,7 +1316,7 @@ fn space(r: &mut Rules) {
             format!("swap {} is on the recording device", swap.name),
             format!("/proc/swaps: {} {} {} bytes", swap.name, swap.kind, swap.size_bytes),
             "When memory runs short, swapping competes with the recording for the same device exactly when the device is busiest.",
-            &[format!("swapoff {}", swap.name)],
+            &[run(format!("swapoff {}", swap.name))],
             &[format!("/etc/fstab: remove or comment out the swap line for {}", swap.name)],
             Some("without swap, memory pressure ends in the OOM killer instead of slowdowns".to_string()),
         );
@@ -1306,54 +1326,120 @@ fn space(r: &mut Rules) {
 #[cfg(test)]
 mod settings_tests {
     use super::*;
+    use crate::{audit, Options};
+    use sinkrate_model::settings::Setting;
+    use sinkrate_model::tunables::{parse, Place};
+    use sinkrate_sys::root::SysRoot;
+
+    /// Every fix a rule gives on the fixture boards: each of its settings is printed among
+    /// the commands to run now, and is the setting its `tune apply` spelling names at the
+    /// same place (what `--from` applies is what the report shows).
+    #[test]
+    fn every_fixs_settings_are_its_commands_and_its_tune_arguments() {
+        let base =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/sysroot");
+        let mut kinds = std::collections::BTreeSet::new();
+        for tree in std::fs::read_dir(&base).expect("fixtures") {
+            let tree = tree.expect("entry").path();
+            if !tree.is_dir() {
+                continue;
+            }
+            for path in ["/", "/media/usb0", "/media/rec"] {
+                let Ok(a) = audit(
+                    std::path::Path::new(path),
+                    &Options {
+                        root: SysRoot::at(&tree),
+                        stream_bytes_per_s: 20e6,
+                    },
+                ) else {
+                    continue;
+                };
+                for f in &a.findings {
+                    for s in f.settings() {
+                        let shown = f.fix.now.join("\n");
+                        let command = s.command();
+                        let value = format!("{}={}", s.setting, s.value);
+                        assert!(
+                            shown.contains(&command) || shown.contains(&value.replace('/', ".")),
+                            "{}: {} not among {shown}",
+                            f.id,
+                            s.argument()
+                        );
+                        let (device, bdi, mount_point) = match &s.setting {
+                            Setting::Queue { device, .. } => (Some(device.as_str()), None, None),
+                            Setting::Bdi { bdi, .. } => (None, Some(bdi.as_str()), None),
+                            Setting::Mount { mount_point, .. } => {
+                                (None, None, Some(mount_point.as_str()))
+                            }
+                            _ => (None, None, None),
+                        };
+                        let place = Place {
+                            device,
+                            bdi,
+                            mount_point,
+                        };
+                        assert_eq!(parse(&s.argument(), place).as_ref(), Ok(s), "{}", f.id);
+                        kinds.insert(s.scope().map(|k| k.prefix()));
+                    }
+                }
+            }
+        }
+        // The boards' fixes include sysctls, mount options and a queue's (a bdi's needs a
+        // measured device: whole_pool's own tests hold it to this).
+        for kind in ["", "mount:", "queue:"] {
+            assert!(
+                kinds.contains(&Some(kind)),
+                "no fix of kind {kind:?}: {kinds:?}"
+            );
+        }
+    }
 
     #[test]
-    fn fix_commands_become_tune_settings() {
-        let f = |now: &[&str]| Finding {
-            id: "x".into(),
-            severity: Severity::Warn,
-            title: String::new(),
-            evidence: String::new(),
-            why: String::new(),
-            fix: Fix {
-                now: now.iter().map(|s| s.to_string()).collect(),
-                persistent: Vec::new(),
-            },
-            tradeoff: None,
-        };
+    fn a_fix_prints_its_settings_first_and_other_commands_as_they_are() {
+        let fix = Fix::of(
+            &[
+                Step::Set(Assignment::sysctl("vm.dirty_expire_centisecs", 100)),
+                Step::Set(Assignment::sysctl("vm.dirty_writeback_centisecs", 100)),
+                run("fstrim -v /mnt/card   (trim once, now)"),
+                remount("/mnt/card", "noatime"),
+            ],
+            &[],
+        );
         assert_eq!(
-            f(&["sysctl -w vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100"])
-                .settings(),
+            fix.now,
             [
-                "vm.dirty_expire_centisecs=100",
-                "vm.dirty_writeback_centisecs=100"
+                "sysctl -w vm.dirty_expire_centisecs=100 vm.dirty_writeback_centisecs=100",
+                "fstrim -v /mnt/card   (trim once, now)",
+                "mount -o remount,noatime /mnt/card"
             ]
         );
         assert_eq!(
-            f(&["mount -o remount,noatime /mnt/card"]).settings(),
-            ["mount:noatime"]
+            fix.settings
+                .iter()
+                .map(Assignment::argument)
+                .collect::<Vec<_>>(),
+            [
+                "vm.dirty_expire_centisecs=100",
+                "vm.dirty_writeback_centisecs=100",
+                "mount:noatime"
+            ]
         );
+        // An option no tunable owns stays a command, not a setting.
         assert_eq!(
-            f(&["echo 1024 > /sys/block/sda/queue/max_sectors_kb"]).settings(),
-            ["queue:max_sectors_kb=1024"]
+            remount("/mnt/card", "rw"),
+            run("mount -o remount,rw /mnt/card")
         );
-        assert_eq!(
-            f(&[
-                "echo 1 > /sys/class/bdi/179:0/strict_limit",
-                "echo 52428800 > /sys/class/bdi/179:0/max_bytes"
-            ])
-            .settings(),
-            ["bdi:strict_limit=1", "bdi:max_bytes=52428800"]
-        );
-        assert!(f(&["move the camera to another root hub"])
-            .settings()
-            .is_empty());
     }
 }
 
 #[cfg(test)]
 mod card_tests {
     use super::*;
+
+    /// A finding's settings as `tune apply` takes them.
+    fn args(f: &Finding) -> Vec<String> {
+        f.settings().iter().map(Assignment::argument).collect()
+    }
     use crate::{audit, judge_for, Options};
     use sinkrate_sys::root::SysRoot;
 
@@ -1437,7 +1523,7 @@ mod card_tests {
         // Linux 6.1: only the ratio. 5 s of 11.8 MB/s, in whole MiB, as a share of the limit.
         let sized: u64 = 57 << 20;
         let ratio = (sized * 100).div_ceil(limit).clamp(1, 100);
-        assert_eq!(f.settings(), [format!("bdi:max_ratio={ratio}")]);
+        assert_eq!(args(&f), [format!("bdi:max_ratio={ratio}")]);
         assert!(
             f.tradeoff
                 .as_deref()
@@ -1455,7 +1541,7 @@ mod card_tests {
         judge_for(&mut a, 3e6);
         let f = whole_pool(&a);
         assert_eq!(
-            f.settings(),
+            args(&f),
             [
                 "bdi:strict_limit=1".to_string(),
                 format!("bdi:max_bytes={sized}")

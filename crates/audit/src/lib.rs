@@ -163,10 +163,13 @@ pub fn judge_for(audit: &mut Audit, stream_bytes_per_s: f64) {
     audit.findings.sort_by_key(|f| f.severity);
 }
 
-/// The findings whose fix is a setting `tune apply` can make (their ids, and the settings in
-/// `tune apply`'s spelling), skipping those that are fine and, when `only` is given, those
-/// it does not name (check's FIX FIRST list).
-pub fn setting_fixes(findings: &[Finding], only: Option<&[String]>) -> (Vec<String>, Vec<String>) {
+/// The findings whose fix is a setting `tune apply` can make (their ids, and the settings),
+/// skipping those that are fine and, when `only` is given, those it does not name (check's
+/// FIX FIRST list).
+pub fn setting_fixes(
+    findings: &[Finding],
+    only: Option<&[String]>,
+) -> (Vec<String>, Vec<sinkrate_model::tunables::Assignment>) {
     let mut ids = Vec::new();
     let mut settings = Vec::new();
     for f in findings {
@@ -178,7 +181,7 @@ pub fn setting_fixes(findings: &[Finding], only: Option<&[String]>) -> (Vec<Stri
         let fix = f.settings();
         if !fix.is_empty() {
             ids.push(f.id.to_string());
-            settings.extend(fix);
+            settings.extend(fix.iter().cloned());
         }
     }
     (ids, settings)

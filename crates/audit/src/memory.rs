@@ -27,18 +27,8 @@ pub fn read(root: &SysRoot) -> Memory {
     }
 }
 
-/// The settings journal's entries (the live one, or a fixture's /var/lib/sinkrate).
+/// The settings journal's entries (the live one, or a fixture's /var/lib/sinkrate); none
+/// when it cannot be read (`tune status` names why).
 fn journaled(root: &SysRoot) -> Vec<JournaledSetting> {
-    let host = sinkrate_settings::Host::at(root.clone());
-    let journal =
-        sinkrate_settings::Journal::at(host, &root.host_path(sinkrate_settings::DEFAULT_JOURNAL));
-    journal
-        .entries()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|entry| JournaledSetting {
-            running: journal.is_live(&entry),
-            entry,
-        })
-        .collect()
+    sinkrate_sys::settings_journal::entries(root).unwrap_or_default()
 }

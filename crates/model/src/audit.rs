@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::tunables::Assignment;
+
 use crate::facts::{BlockDevice, FsSpace, Memory, SwapArea, Target, UsbPath};
 use crate::health::CardHealth;
 
@@ -135,12 +137,64 @@ impl Severity {
     }
 }
 
+/// A finding's fix: the settings that make it (typed, as `tune apply` takes them), the
+/// commands to run now (those settings' own commands, then any that are not settings: move
+/// a cable, trim once), and what makes it stay.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fix {
     /// Commands that apply the fix now (until reboot or remount).
     pub now: Vec<String>,
     /// What makes it stay: an fstab line, a sysctl.d file, a udev rule.
     pub persistent: Vec<String>,
+    /// The settings among `now`, typed: what `tune apply --from` changes.
+    #[serde(default)]
+    pub settings: Vec<Assignment>,
+}
+
+/// One step of a fix to make now: a setting, or a command that is not one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Set(Assignment),
+    /// A setting, with a remark after its command (`(or higher, e.g. 30)`).
+    SetNoted(Assignment, String),
+    Run(String),
+}
+
+impl Fix {
+    /// The fix made of `steps` (settings' commands in their order, consecutive sysctls as
+    /// one `sysctl -w`) and `persistent`.
+    pub fn of(steps: &[Step], persistent: &[String]) -> Fix {
+        let mut now = Vec::new();
+        let mut settings = Vec::new();
+        let mut pending: Vec<Assignment> = Vec::new();
+        let flush = |pending: &mut Vec<Assignment>, now: &mut Vec<String>| {
+            now.extend(crate::tunables::commands(pending));
+            pending.clear();
+        };
+        for step in steps {
+            match step {
+                Step::Set(a) => {
+                    pending.push(a.clone());
+                    settings.push(a.clone());
+                }
+                Step::SetNoted(a, remark) => {
+                    flush(&mut pending, &mut now);
+                    now.push(format!("{}   {remark}", a.command()));
+                    settings.push(a.clone());
+                }
+                Step::Run(command) => {
+                    flush(&mut pending, &mut now);
+                    now.push(command.clone());
+                }
+            }
+        }
+        flush(&mut pending, &mut now);
+        Fix {
+            now,
+            persistent: persistent.to_vec(),
+            settings,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,42 +210,9 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// The fix's commands as settings `sinkrate tune apply` takes (`vm.NAME=VALUE`,
-    /// `mount:OPTION`, `queue:ATTR=VALUE`, `bdi:ATTR=VALUE`); a fix that is not a setting (move a cable,
-    /// repartition) has none.
-    pub fn settings(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for cmd in &self.fix.now {
-            if let Some(rest) = cmd.strip_prefix("sysctl -w ") {
-                out.extend(
-                    rest.split_whitespace()
-                        .take_while(|t| t.contains('='))
-                        .map(str::to_string),
-                );
-            } else if let Some(rest) = cmd.strip_prefix("mount -o remount,") {
-                if let Some(option) = rest.split_whitespace().next() {
-                    out.push(format!("mount:{option}"));
-                }
-            } else if let Some(rest) = cmd.strip_prefix("echo ") {
-                let mut parts = rest.split_whitespace();
-                if let (Some(value), Some(">"), Some(path)) =
-                    (parts.next(), parts.next(), parts.next())
-                {
-                    if let Some(attr) = path
-                        .strip_prefix("/sys/block/")
-                        .and_then(|p| p.split_once("/queue/"))
-                        .map(|(_, attr)| attr)
-                    {
-                        out.push(format!("queue:{attr}={value}"));
-                    } else if let Some((_, attr)) = path
-                        .strip_prefix("/sys/class/bdi/")
-                        .and_then(|p| p.split_once('/'))
-                    {
-                        out.push(format!("bdi:{attr}={value}"));
-                    }
-                }
-            }
-        }
-        out
+    /// The settings `sinkrate tune apply` makes for this fix; a fix that is not a setting
+    /// (move a cable, repartition) has none.
+    pub fn settings(&self) -> &[Assignment] {
+        &self.fix.settings
     }
 }

@@ -26,6 +26,7 @@ pub mod search;
 pub mod settings;
 pub mod suite;
 pub mod timeline;
+pub mod tunables;
 pub mod verdict;
 pub mod verify;
 pub mod watch;

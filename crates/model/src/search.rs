@@ -9,6 +9,7 @@ use sinkrate_stats::bootstrap::Change;
 
 use crate::record::WriteMode;
 use crate::settings::Setting;
+use crate::tunables::Assignment;
 use crate::Verdict;
 
 /// A change to the recorder itself: what the app would do differently.
@@ -56,7 +57,7 @@ impl RecorderChange {
 pub struct Candidate {
     pub label: String,
     /// System settings, applied for the candidate's runs through the journal (temporary).
-    pub system: Vec<(Setting, String)>,
+    pub system: Vec<Assignment>,
     pub recorder: Vec<RecorderChange>,
 }
 
@@ -67,8 +68,8 @@ impl Candidate {
         let get = |name: &str, default: u64| {
             self.system
                 .iter()
-                .find(|(s, _)| *s == sysctl(name))
-                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .find(|a| a.setting == sysctl(name))
+                .and_then(|a| a.value.parse::<u64>().ok())
                 .unwrap_or(default)
         };
         (get("vm/dirty_expire_centisecs", expire_cs)
@@ -78,7 +79,7 @@ impl Candidate {
 
     /// `sinkrate tune apply` arguments for the system part.
     pub fn settings_args(&self) -> Vec<String> {
-        self.system.iter().map(|(s, v)| s.argument(v)).collect()
+        self.system.iter().map(Assignment::argument).collect()
     }
 }
 
@@ -132,6 +133,62 @@ pub struct Trial {
     /// diskstats): what sizes a `--max-loss` sync cadence.
     #[serde(default)]
     pub device_rate_while_busy_bytes_per_s: Option<f64>,
+    /// What the run's own account says of its stalls (record workloads): what the search
+    /// predicts a fix from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Diagnosis>,
+}
+
+/// A recording's stalls as its own account gives them: the kernel's causes, when they came
+/// against the first flush of expired data, and the sizes the run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// The stalls' time by cause, from the kernel's events; None when they were not read.
+    pub stall_causes: Option<crate::causes::CauseSeconds>,
+    /// Why the kernel's events were not read.
+    #[serde(default)]
+    pub causes_unread: Option<String>,
+    /// Seconds of stalled calls in all, and those that began in the window of the first
+    /// flush of expired data (from a second before it to ten after).
+    pub stall_s: f64,
+    pub stall_at_first_flush_s: f64,
+    /// The longest stall outside that window, seconds.
+    pub worst_other_stall_s: f64,
+    /// When the first dirty data to expire is written back (expire plus one writeback
+    /// interval); None for a recording that wrote through no page cache.
+    pub first_flush_s: Option<f64>,
+    /// The recording wrote through the page cache (buffered).
+    #[serde(default)]
+    pub page_cache: bool,
+    /// The writeback interval in force, seconds.
+    pub writeback_interval_s: Option<f64>,
+    pub run_s: f64,
+    /// Frames per second of the fastest stream, and the pool the run had.
+    pub fps: f64,
+    pub buffers: usize,
+    /// The smallest capture pool (frames, the largest over the streams) that would have
+    /// dropped nothing.
+    pub pool_frames: Option<usize>,
+    /// The per-device dirty limit the run sized: the card's bdi and the cap in bytes.
+    pub device_limit: Option<(String, u64)>,
+    /// The streams' rate and the device's rate while busy, bytes a second.
+    pub stream_bytes_per_s: f64,
+    pub device_bytes_per_s: Option<f64>,
+}
+
+/// The fix a search predicted from its baseline's run, and whether its runs proved it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The candidate predicted; None when no prediction was made (`because` says why).
+    pub label: Option<String>,
+    /// What the prediction rests on, or why there is none.
+    pub because: String,
+    /// Its full-length runs against the baseline's kept every frame and beat it: the
+    /// search ended there. False when they did not (the search then ran as without one).
+    pub proven: bool,
+    /// What the proof's runs showed.
+    #[serde(default)]
+    pub proof: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +320,9 @@ pub struct SearchReport {
     /// kept until `sinkrate tune restore`; empty when nothing was applied.
     #[serde(default)]
     pub applied: Vec<String>,
+    /// The fix predicted from the baseline's stalls and their causes, and its proof.
+    #[serde(default)]
+    pub prediction: Option<Prediction>,
 }
 
 fn latency_objective() -> String {

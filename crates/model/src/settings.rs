@@ -23,6 +23,17 @@ pub enum Setting {
     File { path: String },
 }
 
+/// The settings journal of the live system. Under /var/lib so that settings `--persist`
+/// wrote to files can be found again after a reboot; runtime values carry their boot.
+pub const DEFAULT_JOURNAL: &str = "/var/lib/sinkrate/settings-journal.json";
+
+/// The journal's file: every setting sinkrate holds changed, with its original.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalFile {
+    pub version: u32,
+    pub entries: Vec<Entry>,
+}
+
 /// The value of a file that does not exist: writing it back removes the file.
 pub const ABSENT: &str = "\u{0}absent";
 

@@ -23,7 +23,7 @@ use crate::stream::StreamResult;
 use crate::verdict::{decide, Evidence};
 
 /// Where the journal of temporarily changed settings lives.
-pub const SETTINGS_JOURNAL: &str = sinkrate_settings::DEFAULT_JOURNAL;
+pub const SETTINGS_JOURNAL: &str = sinkrate_model::settings::DEFAULT_JOURNAL;
 
 /// Everything a recording session needs besides the stop flag.
 #[derive(Debug, Clone)]
@@ -334,13 +334,12 @@ pub fn run_checked(
     let mut restored = Vec::new();
     let _limits_guard = match s.dirty_limits {
         Some((dirty, background)) => {
-            let sysctl =
-                |name: &str| sinkrate_model::settings::Setting::Sysctl { name: name.into() };
+            use sinkrate_model::tunables::Assignment;
             let guard = sinkrate_settings::Temporary::apply(
                 &sinkrate_settings::Journal::live(),
                 &[
-                    (sysctl("vm/dirty_bytes"), dirty.to_string()),
-                    (sysctl("vm/dirty_background_bytes"), background.to_string()),
+                    Assignment::sysctl("vm.dirty_bytes", dirty),
+                    Assignment::sysctl("vm.dirty_background_bytes", background),
                 ],
             )
             .map_err(|e| SessionError::Settings(e.to_string()))?;

@@ -16,16 +16,11 @@ pub mod setting;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 pub use setting::Host;
 
-use sinkrate_model::settings::{Entry, Mode, Outcome, Setting};
+use sinkrate_model::settings::{Entry, JournalFile, Mode, Outcome, Setting, DEFAULT_JOURNAL};
+use sinkrate_model::tunables::Assignment;
 use sinkrate_sys::sysctl_conf::companion;
-
-/// The journal of the live system. Under /var/lib so that settings `--persist` wrote to
-/// files can be found again after a reboot; runtime values carry their boot.
-pub const DEFAULT_JOURNAL: &str = "/var/lib/sinkrate/settings-journal.json";
 
 /// A test seam, `PHASE:SECONDS`: wait that long at that phase, so a test can kill the
 /// process in exactly that window. Phases: `journaled` (changes journaled, none made),
@@ -43,6 +38,15 @@ fn test_pause(phase: &str) {
         .and_then(|(_, s)| s.parse::<u64>().ok())
     {
         std::thread::sleep(std::time::Duration::from_secs(secs));
+    }
+}
+
+impl From<sinkrate_model::tunables::BadSetting> for Error {
+    fn from(b: sinkrate_model::tunables::BadSetting) -> Error {
+        Error::BadSetting {
+            text: b.text,
+            why: b.why,
+        }
     }
 }
 
@@ -66,12 +70,6 @@ pub enum Error {
         "{setting} is held by another sinkrate run (pid {pid}) that is still going; wait for it"
     )]
     Busy { setting: String, pid: u32 },
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct JournalFile {
-    version: u32,
-    entries: Vec<Entry>,
 }
 
 fn alive(pid: u32) -> bool {
@@ -111,9 +109,7 @@ impl Journal {
     }
 
     fn boot_id(&self) -> String {
-        std::fs::read_to_string(self.host.sysctl_path("kernel/random/boot_id"))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
+        sinkrate_sys::settings_journal::boot_id(self.host.root())
     }
 
     fn lock(&self) -> Result<Lock, Error> {
@@ -169,7 +165,7 @@ impl Journal {
 
     /// Whether an entry's process is still running in this boot.
     pub fn is_live(&self, e: &Entry) -> bool {
-        e.boot_id == self.boot_id() && alive(e.pid)
+        sinkrate_sys::settings_journal::is_live(e, &self.boot_id())
     }
 
     /// Undoes the temporary changes of processes that are gone, drops entries of earlier
@@ -252,14 +248,14 @@ impl Journal {
     /// Journals `changes`, then makes them. Sysctls' `_bytes`/`_ratio` companions are
     /// journaled too, and a device's share in its exact form. On any failure what this call
     /// wrote is put back.
-    pub fn apply(&self, changes: &[(Setting, String)], mode: Mode) -> Result<Vec<Entry>, Error> {
+    pub fn apply(&self, changes: &[Assignment], mode: Mode) -> Result<Vec<Entry>, Error> {
         self.recover()?;
         let _lock = self.lock()?;
         let mut j = self.load()?;
         let boot = self.boot_id();
         let pid = std::process::id();
         let mut settings: Vec<Setting> = Vec::new();
-        for (s, _) in changes {
+        for Assignment { setting: s, .. } in changes {
             settings.push(s.clone());
             if let Setting::Sysctl { name } = s {
                 if let Some(c) = companion(name) {
@@ -317,7 +313,7 @@ impl Journal {
         j.entries.extend(mine.iter().cloned());
         self.save(&j)?;
         test_pause("journaled");
-        for (i, (s, value)) in changes.iter().enumerate() {
+        for (i, Assignment { setting: s, value }) in changes.iter().enumerate() {
             if i == 1 {
                 test_pause("applied-one");
             }
@@ -326,7 +322,7 @@ impl Journal {
                 let done: Vec<Entry> = mine
                     .iter()
                     .filter(|m| {
-                        changes[..i].iter().any(|(c, _)| {
+                        changes[..i].iter().any(|Assignment { setting: c, .. }| {
                             same_or_companion(c, &m.setting)
                                 || self.share_companion(c).as_ref() == Some(&m.setting)
                         })
@@ -344,10 +340,10 @@ impl Journal {
         // form, which is what this call set.
         let exact: Vec<Setting> = changes
             .iter()
-            .filter_map(|(c, _)| self.share_companion(c))
+            .filter_map(|c| self.share_companion(&c.setting))
             .collect();
         for m in mine.iter_mut() {
-            if changes.iter().any(|(c, _)| c == &m.setting) || exact.contains(&m.setting) {
+            if changes.iter().any(|c| c.setting == m.setting) || exact.contains(&m.setting) {
                 m.written = Some(self.host.read(&m.setting)?);
             }
         }
@@ -503,7 +499,7 @@ pub struct Temporary {
 }
 
 impl Temporary {
-    pub fn apply(journal: &Journal, changes: &[(Setting, String)]) -> Result<Temporary, Error> {
+    pub fn apply(journal: &Journal, changes: &[Assignment]) -> Result<Temporary, Error> {
         let entries = journal.apply(changes, Mode::Temporary)?;
         Ok(Temporary {
             journal: journal.clone(),
@@ -582,8 +578,8 @@ mod tests {
         };
         j.apply(
             &[
-                (sysctl("vm/dirty_bytes"), "16777216".into()),
-                (queue.clone(), "4096".into()),
+                Assignment::new(sysctl("vm/dirty_bytes"), "16777216"),
+                Assignment::new(queue.clone(), "4096"),
             ],
             Mode::Applied,
         )
@@ -608,14 +604,20 @@ mod tests {
     fn a_temporary_change_is_undone_on_drop_and_after_its_process_died() {
         let (_d, j) = fake();
         {
-            let _t = Temporary::apply(&j, &[(sysctl("vm/dirty_expire_centisecs"), "100".into())])
-                .expect("apply");
+            let _t = Temporary::apply(
+                &j,
+                &[Assignment::new(sysctl("vm/dirty_expire_centisecs"), "100")],
+            )
+            .expect("apply");
             assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "100");
         }
         assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "3000");
         // A journal left by a process that is gone (pid 0 never runs user code).
-        let t = Temporary::apply(&j, &[(sysctl("vm/dirty_expire_centisecs"), "100".into())])
-            .expect("apply");
+        let t = Temporary::apply(
+            &j,
+            &[Assignment::new(sysctl("vm/dirty_expire_centisecs"), "100")],
+        )
+        .expect("apply");
         std::mem::forget(t);
         let mut file: JournalFile =
             serde_json::from_slice(&std::fs::read(j.path()).expect("read")).expect("json");
@@ -632,10 +634,11 @@ mod tests {
     fn a_test_over_an_applied_change_comes_back_to_the_applied_value() {
         let (_d, j) = fake();
         let expire = sysctl("vm/dirty_expire_centisecs");
-        j.apply(&[(expire.clone(), "500".into())], Mode::Applied)
+        j.apply(&[Assignment::new(expire.clone(), "500")], Mode::Applied)
             .expect("apply");
         {
-            let _t = Temporary::apply(&j, &[(expire.clone(), "100".into())]).expect("trial");
+            let _t =
+                Temporary::apply(&j, &[Assignment::new(expire.clone(), "100")]).expect("trial");
             assert_eq!(read(&j, "vm/dirty_expire_centisecs"), "100");
         }
         assert_eq!(
@@ -654,7 +657,7 @@ mod tests {
     fn a_value_someone_else_changed_is_left_alone_and_named() {
         let (_d, j) = fake();
         j.apply(
-            &[(sysctl("vm/dirty_expire_centisecs"), "100".into())],
+            &[Assignment::new(sysctl("vm/dirty_expire_centisecs"), "100")],
             Mode::Applied,
         )
         .expect("apply");
@@ -671,7 +674,7 @@ mod tests {
     fn entries_of_an_earlier_boot_are_dropped_and_a_corrupt_journal_changes_nothing() {
         let (_d, j) = fake();
         j.apply(
-            &[(sysctl("vm/dirty_expire_centisecs"), "100".into())],
+            &[Assignment::new(sysctl("vm/dirty_expire_centisecs"), "100")],
             Mode::Applied,
         )
         .expect("apply");
@@ -687,12 +690,12 @@ mod tests {
         let conf = _d.path().join("60-sinkrate.conf");
         j.apply(
             &[
-                (sysctl("vm/dirty_expire_centisecs"), "100".into()),
-                (
+                Assignment::new(sysctl("vm/dirty_expire_centisecs"), "100"),
+                Assignment::new(
                     Setting::File {
                         path: conf.display().to_string(),
                     },
-                    "vm.dirty_expire_centisecs = 100\n".into(),
+                    "vm.dirty_expire_centisecs = 100\n",
                 ),
             ],
             Mode::Applied,
@@ -710,7 +713,7 @@ mod tests {
         std::fs::write(j.path(), b"{ not json").expect("w");
         let e = j
             .apply(
-                &[(sysctl("vm/dirty_expire_centisecs"), "100".into())],
+                &[Assignment::new(sysctl("vm/dirty_expire_centisecs"), "100")],
                 Mode::Applied,
             )
             .expect_err("corrupt");

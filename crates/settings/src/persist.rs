@@ -29,12 +29,10 @@ pub const FSTAB: &str = "/etc/fstab";
 fn in_family(o: &str, family: &str) -> bool {
     match family {
         "commit" => o.starts_with("commit="),
-        _ => crate::setting::MOUNT_FAMILIES
-            .iter()
-            .find(|(f, _)| *f == family)
-            .is_some_and(|(_, members)| {
-                members.contains(&o) || (family == "atime" && o == "atime")
-            }),
+        _ => {
+            sinkrate_model::tunables::mount_members(family).contains(&o)
+                || (family == "atime" && o == "atime")
+        }
     }
 }
 

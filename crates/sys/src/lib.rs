@@ -22,6 +22,7 @@ pub mod output;
 pub mod owned;
 pub mod process;
 pub mod root;
+pub mod settings_journal;
 pub mod signature;
 pub mod space;
 pub mod swaps;

@@ -9,7 +9,7 @@ use sinkrate_sys::root::SysRoot;
 
 use sinkrate_model::settings::Setting;
 use sinkrate_model::settings::{Change, Held, Mode, Outcome, TuneReport};
-use sinkrate_settings::setting::{parse, Place};
+use sinkrate_model::tunables::{Assignment, Named, Place, Scope};
 use sinkrate_settings::{Error, Journal};
 
 /// Where queue and mount settings apply: the target directory's mount and block device.
@@ -29,8 +29,8 @@ pub struct Target {
 
 #[derive(Debug, Clone, Default)]
 pub struct ApplyConfig {
-    /// Settings as a user names them (`vm.dirty_expire_centisecs=100`, `mount:noatime`).
-    pub settings: Vec<String>,
+    /// The settings asked for, by name or from findings' fixes.
+    pub settings: Vec<Requested>,
     /// The directory whose mount and device queue and mount settings apply to.
     pub path: PathBuf,
     pub device: Option<String>,
@@ -41,6 +41,21 @@ pub struct ApplyConfig {
     /// `--persist-fstab`: also edit this fstab's line for the mount (after a backup), once
     /// the kernel has taken the options on a remount.
     pub fstab: Option<PathBuf>,
+}
+
+/// A setting asked for: as a user names it (`vm.dirty_expire_centisecs=100`,
+/// `mount:noatime`), bound to the target directory's device and mount; or as a finding's fix
+/// carries it, typed and bound to what the audit found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requested {
+    Named(String),
+    Fixed(Assignment),
+}
+
+/// A request once its name is found in the table.
+enum Asked<'a> {
+    Named(Named<'a>),
+    Fixed(Assignment),
 }
 
 /// The mount and device under `path`, or the ones named.
@@ -95,10 +110,21 @@ pub fn holds_system(t: &Target, journal: &Path) -> Option<String> {
 
 /// The settings named in `cfg`, checked, with the value each replaces.
 pub fn plan(cfg: &ApplyConfig, journal: &Journal) -> Result<Vec<Change>, Error> {
-    let needs_target = cfg
+    // Every name is checked against the table before anything is resolved or read.
+    let asked: Vec<(String, Asked)> = cfg
         .settings
         .iter()
-        .any(|s| s.starts_with("queue:") || s.starts_with("bdi:") || s.starts_with("mount:"));
+        .map(|r| match r {
+            Requested::Named(text) => Named::parse(text)
+                .map(|n| (text.clone(), Asked::Named(n)))
+                .map_err(Error::from),
+            Requested::Fixed(a) => Ok((a.argument(), Asked::Fixed(a.clone()))),
+        })
+        .collect::<Result<_, _>>()?;
+    let needs_target = asked.iter().any(|(_, a)| match a {
+        Asked::Named(n) => n.tunable.scope.needs_target(),
+        Asked::Fixed(a) => a.scope().is_some_and(Scope::needs_target),
+    });
     let t = if needs_target {
         Some(target(
             &cfg.path,
@@ -109,22 +135,23 @@ pub fn plan(cfg: &ApplyConfig, journal: &Journal) -> Result<Vec<Change>, Error> 
         None
     };
     let mut changes = Vec::new();
-    for text in &cfg.settings {
-        let (setting, to) = parse(
-            text,
-            Place {
+    for (text, asked) in asked {
+        let Assignment { setting, value: to } = match asked {
+            Asked::Named(n) => n.at(Place {
                 device: t.as_ref().and_then(|t| t.device.as_deref()),
                 bdi: t.as_ref().and_then(|t| t.bdi.as_deref()),
                 mount_point: t.as_ref().map(|t| t.mount_point.as_str()),
-            },
-        )?;
+            })?,
+            Asked::Fixed(a) => a,
+        };
+        let text = &text;
         if let (Some(t), Setting::Queue { .. } | Setting::Bdi { .. } | Setting::Mount { .. }) =
             (&t, &setting)
         {
             if !t.named {
                 if let Some(why) = holds_system(t, journal.path()) {
                     return Err(Error::BadSetting {
-                        text: text.clone(),
+                        text: text.to_string(),
                         why: format!(
                             "{why}: a queue, bdi or mount change there is made only when asked for by name (--device or --mount-point)"
                         ),
@@ -144,7 +171,7 @@ pub fn plan(cfg: &ApplyConfig, journal: &Journal) -> Result<Vec<Change>, Error> 
                 if let (Ok(hw), Ok(want)) = (hw, to.parse::<u64>()) {
                     if hw.parse::<u64>().is_ok_and(|hw| want > hw) {
                         return Err(Error::BadSetting {
-                            text: text.clone(),
+                            text: text.to_string(),
                             why: format!("at most max_hw_sectors_kb = {hw} for {device}"),
                         });
                     }
@@ -241,10 +268,10 @@ pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> 
         changes.extend(files);
         to_keep = lines;
     }
-    let as_list = |changes: &[Change]| -> Vec<(Setting, String)> {
+    let as_list = |changes: &[Change]| -> Vec<Assignment> {
         changes
             .iter()
-            .map(|c| (c.setting.clone(), c.to.clone()))
+            .map(|c| Assignment::new(c.setting.clone(), c.to.clone()))
             .collect()
     };
     let mut not_as_asked = Vec::new();

@@ -6,6 +6,7 @@ use std::time::Duration;
 use sinkrate_model::record::WriteMode;
 use sinkrate_model::search::{Candidate, RecorderChange};
 use sinkrate_model::settings::Setting;
+use sinkrate_model::tunables::Assignment;
 use sinkrate_record::session::Session;
 
 /// The user's session with `candidate`'s recorder changes.
@@ -36,10 +37,6 @@ pub fn session_for(candidate: &Candidate, base: &Session) -> Session {
         }
     }
     s
-}
-
-fn sysctl(name: &str) -> Setting {
-    Setting::Sysctl { name: name.into() }
 }
 
 /// The queue and mount of the directory searched, when their knobs may be tried (root, and
@@ -165,7 +162,7 @@ fn data_at_risk(
     every: Duration,
     base: &Session,
     writeback: bool,
-    small_limits: Vec<(Setting, String)>,
+    small_limits: Vec<Assignment>,
 ) -> Vec<Candidate> {
     let secs = every.as_secs_f64();
     let sync = RecorderChange::FdatasyncEvery { every_s: every };
@@ -175,7 +172,7 @@ fn data_at_risk(
     // Most likely to keep up first (a short budget leaves out the last): writes that skip
     // the page cache leave each sync little to wait for, and more buffers ride out the wait.
     let mut out = Vec::new();
-    let mut add = |label: String, system: Vec<(Setting, String)>, recorder: Vec<RecorderChange>| {
+    let mut add = |label: String, system: Vec<Assignment>, recorder: Vec<RecorderChange>| {
         out.push(Candidate {
             label,
             system,
@@ -242,23 +239,20 @@ fn baseline() -> Candidate {
 pub fn candidates(k: &Knobs) -> Vec<Candidate> {
     let rate = k.rate.max(1.0);
     let fast_writeback = vec![
-        (sysctl("vm/dirty_expire_centisecs"), "100".to_string()),
-        (sysctl("vm/dirty_writeback_centisecs"), "100".to_string()),
+        Assignment::sysctl("vm.dirty_expire_centisecs", 100),
+        Assignment::sysctl("vm.dirty_writeback_centisecs", 100),
     ];
     // Background writeback from about one second of the stream, the hard limit at four:
     // the flusher starts early and writes little at a time.
     let background = ((rate as u64).max(4 << 20) >> 20 << 20).max(4 << 20);
     let small_limits = vec![
-        (sysctl("vm/dirty_background_bytes"), background.to_string()),
-        (
-            sysctl("vm/dirty_bytes"),
-            (background * 4).max(16 << 20).to_string(),
-        ),
+        Assignment::sysctl("vm.dirty_background_bytes", background),
+        Assignment::sysctl("vm.dirty_bytes", (background * 4).max(16 << 20)),
     ];
     let mut out = vec![baseline()];
     // A family may propose what another already holds (fdatasync every 1 s for a 2 s
     // bound): tried once, under the first label.
-    let mut add = |label: &str, system: Vec<(Setting, String)>, recorder: Vec<RecorderChange>| {
+    let mut add = |label: &str, system: Vec<Assignment>, recorder: Vec<RecorderChange>| {
         if !out
             .iter()
             .any(|c| c.system == system && c.recorder == recorder)
@@ -365,7 +359,7 @@ pub fn candidates(k: &Knobs) -> Vec<Candidate> {
         };
         let mut also = |label: String, setting: Setting, value: String| {
             let mut system = with.clone();
-            system.push((setting, value));
+            system.push(Assignment::new(setting, value));
             add(&format!("{prefix}{label}"), system, Vec::new());
         };
         if let Some(dev) = &t.device {
@@ -502,7 +496,7 @@ mod tests {
             list.iter().all(|c| !c
                 .system
                 .iter()
-                .any(|(s, _)| matches!(s, Setting::Queue { .. } | Setting::Mount { .. }))),
+                .any(|a| matches!(a.setting, Setting::Queue { .. } | Setting::Mount { .. }))),
             "{list:?}"
         );
     }

@@ -6,6 +6,7 @@
 
 pub mod apply;
 pub mod candidates;
+pub mod predict;
 pub mod rank;
 pub mod search;
 pub mod workload;

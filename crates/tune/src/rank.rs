@@ -261,6 +261,7 @@ mod tests {
             device_bytes_per_hour: None,
             device_bytes_written: None,
             device_rate_while_busy_bytes_per_s: None,
+            diagnosis: None,
         }
     }
 

@@ -14,7 +14,7 @@ use crate::candidates::{candidates, Knobs, QueueMount};
 
 use crate::rank::{better, compare, rank, score};
 pub use crate::workload::{SearchError, Workload};
-use sinkrate_model::search::{Candidate, PowerCutProof, Scored, SearchReport, Trial};
+use sinkrate_model::search::{Candidate, PowerCutProof, Prediction, Scored, SearchReport, Trial};
 
 /// Seconds past the first flush of expired data that a screening run records.
 const PAST_FIRST_FLUSH_S: f64 = 10.0;
@@ -32,8 +32,11 @@ pub struct SearchConfig {
     /// Full-length runs of the winner and the baseline.
     pub runs: usize,
     pub budget: Duration,
-    /// The length of a confirmation run (at least one writeback cycle past the first flush).
-    pub confirm: Duration,
+    /// The length of a confirmation run (at least one writeback cycle past the first flush);
+    /// None: past the baseline's first flush of expired data by [`PAST_FIRST_FLUSH_S`].
+    pub confirm: Option<Duration>,
+    /// Predict the fix from the baseline's stalls and prove it before trying the rest.
+    pub predict: bool,
     /// Whether system settings may be tried (root).
     pub system: bool,
     /// The queue and mount of the directory, when their knobs may be tried.
@@ -176,6 +179,13 @@ fn plan(
     cadence: Option<Duration>,
 ) -> Plan {
     let vm = sinkrate_sampler::live::read_vm_settings();
+    let expire_cs = vm.dirty_expire_centisecs.unwrap_or(3000);
+    let every_cs = vm.dirty_writeback_centisecs.unwrap_or(500);
+    // Past the first flush of expired data as the machine is set, where the stalls are.
+    let default_confirm_s = cfg.confirm.map_or(
+        ((expire_cs + every_cs) as f64 / 100.0 + PAST_FIRST_FLUSH_S).max(MIN_SCREEN_S),
+        |d| d.as_secs_f64(),
+    );
     let fixed_s = match &cfg.workload {
         Workload::Job { jobs, .. } => Some(
             jobs.jobs
@@ -183,14 +193,14 @@ fn plan(
                 .filter_map(|j| j.options.runtime)
                 .max()
                 .map(|d| d.as_secs_f64())
-                .unwrap_or(cfg.confirm.as_secs_f64()),
+                .unwrap_or(default_confirm_s),
         ),
         _ => None,
     };
     let len = Lengths {
-        expire_cs: vm.dirty_expire_centisecs.unwrap_or(3000),
-        every_cs: vm.dirty_writeback_centisecs.unwrap_or(500),
-        confirm_s: cfg.confirm.as_secs_f64(),
+        expire_cs,
+        every_cs,
+        confirm_s: default_confirm_s,
         fixed_s,
     };
     let mut notes = Vec::new();
@@ -248,7 +258,7 @@ fn plan(
         c.recorder.is_empty()
             && c.system
                 .iter()
-                .all(|(s, v)| host.read(s).is_ok_and(|now| now.trim() == v))
+                .all(|a| host.read(&a.setting).is_ok_and(|now| now.trim() == a.value))
     };
     let mut kept = Vec::with_capacity(all.len());
     let mut unbounded = Vec::new();
@@ -421,9 +431,26 @@ pub fn search(
         runner.all = resized;
         planned = fit_budget(&runner.all, &len, runs, budget_s).0;
     }
-    runner.screen(1..planned)?;
     let fits = |seconds: f64| started.elapsed().as_secs_f64() + seconds <= budget_s;
-    let (next_extra, left_unconfirmed) = runner.confirm(planned, runs, &objective, fits)?;
+    let prediction = cfg
+        .predict
+        .then(|| runner.predict_and_prove(base_session, runs, &objective, &mut planned, &fits))
+        .transpose()?;
+    let proven = prediction.as_ref().is_some_and(|p| p.proven);
+    if !proven {
+        runner.screen(1..planned)?;
+    }
+    let (next_extra, left_unconfirmed) = if proven {
+        let others = runner.all.len().saturating_sub(2);
+        if others > 0 {
+            notes.push(format!(
+                "{others} other candidate(s) not run: the predicted fix was proven (--no-predict tries them all)"
+            ));
+        }
+        (runner.all.len(), false)
+    } else {
+        runner.confirm(planned, runs, &objective, fits)?
+    };
     let Runner {
         all,
         trials,
@@ -500,6 +527,7 @@ pub fn search(
         rank_by: if objective.wear { "wear" } else { "latency" }.into(),
         device_bytes_written: None,
         applied: Vec::new(),
+        prediction,
     };
     report.max_loss_met = report.loss_bound_met();
     report.device_bytes_written = report.runs_device_bytes();
@@ -670,6 +698,10 @@ impl Runner<'_, '_> {
             return Ok(());
         }
         for k in which.clone() {
+            // (a predicted candidate has had its runs already)
+            if k > 0 && !self.trials[k].is_empty() {
+                continue;
+            }
             if !self.run_one(k, k == 0)? {
                 self.interrupted = true;
                 break;
@@ -698,6 +730,133 @@ impl Runner<'_, '_> {
             self.failed = Some(format!("every candidate failed: {why}"));
         }
         Ok(())
+    }
+
+    /// The fix the baseline's run predicts, run full-length against the baseline in turn
+    /// until each has `runs` runs (or the prediction drops a frame): proven when every run
+    /// of it kept up and the baseline's dropped frames. A predicted candidate not among the
+    /// planned ones joins them second (`planned` grows by one).
+    fn predict_and_prove(
+        &mut self,
+        base_session: Option<&sinkrate_record::session::Session>,
+        runs: usize,
+        objective: &sinkrate_model::search::Objective,
+        planned: &mut usize,
+        fits: &dyn Fn(f64) -> bool,
+    ) -> Result<Prediction, SearchError> {
+        let none = |because: String| Prediction {
+            label: None,
+            because,
+            proven: false,
+            proof: None,
+        };
+        if self.interrupted || self.failed.is_some() {
+            return Ok(none("the baseline's run did not complete".into()));
+        }
+        if objective.max_loss_s.is_some() {
+            return Ok(none(
+                "--max-loss asks for a bound on what a power cut loses, which a fix for the stalls does not size: every candidate was tried".into(),
+            ));
+        }
+        if objective.wear {
+            return Ok(none(
+                "--objective wear ranks by the device's bytes, which the stalls do not predict: every candidate was tried".into(),
+            ));
+        }
+        let Some(baseline) = self.trials[0].first() else {
+            return Ok(none("the baseline has no run".into()));
+        };
+        let host = self.cfg.journal.host();
+        let bdi_limits = baseline
+            .diagnosis
+            .as_ref()
+            .and_then(|d| d.device_limit.as_ref())
+            .is_some_and(|(bdi, _)| {
+                ["strict_limit", "max_bytes"].iter().all(|attr| {
+                    host.has(&sinkrate_model::settings::Setting::Bdi {
+                        bdi: bdi.clone(),
+                        attr: (*attr).into(),
+                    })
+                })
+            });
+        let allowed = crate::predict::Allowed {
+            system: self.cfg.system,
+            recorder: base_session.is_some_and(|s| s.record.replay.is_none()),
+            bdi_limits,
+            mount: self
+                .cfg
+                .target
+                .as_ref()
+                .filter(|_| self.cfg.system)
+                .map(|t| (t.mount_point.clone(), t.fs_type.clone())),
+        };
+        let predicted = match crate::predict::predict(baseline, &allowed) {
+            Ok(p) => p,
+            Err(why) => return Ok(none(format!("{why}; every candidate was tried"))),
+        };
+        let k = match self.all.iter().position(|c| {
+            c.system == predicted.candidate.system && c.recorder == predicted.candidate.recorder
+        }) {
+            Some(k) => k,
+            None => {
+                let at = 1.min(self.all.len());
+                self.all.insert(at, predicted.candidate.clone());
+                self.trials.insert(at, Vec::new());
+                *planned += 1;
+                at
+            }
+        };
+        let disproved = |t: &[Trial]| {
+            t.iter()
+                .any(|t| t.frames_dropped > 0 || t.verdict != Verdict::KeepsUp || t.stopped_early)
+        };
+        while !self.interrupted && self.failed.is_none() && !disproved(&self.trials[k]) {
+            let (mine, base) = (
+                confirmations(&self.trials[k]),
+                confirmations(&self.trials[0]),
+            );
+            if mine >= runs && base >= runs {
+                break;
+            }
+            // In turn, the prediction first: both sides meet the same drift of the card.
+            let next = if mine <= base && mine < runs { k } else { 0 };
+            if !fits(run_s(self.len.confirm(&self.all[next]))) {
+                break;
+            }
+            self.interrupted = !self.run_one(next, true)?;
+        }
+        // (an equal candidate already planned keeps its own label)
+        let label = self.all[k].label.clone();
+        let sum = |t: &[Trial], f: fn(&Trial) -> u64| -> u64 {
+            t.iter().filter(|t| t.confirmation).map(f).sum()
+        };
+        let (mine, base) = (&self.trials[k], &self.trials[0]);
+        let proven = !disproved(mine)
+            && confirmations(mine) >= runs
+            && confirmations(base) >= runs
+            && sum(base, |t| t.frames_dropped) > 0;
+        let proof = format!(
+            "{label}: {} of {} frames dropped in {} full-length run(s), against the baseline's {} of {} in {}{}",
+            sum(mine, |t| t.frames_dropped),
+            sum(mine, |t| t.frames_offered),
+            confirmations(mine),
+            sum(base, |t| t.frames_dropped),
+            sum(base, |t| t.frames_offered),
+            confirmations(base),
+            if proven {
+                ""
+            } else if disproved(mine) {
+                ": the prediction did not hold, so every candidate was tried"
+            } else {
+                ": the budget or an interruption left too few runs to prove it, so every candidate was tried"
+            }
+        );
+        Ok(Prediction {
+            label: Some(label),
+            because: predicted.because,
+            proven,
+            proof: Some(proof),
+        })
     }
 
     /// Full-length runs while `fits` says the budget has time: the leader and the
@@ -787,6 +946,7 @@ mod tests {
             device_bytes_per_hour: None,
             device_bytes_written: None,
             device_rate_while_busy_bytes_per_s: None,
+            diagnosis: None,
         };
         let candidate = Candidate {
             label: label.into(),

@@ -177,6 +177,7 @@ fn failed_trial(error: String) -> Trial {
         device_bytes_per_hour: None,
         device_bytes_written: None,
         device_rate_while_busy_bytes_per_s: None,
+        diagnosis: None,
     }
 }
 
@@ -205,6 +206,62 @@ fn record_trial(run: &sinkrate_model::record::RecordRun) -> Trial {
         device_rate_while_busy_bytes_per_s: t
             .device_rate_while_busy_bytes_per_s
             .or_else(|| r.sizes.as_ref()?.device_limit.as_ref()?.device_bytes_per_s),
+        diagnosis: Some(diagnose(r)),
+    }
+}
+
+/// The seconds around the first flush of expired data in which a stall counts as that
+/// flush's: from a second before it (the interval's timer) to ten after (the device taking
+/// the burst).
+const FLUSH_WINDOW_S: (f64, f64) = (1.0, 10.0);
+
+/// What a recording's own account says of its stalls, for the search's prediction.
+pub fn diagnose(r: &sinkrate_model::record::RecordReport) -> sinkrate_model::search::Diagnosis {
+    let sizes = r.sizes.as_ref();
+    let page_cache = r.config.write_mode == sinkrate_model::record::WriteMode::Buffered;
+    let first_flush_s = sizes
+        .and_then(|s| s.first_expiry_writeback_s)
+        .filter(|_| page_cache);
+    let in_flush_window = |at: f64| {
+        first_flush_s.is_some_and(|f| at >= f - FLUSH_WINDOW_S.0 && at <= f + FLUSH_WINDOW_S.1)
+    };
+    let mut stall_s = 0.0;
+    let mut stall_at_first_flush_s = 0.0;
+    let mut worst_other_stall_s: f64 = 0.0;
+    for st in &r.stalls {
+        let s = st.duration_ms / 1e3;
+        stall_s += s;
+        if in_flush_window(st.at_s) {
+            stall_at_first_flush_s += s;
+        } else {
+            worst_other_stall_s = worst_other_stall_s.max(s);
+        }
+    }
+    let kernel = &r.kernel;
+    let limit = sizes.and_then(|s| s.device_limit.as_ref());
+    sinkrate_model::search::Diagnosis {
+        stall_causes: kernel.from_kernel().then(|| kernel.stall_seconds.clone()),
+        causes_unread: kernel.inferred_because.clone(),
+        stall_s,
+        stall_at_first_flush_s,
+        worst_other_stall_s,
+        first_flush_s,
+        page_cache,
+        writeback_interval_s: r
+            .sampler
+            .summary
+            .settings
+            .dirty_writeback_centisecs
+            .map(|cs| cs as f64 / 100.0),
+        run_s: r.totals.duration_s,
+        fps: r.config.streams.iter().map(|s| s.fps).fold(0.0, f64::max),
+        buffers: r.config.buffers,
+        pool_frames: sizes.and_then(|s| s.pools.iter().map(|p| p.frames).max()),
+        device_limit: limit.and_then(|l| Some((l.bdi.clone()?, l.max_bytes?))),
+        stream_bytes_per_s: sizes.map(|s| s.streams_bytes_per_s).unwrap_or(0.0),
+        device_bytes_per_s: limit
+            .and_then(|l| l.device_bytes_per_s)
+            .or(r.totals.device_rate_while_busy_bytes_per_s),
     }
 }
 
@@ -290,6 +347,7 @@ fn job_trial(
         device_bytes_per_hour: None,
         device_bytes_written: None,
         device_rate_while_busy_bytes_per_s: None,
+        diagnosis: None,
     })
 }
 
@@ -434,5 +492,6 @@ fn exec_trial(
         device_bytes_per_hour: None,
         device_bytes_written: None,
         device_rate_while_busy_bytes_per_s: None,
+        diagnosis: None,
     })
 }

@@ -61,6 +61,19 @@ pub(crate) fn words(s: &mut Section, r: &SearchReport) {
     });
     s.facts.push(("directory".into(), r.dir.clone()));
     s.facts.push(("workload".into(), r.workload.clone()));
+    if let Some(p) = &r.prediction {
+        let verdict = match (&p.label, p.proven) {
+            (Some(label), true) => format!("{label}, proven"),
+            (Some(label), false) => format!("{label}, not proven"),
+            (None, _) => "none".into(),
+        };
+        s.facts.push(("predicted fix".into(), verdict));
+        s.facts
+            .push(("prediction rests on".into(), p.because.clone()));
+        if let Some(proof) = &p.proof {
+            s.facts.push(("its runs".into(), proof.clone()));
+        }
+    }
     s.facts.push((
         "budget".into(),
         format!("{:.0} s, spent {:.0} s", r.budget_s, r.spent_s),

@@ -7,7 +7,7 @@
 
 use sinkrate_settings::{Journal, Temporary};
 
-use sinkrate_model::settings::Setting;
+use sinkrate_model::tunables::Assignment;
 
 use crate::writer::{write_file, Api, Prep, WriteJob};
 use crate::{Ctx, SuiteConfig, SuiteError, WorkDir};
@@ -108,13 +108,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
         table.row(v.label, v.about);
     }
     let work = WorkDir::for_suite(cfg, long * 2)?;
-    let sysctl = |name: &str| Setting::Sysctl { name: name.into() };
     // Journaled before the change; put back when `guard` drops, whatever happens.
     let mut guard = Temporary::apply(
         &Journal::live(),
         &[
-            (sysctl("vm/dirty_bytes"), dirty.to_string()),
-            (sysctl("vm/dirty_background_bytes"), background.to_string()),
+            Assignment::sysctl("vm.dirty_bytes", dirty),
+            Assignment::sysctl("vm.dirty_background_bytes", background),
         ],
     )
     .map_err(|e| SuiteError::Failed(format!("lowering the dirty limit: {e}")))?;

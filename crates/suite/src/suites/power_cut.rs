@@ -7,6 +7,7 @@
 
 use sinkrate_model::record::WriteMode;
 use sinkrate_model::settings::Setting;
+use sinkrate_model::tunables::Assignment;
 use sinkrate_platform::power::PowerSwitch;
 use sinkrate_record::session::Session;
 use sinkrate_settings::{Journal, Temporary};
@@ -121,15 +122,15 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
                     .map_err(|e| SuiteError::Failed(format!("{}: {e}", c.label)))?,
             );
             // Journaled before the change; put back when `_guard` drops, whatever happens.
-            let settings: Vec<(Setting, String)> = c
+            let settings: Vec<Assignment> = c
                 .sysctls
                 .iter()
                 .map(|(name, value)| {
-                    (
+                    Assignment::new(
                         Setting::Sysctl {
                             name: (*name).into(),
                         },
-                        (*value).into(),
+                        *value,
                     )
                 })
                 .collect();
