@@ -752,11 +752,18 @@ fn a_writer_without_cpu_waits_for_a_cpu() {
             );
             return;
         };
-        let mut busy = Command::new("sh")
-            .arg("-c")
-            .arg(format!("{}sh -c 'while :; do :; done'", group.enter()))
-            .spawn()
-            .expect("a busy loop");
+        // Two loops, so that the group's quota is spent at once in every period even when
+        // the rest of the machine keeps the cores busy (one loop that waits for a core
+        // leaves the quota to the recorder).
+        let mut busy: Vec<_> = (0..2)
+            .map(|_| {
+                Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("{}sh -c 'while :; do :; done'", group.enter()))
+                    .spawn()
+                    .expect("a busy loop")
+            })
+            .collect();
         let parent = tempfile::tempdir().expect("tempdir");
         let memory = common::MemoryFs::new(&parent.path().join("mem"), "512M");
         let script = format!(
@@ -770,8 +777,10 @@ fn a_writer_without_cpu_waits_for_a_cpu() {
             .arg(script)
             .output()
             .expect("sinkrate record runs");
-        let _ = busy.kill();
-        let _ = busy.wait();
+        for b in &mut busy {
+            let _ = b.kill();
+            let _ = b.wait();
+        }
         let run: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
         assert!(
