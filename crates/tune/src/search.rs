@@ -755,12 +755,12 @@ impl Runner<'_, '_> {
         }
         if objective.max_loss_s.is_some() {
             return Ok(none(
-                "--max-loss asks for a bound on what a power cut loses, which a fix for the stalls does not size: every candidate was tried".into(),
+                "--max-loss asks for a bound on what a power cut loses, which a fix for the stalls does not size: the candidates were searched as without one".into(),
             ));
         }
         if objective.wear {
             return Ok(none(
-                "--objective wear ranks by the device's bytes, which the stalls do not predict: every candidate was tried".into(),
+                "--objective wear ranks by the device's bytes, which the stalls do not predict: the candidates were searched as without one".into(),
             ));
         }
         let Some(baseline) = self.trials[0].first() else {
@@ -792,7 +792,11 @@ impl Runner<'_, '_> {
         };
         let predicted = match crate::predict::predict(baseline, &allowed) {
             Ok(p) => p,
-            Err(why) => return Ok(none(format!("{why}; every candidate was tried"))),
+            Err(why) => {
+                return Ok(none(format!(
+                    "{why}; the candidates were searched as without one"
+                )))
+            }
         };
         let k = match self.all.iter().position(|c| {
             c.system == predicted.candidate.system && c.recorder == predicted.candidate.recorder
@@ -846,9 +850,9 @@ impl Runner<'_, '_> {
             if proven {
                 ""
             } else if disproved(mine) {
-                ": the prediction did not hold, so every candidate was tried"
+                ": the prediction did not hold, so the search went on to the other candidates"
             } else {
-                ": the budget or an interruption left too few runs to prove it, so every candidate was tried"
+                ": the budget or an interruption left too few runs to prove it, so the search went on to the other candidates"
             }
         );
         Ok(Prediction {
