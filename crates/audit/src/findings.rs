@@ -1523,7 +1523,7 @@ mod card_tests {
         // Linux 6.1: only the ratio. 5 s of 11.8 MB/s, in whole MiB, as a share of the limit.
         let sized: u64 = 57 << 20;
         let ratio = (sized * 100).div_ceil(limit).clamp(1, 100);
-        assert_eq!(args(&f), [format!("bdi:max_ratio={ratio}")]);
+        assert_eq!(args(f), [format!("bdi:max_ratio={ratio}")]);
         assert!(
             f.tradeoff
                 .as_deref()
@@ -1541,7 +1541,7 @@ mod card_tests {
         judge_for(&mut a, 3e6);
         let f = whole_pool(&a);
         assert_eq!(
-            args(&f),
+            args(f),
             [
                 "bdi:strict_limit=1".to_string(),
                 format!("bdi:max_bytes={sized}")
