@@ -398,7 +398,12 @@ fn rate_floors_are_checked_per_rate_cycle_after_fios_settle_period() {
 }
 
 /// A thinktime pause that runs past the runtime ends the job at the pause's end, with no
-/// I/O after it, as fio's: 300 ms pauses in a 1 s run give 4 writes in 1.2 s, in both.
+/// I/O after it, as fio's: 300 ms pauses in a 1 s run give 4 writes in 1.2 s on a quiet
+/// machine. Beside load each pause overshoots (fio itself: 3 writes in 1043 ms beside two
+/// busy loops and a writer), so what holds anywhere is asserted: no write starts at or past
+/// the runtime (at most 4), every write's pause is waited out, the one past the runtime too
+/// (the job lasts at least the runtime and 300 ms a write), and sinkrate's count is fio's,
+/// within the one write a pause's overshoot moves across the runtime.
 #[test]
 fn a_pause_past_the_runtime_ends_the_job_as_fios_does() {
     if !fio_or_skip("a_pause_past_the_runtime_ends_the_job_as_fios_does") {
@@ -416,14 +421,29 @@ fn a_pause_past_the_runtime_ends_the_job_as_fios_does() {
     .map(String::from)
     .into();
     let (fio, ours) = side_by_side_json(&job);
+    let mut counts = Vec::new();
     for (who, v) in [("fio", &fio), ("sinkrate", &ours)] {
         let (writes, ms) = (
-            v["jobs"][0]["write"]["total_ios"].as_u64(),
+            v["jobs"][0]["write"]["total_ios"].as_u64().unwrap_or(0),
             v["jobs"][0]["job_runtime"].as_u64().unwrap_or(0),
         );
-        assert_eq!(writes, Some(4), "{who}: {ms} ms");
-        assert!((1150..1300).contains(&ms), "{who}: {ms} ms");
+        eprintln!("{who}: {writes} writes in {ms} ms");
+        assert!(
+            (1..=4).contains(&writes),
+            "{who}: {writes} writes in {ms} ms"
+        );
+        assert!(
+            ms >= 1000 && ms >= writes * 300,
+            "{who}: the last pause waited out: {writes} writes in {ms} ms"
+        );
+        counts.push(writes);
     }
+    assert!(
+        counts[0].abs_diff(counts[1]) <= 1,
+        "writes: fio {}, sinkrate {}",
+        counts[0],
+        counts[1]
+    );
 }
 
 /// How many times the job's log goes quiet for a whole thinktime (100 ms; the log's times

@@ -670,21 +670,34 @@ fn a_search_predicts_from_the_baselines_stalls_and_proves_it_or_tries_the_rest()
                         && t["verdict"] == "keeps_up"
                         && t["stopped_early"] == false
                 });
-            let proven = kept && mine.len() >= 2 && base.len() >= 2 && dropped(&base) > 0;
-            assert_eq!(p["proven"].as_bool(), Some(proven), "{p}\n{out}");
             let proof = p["proof"].as_str().expect("proof");
-            assert!(
-                proof.contains(&format!("{} of", dropped(&mine)))
-                    && proof.contains(&format!("baseline's {} of", dropped(&base))),
-                "{proof}"
-            );
+            if p["proven"] == true {
+                // The search ended at the proof: its runs are all the report holds.
+                assert!(
+                    kept && mine.len() >= 2 && base.len() >= 2 && dropped(&base) > 0,
+                    "{p}\n{out}"
+                );
+                assert!(
+                    proof.contains(&format!("{} of", dropped(&mine)))
+                        && proof.contains(&format!("baseline's {} of", dropped(&base))),
+                    "{proof}"
+                );
+            } else {
+                // Not proven: a run of the prediction dropped a frame (beside load the pool
+                // that rode out the baseline's pauses can fall short), or the budget ended
+                // the proof; the search then went on.
+                assert!(
+                    (!kept && proof.contains("did not hold")) || proof.contains("too few runs"),
+                    "{proof}"
+                );
+            }
             let notes = v["notes"].as_array().expect("notes");
             let noted = |what: &str| {
                 notes
                     .iter()
                     .any(|n| n.as_str().is_some_and(|n| n.contains(what)))
             };
-            if proven {
+            if p["proven"] == true {
                 assert_eq!(ranked.len(), 2, "{out}");
                 assert_eq!(ranked[0]["candidate"]["label"], label);
                 assert!(noted("not run: the predicted fix was proven"), "{out}");
