@@ -118,7 +118,7 @@ fn filesystem_kind(r: &mut Rules) {
             format!("{mp} is {}: it is memory, not storage", t.fs_type),
             evidence,
             "Writes here never reach a storage device; any rate measured on it is the speed of RAM and says nothing about the card or drive.",
-            &[run("point sinkrate (and the recorder) at the mount point of the real device".to_string())],
+            &[run("point sinkrate (and the recorder) at the mount point of the real device")],
             &[],
             None,
         ),
@@ -128,7 +128,7 @@ fn filesystem_kind(r: &mut Rules) {
             format!("{mp} is {fs}, a kernel interface, not storage"),
             evidence,
             "Nothing can be recorded here.",
-            &[run("point sinkrate at the mount point of the recording device".to_string())],
+            &[run("point sinkrate at the mount point of the recording device")],
             &[],
             None,
         ),
@@ -239,7 +239,7 @@ fn mount_options(r: &mut Rules) {
             format!("{mp} is mounted read-only"),
             r.mount_line(),
             "Nothing can be recorded; a filesystem remounted read-only after an error (errors=remount-ro) also shows this.",
-            &[run("dmesg | grep -i -e ext4 -e error   (why it is read-only)".to_string()), run(format!("mount -o remount,rw {mp}"))],
+            &[run("dmesg | grep -i -e ext4 -e error   (why it is read-only)"), run(format!("mount -o remount,rw {mp}"))],
             &[r.fstab_hint("use rw")],
             None,
         );
@@ -623,7 +623,7 @@ fn card(r: &mut Rules) {
                         ),
                         format!("{node}/device/ssr; check's sustained write (direct I/O, fsync'd)"),
                         "A card that does not reach its class is worn, counterfeit, or runs in a slower bus mode than it supports (a UHS card in a slot or reader without UHS). A recorder sized for the class will drop frames.",
-                        &[run("compare with the same card in a UHS reader on a PC, and check the slot's bus mode: cat /sys/kernel/debug/mmc0/ios (timing spec)".to_string())],
+                        &[run("compare with the same card in a UHS reader on a PC, and check the slot's bus mode: cat /sys/kernel/debug/mmc0/ios (timing spec)")],
                         &["replace the card with one whose class is met on this board (sinkrate check on the new card)".to_string()],
                         None,
                     );
@@ -641,7 +641,7 @@ fn card(r: &mut Rules) {
                     ),
                     format!("{node}/device/ssr"),
                     "The class is the sustained rate a card guarantees while recording; a stream above it relies on the card doing better than it promises, which ends when the card is full, worn or warm.",
-                    &[run("choose a card whose class is above the stream (V30 for up to 30 MB/s)".to_string())],
+                    &[run("choose a card whose class is above the stream (V30 for up to 30 MB/s)")],
                     &[],
                     None,
                 );
@@ -785,9 +785,7 @@ fn card(r: &mut Rules) {
                     smart.device
                 ),
                 "The drive predicts its own failure.",
-                &[run(
-                    "back up what the drive holds and replace it".to_string()
-                )],
+                &[run("back up what the drive holds and replace it")],
                 &[],
                 None,
             );
@@ -899,7 +897,7 @@ fn usb(r: &mut Rules) {
             format!("{} is a USB 2 device: about 35-40 MB/s at most", u.device.product.clone().unwrap_or_else(|| u.device.name.clone())),
             evidence,
             "The port could do more; the drive itself cannot.",
-            &[run("for more than ~35 MB/s use a USB 3 drive".to_string())],
+            &[run("for more than ~35 MB/s use a USB 3 drive")],
             &[],
             None,
         ),
@@ -950,7 +948,7 @@ fn usb(r: &mut Rules) {
             format!("{} other device(s) share root hub {} with the drive", busy.len(), u.root_hub.name),
             busy.join("; "),
             "Devices on one root hub share its bandwidth: a USB camera streaming on the same bus takes from the drive's write rate exactly when recording (seed 000).",
-            &[run("move the camera or the drive to a port of another root hub (lsusb -t shows which ports share one)".to_string())],
+            &[run("move the camera or the drive to a port of another root hub (lsusb -t shows which ports share one)")],
             &[],
             None,
         );
@@ -995,7 +993,7 @@ fn sinkrate_settings(r: &mut Rules) {
             ),
             format!("{}: {evidence}", sinkrate_model::settings::DEFAULT_JOURNAL),
             "A sinkrate run set them for its test and was killed before it could put them back; the next sinkrate that changes settings (sinkrate tune status included) restores them from the journal. Until then the findings here judge the test's values, not the system's.",
-            &[run("sinkrate tune status   (restores a killed run's temporary settings and lists what stays changed)".to_string())],
+            &[run("sinkrate tune status   (restores a killed run's temporary settings and lists what stays changed)")],
             &[],
             None,
         );
@@ -1008,7 +1006,7 @@ fn sinkrate_settings(r: &mut Rules) {
         format!("{} changed by sinkrate", names(&all)),
         format!("{}: {evidence}", sinkrate_model::settings::DEFAULT_JOURNAL),
         "Values applied with sinkrate tune apply (kept until sinkrate tune restore), or a running test's temporary values: the findings here judge them as they are now.",
-        &[run("sinkrate tune restore   (puts back what tune apply changed)".to_string())],
+        &[run("sinkrate tune restore   (puts back what tune apply changed)")],
         &[],
         None,
     );
@@ -1109,7 +1107,7 @@ fn memory(r: &mut Rules) {
                 format!("only {} of {} memory is available", mb(avail as f64), mb(total as f64)),
                 format!("/proc/meminfo MemAvailable {avail} bytes, MemTotal {total} bytes"),
                 "Dirty limits given as ratios scale with available memory: when it is low, the page cache absorbs little and writers are throttled early.",
-                &[run("find what holds memory: sinkrate watch (top hogs), or ps aux --sort=-rss | head".to_string())],
+                &[run("find what holds memory: sinkrate watch (top hogs), or ps aux --sort=-rss | head")],
                 &[],
                 None,
             );
@@ -1262,7 +1260,7 @@ fn space(r: &mut Rules) {
                 ),
                 evidence,
                 "A recorder without loop recording stops within the minute, and every write until then allocates in the last scattered pieces.",
-                &[run("delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)".to_string())],
+                &[run("delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)")],
                 &[],
                 None,
             );
@@ -1273,7 +1271,7 @@ fn space(r: &mut Rules) {
                 format!("{mp} has {} free: {hours:.1} h of this stream", mb(s.available_bytes as f64)),
                 evidence,
                 "A nearly full filesystem allocates in scattered small pieces (slower writes), and a recorder without loop recording stops when it is full.",
-                &[run("delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)".to_string())],
+                &[run("delete old recordings, or record with loop recording (sinkrate record --segment-time 60s --loop-fill 90 tests it)")],
                 &[],
                 None,
             );
@@ -1303,7 +1301,7 @@ fn space(r: &mut Rules) {
                 format!("{mp} has only {} free inodes", s.inodes_free),
                 format!("{} of {} inodes free", s.inodes_free, s.inodes),
                 "Each segment file needs an inode; when they run out, creating the next segment fails although space is left.",
-                &[run("delete small files, or recreate the filesystem with more inodes (mkfs.ext4 -i 65536 ... destroys data)".to_string())],
+                &[run("delete small files, or recreate the filesystem with more inodes (mkfs.ext4 -i 65536 ... destroys data)")],
                 &[],
                 None,
             );
