@@ -267,7 +267,14 @@ fn below_the_cards_rate_it_keeps_up_and_above_it_drops_once_the_pool_is_full() {
                     "20",
                 ],
             );
-            assert_eq!(code, Some(0), "{stderr}");
+            assert_eq!(
+                code,
+                Some(0),
+                "{stderr}{}\nstalls: {}\nkernel: {}",
+                v["verdict_text"],
+                v["stalls"],
+                v["kernel"]
+            );
             assert_eq!(v["verdict"], "keeps_up");
             assert_eq!(totals(&v, "frames_dropped"), 0);
             assert!(
