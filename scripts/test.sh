@@ -130,8 +130,6 @@ echo "== the sinkrate binary and tests/it built, at $SECONDS s"
 # test that changes a setting of the whole machine runs in lane A, one run after another:
 # the writeback sysctls through the settings journal (tune apply and search, also in
 # faults; suite's page-cache and power-cut suites; record --ram-limit and --dirty-limit),
-# record's tests, whose emulated cards and verdicts another lane's lowered dirty limits or
-# journal changes would move,
 # fs.protected_symlinks, watch's throttling test; the stall causes' per-device limits, which
 # the kernel keeps as a share of the machine's dirty limit; and what is planned or judged from the
 # settings in force (a tune dry run, check's note on the first writeback, sync_file_range's
@@ -143,14 +141,17 @@ echo "== the sinkrate binary and tests/it built, at $SECONDS s"
 # the modules whose names end in its own (verify:: would also select bench_verify::). The
 # power cuts (power_cut, suite's power-cut) take turns in lane A too: a card cut off fails
 # its I/O in the kernel's log, which a recording on a loop device of the same name next
-# would take for its own card's failure.
-lane_a=("tune" "record" "suite::page_cache_ suite::power_cut_" "watch"
+# would take for its own card's failure. tune's prediction search (a card with GC pauses)
+# runs last, once lane B's recordings are done: beside it, a recording at 40% of its own
+# card's rate dropped frames in two runs (cause not found yet).
+lane_a=("tune -tune::a_search_predicts_" "suite::page_cache_ suite::power_cut_" "record::ram_limit_" "watch"
   "adversarial::a_second_interrupt_ adversarial::a_default_report_name_planted_"
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
   "round_trip::tune_results_" "check" "bench_fio_sync_range"
   "bench_devices::honest_numbers_" "emulate::buffered_writes_" "endurance::check_on_"
-  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_" "causes")
-lane_b=("suite -suite::page_cache_ -suite::power_cut_"
+  "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_" "causes"
+  "tune::a_search_predicts_")
+lane_b=("suite -suite::page_cache_ -suite::power_cut_" "record -record::ram_limit_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "leftovers" "old_kernels" "verify"
   "emulate -emulate::buffered_writes_" "audit" "docs_links"

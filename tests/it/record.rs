@@ -448,12 +448,14 @@ fn segments_rotate_by_size_and_keep_exact_accounting() {
             "--keep",
         ],
     );
-    // Keeping up is the machine's (a busy one can leave a 1 s recording a frame behind, and
-    // then says so with exit 1); the accounting of what was written is exact either way.
+    // Keeping up is the machine's (a busy one can leave a 1 s recording a frame behind, or
+    // its disk's writeback behind a buffered second, and then says so with exit 1); the
+    // accounting of what was written is exact either way.
     let (written, dropped) = (totals(&v, "frames_written"), totals(&v, "frames_dropped"));
     assert!(
-        code == Some(0) || (code == Some(1) && dropped > 0),
-        "exit {code:?} with {dropped} dropped: {stderr}"
+        code == Some(0) || (code == Some(1) && (dropped > 0 || v["verdict"] == "falling_behind")),
+        "exit {code:?} with {dropped} dropped: {stderr}{}",
+        v["verdict_text"]
     );
     assert_eq!(written + dropped, 20, "20 frames offered in 1 s at 20 fps");
     assert!(written >= 4, "at least one rotation to check: {v}");
