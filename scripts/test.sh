@@ -143,7 +143,7 @@ echo "== the sinkrate binary and tests/it built, at $SECONDS s"
 # its I/O in the kernel's log, which a recording on a loop device of the same name next
 # would take for its own card's failure. record's tests run in lane A too: beside lane A's
 # tune tests, a recording at 40% of its own emulated card's rate dropped frames in three
-# of four runs (the cause not found yet), and in none of two in lane A. tune's prediction
+# of four runs (the cause not found yet), and not in its one run in lane A. tune's prediction
 # search (a card with GC pauses) runs last.
 lane_a=("tune -tune::a_search_predicts_" "record" "suite::page_cache_ suite::power_cut_" "watch"
   "adversarial::a_second_interrupt_ adversarial::a_default_report_name_planted_"
