@@ -19,6 +19,7 @@ pub mod envelope;
 pub mod facts;
 pub mod fio;
 pub mod health;
+pub mod kept;
 pub mod paths;
 pub mod record;
 pub mod replay;

@@ -42,6 +42,7 @@ pub fn predict(baseline: &Trial, allowed: &Allowed) -> Result<Predicted, String>
     let d = baseline
         .diagnosis
         .as_ref()
+        .and_then(|k| k.typed())
         .ok_or("the workload is not a recording in this process: its stalls are not seen")?;
     if baseline.frames_dropped == 0 {
         return Err("the baseline dropped no frame: there is no stall to fix".into());
@@ -234,23 +235,26 @@ mod tests {
             device_bytes_per_hour: None,
             device_bytes_written: None,
             device_rate_while_busy_bytes_per_s: Some(10.5e6),
-            diagnosis: Some(Diagnosis {
-                stall_causes: Some(causes),
-                causes_unread: None,
-                stall_s: 1.6,
-                stall_at_first_flush_s: at_flush_s,
-                worst_other_stall_s: 0.05,
-                first_flush_s: Some(35.0),
-                page_cache: true,
-                writeback_interval_s: Some(5.0),
-                run_s: 60.0,
-                fps: 30.0,
-                buffers: 4,
-                pool_frames: Some(47),
-                device_limit: Some(("254:0".into(), 11 << 20)),
-                stream_bytes_per_s: 4.8e6,
-                device_bytes_per_s: Some(10.5e6),
-            }),
+            diagnosis: Some(
+                Diagnosis {
+                    stall_causes: Some(causes),
+                    causes_unread: None,
+                    stall_s: 1.6,
+                    stall_at_first_flush_s: at_flush_s,
+                    worst_other_stall_s: 0.05,
+                    first_flush_s: Some(35.0),
+                    page_cache: true,
+                    writeback_interval_s: Some(5.0),
+                    run_s: 60.0,
+                    fps: 30.0,
+                    buffers: 4,
+                    pool_frames: Some(47),
+                    device_limit: Some(("254:0".into(), 11 << 20)),
+                    stream_bytes_per_s: 4.8e6,
+                    device_bytes_per_s: Some(10.5e6),
+                }
+                .into(),
+            ),
         }
     }
 
@@ -343,20 +347,20 @@ mod tests {
     #[test]
     fn no_prediction_without_the_kernels_account_a_long_enough_run_or_a_card_that_can_keep_up() {
         let mut t = seed001(seconds(Cause::Device, 1.55), 1.5);
-        if let Some(d) = t.diagnosis.as_mut() {
+        if let Some(d) = t.diagnosis.as_mut().and_then(|k| k.typed_mut()) {
             d.run_s = 20.0;
         }
         let why = predict(&t, &all()).expect_err("short");
         assert!(why.contains("ended before the first flush"), "{why}");
         let mut t = seed001(seconds(Cause::Device, 1.55), 1.5);
-        if let Some(d) = t.diagnosis.as_mut() {
+        if let Some(d) = t.diagnosis.as_mut().and_then(|k| k.typed_mut()) {
             d.stall_causes = None;
             d.causes_unread = Some("not root".into());
         }
         let why = predict(&t, &all()).expect_err("unread");
         assert!(why.contains("not root"), "{why}");
         let mut t = seed001(seconds(Cause::Device, 1.55), 1.5);
-        if let Some(d) = t.diagnosis.as_mut() {
+        if let Some(d) = t.diagnosis.as_mut().and_then(|k| k.typed_mut()) {
             d.device_bytes_per_s = Some(4.0e6);
         }
         let why = predict(&t, &all()).expect_err("slow card");

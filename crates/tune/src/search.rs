@@ -770,6 +770,7 @@ impl Runner<'_, '_> {
         let bdi_limits = baseline
             .diagnosis
             .as_ref()
+            .and_then(|k| k.typed())
             .and_then(|d| d.device_limit.as_ref())
             .is_some_and(|(bdi, _)| {
                 ["strict_limit", "max_bytes"].iter().all(|attr| {

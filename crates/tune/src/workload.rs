@@ -206,7 +206,7 @@ fn record_trial(run: &sinkrate_model::record::RecordRun) -> Trial {
         device_rate_while_busy_bytes_per_s: t
             .device_rate_while_busy_bytes_per_s
             .or_else(|| r.sizes.as_ref()?.device_limit.as_ref()?.device_bytes_per_s),
-        diagnosis: Some(diagnose(r)),
+        diagnosis: Some(diagnose(r).into()),
     }
 }
 
