@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -1648,7 +1648,46 @@ fn per_device_limits_are_set_read_back_persisted_and_put_back_exactly() {
 
             // Persisted as a udev rule for the disk, removed again by the restore.
             let rules = Path::new(sinkrate_settings::persist::UDEV_FILE);
-            if rules.parent().is_some_and(Path::is_dir) {
+            let rules_dir = rules.parent().expect("the rules directory");
+            // A machine without udev's rules directory (a container, a fresh minimal
+            // install): --persist says that nothing reads rules there and writes none; the
+            // directory is then made for the rest of the test and removed after it.
+            struct MadeHere(Vec<PathBuf>);
+            impl Drop for MadeHere {
+                fn drop(&mut self) {
+                    // Deepest first; each only if empty again.
+                    for dir in &self.0 {
+                        let _ = std::fs::remove_dir(dir);
+                    }
+                }
+            }
+            let _made = if rules_dir.is_dir() {
+                MadeHere(Vec::new())
+            } else {
+                let (code, out, err) =
+                    tune(&["apply", "--persist", "--path", path, "bdi:strict_limit=1"]);
+                assert_eq!(code, Some(0), "{err}");
+                assert!(
+                    format!("{out}{err}").contains(&format!(
+                        "{} does not exist, so nothing here reads udev rules",
+                        rules_dir.display()
+                    )),
+                    "{out}{err}"
+                );
+                assert!(!rules.exists(), "no rule written without udev's directory");
+                let (code, _, err) = tune(&["restore"]);
+                assert_eq!(code, Some(0), "{err}");
+                assert_eq!(bdi_limits(&bdi), before);
+                // Its parents may be missing too: only the directories made here are removed.
+                let made: Vec<PathBuf> = rules_dir
+                    .ancestors()
+                    .take_while(|d| !d.exists())
+                    .map(Path::to_path_buf)
+                    .collect();
+                std::fs::create_dir_all(rules_dir).expect("udev's rules directory");
+                MadeHere(made)
+            };
+            {
                 struct Keep(Option<Vec<u8>>);
                 impl Drop for Keep {
                     fn drop(&mut self) {
