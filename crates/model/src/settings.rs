@@ -55,7 +55,8 @@ impl TryFrom<SettingFields> for Setting {
     type Error = String;
 
     fn try_from(f: SettingFields) -> Result<Self, String> {
-        let need = |v: Option<String>, field: &str| v.ok_or(format!("missing field `{field}`"));
+        let need =
+            |v: Option<String>, field: &str| v.ok_or_else(|| format!("missing field `{field}`"));
         Ok(match f.kind {
             SettingKind::Sysctl => Setting::Sysctl {
                 name: need(f.name, "name")?,
