@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 /// private stays so); a new one gets `new_mode`. The temporary file is removed on failure.
 pub fn replace(path: &Path, bytes: &[u8], new_mode: u32) -> std::io::Result<()> {
     let tmp = temporary_name(path);
-    let mode = std::fs::metadata(path)
+    // The mode of the file itself, never of what a link at the name points to.
+    let mode = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(new_mode);
     // A temporary left by a killed run (or anything planted at its name, a symlink

@@ -58,6 +58,8 @@ pub enum Error {
     Corrupt(PathBuf, String),
     #[error("{0}: unknown")]
     Unknown(String),
+    #[error("{}: {why}; nothing was changed", .path.display())]
+    NotReplaceable { path: PathBuf, why: String },
     #[error("'{text}': {why}")]
     BadSetting { text: String, why: String },
     #[error("{setting} = {value}: the kernel refused it: {why}")]

@@ -339,6 +339,7 @@ fn persistent_forms(
         })
         .collect();
     let file_change = |path: &str, new: &dyn Fn(&str) -> String| -> Result<Change, Error> {
+        sinkrate_settings::setting::replaceable(Path::new(path))?;
         let setting = Setting::File { path: path.into() };
         let from = journal.host().read(&setting)?;
         let base = if from == sinkrate_model::settings::ABSENT {
@@ -468,6 +469,10 @@ fn fstab_changes(
         return Ok(Ok(Vec::new()));
     }
     let path = fstab.display().to_string();
+    let backup_path = format!("{path}.sinkrate-backup");
+    for file in [fstab, Path::new(&backup_path)] {
+        sinkrate_settings::setting::replaceable(file)?;
+    }
     let file = Setting::File { path: path.clone() };
     let old = journal.host().read(&file)?;
     if old == sinkrate_model::settings::ABSENT {
@@ -487,11 +492,18 @@ fn fstab_changes(
     if new == old {
         return Ok(Ok(Vec::new()));
     }
-    // The edited file checked as a whole before it replaces the real one.
+    // The edited file checked as a whole before it replaces the real one; the copy made
+    // exclusively (nothing planted at its name in the shared temporary directory is opened)
+    // and removed only while it is still the file made here.
     let scratch = std::env::temp_dir().join(format!("sinkrate-fstab-{}", std::process::id()));
-    std::fs::write(&scratch, &new).map_err(|e| Error::Io(scratch.clone(), e))?;
+    let made = sinkrate_sys::owned::create_new(&scratch, std::fs::OpenOptions::new().write(true))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, new.as_bytes()));
+    if let Err(e) = made {
+        let _ = sinkrate_sys::owned::remove(&scratch);
+        return Err(Error::Io(scratch, e));
+    }
     let (before, after) = (fstab_errors(fstab), fstab_errors(&scratch));
-    let _ = std::fs::remove_file(&scratch);
+    let _ = sinkrate_sys::owned::remove(&scratch);
     match (before, after) {
         (Some(b), Some(a)) if a > b => {
             return Ok(Err(format!(
@@ -505,9 +517,7 @@ fn fstab_changes(
         }
         _ => {}
     }
-    let backup = Setting::File {
-        path: format!("{path}.sinkrate-backup"),
-    };
+    let backup = Setting::File { path: backup_path };
     Ok(Ok(vec![
         Change {
             from: journal.host().read(&backup)?,
