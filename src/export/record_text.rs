@@ -291,7 +291,7 @@ fn device_limit_text(l: &sinkrate_model::record::DeviceLimit, streams: f64) -> S
     };
     let bdi = l.bdi.as_deref().unwrap_or("its bdi");
     let rests_on = format!(
-        "{:.1} s of its measured {} (while busy), the stall the smallest capture pool rides out",
+        "{:.2} s of its measured {} (while busy), the stall the smallest capture pool rides out",
         l.ride_out_s,
         mb_per_s(rate)
     );
@@ -303,17 +303,26 @@ fn device_limit_text(l: &sinkrate_model::record::DeviceLimit, streams: f64) -> S
             mb_per_s(streams)
         );
     }
-    if l.in_force {
-        return format!(
-            "  per-device dirty limit: bdi {bdi} already holds the card to at most {} (strict_limit=1): {rests_on}\n",
+    let apply = format!("sinkrate tune apply --path DIR bdi:strict_limit=1 bdi:max_bytes={bytes}");
+    match l.held_bytes {
+        Some(held) if l.in_force => format!(
+            "  per-device dirty limit: bdi {bdi} holds the card to {} (strict_limit=1), within the {} this recording rides out ({rests_on})\n",
+            bytes_binary(held),
             bytes_binary(bytes)
-        );
+        ),
+        Some(held) => format!(
+            "  per-device dirty limit: bdi {bdi} holds the card to {} (strict_limit=1), more than the {} this recording rides out ({rests_on}): under a strict cap the kernel pauses a writer for up to an eighth of the time the card takes to write the cap back, {:.2} s a pause at {}, and one write can take several; lower it: {apply}\n",
+            bytes_binary(held),
+            bytes_binary(bytes),
+            sinkrate_model::record::DeviceLimit::longest_throttle_pause_s(held, rate),
+            bytes_binary(held)
+        ),
+        None => format!(
+            "  per-device dirty limit: at most {} on this card (bdi {bdi}), {rests_on}; the card then holds no more than that of the recording, other writers are not throttled for it, and the kernel's pauses of the recorder (up to {:.2} s each) stay inside its pool: {apply}\n",
+            bytes_binary(bytes),
+            sinkrate_model::record::DeviceLimit::longest_throttle_pause_s(bytes, rate)
+        ),
     }
-    format!(
-        "  per-device dirty limit: at most {} on this card (bdi {bdi}), {rests_on}; the card then holds no more than that of the recording, and other writers are not throttled for it: sinkrate tune apply --path DIR bdi:strict_limit=1 bdi:max_bytes={}\n",
-        bytes_binary(bytes),
-        bytes
-    )
 }
 
 #[cfg(test)]
@@ -329,19 +338,30 @@ mod tests {
             ride_out_s: 1.2,
             keeps_up: true,
             in_force: false,
+            held_bytes: None,
             why_not: None,
         };
         let t = super::device_limit_text(&l, 4.9e6);
         for words in [
             "at most 12.0 MiB on this card (bdi 43:0)",
-            "1.2 s of its measured 9.8 MB/s (while busy), the stall the smallest capture pool rides out",
+            "1.20 s of its measured 9.8 MB/s (while busy), the stall the smallest capture pool rides out",
+            "(up to 0.16 s each) stay inside its pool",
             "sinkrate tune apply --path DIR bdi:strict_limit=1 bdi:max_bytes=12582912",
         ] {
             assert!(t.contains(words), "{t}");
         }
-        l.in_force = true;
+        (l.in_force, l.held_bytes) = (true, Some(8 << 20));
         assert!(super::device_limit_text(&l, 4.9e6)
-            .contains("already holds the card to at most 12.0 MiB"));
+            .contains("holds the card to 8.0 MiB (strict_limit=1), within the 12.0 MiB"));
+        // A larger strict cap is what throttles the recorder: said, with the pause it allows.
+        (l.in_force, l.held_bytes) = (false, Some(16 << 20));
+        let t = super::device_limit_text(&l, 4.9e6);
+        assert!(
+            t.contains("more than the 12.0 MiB")
+                && t.contains("0.20 s a pause at 16.0 MiB")
+                && t.contains("lower it: sinkrate tune apply"),
+            "{t}"
+        );
         l.keeps_up = false;
         assert!(super::device_limit_text(&l, 12e6)
             .contains("no limit keeps the recorder out of throttling"));

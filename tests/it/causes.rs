@@ -156,6 +156,11 @@ impl Drop for PeerTrace {
 /// under its own limit), until dropped. max_ratio is restored after max_bytes, which the
 /// kernel keeps as a ratio.
 pub(crate) fn per_device_limit(bdi: &str) -> Vec<Sysctl> {
+    per_device_limit_of(bdi, 16 << 20)
+}
+
+/// As [`per_device_limit`], a cap of `bytes`.
+pub(crate) fn per_device_limit_of(bdi: &str, bytes: u64) -> Vec<Sysctl> {
     let class = format!("/sys/class/bdi/{bdi}");
     let ratio = std::fs::read_to_string(format!("{class}/max_ratio")).expect("ratio");
     // Set as ratio (unchanged, to be put back), bytes, strict; put back in the opposite
@@ -164,7 +169,7 @@ pub(crate) fn per_device_limit(bdi: &str) -> Vec<Sysctl> {
     // The kernel keeps max_bytes as a share of the machine's dirty limit and refuses more
     // than all of it (EINVAL): a lane that lowered vm.dirty_bytes under 16 MiB has made the
     // whole limit smaller than the cap already, and the device's share stays at all of it.
-    let bytes = Sysctl::try_set(&format!("{class}/max_bytes"), "16777216");
+    let bytes = Sysctl::try_set(&format!("{class}/max_bytes"), &bytes.to_string());
     let strict = Sysctl::set(&format!("{class}/strict_limit"), "1");
     [Some(strict), bytes, Some(ratio)]
         .into_iter()

@@ -660,16 +660,34 @@ pub struct DeviceLimit {
     /// The device's rate while busy in this run (diskstats).
     pub device_bytes_per_s: Option<f64>,
     /// The stall the recording rides out: the seconds of stream its smallest capture pool
-    /// holds (at least a second: the flusher writes in pieces of about that).
+    /// holds.
     pub ride_out_s: f64,
     /// The card writes faster than the streams, with a tenth to spare.
     pub keeps_up: bool,
     /// The bdi's cap already in force (`strict_limit` set and `max_bytes` at most the size).
     #[serde(default)]
     pub in_force: bool,
+    /// The strict cap the card's bdi held during the run (`max_bytes` with `strict_limit`
+    /// set), bytes; None when it held none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_bytes: Option<u64>,
     /// Why there is no cap when `max_bytes` is None.
     #[serde(default)]
     pub why_not: Option<String>,
+}
+
+impl DeviceLimit {
+    /// The longest pause the kernel gives a writer under a strict per-device cap of `cap_bytes` on
+    /// a device writing `device_bytes_per_s`: an eighth of the time the device takes to write the
+    /// cap back (`wb_max_pause`, HZ 250 or 1000), at most 0.2 s.
+    pub fn longest_throttle_pause_s(cap_bytes: u64, device_bytes_per_s: f64) -> f64 {
+        const SAFETY: f64 = 0.128;
+        const MAX_PAUSE_S: f64 = 0.2;
+        if device_bytes_per_s <= 0.0 || !device_bytes_per_s.is_finite() {
+            return MAX_PAUSE_S;
+        }
+        (SAFETY * cap_bytes as f64 / device_bytes_per_s).min(MAX_PAUSE_S)
+    }
 }
 
 /// The capture pool a stream needed to drop nothing.

@@ -218,6 +218,9 @@ pub struct Diagnosis {
     pub pool_frames: Option<usize>,
     /// The per-device dirty limit the run sized: the card's bdi and the cap in bytes.
     pub device_limit: Option<(String, u64)>,
+    /// The strict cap the card's bdi held during the run, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_device_limit_bytes: Option<u64>,
     /// The streams' rate and the device's rate while busy, bytes a second.
     pub stream_bytes_per_s: f64,
     pub device_bytes_per_s: Option<f64>,

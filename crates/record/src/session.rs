@@ -507,12 +507,13 @@ pub fn run_checked(
             .bdi
             .as_deref()
             .and_then(|name| sinkrate_sys::bdi::read(&sinkrate_sys::SysRoot::live(), name));
-        limit.in_force = held.is_some_and(|b| {
-            b.strict_limit == Some(true)
-                && b.max_bytes
-                    .zip(limit.max_bytes)
-                    .is_some_and(|(now, size)| now <= size)
-        });
+        limit.held_bytes = held
+            .filter(|b| b.strict_limit == Some(true))
+            .and_then(|b| b.max_bytes);
+        limit.in_force = limit
+            .held_bytes
+            .zip(limit.max_bytes)
+            .is_some_and(|(now, size)| now <= size);
     }
     report.kernel = tracing.finish(&mut report.stalls, &writer_names);
     if let Some(plan) = &cfg.replay {

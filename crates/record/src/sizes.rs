@@ -115,15 +115,27 @@ pub fn card_class(bytes_per_s: f64) -> Option<CardClass> {
 
 /// The per-device dirty limit sized from a run: `device_bytes_per_s` (its rate while busy)
 /// times the stall the recording rides out, the seconds of stream its smallest capture pool
-/// holds (`pool_s`, at least a second), rounded up to whole MiB. Pure: the bdi and what is in
-/// force are the caller's to fill.
+/// holds (`pool_s`), rounded up to whole MiB (at least one). Pure: the bdi and what is in force
+/// are the caller's to fill.
+///
+/// Why that size: under a strict cap the kernel pauses a writer for at most about an eighth
+/// of the time its device takes to write back what the device holds dirty (`wb_max_pause` in
+/// mm/page-writeback.c: 0.128 s per second of it at HZ 250 or 1000, 0.21 s at HZ 300, never
+/// more than 0.2 s), and one write can take several pauses. A cap the card drains in the
+/// pool's time keeps those pauses inside what the pool rides out; a larger one lets them
+/// outlast it. bench/device-limit measures it: on a 20 MB/s card, two 6.6 MB/s streams with
+/// 4-frame pools dropped nothing under strict caps of 2-4 MiB, and frames under 8-32 MiB.
 pub fn device_limit(
     device_bytes_per_s: Option<f64>,
     stream_bytes_per_s: f64,
     pool_s: f64,
 ) -> DeviceLimit {
     const MIB: f64 = (1u64 << 20) as f64;
-    let ride_out_s = pool_s.max(1.0);
+    let ride_out_s = if pool_s.is_finite() {
+        pool_s.max(0.0)
+    } else {
+        0.0
+    };
     let measured = device_bytes_per_s.filter(|d| d.is_finite() && *d > 0.0);
     DeviceLimit {
         bdi: None,
@@ -132,6 +144,7 @@ pub fn device_limit(
         ride_out_s,
         keeps_up: measured.is_some_and(|d| d >= stream_bytes_per_s * 1.1),
         in_force: false,
+        held_bytes: None,
         why_not: measured.is_none().then(|| {
             "the device's rate was not measured (no diskstats for it, or too little written)"
                 .to_string()
@@ -150,10 +163,24 @@ mod tests {
         assert_eq!(l.max_bytes, Some(12 << 20));
         assert!((l.ride_out_s - 1.2).abs() < 1e-9);
         assert!(l.keeps_up);
-        // A pool of 4 frames (0.13 s): a second of the device's rate at least.
+        // A pool of 4 frames (0.13 s): 1.33 MB, two whole MiB; one at the least.
         let l = device_limit(Some(10e6), 4.9e6, 4.0 / 30.0);
-        assert_eq!(l.ride_out_s, 1.0);
-        assert_eq!(l.max_bytes, Some(10 << 20));
+        assert!((l.ride_out_s - 4.0 / 30.0).abs() < 1e-9);
+        assert_eq!(l.max_bytes, Some(2 << 20));
+        assert_eq!(
+            device_limit(Some(10e6), 4.9e6, 0.01).max_bytes,
+            Some(1 << 20)
+        );
+        assert_eq!(
+            device_limit(Some(10e6), 4.9e6, f64::INFINITY).ride_out_s,
+            0.0
+        );
+        // Its longest pause is an eighth of the pool's time; the 16 MiB cap of a udev rule
+        // seen in the wild pauses a writer on that card for 0.2 s, longer than the pool.
+        let pause = DeviceLimit::longest_throttle_pause_s(2 << 20, 10e6);
+        assert!(pause < 4.0 / 30.0 / 4.0, "{pause}");
+        assert_eq!(DeviceLimit::longest_throttle_pause_s(16 << 20, 10e6), 0.2);
+        assert_eq!(DeviceLimit::longest_throttle_pause_s(1 << 20, 0.0), 0.2);
         // A card slower than the streams: sized, but said not to keep up.
         assert!(!device_limit(Some(5e6), 4.9e6, 2.0).keeps_up);
         // Nothing measured: no cap, and why.

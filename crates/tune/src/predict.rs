@@ -127,10 +127,31 @@ pub fn predict(baseline: &Trial, allowed: &Allowed) -> Result<Predicted, String>
             })
         }
         Cause::Throttled if allowed.system => match (&d.device_limit, allowed.bdi_limits) {
+            (Some((bdi, max_bytes)), true)
+                if d.held_device_limit_bytes.is_some_and(|held| held <= *max_bytes) =>
+            {
+                Err(format!(
+                    "{rested}, though bdi {bdi} already holds the card to {} (strict), within the {} its pool rides out: the machine's own dirty limit throttles it",
+                    sinkrate_units::product::bytes_binary(d.held_device_limit_bytes.unwrap_or(0)),
+                    sinkrate_units::product::bytes_binary(*max_bytes)
+                ))
+            }
             (Some((bdi, max_bytes)), true) => Ok(Predicted {
                 because: format!(
-                    "{rested}: the card's own dirty limit, {} on bdi {bdi} (the run's sizes: its rate times the stall its pool rides out), holds the recorder below where the kernel throttles it",
-                    sinkrate_units::product::bytes_binary(*max_bytes)
+                    "{rested}: the card's own dirty limit, {} on bdi {bdi} (the run's sizes: its rate times the stall its pool rides out){}, keeps each of the kernel's throttle pauses (up to {:.2} s) inside the pool",
+                    sinkrate_units::product::bytes_binary(*max_bytes),
+                    match (d.held_device_limit_bytes, d.device_bytes_per_s) {
+                        (Some(held), Some(rate)) => format!(
+                            ", in place of the {} it holds, whose pauses (up to {:.2} s, several in one write) outlast it",
+                            sinkrate_units::product::bytes_binary(held),
+                            sinkrate_model::record::DeviceLimit::longest_throttle_pause_s(held, rate)
+                        ),
+                        _ => String::new(),
+                    },
+                    sinkrate_model::record::DeviceLimit::longest_throttle_pause_s(
+                        *max_bytes,
+                        d.device_bytes_per_s.unwrap_or(0.0)
+                    )
                 ),
                 candidate: Candidate {
                     label: format!(
@@ -250,6 +271,7 @@ mod tests {
                     buffers: 4,
                     pool_frames: Some(47),
                     device_limit: Some(("254:0".into(), 11 << 20)),
+                    held_device_limit_bytes: None,
                     stream_bytes_per_s: 4.8e6,
                     device_bytes_per_s: Some(10.5e6),
                 }
@@ -342,6 +364,35 @@ mod tests {
             let why = away(c).expect_err("no storage fix");
             assert!(why.contains(c.fix()), "{why}");
         }
+    }
+
+    #[test]
+    fn a_strict_cap_larger_than_the_pool_rides_out_is_replaced_and_a_smaller_one_is_not_blamed() {
+        // The card held a 16 MiB strict cap (a udev rule's fixed figure): its pauses, up to
+        // 0.2 s on this 10.5 MB/s card, outlast the pool; the run's own size replaces it.
+        let mut t = seed001(seconds(Cause::Throttled, 1.55), 0.0);
+        if let Some(d) = t.diagnosis.as_mut().and_then(|k| k.typed_mut()) {
+            d.held_device_limit_bytes = Some(16 << 20);
+        }
+        let p = predict(&t, &all()).expect("predicted");
+        assert_eq!(
+            p.candidate.settings_args(),
+            ["bdi:strict_limit=1", "bdi:max_bytes=11534336"]
+        );
+        assert!(
+            p.because
+                .contains("in place of the 16.0 MiB it holds, whose pauses (up to 0.20 s)")
+                && p.because.contains("(up to 0.14 s) inside the pool"),
+            "{}",
+            p.because
+        );
+        // A cap within the size throttled it all the same: not the card's limit, so no
+        // prediction (the search tries the candidates, the machine's dirty limit among them).
+        if let Some(d) = t.diagnosis.as_mut().and_then(|k| k.typed_mut()) {
+            d.held_device_limit_bytes = Some(4 << 20);
+        }
+        let why = predict(&t, &all()).expect_err("the card's cap is not the cause");
+        assert!(why.contains("already holds the card to 4.0 MiB"), "{why}");
     }
 
     #[test]

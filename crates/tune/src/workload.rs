@@ -258,6 +258,7 @@ pub fn diagnose(r: &sinkrate_model::record::RecordReport) -> sinkrate_model::sea
         buffers: r.config.buffers,
         pool_frames: sizes.and_then(|s| s.pools.iter().map(|p| p.frames).max()),
         device_limit: limit.and_then(|l| Some((l.bdi.clone()?, l.max_bytes?))),
+        held_device_limit_bytes: limit.and_then(|l| l.held_bytes),
         stream_bytes_per_s: sizes.map(|s| s.streams_bytes_per_s).unwrap_or(0.0),
         device_bytes_per_s: limit
             .and_then(|l| l.device_bytes_per_s)
