@@ -88,14 +88,14 @@ pub(crate) fn parts_add_up(run: &serde_json::Value) {
 /// container (it writes /proc/sys/kernel/ftrace_enabled and opens set_ftrace_pid, both
 /// refused here), so the events are enabled by plain writes and `trace-cmd extract` reads
 /// and decodes the instance's ring buffers.
-struct PeerTrace {
+pub(crate) struct PeerTrace {
     dir: PathBuf,
     name: String,
     _top_level_untouched_elsewhere: common::LanesLock,
 }
 
 impl PeerTrace {
-    fn start(events: &[(&str, Option<String>)]) -> PeerTrace {
+    pub(crate) fn start(events: &[(&str, Option<String>)]) -> PeerTrace {
         let turn = common::trace_cmd_runs_here();
         let root = Path::new("/sys/kernel/tracing");
         if !root.join("instances").is_dir() {
@@ -123,7 +123,7 @@ impl PeerTrace {
     }
 
     /// trace-cmd's report of the instance, one event per line.
-    fn finish(self, at: &Path) -> String {
+    pub(crate) fn finish(self, at: &Path) -> String {
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
         let dat = at.join("peer.dat");
         let out = Command::new("trace-cmd")
@@ -186,7 +186,7 @@ pub(crate) fn dev_of(name: &str) -> (String, u64) {
 }
 
 /// A field of a trace-cmd report line (`name=value`).
-fn field(line: &str, name: &str) -> Option<i64> {
+pub(crate) fn field(line: &str, name: &str) -> Option<i64> {
     line.split_whitespace()
         .find_map(|w| w.strip_prefix(&format!("{name}=")))
         .and_then(|v| v.trim_end_matches(',').parse().ok())

@@ -950,6 +950,137 @@ fn a_throttled_baseline_is_predicted_the_cards_own_limit_sized_from_its_run() {
     );
 }
 
+/// A recording 12 s long and, 6 s into it, a plain `dd` of 512 MiB to `other` (a file on
+/// another disk): the recording's JSON, and the kernel's balance_dirty_pages events of the
+/// whole time as trace-cmd reports them.
+fn recording_beside_a_second_writer(card: &Path, other: &Path) -> (serde_json::Value, String) {
+    let peer = crate::causes::PeerTrace::start(&[("writeback/balance_dirty_pages", None)]);
+    let rec = Command::new(sinkrate_path())
+        .args(["record", "--dir"])
+        .arg(card)
+        .args([
+            "--streams",
+            "2",
+            "--fps",
+            "30",
+            "--frame-size",
+            "200k",
+            "--write-mode",
+            "buffered",
+            "--duration",
+            "12s",
+            "--live",
+            "never",
+            "--output-format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("record runs");
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let dd = Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", other.display()))
+        .args(["bs=1M", "count=512"])
+        .output()
+        .expect("dd runs");
+    assert!(
+        dd.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dd.stderr)
+    );
+    let out = rec.wait_with_output().expect("record ends");
+    let work = tempfile::tempdir().expect("tempdir");
+    let events = peer.finish(work.path());
+    let _ = std::fs::remove_file(other);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = serde_json::from_slice(&out.stdout).expect("json");
+    (run, events)
+}
+
+/// The most the kernel's events saw the card's bdi hold (dirty and under writeback), bytes.
+fn most_the_card_held(events: &str, bdi: &str) -> u64 {
+    let page = 4096;
+    events
+        .lines()
+        .filter(|l| l.contains(&format!("bdi {bdi}:")))
+        .filter_map(|l| crate::causes::field(l, "wb_dirty"))
+        .map(|pages| pages.max(0) as u64 * page)
+        .max()
+        .unwrap_or(0)
+}
+
+/// On a small board's dirty limit (96 MiB), a card with no limit of its own takes much of
+/// the machine's pool, and a second writer (a plain dd to another disk) pushes the machine
+/// over its limit: the recorder is throttled and drops frames. With the cap its own run
+/// sized applied through `tune apply`, the kernel's events show the card holding no more
+/// than the cap, and the recorder keeps up where it dropped (bench/device-limit has the
+/// figures of three runs each, dd's own pauses among them).
+#[test]
+fn the_sized_card_limit_keeps_a_second_writer_from_stalling_the_recorder() {
+    serial(
+        "the_sized_card_limit_keeps_a_second_writer_from_stalling_the_recorder",
+        &[EMULATE_TOOLS, &["dd", "trace-cmd"]].concat(),
+        || {
+            let card = common::SlowDev::new(&["--write-rate", "20MB", "--size", "1G"]);
+            let bdi = bdi_of(&card.device_name());
+            let (limits, vm) = (bdi_limits(&bdi), vm_snapshot());
+            let _restore = RestoreAtEnd;
+            let (code, _, err) = tune(&[
+                "apply",
+                "vm.dirty_bytes=100663296",
+                "vm.dirty_background_bytes=50331648",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let other_dir = Path::new("/var/tmp");
+            let other = other_dir.join(format!("sinkrate-second-writer-{}", std::process::id()));
+            use std::os::unix::fs::MetadataExt;
+            let on = |p: &Path| std::fs::metadata(p).expect("stat").dev();
+            assert_ne!(on(other_dir), on(card.path()), "dd writes to another disk");
+            let (before, events_before) = recording_beside_a_second_writer(card.path(), &other);
+            let dropped_before = before["totals"]["frames_dropped"]
+                .as_u64()
+                .expect("dropped");
+            let size = before["sizes"]["device_limit"]["max_bytes"]
+                .as_u64()
+                .expect("the run sized the card's limit");
+            let held_before = most_the_card_held(&events_before, &bdi);
+            let (code, _, err) = tune(&[
+                "apply",
+                "--path",
+                card.path().to_str().expect("utf8"),
+                "bdi:strict_limit=1",
+                &format!("bdi:max_bytes={size}"),
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            let (after, events_after) = recording_beside_a_second_writer(card.path(), &other);
+            let dropped_after = after["totals"]["frames_dropped"].as_u64().expect("dropped");
+            let held_after = most_the_card_held(&events_after, &bdi);
+            let figures = format!(
+                "uncapped: {dropped_before} dropped, the card held up to {held_before} bytes; capped at {size}: {dropped_after} dropped, held up to {held_after}"
+            );
+            assert!(
+                dropped_before > 0,
+                "the second writer stalled it: {figures}"
+            );
+            assert!(dropped_after < dropped_before, "{figures}");
+            // The kernel's own account: never more than the cap (and a page per CPU of its
+            // per-CPU counting); far less than without it.
+            assert!(held_after <= size + (1 << 20), "{figures}");
+            assert!(held_before > held_after, "{figures}");
+            let (code, _, err) = tune(&["restore"]);
+            assert_eq!(code, Some(0), "{err}");
+            assert_eq!(bdi_limits(&bdi), limits);
+            assert_eq!(vm_snapshot(), vm);
+        },
+    );
+}
+
 #[test]
 fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command() {
     serial(

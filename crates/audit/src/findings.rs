@@ -1115,14 +1115,18 @@ fn memory(r: &mut Rules) {
     }
 }
 
-/// Seconds of the device's own writing that its dirty-memory cap is sized to hold when no
-/// stall of a recording has been measured: longer than the pauses an SD card's garbage
-/// collection takes (hundreds of ms, seed 003), short enough to lose little at a power cut.
-const SHARE_SECONDS: f64 = 5.0;
+/// Seconds of the device's own writing that its dirty-memory cap is sized to when no
+/// recording's pool has been measured: what a capture pool of 4 frames (a V4L2 queue's) at
+/// 30 fps holds. Under a cap the kernel pauses a writer for at most about an eighth of the
+/// time the device takes to write the cap back (`wb_max_pause`), so such a pool rides the
+/// pauses out; a cap of seconds of the device's rate pauses it for 0.2 s at a time, and on
+/// a 20 MB/s card two 6 MB/s streams with 4-frame pools dropped 76-197 frames in 12 s under
+/// strict caps of 8-16 MiB and none under 4 MiB (bench/device-limit). `record` sizes the
+/// cap from the recorder's own pool.
+const SHARE_SECONDS: f64 = 4.0 / 30.0;
 
-/// The smallest per-device cap offered: below it a recorder's own bursts (a GOP, a
-/// segment's header rewrite) meet the cap.
-const SHARE_FLOOR_BYTES: u64 = 16 << 20;
+/// The smallest per-device cap offered.
+const SHARE_FLOOR_BYTES: u64 = 1 << 20;
 
 /// A device with no dirty-memory cap of its own may hold the machine's whole pool: slow to
 /// drain, lost at a power cut, and when it fills every writer on the machine is throttled.
@@ -1160,9 +1164,10 @@ fn device_share(r: &mut Rules, limit: u64) {
         .min(limit.max(SHARE_FLOOR_BYTES));
     let sized_from = match measured {
         Some(m) => format!(
-            "{} = {SHARE_SECONDS:.0} s of the {} this device sustained",
+            "{} = {SHARE_SECONDS:.2} s (what a 4-frame capture pool at 30 fps holds) of the {} this device sustained; the kernel's throttle pauses under it last up to {:.2} s",
             mb(sized as f64),
-            sinkrate_units::product::mb_per_s(m)
+            sinkrate_units::product::mb_per_s(m),
+            sinkrate_model::record::DeviceLimit::longest_throttle_pause_s(sized, m)
         ),
         None => String::new(),
     };
@@ -1224,7 +1229,7 @@ fn device_share(r: &mut Rules, limit: u64) {
         &persistent,
         Some(if measured.is_some() {
             format!(
-                "cap {sized_from}: a recorder that outruns the card is throttled once the card holds that much, not when the whole machine does, and a power cut loses at most that"
+                "cap {sized_from}: a recorder that outruns the card is throttled once the card holds that much, not when the whole machine does, and a power cut loses at most that; `sinkrate record` sizes the cap from your recorder's own pool"
             )
         } else {
             "a cap is sized from the device's measured rate: `sinkrate check` measures it and offers one".to_string()
@@ -1518,14 +1523,14 @@ mod card_tests {
             f.title
         );
         assert_eq!(f.severity, Severity::Warn);
-        // Linux 6.1: only the ratio. 5 s of 11.8 MB/s, in whole MiB, as a share of the limit.
-        let sized: u64 = 57 << 20;
+        // Linux 6.1: only the ratio. 0.13 s of 11.8 MB/s (1.6 MB), in whole MiB, as a share
+        // of the limit.
+        let sized: u64 = 2 << 20;
         let ratio = (sized * 100).div_ceil(limit).clamp(1, 100);
         assert_eq!(args(f), [format!("bdi:max_ratio={ratio}")]);
         assert!(
-            f.tradeoff
-                .as_deref()
-                .is_some_and(|t| t.contains("5 s of the 11.8 MB/s")),
+            f.tradeoff.as_deref().is_some_and(|t| t
+                .contains("0.13 s (what a 4-frame capture pool at 30 fps holds) of the 11.8 MB/s")),
             "{:?}",
             f.tradeoff
         );
