@@ -270,7 +270,7 @@ mod tests {
                     fps: 30.0,
                     buffers: 4,
                     pool_frames: Some(47),
-                    device_limit: Some(("254:0".into(), 11 << 20)),
+                    device_limit: Some(("254:0".into(), 2 << 20)),
                     held_device_limit_bytes: None,
                     stream_bytes_per_s: 4.8e6,
                     device_bytes_per_s: Some(10.5e6),
@@ -340,7 +340,7 @@ mod tests {
         let throttled = away(Cause::Throttled).expect("throttled");
         assert_eq!(
             throttled.candidate.settings_args(),
-            ["bdi:strict_limit=1", "bdi:max_bytes=11534336"]
+            ["bdi:strict_limit=1", "bdi:max_bytes=2097152"]
         );
         assert_eq!(
             away(Cause::Journal)
@@ -377,22 +377,22 @@ mod tests {
         let p = predict(&t, &all()).expect("predicted");
         assert_eq!(
             p.candidate.settings_args(),
-            ["bdi:strict_limit=1", "bdi:max_bytes=11534336"]
+            ["bdi:strict_limit=1", "bdi:max_bytes=2097152"]
         );
         assert!(
             p.because
-                .contains("in place of the 16.0 MiB it holds, whose pauses (up to 0.20 s)")
-                && p.because.contains("(up to 0.14 s) inside the pool"),
+                .contains("in place of the 16.0 MiB it holds, whose pauses (up to 0.20 s, several")
+                && p.because.contains("(up to 0.03 s) inside the pool"),
             "{}",
             p.because
         );
         // A cap within the size throttled it all the same: not the card's limit, so no
         // prediction (the search tries the candidates, the machine's dirty limit among them).
         if let Some(d) = t.diagnosis.as_mut().and_then(|k| k.typed_mut()) {
-            d.held_device_limit_bytes = Some(4 << 20);
+            d.held_device_limit_bytes = Some(1 << 20);
         }
         let why = predict(&t, &all()).expect_err("the card's cap is not the cause");
-        assert!(why.contains("already holds the card to 4.0 MiB"), "{why}");
+        assert!(why.contains("already holds the card to 1.0 MiB"), "{why}");
     }
 
     #[test]
