@@ -102,13 +102,31 @@ static LOOP_SETUP: Mutex<()> = Mutex::new(());
 /// A loop device over a sparse image file, detached on drop.
 pub struct LoopDevice {
     pub path: PathBuf,
+    /// A tmpfs under `dir` holding the image ([`LoopDevice::in_memory`]); unmounted after
+    /// the device is detached (fields drop after `drop`).
+    memory: Option<MemoryFs>,
     pub dir: tempfile::TempDir,
 }
 
 impl LoopDevice {
     pub fn new(size: &str, partitioned: bool) -> LoopDevice {
+        Self::with_image(size, partitioned, None)
+    }
+
+    /// A loop device whose image lives in memory (a tmpfs of its own): its rate is set by
+    /// what is put above it (a blkio throttle), not by the machine's disk, which other
+    /// writers share.
+    pub fn in_memory(size: &str) -> LoopDevice {
+        Self::with_image(size, false, Some(size))
+    }
+
+    fn with_image(size: &str, partitioned: bool, memory: Option<&str>) -> LoopDevice {
         let dir = tempfile::tempdir().expect("tempdir");
-        let image = dir.path().join("disk.img");
+        let memory = memory.map(|size| MemoryFs::new(&dir.path().join("memory"), size));
+        let image = match &memory {
+            Some(m) => m.at.join("disk.img"),
+            None => dir.path().join("disk.img"),
+        };
         run("truncate", &["-s", size, image.to_str().expect("utf8")]);
         if partitioned {
             let mut child = Command::new("sfdisk")
@@ -137,7 +155,7 @@ impl LoopDevice {
             // Partition nodes may appear a moment later; partition() waits for them.
             let _ = Command::new("udevadm").arg("settle").status();
         }
-        LoopDevice { path, dir }
+        LoopDevice { path, memory, dir }
     }
 
     pub fn partition(&self, n: u32) -> PathBuf {
@@ -179,6 +197,16 @@ impl ScratchFs {
             "losetup",
             &["--direct-io=on", loopdev.path.to_str().expect("utf8")],
         );
+        Self::on(loopdev, fs, mount_opts)
+    }
+
+    /// As [`ScratchFs::new`], on a loop device whose image is in memory (no page cache of
+    /// the image's own to bypass: tmpfs is that memory).
+    pub fn in_memory(size: &str, fs: &str, mount_opts: &str) -> ScratchFs {
+        Self::on(LoopDevice::in_memory(size), fs, mount_opts)
+    }
+
+    fn on(loopdev: LoopDevice, fs: &str, mount_opts: &str) -> ScratchFs {
         let device = loopdev.path.clone();
         mkfs(fs, &device);
         let mountpoint = tempfile::tempdir().expect("tempdir");
