@@ -524,6 +524,25 @@ fn persist_refuses_a_planted_link_and_a_read_only_directory_and_changes_nothing(
     );
 }
 
+/// A search candidate's full-length (confirmation) trials.
+fn confirmed_trials(c: &serde_json::Value) -> Vec<serde_json::Value> {
+    c["trials"]
+        .as_array()
+        .expect("trials")
+        .iter()
+        .filter(|t| t["confirmation"] == true)
+        .cloned()
+        .collect()
+}
+
+/// The frames those trials dropped, in all.
+fn frames_dropped(trials: &[serde_json::Value]) -> u64 {
+    trials
+        .iter()
+        .map(|t| t["frames_dropped"].as_u64().expect("dropped"))
+        .sum()
+}
+
 /// The directories a test made for itself (a missing parent too), deepest first, removed
 /// after it, each only if empty again.
 struct MadeHere(Vec<PathBuf>);
@@ -733,20 +752,7 @@ fn a_search_predicts_from_the_baselines_stalls_and_proves_it_or_tries_the_rest()
                 diagnosis.is_object(),
                 "a recording's run carries its diagnosis: {first}"
             );
-            let confirmed = |c: &serde_json::Value| -> Vec<serde_json::Value> {
-                c["trials"]
-                    .as_array()
-                    .expect("trials")
-                    .iter()
-                    .filter(|t| t["confirmation"] == true)
-                    .cloned()
-                    .collect()
-            };
-            let dropped = |t: &[serde_json::Value]| -> u64 {
-                t.iter()
-                    .map(|t| t["frames_dropped"].as_u64().expect("dropped"))
-                    .sum()
-            };
+            let (confirmed, dropped) = (confirmed_trials, frames_dropped);
             // The card's pauses drop frames from a 4-buffer pool; with the kernel's account
             // read (root, tracefs), they are the device's, and the run sized a pool for them.
             assert!(first["frames_dropped"].as_u64() > Some(0), "{first}");
@@ -915,20 +921,7 @@ fn a_throttled_baseline_is_predicted_the_cards_own_limit_sized_from_its_run() {
                 )) && system.contains(&format!("\"attr\":\"max_bytes\"}},\"{sized}\"")),
                 "{system}"
             );
-            let trials = |c: &serde_json::Value| -> Vec<serde_json::Value> {
-                c["trials"]
-                    .as_array()
-                    .expect("trials")
-                    .iter()
-                    .filter(|t| t["confirmation"] == true)
-                    .cloned()
-                    .collect()
-            };
-            let dropped = |t: &[serde_json::Value]| -> u64 {
-                t.iter()
-                    .map(|t| t["frames_dropped"].as_u64().expect("dropped"))
-                    .sum()
-            };
+            let (trials, dropped) = (confirmed_trials, frames_dropped);
             let (mine, base) = (trials(predicted), trials(baseline));
             let proof = p["proof"].as_str().expect("proof");
             if p["proven"] == true {
