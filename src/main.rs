@@ -125,32 +125,69 @@ fn run() -> Result<ExitCode> {
     }
 }
 
+/// How long a command waits for the sweep below: a file left on a filesystem that does not
+/// answer (a card, or its FUSE driver, that hangs) must not hang every later command.
+const SWEEP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Files a killed run made and could not remove go now, and emulated devices a killed run
-/// made for itself alone come down, with a word about each.
+/// made for itself alone come down, with a word about each. On a thread of its own, waited
+/// for at most [`SWEEP_WAIT`]: past that the command goes on, says so, and the sweep stops
+/// after the step it is blocked in (the next run tries again).
 fn sweep_left_over() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let go_on = Arc::new(AtomicBool::new(true));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sweeping = Arc::clone(&go_on);
+    let spawned = std::thread::Builder::new()
+        .name("sweep".into())
+        .spawn(move || {
+            let _ = tx.send(left_over_notes(&sweeping));
+        });
+    if spawned.is_err() {
+        left_over_notes(&go_on)
+            .iter()
+            .for_each(|n| eprintln!("{n}"));
+        return;
+    }
+    match rx.recv_timeout(SWEEP_WAIT) {
+        Ok(notes) => notes.iter().for_each(|n| eprintln!("{n}")),
+        Err(_) => {
+            go_on.store(false, Ordering::Relaxed);
+            eprintln!(
+                "sinkrate: note: what earlier sinkrate runs left behind is not swept: a filesystem it lies on has not answered for {} s (a card or its driver that hangs); a later run tries again",
+                SWEEP_WAIT.as_secs()
+            );
+        }
+    }
+}
+
+/// The sweep itself: one note for each thing it took down, removed or could not remove.
+fn left_over_notes(go_on: &std::sync::atomic::AtomicBool) -> Vec<String> {
+    let mut notes = Vec::new();
     for orphan in sinkrate_emulate::sweep_orphans() {
         match &orphan.outcome {
-            Ok(()) => eprintln!(
+            Ok(()) => notes.push(format!(
                 "sinkrate: note: took down the emulated device at {} that an interrupted sinkrate run (pid {}) made",
                 orphan.mountpoint.display(),
                 orphan.owner_pid
-            ),
-            Err(why) => eprintln!(
+            )),
+            Err(why) => notes.push(format!(
                 "sinkrate: note: an interrupted sinkrate run (pid {}) left an emulated device at {}, which could not be taken down ({why}); sinkrate emulate down {} when it is free",
                 orphan.owner_pid,
                 orphan.mountpoint.display(),
                 orphan.mountpoint.display()
-            ),
+            )),
         }
     }
-    for left in sinkrate_sys::owned::sweep_left_over() {
+    for left in sinkrate_sys::owned::sweep_left_over(go_on) {
         if !left.removed.is_empty() {
-            eprintln!(
+            notes.push(format!(
                 "sinkrate: note: removed {} file(s) left by an earlier sinkrate run (pid {}) that was stopped or could not remove them itself: {}",
                 left.removed.len(),
                 left.pid,
                 sinkrate_units::a_few(left.removed.iter().map(|p| p.display().to_string()), 5)
-            );
+            ));
         }
         // One line for each reason: a killed filecreate job may leave thousands listed.
         let mut reasons: Vec<&str> = left.kept.iter().map(|(_, why)| why.as_str()).collect();
@@ -163,20 +200,21 @@ fn sweep_left_over() {
                 .filter(|(_, w)| w == why)
                 .map(|(p, _)| p.display().to_string())
                 .collect();
-            eprintln!(
+            notes.push(format!(
                 "sinkrate: note: an earlier sinkrate run (pid {}) left {} file(s), which cannot be removed ({why}); remove them by hand: {}",
                 left.pid,
                 paths.len(),
                 sinkrate_units::a_few(paths.into_iter(), 5)
-            );
+            ));
         }
     }
     #[cfg(target_os = "linux")]
     for left in sinkrate_sys::tracefs::sweep_left_over() {
-        eprintln!(
+        notes.push(format!(
             "sinkrate: note: removed {left}, which an earlier sinkrate run that was stopped before it could remove it left behind"
-        );
+        ));
     }
+    notes
 }
 
 fn main() -> ExitCode {

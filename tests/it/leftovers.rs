@@ -352,3 +352,131 @@ fn a_killed_run_of_a_hundred_thousand_planned_files_is_swept_at_once() {
         started.elapsed().as_millis()
     );
 }
+
+#[test]
+fn a_left_over_file_on_a_filesystem_that_hangs_holds_no_later_run() {
+    // A killed run's file on a FUSE filesystem whose driver then stops answering (a card's
+    // driver that hangs): every later run would hang in its sweep. It waits a few seconds,
+    // says so, does its own work, and a run after the driver answers again sweeps the file.
+    common::with_root(
+        "a_left_over_file_on_a_filesystem_that_hangs_holds_no_later_run",
+        &["fusefat", "mkfs.vfat"],
+        || {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let (image, mnt, state) = (
+                dir.path().join("card.img"),
+                dir.path().join("card"),
+                dir.path().join("state"),
+            );
+            std::fs::create_dir(&mnt).expect("setup");
+            std::fs::File::create(&image)
+                .and_then(|f| f.set_len(32 << 20))
+                .expect("setup");
+            common::run("mkfs.vfat", &[image.to_str().expect("utf8")]);
+            // In the foreground, as the test's own child: its pid is the one to stop.
+            let driver = FuseDriver {
+                child: Command::new("fusefat")
+                    .args(["-f", "-o", "rw+"])
+                    .arg(&image)
+                    .arg(&mnt)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("fusefat starts"),
+                mnt: mnt.clone(),
+            };
+            let mounted = || {
+                std::fs::read_to_string("/proc/self/mountinfo")
+                    .is_ok_and(|m| m.contains(&format!(" {} ", mnt.display())))
+            };
+            let started = std::time::Instant::now();
+            while !mounted() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "fusefat mounts"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let mut bench = Command::new(sinkrate_path());
+            bench
+                .env("SINKRATE_STATE_DIR", &state)
+                .args(["bench", "--eta=never", "--name=k", "--rw=write", "--bs=64k"])
+                .args(["--size=16m", "--rate=2m"])
+                .arg(format!("--directory={}", mnt.display()));
+            let pid = killed_command(bench, Duration::from_millis(500), || {
+                names(&mnt).iter().any(|n| n.starts_with("k."))
+            });
+            let signal = |sig: libc::c_int| {
+                // SAFETY: kill(2) on the test's own child.
+                assert_eq!(
+                    unsafe { libc::kill(driver.child.id() as i32, sig) },
+                    0,
+                    "kill {sig}"
+                );
+            };
+            signal(libc::SIGSTOP);
+            // Past the kernel's cached answers (FUSE keeps a name and its attributes 1 s).
+            std::thread::sleep(Duration::from_millis(2500));
+            let next_run = || {
+                let mut child = Command::new(sinkrate_path())
+                    .env("SINKRATE_STATE_DIR", &state)
+                    .args(["emulate", "list"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("sinkrate runs");
+                let started = std::time::Instant::now();
+                let status = loop {
+                    if let Some(status) = child.try_wait().expect("wait") {
+                        break status;
+                    }
+                    if started.elapsed() > Duration::from_secs(60) {
+                        let _ = child.kill();
+                        panic!("a later run hangs on the left-over file");
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                };
+                let mut said = String::new();
+                use std::io::Read;
+                let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut said));
+                (status, started.elapsed(), said)
+            };
+            let (status, took, said) = next_run();
+            signal(libc::SIGCONT);
+            assert!(status.success(), "{said}");
+            assert!(
+                said.contains("is not swept: a filesystem it lies on has not answered"),
+                "{said}"
+            );
+            assert!(took < Duration::from_secs(30), "{took:?}: {said}");
+            assert!(
+                names(&mnt).iter().any(|n| n.starts_with("k.")),
+                "not removed while not answering"
+            );
+            let (status, _, said) = next_run();
+            assert!(status.success(), "{said}");
+            assert!(
+                said.contains(&format!("left by an earlier sinkrate run (pid {pid})")),
+                "the next run tries again: {said}"
+            );
+            assert!(names(&mnt).is_empty(), "{said}");
+        },
+    );
+}
+
+/// A FUSE driver the test started: whatever the test's end, answering again, unmounted and
+/// gone.
+struct FuseDriver {
+    child: std::process::Child,
+    mnt: std::path::PathBuf,
+}
+
+impl Drop for FuseDriver {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the test's own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGCONT) };
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -549,8 +549,11 @@ fn sweep_one(l: &Listed) -> Fate {
 
 /// Removes the files that runs killed before they could (their process gone) left listed,
 /// each only while it is still the file that run made. A journal whose files cannot be
-/// removed is kept with just those, so the next run tries again.
-pub fn sweep_left_over() -> Vec<LeftOver> {
+/// removed is kept with just those, so the next run tries again. Stops, between one file
+/// and the next, once `go_on` is false: a caller that stopped waiting (a file on a
+/// filesystem that does not answer) wants nothing more removed without a word.
+pub fn sweep_left_over(go_on: &std::sync::atomic::AtomicBool) -> Vec<LeftOver> {
+    use std::sync::atomic::Ordering;
     let mut out = Vec::new();
     // This user's journal directories: where runs write now, and the one a run wrote in
     // when the other could not be (or, from an earlier version, /run).
@@ -567,6 +570,9 @@ pub fn sweep_left_over() -> Vec<LeftOver> {
         .filter_map(|d| std::fs::read_dir(d).ok())
         .flat_map(|d| d.flatten())
     {
+        if !go_on.load(Ordering::Relaxed) {
+            break;
+        }
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
@@ -589,6 +595,14 @@ pub fn sweep_left_over() -> Vec<LeftOver> {
         };
         let mut still = Vec::new();
         for l in listed(&bytes) {
+            if !go_on.load(Ordering::Relaxed) {
+                // Kept listed for the next run, as a file that could not be removed is.
+                record(if l.is_dir { b'D' } else { b'+' }, &l.path, &mut still);
+                if let Some(id) = l.identity {
+                    record_identity(id, &l.path, &mut still);
+                }
+                continue;
+            }
             match sweep_one(&l) {
                 Fate::Removed => left.removed.push(l.path),
                 Fate::Gone => {}
