@@ -182,6 +182,35 @@ done
 # A failed run does not stop the lane (every failure of the suite is shown at once); the
 # lane's status is then 1.
 run_limit_s=1200
+# What may hold a run that hangs: tasks waiting in the kernel (with their stacks), the
+# processes of emulated cards and of the tools the tests run, the mounts they made and the
+# writeback settings in force.
+what_hangs() {
+  echo "== what the machine held at $SECONDS s, as a run neared its limit:"
+  ps -eo pid,ppid,stat,etime,time,wchan:32,args |
+    awk 'NR == 1 || $3 ~ /D/ || /sinkrate|nbdkit|nbdfuse|fusefat|fuse|losetup|mkfs|mount|fio|chrom/' |
+    grep -v ' awk ' | cut -c1-240
+  local t
+  for t in /proc/[0-9]*; do
+    if [ "$(awk '/^State:/ {print $2}' "$t/status" 2>/dev/null)" = D ]; then
+      echo "-- in the kernel: $(cat "$t/comm" 2>/dev/null) (pid ${t#/proc/})"
+      cat "$t/stack" 2>/dev/null || true
+    fi
+  done
+  grep -E 'fuse|nbd|loop' /proc/self/mountinfo || true
+  sysctl vm.dirty_bytes vm.dirty_ratio vm.dirty_background_bytes vm.dirty_background_ratio \
+    vm.dirty_expire_centisecs vm.dirty_writeback_centisecs 2>/dev/null || true
+  grep -E '^(Dirty|Writeback):' /proc/meminfo || true
+}
+# Takes down every emulated card a state directory still lists (each within a minute).
+take_down_cards() {
+  local mp
+  for mp in $(SINKRATE_STATE_DIR="$1" timeout 60 target/test-release/sinkrate emulate list \
+    --output-format=json 2>/dev/null | sed -n 's/^ *"mountpoint": "\(.*\)",$/\1/p'); do
+    echo "   taking down the emulated card left at $mp"
+    SINKRATE_STATE_DIR="$1" timeout --kill-after=10 60 target/test-release/sinkrate emulate down "$mp" || true
+  done
+}
 run_lane() {
   local lane=$1
   shift
@@ -219,13 +248,29 @@ run_lane() {
     # A run that hangs fails within its limit, with its log (libtest names each test still
     # running after 60 s), rather than holding CI until its own limit; `timeout` signals
     # the run's whole process group, the sinkrate runs and servers its tests started too.
-    if timeout --kill-after=30 "$run_limit_s" "$it_bin" "${args[@]}" --test-threads=2 >"$log" 2>&1; then
+    timeout --kill-after=30 "$run_limit_s" "$it_bin" "${args[@]}" --test-threads=2 >"$log" 2>&1 &
+    local run_pid=$!
+    # Shortly before the limit, what the machine is doing goes in the log: a hang's cause
+    # (a task waiting in the kernel, and where) is gone once the run is killed.
+    (
+      sleep $((run_limit_s - 20))
+      if kill -0 "$run_pid" 2>/dev/null; then what_hangs >"$log.hang" 2>&1; fi
+    ) &
+    local watch_pid=$!
+    if wait "$run_pid"; then
       echo "== tests/it lane $lane: $run ($((SECONDS - start)) s, ended at $SECONDS s)"
     else
       echo "== tests/it lane $lane: $run FAILED ($((SECONDS - start)) s, ended at $SECONDS s; a run is stopped after $run_limit_s s):"
       cat "$log"
+      [ -s "$log.hang" ] && cat "$log.hang"
+      # A run killed at its limit leaves its emulated cards up (their servers are daemons,
+      # outside the run's process group): down before the lane's next run, which would
+      # otherwise meet them, hung or not, in its own state directory.
+      take_down_cards "$SINKRATE_STATE_DIR"
       lane_rc=1
     fi
+    kill "$watch_pid" 2>/dev/null || true
+    wait "$watch_pid" 2>/dev/null || true
     sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$log" |
       awk '{s+=$1+$2+$3} END {print s+0}' >"$log.count"
   done

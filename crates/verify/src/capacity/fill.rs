@@ -94,12 +94,24 @@ pub fn run(
         Err("interrupted".to_string())
     } else {
         // A filesystem driver in user space (FUSE) writes through the device's own page
-        // cache, which O_DIRECT on the file does not bypass: as root, the caches go too.
-        if drop_all_caches() {
-            r.read_method
-                .push_str(", after dropping the kernel's caches");
+        // cache, which O_DIRECT on the file does not bypass: as root, that cache goes too.
+        // A kernel's filesystem needs none of it (O_DIRECT, or the files' own pages
+        // dropped), and the machine's other work is left its cache and its dirty data.
+        let in_user_space = sinkrate_sys::host::target_facts(dir, false)
+            .fs_type
+            .is_some_and(|t| t.starts_with("fuse"));
+        match in_user_space.then(drop_all_caches) {
+            Some(Ok(true)) => r
+                .read_method
+                .push_str(", after dropping the kernel's caches"),
+            Some(Err(e)) => r.error = Some(e),
+            _ => {}
         }
-        read_all(run_id, stop, on_progress, &mut r, &written_files)
+        if r.error.is_some() {
+            Err("the read-back could come from the page cache".to_string())
+        } else {
+            read_all(run_id, stop, on_progress, &mut r, &written_files)
+        }
     };
     for (path, _) in &written_files {
         match sinkrate_sys::owned::remove(path) {
@@ -320,14 +332,36 @@ fn read_all(
     }
 }
 
-/// Writes back and drops the kernel's clean page cache (root only); whether it did.
-fn drop_all_caches() -> bool {
+/// How long the machine's dirty data may take to reach its devices before a read-back
+/// through a FUSE driver is given up: a device elsewhere that does not answer holds sync(2)
+/// for as long as it does not.
+const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Writes back and drops the kernel's clean page cache (root only); whether it did, or why
+/// it could not.
+fn drop_all_caches() -> Result<bool, String> {
     if !sinkrate_sys::is_root() {
-        return false;
+        return Ok(false);
     }
-    // SAFETY: sync takes no arguments and cannot fail.
-    unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", b"1").is_ok()
+    // The device under a FUSE driver is not known from its mount (the driver names itself
+    // as the source): only sync(2) reaches its cache. On a thread, waited for at most
+    // SYNC_WAIT.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("sync".into())
+        .spawn(move || {
+            // SAFETY: sync takes no arguments and cannot fail.
+            unsafe { libc::sync() };
+            let _ = tx.send(());
+        })
+        .map_err(|e| format!("sync: {e}"))?;
+    if rx.recv_timeout(SYNC_WAIT).is_err() {
+        return Err(format!(
+            "the kernel's dirty data did not reach the devices within {} s (sync(2) has not returned: a device on this machine does not answer)",
+            SYNC_WAIT.as_secs()
+        ));
+    }
+    Ok(std::fs::write("/proc/sys/vm/drop_caches", b"1").is_ok())
 }
 
 fn gb(b: u64) -> String {
