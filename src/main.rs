@@ -125,47 +125,55 @@ fn run() -> Result<ExitCode> {
     }
 }
 
-/// How long a command waits for the sweep below: a file left on a filesystem that does not
-/// answer (a card, or its FUSE driver, that hangs) must not hang every later command.
-const SWEEP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a command waits for the sweep below to finish a step (a file, an emulated
+/// device): a file left on a filesystem that does not answer (a card, or its FUSE driver,
+/// that hangs) must not hang every later command, and a slow sweep is still waited for.
+const SWEEP_STALL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Files a killed run made and could not remove go now, and emulated devices a killed run
 /// made for itself alone come down, with a word about each. On a thread of its own, waited
-/// for at most [`SWEEP_WAIT`]: past that the command goes on, says so, and the sweep stops
-/// after the step it is blocked in (the next run tries again).
+/// for while it finishes a step at least every [`SWEEP_STALL`]: past that the command goes
+/// on, says so, and the sweep stops after the step it is blocked in (a later run tries
+/// again).
 fn sweep_left_over() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let go_on = Arc::new(AtomicBool::new(true));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let sweeping = Arc::clone(&go_on);
-    let spawned = std::thread::Builder::new()
+    let sweeping = Arc::new(sinkrate_sys::owned::Sweeping::new());
+    let in_thread = Arc::clone(&sweeping);
+    // Polled, not waited on through a channel: the board binary's size budget.
+    let sweep = match std::thread::Builder::new()
         .name("sweep".into())
-        .spawn(move || {
-            let _ = tx.send(left_over_notes(&sweeping));
-        });
-    if spawned.is_err() {
-        left_over_notes(&go_on)
-            .iter()
-            .for_each(|n| eprintln!("{n}"));
-        return;
-    }
-    match rx.recv_timeout(SWEEP_WAIT) {
-        Ok(notes) => notes.iter().for_each(|n| eprintln!("{n}")),
+        .spawn(move || left_over_notes(&in_thread))
+    {
+        Ok(sweep) => sweep,
         Err(_) => {
-            go_on.store(false, Ordering::Relaxed);
+            return left_over_notes(&sweeping)
+                .iter()
+                .for_each(|n| eprintln!("{n}"))
+        }
+    };
+    let (mut steps, mut since) = (sweeping.steps(), std::time::Instant::now());
+    while !sweep.is_finished() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if sweeping.steps() != steps {
+            (steps, since) = (sweeping.steps(), std::time::Instant::now());
+        } else if since.elapsed() >= SWEEP_STALL {
+            sweeping.abandon();
             eprintln!(
                 "sinkrate: note: what earlier sinkrate runs left behind is not swept: a filesystem it lies on has not answered for {} s (a card or its driver that hangs); a later run tries again",
-                SWEEP_WAIT.as_secs()
+                SWEEP_STALL.as_secs()
             );
+            return;
         }
+    }
+    if let Ok(notes) = sweep.join() {
+        notes.iter().for_each(|n| eprintln!("{n}"));
     }
 }
 
 /// The sweep itself: one note for each thing it took down, removed or could not remove.
-fn left_over_notes(go_on: &std::sync::atomic::AtomicBool) -> Vec<String> {
+fn left_over_notes(sweeping: &sinkrate_sys::owned::Sweeping) -> Vec<String> {
     let mut notes = Vec::new();
-    for orphan in sinkrate_emulate::sweep_orphans() {
+    for orphan in sinkrate_emulate::sweep_orphans(&|| sweeping.step()) {
         match &orphan.outcome {
             Ok(()) => notes.push(format!(
                 "sinkrate: note: took down the emulated device at {} that an interrupted sinkrate run (pid {}) made",
@@ -180,7 +188,7 @@ fn left_over_notes(go_on: &std::sync::atomic::AtomicBool) -> Vec<String> {
             )),
         }
     }
-    for left in sinkrate_sys::owned::sweep_left_over(go_on) {
+    for left in sinkrate_sys::owned::sweep_left_over(sweeping) {
         if !left.removed.is_empty() {
             notes.push(format!(
                 "sinkrate: note: removed {} file(s) left by an earlier sinkrate run (pid {}) that was stopped or could not remove them itself: {}",

@@ -390,19 +390,18 @@ fn run_example(path: &std::path::Path) -> Outcome {
     let work = d.path().join("work");
     let job_text = std::fs::read_to_string(path).unwrap_or_default();
     // A job that fills its device and then verifies it (surface-scan) fills a small
-    // filesystem of its own, to its end: on the disk's free space, cut at a time limit, a
-    // busy disk's write phase was shorter than the verify phase's 16 MiB (fio then fails
-    // its verify too). The 16 MiB stay: sinkrate sizes every job's files before the first
-    // runs, so a verify phase without size= finds no file to take its size from.
+    // filesystem of its own, to its end, as written: on the disk's free space, cut at a
+    // time limit, a busy disk's write phase was shorter than a verify phase held to 16 MiB
+    // (fio then fails its verify too).
     let fills_the_device = ["fill_device=1", "fill_fs=1"]
         .iter()
         .any(|o| job_text.lines().any(|l| l.trim() == *o));
     let _small_fs =
         (fills_the_device && common::is_root()).then(|| common::MemoryFs::new(&work, "24m"));
-    let mut args: Vec<String> = vec!["--size=16m".into()];
+    let mut args: Vec<String> = Vec::new();
     if _small_fs.is_none() {
         std::fs::create_dir(&work).expect("mkdir");
-        args.push("--runtime=1".into());
+        args.extend(["--size=16m", "--runtime=1"].map(String::from));
     }
     args.extend(["--startdelay=0", "--ramp_time=0"].map(String::from));
     args.push(format!("--directory={}", work.display()));

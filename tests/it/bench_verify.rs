@@ -182,6 +182,55 @@ fn a_later_read_job_checks_what_an_earlier_job_wrote_in_both_tools() {
     }
 }
 
+/// fio's surface-scan example as written: a fill of the whole filesystem, then a verify
+/// phase without size= that reads back the file the fill left (sized as it starts, as fio
+/// sizes it), in both tools on the same small filesystem: the same bytes, all of the file.
+#[test]
+fn a_verify_phase_without_a_size_reads_what_the_fill_left_in_both_tools() {
+    with_root(
+        "a_verify_phase_without_a_size_reads_what_the_fill_left_in_both_tools",
+        &["fio"],
+        || {
+            let job = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/fio-examples/surface-scan.fio");
+            let job = job.to_str().expect("utf8");
+            let mut read_by = Vec::new();
+            for tool in ["fio", "sinkrate"] {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let card = dir.path().join("card");
+                let _fs = common::MemoryFs::new(&card, "24m");
+                let at = format!("--directory={}", card.display());
+                let v = if tool == "fio" {
+                    // fio's own error of the fill's last write (ENOSPC) fails its exit.
+                    let out = Command::new("fio")
+                        .current_dir(dir.path())
+                        .args(["--output-format=json", job, &at])
+                        .fio_output();
+                    common::json_after_text(&out.stdout)
+                } else {
+                    sinkrate_json(dir.path(), &[job, &at])
+                };
+                let jobs = v["jobs"].as_array().expect("jobs");
+                let phase = |name: &str| {
+                    jobs.iter()
+                        .find(|j| j["jobname"] == name)
+                        .unwrap_or_else(|| panic!("{tool}: {name} in {v}"))
+                };
+                let filled = std::fs::metadata(card.join("datafile.tmp"))
+                    .expect("the fill's file")
+                    .len();
+                assert!(filled > 16 << 20, "{tool}: the fill filled it: {filled}");
+                let verify = phase("verify-phase");
+                assert_eq!(verify["error"], 0, "{tool}: {verify}");
+                let read = verify["read"]["io_bytes"].as_u64().expect("read");
+                assert_eq!(read, filled, "{tool}: the whole file read back");
+                read_by.push(read);
+            }
+            assert_eq!(read_by[0], read_by[1], "the same bytes in both tools");
+        },
+    );
+}
+
 /// verify_dump: a bad block's bytes as read are kept as `NAME.OFFSET.received` in the
 /// current directory, as fio keeps them; the file holds what the storage holds there (read
 /// apart from sinkrate), and a file already at that name is left as it was.

@@ -935,8 +935,8 @@ pub struct Orphan {
 
 /// Takes down the devices that runs killed before they could (their process gone) made for
 /// themselves alone, each through its own state as `down` does: what is still mounted on
-/// top of one keeps it up, and is named.
-pub fn sweep_orphans() -> Vec<Orphan> {
+/// top of one keeps it up, and is named. `step` is called as each one is dealt with.
+pub fn sweep_orphans(step: &dyn Fn()) -> Vec<Orphan> {
     let mut out = Vec::new();
     for listed in list() {
         let Some(spec) = listed.state.spec.clone() else {
@@ -967,6 +967,7 @@ pub fn sweep_orphans() -> Vec<Orphan> {
             owner_pid: pid,
             outcome,
         });
+        step();
     }
     out
 }

@@ -31,6 +31,9 @@ pub struct PlannedFile {
     /// job may write into it and, with `unlink=1`, remove it (any other existing file it
     /// writes into must be named by the job or allowed by --force, and is never removed).
     pub kept_from_earlier: bool,
+    /// Planned on a stand-in size: an earlier phase of the run makes the file, and the job
+    /// is sized from it as it starts (fio's surface-scan verifies what its fill wrote).
+    pub sized_at_start: bool,
 }
 
 impl PlannedFile {
@@ -172,6 +175,7 @@ pub fn plan_files(job: &Job, base_dir: &Path) -> Result<Vec<PlannedFile>, Engine
             takes_syncs: !char_or_fifo,
             existing_size,
             kept_from_earlier: false,
+            sized_at_start: false,
         });
     }
     Ok(planned)
@@ -224,6 +228,7 @@ fn diskless_file(o: &sinkrate_jobspec::JobOptions) -> Result<PlannedFile, Engine
         takes_syncs: true,
         existing_size: Some(size),
         kept_from_earlier: false,
+        sized_at_start: false,
     })
 }
 
@@ -267,6 +272,41 @@ fn file_names(job: &Job, base_dir: &Path, nbd_export: bool) -> Vec<PathBuf> {
             })
             .collect(),
     }
+}
+
+/// [`plan_files`] for a job without `size=` whose files do not exist yet: where `made_earlier`
+/// says an earlier phase of the run makes every missing one, they are planned on a stand-in
+/// size of one block and marked to be sized again as the job starts (as fio sizes a job's
+/// files when it starts); otherwise planning's own refusal.
+pub fn plan_files_or_later(
+    job: &Job,
+    base_dir: &Path,
+    made_earlier: impl Fn(&Path) -> bool,
+) -> Result<Vec<PlannedFile>, EngineError> {
+    let refused = match plan_files(job, base_dir) {
+        Ok(planned) => return Ok(planned),
+        Err(e) => e,
+    };
+    let o = &job.options;
+    if o.size.is_some() || o.filesize.is_some() || o.ioengine.is_diskless() {
+        return Err(refused);
+    }
+    let mut stand_in = job.clone();
+    let block = o.bs.iter().copied().max().unwrap_or(4096).max(1);
+    stand_in.options.size = Some(SizeSpec::Bytes(block));
+    let Ok(mut planned) = plan_files(&stand_in, base_dir) else {
+        return Err(refused);
+    };
+    if planned
+        .iter()
+        .any(|f| f.existing_size.is_some() || !made_earlier(&f.path))
+    {
+        return Err(refused);
+    }
+    for f in &mut planned {
+        f.sized_at_start = true;
+    }
+    Ok(planned)
 }
 
 /// One file's size: `filesize=` (a range picks one per name), `size=` shared among the

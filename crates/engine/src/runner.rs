@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -126,7 +126,9 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
             continue;
         }
         let o = &job.options;
-        let mut planned = files::plan_files(&job, &opts.base_dir).map_err(in_job)?;
+        let made_earlier = |path: &Path| made_by_an_earlier_phase(&prep.jobs, &job, path);
+        let mut planned =
+            files::plan_files_or_later(&job, &opts.base_dir, made_earlier).map_err(in_job)?;
         for f in planned.iter_mut() {
             f.kept_from_earlier = f.existing_size.is_some()
                 && !f.is_block_device
@@ -145,6 +147,20 @@ pub fn prepare(set: &JobSet, opts: &RunOptions) -> Result<PreparedRun, EngineErr
         prep.jobs.push((job.into_owned(), planned));
     }
     prep.finish()
+}
+
+/// Whether a job of an earlier phase (one before a stonewall at or ahead of `job`) writes
+/// `path`: the file exists by the time `job` starts.
+fn made_by_an_earlier_phase(earlier: &[(Job, Vec<PlannedFile>)], job: &Job, path: &Path) -> bool {
+    earlier.iter().enumerate().any(|(j, (other, files))| {
+        let o = &other.options;
+        let writes = o.rw.modifies() || o.ioengine.changes_files();
+        let phase_ends = job.options.stonewall
+            || earlier[j + 1..]
+                .iter()
+                .any(|(later, _)| later.options.stonewall);
+        writes && phase_ends && files.iter().any(|f| f.path == path)
+    })
 }
 
 /// The job as it runs: a replayed trace's, or fill_device's size far beyond the storage.
@@ -464,6 +480,7 @@ pub fn execute(prepared: PreparedRun, opts: &RunOptions) -> BenchRun {
         debug: opts.debug,
         triggered,
         verify_states: prepared.verify_states,
+        base_dir: opts.base_dir.clone(),
     };
     let outcomes = match &opts.status_reports {
         None => crate::schedule::run_all(prepared.jobs, &shared),

@@ -29,6 +29,9 @@ pub(crate) struct Shared {
     pub triggered: Arc<AtomicBool>,
     /// Each job's verify state plan, in job order.
     pub verify_states: Vec<crate::verify_state::VerifyStatePlan>,
+    /// Where jobs without `directory=` put their files (a job sized as it starts is
+    /// planned again there).
+    pub base_dir: std::path::PathBuf,
 }
 
 impl Shared {
@@ -95,9 +98,28 @@ pub(crate) fn run_all(
                     still_pending.push(i);
                     continue;
                 }
-                let Some((job, files)) = slots[i].take() else {
+                let Some((job, mut files)) = slots[i].take() else {
                     continue;
                 };
+                // Sized now, from the files an earlier phase made (fio sizes a job's files
+                // as it starts).
+                if files.iter().any(|f| f.sized_at_start) {
+                    match crate::files::plan_files(&job, &shared.base_dir) {
+                        Ok(sized) => files = sized,
+                        Err(e) => {
+                            outcomes[i] = Some(failed(&meta[i], i, e.to_string()));
+                            done[i] = true;
+                            // Its place at the start gate given up: the others do not wait.
+                            if starting_together.contains(&i) {
+                                drop(crate::start_gate::GateTicket::new(gate.clone()));
+                            }
+                            if !meta[i].side_load {
+                                io_jobs_running.fetch_sub(1, Ordering::AcqRel);
+                            }
+                            continue;
+                        }
+                    }
+                }
                 let setup = WorkerSetup {
                     job,
                     job_number: i as u32 + 1,

@@ -547,13 +547,55 @@ fn sweep_one(l: &Listed) -> Fate {
     }
 }
 
+/// A sweep that another thread waits for: the steps it has finished (a caller can tell a
+/// slow sweep from one blocked on a filesystem that does not answer) and whether it is still
+/// wanted.
+#[derive(Debug)]
+pub struct Sweeping {
+    steps: std::sync::atomic::AtomicU64,
+    abandoned: std::sync::atomic::AtomicBool,
+}
+
+impl Default for Sweeping {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sweeping {
+    pub const fn new() -> Sweeping {
+        Sweeping {
+            steps: std::sync::atomic::AtomicU64::new(0),
+            abandoned: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// One more step done.
+    pub fn step(&self) {
+        self.steps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn steps(&self) -> u64 {
+        self.steps.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The caller stopped waiting: nothing more is to be removed without a word.
+    pub fn abandon(&self) {
+        self.abandoned
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn wanted(&self) -> bool {
+        !self.abandoned.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// Removes the files that runs killed before they could (their process gone) left listed,
 /// each only while it is still the file that run made. A journal whose files cannot be
-/// removed is kept with just those, so the next run tries again. Stops, between one file
-/// and the next, once `go_on` is false: a caller that stopped waiting (a file on a
-/// filesystem that does not answer) wants nothing more removed without a word.
-pub fn sweep_left_over(go_on: &std::sync::atomic::AtomicBool) -> Vec<LeftOver> {
-    use std::sync::atomic::Ordering;
+/// removed is kept with just those, so the next run tries again. Counts each file as a step
+/// of `sweeping`, and stops, between one file and the next, once it is no longer wanted.
+pub fn sweep_left_over(sweeping: &Sweeping) -> Vec<LeftOver> {
     let mut out = Vec::new();
     // This user's journal directories: where runs write now, and the one a run wrote in
     // when the other could not be (or, from an earlier version, /run).
@@ -570,7 +612,7 @@ pub fn sweep_left_over(go_on: &std::sync::atomic::AtomicBool) -> Vec<LeftOver> {
         .filter_map(|d| std::fs::read_dir(d).ok())
         .flat_map(|d| d.flatten())
     {
-        if !go_on.load(Ordering::Relaxed) {
+        if !sweeping.wanted() {
             break;
         }
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -595,7 +637,8 @@ pub fn sweep_left_over(go_on: &std::sync::atomic::AtomicBool) -> Vec<LeftOver> {
         };
         let mut still = Vec::new();
         for l in listed(&bytes) {
-            if !go_on.load(Ordering::Relaxed) {
+            sweeping.step();
+            if !sweeping.wanted() {
                 // Kept listed for the next run, as a file that could not be removed is.
                 record(if l.is_dir { b'D' } else { b'+' }, &l.path, &mut still);
                 if let Some(id) = l.identity {

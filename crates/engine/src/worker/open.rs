@@ -105,6 +105,7 @@ pub(super) fn lay_out(
             takes_syncs: true,
             existing_size: None,
             kept_from_earlier: false,
+            sized_at_start: false,
         },
         created: false,
         seq_pos: [0; 3],

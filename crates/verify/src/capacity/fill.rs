@@ -346,20 +346,20 @@ fn drop_all_caches() -> Result<bool, String> {
     // The device under a FUSE driver is not known from its mount (the driver names itself
     // as the source): only sync(2) reaches its cache. On a thread, waited for at most
     // SYNC_WAIT.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
+    let syncing = std::thread::Builder::new()
         .name("sync".into())
-        .spawn(move || {
-            // SAFETY: sync takes no arguments and cannot fail.
-            unsafe { libc::sync() };
-            let _ = tx.send(());
-        })
+        // SAFETY: sync takes no arguments and cannot fail.
+        .spawn(|| unsafe { libc::sync() })
         .map_err(|e| format!("sync: {e}"))?;
-    if rx.recv_timeout(SYNC_WAIT).is_err() {
-        return Err(format!(
-            "the kernel's dirty data did not reach the devices within {} s (sync(2) has not returned: a device on this machine does not answer)",
-            SYNC_WAIT.as_secs()
-        ));
+    let started = std::time::Instant::now();
+    while !syncing.is_finished() {
+        if started.elapsed() >= SYNC_WAIT {
+            return Err(format!(
+                "the kernel's dirty data did not reach the devices within {} s (sync(2) has not returned: a device on this machine does not answer)",
+                SYNC_WAIT.as_secs()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
     Ok(std::fs::write("/proc/sys/vm/drop_caches", b"1").is_ok())
 }
