@@ -363,15 +363,17 @@ fn the_alert_rules_and_the_dashboard_use_only_metrics_that_are_served() {
 
             // What is served: a running watch's file and node_exporter's own collectors.
             let prom = dir.path().join("sinkrate.prom");
-            let mut watch = Command::new(common::sinkrate_path())
-                .args(["watch", "--interval", "100ms", "--live", "never"])
-                .arg("--prometheus")
-                .arg(&prom)
-                .args(["--output-format", "json"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("watch runs");
+            let mut watch = KilledAtEnd(
+                Command::new(common::sinkrate_path())
+                    .args(["watch", "--interval", "100ms", "--live", "never"])
+                    .arg("--prometheus")
+                    .arg(&prom)
+                    .args(["--output-format", "json"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("watch runs"),
+            );
             let deadline = Instant::now() + Duration::from_secs(20);
             while !prom.exists() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(50));
@@ -379,8 +381,8 @@ fn the_alert_rules_and_the_dashboard_use_only_metrics_that_are_served() {
             let node = NodeExporter::start(dir.path(), false);
             let scrape = node.scrape();
             // SAFETY: kill with a child's pid and a valid signal.
-            unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
-            let _ = watch.wait();
+            unsafe { libc::kill(watch.0.id() as i32, libc::SIGINT) };
+            let _ = watch.0.wait();
             let served = served_names(&scrape);
             assert!(served.contains("sinkrate_disk_stalled_seconds"), "{scrape}");
             let used: std::collections::BTreeSet<String> = metric_names(&rules_text)
@@ -573,6 +575,17 @@ fn tune_apply(settings: &[&str]) {
 /// when it fails.
 struct RestoreOnDrop;
 
+/// A watch the test started: gone when the test ends, also when it fails half way (a failed
+/// test left it running, writing into a removed directory).
+struct KilledAtEnd(std::process::Child);
+
+impl Drop for KilledAtEnd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 impl Drop for RestoreOnDrop {
     fn drop(&mut self) {
         let _ = Command::new(common::sinkrate_path())
@@ -637,22 +650,24 @@ fn a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it() {
                 "vm.dirty_bytes=4194304",
                 "vm.dirty_background_bytes=2097152",
             ]);
-            let mut watch = Command::new(common::sinkrate_path())
-                .args(["watch", "--device", &device, "--interval", "100ms"])
-                .arg("--prometheus")
-                .arg(textfile.join("sinkrate.prom"))
-                .args([
-                    "--prometheus-every",
-                    "1s",
-                    "--live",
-                    "never",
-                    "--output-format",
-                    "json",
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("watch runs");
+            let mut watch = KilledAtEnd(
+                Command::new(common::sinkrate_path())
+                    .args(["watch", "--device", &device, "--interval", "100ms"])
+                    .arg("--prometheus")
+                    .arg(textfile.join("sinkrate.prom"))
+                    .args([
+                        "--prometheus-every",
+                        "1s",
+                        "--live",
+                        "never",
+                        "--output-format",
+                        "json",
+                    ])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("watch runs"),
+            );
             let node = NodeExporter::start(&textfile, true);
             let prometheus =
                 Prometheus::start(dir.path(), node.port, &rules_fifteen_times_faster());
@@ -702,8 +717,8 @@ fn a_recording_at_risk_fires_the_alert_on_prometheus_and_the_fix_clears_it() {
             let second_ended = unix_now();
 
             // SAFETY: kill with a child's pid and a valid signal.
-            unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
-            let _ = watch.wait();
+            unsafe { libc::kill(watch.0.id() as i32, libc::SIGINT) };
+            let _ = watch.0.wait();
             let v: serde_json::Value = serde_json::from_slice(&second.stdout).expect("record json");
             assert!(
                 cleared,
