@@ -356,6 +356,7 @@ fn device_bound_rates_agree_with_fio() {
                 v.sort_by(|a, b| a.total_cmp(b));
                 (v[1] + v[2]) / 2.0
             };
+            eprintln!("sinkrate/fio bandwidth {bw_ratios:?}, mean latency {p50_ratios:?}");
             let bw = median(bw_ratios.clone());
             let p50 = median(p50_ratios.clone());
             assert!(
