@@ -157,7 +157,7 @@ lane_b=("suite -suite::page_cache_ -suite::power_cut_"
   "leftovers" "old_kernels" "verify"
   "emulate -emulate::buffered_writes_" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing" "lab -lab::the_tune_play_ -lab::an_aarch64_board_"
-  "capture -capture::gstreamer_ -capture::ffmpeg_" "capture::ffmpeg_")
+  "capture -capture::gstreamer_ -capture::ffmpeg_" "capture::ffmpeg_" "capture::gstreamer_")
 lane_c=("capacity" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
   "board" "round_trip -round_trip::tune_results_" "compare"
@@ -166,7 +166,7 @@ lane_c=("capacity" "report"
   "bench_fio_errors" "bench_fio_logs" "bench_fio_newer" "bench_fio_offsets"
   "bench_fio_trim" "bench_nbd" "bench_output" "bench_signals"
   "bench_verify" "endurance -endurance::check_on_" "fleet -fleet::a_recording_at_risk_" "@arm-binaries" "qemu"
-  "lab::an_aarch64_board_" "capture::gstreamer_")
+  "lab::an_aarch64_board_")
 modules=$(sed -n 's/^mod \([a-z_0-9]*\);$/\1/p' tests/it/main.rs | grep -vx common)
 listed=$(($("$it_bin" --list 2>/dev/null | grep -c ': test$') + soak_listed))
 # Every module is in a lane (a new module must be given one); the count of tests run, checked

@@ -139,11 +139,19 @@ fn sweep_left_over() {
     use std::sync::Arc;
     let sweeping = Arc::new(sinkrate_sys::owned::Sweeping::new());
     let in_thread = Arc::clone(&sweeping);
-    // Polled, not waited on through a channel: the board binary's size budget.
+    // The sweep wakes this thread when it ends: most commands find nothing to sweep, and a
+    // fixed poll made each of them wait its whole interval (50 ms on every command, 0.5 s
+    // of a suite's hundred short runs on a board). A step is checked at each wake or
+    // interval. (Parked, not waited on through a channel: the board binary's size budget.)
+    let waiter = std::thread::current();
     let sweep = match std::thread::Builder::new()
         .name("sweep".into())
-        .spawn(move || left_over_notes(&in_thread))
-    {
+        .spawn(move || {
+            let notes = left_over_notes(&in_thread);
+            in_thread.finish();
+            waiter.unpark();
+            notes
+        }) {
         Ok(sweep) => sweep,
         Err(_) => {
             return left_over_notes(&sweeping)
@@ -152,8 +160,9 @@ fn sweep_left_over() {
         }
     };
     let (mut steps, mut since) = (sweeping.steps(), std::time::Instant::now());
-    while !sweep.is_finished() {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    // (A sweep that panicked never says it finished; its thread's end is seen instead.)
+    while !sweeping.finished() && !sweep.is_finished() {
+        std::thread::park_timeout(std::time::Duration::from_millis(50));
         if sweeping.steps() != steps {
             (steps, since) = (sweeping.steps(), std::time::Instant::now());
         } else if since.elapsed() >= SWEEP_STALL {

@@ -554,6 +554,7 @@ fn sweep_one(l: &Listed) -> Fate {
 pub struct Sweeping {
     steps: std::sync::atomic::AtomicU64,
     abandoned: std::sync::atomic::AtomicBool,
+    finished: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Sweeping {
@@ -567,7 +568,18 @@ impl Sweeping {
         Sweeping {
             steps: std::sync::atomic::AtomicU64::new(0),
             abandoned: std::sync::atomic::AtomicBool::new(false),
+            finished: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The sweep is over: its notes are ready.
+    pub fn finish(&self) {
+        self.finished
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn finished(&self) -> bool {
+        self.finished.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// One more step done.
