@@ -31,12 +31,14 @@ echo "== cargo test"
 lanes_dir="$PWD/target/test-lanes"
 rm -rf "$lanes_dir"
 mkdir -p "$lanes_dir"
-# The cross builds start at once, beside the host's build (two cargo builds at once keep
-# both cores busy, and beside other work on the machine take a fair share of it), in a
-# target directory of their own so that they and the host's builds never wait for each
-# other's cargo lock: the ARM binaries of tests/it/qemu.rs, then, below the tests' priority
-# and beside the lanes, the x86_64 board binary as shipped. A lane waits for the ARM
-# binaries (`@arm-binaries`) before qemu's tests, which run them.
+# The cross builds start once the host's build has ended, beside the lanes, in a target
+# directory of their own so that they and the host's builds never wait for each other's
+# cargo lock: the ARM binaries of tests/it/qemu.rs, then, below the tests' priority, the
+# x86_64 board binary as shipped. A lane waits for the ARM binaries (`@arm-binaries`)
+# before qemu's tests, which run them, late in its list. (Built beside the host's build,
+# they took half of the two cores for its first 300 s, and the lanes started that much
+# later: a CI run is CPU-bound from its start to its end, and the lanes' waits are where
+# other work fits.)
 cross_log="$PWD/target/cross-builds.log"
 arm_rc="$PWD/target/arm-binaries.rc"
 board_rc_file="$PWD/target/board.rc"
@@ -49,6 +51,8 @@ rm -f "$checks_rc" "$unit_rc_file"
 (
   export CARGO_TARGET_DIR="$PWD/target/cross"
   rc=0
+  # (the host's build ends first, or the run does)
+  while [ ! -e "$host_built" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
   # The ARM test binaries first: a lane's qemu tests wait for them (`@arm-binaries`).
   # Each step is one && list: inside a group whose status is tested, `set -e` stops
   # nothing, and a failure followed by an echo would pass.
@@ -64,8 +68,6 @@ rm -f "$checks_rc" "$unit_rc_file"
   # within the 5 MB budget (scripts/cross.sh builds all three). Its pages come from the
   # suite's own host binary.
   rc=0
-  # (the host binary is the suite's: built by the time the ARM binaries are, or waited for)
-  while [ ! -e "$host_built" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
   {
     echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget), at $SECONDS s" &&
       SINKRATE_DOCS_BIN="$PWD/target/test-release/sinkrate" bash scripts/cross.sh x86_64-unknown-linux-musl &&

@@ -336,10 +336,13 @@ where
 pub fn run_document(run: &BenchRun, plus: bool) -> BenchRunDoc {
     let merged = apply_group_reporting(&run.jobs);
     let rates = group_rates(&merged);
+    // fio stamps a document with the time it is written (each --status-interval report,
+    // and the final one at the end), not the run's start, which `started_at` keeps.
+    let reported_ms = run.started_unix_ms + run.elapsed_ns / 1_000_000;
     let report = BenchReport {
         fio_version: sinkrate_model::fio_version_string(),
-        timestamp: run.started_unix_ms / 1000,
-        time: ctime(run.started_unix_ms),
+        timestamp: reported_ms / 1000,
+        time: ctime(reported_ms),
         elapsed_ns: run.elapsed_ns,
         targets: run.targets.clone(),
         config: BenchConfig {
@@ -376,6 +379,7 @@ pub fn run_document(run: &BenchRun, plus: bool) -> BenchRunDoc {
         run.started_unix_ms,
         report,
     );
+    doc.timestamp_ms = reported_ms;
     doc.interrupted = run.interrupted;
     doc.notices = run.notices.clone();
     doc.warnings = run.warnings.clone();

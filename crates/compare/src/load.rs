@@ -63,13 +63,14 @@ pub fn runs(name: &str, document: Document) -> Result<Vec<Run>, String> {
             output,
             value,
         } => {
-            // fio's own JSON has its start in `timestamp_ms`; sinkrate's, in its envelope.
-            let started_ms = value
+            // fio's JSON (and bench's, as fio's) is stamped in `timestamp_ms` when written,
+            // at the run's end: it names the run.
+            let stamped_ms = value
                 .get("timestamp_ms")
                 .and_then(|t| t.as_u64())
                 .unwrap_or(0);
             let kind = if ours { "bench" } else { "fio" };
-            Ok(bench_runs(name, kind, &output, started_ms))
+            Ok(bench_runs(name, kind, &output, stamped_ms))
         }
         Document::Record(run) => {
             let mut r = recording(name, "record", &run.result);
