@@ -53,10 +53,10 @@ rm -f "$checks_rc" "$unit_rc_file"
   rc=0
   # (the host's build ends first, or the run does)
   while [ ! -e "$host_built" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
-  # Beside the lanes: below the tests' priority, as the checks are (at the tests' own
-  # priority the ARM builds took two cores' worth from lane A's first recordings: a pool
-  # that rested on a 115 ms write where the card's pauses are 250 ms, a buffered power cut
-  # that kept 0.9 s). Lane C reaches them some 500 s after the lanes start.
+  # Beside the lanes: below the tests' priority, as the checks are (in the one run with
+  # them at the tests' own priority, two of lane A's first recordings failed beside them:
+  # a pool that rested on a 115 ms write where the card's pauses are 250 ms, a buffered
+  # power cut that kept 0.9 s). Lane C reaches them some 500 s after the lanes start.
   renice -n 3 -p "$BASHPID" >/dev/null
   # The ARM test binaries first: a lane's qemu tests wait for them (`@arm-binaries`).
   # Each step is one && list: inside a group whose status is tested, `set -e` stops
