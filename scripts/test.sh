@@ -31,14 +31,12 @@ echo "== cargo test"
 lanes_dir="$PWD/target/test-lanes"
 rm -rf "$lanes_dir"
 mkdir -p "$lanes_dir"
-# The cross builds start once the host's build has ended, beside the lanes, in a target
-# directory of their own so that they and the host's builds never wait for each other's
-# cargo lock: the ARM binaries of tests/it/qemu.rs, then, below the tests' priority, the
-# x86_64 board binary as shipped. A lane waits for the ARM binaries (`@arm-binaries`)
-# before qemu's tests, which run them, late in its list. (Built beside the host's build,
-# they took half of the two cores for its first 300 s, and the lanes started that much
-# later: a CI run is CPU-bound from its start to its end, and the lanes' waits are where
-# other work fits.)
+# The cross builds start at once, beside the host's build (two cargo builds at once keep
+# both cores busy, and beside other work on the machine take a fair share of it), in a
+# target directory of their own so that they and the host's builds never wait for each
+# other's cargo lock: the ARM binaries of tests/it/qemu.rs, then, below the tests' priority
+# and beside the lanes, the x86_64 board binary as shipped. A lane waits for the ARM
+# binaries (`@arm-binaries`) before qemu's tests, which run them.
 cross_log="$PWD/target/cross-builds.log"
 arm_rc="$PWD/target/arm-binaries.rc"
 board_rc_file="$PWD/target/board.rc"
@@ -51,13 +49,6 @@ rm -f "$checks_rc" "$unit_rc_file"
 (
   export CARGO_TARGET_DIR="$PWD/target/cross"
   rc=0
-  # (the host's build ends first, or the run does)
-  while [ ! -e "$host_built" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
-  # Beside the lanes: below the tests' priority, as the checks are (in the one run with
-  # them at the tests' own priority, two of lane A's first recordings failed beside them:
-  # a pool that rested on a 115 ms write where the card's pauses are 250 ms, a buffered
-  # power cut that kept 0.9 s). Lane C reaches them some 500 s after the lanes start.
-  renice -n 3 -p "$BASHPID" >/dev/null
   # The ARM test binaries first: a lane's qemu tests wait for them (`@arm-binaries`).
   # Each step is one && list: inside a group whose status is tested, `set -e` stops
   # nothing, and a failure followed by an echo would pass.
@@ -67,10 +58,14 @@ rm -f "$checks_rc" "$unit_rc_file"
       echo "   ARM test binaries built, at $SECONDS s"
   } >"$cross_log" 2>&1 || rc=$?
   echo "$rc" >"$arm_rc"
+  # From here on beside the lanes: below the tests' priority.
+  renice -n 3 -p "$BASHPID" >/dev/null
   # The board build as shipped, of the largest of the board targets: static, smoke-run and
   # within the 5 MB budget (scripts/cross.sh builds all three). Its pages come from the
   # suite's own host binary.
   rc=0
+  # (the host binary is the suite's: built by the time the ARM binaries are, or waited for)
+  while [ ! -e "$host_built" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
   {
     echo "== board build of x86_64-unknown-linux-musl (the 5 MB budget), at $SECONDS s" &&
       SINKRATE_DOCS_BIN="$PWD/target/test-release/sinkrate" bash scripts/cross.sh x86_64-unknown-linux-musl &&
