@@ -575,6 +575,14 @@ fn tune_apply(settings: &[&str]) {
 /// when it fails.
 struct RestoreOnDrop;
 
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new(common::sinkrate_path())
+            .args(["tune", "restore"])
+            .output();
+    }
+}
+
 /// A watch the test started: gone when the test ends, also when it fails half way (a failed
 /// test left it running, writing into a removed directory).
 struct KilledAtEnd(std::process::Child);
@@ -583,14 +591,6 @@ impl Drop for KilledAtEnd {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-impl Drop for RestoreOnDrop {
-    fn drop(&mut self) {
-        let _ = Command::new(common::sinkrate_path())
-            .args(["tune", "restore"])
-            .output();
     }
 }
 
