@@ -757,11 +757,28 @@ fn a_search_predicts_from_the_baselines_stalls_and_proves_it_or_tries_the_rest()
             // read (root, tracefs), they are the device's, and the run sized a pool for them.
             assert!(first["frames_dropped"].as_u64() > Some(0), "{first}");
             let Some(label) = p["label"].as_str() else {
-                assert!(
-                    diagnosis["stall_causes"].is_null(),
-                    "stalls with their causes read are predicted from: {because}"
-                );
-                assert!(because.contains("not read"), "{because}");
+                let rate = |k: &str| diagnosis[k].as_f64().unwrap_or(0.0);
+                if diagnosis["stall_causes"].is_null() {
+                    assert!(because.contains("not read"), "{because}");
+                } else {
+                    // An emulated card is as fast as the CPU its server gets: beside two
+                    // busy loops and the other lanes this card once wrote 4.1 MB/s while
+                    // busy (its model's 10 MB/s: 8 MB per 0.4 s written and 0.4 s paused)
+                    // against the stream's 3.9 MB/s. Then no setting keeps up, and the
+                    // search says so from the run's own figures and tries the rest.
+                    let (device, stream) = (rate("device_bytes_per_s"), rate("stream_bytes_per_s"));
+                    assert!(
+                        because.contains("no setting keeps up") && device < stream * 1.1,
+                        "stalls with their causes read are predicted from: {because}"
+                    );
+                    assert!((stream - 30.0 * 131_072.0).abs() < 1.0, "{diagnosis}");
+                    let notes = v["notes"].to_string();
+                    assert!(
+                        ranked.len() > 1 || notes.contains("not tried within the budget"),
+                        "{out}"
+                    );
+                }
+                assert_eq!(vm_snapshot(), before, "every trial's settings put back");
                 return restore_to(&original);
             };
             let pool = diagnosis["pool_frames"].as_u64().expect("the run's pool");
