@@ -109,6 +109,7 @@ soak_listed=$("$soak_bin" --list 2>/dev/null | grep -c ': test$')
   fi
   sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$log" |
     awk '{s+=$1+$2+$3} END {print s+0}' >"$log.count"
+  : >"$lanes_dir/D.done"
   exit "$rc"
 ) &
 pid_d=$!
@@ -144,14 +145,16 @@ echo "== the sinkrate binary and tests/it built, at $SECONDS s"
 # would take for its own card's failure. record's tests run in lane A too: beside lane A's
 # tune tests, a recording at 40% of its own emulated card's rate dropped frames in three
 # of four runs (the cause not found yet), and not in its one run in lane A. tune's prediction
-# search (a card with GC pauses) runs last.
-lane_a=("tune -tune::a_search_predicts_" "record" "suite::page_cache_ suite::power_cut_" "watch"
+# search (a card with GC pauses) runs after the rest, and last, once every other lane has
+# ended (`@alone`), the two tests of a card's own dirty limit that need the page cache to
+# themselves.
+lane_a=("tune -tune::a_search_predicts_ -tune::a_throttled_baseline_ -tune::the_sized_card_limit_" "record" "suite::page_cache_ suite::power_cut_" "watch"
   "adversarial::a_second_interrupt_ adversarial::a_default_report_name_planted_"
   "faults::check_and_tune_ faults::tune_search_on_ faults::verify_and_tune_"
   "round_trip::tune_results_" "check" "bench_fio_sync_range"
   "bench_devices::honest_numbers_" "emulate::buffered_writes_" "endurance::check_on_"
   "power_cut" "fleet::a_recording_at_risk_" "lab::the_tune_play_" "causes"
-  "tune::a_search_predicts_")
+  "tune::a_search_predicts_" "@alone" "tune::a_throttled_baseline_ tune::the_sized_card_limit_")
 lane_b=("suite -suite::page_cache_ -suite::power_cut_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "leftovers" "old_kernels" "verify"
@@ -218,6 +221,16 @@ run_lane() {
   for run in "$@"; do
     k=$((k + 1))
     local args=()
+    if [ "$run" = "@alone" ]; then
+      # The runs after this need the machine's page cache to themselves (their tests say
+      # why): they wait for the other lanes and the soaks to end.
+      local other
+      for other in A B C D; do
+        [ "$other" = "$lane" ] && continue
+        while [ ! -e "$lanes_dir/$other.done" ] && kill -0 "$$" 2>/dev/null; do sleep 2; done
+      done
+      continue
+    fi
     if [ "$run" = "@arm-binaries" ]; then
       while [ ! -s "$arm_rc" ] && kill -0 "$cross_pid" 2>/dev/null; do sleep 2; done
       # (the cross builds' shell writes the status as the ARM builds end)
@@ -274,6 +287,8 @@ run_lane() {
     sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$log" |
       awk '{s+=$1+$2+$3} END {print s+0}' >"$log.count"
   done
+  # (a lane's `@alone` runs wait for this)
+  : >"$lanes_dir/$lane.done"
   return $lane_rc
 }
 # The crates' own integration tests, each run by the unit tests' step below (tests/it and
