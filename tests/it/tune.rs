@@ -856,9 +856,8 @@ fn a_search_predicts_from_the_baselines_stalls_and_proves_it_or_tries_the_rest()
 // Needs the machine's page cache to itself, so scripts/test.sh runs it after every other
 // lane has ended (`@alone`): beside the suite's other lanes (a peak of 411 MB of other
 // tests' dirty data) the baseline's first run was stalled by journal commits more than by
-// the cap. Beside two busy loops and a `dd` writer it holds (their dirty data stays under
-// the machine's background limit; the cap throttles the card all the same).
-// bench/device-limit measures the same caps' drop counts.
+// the cap. Beside two busy loops and a `dd` writer it held, alone with them and in the
+// test command's last run. bench/device-limit measures the same caps' drop counts.
 #[test]
 fn a_throttled_baseline_is_predicted_the_cards_own_limit_sized_from_its_run() {
     serial(
@@ -1033,12 +1032,13 @@ fn most_the_card_held(events: &str, bdi: &str) -> u64 {
 
 /// On a small board's dirty limit (96 MiB), a card with no limit of its own takes much of
 /// the machine's pool, and a second writer (a plain dd to another disk) pushes the machine
-/// over its limit: the recorder is throttled (into dropping frames, on a quiet machine). With the cap its own run
-/// sized applied through `tune apply`, the kernel's events show the card holding no more
-/// than the cap, and less than without it. The frames each run dropped are printed, not
-/// asserted: bench/device-limit has the figures of three runs each, dd's own pauses among
-/// them. Run after every other lane has ended (`@alone` in scripts/test.sh): beside the
-/// suite's other lanes the uncapped card was never throttled.
+/// over its limit: the recorder is throttled. With the cap its own run sized applied through
+/// `tune apply`, the kernel's events show the card holding no more than the cap, and less
+/// than without it. The frames each run dropped are printed, not asserted: uncapped, 114-128
+/// on a quiet machine (bench/device-limit, three runs each, dd's own pauses among them), 18
+/// beside two busy loops and a `dd` writer. Run after every other lane has ended (`@alone`
+/// in scripts/test.sh): beside the suite's other lanes the uncapped card was never
+/// throttled.
 #[test]
 fn the_sized_card_limit_holds_the_card_beside_a_second_writer() {
     serial(
