@@ -315,7 +315,7 @@ fn background_load_measures_what_the_load_got() {
 }
 
 #[test]
-fn power_cut_keeps_what_was_synced_and_loses_what_was_buffered() {
+fn power_cut_keeps_what_was_synced() {
     common::with_root("suite power-cut", TOOLS, || {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let expire = || std::fs::read_to_string("/proc/sys/vm/dirty_expire_centisecs");
@@ -334,7 +334,6 @@ fn power_cut_keeps_what_was_synced_and_loses_what_was_buffered() {
                 "dsync"
             ]
         );
-        let lost = |row: &str| median(&v, row, "recording_lost_s").expect(row);
         // How many frames an O_DSYNC or O_DIRECT writer gets through to the emulated card
         // before the cut follows the CPU the machine leaves it; that every row wrote and
         // that none of what it wrote and synced was lost does not. The page cache takes
@@ -347,17 +346,18 @@ fn power_cut_keeps_what_was_synced_and_loses_what_was_buffered() {
             );
         }
         assert!(median(&v, "buffered", "frames_believed_written").is_some_and(|n| n > 100.0));
-        // Two streams at 30 fps, cut at 3.75 s: buffered keeps (almost) nothing (the kernel
-        // writes back nothing younger than its 30 s expiry while the machine's dirty data
-        // is under its background limit), O_DSYNC loses no frame whose write had returned
-        // (only those not yet written: how many that is follows the CPU a busy machine
-        // leaves the writer, so it is not asserted), and every row that syncs keeps what
-        // its syncs covered. How much less a faster cadence loses is not asserted: beside
-        // two busy loops and a `dd` writer, the writer syncing every 0.2 s fell behind (its
-        // writes took 3.4 ms at most: the time went to its syncs and the CPU it waited for),
-        // dropped 127 frames and lost 1.31 s against the 1 s cadence's 1.27 s.
-        // bench/power-cut prints that order.
-        assert!(lost("buffered") > 3.0, "{}", lost("buffered"));
+        // Two streams at 30 fps, cut at 3.75 s: O_DSYNC loses no frame whose write had
+        // returned (only those not yet written: how many that is follows the CPU a busy
+        // machine leaves the writer, so it is not asserted), and every row that syncs keeps
+        // what its syncs covered. What a row loses is not compared across rows: on a quiet
+        // machine the page cache keeps all of the buffered rows' frames to the cut and
+        // fdatasync every 0.2 s loses least of the syncing rows (bench/power-cut), but
+        // beside two busy loops and a `dd` writer the writer syncing every 0.2 s fell behind
+        // (its writes took 3.4 ms at most: the time went to its syncs and the CPU it waited
+        // for), dropped 127 frames and lost 1.31 s against the 1 s cadence's 1.27 s, and
+        // with a build beside them too the buffered row kept frames (1.35 s lost of 3.75
+        // s): the kernel writes back before the expiry once the machine's dirty data passes
+        // its background limit, which other writers decide.
         assert_eq!(median(&v, "dsync", "frames_lost"), Some(0.0));
         for row in [
             "fdatasync 1 s",
@@ -367,7 +367,6 @@ fn power_cut_keeps_what_was_synced_and_loses_what_was_buffered() {
         ] {
             let survived = median(&v, row, "frames_survived");
             assert!(survived.is_some_and(|n| n > 0.0), "{row}: {survived:?}");
-            assert!(lost(row) < lost("buffered"), "{row}: {}", lost(row));
         }
         assert!(median(&v, "dsync", "write_p99_s") > median(&v, "buffered", "write_p99_s"));
         assert_eq!(emulated_devices(), before, "each row's card is removed");

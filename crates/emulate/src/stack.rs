@@ -689,10 +689,22 @@ fn plugin_args(
 /// later `up`'s orphan sweep) can undo whatever was done.
 fn build(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
     if !spec.raw() && !spec.mountpoint.exists() {
-        std::fs::create_dir_all(&spec.mountpoint)
-            .map_err(|e| step("mountpoint", format!("{}: {e}", spec.mountpoint.display())))?;
+        let failed =
+            |e: std::io::Error| step("mountpoint", format!("{}: {e}", spec.mountpoint.display()));
+        if let Some(parent) = spec.mountpoint.parent() {
+            std::fs::create_dir_all(parent).map_err(failed)?;
+        }
+        // Journaled before it is made: a run killed between the two leaves a directory
+        // that the teardown then removes (empty, or not there at all), where journaling it
+        // after left it behind (a killed suite's directory stayed, beside load). Made by
+        // this run alone: one that appeared meanwhile is not taken for ours.
         state.created_mountpoint = true;
         state.save()?;
+        if let Err(e) = std::fs::create_dir(&spec.mountpoint) {
+            state.created_mountpoint = false;
+            state.save()?;
+            return Err(failed(e));
+        }
     }
     let socket = start_nbdkit(spec, state)?;
     let disk = start_nbdfuse(state, &socket)?;
