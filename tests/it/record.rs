@@ -825,9 +825,14 @@ fn preallocation_modes_keep_exact_files() {
 fn pool_from_frames(columns: &serde_json::Value) -> usize {
     let (capture, end) = capture_and_end_us(columns);
     (0..capture.len())
-        .map(|k| (0..=k).filter(|&j| end[j] > capture[k]).count())
+        .map(|k| in_pool_at(&capture, &end, k))
         .max()
         .unwrap_or(0)
+}
+
+/// Frames captured up to frame `k` whose write had not returned when `k` was captured.
+fn in_pool_at(capture: &[u64], end: &[u64], k: usize) -> usize {
+    (0..=k).filter(|&j| end[j] > capture[k]).count()
 }
 
 /// Each frame's capture and write-end times (µs) from a run that dropped none.
@@ -852,8 +857,9 @@ fn capture_and_end_us(columns: &serde_json::Value) -> (Vec<u64>, Vec<u64>) {
 /// most one frame between the two: above by one.
 fn recorder_count_band(columns: &serde_json::Value, late_us: u64) -> (usize, usize) {
     let (capture, end) = capture_and_end_us(columns);
-    let in_pool = |k: usize| (0..=k).filter(|&j| end[j] > capture[k]).count();
-    let peak = (0..capture.len()).rev().max_by_key(|&k| in_pool(k));
+    let peak = (0..capture.len())
+        .rev()
+        .max_by_key(|&k| in_pool_at(&capture, &end, k));
     let below = peak.map_or(0, |k| {
         (0..=k)
             .filter(|&j| end[j] > capture[k] && end[j] <= capture[k] + late_us)
