@@ -479,6 +479,28 @@ fn interrupt(child: &std::process::Child) {
     assert_eq!(r, 0);
 }
 
+/// Waits until the recording's file exists in `dir`. What comes before it (the journaled
+/// dirty limit, the kernel's trace instance) takes seconds on a loaded machine; a recording
+/// that ended before it wrote a file fails the test with its own words.
+fn wait_until_recording(child: &mut std::process::Child, dir: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while recording_files(dir).is_empty() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("the recording ended ({status}) before it wrote a file: {err}");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no recording file within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 fn recording_files(dir: &Path) -> Vec<String> {
     common::files_in(dir)
         .into_iter()
@@ -490,8 +512,9 @@ fn recording_files(dir: &Path) -> Vec<String> {
 fn two_signals_close_together_are_one_interrupt_with_a_report() {
     // `timeout -s INT` signals the child, then its group: the same event, twice.
     let d = tempfile::tempdir().expect("tempdir");
-    let child = start_recording(d.path(), "20s", &[]);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut child = start_recording(d.path(), "20s", &[]);
+    wait_until_recording(&mut child, d.path());
+    std::thread::sleep(std::time::Duration::from_millis(500));
     interrupt(&child);
     std::thread::sleep(std::time::Duration::from_millis(30));
     interrupt(&child);
@@ -516,8 +539,10 @@ fn a_second_interrupt_still_removes_the_runs_own_files() {
             let dirty_bytes = || std::fs::read_to_string("/proc/sys/vm/dirty_bytes").expect("read");
             let before = dirty_bytes();
             // With a temporary dirty limit, which the second Ctrl-C must put back too.
-            let child = start_recording(card.path(), "20s", &["--dirty-limit", "48M"]);
-            std::thread::sleep(std::time::Duration::from_secs(3));
+            let mut child = start_recording(card.path(), "20s", &["--dirty-limit", "48M"]);
+            wait_until_recording(&mut child, card.path());
+            // Recording for a while: its writers are behind the card by the first Ctrl-C.
+            std::thread::sleep(std::time::Duration::from_secs(2));
             assert_eq!(recording_files(card.path()).len(), 1, "recording started");
             interrupt(&child);
             // Past the 1 s within which two signals are one event (src/interrupt.rs).
@@ -1018,8 +1043,9 @@ fn a_path_that_is_not_utf8_is_used_or_refused_never_a_panic() {
 fn sighup_ends_a_recording_as_ctrl_c_does() {
     // An SSH session to a board dropping: the run stops cleanly, reports, removes its files.
     let d = tempfile::tempdir().expect("tempdir");
-    let child = start_recording(d.path(), "20s", &[]);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut child = start_recording(d.path(), "20s", &[]);
+    wait_until_recording(&mut child, d.path());
+    std::thread::sleep(std::time::Duration::from_millis(500));
     // SAFETY: kill on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
     let out = child.wait_with_output().expect("waits");
@@ -1428,8 +1454,9 @@ fn a_recording_whose_directory_vanished_failed() {
     let d = tempfile::tempdir().expect("tempdir");
     let dir = d.path().join("gone");
     std::fs::create_dir(&dir).expect("mkdir");
-    let child = start_recording(&dir, "4s", &[]);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut child = start_recording(&dir, "4s", &[]);
+    wait_until_recording(&mut child, &dir);
+    std::thread::sleep(std::time::Duration::from_millis(500));
     std::fs::remove_dir_all(&dir).expect("rm -r");
     let out = child.wait_with_output().expect("waits");
     let err = String::from_utf8_lossy(&out.stderr);
