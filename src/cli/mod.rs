@@ -12,7 +12,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use values::{FindMaxArg, ObjectiveArg, OutputFormat, PreallocArg, When, WriteModeArg, Writers};
+use values::{FindMaxArg, ObjectiveArg, PreallocArg, When, WriteModeArg, Writers};
+
+use crate::export::plan::{self, Format, Printed, Style};
+use sinkrate_model::Envelope;
 
 pub const BENCH_EXAMPLES: &str = "\
 Examples:
@@ -231,18 +234,18 @@ pub enum TuneAction {
         /// Print what would be put back, change nothing
         #[arg(long)]
         dry_run: bool,
-        /// text or json
-        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-        output_format: OutputFormat,
+        /// The result's format
+        #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<Envelope<sinkrate_model::settings::TuneReport>>(), default_value = "text")]
+        output_format: Format,
     },
     /// Search for the configuration that keeps up on your own workload, and prove it
     #[command(after_help = TUNE_SEARCH_EXAMPLES)]
     Search(Box<TuneSearchArgs>),
     /// What sinkrate holds changed (a killed run's temporary changes are put back first)
     Status {
-        /// text or json
-        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-        output_format: OutputFormat,
+        /// The result's format
+        #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<Envelope<sinkrate_model::settings::TuneReport>>(), default_value = "text")]
+        output_format: Format,
     },
 }
 
@@ -366,9 +369,9 @@ pub struct CompareArgs {
     /// directory stands for every *.json under it (a lab's fetched results/HOST/... tree)
     #[arg(required = true, value_name = "RUN.json|DIR")]
     pub inputs: Vec<PathBuf>,
-    /// text, markdown, csv or json
-    #[arg(long, visible_alias = "format", value_name = "FORMAT", value_enum, default_value_t = CompareFormat::Text)]
-    pub output_format: CompareFormat,
+    /// The table's format
+    #[arg(long, visible_alias = "format", value_name = "FORMAT", value_parser = plan::parser::<Envelope<sinkrate_model::compare::CompareReport>>(), default_value = "text")]
+    pub output_format: Format,
     /// A label for each input, in order: runs with the same label form one row
     #[arg(long, value_name = "NAME", conflicts_with = "by")]
     pub label: Vec<String>,
@@ -384,14 +387,6 @@ pub struct CompareArgs {
     /// latency, or a run failed (a CI gate)
     #[arg(long)]
     pub fail_if_worse: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CompareFormat {
-    Text,
-    Markdown,
-    Csv,
-    Json,
 }
 
 #[derive(Debug, clap::Args)]
@@ -444,9 +439,9 @@ pub struct TuneSearchArgs {
     /// Try every candidate: no fix predicted from the baseline's stalls and proven first
     #[arg(long)]
     pub no_predict: bool,
-    /// text or json
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    /// The result's format
+    #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<Envelope<sinkrate_model::search::SearchReport>>(), default_value = "text")]
+    pub output_format: Format,
     /// Also write the JSON report here
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
@@ -492,9 +487,9 @@ pub struct TuneApplyArgs {
     /// With --persist-fstab: the fstab to edit (e.g. in an image's root filesystem)
     #[arg(long, value_name = "FILE", requires = "persist_fstab")]
     pub fstab: Option<PathBuf>,
-    /// text or json
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    /// The result's format
+    #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<Envelope<sinkrate_model::settings::TuneReport>>(), default_value = "text")]
+    pub output_format: Format,
 }
 
 pub const EMULATE_EXAMPLES: &str = "\
@@ -584,7 +579,7 @@ pub struct RecordArgs {
     #[arg(long, default_value = "100ms", value_parser = values::duration_value)]
     pub stall_threshold: std::time::Duration,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub out: OutputArgs<sinkrate_model::record::RecordRun>,
     /// Also write the run's HTML report (charts of what happened; see sinkrate report) to
     /// FILE.html, replacing it as --output does
     #[arg(long, value_name = "FILE.html")]
@@ -651,35 +646,52 @@ Examples:
   sinkrate audit /media/usb0 --sysroot tests/fixtures/sysroot/arm-sbc-usb3-drive-on-usb2
 ";
 
-/// A result's format and where it goes, declared once for every command that prints one.
-#[derive(Debug, Clone, clap::Args)]
-pub struct OutputArgs {
-    /// text or json (json: the run schema, with the whole timeline where there is one)
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+/// A result's format and where it goes, declared once for every command that prints one:
+/// the formats `--output-format` takes are those the output plan registers for `T`, the
+/// command's result (src/export/plan.rs).
+#[derive(clap::Args)]
+pub struct OutputArgs<T: Printed> {
+    /// The result's format
+    #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<T>(), default_value = "text")]
+    pub output_format: Format,
     /// Write the result to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[arg(skip)]
+    printed: std::marker::PhantomData<fn() -> T>,
 }
 
-impl OutputArgs {
-    /// Writes `body` where the flags say: FILE, replaced as every output is (the same checks
-    /// for every flag), or standard output.
-    pub fn write(&self, body: &[u8]) -> anyhow::Result<()> {
-        self.write_with(|w| w.write_all(body))
+impl<T: Printed> std::fmt::Debug for OutputArgs<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputArgs")
+            .field("output_format", &self.output_format)
+            .field("output", &self.output)
+            .finish()
     }
+}
 
-    /// As [`OutputArgs::write`], with the body written by `fill` as it is made: a long
-    /// recording's JSON (its frames and timeline) is never held whole in memory first.
-    pub fn write_with(
-        &self,
-        fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
-    ) -> anyhow::Result<()> {
-        match &self.output {
-            Some(p) => sinkrate_sys::output::result_with(p, fill)
-                .map_err(|e| anyhow::anyhow!("--output {}: {e}", p.display())),
-            None => crate::write_stdout_with(fill),
+impl<T: Printed> Clone for OutputArgs<T> {
+    fn clone(&self) -> Self {
+        OutputArgs {
+            output_format: self.output_format,
+            output: self.output.clone(),
+            printed: std::marker::PhantomData,
         }
+    }
+}
+
+impl<T: Printed> OutputArgs<T> {
+    /// Prints `result` (of the command's kind, or one printed in the same formats) in the
+    /// format the flags say, where they say: FILE, replaced as every output is (the same
+    /// checks for every flag), or standard output.
+    pub fn print<R: Printed>(&self, result: &R, style: &Style) -> anyhow::Result<()> {
+        plan::print(result, self.output_format, style, |fill| {
+            match &self.output {
+                Some(p) => sinkrate_sys::output::result_with(p, fill)
+                    .map_err(|e| anyhow::anyhow!("--output {}: {e}", p.display())),
+                None => crate::write_stdout_with(fill),
+            }
+        })
     }
 }
 
@@ -705,7 +717,7 @@ pub struct AuditArgs {
     #[command(flatten)]
     pub rate: StreamRateArgs,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub out: OutputArgs<Envelope<sinkrate_model::audit::AuditReport>>,
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
     #[arg(long, value_enum, default_value_t = When::Auto)]
     pub color: When,
@@ -769,7 +781,7 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub out: OutputArgs<Envelope<sinkrate_model::verify::VerifyReport>>,
     /// A progress line on standard error: auto (on a terminal), always, never
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = When::Auto)]
     pub progress: When,
@@ -821,9 +833,9 @@ pub struct SuiteArgs {
     /// One run of each condition with smaller sizes and shorter recordings (under 2 minutes)
     #[arg(long)]
     pub quick: bool,
-    /// text, json (the suite result, every run's figures in it) or markdown (the table)
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = values::SuiteFormat::Text)]
-    pub output_format: values::SuiteFormat,
+    /// The result's format (json: the suite result, every run's figures in it)
+    #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<sinkrate_model::suite::SuiteRun>(), default_value = "text")]
+    pub output_format: Format,
     /// Keep every run's JSON here, and the table as JSON, Markdown and HTML
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
@@ -871,8 +883,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
     /// Print the full report as JSON on standard output instead of the table
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<sinkrate_model::check::CheckRun>(), default_value = "text")]
+    pub output_format: Format,
     /// Progress bar on standard error: auto (on a terminal), always, never
     #[arg(long, value_enum, default_value_t = When::Auto)]
     pub progress: When,
@@ -907,9 +919,9 @@ pub struct CaptureArgs {
     /// Replace TRACE and its calls file if they exist (a trace is never replaced otherwise)
     #[arg(long)]
     pub force: bool,
-    /// text or json: the summary on standard output
-    #[arg(long, visible_alias = "format", value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    /// The result's format, on standard output
+    #[arg(long, visible_alias = "format", value_name = "FORMAT", value_parser = plan::parser::<Envelope<sinkrate_model::capture::CaptureReport>>(), default_value = "text")]
+    pub output_format: Format,
     /// Capture a recorder already running, by its process id: it is stopped at every
     /// system call (a filter cannot be added to a running process), so its cost is higher
     /// than a capture of a command; Ctrl-C lets it go and it runs on
@@ -956,7 +968,7 @@ pub struct WatchArgs {
     #[arg(long)]
     pub no_kernel_events: bool,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub out: OutputArgs<Envelope<sinkrate_model::watch::WatchReport>>,
     /// Also write the run's HTML report (charts of what happened; see sinkrate report) to
     /// FILE.html, replacing it as --output does
     #[arg(long, value_name = "FILE.html")]
@@ -996,9 +1008,9 @@ pub enum EmulateAction {
     },
     /// Show the emulated devices that are up
     List {
-        /// text or json
-        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-        output_format: OutputFormat,
+        /// The result's format
+        #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<Vec<sinkrate_emulate::stack::Listed>>(), default_value = "text")]
+        output_format: Format,
     },
 }
 
@@ -1086,9 +1098,9 @@ pub struct EmulateUpArgs {
     /// or drop (lose them; reads give zeros)
     #[arg(long, value_name = "MODE", default_value = "wrap", value_parser = ["wrap", "drop"])]
     pub fake_mode: String,
-    /// text or json
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    /// The result's format
+    #[arg(long, value_name = "FORMAT", value_parser = plan::parser::<sinkrate_emulate::stack::State>(), default_value = "text")]
+    pub output_format: Format,
 }
 
 #[derive(Debug, clap::Args)]

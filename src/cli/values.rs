@@ -22,21 +22,6 @@ pub fn size(flag: &str, text: &str) -> Result<u64> {
     sinkrate_units::product::parse_size(text).map_err(|e| anyhow!("--{flag}: {e}"))
 }
 
-/// `--output-format` of sinkrate's own commands (bench takes fio's formats).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    Text,
-    Json,
-}
-
-/// `sinkrate suite --output-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SuiteFormat {
-    Text,
-    Json,
-    Markdown,
-}
-
 /// `--live`, `--progress`, `--color`: on a terminal by default, or always, or never.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum When {

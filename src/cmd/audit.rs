@@ -9,9 +9,9 @@ use sinkrate_model::audit::{Audit, AuditReport, Severity, StreamRate};
 use sinkrate_model::{Envelope, RunKind};
 use sinkrate_sys::root::SysRoot;
 
-use crate::cli::values::{OutputFormat, When};
+use crate::cli::values::When;
 use crate::cli::{AuditArgs, StreamRateArgs};
-use crate::export::{audit_text::AuditText, Exporter, Json};
+use crate::export::plan::Style;
 
 /// The stream the findings are judged against: a label and its rate in bytes per second.
 pub fn stream_rate(args: &StreamRateArgs) -> Result<(String, f64)> {
@@ -91,26 +91,20 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         },
         sysroot: args.sysroot.as_ref().map(|p| p.display().to_string()),
     };
-    let body = match args.out.output_format {
-        OutputFormat::Json => {
-            let mut run = Envelope::new(
-                RunKind::Audit,
-                sinkrate_sys::host::host_facts(),
-                started,
-                report,
-            );
-            // A fixture tree's facts are not this host's.
-            if args.sysroot.is_some() {
-                run.host = None;
-            }
-            Json.export(&run)?
-        }
-        OutputFormat::Text => AuditText {
-            colour: args.out.output.is_none() && colour_wanted(args.color, false),
-        }
-        .export(&report)?,
+    let mut run = Envelope::new(
+        RunKind::Audit,
+        sinkrate_sys::host::host_facts(),
+        started,
+        report,
+    );
+    // A fixture tree's facts are not this host's.
+    if args.sysroot.is_some() {
+        run.host = None;
+    }
+    let style = Style {
+        colour: args.out.output.is_none() && colour_wanted(args.color, false),
     };
-    args.out.write(&body)?;
+    args.out.print(&run, &style)?;
     Ok(if args.strict && bad {
         ExitCode::from(1)
     } else {

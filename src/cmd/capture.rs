@@ -8,10 +8,8 @@ use anyhow::{anyhow, Result};
 use sinkrate_capture::trace::{sidecar_path, Header, SIDECAR_VERSION};
 use sinkrate_model::{Envelope, RunKind, TOOL_VERSION};
 
-use crate::cli::values::OutputFormat;
 use crate::cli::CaptureArgs;
-use crate::export::capture_text::CaptureText;
-use crate::export::{Exporter, Json};
+use crate::export::plan::{self, Style};
 
 /// The trace's two files, made exclusively: TRACE as given (replaced only with --force), or
 /// the first free capture.iolog, capture-2.iolog... here.
@@ -211,11 +209,7 @@ pub fn run(args: CaptureArgs) -> Result<ExitCode> {
             at_s: Some(cut.at_s),
         });
     }
-    let body = match args.output_format {
-        OutputFormat::Json => Json.export(&run)?,
-        OutputFormat::Text => CaptureText.export(&run)?,
-    };
-    crate::write_stdout(&body)?;
+    plan::print_stdout(&run, args.output_format, &Style::default())?;
     if let Some(e) = &run.error {
         eprintln!("sinkrate: error: {}", e.what);
         return Ok(ExitCode::from(2));

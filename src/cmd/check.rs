@@ -10,9 +10,10 @@ use sinkrate_check::{CheckConfig, CheckError, Phase};
 use sinkrate_model::check::Plan;
 use sinkrate_record::session::SessionError;
 
-use crate::cli::values::{OutputFormat, WriteModeArg};
+use crate::cli::values::WriteModeArg;
 use crate::cli::CheckArgs;
-use crate::export::{check_text::CheckText, Exporter, Json};
+use crate::export::plan::{self, Style};
+use crate::export::{Exporter, Json};
 
 /// The recording test's session: the user's record flags, with check's own choices where
 /// they name none.
@@ -153,15 +154,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             .with_context(|| format!("writing the report in {}", dir.display()))?
         }
     };
-    let json = Json.export(&run)?;
-    let body = match args.output_format {
-        OutputFormat::Json => json,
-        OutputFormat::Text => CheckText {
-            colour: super::audit::colour_wanted(args.color, false),
-        }
-        .export(&run)?,
+    let style = Style {
+        colour: super::audit::colour_wanted(args.color, false),
     };
-    crate::write_stdout(&body)?;
+    plan::print_stdout(&run, args.output_format, &style)?;
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, &report.display().to_string(), p)?;
     }

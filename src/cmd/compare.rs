@@ -8,9 +8,8 @@ use sinkrate_compare::{CompareConfig, GroupBy};
 use sinkrate_model::compare::{CompareReport, FailedRun};
 use sinkrate_model::{Envelope, RunKind};
 
-use crate::cli::{CompareArgs, CompareFormat};
-use crate::export::compare_table::{CompareCsv, CompareMarkdown, CompareText};
-use crate::export::{Exporter, Json};
+use crate::cli::CompareArgs;
+use crate::export::plan::{self, Style};
 
 pub fn run(args: CompareArgs) -> Result<ExitCode> {
     if !args.label.is_empty() && args.label.len() != args.inputs.len() {
@@ -97,13 +96,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
             at_s: None,
         });
     }
-    let body = match args.output_format {
-        CompareFormat::Text => CompareText.export(&run)?,
-        CompareFormat::Markdown => CompareMarkdown.export(&run)?,
-        CompareFormat::Csv => CompareCsv.export(&run)?,
-        CompareFormat::Json => Json.export(&run)?,
-    };
-    crate::write_stdout(&body)?;
+    plan::print_stdout(&run, args.output_format, &Style::default())?;
     Ok(ExitCode::from(if !unreadable.is_empty() {
         2
     } else if args.fail_if_worse && (worse || !report_failed.is_empty()) {

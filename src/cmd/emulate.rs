@@ -5,10 +5,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::cli::emulate_config::spec_from;
-use crate::cli::values::OutputFormat;
 use crate::cli::{EmulateAction, EmulateUpArgs};
-use crate::export::emulate_text::{ListText, UpText};
-use crate::export::{Exporter, Json};
+use crate::export::plan::{self, Format, Style};
 
 pub fn run(action: EmulateAction) -> Result<ExitCode> {
     match action {
@@ -28,20 +26,11 @@ fn up(args: EmulateUpArgs) -> Result<ExitCode> {
         eprintln!("sinkrate: note: {n}");
     }
     let state = sinkrate_emulate::up(spec)?;
-    let out = match args.output_format {
-        OutputFormat::Json => Json.export(&state)?,
-        _ => UpText.export(&state)?,
-    };
-    crate::write_stdout(&out)?;
+    plan::print_stdout(&state, args.output_format, &Style::default())?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn list(format: OutputFormat) -> Result<ExitCode> {
-    let devices = sinkrate_emulate::list();
-    let out = match format {
-        OutputFormat::Json => Json.export(&devices)?,
-        _ => ListText.export(&devices)?,
-    };
-    crate::write_stdout(&out)?;
+fn list(format: Format) -> Result<ExitCode> {
+    plan::print_stdout(&sinkrate_emulate::list(), format, &Style::default())?;
     Ok(ExitCode::SUCCESS)
 }

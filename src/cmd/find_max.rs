@@ -4,44 +4,13 @@
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use sinkrate_model::record::{FindMaxReport, Searched};
+use sinkrate_model::record::Searched;
 use sinkrate_model::{Envelope, RunKind};
 use sinkrate_record::find_max::{search, SearchError};
 use sinkrate_record::session::Session;
 
-use crate::cli::values::OutputFormat;
 use crate::cli::RecordArgs;
-use crate::export::{Exporter, Json};
-
-fn text(r: &FindMaxReport) -> String {
-    let value = |v: f64| {
-        if r.what == Searched::Streams {
-            format!("{}", v as u64)
-        } else {
-            format!("{v:.2}")
-        }
-    };
-    let raw = r.raw_direct_write_bytes_per_s;
-    let duration = format!("{:.0}s", r.probe_duration.as_secs_f64());
-    match (r.max, r.max_requested_bytes_per_s) {
-        (Some(best), Some(rate)) => format!(
-            "largest {} that keeps up for {duration}: {}{} ({:.1} MB/s of frames); raw direct sequential write: {:.1} MB/s ({:.0}%), {} probes\n",
-            r.what.name(),
-            if r.at_limit { "at least " } else { "" },
-            value(best),
-            rate / 1e6,
-            raw / 1e6,
-            if raw > 0.0 { 100.0 * rate / raw } else { 0.0 },
-            r.probes.len()
-        ) + if r.at_limit { "(64 streams is the most this tool runs)\n" } else { "" },
-        _ => format!(
-            "no {} tried keeps up for {duration} (the smallest: {}); raw direct sequential write: {:.1} MB/s\n",
-            r.what.name(),
-            r.probes.iter().map(|p| p.value).fold(f64::INFINITY, f64::min),
-            raw / 1e6
-        ),
-    }
-}
+use crate::export::plan::Style;
 
 pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCode> {
     if what != Searched::Bitrate
@@ -79,20 +48,14 @@ pub fn run(args: &RecordArgs, session: Session, what: Searched) -> Result<ExitCo
         }
         other => other.map_err(|e| anyhow!(e))?,
     };
-    let body = match args.out.output_format {
-        OutputFormat::Json => {
-            let mut report = report;
-            report.target = Some(sinkrate_sys::host::target_facts(&args.dir, false));
-            let run = Envelope::new(
-                RunKind::FindMax,
-                sinkrate_sys::host::host_facts(),
-                started,
-                report,
-            );
-            Json.export(&run)?
-        }
-        OutputFormat::Text => text(&report).into_bytes(),
-    };
-    args.out.write(&body)?;
+    let mut report = report;
+    report.target = Some(sinkrate_sys::host::target_facts(&args.dir, false));
+    let run = Envelope::new(
+        RunKind::FindMax,
+        sinkrate_sys::host::host_facts(),
+        started,
+        report,
+    );
+    args.out.print(&run, &Style::default())?;
     Ok(ExitCode::SUCCESS)
 }

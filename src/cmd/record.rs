@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context, Result};
 use sinkrate_record::session::{self, LiveStatus, SessionError};
 
-use crate::cli::values::OutputFormat;
 use crate::cli::RecordArgs;
-use crate::export::{frames_csv::FramesCsv, record_text::RecordText, Exporter, Json};
+use crate::export::plan::Style;
+use crate::export::{frames_csv::FramesCsv, Exporter, Json};
 
 /// The session's refusal with the record flag that changes it.
 pub fn refusal(e: SessionError) -> anyhow::Error {
@@ -141,10 +141,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             .with_context(|| format!("--frames-log {}: cannot write", path.display()))?;
     }
     // A soak's JSON (an hour of frame records and its timeline) goes out as it is made.
-    match args.out.output_format {
-        OutputFormat::Json => args.out.write_with(|w| Json::write_to(&run, w))?,
-        OutputFormat::Text => args.out.write(&RecordText.export(&run)?)?,
-    }
+    args.out.print(&run, &Style::default())?;
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, "record", p)?;
     }

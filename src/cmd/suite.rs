@@ -8,33 +8,16 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context, Result};
 use sinkrate_suite::{ScratchDevice, SuiteConfig, SuiteError, SuiteName, SUITES};
 
-use crate::cli::values::SuiteFormat;
 use crate::cli::SuiteArgs;
-use crate::export::suite_text::{SuiteMarkdown, SuiteText};
+use crate::export::plan::{self, Style};
+use crate::export::suite_text::{SuiteListing, SuiteMarkdown};
 use crate::export::{Exporter, Json};
 
 /// The default recording of the suites that record: check's default profile.
 const DEFAULT_PROFILE: &str = "dual-1080p30";
 
 fn list(args: &SuiteArgs) -> Result<ExitCode> {
-    let body = match args.output_format {
-        SuiteFormat::Json => {
-            let list: Vec<serde_json::Value> = SUITES
-                .iter()
-                .map(|s| {
-                    serde_json::json!({
-                        "name": s.id, "source": s.source, "about": s.about,
-                        "needs_root": s.needs_root, "takes_recording": s.takes_recording,
-                    })
-                })
-                .collect();
-            let mut v = serde_json::to_vec_pretty(&list)?;
-            v.push(b'\n');
-            v
-        }
-        _ => SuiteText::list().into_bytes(),
-    };
-    crate::write_stdout(&body)?;
+    plan::print_stdout(&SuiteListing::all(), args.output_format, &Style::default())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -161,11 +144,6 @@ pub fn run(args: SuiteArgs) -> Result<ExitCode> {
             &html,
         )?;
     }
-    let body = match args.output_format {
-        SuiteFormat::Json => json,
-        SuiteFormat::Markdown => markdown,
-        SuiteFormat::Text => SuiteText.export(&run)?,
-    };
-    crate::write_stdout(&body)?;
+    plan::print_stdout(&run, args.output_format, &Style::default())?;
     Ok(ExitCode::SUCCESS)
 }

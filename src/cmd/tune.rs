@@ -10,9 +10,9 @@ use sinkrate_settings::Journal;
 use sinkrate_tune::apply::{self as tune, ApplyConfig, Requested};
 
 use crate::cli::tune_config::{fixes_from, fixes_of, workload};
-use crate::cli::values::OutputFormat;
 use crate::cli::{TuneAction, TuneApplyArgs, TuneSearchArgs};
-use crate::export::{search_text::SearchText, tune_text::TuneText, Exporter, Json};
+use crate::export::plan::{self, Style};
+use crate::export::{Exporter, Json};
 use sinkrate_tune::candidates::QueueMount;
 use sinkrate_tune::search::{SearchError, Workload};
 
@@ -50,11 +50,7 @@ pub fn run(action: TuneAction) -> Result<ExitCode> {
         started_ms,
         report,
     );
-    let body = match format {
-        OutputFormat::Json => Json.export(&run)?,
-        OutputFormat::Text => TuneText.export(&run)?,
-    };
-    crate::write_stdout(&body)?;
+    plan::print_stdout(&run, format, &Style::default())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -244,15 +240,10 @@ fn search(args: &TuneSearchArgs, journal: &Journal) -> Result<ExitCode> {
     run.error = failed
         .clone()
         .map(|what| sinkrate_model::RunError { what, at_s: None });
-    let json = Json.export(&run)?;
     if let Some(p) = &args.output {
-        sinkrate_sys::output::result(p, &json)?;
+        sinkrate_sys::output::result(p, &Json.export(&run)?)?;
     }
-    let body = match args.output_format {
-        OutputFormat::Json => json,
-        OutputFormat::Text => SearchText.export(&run)?,
-    };
-    crate::write_stdout(&body)?;
+    plan::print_stdout(&run, args.output_format, &Style::default())?;
     // The fault in one line where scripts look for it, whatever the output format.
     if let Some(what) = &failed {
         eprintln!("sinkrate: error: {what}");

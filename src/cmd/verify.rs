@@ -10,13 +10,9 @@ use sinkrate_model::{Envelope, RunError, RunKind};
 use sinkrate_verify::capacity::{self, CapacityConfig};
 use sinkrate_verify::{Config, VerifyError};
 
-use crate::cli::values::{size, OutputFormat};
+use crate::cli::values::size;
 use crate::cli::VerifyArgs;
-use crate::export::{
-    capacity_text::{CapacityText, FillText},
-    verify_text::VerifyText,
-    Exporter, Json,
-};
+use crate::export::plan::{Printed, Style};
 
 fn config(args: &VerifyArgs) -> Result<Config> {
     let block_size = size("block-size", &args.block_size)?;
@@ -79,9 +75,7 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         Err(e) => return Err(anyhow!(e)),
     };
     let error = (report.verdict == VerifyVerdict::Failed).then(|| report.verdict_text.clone());
-    emit(&args, RunKind::Verify, started, &report, error, |r| {
-        VerifyText.export(r)
-    })?;
+    emit(&args, RunKind::Verify, started, &report, error)?;
     Ok(match report.verdict {
         VerifyVerdict::Verified => ExitCode::SUCCESS,
         VerifyVerdict::BadBlocks => ExitCode::from(1),
@@ -138,9 +132,7 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(130));
         }
         let (error, verdict) = (report.error.clone(), report.verdict);
-        return capacity_result(args, started, &report, error, verdict, |r| {
-            FillText.export(r)
-        });
+        return capacity_result(args, started, &report, error, verdict);
     }
     let result = capacity::run(&cfg, &stop, &mut progress);
     if show {
@@ -157,48 +149,44 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
         Err(e) => return Err(anyhow!(e)),
     };
     let (error, verdict) = (report.error.clone(), report.verdict);
-    capacity_result(args, started, &report, error, verdict, |r| {
-        CapacityText.export(r)
-    })
+    capacity_result(args, started, &report, error, verdict)
 }
 
 /// Either capacity check's result, written out, and its exit code.
-fn capacity_result<T: serde::Serialize + Clone>(
+fn capacity_result<T: Clone>(
     args: &VerifyArgs,
     started: u64,
     report: &T,
     error: Option<String>,
     verdict: sinkrate_model::verify::CapacityVerdict,
-    text: impl FnOnce(&T) -> Result<Vec<u8>>,
-) -> Result<ExitCode> {
-    emit(args, RunKind::Capacity, started, report, error, text)?;
+) -> Result<ExitCode>
+where
+    Envelope<T>: Printed,
+{
+    emit(args, RunKind::Capacity, started, report, error)?;
     Ok(ExitCode::from(verdict.word_and_exit_code().1))
 }
 
-/// The result as text, or as the run's JSON envelope with `error` set when it failed, to
-/// --output or standard output.
-fn emit<T: serde::Serialize + Clone>(
+/// The result in the run's envelope, with `error` set when it failed, printed as the flags
+/// say.
+fn emit<T: Clone>(
     args: &VerifyArgs,
     kind: RunKind,
     started: u64,
     report: &T,
     error: Option<String>,
-    text: impl FnOnce(&T) -> Result<Vec<u8>>,
-) -> Result<()> {
-    let body = match args.out.output_format {
-        OutputFormat::Json => {
-            let mut run = Envelope::new(
-                kind,
-                sinkrate_sys::host::host_facts(),
-                started,
-                report.clone(),
-            );
-            run.error = error.clone().map(|what| RunError { what, at_s: None });
-            Json.export(&run)?
-        }
-        OutputFormat::Text => text(report)?,
-    };
-    args.out.write(&body)?;
+) -> Result<()>
+where
+    Envelope<T>: Printed,
+{
+    let mut run = Envelope::new(
+        kind,
+        sinkrate_sys::host::host_facts(),
+        started,
+        report.clone(),
+    );
+    run.error = error.clone().map(|what| RunError { what, at_s: None });
+    args.out.print(&run, &Style::default())?;
     // The fault in one line where scripts look for it, whatever the output format.
     if let Some(e) = &error {
         eprintln!("sinkrate: error: {e}");

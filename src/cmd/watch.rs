@@ -13,10 +13,10 @@ use sinkrate_model::watch::{SettingsChange, WatchConfig};
 use sinkrate_model::{Envelope, RunKind};
 use sinkrate_sampler::watch::{self, View, WatchObserver};
 
-use crate::cli::values::OutputFormat;
 use crate::cli::WatchArgs;
+use crate::export::plan::Style;
 use crate::export::samples_csv::{csv_header, csv_line};
-use crate::export::watch_text::{gb, WatchText};
+use crate::export::watch_text::gb;
 use crate::export::{prometheus::write_prometheus, Exporter, Json};
 use sinkrate_sampler::fleet::FleetMetrics;
 
@@ -419,10 +419,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         .or_else(|| side_failed.clone())
         .map(|what| sinkrate_model::RunError { what, at_s: None });
     // A watch of weeks holds a timeline of up to 16 MiB: its JSON goes out as it is made.
-    match args.out.output_format {
-        OutputFormat::Json => args.out.write_with(|w| Json::write_to(&run, w))?,
-        OutputFormat::Text => args.out.write(&WatchText.export(&run.result)?)?,
-    }
+    args.out.print(&run, &Style::default())?;
     if let Some(p) = &args.report {
         super::report::write_for_run(&Json.export(&run)?, "watch", p)?;
     }

@@ -16,12 +16,42 @@ const MAX_WIDTH: usize = 110;
 pub struct SuiteText;
 pub struct SuiteMarkdown;
 
-impl SuiteText {
-    pub fn list() -> String {
-        let width = SUITES.iter().map(|s| s.id.len()).max().unwrap_or(0);
+/// The suites `sinkrate suite list` names: what each does, where it comes from.
+#[derive(serde::Serialize)]
+pub struct SuiteListing(Vec<ListedSuite>);
+
+#[derive(serde::Serialize)]
+pub struct ListedSuite {
+    name: &'static str,
+    source: &'static str,
+    about: &'static str,
+    needs_root: Option<&'static str>,
+    takes_recording: bool,
+}
+
+impl SuiteListing {
+    pub fn all() -> SuiteListing {
+        SuiteListing(
+            SUITES
+                .iter()
+                .map(|s| ListedSuite {
+                    name: s.id,
+                    source: s.source,
+                    about: s.about,
+                    needs_root: s.needs_root,
+                    takes_recording: s.takes_recording,
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Exporter<SuiteListing> for SuiteText {
+    fn export(&self, listing: &SuiteListing) -> Result<Vec<u8>> {
+        let width = listing.0.iter().map(|s| s.name.len()).max().unwrap_or(0);
         let mut out = String::new();
-        for s in SUITES {
-            out.push_str(&format!("{:width$}  {}\n", s.id, s.about));
+        for s in &listing.0 {
+            out.push_str(&format!("{:width$}  {}\n", s.name, s.about));
             out.push_str(&format!("{:width$}  from {}", "", s.source));
             if let Some(why) = s.needs_root {
                 out.push_str(&format!("; needs root: {why}"));
@@ -31,7 +61,24 @@ impl SuiteText {
         out.push_str(
             "\nrun one: sinkrate suite NAME [PATH] [--quick] [--runs N] [--output-dir DIR]\n",
         );
-        out
+        Ok(out.into_bytes())
+    }
+}
+
+impl Exporter<SuiteListing> for SuiteMarkdown {
+    fn export(&self, listing: &SuiteListing) -> Result<Vec<u8>> {
+        let mut out =
+            String::from("| suite | what it measures | from | needs root |\n|---|---|---|---|\n");
+        for s in &listing.0 {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} |\n",
+                s.name,
+                s.about.replace('|', "\\|"),
+                s.source.replace('|', "\\|"),
+                s.needs_root.unwrap_or("no").replace('|', "\\|")
+            ));
+        }
+        Ok(out.into_bytes())
     }
 }
 

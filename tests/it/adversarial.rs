@@ -636,6 +636,27 @@ fn each_stumble_gets_a_line_that_names_it() {
         &["bench", "--name=j", "--rw=read", &empty],
         &["is empty, so it gives no size"],
     );
+    // A format the result has not: refused before any work, with the formats it has (the
+    // output plan's registrations, src/export/plan.rs).
+    one_line(
+        &[
+            "record",
+            "--dir",
+            dir,
+            "--duration",
+            "1s",
+            "--output-format",
+            "csv",
+        ],
+        &["invalid value 'csv'", "[possible values: text, json]"],
+    );
+    assert!(common::files_in(d.path())
+        .iter()
+        .all(|f| !f.starts_with("sinkrate-record")));
+    one_line(
+        &["suite", "record-size", dir, "--output-format", "csv"],
+        &["[possible values: text, json, markdown]"],
+    );
     let in_dir = format!("--directory={dir}");
     one_line(
         &["bench", "--name=j", "--rw=write", "--size=16E", &in_dir],
