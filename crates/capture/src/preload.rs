@@ -170,8 +170,10 @@ impl Channel {
         }
         // SAFETY: a descriptor just made, owned here alone.
         let write = unsafe { OwnedFd::from_raw_fd(dup) };
-        let link = std::fs::read_link(format!("/proc/self/fd/{}", read.as_raw_fd()))?;
-        let object_path = format!("/proc/{}/fd/{memfd}", std::process::id());
+        let link = sinkrate_sys::process::descriptor_target(std::process::id(), read.as_raw_fd())?;
+        let object_path = sinkrate_sys::process::descriptor_path(std::process::id(), memfd)
+            .display()
+            .to_string();
         let preload = match std::env::var("LD_PRELOAD") {
             Ok(theirs) if !theirs.trim().is_empty() => format!("{object_path} {theirs}"),
             _ => object_path,

@@ -153,7 +153,13 @@ pub fn own_thread_cpu_ns(tid: i32) -> (u64, u64) {
 /// permission error is told apart from a closed descriptor: the caller says what it could
 /// not see.
 pub fn descriptor_target(tid: u32, fd: i32) -> std::io::Result<std::path::PathBuf> {
-    std::fs::read_link(format!("/proc/{tid}/fd/{fd}"))
+    std::fs::read_link(descriptor_path(tid, fd))
+}
+
+/// The path that opens a process's descriptor N (/proc/PID/fd/N): how another program
+/// reaches an object that has no name of its own, such as a memfd.
+pub fn descriptor_path(pid: u32, fd: i32) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/proc/{pid}/fd/{fd}"))
 }
 
 /// Whether a thread's descriptor is a regular file (stat through /proc/TID/fd/N).
