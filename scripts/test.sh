@@ -208,7 +208,7 @@ what_hangs() {
 # Takes down every emulated card a state directory still lists (each within a minute).
 take_down_cards() {
   local mp
-  for mp in $(SINKRATE_STATE_DIR="$1" timeout 60 target/test-release/sinkrate emulate list \
+  for mp in $(SINKRATE_STATE_DIR="$1" timeout --kill-after=10 60 target/test-release/sinkrate emulate list \
     --output-format=json 2>/dev/null | sed -n 's/^ *"mountpoint": "\(.*\)",$/\1/p'); do
     echo "   taking down the emulated card left at $mp"
     SINKRATE_STATE_DIR="$1" timeout --kill-after=10 60 target/test-release/sinkrate emulate down "$mp" || true

@@ -12,7 +12,10 @@ pub fn run(action: EmulateAction) -> Result<ExitCode> {
     match action {
         EmulateAction::Up(args) => up(*args),
         EmulateAction::Down { mountpoint } => {
-            sinkrate_emulate::down(&mountpoint)?;
+            let state = sinkrate_emulate::down(&mountpoint)?;
+            for note in &state.notes {
+                eprintln!("sinkrate: warning: {note}");
+            }
             println!("removed the emulated device at {}", mountpoint.display());
             Ok(ExitCode::SUCCESS)
         }

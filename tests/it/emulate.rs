@@ -136,6 +136,80 @@ fn a_filesystem_mounted_through_its_fuse_driver_comes_down_too() {
 }
 
 #[test]
+fn a_fuse_driver_that_stops_answering_is_killed_and_the_card_comes_down() {
+    // fusefat looped for ever on a FAT chain a wrapping fake card's fill made circular, and
+    // `emulate down` waited on its umount for as long. A stopped driver answers nothing
+    // either: down must end, kill the stack's own driver, and say what that lost.
+    serial(
+        "a_fuse_driver_that_stops_answering_is_killed_and_the_card_comes_down",
+        || {
+            if !common::have("fusefat") {
+                panic!("fusefat is missing (scripts/install-deps.sh --test installs it)");
+            }
+            let before = machine_state();
+            let base = tempfile::tempdir().expect("tempdir");
+            let mp = base.path().join("card");
+            let m = mp.to_str().expect("utf8");
+            let up = emulate(&[
+                "up",
+                m,
+                "--size",
+                "96M",
+                "--write-rate",
+                "200M",
+                "--fs",
+                "vfat",
+            ]);
+            assert!(
+                up.status.success(),
+                "{}",
+                String::from_utf8_lossy(&up.stderr)
+            );
+            let fuse = mounts_of(m).iter().any(|t| t.starts_with("fuse"));
+            if !fuse {
+                // This kernel has vfat: nothing here is served by a FUSE driver.
+                assert!(emulate(&["down", m]).status.success());
+                common::skip(
+                    "a_fuse_driver_that_stops_answering_is_killed_and_the_card_comes_down",
+                    "the kernel mounts vfat itself",
+                );
+                return;
+            }
+            std::fs::write(mp.join("f"), vec![7u8; 4 << 20]).expect("writable");
+            let driver = common::run("pgrep", &["-f", &format!("^fusefat .* {m}$")]);
+            let pid: i32 = driver.trim().parse().expect("one fusefat for this card");
+            // SAFETY: kill on the fusefat process this test's card runs.
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+            let started = Instant::now();
+            let down = emulate(&["down", m]);
+            let took = started.elapsed();
+            let err = String::from_utf8_lossy(&down.stderr);
+            assert!(down.status.success(), "{err}");
+            assert!(
+                err.contains("the vfat driver did not answer umount for 20 s: it was killed"),
+                "{err}"
+            );
+            assert!(took.as_secs() < 60, "down took {took:?}");
+            assert!(mounts_of(m).is_empty(), "still mounted");
+            assert_eq!(machine_state(), before, "all of it came down");
+        },
+    );
+}
+
+/// The filesystem types mounted at `path`, from mountinfo.
+fn mounts_of(path: &str) -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .expect("mountinfo")
+        .lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            (left.split(' ').nth(4)? == path)
+                .then(|| right.split(' ').next().unwrap_or("").to_string())
+        })
+        .collect()
+}
+
+#[test]
 fn down_works_after_nbdkit_is_killed() {
     serial("down_works_after_nbdkit_is_killed", || {
         let _vanishing = common::a_card_vanishes_here();

@@ -312,6 +312,10 @@ fn without_root_tune_says_what_it_would_set_and_changes_nothing() {
 
 #[test]
 fn unknown_settings_get_one_line_with_what_is_accepted() {
+    // One at a time with the rest: a command that recovers a killed run's changes would take
+    // that put-back from a test that kills a run and asks `tune status` to do it.
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let journal_before = std::fs::read(journal()).ok();
     let (code, _, err) = tune(&["apply", "vm.swappiness=10"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("accepted: vm.dirty_expire_centisecs"), "{err}");
@@ -327,6 +331,12 @@ fn unknown_settings_get_one_line_with_what_is_accepted() {
     let (code, _, err) = tune(&["search", "/tmp", "--runs", "0"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--runs: at least 1"), "{err}");
+    // Refused before any work: the journal is as it was.
+    assert_eq!(
+        std::fs::read(journal()).ok(),
+        journal_before,
+        "the journal is untouched"
+    );
 }
 
 #[test]
@@ -1140,9 +1150,14 @@ fn a_search_killed_during_a_trial_leaves_nothing_changed_after_the_next_command(
             assert_ne!(vm_snapshot(), before, "the trial's settings were in force");
             let (code, out, err) = tune(&["status"]);
             assert_eq!(code, Some(0), "{err}");
+            // The first sinkrate command after the kill puts the trial's change back: this
+            // status, or a recording of another lane started in between (every run as root
+            // does it first, and the journal is the machine's). Either way it is put back,
+            // and then the journal holds no temporary entry.
+            let journal_now = std::fs::read_to_string(journal()).unwrap_or_default();
             assert!(
-                out.contains("a killed run's temporary change: put back"),
-                "{out}"
+                !journal_now.contains("\"temporary\""),
+                "status said:\n{out}\nthe journal holds:\n{journal_now}"
             );
             assert_eq!(vm_snapshot(), before, "back to the applied values");
             for f in common::files_in(card.path()) {
@@ -1563,18 +1578,29 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
             apply_cycle("500", "100");
             let before = vm_snapshot();
             let path = card.path().to_str().expect("utf8");
-            // A 2 s bound: met by syncing candidates on a busy machine too (beside two busy
+            // A 2 s bound, never met by the buffered baseline under a 5 s expiry. Whether a
+            // syncing candidate meets it depends on the CPU its syncs get: beside two busy
             // loops and a writer, fdatasync every 0.5 s left up to 1.3 s unacknowledged on
-            // this card), and never by the buffered baseline under a 5 s expiry.
+            // this card; beside those and the other lanes of the test suite, 2.2 s. So the
+            // verdict is checked against the run's own figure, not assumed.
             let (code, out, err) = quick_search(path, &["--max-loss", "2s", "--power-cut"]);
-            assert_eq!(code, Some(0), "{err}\n{out}");
-            let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+            let v: serde_json::Value =
+                serde_json::from_str(&out).unwrap_or_else(|e| panic!("json: {e}\n{err}\n{out}"));
             assert_eq!(v["max_loss_s"], 2.0);
-            assert_eq!(v["max_loss_met"], true, "the verdict a script reads");
+            let met = v["max_loss_met"]
+                .as_bool()
+                .expect("the verdict a script reads");
+            assert_eq!(code, Some(if met { 0 } else { 1 }), "{err}");
             let ranked = v["ranked"].as_array().expect("ranked");
             let winner = &ranked[0];
-            let worst = winner["unacknowledged_worst_s"].as_f64();
-            assert!(worst.is_some_and(|w| w <= 2.0), "{winner}");
+            let worst = winner["unacknowledged_worst_s"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("the first ranked acknowledges its frames: {winner}"));
+            assert_eq!(
+                met,
+                worst <= 2.0,
+                "the verdict is the winner's figure: {winner}"
+            );
             let changes = winner["candidate"]["recorder"].to_string();
             assert!(
                 changes.contains("fdatasync_every") || changes.contains("dsync"),
@@ -1637,11 +1663,13 @@ fn a_loss_bound_ranks_acknowledging_candidates_first_and_a_power_cut_proves_it()
             // and a frame's interval (the frame in capture at the cut).
             let its_worst = cut["unacknowledged_worst_s"].as_f64().expect("bounded");
             assert!(won <= its_worst + 1.0 / 30.0 + 0.01, "{cut}");
-            assert!(won <= 2.0, "{cut}");
+            if met {
+                assert!(won <= 2.0, "{cut}");
+            }
             let base_lost = lost(&baseline["candidate"]["label"]);
             assert!(
-                base_lost > 2.0,
-                "buffered without a sync loses more than the bound: {base_lost}"
+                base_lost > 2.0 && base_lost > won,
+                "buffered without a sync loses more than the bound and the winner: {base_lost} against {won}"
             );
             assert_eq!(vm_snapshot(), before, "every trial's settings put back");
             assert!(

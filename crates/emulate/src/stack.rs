@@ -154,6 +154,9 @@ pub struct State {
     /// driver (fusefat, exfat-fuse) names the driver as its source, not the loop device.
     #[serde(default)]
     pub mount_id: Option<u32>,
+    /// What taking the stack down had to do that a user should hear of (a driver killed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl State {
@@ -263,8 +266,17 @@ pub(crate) fn is_mountpoint(path: &Path) -> bool {
 
 /// The mounts at `path`, oldest first (the last is on top), through the system layer.
 fn mounts_at(path: &Path) -> Vec<sinkrate_procparse::mountinfo::Mount> {
-    let Ok(canonical) = std::fs::canonicalize(path) else {
-        return Vec::new();
+    // The parent resolved, not the path itself: a stat of a mountpoint asks the filesystem
+    // mounted there, and a FUSE driver that stopped answering would hold this for ever.
+    let canonical = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => match std::fs::canonicalize(parent) {
+            Ok(p) => p.join(name),
+            Err(_) => return Vec::new(),
+        },
+        _ => match std::fs::canonicalize(path) {
+            Ok(p) => p,
+            Err(_) => return Vec::new(),
+        },
     };
     sinkrate_sys::mounts::stacked_at(&sinkrate_sys::SysRoot::live(), &canonical.to_string_lossy())
 }
@@ -301,6 +313,108 @@ fn check_nothing_stacked(state: &State) -> Result<(), EmulateError> {
 /// Running (not gone, and not a zombie waiting for a parent that does not reap it).
 fn alive(pid: i32) -> bool {
     pid > 0 && sinkrate_sys::process::alive(pid as u32)
+}
+
+/// How long umount(8) may wait on the filesystem's driver. A FUSE driver can stop answering
+/// for good (fusefat loops for ever on a FAT chain that a wrapping fake card's fill made
+/// circular), and umount, like every file call on the mount, then waits with it.
+const UNMOUNT_PATIENCE: Duration = Duration::from_secs(20);
+
+/// umount(8) of the device's filesystem, bounded: when this stack's FUSE driver has not let
+/// it finish within [`UNMOUNT_PATIENCE`], the driver is killed (the kernel then fails what
+/// waited on it; what the driver had not written is lost, as at a crash) and the state says
+/// so in `notes`.
+fn unmount_bounded(spec: &Spec, state: &mut State) -> Result<(), EmulateError> {
+    let mp = &spec.mountpoint;
+    let mut umount = Command::new("umount")
+        .arg(mp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| step("umount", format!("cannot run umount: {e}")))?;
+    let finished = |umount: &mut std::process::Child, patience: Duration| {
+        let start = Instant::now();
+        loop {
+            match umount.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if start.elapsed() < patience => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                _ => return None,
+            }
+        }
+    };
+    let mut status = finished(&mut umount, UNMOUNT_PATIENCE);
+    if status.is_none() {
+        let drivers = fuse_drivers_of(spec, state);
+        for pid in &drivers {
+            sinkrate_platform::child::stop(
+                *pid,
+                sinkrate_platform::child::Signal::Kill,
+                STOP_GRACE,
+                &mut || alive(*pid),
+            );
+        }
+        if !drivers.is_empty() {
+            state.notes.push(format!(
+                "the {} driver did not answer umount for {} s: it was killed, and what it had not written to the device is lost",
+                spec.fs,
+                UNMOUNT_PATIENCE.as_secs()
+            ));
+        }
+        status = finished(&mut umount, STOP_GRACE);
+    }
+    match status {
+        Some(s) if s.success() => Ok(()),
+        Some(_) => {
+            let mut stderr = String::new();
+            if let Some(mut e) = umount.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut stderr);
+            }
+            Err(step(
+                "umount",
+                format!("\"umount\" failed: {}", one_line(&stderr)),
+            ))
+        }
+        None => {
+            let _ = umount.kill();
+            let _ = umount.wait();
+            Err(step(
+                "umount",
+                format!(
+                    "umount waited more than {} s on the filesystem at {}",
+                    UNMOUNT_PATIENCE.as_secs(),
+                    mp.display()
+                ),
+            ))
+        }
+    }
+}
+
+/// The FUSE driver this stack started for its filesystem: the process of the driver's
+/// program whose command line names both this stack's loop device and its mountpoint.
+fn fuse_drivers_of(spec: &Spec, state: &State) -> Vec<i32> {
+    let (Some((program, _)), Some(dev)) = (tools::fuse_driver(&spec.fs), &state.loop_device) else {
+        return Vec::new();
+    };
+    let (dev, mp) = (
+        dev.to_string_lossy().into_owned(),
+        spec.mountpoint.to_string_lossy().into_owned(),
+    );
+    sinkrate_sys::process::all_pids()
+        .into_iter()
+        .filter(|pid| {
+            let args = sinkrate_sys::process::command_line(*pid).unwrap_or_default();
+            let named = |what: &str| args.iter().any(|a| a.as_slice() == what.as_bytes());
+            args.first()
+                .is_some_and(|a| a.ends_with(program.as_bytes()))
+                && named(&dev)
+                && named(&mp)
+        })
+        .map(|pid| pid as i32)
+        .collect()
 }
 
 /// nbdkit processes whose command line names `socket`.
@@ -1009,7 +1123,7 @@ fn teardown(state: &mut State) -> Result<(), EmulateError> {
     }
     if let Some(spec) = state.spec.clone() {
         if state.mounted || is_mountpoint(&spec.mountpoint) {
-            if let Err(e) = run("umount", Command::new("umount").arg(&spec.mountpoint)) {
+            if let Err(e) = unmount_bounded(&spec, state) {
                 // A device whose server died can leave the mount busy with I/O that never
                 // ends; a lazy unmount detaches it so the rest can go.
                 if run(

@@ -256,6 +256,13 @@ pub fn held(journal: &Journal) -> Result<Vec<Held>, Error> {
 }
 
 pub fn apply(cfg: &ApplyConfig, journal: &Journal) -> Result<TuneReport, Error> {
+    // A name that is not a setting is refused before any work: before a killed run's
+    // changes are put back too, which would otherwise be done by a command that then fails.
+    for requested in &cfg.settings {
+        if let Requested::Named(text) = requested {
+            Named::parse(text)?;
+        }
+    }
     let recovered = if cfg.dry_run {
         Outcome::default()
     } else {
