@@ -161,7 +161,7 @@ lane_b=("suite -suite::page_cache_ -suite::power_cut_"
   "emulate -emulate::buffered_writes_" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing" "lab -lab::the_tune_play_ -lab::an_aarch64_board_"
   "capture -capture::gstreamer_ -capture::ffmpeg_" "capture::ffmpeg_" "capture::gstreamer_")
-lane_c=("capacity" "report"
+lane_c=("capacity" "class" "report"
   "adversarial -adversarial::a_second_interrupt_ -adversarial::a_default_report_name_planted_"
   "board" "round_trip -round_trip::tune_results_" "compare"
   "bench_devices -bench_devices::honest_numbers_"

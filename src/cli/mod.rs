@@ -742,10 +742,15 @@ Examples:
   # what it overwrites is saved first and put back (exit 1: it is a fake)
   sinkrate verify --capacity /dev/sdb
 
+  # Does the card keep the class it claims (its SD Status, else --claim)? The SD
+  # specification's method, 32 MiB of recording units and 4 s of random I/O
+  sinkrate verify --class /media/sd --claim V30
+
 Each block carries a header (run, generation, block, offset, length, crc32c, time), so a bad
 block is named: stale (an earlier run's data: the write never reached the medium), misplaced
 (another offset's data: a wrap-around or misdirected write), zeros, garbage or corrupt.
-Exit 0: every block verified (--capacity: genuine); 1: bad blocks (a fake); 2: error.";
+Exit 0: every block verified (--capacity: genuine; --class: the class is met); 1: bad blocks
+(a fake; the class is missed); 2: error; 130: interrupted.";
 
 /// `sinkrate verify`.
 #[derive(Debug, clap::Args)]
@@ -755,7 +760,7 @@ pub struct VerifyArgs {
     #[arg(default_value = ".")]
     pub path: PathBuf,
     /// Bytes to write (e.g. 4G); default: 1 GiB in a directory (less when less is free), the
-    /// whole device
+    /// whole device; with --class, each pass's (default 32M: eight 4 MiB units)
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// Block size, a multiple of 4 KiB
@@ -772,6 +777,34 @@ pub struct VerifyArgs {
     /// what it overwrites is saved first and put back
     #[arg(long, conflicts_with_all = ["size", "keep", "read_only", "block_size"])]
     pub capacity: bool,
+    /// Does the card keep its speed class? The SD specification's method (section 4.13):
+    /// recording units written through its allocation units, each write's busy, FAT updates
+    /// and the start of a recording timed, random 4 KiB I/O for A1/A2; judged against the
+    /// card's claim (its SD Status) or --claim, in files of its own in the directory
+    #[arg(long, conflicts_with_all = ["keep", "read_only", "capacity", "block_size", "force"])]
+    pub class: bool,
+    /// With --class: the class to judge against (C2 to C10, U1, U3, V6 to V90, A1, A2)
+    /// instead of the card's own claim
+    #[arg(long, value_name = "CLASS", requires = "class")]
+    pub claim: Option<String>,
+    /// With --class: the card's allocation unit (default: the card's, else 4M)
+    #[arg(long, value_name = "SIZE", requires = "class")]
+    pub au: Option<String>,
+    /// With --class: seconds each of random 4 KiB reads and writes
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        requires = "class",
+        default_value_t = 2.0
+    )]
+    pub random_seconds: f64,
+    /// With --class: the stream the card must carry, in bits per second (e.g. 24M); its
+    /// video class is judged too [default: the dual-1080p30 profile]
+    #[arg(long, requires = "class")]
+    pub bitrate: Option<String>,
+    /// With --class: a recording profile the card must carry instead of --bitrate
+    #[arg(long, requires = "class", conflicts_with = "bitrate")]
+    pub profile: Option<String>,
     /// With --capacity: do not save and put back what the probe overwrites (faster; the
     /// device's data is damaged)
     #[arg(long, requires = "capacity")]

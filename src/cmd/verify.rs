@@ -41,6 +41,9 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     if args.capacity {
         return run_capacity(&args);
     }
+    if args.class {
+        return run_class(&args);
+    }
     let cfg = config(&args)?;
     let stop = crate::interrupt_flag()?;
     let started = sinkrate_sys::host::unix_ms_now();
@@ -150,6 +153,69 @@ fn run_capacity(args: &VerifyArgs) -> Result<ExitCode> {
     };
     let (error, verdict) = (report.error.clone(), report.verdict);
     capacity_result(args, started, &report, error, verdict)
+}
+
+fn class_config(args: &VerifyArgs) -> Result<sinkrate_verify::class::ClassConfig> {
+    use sinkrate_model::sdclass::SdClass;
+    let claim = args
+        .claim
+        .as_deref()
+        .map(SdClass::parse)
+        .transpose()
+        .map_err(|e| anyhow!("--claim {e}"))?;
+    let au_bytes = args.au.as_deref().map(|a| size("au", a)).transpose()?;
+    let area_bytes = args.size.as_deref().map(|s| size("size", s)).transpose()?;
+    let rate = crate::cli::StreamRateArgs {
+        profile: args
+            .profile
+            .clone()
+            .unwrap_or_else(|| "dual-1080p30".to_string()),
+        bitrate: args.bitrate.clone(),
+    };
+    Ok(sinkrate_verify::class::ClassConfig {
+        dir: args.path.clone(),
+        claim,
+        au_bytes,
+        area_bytes,
+        random_seconds: args.random_seconds,
+        stream: Some(super::audit::stream_rate(&rate)?),
+    })
+}
+
+fn run_class(args: &VerifyArgs) -> Result<ExitCode> {
+    use sinkrate_verify::class::{self, ClassError};
+    let cfg = class_config(args)?;
+    let prepared = class::prepare(&cfg).map_err(|e| anyhow!(e))?;
+    eprintln!("sinkrate verify --class: {}", prepared.plan_line());
+    let stop = crate::interrupt_flag()?;
+    let started = sinkrate_sys::host::unix_ms_now();
+    let show = args.progress.wanted(std::io::stderr().is_terminal());
+    let mut progress = |phase: &str, done: u64, total: u64| {
+        if !show {
+            return;
+        }
+        let mut err = std::io::stderr();
+        let _ = write!(
+            err,
+            "\rsinkrate verify --class: {phase} {:5.1}%   ",
+            100.0 * done as f64 / total.max(1) as f64
+        );
+        let _ = err.flush();
+    };
+    let result = class::run(&prepared, &stop, &mut progress);
+    if show {
+        eprintln!();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(ClassError::Interrupted) => {
+            eprintln!("sinkrate: {}", ClassError::Interrupted);
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(anyhow!(e)),
+    };
+    emit(args, RunKind::Class, started, &report, None)?;
+    Ok(ExitCode::from(class::exit_code(&report)))
 }
 
 /// Either capacity check's result, written out, and its exit code.

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod capacity_text;
 pub mod capture_text;
 pub mod check_text;
+pub mod class_text;
 pub mod compare_table;
 pub mod emulate_text;
 pub mod find_max_text;

@@ -139,6 +139,7 @@ use super::audit_text::AuditText;
 use super::capacity_text::{CapacityText, FillText};
 use super::capture_text::CaptureText;
 use super::check_text::CheckText;
+use super::class_text::ClassText;
 use super::compare_table::{CompareCsv, CompareMarkdown, CompareText};
 use super::emulate_text::{ListText, UpText};
 use super::find_max_text::FindMaxText;
@@ -184,6 +185,11 @@ impl Printed for Envelope<sinkrate_model::verify::VerifyReport> {
 impl Printed for Envelope<sinkrate_model::verify::CapacityReport> {
     const FORMATS: &'static [(Format, Render<Self>)] =
         &[(Format::Text, |r, _| CapacityText.export(&r.result))];
+}
+
+impl Printed for Envelope<sinkrate_model::sdclass::ClassReport> {
+    const FORMATS: &'static [(Format, Render<Self>)] =
+        &[(Format::Text, |r, _| ClassText.export(&r.result))];
 }
 
 impl Printed for Envelope<sinkrate_verify::capacity::fill::FillReport> {

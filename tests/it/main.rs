@@ -30,6 +30,7 @@ mod capacity;
 mod capture;
 mod causes;
 mod check;
+mod class;
 mod compare;
 mod docs_links;
 mod emulate;

@@ -11,6 +11,7 @@ use crate::compare::CompareReport;
 use crate::envelope::{ReadError, RunError};
 use crate::fio::BenchReport;
 use crate::record::{FindMaxReport, RecordReport};
+use crate::sdclass::ClassReport;
 use crate::search::SearchReport;
 use crate::settings::TuneReport;
 use crate::suite::SuiteReport;
@@ -29,7 +30,7 @@ macro_rules! typed_kinds {
             lenient: FindMax(FindMaxReport), Audit(AuditReport), Watch(WatchReport),
                 TuneSearch(SearchReport), Suite(SuiteReport), Tune(TuneReport),
                 Verify(VerifyReport), Capacity(CapacityReport), Compare(CompareReport),
-                Capture(CaptureReport);
+                Capture(CaptureReport), Class(ClassReport);
         }
     };
 }

@@ -29,6 +29,8 @@ pub enum RunKind {
     Suite,
     /// `capture`: a recorder's file operations.
     Capture,
+    /// `verify --class`: does the card keep its speed class?
+    Class,
 }
 
 impl RunKind {
@@ -41,7 +43,7 @@ impl RunKind {
     }
 
     /// Every kind, in the order the manual lists them.
-    pub const ALL: [RunKind; 13] = [
+    pub const ALL: [RunKind; 14] = [
         RunKind::Bench,
         RunKind::Record,
         RunKind::FindMax,
@@ -55,6 +57,7 @@ impl RunKind {
         RunKind::Capacity,
         RunKind::Suite,
         RunKind::Capture,
+        RunKind::Class,
     ];
 
     /// The kind a result's `"kind"` names, by its name or an earlier one.
@@ -79,6 +82,7 @@ impl RunKind {
             RunKind::Capacity => "capacity",
             RunKind::Suite => "suite",
             RunKind::Capture => "capture",
+            RunKind::Class => "class",
         }
     }
 }

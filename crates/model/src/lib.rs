@@ -23,6 +23,7 @@ pub mod kept;
 pub mod paths;
 pub mod record;
 pub mod replay;
+pub mod sdclass;
 pub mod search;
 pub mod settings;
 pub mod suite;

@@ -6,16 +6,6 @@ use std::collections::VecDeque;
 
 use sinkrate_model::record::{CardClass, DeviceLimit, FrameColumns, PoolSize};
 
-/// The SD Association's video speed classes and the minimum sustained sequential write each
-/// guarantees, as the class's number in MB/s (V6 to V90), bytes/s.
-pub const VIDEO_CLASSES: &[(&str, f64)] = &[
-    ("V6", 6e6),
-    ("V10", 10e6),
-    ("V30", 30e6),
-    ("V60", 60e6),
-    ("V90", 90e6),
-];
-
 /// The smallest pool (in frames, as `--buffers` counts them: from capture until the frame's
 /// write returns) with which this stream would have dropped nothing: its frames replayed
 /// in order through one writer with an unbounded pool, each written frame taking the time
@@ -102,15 +92,12 @@ pub fn pool_needed(c: &FrameColumns, buffers: usize) -> Option<PoolSize> {
 }
 
 /// The lowest video speed class whose guaranteed rate carries `bytes_per_s` with a tenth to
-/// spare (a filesystem's own writes take some of a card's rate).
+/// spare (the model's one table of SD classes).
 pub fn card_class(bytes_per_s: f64) -> Option<CardClass> {
-    VIDEO_CLASSES
-        .iter()
-        .find(|(_, rate)| *rate >= bytes_per_s * 1.1)
-        .map(|(name, rate)| CardClass {
-            name: name.to_string(),
-            min_bytes_per_s: *rate,
-        })
+    sinkrate_model::sdclass::SdClass::video_class_for(bytes_per_s).map(|c| CardClass {
+        name: c.name.to_string(),
+        min_bytes_per_s: c.min_write_bytes_per_s,
+    })
 }
 
 /// The per-device dirty limit sized from a run: `device_bytes_per_s` (its rate while busy)

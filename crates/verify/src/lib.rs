@@ -6,6 +6,7 @@
 
 pub mod block;
 pub mod capacity;
+pub mod class;
 pub mod session;
 
 pub use session::{run, Config, VerifyError};

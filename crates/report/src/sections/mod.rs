@@ -40,6 +40,7 @@ pub fn section(page: &mut Page, run: usize, prefix: &str, input: &Input) -> Sect
         Document::Tune(env) => words(input, RunKind::Tune, env, tune::words),
         Document::Verify(env) => words(input, RunKind::Verify, env, verify::blocks),
         Document::Capacity(env) => words(input, RunKind::Capacity, env, verify::capacity),
+        Document::Class(env) => words(input, RunKind::Class, env, verify::class),
         Document::Compare(env) => words(input, RunKind::Compare, env, compare::words),
         Document::Capture(env) => words(input, RunKind::Capture, env, capture::words),
         Document::Fields {

@@ -1,6 +1,7 @@
 //! `verify`'s sections: the blocks written and read back, by what they held (`blocks`), and
 //! `verify --capacity`'s verdict on the device's real size (`capacity`).
 
+use sinkrate_model::sdclass::ClassReport;
 use sinkrate_model::verify::{CapacityReport, CapacityVerdict, VerifyReport, VerifyVerdict};
 use sinkrate_units::product::{bytes_binary, mb_per_s};
 
@@ -88,6 +89,41 @@ pub(crate) fn blocks(s: &mut Section, r: &VerifyReport) {
     if r.kept {
         s.facts
             .push(("data".into(), "kept for a later --read-only pass".into()));
+    }
+}
+
+pub(crate) fn class(s: &mut Section, r: &ClassReport) {
+    let met = r.claim_met == Some(true) && r.stream_met != Some(false);
+    s.headline = Some(Headline {
+        verdict: if met { "meets" } else { "misses" }.into(),
+        tone: if met { Tone::Good } else { Tone::Bad },
+        lines: vec![r.verdict_text.clone()],
+    });
+    s.facts.push(("directory".into(), r.target.clone()));
+    if let Some(c) = &r.card_classes {
+        s.facts.push(("the card claims".into(), c.clone()));
+    }
+    for v in &r.classes {
+        s.facts.push((
+            v.class.clone(),
+            if v.met {
+                "met".into()
+            } else {
+                format!("missed: {}", v.reasons.join("; "))
+            },
+        ));
+    }
+    for p in &r.passes {
+        s.facts.push((
+            format!("RU {}", bytes_binary(p.ru_bytes)),
+            format!(
+                "{} writes, slowest unit {:.1} MB/s, worst write {:.1} ms, worst FAT update {:.1} ms",
+                p.writes,
+                p.min_unit_bytes_per_s / 1e6,
+                p.worst_write_ns as f64 / 1e6,
+                p.worst_fat_ns as f64 / 1e6
+            ),
+        ));
     }
 }
 
