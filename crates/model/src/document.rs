@@ -71,10 +71,18 @@ macro_rules! document_enum {
             /// The document read as the result type of its `kind`, or why it does not
             /// match; None for a kind without a type of its own (bench without fio's keys).
             fn typed(value: &Value, kind: RunKind) -> Option<Result<Document, ReadError>> {
-                // Without `all-kinds-typed` (the board builds), compare and capture results
-                // are read as their fields, and their readers are not built.
+                // Without `all-kinds-typed` (the board builds), compare, capture and the
+                // verify kinds' results are read as their fields, and their readers are not
+                // built (37 KB of the x86_64 board binary, made room for `verify --class`).
                 if cfg!(not(feature = "all-kinds-typed"))
-                    && matches!(kind, RunKind::Compare | RunKind::Capture)
+                    && matches!(
+                        kind,
+                        RunKind::Compare
+                            | RunKind::Capture
+                            | RunKind::Class
+                            | RunKind::Verify
+                            | RunKind::Capacity
+                    )
                 {
                     return None;
                 }
