@@ -214,7 +214,8 @@ impl CardProfile {
         }
         let total: f64 = busy.iter().map(|(s, _)| s).sum();
         if !busy.is_empty() && (total - 1.0).abs() > 1e-6 {
-            return Err(format!("busy: the shares sum to {total}, not 1"));
+            let shown = (total * 1e6).round() / 1e6;
+            return Err(format!("busy: the shares sum to {shown}, not 1"));
         }
         let pauses = self
             .pauses
