@@ -158,7 +158,7 @@ lane_a=("tune -tune::a_search_predicts_ -tune::a_throttled_baseline_ -tune::the_
 lane_b=("suite -suite::page_cache_ -suite::power_cut_"
   "faults -faults::check_and_tune_ -faults::tune_search_on_ -faults::verify_and_tune_"
   "leftovers" "old_kernels" "verify"
-  "emulate -emulate::buffered_writes_" "audit" "docs_links"
+  "emulate -emulate::buffered_writes_" "profiles" "audit" "docs_links"
   "bench_fio_pacing" "bench_input" "bench_pacing" "lab -lab::the_tune_play_ -lab::an_aarch64_board_"
   "capture -capture::gstreamer_ -capture::ffmpeg_" "capture::ffmpeg_" "capture::gstreamer_")
 lane_c=("capacity" "class" "report"

@@ -23,16 +23,41 @@ pub fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
         .map(models::find)
         .transpose()
         .map_err(|e| anyhow!(e))?;
+    let profile = args
+        .profile
+        .as_deref()
+        .map(sinkrate_emulate::profile::load)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
     let size = units::parse_size(&args.size).map_err(|e| anyhow!("--size: {e}"))?;
-    let write_rate = match (&args.write_rate, model) {
-        (Some(r), _) => units::parse_rate(r).map_err(|e| anyhow!("--write-rate: {e}"))?,
-        (None, Some(m)) => m.write_bytes_per_s,
-        (None, None) => {
+    let write_rate = match (&args.write_rate, model, &profile) {
+        (Some(r), _, _) => units::parse_rate(r).map_err(|e| anyhow!("--write-rate: {e}"))?,
+        (None, Some(m), _) => m.write_bytes_per_s,
+        (None, None, Some(p)) => p.write_bytes_per_s,
+        (None, None, None) => {
             return Err(anyhow!(
-                "give --write-rate (e.g. --write-rate 20M) or --model (sd-class10, sd-uhs1-u3, usb2-stick, usb3-ssd, emmc)"
+                "give --write-rate (e.g. --write-rate 20M), --model (sd-class10, sd-uhs1-u3, usb2-stick, usb3-ssd, emmc) or --profile"
             ))
         }
     };
+    if let Some(p) = &profile {
+        notes.push(format!("profile {}: {}", p.name, p.about));
+        if let Some(c) = p.capacity_bytes {
+            if c != size {
+                notes.push(format!(
+                    "the profile stands for a card of {}; emulated at --size {}",
+                    units::bytes_si(c),
+                    args.size
+                ));
+            }
+        }
+        if p.read_bytes_per_s.is_some_and(|r| r > write_rate) {
+            notes.push(format!(
+                "reads share the device's {} budget with writes (one bus), so they run at up to that rate, not the profile's read rate",
+                units::mb_per_s(write_rate as f64)
+            ));
+        }
+    }
     if let Some(r) = &args.read_rate {
         let read = units::parse_rate(r).map_err(|e| anyhow!("--read-rate: {e}"))?;
         if read < write_rate {
@@ -71,7 +96,10 @@ pub fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
     if let Some(m) = model {
         notes.push(format!("model {}: {}", m.name, m.source));
     }
-    let device = device_model(args, size)?;
+    let mut device = device_model(args, size)?;
+    if let Some(p) = &profile {
+        apply_profile(&mut device, p);
+    }
     if device.any() && args.burstiness.is_some() {
         return Err(anyhow!(
             "--burstiness sets nbdkit's token bucket, which the device models replace (the card serves one request at a time at its rate)"
@@ -112,6 +140,28 @@ pub fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
         },
         notes,
     ))
+}
+
+/// A profile's behaviours in the device model (its flags conflict with the profile's, so
+/// nothing set here was set by a flag).
+fn apply_profile(
+    d: &mut sinkrate_emulate::stack::DeviceModel,
+    p: &sinkrate_emulate::profile::Resolved,
+) {
+    d.profile = Some(p.name.clone());
+    d.service_time_us = p.service_time_us;
+    d.busy = p.busy.clone();
+    d.random_iops = p.random_iops.clone();
+    d.metadata = p.metadata;
+    if let Some((pause_us, every, random)) = p.pauses {
+        d.gc_pause_us = pause_us;
+        d.gc_every_bytes = every;
+        d.gc_random = random;
+    }
+    if let Some((bytes, rate)) = p.slc {
+        d.slc_bytes = bytes;
+        d.slc_write_bytes_per_s = rate;
+    }
 }
 
 /// The plugin's card behaviours from `--service-time`, `--gc-pauses`, `--slc-cache`,

@@ -1057,6 +1057,12 @@ pub struct EmulateUpArgs {
     /// A preset: sd-class10, sd-uhs1-u3, usb2-stick, usb3-ssd, emmc (its rate and latency)
     #[arg(long)]
     pub model: Option<String>,
+    /// A card profile: a shipped one by name (px4-sandisk-ultra-plus-16g, v10-just-meets,
+    /// ...; docs/emulate.md lists them with their sources) or a profile file
+    /// (sinkrate.card-profile/1): its rate, busy times, pauses, random-write IOPS, SLC cache
+    /// and metadata cost
+    #[arg(long, value_name = "NAME|FILE", conflicts_with_all = ["model", "write_rate", "write_latency", "service_time", "gc_pauses", "slc_cache"])]
+    pub profile: Option<String>,
     /// Sustained write rate in bytes per second (20M = 20 MiB/s, 20MB = 20 MB/s)
     #[arg(long, alias = "rate")]
     pub write_rate: Option<String>,

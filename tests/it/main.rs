@@ -41,6 +41,7 @@ mod lab;
 mod leftovers;
 mod old_kernels;
 mod power_cut;
+mod profiles;
 mod qemu;
 mod record;
 mod report;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use fake::{FakeCapacity, FakeMode};
-pub use timing::{GcPauses, SlcCache, TimingSettings};
+pub use timing::{BusyStep, GcPauses, RandomWrites, SlcCache, TimingSettings};
 
 /// Everything the plugin is told on nbdkit's command line (`key=value`). Values are plain
 /// numbers (bytes, bytes per second, microseconds): `emulate` parses what the user typed.
@@ -98,7 +98,7 @@ impl Settings {
     }
 }
 
-pub const KEYS: &str = "size, file, write-rate, read-rate, service-time-us, gc-pause-us, gc-every, gc-random, slc-bytes, slc-rate, volatile-cache, real-size, fake-mode, power-cut-file, stats-file, bad-offset, bad-length, armed-file, wear-out-bytes, wear-out-mode";
+pub const KEYS: &str = "size, file, write-rate, read-rate, service-time-us, busy, random-iops, metadata, gc-pause-us, gc-every, gc-random, slc-bytes, slc-rate, volatile-cache, real-size, fake-mode, power-cut-file, stats-file, bad-offset, bad-length, armed-file, wear-out-bytes, wear-out-mode";
 
 #[derive(Debug, Default)]
 pub struct SettingsBuilder {
@@ -188,6 +188,26 @@ impl SettingsBuilder {
                 service_time: us("service-time-us")?,
                 gc,
                 slc,
+                busy: self
+                    .get("busy")
+                    .map(parse_busy)
+                    .transpose()?
+                    .unwrap_or_default(),
+                random_writes: self
+                    .get("random-iops")
+                    .map(parse_random_iops)
+                    .transpose()?
+                    .unwrap_or_default(),
+                metadata: match self.get("metadata") {
+                    Some(m) => {
+                        let bad = || format!("metadata={m}: REGION_BYTES:MICROSECONDS");
+                        let (region, us) = m.split_once(':').ok_or_else(bad)?;
+                        let region: u64 = region.parse().map_err(|_| bad())?;
+                        let us: u64 = us.parse().map_err(|_| bad())?;
+                        Some((region, Duration::from_micros(us)))
+                    }
+                    None => None,
+                },
             },
             fake,
             volatile_cache_bytes: self.number("volatile-cache")?.filter(|b| *b > 0),
@@ -223,6 +243,57 @@ impl SettingsBuilder {
             },
         })
     }
+}
+
+/// `busy=SHARE:US,...`: the shares of writes and the extra busy (microseconds) each takes;
+/// the shares sum to 1.
+pub fn parse_busy(text: &str) -> Result<Vec<BusyStep>, String> {
+    let mut steps = Vec::new();
+    for part in text.split(',') {
+        let (share, us) = part
+            .split_once(':')
+            .ok_or_else(|| format!("busy={text}: SHARE:MICROSECONDS pairs, comma-separated"))?;
+        let share: f64 = share
+            .parse()
+            .ok()
+            .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s <= 1.0)
+            .ok_or_else(|| format!("busy={text}: a share is above 0 and at most 1"))?;
+        let us: u64 = us
+            .parse()
+            .map_err(|_| format!("busy={text}: microseconds are a whole number"))?;
+        steps.push(BusyStep {
+            share,
+            extra: Duration::from_micros(us),
+        });
+    }
+    let total: f64 = steps.iter().map(|s| s.share).sum();
+    if (total - 1.0).abs() > 1e-6 {
+        return Err(format!("busy={text}: the shares sum to {total}, not 1"));
+    }
+    Ok(steps)
+}
+
+/// `random-iops=BYTES:IOPS,...`, sizes rising.
+pub fn parse_random_iops(text: &str) -> Result<Vec<RandomWrites>, String> {
+    let mut table: Vec<RandomWrites> = Vec::new();
+    for part in text.split(',') {
+        let (bytes, iops) = part
+            .split_once(':')
+            .ok_or_else(|| format!("random-iops={text}: BYTES:IOPS pairs, comma-separated"))?;
+        let bytes: u64 = bytes.parse().ok().filter(|b| *b > 0).ok_or_else(|| {
+            format!("random-iops={text}: a size is a whole number of bytes above 0")
+        })?;
+        let iops: f64 = iops
+            .parse()
+            .ok()
+            .filter(|i: &f64| i.is_finite() && *i > 0.0)
+            .ok_or_else(|| format!("random-iops={text}: IOPS are above 0"))?;
+        if table.last().is_some_and(|l| l.bytes >= bytes) {
+            return Err(format!("random-iops={text}: sizes rise"));
+        }
+        table.push(RandomWrites { bytes, iops });
+    }
+    Ok(table)
 }
 
 impl Settings {

@@ -4,7 +4,9 @@
 //! speed; a card does not: each request occupies it for a service time plus its length at the
 //! current rate, and a request that arrives while it is busy waits. Garbage collection adds
 //! pauses, and an SLC cache takes writes at its own rate until it is full, then empties into
-//! the slow cells at the card's rate while the card is idle.
+//! the slow cells at the card's rate while the card is idle. A card's busy time varies from
+//! write to write (a distribution of extra busy drawn for each), and a write that does not
+//! follow the previous one costs what the card's random-write IOPS say.
 
 use std::time::Duration;
 
@@ -24,6 +26,21 @@ pub struct SlcCache {
     pub write_bytes_per_s: f64,
 }
 
+/// One step of a card's distribution of busy time: this share of writes takes `extra` on
+/// top of its transfer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BusyStep {
+    pub share: f64,
+    pub extra: Duration,
+}
+
+/// A card's random writes of one size: `iops` of them a second, one at a time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RandomWrites {
+    pub bytes: u64,
+    pub iops: f64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimingSettings {
     /// The sustained write rate of the cells (after the SLC cache, when there is one).
@@ -33,6 +50,50 @@ pub struct TimingSettings {
     pub service_time: Duration,
     pub gc: Option<GcPauses>,
     pub slc: Option<SlcCache>,
+    /// The distribution of extra busy per write (shares sum to 1); empty: none.
+    pub busy: Vec<BusyStep>,
+    /// Random-write IOPS by size, smallest first; empty: a random write costs what a
+    /// sequential one does.
+    pub random_writes: Vec<RandomWrites>,
+    /// Writes in the first bytes of the card (where a FAT and its directory live) take this
+    /// much more: (region bytes, extra).
+    pub metadata: Option<(u64, Duration)>,
+}
+
+impl TimingSettings {
+    /// A card that only has a rate and a service time.
+    pub fn plain(write_bytes_per_s: f64, read_bytes_per_s: f64, service_time: Duration) -> Self {
+        TimingSettings {
+            write_bytes_per_s,
+            read_bytes_per_s,
+            service_time,
+            gc: None,
+            slc: None,
+            busy: Vec::new(),
+            random_writes: Vec::new(),
+            metadata: None,
+        }
+    }
+
+    /// The time one random write of `len` bytes takes by the IOPS table: the listed size's
+    /// 1/IOPS, interpolated between sizes, and in proportion beyond the largest.
+    pub fn random_write_seconds(&self, len: u64) -> Option<f64> {
+        let table = &self.random_writes;
+        let first = table.first()?;
+        let per = |r: &RandomWrites| 1.0 / r.iops.max(1e-9);
+        if len <= first.bytes {
+            return Some(per(first));
+        }
+        for w in table.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if len <= b.bytes {
+                let t = (len - a.bytes) as f64 / (b.bytes - a.bytes).max(1) as f64;
+                return Some(per(&a) + t * (per(&b) - per(&a)));
+            }
+        }
+        let last = table.last()?;
+        Some(per(last) * len as f64 / last.bytes.max(1) as f64)
+    }
 }
 
 /// What the model decided for one request.
@@ -55,6 +116,8 @@ pub struct Timeline {
     written_since_gc: u64,
     next_gc_bytes: u64,
     rng_state: u64,
+    /// Where the previous write ended: a write that starts there is sequential.
+    last_write_end: Option<u64>,
     /// Totals, for the device's own account of itself.
     pub busy_ns: u64,
     pub gc_pauses: u64,
@@ -69,6 +132,7 @@ impl Timeline {
             written_since_gc: 0,
             next_gc_bytes: 0,
             rng_state: seed | 1,
+            last_write_end: None,
             busy_ns: 0,
             gc_pauses: 0,
         };
@@ -112,8 +176,36 @@ impl Timeline {
         }
     }
 
+    /// A write that follows the previous one (sequential).
     pub fn write(&mut self, now_ns: u64, len: u64) -> Served {
+        let at = self.last_write_end.unwrap_or(0);
+        self.write_at(now_ns, at, len)
+    }
+
+    /// The extra busy this write draws from the card's distribution.
+    fn draw_busy(&mut self) -> f64 {
+        if self.settings.busy.is_empty() {
+            return 0.0;
+        }
+        let u = self.next_unit();
+        let mut below = 0.0;
+        for step in &self.settings.busy {
+            below += step.share;
+            if u <= below {
+                return step.extra.as_secs_f64();
+            }
+        }
+        self.settings
+            .busy
+            .last()
+            .map_or(0.0, |s| s.extra.as_secs_f64())
+    }
+
+    /// A write of `len` bytes at `offset`.
+    pub fn write_at(&mut self, now_ns: u64, offset: u64, len: u64) -> Served {
         self.idle_until(now_ns);
+        let sequential = self.last_write_end.is_none_or(|end| end == offset);
+        self.last_write_end = Some(offset.saturating_add(len));
         let start_ns = now_ns.max(self.busy_until_ns);
         let mut seconds = self.settings.service_time.as_secs_f64();
         let mut slow_bytes = len as f64;
@@ -125,6 +217,17 @@ impl Timeline {
             seconds += fast / slc.write_bytes_per_s.max(1.0);
         }
         seconds += slow_bytes / self.settings.write_bytes_per_s.max(1.0);
+        if !sequential {
+            if let Some(random) = self.settings.random_write_seconds(len) {
+                seconds = seconds.max(random);
+            }
+        }
+        seconds += self.draw_busy();
+        if let Some((region, extra)) = self.settings.metadata {
+            if offset < region {
+                seconds += extra.as_secs_f64();
+            }
+        }
         let mut gc_pause = false;
         if let Some(gc) = self.settings.gc {
             self.written_since_gc = self.written_since_gc.saturating_add(len);
@@ -177,13 +280,84 @@ mod tests {
     use super::*;
 
     fn card(rate: f64) -> TimingSettings {
-        TimingSettings {
-            write_bytes_per_s: rate,
-            read_bytes_per_s: rate * 2.0,
-            service_time: Duration::from_millis(1),
-            gc: None,
-            slc: None,
+        TimingSettings::plain(rate, rate * 2.0, Duration::from_millis(1))
+    }
+
+    #[test]
+    fn a_busy_distribution_gives_each_share_its_extra() {
+        let mut s = card(100e6);
+        s.service_time = Duration::ZERO;
+        s.busy = vec![
+            BusyStep {
+                share: 0.9,
+                extra: Duration::ZERO,
+            },
+            BusyStep {
+                share: 0.1,
+                extra: Duration::from_millis(200),
+            },
+        ];
+        let mut t = Timeline::new(s, 3);
+        let mut slow = 0;
+        let mut now = 0;
+        for _ in 0..10_000 {
+            let w = t.write(now, 100_000);
+            // 1 ms at 100 MB/s, or 201 ms.
+            let took = w.done_ns - w.start_ns;
+            assert!(took == 1_000_000 || took == 201_000_000, "{took}");
+            slow += usize::from(took > 1_000_000);
+            now = w.done_ns;
         }
+        assert!(
+            (800..=1200).contains(&slow),
+            "{slow} of 10000 slow, a tenth expected"
+        );
+    }
+
+    #[test]
+    fn a_write_among_the_cards_tables_costs_the_metadata_update() {
+        let mut s = card(10e6);
+        s.service_time = Duration::ZERO;
+        s.metadata = Some((4 << 20, Duration::from_millis(20)));
+        let mut t = Timeline::new(s, 1);
+        let table = t.write_at(0, 4096, 512);
+        assert_eq!(table.done_ns - table.start_ns, 20_051_200);
+        let data = t.write_at(table.done_ns, 8 << 20, 512);
+        assert_eq!(data.done_ns - data.start_ns, 51_200);
+    }
+
+    #[test]
+    fn a_write_that_jumps_costs_the_random_iops_and_one_that_follows_does_not() {
+        let mut s = card(20e6);
+        s.service_time = Duration::ZERO;
+        s.random_writes = vec![
+            RandomWrites {
+                bytes: 4096,
+                iops: 34.0,
+            },
+            RandomWrites {
+                bytes: 16384,
+                iops: 5.0,
+            },
+        ];
+        let mut t = Timeline::new(s.clone(), 1);
+        let first = t.write_at(0, 0, 4096);
+        let next = t.write_at(first.done_ns, 4096, 4096);
+        assert_eq!(
+            next.done_ns - next.start_ns,
+            204_800,
+            "sequential: its length at the rate"
+        );
+        let jump = t.write_at(next.done_ns, 1 << 20, 4096);
+        assert_eq!(
+            jump.done_ns - jump.start_ns,
+            (1e9 / 34.0_f64).round() as u64
+        );
+        // Between the sizes, the time per write is interpolated; beyond, in proportion.
+        let mid = s.random_write_seconds(10240).expect("table");
+        assert!(mid > 1.0 / 34.0 && mid < 1.0 / 5.0, "{mid}");
+        let big = s.random_write_seconds(32768).expect("table");
+        assert!((big - 0.4).abs() < 1e-9, "{big}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod models;
 pub mod power;
+pub mod profile;
 pub mod stack;
 pub mod tools;
 

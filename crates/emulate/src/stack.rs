@@ -94,11 +94,26 @@ pub struct DeviceModel {
     /// (read-only, errors, stale).
     #[serde(default)]
     pub wear_out: Option<(u64, String)>,
+    /// The distribution of extra busy per write: (share, microseconds), shares summing to 1.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy: Vec<(f64, u64)>,
+    /// Random-write IOPS by size: (bytes, IOPS), sizes rising.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub random_iops: Vec<(u64, f64)>,
+    /// Writes in the card's first bytes cost more: (region bytes, extra µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<(u64, u64)>,
+    /// The card profile the model came from (`emulate up --profile`), by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 impl DeviceModel {
     pub fn any(&self) -> bool {
-        self.service_time_us > 0
+        !self.busy.is_empty()
+            || !self.random_iops.is_empty()
+            || self.metadata.is_some()
+            || self.service_time_us > 0
             || self.gc_every_bytes > 0
             || self.slc_bytes > 0
             || self.volatile_cache_bytes > 0
@@ -766,6 +781,25 @@ fn plugin_args(
         a.push(format!("gc-every={}", d.gc_every_bytes));
         a.push(format!("gc-pause-us={}", d.gc_pause_us));
         a.push(format!("gc-random={}", u8::from(d.gc_random)));
+    }
+    if !d.busy.is_empty() {
+        let steps: Vec<String> = d
+            .busy
+            .iter()
+            .map(|(share, us)| format!("{share}:{us}"))
+            .collect();
+        a.push(format!("busy={}", steps.join(",")));
+    }
+    if !d.random_iops.is_empty() {
+        let sizes: Vec<String> = d
+            .random_iops
+            .iter()
+            .map(|(bytes, iops)| format!("{bytes}:{iops}"))
+            .collect();
+        a.push(format!("random-iops={}", sizes.join(",")));
+    }
+    if let Some((region, us)) = d.metadata {
+        a.push(format!("metadata={region}:{us}"));
     }
     if d.slc_bytes > 0 {
         a.push(format!("slc-bytes={}", d.slc_bytes));

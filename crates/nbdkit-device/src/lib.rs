@@ -401,7 +401,7 @@ impl Server for Card {
             let keep = dev.wear(st, buf.len() as u64)?;
             if !keep {
                 st.written_bytes += buf.len() as u64;
-                return Ok(st.timeline.write(now, buf.len() as u64));
+                return Ok(st.timeline.write_at(now, offset, buf.len() as u64));
             }
             for p in pieces(dev.settings.fake, offset, buf.len()) {
                 let Some(at) = p.media_offset else {
@@ -420,7 +420,7 @@ impl Server for Card {
                 }
             }
             st.written_bytes += buf.len() as u64;
-            Ok(st.timeline.write(now, buf.len() as u64))
+            Ok(st.timeline.write_at(now, offset, buf.len() as u64))
         })
     }
 

@@ -85,7 +85,7 @@ pub struct ScratchDevice {
 /// Where a suite's filesystems are made.
 #[derive(Debug, Clone)]
 pub enum Maker {
-    Emulated(Card),
+    Emulated(Box<Card>),
     Scratch(ScratchDevice),
 }
 

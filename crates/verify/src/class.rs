@@ -331,6 +331,7 @@ fn measure(
     write_at(&fat, meta.as_slice(), 0, fat_direct, "the FAT file")?;
     fat.sync_all()
         .map_err(|e| ClassError::Failed(format!("the FAT file: fsync: {e}")))?;
+    report.written_bytes += meta.as_slice().len() as u64;
     let mut rng = Rng::new(u64::from(std::process::id()) ^ sinkrate_sys::host::unix_ms_now());
     rng.fill(meta.as_mut_slice());
     let mut sizes = ru_sizes(&prepared.claims);

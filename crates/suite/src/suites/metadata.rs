@@ -156,9 +156,9 @@ fn made_fs(dir: &Path) -> &'static str {
 pub fn maker(cfg: &SuiteConfig) -> Result<Maker, SuiteError> {
     Ok(match &cfg.scratch {
         Some(s) => Maker::Scratch(s.clone()),
-        None => {
-            Maker::Emulated(devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?)
-        }
+        None => Maker::Emulated(Box::new(
+            devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?,
+        )),
     })
 }
 

@@ -63,7 +63,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<Table>, SuiteError> {
     let cut_at = duration.mul_f64(0.75);
     let mut card = devices::card_for(&cfg.dir, &cfg.model).map_err(SuiteError::Usage)?;
     card.device.volatile_cache_bytes = VOLATILE_CACHE_BYTES;
-    let maker = Maker::Emulated(card);
+    let maker = Maker::Emulated(Box::new(card));
     ctx.made_on = Some(format!(
         "{} with an 8 MiB volatile write cache, ext4, {} each; power cut at {:.1} s",
         maker.describe(),
