@@ -106,7 +106,10 @@ fn px4s_method_on_the_profiles_is_never_faster_than_px4s_cards_and_orders_them()
                 measured.push((profile, rate, worst));
             }
             let (slow, fast) = (&measured[0], &measured[1]);
-            assert!(slow.1 < fast.1, "the Ultra PLUS writes slower than the Pixtor: {measured:?}");
+            assert!(
+                slow.1 < fast.1,
+                "the Ultra PLUS writes slower than the Pixtor: {measured:?}"
+            );
             assert!(slow.2 > fast.2, "and pauses longer: {measured:?}");
         },
     );
