@@ -41,7 +41,11 @@ pub fn spec_from(args: &EmulateUpArgs) -> Result<(Spec, Vec<String>)> {
         }
     };
     if let Some(p) = &profile {
-        notes.push(format!("profile {}: {}", p.name, p.about));
+        notes.push(if p.about.is_empty() {
+            format!("profile {}", p.name)
+        } else {
+            format!("profile {}: {}", p.name, p.about)
+        });
         if let Some(c) = p.capacity_bytes {
             if c != size {
                 notes.push(format!(

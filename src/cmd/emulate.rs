@@ -25,10 +25,12 @@ pub fn run(action: EmulateAction) -> Result<ExitCode> {
 
 fn up(args: EmulateUpArgs) -> Result<ExitCode> {
     let (spec, notes) = spec_from(&args)?;
+    // The notes once the card is up: a refusal (a size too small for the filesystem) is one
+    // line, not the notes and then the error.
+    let state = sinkrate_emulate::up(spec)?;
     for n in &notes {
         eprintln!("sinkrate: note: {n}");
     }
-    let state = sinkrate_emulate::up(spec)?;
     plan::print_stdout(&state, args.output_format, &Style::default())?;
     Ok(ExitCode::SUCCESS)
 }
