@@ -13,23 +13,19 @@ use common::{sinkrate_path, with_root, SlowDev};
 const EMULATE_TOOLS: &[&str] = &["nbdkit", "nbdfuse", "fusermount3", "mkfs.ext4"];
 
 fn class(dir: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
-    let out = Command::new(sinkrate_path())
-        .args([
-            "verify",
-            "--class",
-            "--output-format",
-            "json",
-            "--progress",
-            "never",
-        ])
-        .arg(dir)
-        .args(extra)
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let dir = dir.to_str().expect("utf8");
+    let head = [
+        "--class",
+        "--output-format",
+        "json",
+        "--progress",
+        "never",
+        dir,
+    ];
+    let (code, out, stderr) = common::sinkrate_sub("verify", &[&head[..], extra].concat());
     assert!(!stderr.contains("panicked"), "{stderr}");
-    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
-    (out.status.code(), v, stderr)
+    let v = serde_json::from_str(&out).unwrap_or(serde_json::Value::Null);
+    (code, v, stderr)
 }
 
 /// Sectors written to `device` as the kernel counts them, in bytes.

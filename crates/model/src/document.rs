@@ -71,9 +71,10 @@ macro_rules! document_enum {
             /// The document read as the result type of its `kind`, or why it does not
             /// match; None for a kind without a type of its own (bench without fio's keys).
             fn typed(value: &Value, kind: RunKind) -> Option<Result<Document, ReadError>> {
-                // Without `all-kinds-typed` (the board builds), compare, capture and the
-                // verify kinds' results are read as their fields, and their readers are not
-                // built (37 KB of the x86_64 board binary, made room for `verify --class`).
+                // Without `all-kinds-typed` (the board builds), compare, capture, search and
+                // the verify kinds' results are read as their fields, and their readers are
+                // not built (room in the x86_64 board binary for `verify --class` and card
+                // profiles).
                 if cfg!(not(feature = "all-kinds-typed"))
                     && matches!(
                         kind,
@@ -82,6 +83,7 @@ macro_rules! document_enum {
                             | RunKind::Class
                             | RunKind::Verify
                             | RunKind::Capacity
+                            | RunKind::TuneSearch
                     )
                 {
                     return None;

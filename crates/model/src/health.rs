@@ -234,21 +234,29 @@ impl SdStatus {
             .map(|(label, mb)| (label, f64::from(mb) * 1e6))
     }
 
+    /// The classes claimed, as the SD class table names them: `C10`, `U3`, `V30`, `A1`.
+    pub fn class_names(&self) -> Vec<String> {
+        [
+            ("C", self.speed_class),
+            ("U", self.uhs_grade),
+            ("V", self.video_class),
+            ("A", self.app_class),
+        ]
+        .into_iter()
+        .filter_map(|(family, n)| n.filter(|n| *n > 0).map(|n| format!("{family}{n}")))
+        .collect()
+    }
+
     /// The classes in the form printed on the card: `Class 10, U3, V30, A1`.
     pub fn label(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(c) = self.speed_class.filter(|c| *c > 0) {
-            parts.push(format!("Class {c}"));
-        }
-        if let Some(u) = self.uhs_grade.filter(|u| *u > 0) {
-            parts.push(format!("U{u}"));
-        }
-        if let Some(v) = self.video_class.filter(|v| *v > 0) {
-            parts.push(format!("V{v}"));
-        }
-        if let Some(a) = self.app_class.filter(|a| *a > 0) {
-            parts.push(format!("A{a}"));
-        }
+        let parts: Vec<String> = self
+            .class_names()
+            .into_iter()
+            .map(|n| match n.strip_prefix('C') {
+                Some(speed) => format!("Class {speed}"),
+                None => n,
+            })
+            .collect();
         if parts.is_empty() {
             "no class claimed".to_string()
         } else {

@@ -101,20 +101,7 @@ impl Prepared {
 
 /// The classes `s` claims, as the table names them.
 fn claimed(s: &sinkrate_model::health::SdStatus) -> Vec<&'static SdClass> {
-    let mut names = Vec::new();
-    if let Some(c) = s.speed_class.filter(|c| *c > 0) {
-        names.push(format!("C{c}"));
-    }
-    if let Some(u) = s.uhs_grade.filter(|u| *u > 0) {
-        names.push(format!("U{u}"));
-    }
-    if let Some(v) = s.video_class.filter(|v| *v > 0) {
-        names.push(format!("V{v}"));
-    }
-    if let Some(a) = s.app_class.filter(|a| *a > 0) {
-        names.push(format!("A{a}"));
-    }
-    names
+    s.class_names()
         .iter()
         .filter_map(|n| SdClass::parse(n).ok())
         .collect()
